@@ -1,0 +1,115 @@
+// Package auth authenticates bearer credentials and describes the resulting
+// principal: its kind, its authority group and its scopes.
+//
+// Credentials are wc_pat_ tokens stored only as SHA-256 hashes, plus the
+// optional WEBCODEX_TOKEN bootstrap credential (admin, compared in constant
+// time, never stored) and the local user of a stdio server. Every principal
+// belongs to an authority group (its owner); Workflow Sessions remember only
+// the domain-separated fingerprint of the group that created them.
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"slices"
+)
+
+// Scope is a permission a credential carries.
+type Scope string
+
+// The scopes of DESIGN.md §4.
+const (
+	ScopeRuntimeRead   Scope = "runtime:read"
+	ScopeProjectRead   Scope = "project:read"
+	ScopeProjectWrite  Scope = "project:write"
+	ScopeJobRun        Scope = "job:run"
+	ScopeMemoryRead    Scope = "memory:read"
+	ScopeMemoryManage  Scope = "memory:manage"
+	ScopeAccountManage Scope = "account:manage"
+	ScopeAdmin         Scope = "admin"
+)
+
+// AllScopes lists every scope, in a fixed order.
+var AllScopes = []Scope{
+	ScopeRuntimeRead, ScopeProjectRead, ScopeProjectWrite, ScopeJobRun,
+	ScopeMemoryRead, ScopeMemoryManage, ScopeAccountManage, ScopeAdmin,
+}
+
+// ValidScope reports whether s is a known scope.
+func ValidScope(s Scope) bool { return slices.Contains(AllScopes, s) }
+
+// Kind is the canonical credential kind of a principal.
+type Kind string
+
+// Principal kinds.
+const (
+	KindAPIToken  Kind = "api_token"
+	KindBootstrap Kind = "bootstrap"
+	KindLocal     Kind = "local"
+)
+
+// DefaultOwner is the authority group of the local user: the first-start
+// admin credential, WEBCODEX_TOKEN and stdio all belong to it.
+const DefaultOwner = "local"
+
+// A Principal is an authenticated caller.
+type Principal struct {
+	Kind Kind `json:"kind"`
+	// ID identifies the credential (token id, "bootstrap" or "local").
+	ID string `json:"id"`
+	// Owner is the authority group the credential belongs to.
+	Owner  string  `json:"owner"`
+	Scopes []Scope `json:"scopes"`
+}
+
+// Has reports whether p holds scope s. admin implies every scope.
+func (p Principal) Has(s Scope) bool {
+	return slices.Contains(p.Scopes, ScopeAdmin) || slices.Contains(p.Scopes, s)
+}
+
+// fingerprintDomain separates authority fingerprints from every other
+// SHA-256 use in WebCodex.
+const fingerprintDomain = "webcodex.authority-group.v1"
+
+// AuthorityFingerprint returns the lowercase hex, domain-separated SHA-256
+// fingerprint of p's authority group. It is stable across credentials of the
+// same owner and reveals nothing about the credential itself.
+func (p Principal) AuthorityFingerprint() string {
+	return Fingerprint(p.Owner)
+}
+
+// Fingerprint returns the authority fingerprint of an owner.
+func Fingerprint(owner string) string {
+	h := sha256.New()
+	writeField(h, fingerprintDomain)
+	writeField(h, owner)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func writeField(h interface{ Write([]byte) (int, error) }, s string) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+	h.Write(n[:])
+	h.Write([]byte(s))
+}
+
+// LocalUser is the principal of a process started by the local user (stdio
+// and CLI commands that open the data directory directly).
+func LocalUser() Principal {
+	return Principal{Kind: KindLocal, ID: "local", Owner: DefaultOwner, Scopes: []Scope{ScopeAdmin}}
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns a context carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal carried by ctx, if any.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}

@@ -1,0 +1,137 @@
+// Package failure defines the stable error kinds that every layer of WebCodex
+// returns and every transport maps exactly once.
+//
+// A Kind is API: kinds are added, never renamed or removed. Domains return
+// *Error values; low-level packages may return their own sentinels, which the
+// domain wraps. KindOf folds anything that is not an *Error into Internal so
+// that no foreign error text reaches a caller as a stable kind.
+package failure
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind is a stable snake_case error identifier.
+type Kind string
+
+// The stable error kinds. Their string values are wire contracts.
+const (
+	Internal                 Kind = "internal"
+	InvalidArguments         Kind = "invalid_arguments"
+	UnknownTool              Kind = "unknown_tool"
+	Unauthenticated          Kind = "unauthenticated"
+	InsufficientScope        Kind = "insufficient_scope"
+	PermissionDenied         Kind = "permission_denied"
+	NotFound                 Kind = "not_found"
+	RequestTooLarge          Kind = "request_too_large"
+	UnknownProject           Kind = "unknown_project"
+	UnknownSessionID         Kind = "unknown_session_id"
+	InvalidSessionID         Kind = "invalid_session_id"
+	SessionClosed            Kind = "session_closed"
+	SessionGuardDenied       Kind = "session_guard_denied"
+	SessionProjectMismatch   Kind = "session_project_mismatch"
+	SessionAuthorityDenied   Kind = "session_authority_denied"
+	InvalidExecutionContext  Kind = "invalid_execution_context"
+	InvalidCodingInstruction Kind = "invalid_coding_instruction"
+	EditConflict             Kind = "edit_conflict"
+	StalePrecondition        Kind = "stale_precondition"
+	OutcomeUnknown           Kind = "outcome_unknown"
+	Unavailable              Kind = "unavailable"
+	Conflict                 Kind = "conflict"
+	Interrupted              Kind = "interrupted"
+	OperationFailed          Kind = "operation_failed"
+	InvalidLedger            Kind = "invalid_ledger"
+)
+
+// Kinds lists every kind defined in this package, for documentation and the
+// transport mapping tests.
+var Kinds = []Kind{
+	Internal, InvalidArguments, UnknownTool, Unauthenticated, InsufficientScope,
+	PermissionDenied, NotFound, RequestTooLarge, UnknownProject, UnknownSessionID,
+	InvalidSessionID, SessionClosed, SessionGuardDenied, SessionProjectMismatch,
+	SessionAuthorityDenied, InvalidExecutionContext, InvalidCodingInstruction,
+	EditConflict, StalePrecondition, OutcomeUnknown, Unavailable, Conflict,
+	Interrupted, OperationFailed, InvalidLedger,
+}
+
+// Error is a failure with a stable kind, a human message and optional
+// structured detail that transports place in the ToolResult output.
+type Error struct {
+	Kind    Kind
+	Message string
+	// Detail holds bounded, non-secret structured facts about the failure
+	// (for example the conflict kind of an edit). It may be nil.
+	Detail map[string]any
+	// Err is an optional wrapped cause; it is never shown to callers.
+	Err error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Kind, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Kind, e.Message)
+}
+
+// Unwrap returns the wrapped cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns an *Error of kind k with a formatted message.
+func New(k Kind, format string, args ...any) *Error {
+	return &Error{Kind: k, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an *Error of kind k whose cause is err.
+func Wrap(k Kind, err error, format string, args ...any) *Error {
+	return &Error{Kind: k, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// WithDetail returns e after setting detail key to value.
+func (e *Error) WithDetail(key string, value any) *Error {
+	if e.Detail == nil {
+		e.Detail = map[string]any{}
+	}
+	e.Detail[key] = value
+	return e
+}
+
+// KindOf returns the kind of err: the kind of the first *Error in its chain,
+// or Internal for any other non-nil error, or "" for nil.
+func KindOf(err error) Kind {
+	if err == nil {
+		return ""
+	}
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Kind
+	}
+	return Internal
+}
+
+// MessageOf returns the caller-safe message of err. Errors that are not
+// *Error values are reported as "internal error" so that their text, which
+// may contain paths or driver detail, never reaches a caller.
+func MessageOf(err error) string {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Message
+	}
+	if err == nil {
+		return ""
+	}
+	return "internal error"
+}
+
+// DetailOf returns the structured detail of the first *Error in err's chain.
+func DetailOf(err error) map[string]any {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Detail
+	}
+	return nil
+}
+
+// Is reports whether err carries kind k.
+func Is(err error, k Kind) bool { return KindOf(err) == k }

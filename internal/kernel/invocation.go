@@ -1,0 +1,71 @@
+package kernel
+
+import (
+	"sync"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// An Invocation is what a tool handler knows about its call: the verified
+// caller, the resolved project, the authorized business session, and
+// collectors for the effect evidence the kernel records.
+type Invocation struct {
+	// ID is the runtime-generated invocation correlation id.
+	ID        string
+	Tool      string
+	Principal auth.Principal
+	// Project is the resolved project; HasProject reports whether the call
+	// resolved one.
+	Project    project.Project
+	HasProject bool
+	// Session is the authorized business session, or nil.
+	Session *workflow.Session
+
+	mu       sync.Mutex
+	observed []string
+	changed  []string
+	facts    map[string]string
+	adopted  *workflow.Session
+}
+
+// Observe records project-relative paths a successful read or search
+// observed. Only paths are kept, never contents or patterns.
+func (inv *Invocation) Observe(paths ...string) {
+	inv.mu.Lock()
+	inv.observed = append(inv.observed, paths...)
+	inv.mu.Unlock()
+}
+
+// Change records project-relative paths the tool changed.
+func (inv *Invocation) Change(paths ...string) {
+	inv.mu.Lock()
+	inv.changed = append(inv.changed, paths...)
+	inv.mu.Unlock()
+}
+
+// Fact records a bounded key/value fact for the finished event (it is
+// redacted and truncated before it is stored).
+func (inv *Invocation) Fact(key, value string) {
+	inv.mu.Lock()
+	if inv.facts == nil {
+		inv.facts = map[string]string{}
+	}
+	inv.facts[key] = value
+	inv.mu.Unlock()
+}
+
+// Adopt tells the kernel that the handler created session s, so that the
+// call's business event pair is recorded there.
+func (inv *Invocation) Adopt(s workflow.Session) {
+	inv.mu.Lock()
+	inv.adopted = &s
+	inv.mu.Unlock()
+}
+
+func (inv *Invocation) effects() (observed, changed []string, facts map[string]string, adopted *workflow.Session) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.observed, inv.changed, inv.facts, inv.adopted
+}

@@ -1,0 +1,176 @@
+// Package kernel is the tool registry and the one dispatch pipeline that
+// every transport (REST, MCP, CLI, tests) calls.
+//
+// A tool is declared once as a [Spec] with typed input and output; its JSON
+// schemas are derived from the Go types, so every transport's view of a tool
+// comes from the same declaration and cannot drift.
+//
+// # Pipeline
+//
+// [Kernel.Dispatch] runs, in order: tool lookup; strict argument decoding
+// (unknown fields and wrong types rejected); scope check; project
+// resolution; business-session authorization; recorder verification
+// (producing an evidence [Binding]); a durable tool_call_started record
+// before any mutating tool runs; execution; tool_call_finished; the evidence
+// record; and the [Result] envelope. A failure at any step before execution
+// changes nothing but the evidence of the refusal.
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/webcodex/webcodex/internal/auth"
+)
+
+// SessionUse says whether a tool takes a business session_id.
+type SessionUse int
+
+// Session uses.
+const (
+	// SessionNone: the tool takes no business session.
+	SessionNone SessionUse = iota
+	// SessionOptional: session_id may be given; when given it is
+	// authorized and the call is recorded in it with role business.
+	SessionOptional
+	// SessionRequired: session_id must be given.
+	SessionRequired
+)
+
+// ProjectScoped is implemented by inputs that name a project.
+type ProjectScoped interface{ ProjectID() string }
+
+// SessionScoped is implemented by inputs that name a business session.
+type SessionScoped interface{ BusinessSessionID() string }
+
+// ProjectRef is embedded by inputs whose project is required.
+type ProjectRef struct {
+	Project string `json:"project" jsonschema:"project id, e.g. agent:local:myrepo"`
+}
+
+// ProjectID implements ProjectScoped.
+func (r ProjectRef) ProjectID() string { return r.Project }
+
+// OptionalProjectRef is embedded by inputs that may take the project from
+// their business session.
+type OptionalProjectRef struct {
+	Project string `json:"project,omitempty" jsonschema:"project id; defaults to the session's project"`
+}
+
+// ProjectID implements ProjectScoped.
+func (r OptionalProjectRef) ProjectID() string { return r.Project }
+
+// SessionRef is embedded by inputs that optionally name a business session.
+type SessionRef struct {
+	SessionID string `json:"session_id,omitempty" jsonschema:"exact wc_sess_ id to record this call in"`
+}
+
+// BusinessSessionID implements SessionScoped.
+func (r SessionRef) BusinessSessionID() string { return r.SessionID }
+
+// RequiredSessionRef is embedded by inputs that require a business session.
+type RequiredSessionRef struct {
+	SessionID string `json:"session_id" jsonschema:"exact wc_sess_ id"`
+}
+
+// BusinessSessionID implements SessionScoped.
+func (r RequiredSessionRef) BusinessSessionID() string { return r.SessionID }
+
+// Annotations are the behavioural hints published with a tool.
+type Annotations struct {
+	ReadOnly    bool `json:"readOnlyHint"`
+	Destructive bool `json:"destructiveHint"`
+	Idempotent  bool `json:"idempotentHint"`
+}
+
+// Spec declares a tool with input In and output Out.
+type Spec[In, Out any] struct {
+	Name        string
+	Description string
+	// Category groups tools for telemetry (files, search, edit, git,
+	// sessions, ...).
+	Category string
+	// Scopes the caller must all hold.
+	Scopes      []auth.Scope
+	Annotations Annotations
+	// Mutates marks tools that change project files or session state;
+	// their tool_call_started is durable before they run.
+	Mutates bool
+	// Writes marks tools denied in read_only sessions (file writes and
+	// shells).
+	Writes bool
+	// Session says whether the tool takes a business session_id.
+	Session SessionUse
+	// Handler runs the tool. It returns a *failure.Error for expected
+	// failures.
+	Handler func(ctx context.Context, inv *Invocation, in In) (Out, error)
+}
+
+// Tool is a registered tool with its erased handler and derived schemas.
+type Tool struct {
+	Name         string
+	Description  string
+	Category     string
+	Scopes       []auth.Scope
+	Annotations  Annotations
+	Mutates      bool
+	Writes       bool
+	Session      SessionUse
+	InputSchema  *jsonschema.Schema
+	OutputSchema *jsonschema.Schema
+
+	resolved *jsonschema.Resolved
+	decode   func(raw json.RawMessage) (any, error)
+	run      func(ctx context.Context, inv *Invocation, in any) (any, error)
+}
+
+var toolNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// Register adds a tool to r. It panics on an invalid declaration (a
+// programming error, found at start-up).
+func Register[In, Out any](r *Registry, s Spec[In, Out]) {
+	if !toolNameRE.MatchString(s.Name) {
+		panic(fmt.Sprintf("kernel: invalid tool name %q", s.Name))
+	}
+	if s.Handler == nil || s.Description == "" {
+		panic(fmt.Sprintf("kernel: tool %s needs a handler and a description", s.Name))
+	}
+	in, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("kernel: tool %s input schema: %v", s.Name, err))
+	}
+	out, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(fmt.Sprintf("kernel: tool %s output schema: %v", s.Name, err))
+	}
+	resolved, err := in.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("kernel: tool %s input schema: %v", s.Name, err))
+	}
+	var zero In
+	_, sessionScoped := any(zero).(SessionScoped)
+	if (s.Session != SessionNone) != sessionScoped {
+		panic(fmt.Sprintf("kernel: tool %s: Session use and SessionScoped input disagree", s.Name))
+	}
+	t := &Tool{
+		Name: s.Name, Description: s.Description, Category: s.Category,
+		Scopes: s.Scopes, Annotations: s.Annotations, Mutates: s.Mutates,
+		Writes: s.Writes, Session: s.Session,
+		InputSchema: in, OutputSchema: out, resolved: resolved,
+	}
+	t.decode = func(raw json.RawMessage) (any, error) {
+		var v In
+		if err := decodeStrict(raw, resolved, &v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+	t.run = func(ctx context.Context, inv *Invocation, in any) (any, error) {
+		return s.Handler(ctx, inv, in.(In))
+	}
+	r.add(t)
+}

@@ -1,0 +1,166 @@
+// Package sqlitedb opens WebCodex's SQLite databases with the durability
+// settings every store relies on, applies embedded migrations, and provides a
+// group-commit [Writer] so that concurrent mutations share one fsync.
+//
+// # Durability
+//
+// Every database is opened in WAL mode with synchronous=FULL: a transaction
+// whose COMMIT has returned is on stable storage and survives kill -9 or power
+// loss. Callers acknowledge a mutation only after [Writer.Do] returns nil.
+//
+// # Group commit
+//
+// A [Writer] owns the single write connection of a database. Concurrent Do
+// calls are queued; the writer runs every queued function inside one
+// transaction, each in its own SAVEPOINT so that one function's failure rolls
+// back only its own changes, and then commits once. All callers of a batch
+// learn their outcome after that one COMMIT.
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// DB is an open SQLite database: a pool of read connections plus one
+// group-commit writer.
+type DB struct {
+	// Read is a connection pool for queries. Writes through Read are a
+	// programming error; use Writer.
+	Read   *sql.DB
+	Writer *Writer
+	path   string
+}
+
+// Open opens (creating if needed) the database file at path, applies the
+// migrations found in migrations (files named NNNN_name.sql, applied in
+// lexical order, each once, inside a transaction) and starts the writer.
+// The file is created with mode 0600.
+func Open(ctx context.Context, path string, migrations fs.FS) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlitedb: create directory: %w", err)
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("sqlitedb: create file: %w", err)
+		}
+		f.Close()
+	}
+	w, err := openConn(path, 1)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, w, migrations); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := openConn(path, 4)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return &DB{Read: r, Writer: newWriter(w), path: path}, nil
+}
+
+// Path returns the file path of the database.
+func (db *DB) Path() string { return db.path }
+
+// Close stops the writer after the queued work finishes and closes both pools.
+func (db *DB) Close() error {
+	db.Writer.close()
+	return errors.Join(db.Writer.db.Close(), db.Read.Close())
+}
+
+func openConn(path string, maxOpen int) (*sql.DB, error) {
+	q := url.Values{}
+	for _, p := range []string{
+		"journal_mode(WAL)",
+		"synchronous(FULL)",
+		"busy_timeout(10000)",
+		"foreign_keys(ON)",
+	} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlitedb: open: %w", err)
+	}
+	db.SetMaxOpenConns(maxOpen)
+	db.SetMaxIdleConns(maxOpen)
+	db.SetConnMaxLifetime(0)
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitedb: open %s: %w", filepath.Base(path), err)
+	}
+	return db, nil
+}
+
+// Migrations returns the sub-filesystem dir of an embedded FS, for Open.
+func Migrations(efs embed.FS, dir string) fs.FS {
+	sub, err := fs.Sub(efs, dir)
+	if err != nil {
+		panic(err) // the embed pattern is fixed at compile time
+	}
+	return sub
+}
+
+func migrate(ctx context.Context, db *sql.DB, migrations fs.FS) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlitedb: migrations table: %w", err)
+	}
+	if migrations == nil {
+		return nil
+	}
+	names, err := fs.Glob(migrations, "*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
+			return fmt.Errorf("sqlitedb: read migrations: %w", err)
+		}
+		if n > 0 {
+			continue
+		}
+		body, err := fs.ReadFile(migrations, name)
+		if err != nil {
+			return err
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlitedb: migration %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(name, applied_at) VALUES (?, strftime('%s','now'))`, name); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("sqlitedb: migration %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// IsConstraint reports whether err is an SQLite constraint violation.
+func IsConstraint(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "constraint failed")
+}

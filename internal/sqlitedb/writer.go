@@ -1,0 +1,179 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// MaxBatch is the largest number of queued functions one group commit runs
+// in a single transaction.
+const MaxBatch = 256
+
+// ErrClosed is returned by Do after the writer has been closed.
+var ErrClosed = errors.New("sqlitedb: writer closed")
+
+// TxFunc is one unit of work run by a Writer inside a transaction. It must not
+// commit or roll back tx, and must not retain it.
+type TxFunc func(ctx context.Context, tx *sql.Tx) error
+
+// A Writer serializes all writes to one database and batches concurrent ones
+// into a single durable commit.
+type Writer struct {
+	db     *sql.DB
+	queue  chan *job
+	done   chan struct{}
+	once   sync.Once
+	mu     sync.RWMutex // guards closed against sends on queue
+	closed bool
+
+	statsMu sync.Mutex
+	commits int64
+	jobs    int64
+}
+
+type job struct {
+	ctx context.Context
+	fn  TxFunc
+	res chan error
+}
+
+func newWriter(db *sql.DB) *Writer {
+	w := &Writer{db: db, queue: make(chan *job, MaxBatch), done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+// Do runs fn inside a transaction and returns after that transaction has been
+// durably committed (nil) or rolled back (the error). fn's changes are
+// isolated by a savepoint: if fn returns an error only its own changes are
+// undone and other functions in the same batch still commit. When the batch's
+// COMMIT itself fails, every function in it receives that error and none of
+// their changes persist.
+//
+// Do does not run fn if ctx is already done when the writer reaches it. Once
+// fn has started, cancellation of ctx does not abandon the commit: Do waits
+// for the outcome so that the caller never mistakes a committed mutation for
+// a failed one.
+func (w *Writer) Do(ctx context.Context, fn TxFunc) error {
+	j := &job{ctx: ctx, fn: fn, res: make(chan error, 1)}
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case w.queue <- j:
+	case <-ctx.Done():
+		w.mu.RUnlock()
+		return ctx.Err()
+	}
+	w.mu.RUnlock()
+	return <-j.res
+}
+
+// Stats reports how many commits the writer has made and how many functions
+// they carried.
+func (w *Writer) Stats() (commits, jobs int64) {
+	w.statsMu.Lock()
+	defer w.statsMu.Unlock()
+	return w.commits, w.jobs
+}
+
+func (w *Writer) close() {
+	w.once.Do(func() {
+		w.mu.Lock()
+		w.closed = true
+		close(w.queue)
+		w.mu.Unlock()
+		<-w.done
+	})
+}
+
+func (w *Writer) loop() {
+	defer close(w.done)
+	batch := make([]*job, 0, MaxBatch)
+	for first := range w.queue {
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < MaxBatch {
+			select {
+			case j, ok := <-w.queue:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, j)
+			default:
+				break fill
+			}
+		}
+		w.run(batch)
+	}
+}
+
+func (w *Writer) run(batch []*job) {
+	results := make([]error, len(batch))
+	ctx := context.Background()
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		for _, j := range batch {
+			j.res <- fmt.Errorf("sqlitedb: begin: %w", err)
+		}
+		return
+	}
+	ran := 0
+	for i, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		results[i] = runSavepoint(j.ctx, tx, j.fn)
+		if results[i] == nil {
+			ran++
+		}
+	}
+	var commitErr error
+	if ran == 0 {
+		commitErr = tx.Rollback()
+	} else {
+		commitErr = tx.Commit()
+	}
+	if commitErr != nil {
+		commitErr = fmt.Errorf("sqlitedb: commit: %w", commitErr)
+	}
+	w.statsMu.Lock()
+	w.commits++
+	w.jobs += int64(len(batch))
+	w.statsMu.Unlock()
+	for i, j := range batch {
+		if results[i] == nil && commitErr != nil && ran > 0 {
+			results[i] = commitErr
+		}
+		j.res <- results[i]
+	}
+}
+
+func runSavepoint(ctx context.Context, tx *sql.Tx, fn TxFunc) (err error) {
+	// A background context keeps savepoint bookkeeping independent of the
+	// caller's cancellation once the function has been admitted.
+	bg := context.WithoutCancel(ctx)
+	if _, err := tx.ExecContext(bg, "SAVEPOINT job"); err != nil {
+		return fmt.Errorf("sqlitedb: savepoint: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("sqlitedb: write function panicked: %v", p)
+		}
+		if err != nil {
+			if _, rbErr := tx.ExecContext(bg, "ROLLBACK TO job"); rbErr != nil {
+				err = errors.Join(err, rbErr)
+			}
+		}
+		if _, relErr := tx.ExecContext(bg, "RELEASE job"); relErr != nil && err == nil {
+			err = relErr
+		}
+	}()
+	return fn(bg, tx)
+}

@@ -1,0 +1,98 @@
+package workflow
+
+import (
+	"context"
+	"time"
+)
+
+// ListFilter selects sessions for List.
+type ListFilter struct {
+	// Project, when set, keeps only sessions bound to that project.
+	Project string
+	// Fingerprint, when set, keeps only sessions created by that authority
+	// group.
+	Fingerprint string
+	// Lifecycle, when set, keeps only sessions in that state.
+	Lifecycle Lifecycle
+	Limit     int
+	Offset    int
+}
+
+// StoreStatus reports store-wide counts for operators.
+type StoreStatus struct {
+	Sessions       int64 `json:"sessions"`
+	ActiveSessions int64 `json:"active_sessions"`
+	Events         int64 `json:"events"`
+	// DiscardedRows counts malformed session or event rows found at restore
+	// and moved aside; they never reach a caller.
+	DiscardedRows int64 `json:"discarded_rows"`
+}
+
+// UpdateFunc inspects and may change a session header, returning events to
+// append. Returning an error aborts the update with nothing written.
+type UpdateFunc func(s *Session) ([]Event, error)
+
+// Store persists Workflow Sessions. Every mutating method returns only after
+// its change is durably committed; a returned error means nothing changed.
+// Implementations apply [Sanitize] to every event and [Apply] to the header,
+// and keep at most [TailLimit] events per session.
+type Store interface {
+	// Create inserts s with its initial events. failure.Conflict when the
+	// id exists.
+	Create(ctx context.Context, s Session, events []Event) (Session, []Event, error)
+	// Get returns the session header; failure.UnknownSessionID when absent.
+	Get(ctx context.Context, id string) (Session, error)
+	// List returns sessions matching f, newest first, and the total number
+	// that match.
+	List(ctx context.Context, f ListFilter) ([]Session, int, error)
+	// Update atomically loads a session, runs fn, appends the events it
+	// returns and stores the header. failure.UnknownSessionID when absent.
+	Update(ctx context.Context, id string, fn UpdateFunc) (Session, []Event, error)
+	// Events returns the newest limit retained events of a session in
+	// ascending seq order (all retained events when limit <= 0).
+	Events(ctx context.Context, id string, limit int) ([]Event, error)
+	// Import inserts a session with its retained events exactly as given
+	// (seq, counters and timestamps included). failure.Conflict when the id
+	// exists.
+	Import(ctx context.Context, s Session, events []Event) error
+	// Status reports store-wide counts.
+	Status(ctx context.Context) (StoreStatus, error)
+}
+
+// Apply advances s by appended events: it assigns each event the next seq,
+// fills a missing time with now, updates counters, events_observed and
+// updated_at, and returns the sanitized events. retained is the number of
+// events the session holds before the append; Apply reports how many of the
+// oldest must be dropped to respect TailLimit.
+func Apply(s *Session, events []Event, now time.Time, retained int) (out []Event, drop int) {
+	out = make([]Event, len(events))
+	for i, e := range events {
+		e = Sanitize(e)
+		s.EventsObserved++
+		e.Seq = s.EventsObserved
+		if e.At.IsZero() {
+			e.At = now
+		}
+		switch e.Kind {
+		case EventToolCallStarted:
+			s.Counters.ToolCalls++
+		case EventToolCallFinished:
+			if e.Outcome != OutcomeOK {
+				s.Counters.ToolFailures++
+			}
+		case EventTaskInstruction:
+			s.Counters.Instructions++
+		case EventGuardDenied:
+			s.Counters.GuardDenials++
+		}
+		out[i] = e
+	}
+	if len(events) > 0 {
+		s.UpdatedAt = now
+	}
+	if total := retained + len(out); total > TailLimit {
+		drop = total - TailLimit
+		s.RetentionTruncated = true
+	}
+	return out, drop
+}
