@@ -1,0 +1,55 @@
+package workflow_test
+
+import (
+	"bytes"
+	"regexp"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+var wantIDRE = regexp.MustCompile(`^wc_sess_[0-9a-f]{32}$`)
+
+func FuzzParseSessionID(f *testing.F) {
+	for _, s := range []string{workflow.NewSessionID(), "wc_sess_", "wc_sess_ABCDEF0123456789abcdef0123456789", "~s1", "wc_sess_0123456789abcdef0123456789abcdef\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := workflow.ParseSessionID(s)
+		if wantIDRE.MatchString(s) {
+			if err != nil || id != s {
+				t.Fatalf("valid id %q rejected: %v", s, err)
+			}
+			return
+		}
+		if failure.KindOf(err) != failure.InvalidSessionID {
+			t.Fatalf("invalid id %q: got %v, want invalid_session_id", s, err)
+		}
+	})
+}
+
+func FuzzParseLedger(f *testing.F) {
+	f.Add([]byte(`{"version":2,"kind":"webcodex.workflow_ledger","exported_at":"2026-01-01T00:00:00Z","sessions":[]}`))
+	f.Add([]byte(`{"version":1}`))
+	f.Add([]byte(`{"version":2,"kind":"webcodex.workflow_ledger","sessions":[{"session_id":"wc_sess_0123456789abcdef0123456789abcdef","project":"p","mode":"normal","lifecycle":"active","owner_authority_fingerprint":"` + string(bytes.Repeat([]byte("a"), 64)) + `","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","events_observed":1,"events":[{"seq":1,"at":"2026-01-01T00:00:00Z","kind":"task_instruction","text":"x"}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rows, _, err := workflow.ParseLedger(bytes.NewReader(data))
+		if err != nil {
+			if failure.KindOf(err) != failure.InvalidLedger {
+				t.Fatalf("error kind %q, want invalid_ledger", failure.KindOf(err))
+			}
+			return
+		}
+		for _, r := range rows {
+			if err := workflow.ValidateSession(r.Session); err != nil {
+				t.Fatalf("accepted an invalid session: %v", err)
+			}
+			for _, e := range r.Events {
+				if err := workflow.ValidateEvent(e); err != nil {
+					t.Fatalf("accepted an invalid event: %v", err)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,418 @@
+// Package sqlitestore implements [workflow.Store] on SQLite (workflow.db).
+//
+// Session headers are kept as canonical JSON (the exact bytes restore
+// returns) beside a few indexed columns; events are stored column by column
+// so that restore can validate millions of rows without decoding a document
+// per row. Every mutation goes through the database's group-commit writer
+// and is durable (WAL, synchronous=FULL) when the method returns.
+//
+// # Restore
+//
+// [Open] scans every row once. A header or event that does not validate is
+// moved to the discarded_rows table (kept for forensics, never served) and
+// counted in [workflow.StoreStatus.DiscardedRows]; valid rows are unaffected.
+package sqlitestore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/sqlitedb"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is the SQLite Workflow Session store.
+type Store struct {
+	db  *sqlitedb.DB
+	now func() time.Time
+	// restored describes the restore scan made by Open.
+	restored RestoreReport
+}
+
+var _ workflow.Store = (*Store)(nil)
+
+// RestoreReport describes the scan Open made.
+type RestoreReport struct {
+	Sessions  int64
+	Events    int64
+	Discarded int64
+	Duration  time.Duration
+}
+
+// Open opens (creating if needed) the ledger at path and restores it: every
+// row is validated and malformed rows are moved aside. now may be nil.
+func Open(ctx context.Context, path string, now func() time.Time) (*Store, error) {
+	db, err := sqlitedb.Open(ctx, path, sqlitedb.Migrations(migrations, "migrations"))
+	if err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	s := &Store{db: db, now: now}
+	if err := s.restore(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database after queued writes commit.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Restored returns the report of the restore scan made by Open.
+func (s *Store) Restored() RestoreReport { return s.restored }
+
+// DB exposes the underlying database for benchmarks and tests in this
+// module.
+func (s *Store) DB() *sqlitedb.DB { return s.db }
+
+func decodeHeader(b []byte) (workflow.Session, error) {
+	var sess workflow.Session
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&sess); err != nil {
+		return workflow.Session{}, fmt.Errorf("header: %v", err)
+	}
+	if err := workflow.ValidateSession(sess); err != nil {
+		return workflow.Session{}, err
+	}
+	return sess, nil
+}
+
+func encodeHeader(sess workflow.Session) string {
+	b, err := json.Marshal(sess)
+	if err != nil {
+		panic(err) // Session has only marshalable fields
+	}
+	return string(b)
+}
+
+const eventColumns = `seq, at, kind, tool, call_id, invocation_id, role, outcome, error_kind, duration_ms, text, observed_json, changed_json, facts_json`
+
+type eventRow struct {
+	seq, at, durationMS                                              int64
+	kind, tool, callID, invocationID, role, outcome, errorKind, text string
+	observed, changed, facts                                         string
+}
+
+func (r *eventRow) dest() []any {
+	return []any{&r.seq, &r.at, &r.kind, &r.tool, &r.callID, &r.invocationID, &r.role, &r.outcome,
+		&r.errorKind, &r.durationMS, &r.text, &r.observed, &r.changed, &r.facts}
+}
+
+func (r *eventRow) event() (workflow.Event, error) {
+	e := workflow.Event{
+		Seq: r.seq, At: time.Unix(0, r.at).UTC(), Kind: workflow.EventKind(r.kind), Tool: r.tool,
+		CallID: r.callID, InvocationID: r.invocationID, Role: workflow.Role(r.role),
+		Outcome: workflow.Outcome(r.outcome), ErrorKind: r.errorKind, DurationMS: r.durationMS, Text: r.text,
+	}
+	if r.observed != "" {
+		if err := json.Unmarshal([]byte(r.observed), &e.ObservedPaths); err != nil {
+			return e, fmt.Errorf("observed_paths: %v", err)
+		}
+	}
+	if r.changed != "" {
+		if err := json.Unmarshal([]byte(r.changed), &e.ChangedPaths); err != nil {
+			return e, fmt.Errorf("changed_paths: %v", err)
+		}
+	}
+	if r.facts != "" {
+		if err := json.Unmarshal([]byte(r.facts), &e.Facts); err != nil {
+			return e, fmt.Errorf("facts: %v", err)
+		}
+	}
+	if err := workflow.ValidateEvent(e); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+func jsonOrEmpty(v any, empty bool) string {
+	if empty {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func insertEvents(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	q.WriteString(`INSERT INTO events (session_id, ` + eventColumns + `) VALUES `)
+	args := make([]any, 0, len(evs)*15)
+	for i, e := range evs {
+		if i > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		args = append(args, id, e.Seq, e.At.UnixNano(), string(e.Kind), e.Tool, e.CallID, e.InvocationID,
+			string(e.Role), string(e.Outcome), e.ErrorKind, e.DurationMS, e.Text,
+			jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0),
+			jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0),
+			jsonOrEmpty(e.Facts, len(e.Facts) == 0))
+	}
+	_, err := tx.ExecContext(ctx, q.String(), args...)
+	return err
+}
+
+// Create implements workflow.Store.
+func (s *Store) Create(ctx context.Context, sess workflow.Session, events []workflow.Event) (workflow.Session, []workflow.Event, error) {
+	var out []workflow.Event
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE session_id = ?`, sess.ID).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return failure.New(failure.Conflict, "session %s already exists", sess.ID)
+		}
+		cp := sess
+		evs, drop := workflow.Apply(&cp, events, s.now().UTC(), 0)
+		if err := workflow.ValidateSession(cp); err != nil {
+			return failure.New(failure.InvalidArguments, "invalid session: %v", err)
+		}
+		if err := insertEvents(ctx, tx, cp.ID, evs); err != nil {
+			return err
+		}
+		retained := int64(len(evs))
+		if drop > 0 {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq <= ?`, cp.ID, cp.EventsObserved-workflow.TailLimit); err != nil {
+				return err
+			}
+			retained -= int64(drop)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json) VALUES (?,?,?,?,?,?,?)`,
+			cp.ID, cp.Project, cp.OwnerFingerprint, string(cp.Lifecycle), cp.UpdatedAt.UnixNano(), retained, encodeHeader(cp)); err != nil {
+			return err
+		}
+		sess, out = cp, evs
+		return nil
+	})
+	if err != nil {
+		return workflow.Session{}, nil, storeErr(err)
+	}
+	return sess, out, nil
+}
+
+func storeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *failure.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return failure.Wrap(failure.Interrupted, err, "the request was cancelled before the session store accepted it")
+	}
+	return failure.Wrap(failure.Unavailable, err, "session store unavailable")
+}
+
+func getHeader(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, id string) (workflow.Session, int64, error) {
+	var hdr string
+	var retained int64
+	err := q.QueryRowContext(ctx, `SELECT header_json, retained FROM sessions WHERE session_id = ?`, id).Scan(&hdr, &retained)
+	if errors.Is(err, sql.ErrNoRows) {
+		return workflow.Session{}, 0, failure.New(failure.UnknownSessionID, "no Workflow Session %s exists", id)
+	}
+	if err != nil {
+		return workflow.Session{}, 0, err
+	}
+	sess, err := decodeHeader([]byte(hdr))
+	if err != nil {
+		// Restore moved malformed headers aside; one appearing later is a
+		// store fault, not a caller error.
+		return workflow.Session{}, 0, fmt.Errorf("session %s: %v", id, err)
+	}
+	return sess, retained, nil
+}
+
+// Get implements workflow.Store.
+func (s *Store) Get(ctx context.Context, id string) (workflow.Session, error) {
+	sess, _, err := getHeader(ctx, s.db.Read, id)
+	return sess, storeErr(err)
+}
+
+// Update implements workflow.Store.
+func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (workflow.Session, []workflow.Event, error) {
+	var (
+		outSess workflow.Session
+		outEvs  []workflow.Event
+	)
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		sess, retained, err := getHeader(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		events, err := fn(&sess)
+		if err != nil {
+			return err
+		}
+		if err := workflow.ValidateSession(sess); err != nil {
+			return failure.New(failure.InvalidArguments, "invalid session: %v", err)
+		}
+		evs, drop := workflow.Apply(&sess, events, s.now().UTC(), int(retained))
+		if err := insertEvents(ctx, tx, id, evs); err != nil {
+			return err
+		}
+		retained += int64(len(evs))
+		if drop > 0 {
+			res, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq <= ?`, id, sess.EventsObserved-workflow.TailLimit)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			retained -= n
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET lifecycle = ?, updated_at = ?, retained = ?, header_json = ? WHERE session_id = ?`,
+			string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, encodeHeader(sess), id); err != nil {
+			return err
+		}
+		outSess, outEvs = sess, evs
+		return nil
+	})
+	if err != nil {
+		return workflow.Session{}, nil, storeErr(err)
+	}
+	return outSess, outEvs, nil
+}
+
+// List implements workflow.Store.
+func (s *Store) List(ctx context.Context, f workflow.ListFilter) ([]workflow.Session, int, error) {
+	where := []string{"1=1"}
+	var args []any
+	if f.Project != "" {
+		where = append(where, "project = ?")
+		args = append(args, f.Project)
+	}
+	if f.Fingerprint != "" {
+		where = append(where, "owner_fp = ?")
+		args = append(args, f.Fingerprint)
+	}
+	if f.Lifecycle != "" {
+		where = append(where, "lifecycle = ?")
+		args = append(args, string(f.Lifecycle))
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := s.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE `+cond, args...).Scan(&total); err != nil {
+		return nil, 0, storeErr(err)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT header_json FROM sessions WHERE `+cond+` ORDER BY updated_at DESC, session_id LIMIT ? OFFSET ?`,
+		append(args, limit, max(f.Offset, 0))...)
+	if err != nil {
+		return nil, 0, storeErr(err)
+	}
+	defer rows.Close()
+	var out []workflow.Session
+	for rows.Next() {
+		var hdr string
+		if err := rows.Scan(&hdr); err != nil {
+			return nil, 0, storeErr(err)
+		}
+		sess, err := decodeHeader([]byte(hdr))
+		if err != nil {
+			continue // moved aside at the next restore; never served
+		}
+		out = append(out, sess)
+	}
+	return out, total, storeErr(rows.Err())
+}
+
+// Events implements workflow.Store.
+func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Event, error) {
+	if limit <= 0 {
+		limit = workflow.TailLimit
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT ?`, id, limit)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	defer rows.Close()
+	var out []workflow.Event
+	for rows.Next() {
+		var r eventRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, storeErr(err)
+		}
+		e, err := r.event()
+		if err != nil {
+			continue // moved aside at the next restore; never served
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeErr(err)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// Import implements workflow.Store.
+func (s *Store) Import(ctx context.Context, sess workflow.Session, events []workflow.Event) error {
+	if err := workflow.ValidateSession(sess); err != nil {
+		return failure.New(failure.InvalidLedger, "session: %v", err)
+	}
+	if len(events) > workflow.TailLimit {
+		return failure.New(failure.InvalidLedger, "session %s holds more than %d events", sess.ID, workflow.TailLimit)
+	}
+	var last int64
+	for _, e := range events {
+		if err := workflow.ValidateEvent(e); err != nil {
+			return failure.New(failure.InvalidLedger, "event %d: %v", e.Seq, err)
+		}
+		if e.Seq <= last || e.Seq > sess.EventsObserved {
+			return failure.New(failure.InvalidLedger, "event seq %d out of order or beyond events_observed", e.Seq)
+		}
+		last = e.Seq
+	}
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE session_id = ?`, sess.ID).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return failure.New(failure.Conflict, "session %s already exists", sess.ID)
+		}
+		if err := insertEvents(ctx, tx, sess.ID, events); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json) VALUES (?,?,?,?,?,?,?)`,
+			sess.ID, sess.Project, sess.OwnerFingerprint, string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), len(events), encodeHeader(sess))
+		return err
+	})
+	return storeErr(err)
+}
+
+// Status implements workflow.Store.
+func (s *Store) Status(ctx context.Context) (workflow.StoreStatus, error) {
+	var st workflow.StoreStatus
+	err := s.db.Read.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM sessions),
+		(SELECT COUNT(*) FROM sessions WHERE lifecycle = 'active'),
+		(SELECT COALESCE(SUM(retained), 0) FROM sessions),
+		(SELECT COUNT(*) FROM discarded_rows)`).Scan(&st.Sessions, &st.ActiveSessions, &st.Events, &st.DiscardedRows)
+	return st, storeErr(err)
+}

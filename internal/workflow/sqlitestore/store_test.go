@@ -1,0 +1,368 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+)
+
+const proj = "agent:local:demo"
+
+var owner = auth.Fingerprint("local")
+
+func open(t testing.TB, path string) *sqlitestore.Store {
+	t.Helper()
+	st, err := sqlitestore.Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func start(t testing.TB, svc *workflow.Service) workflow.Session {
+	t.Helper()
+	s, err := svc.Start(context.Background(), workflow.StartParams{Project: proj, Fingerprint: owner, Instruction: "fix the flaky test"})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return s
+}
+
+func TestLifecycle(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "workflow.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	if !strings.HasPrefix(s.ID, workflow.SessionIDPrefix) || s.EventsObserved != 2 || s.Counters.Instructions != 1 {
+		t.Fatalf("unexpected new session: %+v", s)
+	}
+	if _, err := svc.Continue(ctx, s.ID, "now also update the docs", ""); err != nil {
+		t.Fatal(err)
+	}
+	closed, changed, err := svc.Close(ctx, s.ID)
+	if err != nil || !changed || closed.Lifecycle != workflow.Closed || closed.ClosedAt == nil {
+		t.Fatalf("close: %+v changed=%v err=%v", closed, changed, err)
+	}
+	again, changed, err := svc.Close(ctx, s.ID)
+	if err != nil || changed {
+		t.Fatalf("second close: changed=%v err=%v", changed, err)
+	}
+	if again.EventsObserved != closed.EventsObserved {
+		t.Fatalf("idempotent close appended: got %d events, want %d", again.EventsObserved, closed.EventsObserved)
+	}
+	if _, err := svc.Continue(ctx, s.ID, "more", ""); failure.KindOf(err) != failure.SessionClosed {
+		t.Fatalf("continue closed: got %v, want session_closed", err)
+	}
+	_, evs, err := svc.Summary(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []workflow.EventKind
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	want := []workflow.EventKind{workflow.EventSessionCreated, workflow.EventTaskInstruction, workflow.EventTaskInstruction, workflow.EventSessionClosed}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Fatalf("event kinds (-want +got):\n%s", diff)
+	}
+}
+
+func TestAuthorize(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "workflow.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	ro, err := svc.Start(ctx, workflow.StartParams{Project: proj, Fingerprint: owner, Instruction: "look only", Mode: workflow.ModeReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := start(t, svc)
+	svc.Close(ctx, closed.ID)
+
+	cases := []struct {
+		name string
+		id   string
+		c    workflow.Check
+		want failure.Kind
+	}{
+		{"OK", s.ID, workflow.Check{Fingerprint: owner, Project: proj, Mutate: true, Write: true}, ""},
+		{"ErrMalformed", "wc_sess_XYZ", workflow.Check{Fingerprint: owner}, failure.InvalidSessionID},
+		{"ErrUnknown", workflow.NewSessionID(), workflow.Check{Fingerprint: owner}, failure.UnknownSessionID},
+		{"ErrForeign", s.ID, workflow.Check{Fingerprint: auth.Fingerprint("mallory"), Project: proj}, failure.SessionAuthorityDenied},
+		{"ErrProject", s.ID, workflow.Check{Fingerprint: owner, Project: "agent:local:other"}, failure.SessionProjectMismatch},
+		{"ErrClosed", closed.ID, workflow.Check{Fingerprint: owner, Mutate: true}, failure.SessionClosed},
+		{"ClosedReadOK", closed.ID, workflow.Check{Fingerprint: owner}, ""},
+		{"ErrReadOnlyWrite", ro.ID, workflow.Check{Fingerprint: owner, Mutate: true, Write: true}, failure.SessionGuardDenied},
+		{"ReadOnlyReadOK", ro.ID, workflow.Check{Fingerprint: owner, Mutate: true}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := svc.Authorize(ctx, tc.id, tc.c)
+			if got := failure.KindOf(err); got != tc.want {
+				t.Fatalf("got %q, want %q (%v)", got, tc.want, err)
+			}
+		})
+	}
+	// Every failing reason is reported, not just the first.
+	_, reasons, _ := svc.Verify(ctx, closed.ID, workflow.Check{Fingerprint: auth.Fingerprint("x"), Project: "agent:local:other", Mutate: true})
+	want := []workflow.Reason{workflow.ReasonClosed, workflow.ReasonAuthorityMismatch, workflow.ReasonProjectMismatch}
+	if diff := cmp.Diff(want, reasons); diff != "" {
+		t.Fatalf("reasons (-want +got):\n%s", diff)
+	}
+}
+
+func TestTailRetention(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	st := open(t, path)
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	// Append past the bound in batches.
+	extra := workflow.TailLimit + 37
+	batch := make([]workflow.Event, 0, 100)
+	for i := 0; i < extra; i++ {
+		batch = append(batch, workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "read_files", CallID: fmt.Sprint("c", i)})
+		if len(batch) == cap(batch) || i == extra-1 {
+			if _, _, err := svc.Append(ctx, s.ID, batch...); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	got, evs, err := svc.Summary(ctx, s.ID, workflow.SummaryMax+10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.EventsObserved != int64(extra+2) || !got.RetentionTruncated {
+		t.Fatalf("events_observed=%d truncated=%v, want %d true", got.EventsObserved, got.RetentionTruncated, extra+2)
+	}
+	if len(evs) != workflow.SummaryMax {
+		t.Fatalf("summary returned %d events, want the cap %d", len(evs), workflow.SummaryMax)
+	}
+	all, err := st.Events(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != workflow.TailLimit || all[0].Seq != got.EventsObserved-workflow.TailLimit+1 || all[len(all)-1].Seq != got.EventsObserved {
+		t.Fatalf("retained %d events seq %d..%d, want %d ending at %d", len(all), all[0].Seq, all[len(all)-1].Seq, workflow.TailLimit, got.EventsObserved)
+	}
+	if _, def, _ := svc.Summary(ctx, s.ID, 0); len(def) != workflow.SummaryDefault {
+		t.Fatalf("default summary %d events, want %d", len(def), workflow.SummaryDefault)
+	}
+	status, _ := st.Status(ctx)
+	if status.Events != workflow.TailLimit {
+		t.Fatalf("status events %d, want %d", status.Events, workflow.TailLimit)
+	}
+}
+
+func TestRestoreExactAndDiscardsMalformed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	st, err := sqlitestore.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := workflow.NewService(st, nil)
+	good := start(t, svc)
+	svc.Append(ctx, good.ID, workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "read_files", Outcome: workflow.OutcomeOK,
+		ObservedPaths: []string{"a.go", "b/c.go"}, Facts: map[string]string{"files": "2"}})
+	victim := start(t, svc)
+	before, _ := workflow.Export(ctx, st, []string{good.ID}, good.CreatedAt)
+	// Corrupt one header and one event of another session behind the store's back.
+	db := st.DB()
+	if _, err := db.Read.Exec(`UPDATE sessions SET header_json = '{"session_id":"` + victim.ID + `","mode":"inspect"}' WHERE session_id = ?`, victim.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Read.Exec(`UPDATE events SET kind = 'bogus' WHERE session_id = ? AND seq = 1`, good.ID); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st2 := open(t, path)
+	rep := st2.Restored()
+	// victim: 1 header + its 2 events; good: 1 event.
+	if rep.Discarded != 4 || rep.Sessions != 1 {
+		t.Fatalf("restore report %+v, want 4 discarded and 1 session", rep)
+	}
+	status, _ := st2.Status(ctx)
+	if status.DiscardedRows != 4 || status.Sessions != 1 {
+		t.Fatalf("status %+v", status)
+	}
+	if _, err := st2.Get(ctx, victim.ID); failure.KindOf(err) != failure.UnknownSessionID {
+		t.Fatalf("discarded session served: %v", err)
+	}
+	after, err := workflow.Export(ctx, st2, []string{good.ID}, good.CreatedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every valid row is unchanged: the surviving events equal the originals
+	// minus the corrupted first one.
+	if diff := cmp.Diff(before.Sessions[0].Events[1:], after.Sessions[0].Events); diff != "" {
+		t.Fatalf("valid events changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(before.Sessions[0].Session, after.Sessions[0].Session); diff != "" {
+		t.Fatalf("header changed (-before +after):\n%s", diff)
+	}
+	// A third open finds nothing more to discard.
+	st2.Close()
+	st3 := open(t, path)
+	if st3.Restored().Discarded != 0 {
+		t.Fatalf("second restore discarded %d rows", st3.Restored().Discarded)
+	}
+}
+
+func TestRedactionBeforeWrite(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	st := open(t, path)
+	svc := workflow.NewService(st, nil)
+	secret := "wc_pat_" + strings.Repeat("Zq9", 14)
+	s, err := svc.Start(ctx, workflow.StartParams{Project: proj, Fingerprint: owner,
+		Instruction: "deploy with token " + secret + " and password=hunter2hunter2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Append(ctx, s.ID, workflow.Event{Kind: workflow.EventToolCallFinished, Facts: map[string]string{"note": "Authorization: Bearer " + secret}})
+	st.Close()
+	for _, f := range []string{path, path + "-wal"} {
+		b, _ := readFile(f)
+		if strings.Contains(string(b), secret) || strings.Contains(string(b), "hunter2hunter2") {
+			t.Fatalf("%s contains a planted secret", filepath.Base(f))
+		}
+	}
+}
+
+func TestConcurrentAppends(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "workflow.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	const writers, each = 16, 20
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if _, _, err := svc.Append(ctx, s.ID, workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "t"}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got, _ := st.Get(ctx, s.ID)
+	if got.EventsObserved != 2+writers*each || got.Counters.ToolCalls != writers*each {
+		t.Fatalf("events_observed=%d tool_calls=%d, want %d and %d", got.EventsObserved, got.Counters.ToolCalls, 2+writers*each, writers*each)
+	}
+	evs, _ := st.Events(ctx, s.ID, 0)
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: gaps or duplicates", i, e.Seq)
+		}
+	}
+	commits, jobs := st.DB().Writer.Stats()
+	t.Logf("group commit: %d jobs in %d commits", jobs, commits)
+}
+
+func TestLedgerRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "a.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	svc.UpdateContext(ctx, s.ID, workflow.ExecutionContext{DefaultCwd: "cmd", DefaultShell: workflow.ShellBash})
+	svc.Close(ctx, s.ID)
+	l, err := workflow.Export(ctx, st, []string{s.ID}, s.CreatedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(l)
+
+	st2 := open(t, filepath.Join(t.TempDir(), "b.db"))
+	rows, rejected, err := workflow.ParseLedger(strings.NewReader(string(data)))
+	if err != nil || len(rejected) != 0 || len(rows) != 1 {
+		t.Fatalf("parse: rows=%d rejected=%v err=%v", len(rows), rejected, err)
+	}
+	if err := st2.Import(ctx, rows[0].Session, rows[0].Events); err != nil {
+		t.Fatal(err)
+	}
+	l2, _ := workflow.Export(ctx, st2, []string{s.ID}, s.CreatedAt)
+	data2, _ := json.Marshal(l2)
+	if string(data) != string(data2) {
+		t.Fatalf("re-export differs:\n%s\n%s", data, data2)
+	}
+	if err := st2.Import(ctx, rows[0].Session, rows[0].Events); failure.KindOf(err) != failure.Conflict {
+		t.Fatalf("second import: got %v, want conflict", err)
+	}
+}
+
+func TestParseLedgerRejects(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "a.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	l, _ := workflow.Export(ctx, st, []string{s.ID}, s.CreatedAt)
+	data, _ := json.Marshal(l)
+	var doc map[string]any
+	json.Unmarshal(data, &doc)
+	row := doc["sessions"].([]any)[0].(map[string]any)
+
+	mutate := func(f func(doc, row map[string]any)) string {
+		var d map[string]any
+		json.Unmarshal(data, &d)
+		r := d["sessions"].([]any)[0].(map[string]any)
+		f(d, r)
+		b, _ := json.Marshal(d)
+		return string(b)
+	}
+	_ = row
+	t.Run("ErrOldVersion", func(t *testing.T) {
+		_, _, err := workflow.ParseLedger(strings.NewReader(mutate(func(d, r map[string]any) { d["version"] = 1 })))
+		if failure.KindOf(err) != failure.InvalidLedger || !strings.Contains(err.Error(), "version 1") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("ErrNotJSON", func(t *testing.T) {
+		if _, _, err := workflow.ParseLedger(strings.NewReader("[1,2")); failure.KindOf(err) != failure.InvalidLedger {
+			t.Fatalf("got %v", err)
+		}
+	})
+	rowCases := map[string]func(d, r map[string]any){
+		"ErrUnknownMember": func(d, r map[string]any) { r["surprise"] = true },
+		"ErrInspectMode":   func(d, r map[string]any) { r["mode"] = "inspect" },
+		"ErrMissingFP":     func(d, r map[string]any) { delete(r, "owner_authority_fingerprint") },
+		"ErrBadEventKind": func(d, r map[string]any) {
+			r["events"].([]any)[0].(map[string]any)["kind"] = "nope"
+		},
+		"ErrEventUnknownMember": func(d, r map[string]any) {
+			r["events"].([]any)[0].(map[string]any)["stdout"] = "x"
+		},
+	}
+	for name, f := range rowCases {
+		t.Run(name, func(t *testing.T) {
+			rows, rejected, err := workflow.ParseLedger(strings.NewReader(mutate(f)))
+			if err != nil || len(rows) != 0 || len(rejected) != 1 {
+				t.Fatalf("rows=%d rejected=%v err=%v", len(rows), rejected, err)
+			}
+		})
+	}
+	t.Run("CompatSinkAccepted", func(t *testing.T) {
+		rows, rejected, err := workflow.ParseLedger(strings.NewReader(mutate(func(d, r map[string]any) { r["context_revision"] = 7 })))
+		if err != nil || len(rows) != 1 || len(rejected) != 0 {
+			t.Fatalf("rows=%d rejected=%v err=%v", len(rows), rejected, err)
+		}
+	})
+}
