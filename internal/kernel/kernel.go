@@ -496,8 +496,7 @@ func (k *Kernel) appendFinished(ctx context.Context, inv *Invocation, ps []pair,
 		if !p.started {
 			evs = []workflow.Event{k.startedEvent(p, inv, at), e}
 		}
-		_, _, err := k.sessions.Append(ctx, p.session, evs...)
-		return err
+		return k.sessions.AppendFinished(ctx, p.session, at, evs...)
 	})
 }
 

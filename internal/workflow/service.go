@@ -238,6 +238,20 @@ func (s *Service) Append(ctx context.Context, id string, events ...Event) (Sessi
 	})
 }
 
+// AppendFinished records the closing events of a tool call admitted at
+// admittedAt. It is allowed while the session is active, and also when the
+// session was closed at or after admittedAt (by that very call), so that a
+// call which closes its own session still records how it finished.
+func (s *Service) AppendFinished(ctx context.Context, id string, admittedAt time.Time, events ...Event) error {
+	_, _, err := s.store.Update(ctx, id, func(sess *Session) ([]Event, error) {
+		if !sess.Mutable() && (sess.ClosedAt == nil || sess.ClosedAt.Before(admittedAt)) {
+			return nil, failure.New(failure.SessionClosed, "%s", reasonMessage(failure.SessionClosed, id))
+		}
+		return events, nil
+	})
+	return err
+}
+
 // RecordDenial records a refused call in a session regardless of its mode,
 // so that a guard denial is itself evidence. Closed sessions record nothing.
 func (s *Service) RecordDenial(ctx context.Context, id string, e Event) error {

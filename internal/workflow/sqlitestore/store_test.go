@@ -182,7 +182,7 @@ func TestRestoreExactAndDiscardsMalformed(t *testing.T) {
 	before, _ := workflow.Export(ctx, st, []string{good.ID}, good.CreatedAt)
 	// Corrupt one header and one event of another session behind the store's back.
 	db := st.DB()
-	if _, err := db.Read.Exec(`UPDATE sessions SET header_json = '{"session_id":"` + victim.ID + `","mode":"inspect"}' WHERE session_id = ?`, victim.ID); err != nil {
+	if _, err := db.Read.Exec(`UPDATE sessions SET header_json = '{"session_id":"`+victim.ID+`","mode":"inspect"}' WHERE session_id = ?`, victim.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Read.Exec(`UPDATE events SET kind = 'bogus' WHERE session_id = ? AND seq = 1`, good.ID); err != nil {

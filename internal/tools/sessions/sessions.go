@@ -1,0 +1,371 @@
+// Package sessions registers the Workflow Session tools: work_on_project,
+// list_sessions, session_summary, update_session_context and close_session.
+//
+// A session is created only by work_on_project without session_id, and
+// continued only by the exact, authorized session_id; no tool selects a
+// session from the caller's credential, project or history.
+package sessions
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/filerev"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// Bounds of the project instruction files returned by work_on_project.
+const (
+	// MaxInstructionFileBytes is the most body bytes returned per file.
+	MaxInstructionFileBytes = 8 << 10
+	// MaxInstructionFileRead is the most bytes read (and fingerprinted) per
+	// file; larger files are fingerprinted over this prefix and flagged.
+	MaxInstructionFileRead = 1 << 20
+)
+
+// InstructionFiles are the project instruction files looked for at the
+// project root, in this order.
+var InstructionFiles = []string{"AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md"}
+
+// Tools holds the dependencies of the session tools.
+type Tools struct {
+	Sessions *workflow.Service
+}
+
+// Register adds the session tools to reg.
+func Register(reg *kernel.Registry, t *Tools) {
+	kernel.Register(reg, kernel.Spec[WorkInput, WorkOutput]{
+		Name: "work_on_project",
+		Description: "Start a coding task on a project, or continue one. Without session_id a fresh Workflow Session is created; " +
+			"with session_id exactly that session is continued. Returns session_id (pass it to later calls as session_id or recording_session_id) " +
+			"and the project's instruction files.",
+		Category: "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
+		Mutates: true, Session: kernel.SessionOptional,
+		Handler: t.workOnProject,
+	})
+	kernel.Register(reg, kernel.Spec[ListInput, ListOutput]{
+		Name:        "list_sessions",
+		Description: "List your Workflow Sessions on one project, newest first. Never selects one; continue a session only by passing its exact id.",
+		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
+		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
+		Handler:     t.listSessions,
+	})
+	kernel.Register(reg, kernel.Spec[SummaryInput, SummaryOutput]{
+		Name:        "session_summary",
+		Description: "Show one Workflow Session: lifecycle, mode, execution context, counters and its newest events (default 50, max 200).",
+		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
+		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
+		Session:     kernel.SessionRequired,
+		Handler:     t.sessionSummary,
+	})
+	kernel.Register(reg, kernel.Spec[ContextInput, ContextOutput]{
+		Name:        "update_session_context",
+		Description: "Replace a session's execution defaults: default_cwd (project-relative) and default_shell (sh|bash). Omitted fields are cleared.",
+		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectWrite},
+		Annotations: kernel.Annotations{Idempotent: true},
+		Mutates:     true, Session: kernel.SessionRequired,
+		Handler: t.updateContext,
+	})
+	kernel.Register(reg, kernel.Spec[CloseInput, CloseOutput]{
+		Name:        "close_session",
+		Description: "Close a Workflow Session (active -> closed). Idempotent: closing a closed session changes nothing.",
+		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
+		Annotations: kernel.Annotations{Idempotent: true},
+		Session:     kernel.SessionRequired,
+		Handler:     t.closeSession,
+	})
+}
+
+// WorkInput is the input of work_on_project.
+type WorkInput struct {
+	kernel.ProjectRef
+	kernel.SessionRef
+	Instruction string        `json:"instruction" jsonschema:"the task, 1-4000 characters"`
+	Mode        workflow.Mode `json:"mode,omitempty" jsonschema:"normal (default) or read_only (denies writes and shells)"`
+}
+
+// InstructionSource describes one project instruction file.
+type InstructionSource struct {
+	Path        string `json:"path"`
+	SHA256      string `json:"sha256"`
+	Bytes       int64  `json:"bytes"`
+	Content     string `json:"content"`
+	Truncated   bool   `json:"truncated"`
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// Instructions are the project instruction files found at the root.
+type Instructions struct {
+	Status  string              `json:"status"`
+	Sources []InstructionSource `json:"sources"`
+}
+
+// WorkOutput is the result of work_on_project.
+type WorkOutput struct {
+	SessionID        string                    `json:"session_id"`
+	Continuation     string                    `json:"continuation"`
+	Project          string                    `json:"project"`
+	Mode             workflow.Mode             `json:"mode"`
+	ExecutionContext workflow.ExecutionContext `json:"execution_context"`
+	EventsObserved   int64                     `json:"events_observed"`
+	Instructions     Instructions              `json:"instructions"`
+}
+
+func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in WorkInput) (WorkOutput, error) {
+	var (
+		sess         workflow.Session
+		err          error
+		continuation string
+	)
+	if in.SessionID != "" {
+		sess, err = t.Sessions.Continue(ctx, in.SessionID, in.Instruction, in.Mode)
+		continuation = "continued"
+	} else {
+		sess, err = t.Sessions.Start(ctx, workflow.StartParams{
+			Project: inv.Project.ID, Fingerprint: inv.Principal.AuthorityFingerprint(),
+			Mode: in.Mode, Instruction: in.Instruction,
+		})
+		if err == nil {
+			inv.Adopt(sess)
+		}
+		continuation = "created"
+	}
+	if err != nil {
+		return WorkOutput{}, err
+	}
+	return WorkOutput{
+		SessionID: sess.ID, Continuation: continuation, Project: sess.Project, Mode: sess.Mode,
+		ExecutionContext: sess.ExecutionContext, EventsObserved: sess.EventsObserved,
+		Instructions: readInstructions(inv),
+	}, nil
+}
+
+func readInstructions(inv *kernel.Invocation) Instructions {
+	out := Instructions{Status: "not_found", Sources: []InstructionSource{}}
+	for _, rel := range InstructionFiles {
+		abs, clean, err := inv.Project.Resolve(rel)
+		if err != nil {
+			if failure.Is(err, failure.PermissionDenied) {
+				out.Sources = append(out.Sources, InstructionSource{Path: rel, Unavailable: "outside_project_root"})
+			}
+			continue
+		}
+		f, err := os.Open(abs)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			out.Sources = append(out.Sources, InstructionSource{Path: clean, Unavailable: "unreadable"})
+			continue
+		}
+		st, _ := f.Stat()
+		if st == nil || !st.Mode().IsRegular() {
+			f.Close()
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(f, MaxInstructionFileRead))
+		f.Close()
+		if err != nil {
+			out.Sources = append(out.Sources, InstructionSource{Path: clean, Unavailable: "unreadable"})
+			continue
+		}
+		src := InstructionSource{Path: clean, SHA256: filerev.SHA256(body), Bytes: st.Size(), Truncated: st.Size() > int64(len(body))}
+		content := body
+		if len(content) > MaxInstructionFileBytes {
+			content = trimUTF8(content[:MaxInstructionFileBytes])
+			src.Truncated = true
+		}
+		src.Content = string(content)
+		out.Sources = append(out.Sources, src)
+		out.Status = "loaded"
+	}
+	return out
+}
+
+// trimUTF8 drops a trailing partial UTF-8 sequence.
+func trimUTF8(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-4; i-- {
+		c := b[i]
+		if c < 0x80 {
+			return b
+		}
+		if c >= 0xC0 { // start byte: keep only if the sequence is complete
+			need := 2
+			if c >= 0xE0 {
+				need = 3
+			}
+			if c >= 0xF0 {
+				need = 4
+			}
+			if len(b)-i < need {
+				return b[:i]
+			}
+			return b
+		}
+	}
+	return b
+}
+
+// ListInput is the input of list_sessions.
+type ListInput struct {
+	kernel.ProjectRef
+	Lifecycle workflow.Lifecycle `json:"lifecycle,omitempty" jsonschema:"active or closed; both when omitted"`
+	Limit     int                `json:"limit,omitempty" jsonschema:"page size, default 20, max 50"`
+	Offset    int                `json:"offset,omitempty"`
+}
+
+// SessionView is a session as tools show it (without the fingerprint).
+type SessionView struct {
+	SessionID          string                    `json:"session_id"`
+	Project            string                    `json:"project"`
+	Title              string                    `json:"title"`
+	Mode               workflow.Mode             `json:"mode"`
+	Lifecycle          workflow.Lifecycle        `json:"lifecycle"`
+	ExecutionContext   workflow.ExecutionContext `json:"execution_context"`
+	CreatedAt          string                    `json:"created_at"`
+	UpdatedAt          string                    `json:"updated_at"`
+	ClosedAt           string                    `json:"closed_at,omitempty"`
+	EventsObserved     int64                     `json:"events_observed"`
+	RetentionTruncated bool                      `json:"retention_truncated"`
+	Counters           workflow.Counters         `json:"counters"`
+}
+
+// View converts a session header for display.
+func View(s workflow.Session) SessionView {
+	v := SessionView{
+		SessionID: s.ID, Project: s.Project, Title: s.Title, Mode: s.Mode, Lifecycle: s.Lifecycle,
+		ExecutionContext: s.ExecutionContext, CreatedAt: s.CreatedAt.Format(timeFormat),
+		UpdatedAt: s.UpdatedAt.Format(timeFormat), EventsObserved: s.EventsObserved,
+		RetentionTruncated: s.RetentionTruncated, Counters: s.Counters,
+	}
+	if s.ClosedAt != nil {
+		v.ClosedAt = s.ClosedAt.Format(timeFormat)
+	}
+	return v
+}
+
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// ListOutput is the result of list_sessions.
+type ListOutput struct {
+	Sessions []SessionView `json:"sessions"`
+	Total    int           `json:"total"`
+	Offset   int           `json:"offset"`
+}
+
+func (t *Tools) listSessions(ctx context.Context, inv *kernel.Invocation, in ListInput) (ListOutput, error) {
+	if in.Lifecycle != "" && in.Lifecycle != workflow.Active && in.Lifecycle != workflow.Closed {
+		return ListOutput{}, failure.New(failure.InvalidArguments, "lifecycle must be active or closed")
+	}
+	if in.Limit < 0 || in.Limit > workflow.ListMax || in.Offset < 0 {
+		return ListOutput{}, failure.New(failure.InvalidArguments, "limit must be 0-%d and offset non-negative", workflow.ListMax)
+	}
+	ss, total, err := t.Sessions.List(ctx, workflow.ListFilter{
+		Project: inv.Project.ID, Fingerprint: inv.Principal.AuthorityFingerprint(),
+		Lifecycle: in.Lifecycle, Limit: in.Limit, Offset: in.Offset,
+	})
+	if err != nil {
+		return ListOutput{}, err
+	}
+	out := ListOutput{Sessions: make([]SessionView, 0, len(ss)), Total: total, Offset: in.Offset}
+	for _, s := range ss {
+		out.Sessions = append(out.Sessions, View(s))
+	}
+	return out, nil
+}
+
+// SummaryInput is the input of session_summary.
+type SummaryInput struct {
+	kernel.RequiredSessionRef
+	kernel.OptionalProjectRef
+	Limit int `json:"limit,omitempty" jsonschema:"events to return, default 50, max 200"`
+}
+
+// SummaryOutput is the result of session_summary.
+type SummaryOutput struct {
+	Session        SessionView      `json:"session"`
+	Events         []workflow.Event `json:"events"`
+	EventsReturned int              `json:"events_returned"`
+	// EventsComplete is false when older events exist beyond those returned
+	// or were removed by retention.
+	EventsComplete bool `json:"events_complete"`
+}
+
+func (t *Tools) sessionSummary(ctx context.Context, inv *kernel.Invocation, in SummaryInput) (SummaryOutput, error) {
+	if in.Limit < 0 || in.Limit > workflow.SummaryMax {
+		return SummaryOutput{}, failure.New(failure.InvalidArguments, "limit must be 1-%d", workflow.SummaryMax)
+	}
+	sess, evs, err := t.Sessions.Summary(ctx, in.SessionID, in.Limit)
+	if err != nil {
+		return SummaryOutput{}, err
+	}
+	if evs == nil {
+		evs = []workflow.Event{}
+	}
+	complete := !sess.RetentionTruncated && (len(evs) == 0 || evs[0].Seq == 1)
+	return SummaryOutput{Session: View(sess), Events: evs, EventsReturned: len(evs), EventsComplete: complete}, nil
+}
+
+// ContextInput is the input of update_session_context.
+type ContextInput struct {
+	kernel.RequiredSessionRef
+	kernel.OptionalProjectRef
+	DefaultCwd   string         `json:"default_cwd,omitempty" jsonschema:"project-relative directory"`
+	DefaultShell workflow.Shell `json:"default_shell,omitempty" jsonschema:"sh or bash"`
+}
+
+// ContextOutput is the result of update_session_context.
+type ContextOutput struct {
+	SessionID        string                    `json:"session_id"`
+	ExecutionContext workflow.ExecutionContext `json:"execution_context"`
+}
+
+func (t *Tools) updateContext(ctx context.Context, inv *kernel.Invocation, in ContextInput) (ContextOutput, error) {
+	ec := workflow.ExecutionContext{DefaultCwd: in.DefaultCwd, DefaultShell: in.DefaultShell}
+	if ec.DefaultCwd != "" {
+		if err := ec.Validate(); err != nil {
+			return ContextOutput{}, err
+		}
+		_, clean, err := inv.Project.Resolve(ec.DefaultCwd)
+		if err != nil {
+			return ContextOutput{}, failure.New(failure.InvalidExecutionContext, "default_cwd: %s", failure.MessageOf(err))
+		}
+		ec.DefaultCwd = clean
+	}
+	sess, err := t.Sessions.UpdateContext(ctx, in.SessionID, ec)
+	if err != nil {
+		return ContextOutput{}, err
+	}
+	return ContextOutput{SessionID: sess.ID, ExecutionContext: sess.ExecutionContext}, nil
+}
+
+// CloseInput is the input of close_session.
+type CloseInput struct {
+	kernel.RequiredSessionRef
+	kernel.OptionalProjectRef
+}
+
+// CloseOutput is the result of close_session.
+type CloseOutput struct {
+	SessionID string             `json:"session_id"`
+	Lifecycle workflow.Lifecycle `json:"lifecycle"`
+	Changed   bool               `json:"changed"`
+	ClosedAt  string             `json:"closed_at"`
+}
+
+func (t *Tools) closeSession(ctx context.Context, inv *kernel.Invocation, in CloseInput) (CloseOutput, error) {
+	sess, changed, err := t.Sessions.Close(ctx, in.SessionID)
+	if err != nil {
+		return CloseOutput{}, err
+	}
+	out := CloseOutput{SessionID: sess.ID, Lifecycle: sess.Lifecycle, Changed: changed}
+	if sess.ClosedAt != nil {
+		out.ClosedAt = sess.ClosedAt.Format(timeFormat)
+	}
+	return out, nil
+}
