@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webcodex/webcodex/internal/app"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	dataDir string
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "webcodex",
+		Short:         "A runtime for AI coding agents, with verifiable Workflow Session ledgers",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       app.Version,
+	}
+	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $WEBCODEX_DATA, $XDG_DATA_HOME/webcodex or ~/.local/share/webcodex)")
+	root.AddCommand(newServeCmd(g), newTokenCmd(g), newProjectCmd(g), newSessionCmd(g))
+	return root
+}
+
+// loadConfig loads the configuration for the data directory in g.
+func (g *globals) loadConfig() (app.Config, error) {
+	return app.LoadConfig(g.dataDir, os.Getenv)
+}
+
+// openStores opens the data directory's stores for an offline command.
+func (g *globals) openStores(ctx context.Context) (*app.Stores, app.Config, error) {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return nil, cfg, err
+	}
+	st, err := app.OpenStores(ctx, cfg.DataDir)
+	return st, cfg, err
+}
+
+func newLogger(w io.Writer, cfg app.Config) *slog.Logger {
+	level, _ := cfg.SlogLevel()
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func table(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+func fprintf(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format, args...) }

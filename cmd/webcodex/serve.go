@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webcodex/webcodex/internal/app"
+)
+
+func newServeCmd(g *globals) *cobra.Command {
+	var (
+		projects []string
+		listen   string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP server",
+		Long: "Run the WebCodex HTTP server on the data directory's embedded SQLite databases.\n" +
+			"Each --project DIR (or NAME=DIR) is registered as agent:local:<name>.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			if listen != "" {
+				cfg.Listen = listen
+			}
+			return runServe(cmd.Context(), cfg, projects, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringArrayVar(&projects, "project", nil, "register a project directory, as DIR or NAME=DIR (repeatable)")
+	cmd.Flags().StringVar(&listen, "listen", "", "listen address (default "+app.DefaultListen+")")
+	return cmd
+}
+
+func runServe(ctx context.Context, cfg app.Config, projects []string, stdout, stderr io.Writer) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg)
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if _, err := a.RegisterProjects(ctx, projects); err != nil {
+		return err
+	}
+	addr, err := a.Listen()
+	if err != nil {
+		return err
+	}
+	base := "http://" + addr.String()
+	fprintf(stdout, "WebCodex %s listening on %s\n", app.Version, base)
+	fprintf(stdout, "  tools     POST %s/api/tools/call   (list: POST %s/api/tools/list)\n", base, base)
+	fprintf(stdout, "  actions   POST %s/api/actions/{tool}\n", base)
+	fprintf(stdout, "  openapi   %s/openapi.json\n", base)
+	fprintf(stdout, "  health    %s/healthz\n", base)
+	fprintf(stdout, "  data      %s\n", cfg.DataDir)
+	ps, err := a.Projects.List(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ps) == 0 {
+		fprintf(stdout, "No projects registered; restart with --project DIR or run `webcodex project add DIR`.\n")
+	} else {
+		fprintf(stdout, "Projects:\n")
+		tw := table(stdout)
+		for _, p := range ps {
+			fmt.Fprintf(tw, "  %s\t%s\n", p.ID, p.Root)
+		}
+		tw.Flush()
+	}
+	tokenFile := filepath.Join(cfg.DataDir, app.AdminTokenFile)
+	if a.AdminCreated {
+		fprintf(stdout, "Admin token (shown once; also saved to %s, mode 0600):\n  %s\n", tokenFile, a.AdminToken)
+	} else {
+		fprintf(stdout, "Admin token: in %s (Authorization: Bearer <token>)\n", tokenFile)
+	}
+	fprintf(stdout, "Press Ctrl-C to stop.\n")
+	start := time.Now()
+	err = a.Serve(ctx)
+	fprintf(stdout, "Stopped after %s.\n", time.Since(start).Round(time.Second))
+	return err
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+func newSessionCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "session", Short: "Inspect, export and import Workflow Sessions"}
+	var (
+		project, lifecycle string
+		limit              int
+		asJSON             bool
+	)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List Workflow Sessions, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withWorkflow(cmd.Context(), g, func(svc *workflow.Service) error {
+				ss, total, err := svc.Store().List(cmd.Context(), workflow.ListFilter{Project: project, Lifecycle: workflow.Lifecycle(lifecycle), Limit: limit})
+				if err != nil {
+					return err
+				}
+				return printSessions(cmd.OutOrStdout(), ss, total, asJSON)
+			})
+		},
+	}
+	list.Flags().StringVar(&project, "project", "", "only sessions of this project id")
+	list.Flags().StringVar(&lifecycle, "lifecycle", "", "active or closed")
+	list.Flags().IntVar(&limit, "limit", 50, "most sessions to list")
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+
+	var (
+		showLimit int
+		showJSON  bool
+	)
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one session and its newest events",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withWorkflow(cmd.Context(), g, func(svc *workflow.Service) error {
+				id, err := workflow.ParseSessionID(args[0])
+				if err != nil {
+					return err
+				}
+				sess, evs, err := svc.Summary(cmd.Context(), id, showLimit)
+				if err != nil {
+					return err
+				}
+				return printSession(cmd.OutOrStdout(), sess, evs, showJSON)
+			})
+		},
+	}
+	show.Flags().IntVar(&showLimit, "limit", workflow.SummaryDefault, fmt.Sprintf("events to show (max %d)", workflow.SummaryMax))
+	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
+
+	var (
+		out string
+		all bool
+	)
+	export := &cobra.Command{
+		Use:   "export [ID...]",
+		Short: "Write sessions as a version-2 JSON ledger",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !all {
+				return fmt.Errorf("name at least one session id, or pass --all")
+			}
+			return withWorkflow(cmd.Context(), g, func(svc *workflow.Service) error {
+				ids := args
+				if all {
+					ss, _, err := svc.Store().List(cmd.Context(), workflow.ListFilter{})
+					if err != nil {
+						return err
+					}
+					ids = nil
+					for _, s := range ss {
+						ids = append(ids, s.ID)
+					}
+					sort.Strings(ids)
+				}
+				for _, id := range ids {
+					if _, err := workflow.ParseSessionID(id); err != nil {
+						return err
+					}
+				}
+				l, err := workflow.Export(cmd.Context(), svc.Store(), ids, time.Now())
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if out != "" && out != "-" {
+					f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					w = f
+				}
+				return writeJSON(w, l)
+			})
+		},
+	}
+	export.Flags().StringVarP(&out, "output", "o", "", "write to FILE instead of standard output")
+	export.Flags().BoolVar(&all, "all", false, "export every session")
+
+	imp := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Import sessions from a version-2 JSON ledger",
+		Long:  "Import sessions from a version-2 JSON ledger. Older ledger versions are rejected; a row with an unknown member or an invalid field fails closed and is reported, while valid rows are imported.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return withWorkflow(cmd.Context(), g, func(svc *workflow.Service) error {
+				return runImport(cmd.Context(), svc, f, cmd.OutOrStdout())
+			})
+		},
+	}
+	cmd.AddCommand(list, show, export, imp)
+	return cmd
+}
+
+func runImport(ctx context.Context, svc *workflow.Service, r io.Reader, w io.Writer) error {
+	rows, rejected, err := workflow.ParseLedger(r)
+	if err != nil {
+		return err
+	}
+	imported := 0
+	for _, row := range rows {
+		if err := svc.Store().Import(ctx, row.Session, row.Events); err != nil {
+			rejected = append(rejected, workflow.RowError{Index: -1, SessionID: row.ID, Reason: err.Error()})
+			continue
+		}
+		imported++
+	}
+	fprintf(w, "Imported %d session(s).\n", imported)
+	for _, re := range rejected {
+		id := re.SessionID
+		if id == "" {
+			id = "(no id)"
+		}
+		fprintf(w, "  rejected %s: %s\n", id, re.Reason)
+	}
+	if len(rejected) > 0 {
+		return fmt.Errorf("%d row(s) rejected", len(rejected))
+	}
+	return nil
+}
+
+func withWorkflow(ctx context.Context, g *globals, fn func(*workflow.Service) error) error {
+	st, _, err := g.openStores(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(workflow.NewService(st.Workflow, nil))
+}
+
+func printSessions(w io.Writer, ss []workflow.Session, total int, asJSON bool) error {
+	if asJSON {
+		if ss == nil {
+			ss = []workflow.Session{}
+		}
+		return writeJSON(w, map[string]any{"sessions": ss, "total": total})
+	}
+	if len(ss) == 0 {
+		fprintf(w, "No sessions.\n")
+		return nil
+	}
+	tw := table(w)
+	fmt.Fprintln(tw, "ID\tPROJECT\tSTATE\tMODE\tEVENTS\tUPDATED\tTITLE")
+	for _, s := range ss {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Project, s.Lifecycle, s.Mode, s.EventsObserved,
+			s.UpdatedAt.Local().Format("2006-01-02 15:04"), clip(s.Title, 50))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if total > len(ss) {
+		fprintf(w, "(%d of %d shown)\n", len(ss), total)
+	}
+	return nil
+}
+
+func printSession(w io.Writer, s workflow.Session, evs []workflow.Event, asJSON bool) error {
+	if asJSON {
+		if evs == nil {
+			evs = []workflow.Event{}
+		}
+		return writeJSON(w, map[string]any{"session": s, "events": evs})
+	}
+	fprintf(w, "Session    %s\n", s.ID)
+	fprintf(w, "Project    %s\n", s.Project)
+	fprintf(w, "Title      %s\n", s.Title)
+	fprintf(w, "State      %s (%s)\n", s.Lifecycle, s.Mode)
+	fprintf(w, "Created    %s\n", s.CreatedAt.Local().Format(time.RFC3339))
+	if s.ClosedAt != nil {
+		fprintf(w, "Closed     %s\n", s.ClosedAt.Local().Format(time.RFC3339))
+	}
+	if s.ExecutionContext != (workflow.ExecutionContext{}) {
+		fprintf(w, "Defaults   cwd=%q shell=%q\n", s.ExecutionContext.DefaultCwd, s.ExecutionContext.DefaultShell)
+	}
+	fprintf(w, "Events     %d observed, %d shown%s\n", s.EventsObserved, len(evs), map[bool]string{true: " (older events dropped by retention)", false: ""}[s.RetentionTruncated])
+	fprintf(w, "Calls      %d started, %d failed; %d instructions; %d guard denials\n\n",
+		s.Counters.ToolCalls, s.Counters.ToolFailures, s.Counters.Instructions, s.Counters.GuardDenials)
+	tw := table(w)
+	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tTOOL\tROLE\tOUTCOME\tDETAIL")
+	for _, e := range evs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.At.Local().Format("15:04:05"), e.Kind, e.Tool, e.Role,
+			strings.TrimSpace(string(e.Outcome)+" "+e.ErrorKind), clip(detail(e), 60))
+	}
+	return tw.Flush()
+}
+
+func detail(e workflow.Event) string {
+	switch {
+	case e.Text != "":
+		return strings.ReplaceAll(e.Text, "\n", " ")
+	case len(e.ChangedPaths) > 0:
+		return "changed " + strings.Join(e.ChangedPaths, ", ")
+	case len(e.ObservedPaths) > 0:
+		return "read " + strings.Join(e.ObservedPaths, ", ")
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

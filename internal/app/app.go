@@ -1,0 +1,184 @@
+// Package app is WebCodex's composition root: it opens the stores of a data
+// directory, builds the domain services, the kernel and its tools, and the
+// HTTP server. Nothing else in the program constructs these.
+//
+// The same calls serve the binary and the end-to-end tests:
+//
+//	a, err := app.Open(ctx, cfg, logger)
+//	addr, err := a.Listen()
+//	err = a.Serve(ctx) // until ctx is done, then a graceful shutdown
+//	a.Close()
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/httpserver"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/transport/rest"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// Version is the program version, set at build time with -ldflags.
+var Version = "dev"
+
+// AdminTokenFile is the name of the first-start admin credential file in the
+// data directory (mode 0600).
+const AdminTokenFile = "admin-token"
+
+// App is a running WebCodex instance.
+type App struct {
+	Config   Config
+	Log      *slog.Logger
+	Stores   *Stores
+	Sessions *workflow.Service
+	Auth     *auth.Service
+	Projects *project.Registry
+	Kernel   *kernel.Kernel
+
+	// AdminToken is the first-start admin credential and AdminCreated
+	// whether this start created it (so it is printed exactly once).
+	AdminToken   string
+	AdminCreated bool
+
+	started time.Time
+	server  *http.Server
+	ln      net.Listener
+}
+
+// Open opens the data directory described by cfg and builds the services.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	stores, err := OpenStores(ctx, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Log: log, Stores: stores, started: time.Now()}
+	if err := a.wire(ctx); err != nil {
+		stores.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) wire(ctx context.Context) error {
+	a.Sessions = newSessions(a.Stores)
+	authSvc, err := newAuth(a.Stores, a.Config, a.Log)
+	if err != nil {
+		return err
+	}
+	a.Auth = authSvc
+	a.AdminToken, a.AdminCreated, err = a.Auth.EnsureAdmin(ctx, filepath.Join(a.Config.DataDir, AdminTokenFile))
+	if err != nil {
+		return fmt.Errorf("admin credential: %w", err)
+	}
+	a.Projects = newProjects(a.Stores)
+	a.Kernel = newKernel(a)
+	if rep := a.Stores.Workflow.Restored(); rep.Discarded > 0 {
+		a.Log.Warn("workflow ledger: malformed rows moved aside at restore", "discarded", rep.Discarded)
+	}
+	return nil
+}
+
+// Handler returns the complete HTTP handler.
+func (a *App) Handler() http.Handler {
+	mux := httpserver.NewMux(httpserver.Options{
+		Auth: a.Auth, AllowedOrigins: a.Config.AllowedOrigins,
+		LoopbackOnly: a.Config.Loopback(), Logger: a.Log,
+	})
+	(&rest.Server{Kernel: a.Kernel, Status: a.Status, PublicURL: a.Config.PublicURL, Version: Version}).Register(mux)
+	return mux.Handler()
+}
+
+// Listen binds the configured address and returns the bound address (useful
+// with port 0).
+func (a *App) Listen() (net.Addr, error) {
+	ln, err := net.Listen("tcp", a.Config.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", a.Config.Listen, err)
+	}
+	a.ln = ln
+	a.server = &http.Server{
+		Handler:           a.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+	}
+	return ln.Addr(), nil
+}
+
+// Serve serves HTTP until ctx is done, then shuts down gracefully: it stops
+// accepting connections and calls, lets in-flight calls finish for up to
+// ShutdownTimeout, and then interrupts the rest, which are recorded as
+// interrupted.
+func (a *App) Serve(ctx context.Context) error {
+	if a.server == nil {
+		return errors.New("app: Serve before Listen")
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- a.server.Serve(a.ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	a.Log.Info("shutting down", "timeout", time.Duration(a.Config.ShutdownTimeout))
+	grace, cancel := context.WithTimeout(context.Background(), time.Duration(a.Config.ShutdownTimeout))
+	defer cancel()
+	drained := make(chan struct{})
+	go func() { a.Kernel.Drain(grace); close(drained) }()
+	// Handlers return once their calls finish or are interrupted; allow a
+	// little beyond the grace period for the interrupted ones to record.
+	hctx, hcancel := context.WithTimeout(context.Background(), time.Duration(a.Config.ShutdownTimeout)+10*time.Second)
+	defer hcancel()
+	err := a.server.Shutdown(hctx)
+	<-drained
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// Close releases the stores. Call it after Serve returns.
+func (a *App) Close() error { return a.Stores.Close() }
+
+// Status is the body of /api/status.
+type Status struct {
+	Version       string               `json:"version"`
+	UptimeSeconds int64                `json:"uptime_seconds"`
+	Workflow      workflow.StoreStatus `json:"workflow"`
+	Projects      int                  `json:"projects"`
+	Tools         int                  `json:"tools"`
+	Kernel        kernel.Stats         `json:"kernel"`
+}
+
+// Status reports the server's version, uptime and counts.
+func (a *App) Status(ctx context.Context) (any, error) {
+	wf, err := a.Sessions.Store().Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := a.Projects.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return Status{
+		Version: Version, UptimeSeconds: int64(time.Since(a.started).Seconds()),
+		Workflow: wf, Projects: len(ps), Tools: len(a.Kernel.Registry().Tools()), Kernel: a.Kernel.Stats(),
+	}, nil
+}

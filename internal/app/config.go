@@ -1,0 +1,206 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// ConfigFile is the name of the configuration file in the data directory.
+const ConfigFile = "config.toml"
+
+// DefaultListen is the default listen address.
+const DefaultListen = "127.0.0.1:8080"
+
+// Config is the server configuration. Values come from the defaults, then
+// config.toml in the data directory, then WEBCODEX_* environment variables,
+// then command-line flags.
+type Config struct {
+	// DataDir holds the databases, the admin credential and config.toml.
+	DataDir string `toml:"-"`
+	// Listen is the HTTP listen address.
+	Listen string `toml:"listen"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `toml:"log_level"`
+	// ShutdownTimeout bounds how long in-flight calls may run after a
+	// shutdown signal before they are interrupted (seconds in TOML).
+	ShutdownTimeout Duration `toml:"shutdown_timeout"`
+	// AllowedOrigins lists browser origins allowed to call the API.
+	AllowedOrigins []string `toml:"allowed_origins"`
+	// PublicURL is the externally visible base URL, published in OpenAPI.
+	PublicURL string `toml:"public_url"`
+	// BootstrapToken is WEBCODEX_TOKEN: an admin credential accepted as is
+	// and never stored or logged. Environment only.
+	BootstrapToken string `toml:"-"`
+}
+
+// Duration is a time.Duration written in TOML as a Go duration string
+// ("15s") or a number of seconds.
+type Duration time.Duration
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	s := string(b)
+	if n, err := strconv.Atoi(s); err == nil {
+		*d = Duration(time.Duration(n) * time.Second)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("invalid duration %q", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// DefaultConfig returns the built-in defaults.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:         DefaultDataDir(),
+		Listen:          DefaultListen,
+		LogLevel:        "info",
+		ShutdownTimeout: Duration(15 * time.Second),
+	}
+}
+
+// DefaultDataDir is $WEBCODEX_DATA, else $XDG_DATA_HOME/webcodex, else
+// ~/.local/share/webcodex.
+func DefaultDataDir() string {
+	if d := os.Getenv("WEBCODEX_DATA"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "webcodex")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(".", ".webcodex")
+	}
+	return filepath.Join(home, ".local", "share", "webcodex")
+}
+
+// ConfigError reports an invalid configuration value.
+type ConfigError struct {
+	Source string // "config.toml" or the environment variable
+	Key    string
+	Err    error
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("config: %s: %s: %v", e.Source, e.Key, e.Err)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// LoadConfig builds the configuration for dataDir: defaults, then
+// dataDir/config.toml if it exists (unknown keys are an error naming the
+// key), then the environment (getenv, usually os.Getenv).
+func LoadConfig(dataDir string, getenv func(string) string) (Config, error) {
+	cfg := DefaultConfig()
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	path := filepath.Join(cfg.DataDir, ConfigFile)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return Config{}, &ConfigError{Source: path, Key: "(file)", Err: err}
+	default:
+		dec := toml.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg); err != nil {
+			var strict *toml.StrictMissingError
+			if errors.As(err, &strict) && len(strict.Errors) > 0 {
+				keys := make([]string, 0, len(strict.Errors))
+				for _, e := range strict.Errors {
+					keys = append(keys, strings.Join(e.Key(), "."))
+				}
+				return Config{}, &ConfigError{Source: path, Key: strings.Join(keys, ", "), Err: errors.New("unknown configuration key")}
+			}
+			return Config{}, &ConfigError{Source: path, Key: "(syntax)", Err: err}
+		}
+	}
+	if err := cfg.applyEnv(getenv); err != nil {
+		return Config{}, err
+	}
+	return cfg, cfg.Validate()
+}
+
+func (c *Config) applyEnv(getenv func(string) string) error {
+	if v := getenv("WEBCODEX_LISTEN"); v != "" {
+		c.Listen = v
+	}
+	if v := getenv("WEBCODEX_LOG_LEVEL"); v != "" {
+		c.LogLevel = v
+	}
+	if v := getenv("WEBCODEX_SHUTDOWN_TIMEOUT"); v != "" {
+		if err := c.ShutdownTimeout.UnmarshalText([]byte(v)); err != nil {
+			return &ConfigError{Source: "environment", Key: "WEBCODEX_SHUTDOWN_TIMEOUT", Err: err}
+		}
+	}
+	if v := getenv("WEBCODEX_ALLOWED_ORIGINS"); v != "" {
+		c.AllowedOrigins = nil
+		for _, o := range strings.Split(v, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				c.AllowedOrigins = append(c.AllowedOrigins, o)
+			}
+		}
+	}
+	if v := getenv("WEBCODEX_PUBLIC_URL"); v != "" {
+		c.PublicURL = v
+	}
+	c.BootstrapToken = getenv("WEBCODEX_TOKEN")
+	return nil
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return &ConfigError{Source: "config", Key: "listen", Err: fmt.Errorf("%q is not host:port", c.Listen)}
+	}
+	if _, err := c.SlogLevel(); err != nil {
+		return &ConfigError{Source: "config", Key: "log_level", Err: err}
+	}
+	if c.ShutdownTimeout < 0 {
+		return &ConfigError{Source: "config", Key: "shutdown_timeout", Err: errors.New("must not be negative")}
+	}
+	if c.BootstrapToken != "" && len(c.BootstrapToken) < 16 {
+		return &ConfigError{Source: "environment", Key: "WEBCODEX_TOKEN", Err: errors.New("must be at least 16 characters")}
+	}
+	return nil
+}
+
+// SlogLevel returns the configured log level.
+func (c Config) SlogLevel() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return 0, fmt.Errorf("%q is not debug, info, warn or error", c.LogLevel)
+	}
+	return l, nil
+}
+
+// Loopback reports whether Listen binds only a loopback address.
+func (c Config) Loopback() bool {
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

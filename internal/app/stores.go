@@ -1,0 +1,65 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	authstore "github.com/webcodex/webcodex/internal/auth/sqlitestore"
+	projectstore "github.com/webcodex/webcodex/internal/project/sqlitestore"
+	workflowstore "github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+)
+
+// Database file names in the data directory. Each domain has its own file;
+// the Workflow Session ledger shares storage with nothing else.
+const (
+	WorkflowDB = "workflow.db"
+	AuthDB     = "auth.db"
+	ProjectsDB = "projects.db"
+)
+
+// Stores are the opened databases of a data directory.
+type Stores struct {
+	Workflow *workflowstore.Store
+	Auth     *authstore.Store
+	Projects *projectstore.Store
+}
+
+// OpenStores creates the data directory (0700) if needed and opens every
+// database in it. The workflow ledger is restored (validated) on open.
+func OpenStores(ctx context.Context, dataDir string) (*Stores, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	s := &Stores{}
+	var err error
+	if s.Workflow, err = workflowstore.Open(ctx, filepath.Join(dataDir, WorkflowDB), nil); err != nil {
+		return nil, fmt.Errorf("open %s: %w", WorkflowDB, err)
+	}
+	if s.Auth, err = authstore.Open(ctx, filepath.Join(dataDir, AuthDB)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", AuthDB, err)
+	}
+	if s.Projects, err = projectstore.Open(ctx, filepath.Join(dataDir, ProjectsDB)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", ProjectsDB, err)
+	}
+	return s, nil
+}
+
+// Close closes every open store.
+func (s *Stores) Close() error {
+	var errs []error
+	if s.Workflow != nil {
+		errs = append(errs, s.Workflow.Close())
+	}
+	if s.Auth != nil {
+		errs = append(errs, s.Auth.Close())
+	}
+	if s.Projects != nil {
+		errs = append(errs, s.Projects.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,47 @@
+package app
+
+import (
+	"context"
+
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/tools/edit"
+	"github.com/webcodex/webcodex/internal/tools/files"
+	"github.com/webcodex/webcodex/internal/tools/git"
+	"github.com/webcodex/webcodex/internal/tools/search"
+	"github.com/webcodex/webcodex/internal/tools/sessions"
+)
+
+// NewRegistry returns the registry of every tool, wired to the app's
+// services.
+func NewRegistry(a *App) *kernel.Registry {
+	reg := kernel.NewRegistry()
+	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions})
+	files.Register(reg)
+	search.Register(reg)
+	edit.Register(reg)
+	git.Register(reg)
+	return reg
+}
+
+func newKernel(a *App) *kernel.Kernel {
+	return kernel.New(kernel.Options{
+		Registry: NewRegistry(a),
+		Projects: a.Projects,
+		Sessions: a.Sessions,
+		Evidence: evidenceLog(a),
+		Logger:   a.Log,
+	})
+}
+
+// evidenceLog is the evidence sink until the evidence journal exists: every
+// invalid recorder claim is logged as negative evidence (and counted by the
+// kernel); nothing about a claim is dropped or re-targeted.
+func evidenceLog(a *App) kernel.EvidenceSink {
+	return func(ctx context.Context, r kernel.Record) {
+		if r.Binding.State == kernel.InvalidClaim {
+			a.Log.Warn("evidence: invalid session claim",
+				"invocation", r.InvocationID, "tool", r.Tool, "source", r.Source,
+				"claimed_session_id", r.Binding.ClaimedSessionID, "reasons", r.Binding.Reasons)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+// Package httpserver builds WebCodex's HTTP handler stack: request limits,
+// Origin and DNS-rebinding protection, bearer authentication and bounded
+// concurrency, around the routes the transports register.
+//
+// Transports register their routes on a [Mux]; routes are public (no
+// credential, e.g. /healthz) or authenticated (the principal is in the
+// request context, see [auth.PrincipalFrom]).
+package httpserver
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// Limits of the HTTP surface.
+const (
+	// MaxBodyBytes bounds one request body (4 MiB).
+	MaxBodyBytes = 4 << 20
+	// MaxConcurrent bounds requests served at once; more get 503.
+	MaxConcurrent = 64
+)
+
+// Authenticator turns a raw bearer credential into a principal, returning
+// failure.Unauthenticated when it is not valid.
+type Authenticator interface {
+	Authenticate(ctx context.Context, raw string) (auth.Principal, error)
+}
+
+// Options configure the handler stack.
+type Options struct {
+	Auth Authenticator
+	// AllowedOrigins lists browser origins (scheme://host[:port]) allowed
+	// to call the API; requests without an Origin header are not affected.
+	AllowedOrigins []string
+	// LoopbackOnly enables DNS-rebinding protection: the Host header must
+	// name a loopback address or localhost.
+	LoopbackOnly bool
+	Logger       *slog.Logger
+}
+
+// Mux collects the routes of every transport.
+type Mux struct {
+	opts   Options
+	public *http.ServeMux
+	authed *http.ServeMux
+	sem    chan struct{}
+}
+
+// NewMux returns an empty Mux.
+func NewMux(o Options) *Mux {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Mux{opts: o, public: http.NewServeMux(), authed: http.NewServeMux(), sem: make(chan struct{}, MaxConcurrent)}
+}
+
+// Public registers a route that needs no credential.
+func (m *Mux) Public(pattern string, h http.Handler) { m.public.Handle(pattern, h) }
+
+// Authenticated registers a route that needs a valid bearer credential.
+func (m *Mux) Authenticated(pattern string, h http.Handler) { m.authed.Handle(pattern, h) }
+
+// Handler returns the complete handler stack.
+func (m *Mux) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case m.sem <- struct{}{}:
+			defer func() { <-m.sem }()
+		default:
+			WriteError(w, http.StatusServiceUnavailable, failure.New(failure.Unavailable, "too many concurrent requests"))
+			return
+		}
+		if m.opts.LoopbackOnly && !loopbackHost(r.Host) {
+			WriteError(w, http.StatusForbidden, failure.New(failure.PermissionDenied, "host %q is not allowed (DNS-rebinding protection)", r.Host))
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !m.originAllowed(origin, r.Host) {
+			WriteError(w, http.StatusForbidden, failure.New(failure.PermissionDenied, "origin %q is not allowed", origin))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		if h, pattern := m.public.Handler(r); pattern != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if _, pattern := m.authed.Handler(r); pattern == "" {
+			WriteError(w, http.StatusNotFound, failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+			return
+		}
+		raw, ok := auth.ParseBearer(r.Header.Get("Authorization"))
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex"`)
+			WriteError(w, http.StatusUnauthorized, failure.New(failure.Unauthenticated, "a bearer credential is required"))
+			return
+		}
+		p, err := m.opts.Auth.Authenticate(r.Context(), raw)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex", error="invalid_token"`)
+			if failure.KindOf(err) != failure.Unauthenticated {
+				m.opts.Logger.Error("authenticate", "err", err)
+				WriteError(w, http.StatusServiceUnavailable, failure.New(failure.Unavailable, "credential store unavailable"))
+				return
+			}
+			WriteError(w, http.StatusUnauthorized, failure.New(failure.Unauthenticated, "the bearer credential is not valid"))
+			return
+		}
+		m.authed.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	})
+}
+
+func (m *Mux) originAllowed(origin, host string) bool {
+	if slices.Contains(m.opts.AllowedOrigins, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == host && (u.Scheme == "http" || u.Scheme == "https")
+}
+
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ErrorBody is the JSON body of a non-tool HTTP error. It has the shape of
+// a failed ToolResult so clients parse one format.
+type ErrorBody struct {
+	Success bool        `json:"success"`
+	Error   ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the error member of ErrorBody.
+type ErrorDetail struct {
+	Kind    failure.Kind `json:"kind"`
+	Message string       `json:"message"`
+}
+
+// WriteError writes err as a JSON error with the given status.
+func WriteError(w http.ResponseWriter, status int, err error) {
+	WriteJSON(w, status, ErrorBody{Error: ErrorDetail{Kind: failure.KindOf(err), Message: failure.MessageOf(err)}})
+}
+
+// WriteJSON writes v as a JSON response.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// StatusFor maps an error kind to the HTTP status used when a request fails
+// outside a tool result.
+func StatusFor(k failure.Kind) int {
+	switch k {
+	case failure.InvalidArguments, failure.InvalidLedger, failure.InvalidSessionID:
+		return http.StatusBadRequest
+	case failure.Unauthenticated:
+		return http.StatusUnauthorized
+	case failure.InsufficientScope, failure.PermissionDenied, failure.SessionAuthorityDenied:
+		return http.StatusForbidden
+	case failure.NotFound, failure.UnknownTool, failure.UnknownSessionID, failure.UnknownProject:
+		return http.StatusNotFound
+	case failure.RequestTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case failure.Conflict:
+		return http.StatusConflict
+	case failure.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}

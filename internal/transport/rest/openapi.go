@@ -1,0 +1,109 @@
+package rest
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/webcodex/webcodex/internal/httpserver"
+	"github.com/webcodex/webcodex/internal/kernel"
+)
+
+// OpenAPI returns the OpenAPI 3.1 document for the registry: one
+// POST /api/actions/{tool} operation per tool (operationId = tool name) whose
+// request body is the tool's input schema plus optional
+// recording_session_id, and whose response is the ToolResult envelope with
+// the tool's output schema.
+func OpenAPI(reg *kernel.Registry, serverURL, version string) map[string]any {
+	paths := map[string]any{}
+	for _, t := range reg.Tools() {
+		in := schemaMap(t.InputSchema)
+		props, _ := in["properties"].(map[string]any)
+		if props == nil {
+			props = map[string]any{}
+			in["properties"] = props
+		}
+		props["recording_session_id"] = map[string]any{
+			"type":        "string",
+			"description": "exact wc_sess_ id to record this call in (provenance only)",
+		}
+		paths["/api/actions/"+t.Name] = map[string]any{
+			"post": map[string]any{
+				"operationId": t.Name,
+				"summary":     firstSentence(t.Description),
+				"description": t.Description,
+				"requestBody": map[string]any{
+					"required": true,
+					"content":  map[string]any{"application/json": map[string]any{"schema": in}},
+				},
+				"responses": map[string]any{
+					"200": map[string]any{
+						"description": "ToolResult: success with output, or success=false with error {kind, message}",
+						"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{
+							"type":     "object",
+							"required": []string{"success", "output"},
+							"properties": map[string]any{
+								"success": map[string]any{"type": "boolean"},
+								"output":  map[string]any{"oneOf": []any{schemaMap(t.OutputSchema), map[string]any{"type": "object"}}},
+								"error":   errorSchema,
+							},
+						}}},
+					},
+					"401": map[string]any{"description": "missing or invalid bearer credential"},
+				},
+			},
+		}
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "WebCodex",
+			"version":     version,
+			"description": "Tools for AI coding agents on registered projects, with Workflow Session ledgers.",
+		},
+		"paths": paths,
+		"components": map[string]any{
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
+		},
+		"security": []any{map[string]any{"bearer": []any{}}},
+	}
+	if serverURL != "" {
+		doc["servers"] = []any{map[string]any{"url": serverURL}}
+	}
+	return doc
+}
+
+var errorSchema = map[string]any{
+	"type":     "object",
+	"required": []string{"kind", "message"},
+	"properties": map[string]any{
+		"kind":    map[string]any{"type": "string"},
+		"message": map[string]any{"type": "string"},
+	},
+}
+
+func schemaMap(s any) map[string]any {
+	b, _ := json.Marshal(s)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	if m == nil {
+		m = map[string]any{"type": "object"}
+	}
+	return m
+}
+
+func firstSentence(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' && (i+1 == len(s) || s[i+1] == ' ') {
+			return s[:i+1]
+		}
+	}
+	return s
+}
+
+func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
+	url := s.PublicURL
+	if url == "" {
+		url = "http://" + r.Host
+	}
+	httpserver.WriteJSON(w, http.StatusOK, OpenAPI(s.Kernel.Registry(), url, s.Version))
+}

@@ -1,0 +1,177 @@
+// Package rest is the REST and GPT Actions transport: it adapts HTTP
+// requests to kernel calls and publishes the OpenAPI 3.1 description
+// generated from the same tool registry, so REST, OpenAPI and MCP cannot
+// drift apart.
+//
+// Routes:
+//
+//	POST /api/tools/list          the registered tools with their schemas
+//	POST /api/tools/call          {tool, arguments, recording_session_id?}
+//	POST /api/actions/{tool}      GPT Actions: the tool's arguments as the body
+//	GET  /openapi.json            OpenAPI 3.1 (public)
+//	GET  /healthz                 liveness (public)
+//	GET  /api/status              version, uptime, counts
+//
+// A tool failure is a ToolResult with success=false and HTTP 200; HTTP error
+// statuses are reserved for requests that never reached a tool (bad JSON,
+// oversized body, missing credential).
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/httpserver"
+	"github.com/webcodex/webcodex/internal/kernel"
+)
+
+// StatusFunc reports the server status for /api/status.
+type StatusFunc func(ctx context.Context) (any, error)
+
+// Server is the REST transport.
+type Server struct {
+	Kernel *kernel.Kernel
+	// Status builds the /api/status body.
+	Status StatusFunc
+	// PublicURL, when set, is the server URL published in OpenAPI.
+	PublicURL string
+	// Version is published in OpenAPI info.
+	Version string
+}
+
+// Register adds the REST routes to m.
+func (s *Server) Register(m *httpserver.Mux) {
+	m.Public("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpserver.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}))
+	m.Public("GET /openapi.json", http.HandlerFunc(s.openAPI))
+	m.Authenticated("POST /api/tools/list", http.HandlerFunc(s.listTools))
+	m.Authenticated("POST /api/tools/call", http.HandlerFunc(s.callTool))
+	m.Authenticated("POST /api/actions/{tool}", http.HandlerFunc(s.callAction))
+	m.Authenticated("GET /api/status", http.HandlerFunc(s.status))
+}
+
+// ToolInfo is one entry of /api/tools/list.
+type ToolInfo struct {
+	Name         string             `json:"name"`
+	Description  string             `json:"description"`
+	Category     string             `json:"category"`
+	Scopes       []auth.Scope       `json:"scopes"`
+	Annotations  kernel.Annotations `json:"annotations"`
+	InputSchema  any                `json:"input_schema"`
+	OutputSchema any                `json:"output_schema"`
+}
+
+// ToolList is the body of /api/tools/list.
+type ToolList struct {
+	Tools []ToolInfo `json:"tools"`
+}
+
+func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
+	out := ToolList{Tools: []ToolInfo{}}
+	for _, t := range s.Kernel.Registry().Tools() {
+		out.Tools = append(out.Tools, ToolInfo{
+			Name: t.Name, Description: t.Description, Category: t.Category, Scopes: t.Scopes,
+			Annotations: t.Annotations, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
+		})
+	}
+	httpserver.WriteJSON(w, http.StatusOK, out)
+}
+
+// CallRequest is the body of /api/tools/call.
+type CallRequest struct {
+	Tool               string          `json:"tool"`
+	Arguments          json.RawMessage `json:"arguments,omitempty"`
+	RecordingSessionID string          `json:"recording_session_id,omitempty"`
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			httpserver.WriteError(w, http.StatusRequestEntityTooLarge, failure.New(failure.RequestTooLarge, "request body exceeds %d bytes", httpserver.MaxBodyBytes))
+			return nil, false
+		}
+		httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "cannot read request body"))
+		return nil, false
+	}
+	return body, true
+}
+
+func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var req CallRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "request body must be {tool, arguments, recording_session_id?}: %v", err))
+		return
+	}
+	if req.Tool == "" {
+		httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "tool is required"))
+		return
+	}
+	s.dispatch(w, r, req)
+}
+
+// callAction serves GPT Actions: the body is the tool's argument object,
+// which may also carry recording_session_id.
+func (s *Server) callAction(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	req := CallRequest{Tool: r.PathValue("tool"), Arguments: body}
+	if len(bytes.TrimSpace(body)) > 0 {
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(body, &members); err != nil {
+			httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "request body must be a JSON object"))
+			return
+		}
+		if raw, ok := members["recording_session_id"]; ok {
+			if err := json.Unmarshal(raw, &req.RecordingSessionID); err != nil {
+				httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "recording_session_id must be a string"))
+				return
+			}
+			delete(members, "recording_session_id")
+			req.Arguments, _ = json.Marshal(members)
+		}
+	}
+	s.dispatch(w, r, req)
+}
+
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req CallRequest) {
+	p, _ := auth.PrincipalFrom(r.Context())
+	res := s.Kernel.Dispatch(r.Context(), kernel.Call{
+		Tool: req.Tool, Arguments: req.Arguments, RecordingSessionID: req.RecordingSessionID,
+		Principal: p, Source: kernel.SourceREST,
+	})
+	httpserver.WriteJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	p, _ := auth.PrincipalFrom(r.Context())
+	if !p.Has(auth.ScopeRuntimeRead) && !p.Has(auth.ScopeProjectRead) {
+		httpserver.WriteError(w, http.StatusForbidden, failure.New(failure.InsufficientScope, "status requires runtime:read"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	body, err := s.Status(ctx)
+	if err != nil {
+		httpserver.WriteError(w, httpserver.StatusFor(failure.KindOf(err)), err)
+		return
+	}
+	httpserver.WriteJSON(w, http.StatusOK, body)
+}
