@@ -1,0 +1,79 @@
+package app_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestArchitecture keeps DESIGN.md's layering true: arrows only point down.
+func TestArchitecture(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", "github.com/webcodex/webcodex/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const mod = "github.com/webcodex/webcodex/"
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	type pkg struct {
+		ImportPath string
+		Deps       []string
+	}
+	rules := []struct {
+		from      []string // package prefixes (relative to the module)
+		forbidden []string
+		why       string
+	}{
+		{[]string{"internal/workflow", "internal/auth", "internal/project", "internal/failure", "internal/redact", "internal/filerev", "internal/sqlitedb"},
+			[]string{"internal/kernel", "internal/tools", "internal/transport", "internal/httpserver", "internal/app"},
+			"domains and infrastructure import no kernel, tool or transport"},
+		{[]string{"internal/kernel"}, []string{"internal/transport", "internal/httpserver", "internal/app", "internal/tools"},
+			"the kernel imports no transport and no tool"},
+		{[]string{"internal/tools"}, []string{"internal/transport", "internal/httpserver", "internal/app"},
+			"tools import no transport"},
+		{[]string{"internal/failure"}, []string{"internal/"}, "failure is a leaf"},
+	}
+	seen := 0
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		rel := strings.TrimPrefix(p.ImportPath, mod)
+		for _, r := range rules {
+			if !hasPrefix(rel, r.from) {
+				continue
+			}
+			for _, d := range p.Deps {
+				if !strings.HasPrefix(d, mod) {
+					continue
+				}
+				drel := strings.TrimPrefix(d, mod)
+				if hasPrefix(drel, r.forbidden) {
+					t.Errorf("%s imports %s: %s", rel, drel, r.why)
+				}
+			}
+		}
+		// Only the composition root opens concrete stores.
+		if !strings.HasPrefix(rel, "internal/app") && !strings.HasPrefix(rel, "cmd/") && !strings.Contains(rel, "sqlitestore") {
+			for _, d := range p.Deps {
+				if strings.HasPrefix(d, mod) && strings.HasSuffix(d, "/sqlitestore") {
+					t.Errorf("%s imports %s: only internal/app wires stores", rel, strings.TrimPrefix(d, mod))
+				}
+			}
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("go list returned only %d packages", seen)
+	}
+}
+
+func hasPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if s == p || strings.HasPrefix(s, p+"/") {
+			return true
+		}
+	}
+	return false
+}
