@@ -1,0 +1,60 @@
+package app_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/app"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadConfig(t *testing.T) {
+	t.Run("Defaults", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg, err := app.LoadConfig(dir, env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Listen != app.DefaultListen || cfg.DataDir != dir || !cfg.Loopback() || time.Duration(cfg.ShutdownTimeout) != 15*time.Second {
+			t.Fatalf("defaults: %+v", cfg)
+		}
+	})
+	t.Run("FileThenEnv", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, app.ConfigFile), []byte("listen = \"127.0.0.1:9999\"\nlog_level = \"debug\"\nshutdown_timeout = \"3s\"\nallowed_origins = [\"https://a.example\"]\n"), 0o600)
+		cfg, err := app.LoadConfig(dir, env(map[string]string{"WEBCODEX_LISTEN": "127.0.0.1:7777", "WEBCODEX_TOKEN": "0123456789abcdef0123"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Listen != "127.0.0.1:7777" || cfg.LogLevel != "debug" || time.Duration(cfg.ShutdownTimeout) != 3*time.Second ||
+			cfg.AllowedOrigins[0] != "https://a.example" || cfg.BootstrapToken != "0123456789abcdef0123" {
+			t.Fatalf("merged: %+v", cfg)
+		}
+	})
+	t.Run("ErrUnknownKey", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, app.ConfigFile), []byte("listen = \"127.0.0.1:1\"\nlisten_adress = \"x\"\n"), 0o600)
+		_, err := app.LoadConfig(dir, env(nil))
+		var ce *app.ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "listen_adress") {
+			t.Fatalf("got %v, want a ConfigError naming listen_adress", err)
+		}
+	})
+	t.Run("ErrBadValues", func(t *testing.T) {
+		for name, e := range map[string]map[string]string{
+			"listen":  {"WEBCODEX_LISTEN": "nonsense"},
+			"level":   {"WEBCODEX_LOG_LEVEL": "loud"},
+			"timeout": {"WEBCODEX_SHUTDOWN_TIMEOUT": "soon"},
+			"token":   {"WEBCODEX_TOKEN": "short"},
+		} {
+			if _, err := app.LoadConfig(t.TempDir(), env(e)); err == nil {
+				t.Errorf("%s: accepted %v", name, e)
+			}
+		}
+	})
+}
