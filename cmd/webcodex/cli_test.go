@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// run executes the CLI in-process and returns its standard output.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := run(t, args...)
+	if err != nil {
+		t.Fatalf("webcodex %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func TestProjectCommands(t *testing.T) {
+	data, dir := t.TempDir(), t.TempDir()
+	out := mustRun(t, "--data-dir", data, "project", "add", "demo="+dir)
+	if !strings.Contains(out, "agent:local:demo") {
+		t.Fatalf("add: %s", out)
+	}
+	var list struct {
+		Projects []struct{ ID, Root string }
+	}
+	json.Unmarshal([]byte(mustRun(t, "--data-dir", data, "project", "list", "--json")), &list)
+	if len(list.Projects) != 1 || list.Projects[0].ID != "agent:local:demo" {
+		t.Fatalf("list: %+v", list)
+	}
+	if out := mustRun(t, "--data-dir", data, "project", "list"); !strings.Contains(out, "ID") || !strings.Contains(out, "agent:local:demo") {
+		t.Fatalf("table: %s", out)
+	}
+	if _, err := run(t, "--data-dir", data, "project", "add", "demo="+t.TempDir()); err == nil {
+		t.Fatal("re-registering a name to another directory succeeded")
+	}
+	if _, err := run(t, "--data-dir", data, "project", "add", filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("registering a missing directory succeeded")
+	}
+	mustRun(t, "--data-dir", data, "project", "remove", "demo")
+	if out := mustRun(t, "--data-dir", data, "project", "list"); !strings.Contains(out, "No projects") {
+		t.Fatalf("after remove: %s", out)
+	}
+}
+
+func TestTokenCommands(t *testing.T) {
+	data := t.TempDir()
+	var created struct {
+		Token  string
+		Record auth.Token
+	}
+	out := mustRun(t, "--data-dir", data, "token", "create", "--name", "ci", "--scopes", "project:read", "--json")
+	if err := json.Unmarshal([]byte(out), &created); err != nil || !strings.HasPrefix(created.Token, "wc_pat_") {
+		t.Fatalf("create: %v %s", err, out)
+	}
+	if _, err := run(t, "--data-dir", data, "token", "create", "--name", "x", "--scopes", "project:everything"); err == nil {
+		t.Fatal("unknown scope accepted")
+	}
+	table := mustRun(t, "--data-dir", data, "token", "list")
+	if !strings.Contains(table, created.Record.ID) || strings.Contains(table, created.Token) {
+		t.Fatalf("list must show the id and never the token:\n%s", table)
+	}
+	mustRun(t, "--data-dir", data, "token", "revoke", created.Record.ID)
+	if !strings.Contains(mustRun(t, "--data-dir", data, "token", "list"), "revoked") {
+		t.Fatal("revoked token not shown as revoked")
+	}
+	// The raw token is nowhere in the data directory.
+	filepath.Walk(data, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			b, _ := os.ReadFile(p)
+			if bytes.Contains(b, []byte(created.Token)) {
+				t.Errorf("%s holds the raw token", p)
+			}
+		}
+		return nil
+	})
+}
+
+func TestSessionCommands(t *testing.T) {
+	data := t.TempDir()
+	ctx := context.Background()
+	st, err := app.OpenStores(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := workflow.NewService(st.Workflow, nil)
+	s, err := svc.Start(ctx, workflow.StartParams{Project: "agent:local:demo", Fingerprint: auth.Fingerprint("local"), Instruction: "Refactor the parser\nwith care"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	if out := mustRun(t, "--data-dir", data, "session", "list"); !strings.Contains(out, s.ID) || !strings.Contains(out, "Refactor the parser") {
+		t.Fatalf("list: %s", out)
+	}
+	show := mustRun(t, "--data-dir", data, "session", "show", s.ID)
+	if !strings.Contains(show, "task_instruction") || !strings.Contains(show, "active (normal)") {
+		t.Fatalf("show: %s", show)
+	}
+	if _, err := run(t, "--data-dir", data, "session", "show", "wc_sess_bad"); err == nil {
+		t.Fatal("malformed id accepted")
+	}
+	ledger := filepath.Join(t.TempDir(), "ledger.json")
+	mustRun(t, "--data-dir", data, "session", "export", s.ID, "-o", ledger)
+
+	other := t.TempDir()
+	if out := mustRun(t, "--data-dir", other, "session", "import", ledger); !strings.Contains(out, "Imported 1") {
+		t.Fatalf("import: %s", out)
+	}
+	a := mustRun(t, "--data-dir", data, "session", "show", s.ID, "--json")
+	b := mustRun(t, "--data-dir", other, "session", "show", s.ID, "--json")
+	if a != b {
+		t.Fatalf("imported session differs:\n%s\n%s", a, b)
+	}
+	// Importing again conflicts; an old version is rejected with a clear message.
+	if _, err := run(t, "--data-dir", other, "session", "import", ledger); err == nil {
+		t.Fatal("second import succeeded")
+	}
+	old := filepath.Join(t.TempDir(), "old.json")
+	os.WriteFile(old, []byte(`{"version":1,"sessions":[]}`), 0o600)
+	if _, err := run(t, "--data-dir", t.TempDir(), "session", "import", old); err == nil || !strings.Contains(err.Error(), "version 1 is not supported") {
+		t.Fatalf("old ledger: %v", err)
+	}
+}
+
+func TestUnknownConfigKeyNamesKey(t *testing.T) {
+	data := t.TempDir()
+	os.WriteFile(filepath.Join(data, "config.toml"), []byte("colour = \"blue\"\n"), 0o600)
+	_, err := run(t, "--data-dir", data, "project", "list")
+	if err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Fatalf("got %v, want an error naming colour", err)
+	}
+}
