@@ -6,6 +6,15 @@
 // time, never stored) and the local user of a stdio server. Every principal
 // belongs to an authority group (its owner); Workflow Sessions remember only
 // the domain-separated fingerprint of the group that created them.
+//
+// # Tokens
+//
+// A [Service] issues, lists, revokes and authenticates API tokens over a
+// [Store] (auth/sqlitestore is the SQLite one). A raw token is "wc_pat_" plus
+// 43 base64url characters (256 random bits); it is returned once by
+// [Service.CreateToken] and only its domain-separated SHA-256 ([HashToken])
+// is stored. [Service.EnsureAdmin] creates the first-start admin credential
+// file. [ParseBearer] reads an Authorization header.
 package auth
 
 import (

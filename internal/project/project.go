@@ -7,22 +7,31 @@
 // # Path policy
 //
 // Every path a tool receives is project-relative. [Project.Resolve] rejects
-// absolute paths, drive or URI forms, control characters and any ".."
-// component with [failure.InvalidArguments] before any I/O, and rejects a path
-// whose existing part resolves (through symlinks) outside the root with
-// [failure.PermissionDenied].
+// absolute paths, drive or URI forms, invalid UTF-8, control characters and
+// any ".." component with [failure.InvalidArguments] before any I/O, and
+// rejects a path whose existing part resolves (through symlinks, including
+// dangling ones) outside the root with [failure.PermissionDenied].
+//
+// # Registry
+//
+// [Registry] registers, looks up and removes projects over a [Store];
+// project/sqlitestore is the SQLite implementation.
 package project
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/failure"
 )
@@ -97,6 +106,11 @@ func CanonicalRoot(dir string) (string, error) {
 
 // Clean validates a project-relative path and returns its canonical
 // slash-separated form ("." for the root). It performs no I/O.
+//
+// It returns [failure.InvalidArguments] for an empty path, a path longer than
+// [MaxPathBytes], invalid UTF-8, any control character (C0, DEL, C1), a
+// backslash, an absolute, home ("~"), drive ("C:") or URI ("x://") form, and
+// any ".." component. "a/./b", "a//b" and a trailing "/" are normalized.
 func Clean(rel string) (string, error) {
 	if rel == "" {
 		return "", failure.New(failure.InvalidArguments, "path must not be empty")
@@ -104,23 +118,31 @@ func Clean(rel string) (string, error) {
 	if len(rel) > MaxPathBytes {
 		return "", failure.New(failure.InvalidArguments, "path is longer than %d bytes", MaxPathBytes)
 	}
+	if !utf8.ValidString(rel) {
+		return "", failure.New(failure.InvalidArguments, "path is not valid UTF-8")
+	}
 	for _, r := range rel {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) {
 			return "", failure.New(failure.InvalidArguments, "path contains a control character")
 		}
 	}
 	if strings.Contains(rel, "\\") {
 		return "", failure.New(failure.InvalidArguments, "path %q must use '/' separators", rel)
 	}
-	if strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, "~") || hasDrive(rel) || strings.Contains(rel, "://") {
-		return "", failure.New(failure.InvalidArguments, "path %q must be relative to the project root", rel)
-	}
 	for _, part := range strings.Split(rel, "/") {
 		if part == ".." {
 			return "", failure.New(failure.InvalidArguments, "path %q must not contain '..'", rel)
 		}
 	}
-	return path.Clean(rel), nil
+	// The forms are checked on the raw and the cleaned path: cleaning turns
+	// "./~" into "~" and "file://x" into "file:/x".
+	clean := path.Clean(rel)
+	for _, p := range []string{rel, clean} {
+		if strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || hasDrive(p) || strings.Contains(p, "://") {
+			return "", failure.New(failure.InvalidArguments, "path %q must be relative to the project root", rel)
+		}
+	}
+	return clean, nil
 }
 
 func hasDrive(p string) bool {
@@ -128,69 +150,119 @@ func hasDrive(p string) bool {
 }
 
 // Resolve validates rel and returns the absolute path it names inside the
-// project together with its canonical relative form. The longest existing
-// prefix of the path is resolved through symlinks and must stay inside the
-// root; a path that does not exist yet is allowed (for creation) as long as
-// its existing ancestors are inside.
+// project together with its canonical relative form.
+//
+// The path is resolved component by component from the root, following
+// symlinks the way the kernel does (at most [MaxSymlinkHops] expansions).
+// The first component that does not exist ends the walk: the rest of the path
+// is what a creating tool would make below the last existing directory, so a
+// path that does not exist yet is allowed as long as its existing ancestors
+// (and any dangling symlink it goes through) stay inside. The fully resolved
+// location must be inside the root.
+//
+// Errors: [failure.InvalidArguments] from [Clean]; [failure.PermissionDenied]
+// when the path resolves outside the root, has too many symlinks, or a
+// component cannot be inspected.
+//
+// Resolve requires p.Root to be canonical (see [CanonicalRoot]); a root that
+// is not its own real path fails closed. The check is a point-in-time check:
+// it does not protect against a concurrent process that swaps a component for
+// a symlink between Resolve and the caller's I/O.
 func (p Project) Resolve(rel string) (abs, clean string, err error) {
 	clean, err = Clean(rel)
 	if err != nil {
 		return "", "", err
 	}
-	abs = filepath.Join(p.Root, filepath.FromSlash(clean))
-	if err := p.confine(abs, clean); err != nil {
+	if err := p.confine(clean); err != nil {
 		return "", "", err
 	}
-	return abs, clean, nil
+	return filepath.Join(p.Root, filepath.FromSlash(clean)), clean, nil
 }
 
-// confine checks that the existing part of abs resolves inside the root.
-func (p Project) confine(abs, clean string) error {
-	probe := abs
-	for {
-		real, err := filepath.EvalSymlinks(probe)
-		if err == nil {
-			if !within(p.Root, real) {
-				return failure.New(failure.PermissionDenied, "path %q resolves outside the project root", clean)
-			}
-			return nil
-		}
-		if !errors.Is(err, os.ErrNotExist) {
-			// A dangling symlink or unreadable component: inspect the link
-			// itself so that a link pointing outside is still refused.
-			if target, lerr := os.Readlink(probe); lerr == nil {
-				if !filepath.IsAbs(target) {
-					target = filepath.Join(filepath.Dir(probe), target)
-				}
-				if !within(p.Root, filepath.Clean(target)) {
-					return failure.New(failure.PermissionDenied, "path %q resolves outside the project root", clean)
-				}
-			}
-			return failure.Wrap(failure.PermissionDenied, err, "path %q cannot be resolved", clean)
-		}
-		if fi, lerr := os.Lstat(probe); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
-			// Dangling symlink: refuse if it points outside.
-			target, _ := os.Readlink(probe)
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(filepath.Dir(probe), target)
-			}
-			if !within(p.Root, filepath.Clean(target)) {
-				return failure.New(failure.PermissionDenied, "path %q resolves outside the project root", clean)
-			}
-		}
-		parent := filepath.Dir(probe)
-		if parent == probe || !within(p.Root, parent) && parent != p.Root {
-			return failure.New(failure.PermissionDenied, "path %q resolves outside the project root", clean)
-		}
-		probe = parent
+// MaxSymlinkHops bounds the symlink expansions while resolving one path,
+// like the kernel's ELOOP limit.
+const MaxSymlinkHops = 40
+
+// confine resolves clean (an output of Clean) against the root and checks
+// that the location it names is inside the root.
+func (p Project) confine(clean string) error {
+	outside := func() error {
+		return failure.New(failure.PermissionDenied, "path %q resolves outside the project root", clean)
 	}
+	resolved := p.Root // invariant: a real path (no symlinks), unless tail is set
+	var pending []string
+	if clean != "." {
+		pending = strings.Split(clean, "/")
+	}
+	hops := 0
+	for len(pending) > 0 {
+		c := pending[0]
+		pending = pending[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..": // only from symlink targets; Clean rejects it in rel
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+				return failure.Wrap(failure.PermissionDenied, err, "path %q cannot be resolved", clean)
+			}
+			// Nothing exists below here: the remaining components are
+			// what a creating tool would make, so apply them lexically.
+			resolved = next
+			for _, c := range pending {
+				switch c {
+				case "", ".":
+				case "..":
+					resolved = filepath.Dir(resolved)
+				default:
+					resolved = filepath.Join(resolved, c)
+				}
+			}
+			pending = nil
+			continue
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		hops++
+		if hops > MaxSymlinkHops {
+			return failure.New(failure.PermissionDenied, "path %q has too many levels of symbolic links", clean)
+		}
+		target, err := os.Readlink(next)
+		if err != nil || target == "" {
+			return failure.New(failure.PermissionDenied, "path %q cannot be resolved", clean)
+		}
+		if filepath.IsAbs(target) {
+			vol := filepath.VolumeName(target)
+			resolved = vol + string(filepath.Separator)
+			target = target[len(vol):]
+		}
+		// resolved stays the directory holding the link: a relative target
+		// is interpreted from there.
+		pending = append(strings.Split(filepath.ToSlash(target), "/"), pending...)
+	}
+	if !within(p.Root, resolved) {
+		return outside()
+	}
+	return nil
 }
 
+// within reports whether p is root or lies below it. Both must be clean.
 func within(root, p string) bool {
 	if p == root {
 		return true
 	}
-	return strings.HasPrefix(p, root+string(filepath.Separator))
+	prefix := root
+	if !strings.HasSuffix(prefix, string(filepath.Separator)) {
+		prefix += string(filepath.Separator)
+	}
+	return strings.HasPrefix(p, prefix)
 }
 
 // Rel returns the project-relative slash path of abs, which must be inside

@@ -1,0 +1,187 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// BootstrapID is the principal id of the WEBCODEX_TOKEN credential.
+const BootstrapID = "bootstrap"
+
+// MinBootstrapLen is the shortest accepted bootstrap credential, in bytes.
+const MinBootstrapLen = 16
+
+// LastUsedGranularity is how stale a token's LastUsedAt may get before a
+// successful authentication records the new time. It bounds the writes that
+// authentication causes to one per token per interval.
+const LastUsedGranularity = time.Minute
+
+// bootstrapDomain separates the in-memory bootstrap digest from the stored
+// token hashes.
+const bootstrapDomain = "webcodex.bootstrap.v1\x00"
+
+// Options configure a Service. The zero value is valid.
+type Options struct {
+	// Bootstrap is the WEBCODEX_TOKEN value. When non-empty, Authenticate
+	// accepts exactly this value as the admin bootstrap principal. It must
+	// be at least MinBootstrapLen bytes without white space or control
+	// characters. The Service keeps only a digest of it; it is never
+	// stored or logged.
+	Bootstrap string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives warnings about best-effort bookkeeping (LastUsedAt
+	// updates); nil discards them. Credentials are never logged.
+	Logger *slog.Logger
+}
+
+// A Service issues, lists, revokes and authenticates API tokens over a
+// Store. It is safe for concurrent use when its Store is.
+type Service struct {
+	store     Store
+	now       func() time.Time
+	log       *slog.Logger
+	bootstrap *[sha256.Size]byte // nil when disabled
+}
+
+// NewService returns a Service over store. It returns
+// failure.InvalidArguments when opts.Bootstrap is set but too short or
+// contains white space or control characters (the message never includes
+// the value).
+func NewService(store Store, opts Options) (*Service, error) {
+	s := &Service{store: store, now: opts.Now, log: opts.Logger}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Bootstrap != "" {
+		if len(opts.Bootstrap) < MinBootstrapLen {
+			return nil, failure.New(failure.InvalidArguments, "the bootstrap credential must be at least %d bytes", MinBootstrapLen)
+		}
+		if strings.IndexFunc(opts.Bootstrap, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			return nil, failure.New(failure.InvalidArguments, "the bootstrap credential must not contain white space or control characters")
+		}
+		d := bootstrapDigest(opts.Bootstrap)
+		s.bootstrap = &d
+	}
+	return s, nil
+}
+
+func bootstrapDigest(v string) [sha256.Size]byte {
+	return sha256.Sum256([]byte(bootstrapDomain + v))
+}
+
+// Store returns the underlying store.
+func (s *Service) Store() Store { return s.store }
+
+// BootstrapEnabled reports whether a bootstrap credential is configured.
+func (s *Service) BootstrapEnabled() bool { return s.bootstrap != nil }
+
+// CreateToken issues a new API token and returns the raw token, which is
+// shown exactly once and never stored, together with its record.
+//
+// Errors: failure.InvalidArguments when name is not 1-64 characters (or has
+// control characters or surrounding white space), owner is not 1-128
+// characters, scopes is empty, or a scope is unknown (the message names it).
+func (s *Service) CreateToken(ctx context.Context, name, owner string, scopes []Scope) (string, Token, error) {
+	if err := validLabel("name", name, MaxTokenName); err != nil {
+		return "", Token{}, err
+	}
+	if err := validLabel("owner", owner, MaxOwner); err != nil {
+		return "", Token{}, err
+	}
+	norm, err := NormalizeScopes(scopes)
+	if err != nil {
+		return "", Token{}, err
+	}
+	raw := newRawToken()
+	t := Token{
+		ID:        newTokenID(),
+		Name:      name,
+		Owner:     owner,
+		Scopes:    norm,
+		CreatedAt: s.clock(),
+	}
+	if err := s.store.Create(ctx, t, HashToken(raw)); err != nil {
+		return "", Token{}, err
+	}
+	return raw, t, nil
+}
+
+// ListTokens returns every token record, revoked ones included, ordered by
+// creation time.
+func (s *Service) ListTokens(ctx context.Context) ([]Token, error) {
+	return s.store.List(ctx)
+}
+
+// RevokeToken revokes the token with id and returns its record. Revoking an
+// already revoked token succeeds and keeps the first revocation time.
+//
+// Errors: failure.InvalidArguments when id is not a token id;
+// failure.NotFound when no token has it.
+func (s *Service) RevokeToken(ctx context.Context, id string) (Token, error) {
+	if !ValidTokenID(id) {
+		return Token{}, failure.New(failure.InvalidArguments, "token id %q must be %s followed by 16 lowercase hex digits", id, TokenIDPrefix)
+	}
+	return s.store.Revoke(ctx, id, s.clock())
+}
+
+// Authenticate returns the principal a raw credential stands for.
+//
+// The bootstrap credential (when configured) is compared in constant time
+// and yields Principal{Kind: KindBootstrap, ID: BootstrapID, Owner:
+// DefaultOwner, Scopes: [admin]}. An API token yields Principal{Kind:
+// KindAPIToken, ID: token id, Owner, Scopes} and, at most once per
+// LastUsedGranularity, records its LastUsedAt (best effort: a failed update
+// is logged and does not fail authentication).
+//
+// Errors: failure.Unauthenticated for an empty, malformed, unknown or
+// revoked credential (the message never echoes it); failure.Unavailable when
+// the store cannot be read.
+func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, error) {
+	if raw == "" {
+		return Principal{}, failure.New(failure.Unauthenticated, "a bearer credential is required")
+	}
+	if s.bootstrap != nil {
+		d := bootstrapDigest(raw)
+		if subtle.ConstantTimeCompare(d[:], s.bootstrap[:]) == 1 {
+			return Principal{Kind: KindBootstrap, ID: BootstrapID, Owner: DefaultOwner, Scopes: []Scope{ScopeAdmin}}, nil
+		}
+	}
+	if !WellFormedToken(raw) {
+		return Principal{}, failure.New(failure.Unauthenticated, "the bearer credential is not a valid token")
+	}
+	t, err := s.store.FindByHash(ctx, HashToken(raw))
+	if failure.Is(err, failure.NotFound) {
+		return Principal{}, failure.New(failure.Unauthenticated, "the bearer credential is unknown or revoked")
+	}
+	if err != nil {
+		return Principal{}, failure.Wrap(failure.Unavailable, err, "the credential store is unavailable")
+	}
+	if t.Revoked() {
+		return Principal{}, failure.New(failure.Unauthenticated, "the bearer credential is unknown or revoked")
+	}
+	now := s.clock()
+	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= LastUsedGranularity {
+		// Detached: a client that hangs up must not undo bookkeeping for
+		// a request that was already authenticated.
+		if err := s.store.Touch(context.WithoutCancel(ctx), t.ID, now); err != nil {
+			s.log.Warn("auth: recording token use failed", slog.String("token_id", t.ID), slog.Any("error", err))
+		}
+	}
+	return Principal{Kind: KindAPIToken, ID: t.ID, Owner: t.Owner, Scopes: slices.Clone(t.Scopes)}, nil
+}
+
+// clock returns the current time in UTC without a monotonic reading, so
+// that values round-trip through stores unchanged.
+func (s *Service) clock() time.Time { return s.now().UTC().Round(0) }

@@ -1,0 +1,97 @@
+package project
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// A Registry registers local projects over a [Store]. It is safe for
+// concurrent use when its Store is.
+type Registry struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewRegistry returns a Registry over store. now is the clock used for
+// AddedAt; nil means time.Now.
+func NewRegistry(store Store, now func() time.Time) *Registry {
+	if now == nil {
+		now = time.Now
+	}
+	return &Registry{store: store, now: now}
+}
+
+// Register registers the directory dir as the local project name and returns
+// the stored project.
+//
+// An empty name defaults to [NameFromDir] of the canonical root. The root is
+// [CanonicalRoot] of dir and the id is [LocalID] of the name. Registering the
+// same name with the same root again succeeds and returns the project as
+// first registered (original AddedAt).
+//
+// Errors: [failure.InvalidArguments] for an invalid name or a dir that is
+// empty or not an existing directory; [failure.Conflict] when the name is registered with
+// a different root.
+func (r *Registry) Register(ctx context.Context, name, dir string) (Project, error) {
+	if dir == "" {
+		return Project{}, failure.New(failure.InvalidArguments, "project directory must not be empty")
+	}
+	root, err := CanonicalRoot(dir)
+	if err != nil {
+		return Project{}, err
+	}
+	if name == "" {
+		name = NameFromDir(root)
+	}
+	if err := ValidateName(name); err != nil {
+		return Project{}, err
+	}
+	p := Project{
+		ID:      LocalID(name),
+		Name:    name,
+		Root:    root,
+		AddedAt: r.now().UTC().Round(0),
+	}
+	if err := r.store.Add(ctx, p); err != nil {
+		return Project{}, err
+	}
+	return r.store.Get(ctx, p.ID)
+}
+
+// Unregister removes the project with the exact id. It never touches the
+// project's files. Errors: [failure.UnknownProject] when absent.
+func (r *Registry) Unregister(ctx context.Context, id string) error {
+	return r.store.Remove(ctx, id)
+}
+
+// Get returns the project with the exact id. Errors:
+// [failure.UnknownProject] when absent.
+func (r *Registry) Get(ctx context.Context, id string) (Project, error) {
+	return r.store.Get(ctx, id)
+}
+
+// List returns every registered project ordered by id.
+func (r *Registry) List(ctx context.Context) ([]Project, error) {
+	return r.store.List(ctx)
+}
+
+// ParseSpec splits a command-line project spec of the form "DIR" or
+// "NAME=DIR". The text before the first '=' is taken as a name only when it
+// is a valid project name, so a directory whose path contains '=' can still
+// be given (write "./a=b" for a relative one whose prefix would be a valid
+// name). Without a name, name is [NameFromDir] of the absolute form of dir.
+// ParseSpec does not validate that dir exists; [Registry.Register] does.
+func ParseSpec(spec string) (name, dir string) {
+	if i := strings.IndexByte(spec, '='); i > 0 && ValidateName(spec[:i]) == nil {
+		return spec[:i], spec[i+1:]
+	}
+	abs, err := filepath.Abs(spec)
+	if err != nil {
+		abs = spec
+	}
+	return NameFromDir(abs), spec
+}
