@@ -24,7 +24,11 @@ func SHA256(content []byte) string {
 }
 
 // Of returns the read revision of content.
-func Of(content []byte) string { return Prefix + SHA256(content)[:32] }
+func Of(content []byte) string { return FromSHA256(SHA256(content)) }
+
+// FromSHA256 returns the read revision of the content whose lowercase hex
+// SHA-256 is sum (for callers that hash a stream).
+func FromSHA256(sum string) string { return Prefix + sum[:32] }
 
 // Matches reports whether fence (a read revision or a full SHA-256, in any
 // letter case) names content.

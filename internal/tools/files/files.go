@@ -1,0 +1,48 @@
+// Package files provides the read-only file tools: read_files,
+// list_project_files and project_overview.
+//
+// Every path argument goes through the project path policy
+// ([project.Project.Resolve]) before any I/O. Listings and the overview are
+// gitignore-aware (see package walk). read_files is the only one of these
+// tools that observes paths: a successful call records the paths it read
+// with [kernel.Invocation.Observe]; enumerations record nothing.
+package files
+
+import (
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/kernel"
+)
+
+// Category is the telemetry category of the file tools.
+const Category = "files"
+
+// Register adds read_files, list_project_files and project_overview to reg.
+func Register(reg *kernel.Registry) {
+	scopes := []auth.Scope{auth.ScopeProjectRead}
+	ann := kernel.Annotations{ReadOnly: true, Idempotent: true}
+	kernel.Register(reg, kernel.Spec[ReadFilesInput, ReadFilesOutput]{
+		Name: "read_files",
+		Description: "Read 1-8 text files (or line ranges of them) in a project. Each result carries the exact text of the " +
+			"returned lines, the whole file's sha256 and read_revision (the fence edit tools take), total_lines, and " +
+			"next_start_line to continue when more lines follow. Lines are never cut except a single line longer than " +
+			"the byte budget (partial_line). Binary files are reported without content.",
+		Category: Category, Scopes: scopes, Annotations: ann, Session: kernel.SessionOptional,
+		Handler: readFilesHandler,
+	})
+	kernel.Register(reg, kernel.Spec[ListInput, ListOutput]{
+		Name: "list_project_files",
+		Description: "List the files and directories beneath a project directory, honouring .gitignore files unless " +
+			"include_ignored is set (.git is always skipped). Globs filter the entries; a glob without '/' matches base " +
+			"names, '!' excludes. Entries are in git tree order; symbolic links are listed, never followed.",
+		Category: Category, Scopes: scopes, Annotations: ann, Session: kernel.SessionOptional,
+		Handler: listHandler,
+	})
+	kernel.Register(reg, kernel.Spec[OverviewInput, OverviewOutput]{
+		Name: "project_overview",
+		Description: "Summarize a project: top-level entries, file count and size, languages by file extension, " +
+			"agent instruction files (AGENTS.md, CLAUDE.md, .github/copilot-instructions.md, README*) and whether it is a " +
+			"git repository. Ignored files are not counted.",
+		Category: Category, Scopes: scopes, Annotations: ann, Session: kernel.SessionOptional,
+		Handler: overviewHandler,
+	})
+}
