@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/tools/files"
 	"github.com/webcodex/webcodex/internal/tools/walk"
 )
@@ -21,25 +22,25 @@ func listed(out files.ListOutput) []string {
 	return s
 }
 
-func ignoreTree(e *env) {
-	e.write(".gitignore", "*.log\n!keep.log\nbuild/\n")
-	e.write("a.txt", "aa")
-	e.write("a/b.go", "package a")
-	e.write("app.log", "l")
-	e.write("keep.log", "k")
-	e.write("build/out", "o")
-	e.write("src/.gitignore", "secret.txt\n!debug.log\n")
-	e.write("src/secret.txt", "s")
-	e.write("src/debug.log", "dd")
-	e.write("src/main.go", "package main")
-	e.write("src/main_test.go", "package main")
-	e.write(".git/HEAD", "ref")
+func ignoreTree(e *kerneltest.Env) {
+	e.Write(".gitignore", "*.log\n!keep.log\nbuild/\n")
+	e.Write("a.txt", "aa")
+	e.Write("a/b.go", "package a")
+	e.Write("app.log", "l")
+	e.Write("keep.log", "k")
+	e.Write("build/out", "o")
+	e.Write("src/.gitignore", "secret.txt\n!debug.log\n")
+	e.Write("src/secret.txt", "s")
+	e.Write("src/debug.log", "dd")
+	e.Write("src/main.go", "package main")
+	e.Write("src/main_test.go", "package main")
+	e.Write(".git/HEAD", "ref")
 }
 
 func TestListHonoursGitignore(t *testing.T) {
 	e := newEnv(t)
 	ignoreTree(e)
-	out := ok[files.ListOutput](t, e.call("list_project_files", map[string]any{}))
+	out := kerneltest.OK[files.ListOutput](t, e.Call("list_project_files", map[string]any{}))
 	want := []string{
 		".gitignore file 23",
 		"a.txt file 2",
@@ -63,7 +64,7 @@ func TestListHonoursGitignore(t *testing.T) {
 func TestListIncludeIgnored(t *testing.T) {
 	e := newEnv(t)
 	ignoreTree(e)
-	out := ok[files.ListOutput](t, e.call("list_project_files", map[string]any{"include_ignored": true}))
+	out := kerneltest.OK[files.ListOutput](t, e.Call("list_project_files", map[string]any{"include_ignored": true}))
 	got := strings.Join(listed(out), "\n")
 	for _, must := range []string{"app.log file", "build dir", "build/out file", "src/secret.txt file"} {
 		if !strings.Contains(got, must) {
@@ -78,15 +79,15 @@ func TestListIncludeIgnored(t *testing.T) {
 func TestListGlobsAndSubdirectory(t *testing.T) {
 	e := newEnv(t)
 	ignoreTree(e)
-	out := ok[files.ListOutput](t, e.call("list_project_files", map[string]any{"globs": []string{"*.go", "!*_test.go"}}))
+	out := kerneltest.OK[files.ListOutput](t, e.Call("list_project_files", map[string]any{"globs": []string{"*.go", "!*_test.go"}}))
 	if got := listed(out); strings.Join(got, ",") != "a/b.go file 9,src/main.go file 12" {
 		t.Fatalf("globbed = %v", got)
 	}
-	out = ok[files.ListOutput](t, e.call("list_project_files", map[string]any{"path": "src/", "globs": []string{"src/*.log"}}))
+	out = kerneltest.OK[files.ListOutput](t, e.Call("list_project_files", map[string]any{"path": "src/", "globs": []string{"src/*.log"}}))
 	if got := listed(out); strings.Join(got, ",") != "src/debug.log file 2" || out.Path != "src" {
 		t.Fatalf("src listing = %v (path %q)", got, out.Path)
 	}
-	msg := fails(t, e.call("list_project_files", map[string]any{"globs": []string{"a[b"}}), failure.InvalidArguments)
+	msg := kerneltest.Fails(t, e.Call("list_project_files", map[string]any{"globs": []string{"a[b"}}), failure.InvalidArguments)
 	if !strings.Contains(msg, "globs[0]") {
 		t.Errorf("message = %q", msg)
 	}
@@ -95,8 +96,8 @@ func TestListGlobsAndSubdirectory(t *testing.T) {
 func TestListDeterministic(t *testing.T) {
 	e := newEnv(t)
 	ignoreTree(e)
-	first := outputBytes(t, e.call("list_project_files", map[string]any{}))
-	second := outputBytes(t, e.call("list_project_files", map[string]any{}))
+	first := kerneltest.OutputBytes(t, e.Call("list_project_files", map[string]any{}))
+	second := kerneltest.OutputBytes(t, e.Call("list_project_files", map[string]any{}))
 	if !bytes.Equal(first, second) {
 		t.Fatalf("two listings differ:\n%s\n%s", first, second)
 	}
@@ -108,36 +109,36 @@ func TestListLimit(t *testing.T) {
 	}
 	e := newEnv(t)
 	for i := range files.DefaultListLimit + 1 {
-		e.write(fmt.Sprintf("f%04d", i), "")
+		e.Write(fmt.Sprintf("f%04d", i), "")
 	}
-	out := ok[files.ListOutput](t, e.call("list_project_files", map[string]any{}))
+	out := kerneltest.OK[files.ListOutput](t, e.Call("list_project_files", map[string]any{}))
 	if len(out.Entries) != files.DefaultListLimit || out.Total != files.DefaultListLimit+1 || !out.Truncated {
 		t.Fatalf("default limit: %d entries, total %d, truncated %v", len(out.Entries), out.Total, out.Truncated)
 	}
-	out = ok[files.ListOutput](t, e.call("list_project_files", map[string]any{"limit": 2}))
+	out = kerneltest.OK[files.ListOutput](t, e.Call("list_project_files", map[string]any{"limit": 2}))
 	if got := listed(out); strings.Join(got, ",") != "f0000 file 0,f0001 file 0" || !out.Truncated {
 		t.Fatalf("limit 2 = %v", got)
 	}
-	out = ok[files.ListOutput](t, e.call("list_project_files", map[string]any{"limit": files.MaxListLimit}))
+	out = kerneltest.OK[files.ListOutput](t, e.Call("list_project_files", map[string]any{"limit": files.MaxListLimit}))
 	if len(out.Entries) != files.DefaultListLimit+1 || out.Truncated {
 		t.Fatalf("limit max: %d entries, truncated %v", len(out.Entries), out.Truncated)
 	}
-	fails(t, e.call("list_project_files", map[string]any{"limit": files.MaxListLimit + 1}), failure.InvalidArguments)
-	fails(t, e.call("list_project_files", map[string]any{"limit": -1}), failure.InvalidArguments)
+	kerneltest.Fails(t, e.Call("list_project_files", map[string]any{"limit": files.MaxListLimit + 1}), failure.InvalidArguments)
+	kerneltest.Fails(t, e.Call("list_project_files", map[string]any{"limit": -1}), failure.InvalidArguments)
 }
 
 func TestListPathErrors(t *testing.T) {
 	e := newEnv(t)
-	e.write("f.txt", "")
-	fails(t, e.call("list_project_files", map[string]any{"path": "f.txt"}), failure.InvalidArguments)
-	fails(t, e.call("list_project_files", map[string]any{"path": "missing"}), failure.NotFound)
-	fails(t, e.call("list_project_files", map[string]any{"path": "../"}), failure.InvalidArguments)
-	fails(t, e.call("list_project_files", map[string]any{"recursive": true}), failure.InvalidArguments)
+	e.Write("f.txt", "")
+	kerneltest.Fails(t, e.Call("list_project_files", map[string]any{"path": "f.txt"}), failure.InvalidArguments)
+	kerneltest.Fails(t, e.Call("list_project_files", map[string]any{"path": "missing"}), failure.NotFound)
+	kerneltest.Fails(t, e.Call("list_project_files", map[string]any{"path": "../"}), failure.InvalidArguments)
+	kerneltest.Fails(t, e.Call("list_project_files", map[string]any{"recursive": true}), failure.InvalidArguments)
 	outside := t.TempDir()
-	if err := os.Symlink(outside, filepath.Join(e.p.Root, "out")); err != nil {
+	if err := os.Symlink(outside, filepath.Join(e.Project.Root, "out")); err != nil {
 		t.Fatal(err)
 	}
-	fails(t, e.call("list_project_files", map[string]any{"path": "out"}), failure.PermissionDenied)
+	kerneltest.Fails(t, e.Call("list_project_files", map[string]any{"path": "out"}), failure.PermissionDenied)
 }
 
 func TestListSymlinkNotFollowed(t *testing.T) {
@@ -146,10 +147,10 @@ func TestListSymlinkNotFollowed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(e.p.Root, "out")); err != nil {
+	if err := os.Symlink(outside, filepath.Join(e.Project.Root, "out")); err != nil {
 		t.Fatal(err)
 	}
-	out := ok[files.ListOutput](t, e.call("list_project_files", map[string]any{}))
+	out := kerneltest.OK[files.ListOutput](t, e.Call("list_project_files", map[string]any{}))
 	if got := listed(out); strings.Join(got, ",") != "out symlink 0" {
 		t.Fatalf("listing = %v", got)
 	}

@@ -9,41 +9,42 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/tools/files"
 )
 
 func TestOverview(t *testing.T) {
 	e := newEnv(t)
-	e.write(".gitignore", "node_modules/\n*.log\n")
-	e.write(".git/HEAD", "ref")
-	e.write("AGENTS.md", "# rules\n")
-	e.write("README.md", "readme")
-	e.write("readme.txt", "r")
-	e.write(".github/copilot-instructions.md", "c")
-	e.write("main.go", "package main\n")      // 13
-	e.write("pkg/a.go", "package pkg\n")      // 12
-	e.write("pkg/b_test.GO", "package pkg\n") // 12, upper-case extension
-	e.write("web/app.ts", "let x = 1\n")      // 10
-	e.write("Makefile", "all:\n")             // 5
-	e.write("node_modules/dep/index.js", "x") // ignored
-	e.write("debug.log", "ignored")           // ignored
-	if err := os.Symlink("AGENTS.md", filepath.Join(e.p.Root, "CLAUDE.md")); err != nil {
+	e.Write(".gitignore", "node_modules/\n*.log\n")
+	e.Write(".git/HEAD", "ref")
+	e.Write("AGENTS.md", "# rules\n")
+	e.Write("README.md", "readme")
+	e.Write("readme.txt", "r")
+	e.Write(".github/copilot-instructions.md", "c")
+	e.Write("main.go", "package main\n")      // 13
+	e.Write("pkg/a.go", "package pkg\n")      // 12
+	e.Write("pkg/b_test.GO", "package pkg\n") // 12, upper-case extension
+	e.Write("web/app.ts", "let x = 1\n")      // 10
+	e.Write("Makefile", "all:\n")             // 5
+	e.Write("node_modules/dep/index.js", "x") // ignored
+	e.Write("debug.log", "ignored")           // ignored
+	if err := os.Symlink("AGENTS.md", filepath.Join(e.Project.Root, "CLAUDE.md")); err != nil {
 		t.Fatal(err)
 	}
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "r"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(outside, "r"), filepath.Join(e.p.Root, "README.escape")); err != nil {
+	if err := os.Symlink(filepath.Join(outside, "r"), filepath.Join(e.Project.Root, "README.escape")); err != nil {
 		t.Fatal(err)
 	}
 
-	res := e.call("project_overview", map[string]any{})
-	out := ok[files.OverviewOutput](t, res)
-	if out.Project != e.p.ID || out.RootName != filepath.Base(e.p.Root) || !out.IsGitRepo {
+	res := e.Call("project_overview", map[string]any{})
+	out := kerneltest.OK[files.OverviewOutput](t, res)
+	if out.Project != e.Project.ID || out.RootName != filepath.Base(e.Project.Root) || !out.IsGitRepo {
 		t.Fatalf("identity = %q %q git=%v", out.Project, out.RootName, out.IsGitRepo)
 	}
-	if raw := outputBytes(t, res); bytes.Contains(raw, []byte(e.p.Root)) {
+	if raw := kerneltest.OutputBytes(t, res); bytes.Contains(raw, []byte(e.Project.Root)) {
 		t.Fatalf("output reveals the absolute root: %s", raw)
 	}
 	var top []string
@@ -90,13 +91,13 @@ func TestOverviewNotGitAndBounds(t *testing.T) {
 	exts := []string{"go", "rs", "py", "js", "ts", "java", "rb", "php", "c", "cs", "swift", "kt"}
 	for i, ext := range exts {
 		for j := 0; j <= i; j++ {
-			e.write(fmt.Sprintf("l%02d/f%d.%s", i, j, ext), "x")
+			e.Write(fmt.Sprintf("l%02d/f%d.%s", i, j, ext), "x")
 		}
 	}
 	for i := range files.MaxOverviewTopLevel {
-		e.write(fmt.Sprintf("t%03d", i), "")
+		e.Write(fmt.Sprintf("t%03d", i), "")
 	}
-	out := ok[files.OverviewOutput](t, e.call("project_overview", map[string]any{}))
+	out := kerneltest.OK[files.OverviewOutput](t, e.Call("project_overview", map[string]any{}))
 	if out.IsGitRepo {
 		t.Error("is_git_repo without .git")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/filerev"
+	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/tools/files"
 )
 
@@ -32,8 +33,8 @@ func file(path string, kv ...any) map[string]any {
 func TestReadWholeFile(t *testing.T) {
 	e := newEnv(t)
 	content := "alpha\nbeta\r\ngamma"
-	e.write("dir/a.txt", content)
-	out := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(file("./dir//a.txt"))))
+	e.Write("dir/a.txt", content)
+	out := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(file("./dir//a.txt"))))
 	if len(out.Files) != 1 {
 		t.Fatalf("files = %+v", out.Files)
 	}
@@ -53,8 +54,8 @@ func TestReadWholeFile(t *testing.T) {
 
 func TestReadLineRangeAndContinuation(t *testing.T) {
 	e := newEnv(t)
-	e.write("n.txt", "1\n2\n3\n4\n5\n")
-	out := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(
+	e.Write("n.txt", "1\n2\n3\n4\n5\n")
+	out := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(
 		file("n.txt", "start_line", 2, "end_line", 3),
 		file("n.txt", "start_line", 4, "end_line", 99),
 		file("n.txt", "start_line", 5),
@@ -81,12 +82,12 @@ func TestReadByteBudgetContinuationReassemblesFile(t *testing.T) {
 	for i := 1; i <= 40; i++ {
 		fmt.Fprintf(&b, "line %02d é\n", i) // 11 bytes each
 	}
-	e.write("big.txt", b.String())
+	e.Write("big.txt", b.String())
 	var got strings.Builder
 	start, calls := 1, 0
 	for start != 0 {
 		calls++
-		out := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(file("big.txt", "start_line", start, "max_bytes", 50))))
+		out := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(file("big.txt", "start_line", start, "max_bytes", 50))))
 		f := out.Files[0]
 		if len(f.Content) > 50 {
 			t.Fatalf("content %d bytes over max_bytes 50", len(f.Content))
@@ -110,8 +111,8 @@ func TestReadByteBudgetContinuationReassemblesFile(t *testing.T) {
 
 func TestReadPartialLineCutsAtRuneBoundary(t *testing.T) {
 	e := newEnv(t)
-	e.write("long.txt", "aéééééé\nnext\n") // 'a' + 6×2 bytes
-	out := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(file("long.txt", "max_bytes", 4))))
+	e.Write("long.txt", "aéééééé\nnext\n") // 'a' + 6×2 bytes
+	out := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(file("long.txt", "max_bytes", 4))))
 	f := out.Files[0]
 	if f.Content != "aé" || !f.PartialLine || !f.Truncated || f.EndLine != 1 || f.NextStartLine != 2 {
 		t.Fatalf("partial read = %+v", f)
@@ -122,13 +123,13 @@ func TestReadLongLinesAcrossBuffer(t *testing.T) {
 	e := newEnv(t)
 	long := strings.Repeat("x", 200<<10)
 	content := "first\n" + long + "\nlast"
-	e.write("l.txt", content)
-	out := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(file("l.txt", "max_bytes", files.MaxReadBytes))))
+	e.Write("l.txt", content)
+	out := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(file("l.txt", "max_bytes", files.MaxReadBytes))))
 	f := out.Files[0]
 	if f.Content != content || f.TotalLines != 3 || f.Truncated {
 		t.Fatalf("long-line read: len %d, total %d, truncated %v", len(f.Content), f.TotalLines, f.Truncated)
 	}
-	out = ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(file("l.txt", "start_line", 3))))
+	out = kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(file("l.txt", "start_line", 3))))
 	if out.Files[0].Content != "last" || out.Files[0].StartLine != 3 {
 		t.Fatalf("line after long line = %+v", out.Files[0])
 	}
@@ -140,8 +141,8 @@ func TestReadDefaultBudget(t *testing.T) {
 	}
 	e := newEnv(t)
 	line := strings.Repeat("y", 1023) + "\n"
-	e.write("d.txt", strings.Repeat(line, 100)) // 100 KiB
-	f := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(file("d.txt")))).Files[0]
+	e.Write("d.txt", strings.Repeat(line, 100)) // 100 KiB
+	f := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(file("d.txt")))).Files[0]
 	if len(f.Content) != files.DefaultReadBytes || f.EndLine != 64 || f.NextStartLine != 65 || !f.Truncated {
 		t.Fatalf("default budget: %d bytes, end %d, next %d, truncated %v", len(f.Content), f.EndLine, f.NextStartLine, f.Truncated)
 	}
@@ -156,9 +157,9 @@ func TestReadResponseCap(t *testing.T) {
 	}
 	e := newEnv(t)
 	line := strings.Repeat("z", 1023) + "\n"
-	e.write("c.txt", strings.Repeat(line, 300)) // 300 KiB
+	e.Write("c.txt", strings.Repeat(line, 300)) // 300 KiB
 	req := file("c.txt", "max_bytes", files.MaxReadBytes)
-	out := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(req, req, req)))
+	out := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(req, req, req)))
 	if out.ContentBytes != files.MaxReadResponseBytes {
 		t.Fatalf("content_bytes = %d, want %d", out.ContentBytes, files.MaxReadResponseBytes)
 	}
@@ -174,8 +175,8 @@ func TestReadResponseCap(t *testing.T) {
 func TestReadBinaryFile(t *testing.T) {
 	e := newEnv(t)
 	content := "PNG\x00\x01\x02rest"
-	e.write("img.bin", content)
-	f := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(file("img.bin")))).Files[0]
+	e.Write("img.bin", content)
+	f := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(file("img.bin")))).Files[0]
 	want := files.FileContent{
 		Path: "img.bin", Binary: true, SHA256: filerev.SHA256([]byte(content)),
 		ReadRevision: filerev.Of([]byte(content)), SizeBytes: int64(len(content)),
@@ -187,8 +188,8 @@ func TestReadBinaryFile(t *testing.T) {
 
 func TestReadInvalidUTF8IsFlagged(t *testing.T) {
 	e := newEnv(t)
-	e.write("latin1.txt", "caf\xe9\n")
-	f := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(file("latin1.txt")))).Files[0]
+	e.Write("latin1.txt", "caf\xe9\n")
+	f := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(file("latin1.txt")))).Files[0]
 	if !f.InvalidUTF8 || f.Binary {
 		t.Fatalf("latin-1 file = %+v", f)
 	}
@@ -196,13 +197,13 @@ func TestReadInvalidUTF8IsFlagged(t *testing.T) {
 
 func TestReadEmptyFileAndPastEnd(t *testing.T) {
 	e := newEnv(t)
-	e.write("empty.txt", "")
-	e.write("two.txt", "a\nb\n")
-	f := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(file("empty.txt")))).Files[0]
+	e.Write("empty.txt", "")
+	e.Write("two.txt", "a\nb\n")
+	f := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(file("empty.txt")))).Files[0]
 	if f.StartLine != 1 || f.EndLine != 0 || f.TotalLines != 0 || f.Content != "" || f.Truncated || f.NextStartLine != 0 {
 		t.Fatalf("empty file = %+v", f)
 	}
-	msg := fails(t, e.call("read_files", readArgs(file("two.txt", "start_line", 3))), failure.InvalidArguments)
+	msg := kerneltest.Fails(t, e.Call("read_files", readArgs(file("two.txt", "start_line", 3))), failure.InvalidArguments)
 	if !strings.Contains(msg, "past the end") {
 		t.Errorf("message = %q", msg)
 	}
@@ -210,12 +211,12 @@ func TestReadEmptyFileAndPastEnd(t *testing.T) {
 
 func TestReadArgumentBounds(t *testing.T) {
 	e := newEnv(t)
-	e.write("a.txt", "a\n")
+	e.Write("a.txt", "a\n")
 	nine := make([]map[string]any, files.MaxReadFiles+1)
 	for i := range nine {
 		nine[i] = file("a.txt")
 	}
-	out := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(nine[:files.MaxReadFiles]...)))
+	out := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(nine[:files.MaxReadFiles]...)))
 	if len(out.Files) != files.MaxReadFiles {
 		t.Fatalf("%d files read", len(out.Files))
 	}
@@ -235,10 +236,10 @@ func TestReadArgumentBounds(t *testing.T) {
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
-			fails(t, e.call("read_files", args), failure.InvalidArguments)
+			kerneltest.Fails(t, e.Call("read_files", args), failure.InvalidArguments)
 		})
 	}
-	okMax := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(file("a.txt", "max_bytes", files.MaxReadBytes))))
+	okMax := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(file("a.txt", "max_bytes", files.MaxReadBytes))))
 	if okMax.Files[0].Content != "a\n" {
 		t.Fatal("max_bytes at the bound refused")
 	}
@@ -246,9 +247,9 @@ func TestReadArgumentBounds(t *testing.T) {
 
 func TestReadMissingFileFailsWholeCall(t *testing.T) {
 	e := newEnv(t)
-	e.write("a.txt", "a\n")
-	fails(t, e.call("read_files", readArgs(file("a.txt"), file("nope.txt"))), failure.NotFound)
-	fails(t, e.call("read_files", readArgs(file("a.txt/child"))), failure.NotFound)
+	e.Write("a.txt", "a\n")
+	kerneltest.Fails(t, e.Call("read_files", readArgs(file("a.txt"), file("nope.txt"))), failure.NotFound)
+	kerneltest.Fails(t, e.Call("read_files", readArgs(file("a.txt/child"))), failure.NotFound)
 }
 
 func TestReadSymlinks(t *testing.T) {
@@ -257,16 +258,16 @@ func TestReadSymlinks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(e.p.Root, "escape")); err != nil {
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(e.Project.Root, "escape")); err != nil {
 		t.Fatal(err)
 	}
-	fails(t, e.call("read_files", readArgs(file("escape"))), failure.PermissionDenied)
+	kerneltest.Fails(t, e.Call("read_files", readArgs(file("escape"))), failure.PermissionDenied)
 
-	e.write("real.txt", "inside\n")
-	if err := os.Symlink("real.txt", filepath.Join(e.p.Root, "alias")); err != nil {
+	e.Write("real.txt", "inside\n")
+	if err := os.Symlink("real.txt", filepath.Join(e.Project.Root, "alias")); err != nil {
 		t.Fatal(err)
 	}
-	f := ok[files.ReadFilesOutput](t, e.call("read_files", readArgs(file("alias")))).Files[0]
+	f := kerneltest.OK[files.ReadFilesOutput](t, e.Call("read_files", readArgs(file("alias")))).Files[0]
 	if f.Path != "alias" || f.Content != "inside\n" {
 		t.Fatalf("in-project symlink = %+v", f)
 	}
@@ -274,11 +275,11 @@ func TestReadSymlinks(t *testing.T) {
 
 func TestReadRefusals(t *testing.T) {
 	e := newEnv(t)
-	e.write("a.txt", "a\n")
-	fails(t, e.call("read_files", map[string]any{"project": "agent:local:other", "files": []any{file("a.txt")}}), failure.UnknownProject)
-	fails(t, e.raw(auth.LocalUser(), "read_files", []byte(`{"files":[{"path":"a.txt"}]}`)), failure.InvalidArguments)
+	e.Write("a.txt", "a\n")
+	kerneltest.Fails(t, e.Call("read_files", map[string]any{"project": "agent:local:other", "files": []any{file("a.txt")}}), failure.UnknownProject)
+	kerneltest.Fails(t, e.Raw(auth.LocalUser(), "read_files", []byte(`{"files":[{"path":"a.txt"}]}`)), failure.InvalidArguments)
 	weak := auth.Principal{Kind: auth.KindAPIToken, ID: "t1", Owner: "local", Scopes: []auth.Scope{auth.ScopeRuntimeRead}}
-	fails(t, e.callWith(weak, "read_files", readArgs(file("a.txt"))), failure.InsufficientScope)
+	kerneltest.Fails(t, e.CallAs(weak, "read_files", readArgs(file("a.txt"))), failure.InsufficientScope)
 	reader := auth.Principal{Kind: auth.KindAPIToken, ID: "t2", Owner: "local", Scopes: []auth.Scope{auth.ScopeProjectRead}}
-	ok[files.ReadFilesOutput](t, e.callWith(reader, "read_files", readArgs(file("a.txt"))))
+	kerneltest.OK[files.ReadFilesOutput](t, e.CallAs(reader, "read_files", readArgs(file("a.txt"))))
 }

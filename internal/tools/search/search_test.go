@@ -11,6 +11,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/tools/search"
 )
 
@@ -48,9 +49,9 @@ func brief(out search.Output) []string {
 
 func TestSearchLiteralWithContext(t *testing.T) {
 	e := newEnv(t)
-	e.write("a.go", "package a\n\nfunc Hello() {}\nvar x = Hello\n")
-	e.write("b.txt", "nothing here\n")
-	out := ok[search.Output](t, e.call("search_project_texts", searchArgs(q("Hello"))))
+	e.Write("a.go", "package a\n\nfunc Hello() {}\nvar x = Hello\n")
+	e.Write("b.txt", "nothing here\n")
+	out := kerneltest.OK[search.Output](t, e.Call("search_project_texts", searchArgs(q("Hello"))))
 	want := []search.Match{
 		{QueryIndex: 0, Path: "a.go", Line: 3, Column: 6, Text: "func Hello() {}",
 			Before: []search.ContextLine{{Line: 2, Text: ""}}, After: []search.ContextLine{{Line: 4, Text: "var x = Hello"}}},
@@ -76,8 +77,8 @@ func matchEqual(a, b search.Match) bool {
 
 func TestSearchRegexVersusLiteralAndCase(t *testing.T) {
 	e := newEnv(t)
-	e.write("f.txt", "abc\na.c\nABC\nfoo\r\n")
-	out := ok[search.Output](t, e.call("search_project_texts", with(searchArgs(
+	e.Write("f.txt", "abc\na.c\nABC\nfoo\r\n")
+	out := kerneltest.OK[search.Output](t, e.Call("search_project_texts", with(searchArgs(
 		q("a.c"),
 		q("a.c", "regex", true),
 		q("abc"),
@@ -108,8 +109,8 @@ func TestSearchInvalidQueries(t *testing.T) {
 		t.Fatal("query bounds changed")
 	}
 	e := newEnv(t)
-	e.write("f.txt", "x\n")
-	msg := fails(t, e.call("search_project_texts", searchArgs(q("ok"), q("(unclosed", "regex", true))), failure.InvalidArguments)
+	e.Write("f.txt", "x\n")
+	msg := kerneltest.Fails(t, e.Call("search_project_texts", searchArgs(q("ok"), q("(unclosed", "regex", true))), failure.InvalidArguments)
 	if !strings.HasPrefix(msg, "queries[1]: invalid regular expression") {
 		t.Errorf("message = %q", msg)
 	}
@@ -117,8 +118,8 @@ func TestSearchInvalidQueries(t *testing.T) {
 	for i := range nine {
 		nine[i] = q("x")
 	}
-	ok[search.Output](t, e.call("search_project_texts", searchArgs(nine[:search.MaxQueries]...)))
-	ok[search.Output](t, e.call("search_project_texts", searchArgs(q(strings.Repeat("x", search.MaxQueryBytes)))))
+	kerneltest.OK[search.Output](t, e.Call("search_project_texts", searchArgs(nine[:search.MaxQueries]...)))
+	kerneltest.OK[search.Output](t, e.Call("search_project_texts", searchArgs(q(strings.Repeat("x", search.MaxQueryBytes)))))
 	cases := map[string]map[string]any{
 		"nine queries":       searchArgs(nine...),
 		"no queries":         searchArgs(),
@@ -137,21 +138,21 @@ func TestSearchInvalidQueries(t *testing.T) {
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
-			fails(t, e.call("search_project_texts", args), failure.InvalidArguments)
+			kerneltest.Fails(t, e.Call("search_project_texts", args), failure.InvalidArguments)
 		})
 	}
-	fails(t, e.call("search_project_texts", searchArgs(q("x"), q("x", "path", "missing"))), failure.NotFound)
+	kerneltest.Fails(t, e.Call("search_project_texts", searchArgs(q("x"), q("x", "path", "missing"))), failure.NotFound)
 }
 
 func TestSearchOrderingIsDeterministic(t *testing.T) {
 	e := newEnv(t)
-	e.write("b.txt", "needle\nhay\nneedle\n")
-	e.write("a/z.txt", "needle\n")
-	e.write("a.txt", "hay needle\n")
-	e.write("a-b.txt", "needle\n")
+	e.Write("b.txt", "needle\nhay\nneedle\n")
+	e.Write("a/z.txt", "needle\n")
+	e.Write("a.txt", "hay needle\n")
+	e.Write("a-b.txt", "needle\n")
 	args := searchArgs(q("hay"), q("needle"))
-	first := e.call("search_project_texts", args)
-	out := ok[search.Output](t, first)
+	first := e.Call("search_project_texts", args)
+	out := kerneltest.OK[search.Output](t, first)
 	want := []string{
 		"0 a.txt:1:1 hay needle",
 		"0 b.txt:2:1 hay",
@@ -164,32 +165,32 @@ func TestSearchOrderingIsDeterministic(t *testing.T) {
 	if got := brief(out); !slices.Equal(got, want) {
 		t.Fatalf("order =\n%s", strings.Join(got, "\n"))
 	}
-	second := e.call("search_project_texts", args)
-	if !bytes.Equal(outputBytes(t, first), outputBytes(t, second)) {
+	second := e.Call("search_project_texts", args)
+	if !bytes.Equal(kerneltest.OutputBytes(t, first), kerneltest.OutputBytes(t, second)) {
 		t.Fatal("two identical searches gave different bytes")
 	}
 }
 
 func TestSearchGitignoreGlobsAndPaths(t *testing.T) {
 	e := newEnv(t)
-	e.write(".gitignore", "vendor/\n*.gen.go\n")
-	e.write("sub/.gitignore", "!keep.gen.go\n")
-	e.write("main.go", "TODO main\n")
-	e.write("x.gen.go", "TODO gen\n")
-	e.write("sub/keep.gen.go", "TODO keep\n")
-	e.write("sub/notes.md", "TODO notes\n")
-	e.write("vendor/lib.go", "TODO vendor\n")
-	e.write(".git/config", "TODO git\n")
+	e.Write(".gitignore", "vendor/\n*.gen.go\n")
+	e.Write("sub/.gitignore", "!keep.gen.go\n")
+	e.Write("main.go", "TODO main\n")
+	e.Write("x.gen.go", "TODO gen\n")
+	e.Write("sub/keep.gen.go", "TODO keep\n")
+	e.Write("sub/notes.md", "TODO notes\n")
+	e.Write("vendor/lib.go", "TODO vendor\n")
+	e.Write(".git/config", "TODO git\n")
 
-	out := ok[search.Output](t, e.call("search_project_texts", searchArgs(q("TODO"))))
+	out := kerneltest.OK[search.Output](t, e.Call("search_project_texts", searchArgs(q("TODO"))))
 	if got := brief(out); !slices.Equal(got, []string{"0 main.go:1:1 TODO main", "0 sub/keep.gen.go:1:1 TODO keep", "0 sub/notes.md:1:1 TODO notes"}) {
 		t.Fatalf("ignored search = %v", got)
 	}
-	out = ok[search.Output](t, e.call("search_project_texts", with(searchArgs(q("TODO")), "include_ignored", true)))
+	out = kerneltest.OK[search.Output](t, e.Call("search_project_texts", with(searchArgs(q("TODO")), "include_ignored", true)))
 	if got := brief(out); len(got) != 5 || slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, ".git/") }) {
 		t.Fatalf("include_ignored search = %v", got)
 	}
-	out = ok[search.Output](t, e.call("search_project_texts", searchArgs(
+	out = kerneltest.OK[search.Output](t, e.Call("search_project_texts", searchArgs(
 		q("TODO", "globs", []string{"*.go"}),
 		q("TODO", "path", "sub"),
 		q("TODO", "path", "vendor"),
@@ -218,24 +219,24 @@ func TestSearchSkipsBinaryLargeAndSymlinks(t *testing.T) {
 		t.Fatalf("MaxFileBytes = %d", search.MaxFileBytes)
 	}
 	e := newEnv(t)
-	e.write("bin.dat", "needle\x00")
-	e.write("large.txt", "needle\n"+strings.Repeat("x", search.MaxFileBytes-6))
-	e.write("at-limit.txt", "needle\n"+strings.Repeat("x", search.MaxFileBytes-8)+"\n")
+	e.Write("bin.dat", "needle\x00")
+	e.Write("large.txt", "needle\n"+strings.Repeat("x", search.MaxFileBytes-6))
+	e.Write("at-limit.txt", "needle\n"+strings.Repeat("x", search.MaxFileBytes-8)+"\n")
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "o.txt"), []byte("needle\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(e.p.Root, "outdir")); err != nil {
+	if err := os.Symlink(outside, filepath.Join(e.Project.Root, "outdir")); err != nil {
 		t.Fatal(err)
 	}
-	out := ok[search.Output](t, e.call("search_project_texts", searchArgs(q("needle"))))
+	out := kerneltest.OK[search.Output](t, e.Call("search_project_texts", searchArgs(q("needle"))))
 	if got := brief(out); !slices.Equal(got, []string{"0 at-limit.txt:1:1 needle"}) {
 		t.Fatalf("matches = %v", got)
 	}
 	if out.FilesSkippedBinary != 1 || out.FilesSkippedLarge != 1 || out.FilesScanned != 1 {
 		t.Fatalf("skips: binary %d large %d scanned %d", out.FilesSkippedBinary, out.FilesSkippedLarge, out.FilesScanned)
 	}
-	fails(t, e.call("search_project_texts", searchArgs(q("needle", "path", "outdir"))), failure.PermissionDenied)
+	kerneltest.Fails(t, e.Call("search_project_texts", searchArgs(q("needle", "path", "outdir"))), failure.PermissionDenied)
 }
 
 func TestSearchMaxMatchesAndContextBounds(t *testing.T) {
@@ -248,22 +249,22 @@ func TestSearchMaxMatchesAndContextBounds(t *testing.T) {
 	for i := 1; i <= search.MaxMatchesLimit+1; i++ {
 		fmt.Fprintf(&b, "hit %d\n", i)
 	}
-	e.write("many.txt", b.String())
-	out := ok[search.Output](t, e.call("search_project_texts", with(searchArgs(q("hit")), "context_lines", 0)))
+	e.Write("many.txt", b.String())
+	out := kerneltest.OK[search.Output](t, e.Call("search_project_texts", with(searchArgs(q("hit")), "context_lines", 0)))
 	if len(out.Matches) != search.DefaultMaxMatches || out.Queries[0].Matches != search.MaxMatchesLimit+1 || !out.Truncated || !out.Queries[0].Truncated {
 		t.Fatalf("default max: %d returned, %+v", len(out.Matches), out.Queries[0])
 	}
-	out = ok[search.Output](t, e.call("search_project_texts", with(searchArgs(q("hit")), "context_lines", 0, "max_matches", search.MaxMatchesLimit)))
+	out = kerneltest.OK[search.Output](t, e.Call("search_project_texts", with(searchArgs(q("hit")), "context_lines", 0, "max_matches", search.MaxMatchesLimit)))
 	if len(out.Matches) != search.MaxMatchesLimit || out.Queries[0].Returned != search.MaxMatchesLimit {
 		t.Fatalf("max_matches limit: %d returned", len(out.Matches))
 	}
-	out = ok[search.Output](t, e.call("search_project_texts", with(searchArgs(q("hit 500", "regex", false)), "context_lines", search.MaxContextLines)))
+	out = kerneltest.OK[search.Output](t, e.Call("search_project_texts", with(searchArgs(q("hit 500", "regex", false)), "context_lines", search.MaxContextLines)))
 	m := out.Matches[0]
 	if len(m.Before) != search.MaxContextLines || len(m.After) != search.MaxContextLines || m.Before[0].Line != 495 || m.After[4].Line != 505 {
 		t.Fatalf("context = %+v / %+v", m.Before, m.After)
 	}
 	// Context is clipped at the file's edges.
-	out = ok[search.Output](t, e.call("search_project_texts", with(searchArgs(q("hit 1"), q("hit 1001")), "context_lines", 2, "max_matches", 1)))
+	out = kerneltest.OK[search.Output](t, e.Call("search_project_texts", with(searchArgs(q("hit 1"), q("hit 1001")), "context_lines", 2, "max_matches", 1)))
 	if len(out.Matches[0].Before) != 0 || len(out.Matches[0].After) != 2 || len(out.Matches[1].After) != 0 || len(out.Matches[1].Before) != 2 {
 		t.Fatalf("edge context = %+v", out.Matches)
 	}
@@ -276,8 +277,8 @@ func TestSearchLineTruncation(t *testing.T) {
 	e := newEnv(t)
 	early := "é" + strings.Repeat("a", 8) + "NEEDLE" + strings.Repeat("b", 1000)
 	late := strings.Repeat("c", 899) + "NEEDLE" + strings.Repeat("d", 1000)
-	e.write("l.txt", early+"\n"+late+"\n")
-	out := ok[search.Output](t, e.call("search_project_texts", searchArgs(q("NEEDLE"))))
+	e.Write("l.txt", early+"\n"+late+"\n")
+	out := kerneltest.OK[search.Output](t, e.Call("search_project_texts", searchArgs(q("NEEDLE"))))
 	first, second := out.Matches[0], out.Matches[1]
 	if first.Column != 10 || !first.TextTruncated || first.TextStartColumn != 0 ||
 		first.Text != string([]rune(early)[:search.MaxLineChars]) {
@@ -303,13 +304,13 @@ func TestSearchOutputBudget(t *testing.T) {
 	for i := range 300 {
 		fmt.Fprintf(&b, "%04d%s\n", i, line)
 	}
-	e.write("wide.txt", b.String())
+	e.Write("wide.txt", b.String())
 	queries := make([]map[string]any, search.MaxQueries)
 	for i := range queries {
 		queries[i] = q("w")
 	}
-	res := e.call("search_project_texts", with(searchArgs(queries...), "context_lines", 0, "max_matches", 300))
-	out := ok[search.Output](t, res)
+	res := e.Call("search_project_texts", with(searchArgs(queries...), "context_lines", 0, "max_matches", 300))
+	out := kerneltest.OK[search.Output](t, res)
 	if !out.Truncated {
 		t.Fatal("output budget not reported")
 	}
@@ -350,13 +351,13 @@ func TestSearchExplicitUnreadableFile(t *testing.T) {
 		t.Skip("root reads files regardless of their mode")
 	}
 	e := newEnv(t)
-	e.write("locked.txt", "needle\n")
-	if err := os.Chmod(filepath.Join(e.p.Root, "locked.txt"), 0); err != nil {
+	e.Write("locked.txt", "needle\n")
+	if err := os.Chmod(filepath.Join(e.Project.Root, "locked.txt"), 0); err != nil {
 		t.Fatal(err)
 	}
-	fails(t, e.call("search_project_texts", searchArgs(q("needle", "path", "locked.txt"))), failure.PermissionDenied)
+	kerneltest.Fails(t, e.Call("search_project_texts", searchArgs(q("needle", "path", "locked.txt"))), failure.PermissionDenied)
 	// Found by a walk, the same file is skipped rather than failing the call.
-	out := ok[search.Output](t, e.call("search_project_texts", searchArgs(q("needle"))))
+	out := kerneltest.OK[search.Output](t, e.Call("search_project_texts", searchArgs(q("needle"))))
 	if len(out.Matches) != 0 || out.FilesScanned != 0 {
 		t.Fatalf("unreadable walked file = %+v", out)
 	}
