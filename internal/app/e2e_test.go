@@ -354,3 +354,69 @@ func TestHTTPBoundaries(t *testing.T) {
 		}
 	})
 }
+
+// TestSecretsNeverReachDisk plants credentials in what a caller sends and
+// scans every file of the data directory for them.
+func TestSecretsNeverReachDisk(t *testing.T) {
+	proj := t.TempDir()
+	data := t.TempDir()
+	cfg, _ := app.LoadConfig(data, func(string) string { return "" })
+	cfg.Listen = "127.0.0.1:0"
+	cfg.BootstrapToken = "bootstrap-secret-value-0123456789"
+	a, err := app.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := a.Listen()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx) }()
+	s := &server{a: a, base: "http://" + addr.String(), token: cfg.BootstrapToken, cancel: cancel, done: done}
+	a.RegisterProjects(context.Background(), []string{"p=" + proj})
+
+	secrets := []string{
+		"sk-proj0123456789abcdefghijklmnop",
+		"ghp_0123456789abcdefghijklmnopqrstuvwxyz",
+		"hunter2-is-my-password",
+		cfg.BootstrapToken,
+	}
+	w := must(t, s.call(t, "work_on_project", map[string]any{"project": "agent:local:p",
+		"instruction": "Use OPENAI key " + secrets[0] + " and GITHUB_TOKEN=" + secrets[1] + " with password: " + secrets[2]}, ""), "start")
+	id := str(t, w.Output["session_id"])
+	must(t, s.call(t, "work_on_project", map[string]any{"project": "agent:local:p", "session_id": id,
+		"instruction": "Authorization: Bearer " + cfg.BootstrapToken}, ""), "continue")
+	s.stop(t)
+
+	redacted := false
+	filepathWalk(t, data, func(path string, b []byte) {
+		redacted = redacted || bytes.Contains(b, []byte("[REDACTED]"))
+		for _, sec := range secrets {
+			if bytes.Contains(b, []byte(sec)) {
+				t.Errorf("%s contains a planted secret %q", filepath.Base(path), sec[:6])
+			}
+		}
+	})
+	if !redacted {
+		t.Fatal("no redaction marker on disk: the instructions were not written at all")
+	}
+}
+
+func filepathWalk(t *testing.T, dir string, fn func(string, []byte)) {
+	t.Helper()
+	n := 0
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		fn(p, b)
+		return nil
+	})
+	if n < 3 {
+		t.Fatalf("scanned only %d files", n)
+	}
+}
