@@ -1,0 +1,145 @@
+package edit
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+func mkPlan(t *testing.T, root, rel, op, content string, index int) *plan {
+	t.Helper()
+	abs := filepath.Join(root, rel)
+	return &plan{index: index, op: op, t: target{rel: rel, abs: abs, key: abs}, changed: true, content: []byte(content), mode: 0o644}
+}
+
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range des {
+		names = append(names, d.Name())
+	}
+	return names
+}
+
+// A rename that fails after another file of the call was written is
+// outcome_unknown and names what was written.
+func TestCommitFailureAfterAWriteIsOutcomeUnknown(t *testing.T) {
+	root := t.TempDir()
+	// The second target is a non-empty directory: staging its temporary
+	// file succeeds, the rename over the directory fails (also for root).
+	if err := os.MkdirAll(filepath.Join(root, "blocker", "child"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plans := []*plan{
+		mkPlan(t, root, "first.txt", OpCreate, "first\n", 0),
+		mkPlan(t, root, "blocker", OpReplace, "second\n", 1),
+	}
+	written, err := commit(plans)
+	if !failure.Is(err, failure.OutcomeUnknown) {
+		t.Fatalf("err = %v, want outcome_unknown", err)
+	}
+	if !slices.Equal(written, []string{"first.txt"}) {
+		t.Fatalf("written = %v", written)
+	}
+	d := failure.DetailOf(err)
+	if !slices.Equal(d["written_paths"].([]string), []string{"first.txt"}) || d["failed_path"] != "blocker" ||
+		d["change_index"] != 1 || d["state_changed"] != true {
+		t.Fatalf("detail = %v", d)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "first.txt")); err != nil || string(b) != "first\n" {
+		t.Fatalf("first.txt = %q, %v", b, err)
+	}
+	for _, n := range entries(t, root) {
+		if strings.HasPrefix(n, ".wc-edit-") {
+			t.Fatalf("staging file %s left behind", n)
+		}
+	}
+}
+
+// A rename that fails before anything was written changes nothing and
+// removes its staging files and created directories.
+func TestCommitFailureBeforeAnyWriteChangesNothing(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "blocker", "child"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p0 := mkPlan(t, root, "blocker", OpReplace, "x", 0)
+	p1 := mkPlan(t, root, "newdir/n.txt", OpCreate, "n", 1)
+	p1.dirs = []string{filepath.Join(root, "newdir")}
+	written, err := commit([]*plan{p0, p1})
+	if err == nil || failure.Is(err, failure.OutcomeUnknown) || len(written) != 0 {
+		t.Fatalf("err = %v, written = %v", err, written)
+	}
+	if got := entries(t, root); !slices.Equal(got, []string{"blocker"}) {
+		t.Fatalf("root holds %v", got)
+	}
+}
+
+func TestLockPathsSerializesAndHonoursCancellation(t *testing.T) {
+	unlock, err := lockPaths(context.Background(), []string{"/k/b", "/k/a", "/k/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		u, err := lockPaths(context.Background(), []string{"/k/a"})
+		if err == nil {
+			got.Store(true)
+			u()
+		}
+		close(done)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if got.Load() {
+		t.Fatal("second locker got a held lock")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := lockPaths(ctx, []string{"/k/b"}); !failure.Is(err, failure.Interrupted) {
+		t.Fatalf("err = %v, want interrupted", err)
+	}
+	unlock()
+	<-done
+	if !got.Load() {
+		t.Fatal("second locker never got the lock")
+	}
+	pathLocks.mu.Lock()
+	n := len(pathLocks.m)
+	pathLocks.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d lock entries leaked", n)
+	}
+}
+
+func TestDiffStats(t *testing.T) {
+	old := []byte("a\nb\nc\nd\ne")
+	reps := []replacement{
+		{start: 2, end: 3, text: "B"},       // b -> B
+		{start: 4, end: 5, text: "C"},       // c -> C (line adjacent: separate block)
+		{start: 8, end: 9, text: "E\nF\nG"}, // e (no final newline) -> three lines
+	}
+	added, removed, preview, truncated := diffStats(old, reps)
+	want := "@@ -2,1 +2,1 @@\n-b\n+B\n@@ -3,1 +3,1 @@\n-c\n+C\n@@ -5,1 +5,3 @@\n-e\n\\ No newline at end of file\n+E\n+F\n+G\n\\ No newline at end of file\n"
+	if added != 5 || removed != 3 || preview != want || truncated {
+		t.Fatalf("added %d removed %d truncated %v preview:\n%s", added, removed, truncated, preview)
+	}
+	// Two edits on one line form one block; unchanged lines are trimmed.
+	old = []byte("keep\nx y\nkeep\n")
+	reps = []replacement{{start: 5, end: 6, text: "X"}, {start: 7, end: 8, text: "Y"}}
+	added, removed, preview, _ = diffStats(old, reps)
+	if added != 1 || removed != 1 || preview != "@@ -2,1 +2,1 @@\n-x y\n+X Y\n" {
+		t.Fatalf("added %d removed %d preview %q", added, removed, preview)
+	}
+}

@@ -1,0 +1,81 @@
+package edit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/filerev"
+	"github.com/webcodex/webcodex/internal/kernel"
+)
+
+func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput) (WriteOutput, error) {
+	if err := validateFences(in.ExpectedReadRevision, in.ExpectedSHA256); err != nil {
+		return WriteOutput{}, err
+	}
+	if len(in.Content) > MaxContentBytes {
+		return WriteOutput{}, failure.New(failure.InvalidArguments, "content is %d bytes; the limit is %d", len(in.Content), MaxContentBytes)
+	}
+	t, err := resolve(inv.Project, in.Path)
+	if err != nil {
+		return WriteOutput{}, err
+	}
+	unlock, err := lockPaths(ctx, []string{t.key})
+	if err != nil {
+		return WriteOutput{}, err
+	}
+	defer unlock()
+
+	fenced := in.ExpectedReadRevision != "" || in.ExpectedSHA256 != ""
+	content := []byte(in.Content)
+	p := &plan{index: -1, t: t, content: content, changed: true}
+	_, statErr := os.Lstat(t.abs)
+	switch {
+	case errors.Is(statErr, fs.ErrNotExist):
+		if fenced {
+			return WriteOutput{}, conflictNoIndex(ConflictSHA256Mismatch,
+				"%q does not exist, but a fence was given; omit the fence to create it", t.rel).
+				WithDetail("path", t.rel).WithDetail("reason", ReasonMissing)
+		}
+		p.op = OpCreate
+		if p.dirs, err = planCreate(t); err != nil {
+			return WriteOutput{}, err
+		}
+	case statErr != nil:
+		return WriteOutput{}, ioFailure(statErr, t.rel)
+	default:
+		old, mode, err := readExisting(t)
+		if err != nil {
+			return WriteOutput{}, err
+		}
+		if !fenced {
+			return WriteOutput{}, conflictNoIndex(ConflictSHA256Mismatch,
+				"%q already exists; overwriting it needs expected_read_revision or expected_sha256 from your last read", t.rel).
+				WithDetail("path", t.rel).WithDetail("reason", ReasonUnfencedOverwrite)
+		}
+		if !fenceHolds(in.ExpectedReadRevision, in.ExpectedSHA256, old) {
+			return WriteOutput{}, conflictNoIndex(ConflictSHA256Mismatch,
+				"%q changed since it was read (its current read revision differs from the fence); read it again", t.rel).
+				WithDetail("path", t.rel).WithDetail("reason", ReasonFenceMismatch)
+		}
+		p.op, p.mode, p.changed = OpReplace, mode, !bytes.Equal(old, content)
+	}
+	out := WriteOutput{
+		Path: t.rel, Created: p.op == OpCreate, Changed: p.changed,
+		ReadRevision: filerev.Of(content), SHA256: filerev.SHA256(content), Bytes: len(content),
+	}
+	if err := ctx.Err(); err != nil {
+		return WriteOutput{}, failure.Wrap(failure.Interrupted, err, "call was cancelled before anything was written")
+	}
+	written, err := commit([]*plan{p})
+	if len(written) > 0 {
+		inv.Change(written...)
+	}
+	if err != nil {
+		return WriteOutput{}, err
+	}
+	return out, nil
+}
