@@ -29,6 +29,32 @@ func (r Projects) Get(_ context.Context, id string) (project.Project, error) {
 	return p, nil
 }
 
+// TempProject returns a project agent:local:t rooted in a fresh temporary
+// directory holding files (project-relative path -> content).
+func TempProject(t testing.TB, files map[string]string) project.Project {
+	t.Helper()
+	root, err := project.CanonicalRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := project.Project{ID: project.LocalID("t"), Name: "t", Root: root}
+	for rel, content := range files {
+		writeFile(t, p, rel, content)
+	}
+	return p
+}
+
+func writeFile(t testing.TB, p project.Project, rel, content string) {
+	t.Helper()
+	abs := filepath.Join(p.Root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(abs, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Env is a kernel over one temporary project, agent:local:demo.
 type Env struct {
 	T       testing.TB
@@ -56,13 +82,7 @@ func New(t testing.TB, register ...func(*kernel.Registry)) *Env {
 // directories.
 func (e *Env) Write(rel, content string) {
 	e.T.Helper()
-	abs := filepath.Join(e.Project.Root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		e.T.Fatal(err)
-	}
-	if err := os.WriteFile(abs, []byte(content), 0o644); err != nil {
-		e.T.Fatal(err)
-	}
+	writeFile(e.T, e.Project, rel, content)
 }
 
 // Call dispatches tool as the local user; "project" defaults to the Env's

@@ -2,31 +2,16 @@ package files
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/project"
 )
 
 func testProject(t *testing.T, files map[string]string) project.Project {
-	t.Helper()
-	root, err := project.CanonicalRoot(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rel, content := range files {
-		abs := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(abs, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return project.Project{ID: project.LocalID("t"), Name: "t", Root: root}
+	return kerneltest.TempProject(t, files)
 }
 
 func TestReadFilesObservesDistinctCanonicalPaths(t *testing.T) {
