@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 )
 
@@ -32,6 +33,10 @@ type Writer struct {
 	statsMu sync.Mutex
 	commits int64
 	jobs    int64
+
+	// savepoint, rollbackTo and release are prepared once; nil when
+	// preparing failed, in which case the SQL text is executed instead.
+	savepoint, rollbackTo, release *sql.Stmt
 }
 
 type job struct {
@@ -42,8 +47,39 @@ type job struct {
 
 func newWriter(db *sql.DB) *Writer {
 	w := &Writer{db: db, queue: make(chan *job, MaxBatch), done: make(chan struct{})}
+	w.savepoint, _ = db.Prepare(sqlSavepoint)
+	w.rollbackTo, _ = db.Prepare(sqlRollbackTo)
+	w.release, _ = db.Prepare(sqlRelease)
 	go w.loop()
 	return w
+}
+
+const (
+	sqlSavepoint  = "SAVEPOINT job"
+	sqlRollbackTo = "ROLLBACK TO job"
+	sqlRelease    = "RELEASE job"
+)
+
+// Prepare prepares query once on the writer's connection. A TxFunc runs it
+// with tx.StmtContext(ctx, stmt), which reuses the compiled statement
+// instead of parsing the SQL text again on every call; on a hot path the
+// parse costs as much as the execution. Prepare must be called outside Do
+// (the writer's only connection is busy inside a TxFunc). Statements are
+// closed with the database.
+func (w *Writer) Prepare(ctx context.Context, query string) (*sql.Stmt, error) {
+	return w.db.PrepareContext(ctx, query)
+}
+
+// exec runs a prepared statement of the writer in tx, or its text when it
+// could not be prepared.
+func exec(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, query string) error {
+	var err error
+	if stmt != nil {
+		_, err = tx.StmtContext(ctx, stmt).ExecContext(ctx)
+	} else {
+		_, err = tx.ExecContext(ctx, query)
+	}
+	return err
 }
 
 // Do runs fn inside a transaction and returns after that transaction has been
@@ -110,6 +146,19 @@ func (w *Writer) loop() {
 			}
 		}
 		w.run(batch)
+		// Let the callers just acknowledged run before the next batch is
+		// gathered: each typically queues its next function at once.
+		// Yielding while the queue still grows lets one commit carry them
+		// all instead of splitting the writers into alternating
+		// half-size batches, each paying its own fsync.
+		for n := len(w.queue); n < MaxBatch; {
+			runtime.Gosched()
+			m := len(w.queue)
+			if m == n {
+				break
+			}
+			n = m
+		}
 	}
 }
 
@@ -129,7 +178,7 @@ func (w *Writer) run(batch []*job) {
 			results[i] = err
 			continue
 		}
-		results[i] = runSavepoint(j.ctx, tx, j.fn)
+		results[i] = w.runSavepoint(j.ctx, tx, j.fn)
 		if results[i] == nil {
 			ran++
 		}
@@ -155,11 +204,11 @@ func (w *Writer) run(batch []*job) {
 	}
 }
 
-func runSavepoint(ctx context.Context, tx *sql.Tx, fn TxFunc) (err error) {
+func (w *Writer) runSavepoint(ctx context.Context, tx *sql.Tx, fn TxFunc) (err error) {
 	// A background context keeps savepoint bookkeeping independent of the
 	// caller's cancellation once the function has been admitted.
 	bg := context.WithoutCancel(ctx)
-	if _, err := tx.ExecContext(bg, "SAVEPOINT job"); err != nil {
+	if err := exec(bg, tx, w.savepoint, sqlSavepoint); err != nil {
 		return fmt.Errorf("sqlitedb: savepoint: %w", err)
 	}
 	defer func() {
@@ -167,11 +216,11 @@ func runSavepoint(ctx context.Context, tx *sql.Tx, fn TxFunc) (err error) {
 			err = fmt.Errorf("sqlitedb: write function panicked: %v", p)
 		}
 		if err != nil {
-			if _, rbErr := tx.ExecContext(bg, "ROLLBACK TO job"); rbErr != nil {
+			if rbErr := exec(bg, tx, w.rollbackTo, sqlRollbackTo); rbErr != nil {
 				err = errors.Join(err, rbErr)
 			}
 		}
-		if _, relErr := tx.ExecContext(bg, "RELEASE job"); relErr != nil && err == nil {
+		if relErr := exec(bg, tx, w.release, sqlRelease); relErr != nil && err == nil {
 			err = relErr
 		}
 	}()

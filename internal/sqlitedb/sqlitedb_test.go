@@ -1,0 +1,153 @@
+package sqlitedb_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"github.com/webcodex/webcodex/internal/sqlitedb"
+)
+
+func open(t *testing.T) *sqlitedb.DB {
+	t.Helper()
+	db, err := sqlitedb.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), fstest.MapFS{
+		"0001_init.sql": {Data: []byte(`CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL);`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func count(t *testing.T, db *sqlitedb.DB) int {
+	t.Helper()
+	var n int
+	if err := db.Read.QueryRow(`SELECT COUNT(*) FROM kv`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestPragmas(t *testing.T) {
+	db := open(t)
+	var mode string
+	var sync int
+	db.Read.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+	db.Read.QueryRow(`PRAGMA synchronous`).Scan(&sync)
+	if mode != "wal" || sync != 2 { // 2 = FULL
+		t.Fatalf("journal_mode=%s synchronous=%d, want wal and 2 (FULL)", mode, sync)
+	}
+}
+
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 100)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO kv VALUES (?, ?)`, string(rune('a'+i%26))+string(rune('A'+i/26)), i); err != nil {
+					return err
+				}
+				if i%10 == 0 {
+					return errors.New("reject") // rolls back only this insert
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	failed := 0
+	for i, err := range errs {
+		if (i%10 == 0) != (err != nil) {
+			t.Fatalf("job %d: err=%v", i, err)
+		}
+		if err != nil {
+			failed++
+		}
+	}
+	if n := count(t, db); n != 100-failed {
+		t.Fatalf("%d rows, want %d", n, 100-failed)
+	}
+	commits, jobs := db.Writer.Stats()
+	if jobs != 100 || commits > jobs {
+		t.Fatalf("commits=%d jobs=%d", commits, jobs)
+	}
+}
+
+func TestConstraintErrorAndPanicAreIsolated(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	ins := func(k string) error {
+		return db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO kv VALUES (?, 1)`, k)
+			return err
+		})
+	}
+	if err := ins("x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ins("x"); !sqlitedb.IsConstraint(err) {
+		t.Fatalf("duplicate key: got %v", err)
+	}
+	err := db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		tx.ExecContext(ctx, `INSERT INTO kv VALUES ('y', 1)`)
+		panic("boom")
+	})
+	if err == nil || count(t, db) != 1 {
+		t.Fatalf("panic: err=%v rows=%d", err, count(t, db))
+	}
+}
+
+func TestCancelledBeforeRunDoesNothing(t *testing.T) {
+	db := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ran := false
+	err := db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error { ran = true; return nil })
+	if !errors.Is(err, context.Canceled) || ran {
+		t.Fatalf("err=%v ran=%v", err, ran)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	db, err := sqlitedb.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := db.Writer.Do(context.Background(), func(context.Context, *sql.Tx) error { return nil }); !errors.Is(err, sqlitedb.ErrClosed) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestMigrationsApplyOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	fs := fstest.MapFS{"0001_a.sql": {Data: []byte(`CREATE TABLE a (x INTEGER);`)}}
+	for i := 0; i < 2; i++ {
+		db, err := sqlitedb.Open(context.Background(), path, fs)
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		db.Close()
+	}
+	fs["0002_b.sql"] = &fstest.MapFile{Data: []byte(`CREATE TABLE b (y INTEGER);`)}
+	db, err := sqlitedb.Open(context.Background(), path, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	db.Read.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n)
+	if n != 2 {
+		t.Fatalf("%d migrations recorded, want 2", n)
+	}
+}
