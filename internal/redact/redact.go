@@ -24,8 +24,8 @@ var patterns = []*regexp.Regexp{
 	// Authorization headers and bearer tokens.
 	regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`),
 	// WebCodex credentials and common vendor token shapes.
-	regexp.MustCompile(`\bwc_(pat|agent|pair|csec)_[A-Za-z0-9_-]{8,}`),
-	regexp.MustCompile(`\bwck_[A-Za-z0-9_-]{8,}`),
+	regexp.MustCompile(`wc_(pat|agent|pair|csec)_[A-Za-z0-9_-]{8,}`),
+	regexp.MustCompile(`wck_[A-Za-z0-9_-]{8,}`),
 	regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`),
 	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`),
 	regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`),
