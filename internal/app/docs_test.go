@@ -1,0 +1,34 @@
+package app_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// TestDocsNameEveryTool keeps docs/tools.md and README.md true to the
+// registry: every registered tool is documented, and nothing documented
+// as a tool is missing from the registry.
+func TestDocsNameEveryTool(t *testing.T) {
+	reg := app.NewRegistry(&app.App{})
+	for _, doc := range []string{"../../docs/tools.md", "../../README.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range reg.Tools() {
+			if !strings.Contains(string(b), "`"+tl.Name+"`") {
+				t.Errorf("%s does not mention tool %s", doc, tl.Name)
+			}
+		}
+	}
+	b, _ := os.ReadFile("../../docs/tools.md")
+	for _, k := range []failure.Kind{failure.EditConflict, failure.SessionGuardDenied, failure.InsufficientScope} {
+		if !strings.Contains(string(b), string(k)) {
+			t.Errorf("docs/tools.md does not mention error kind %s", k)
+		}
+	}
+}
