@@ -3,10 +3,12 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
@@ -17,54 +19,79 @@ import (
 // BenchmarkReadEditRoundTrip measures one read_files + apply_text_edits
 // round trip through the kernel with a verified recorder (both calls
 // recorded in a Workflow Session) against the same round trip with no
-// recording, in the same run.
+// recording, in the same run. "agents=1" is one agent calling in sequence;
+// "agents=8" runs eight agents at once, each on its own file and session,
+// where group commit lets their ledger appends share fsyncs.
 func BenchmarkReadEditRoundTrip(b *testing.B) {
-	for _, mode := range []string{"unrecorded", "recorded"} {
-		b.Run(mode, func(b *testing.B) {
-			ctx := context.Background()
-			proj := b.TempDir()
-			os.WriteFile(filepath.Join(proj, "main.go"), []byte("package main\n\nconst v = 0\n\nfunc main() {}\n"), 0o644)
-			cfg, _ := app.LoadConfig(b.TempDir(), func(string) string { return "" })
-			a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer a.Close()
-			if _, err := a.RegisterProjects(ctx, []string{"bench=" + proj}); err != nil {
-				b.Fatal(err)
-			}
-			call := func(tool string, args any, recorder string) kernel.Result {
-				raw, _ := json.Marshal(args)
-				res := a.Kernel.Dispatch(ctx, kernel.Call{Tool: tool, Arguments: raw, RecordingSessionID: recorder, Principal: auth.LocalUser(), Source: kernel.SourceInternal})
-				if !res.Success {
-					b.Fatalf("%s: %+v", tool, res.Error)
-				}
-				return res
-			}
-			recorder := ""
-			if mode == "recorded" {
-				out, _ := json.Marshal(call("work_on_project", map[string]any{"project": "agent:local:bench", "instruction": "bench"}, "").Output)
-				var w struct {
-					SessionID string `json:"session_id"`
-				}
-				json.Unmarshal(out, &w)
-				recorder = w.SessionID
-			}
-			vals := []string{"const v = 0", "const v = 1"}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				out, _ := json.Marshal(call("read_files", map[string]any{"project": "agent:local:bench", "files": []any{map[string]any{"path": "main.go"}}}, recorder).Output)
-				var rd struct {
-					Files []struct {
-						ReadRevision string `json:"read_revision"`
-					} `json:"files"`
-				}
-				json.Unmarshal(out, &rd)
-				call("apply_text_edits", map[string]any{"project": "agent:local:bench", "changes": []any{map[string]any{
-					"path": "main.go", "op": "replace", "expected_read_revision": rd.Files[0].ReadRevision,
-					"edits": []any{map[string]any{"old_text": vals[i%2], "new_text": vals[(i+1)%2]}},
-				}}}, recorder)
-			}
-		})
+	for _, agents := range []int{1, 8} {
+		for _, mode := range []string{"unrecorded", "recorded"} {
+			b.Run(fmt.Sprintf("agents=%d/%s", agents, mode), func(b *testing.B) {
+				benchRoundTrip(b, agents, mode == "recorded")
+			})
+		}
 	}
+}
+
+func benchRoundTrip(b *testing.B, agents int, recorded bool) {
+	ctx := context.Background()
+	proj := b.TempDir()
+	cfg, _ := app.LoadConfig(b.TempDir(), func(string) string { return "" })
+	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.RegisterProjects(ctx, []string{"bench=" + proj}); err != nil {
+		b.Fatal(err)
+	}
+	call := func(tool string, args any, recorder string) kernel.Result {
+		raw, _ := json.Marshal(args)
+		res := a.Kernel.Dispatch(ctx, kernel.Call{Tool: tool, Arguments: raw, RecordingSessionID: recorder, Principal: auth.LocalUser(), Source: kernel.SourceInternal})
+		if !res.Success {
+			b.Errorf("%s: %+v", tool, res.Error)
+		}
+		return res
+	}
+	type agent struct{ file, recorder string }
+	ags := make([]agent, agents)
+	for i := range ags {
+		ags[i].file = fmt.Sprintf("f%d.go", i)
+		os.WriteFile(filepath.Join(proj, ags[i].file), []byte("package main\n\nconst v = 0\n\nfunc main() {}\n"), 0o644)
+		if recorded {
+			out, _ := json.Marshal(call("work_on_project", map[string]any{"project": "agent:local:bench", "instruction": "bench"}, "").Output)
+			var w struct {
+				SessionID string `json:"session_id"`
+			}
+			json.Unmarshal(out, &w)
+			ags[i].recorder = w.SessionID
+		}
+	}
+	vals := []string{"const v = 0", "const v = 1"}
+	roundTrip := func(ag agent, i int) {
+		out, _ := json.Marshal(call("read_files", map[string]any{"project": "agent:local:bench", "files": []any{map[string]any{"path": ag.file}}}, ag.recorder).Output)
+		var rd struct {
+			Files []struct {
+				ReadRevision string `json:"read_revision"`
+			} `json:"files"`
+		}
+		json.Unmarshal(out, &rd)
+		call("apply_text_edits", map[string]any{"project": "agent:local:bench", "changes": []any{map[string]any{
+			"path": ag.file, "op": "replace", "expected_read_revision": rd.Files[0].ReadRevision,
+			"edits": []any{map[string]any{"old_text": vals[i%2], "new_text": vals[(i+1)%2]}},
+		}}}, ag.recorder)
+	}
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	per := (b.N + agents - 1) / agents
+	for _, ag := range ags {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				roundTrip(ag, i)
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(per*agents)/b.Elapsed().Seconds(), "roundtrips/s")
 }

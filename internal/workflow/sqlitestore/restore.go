@@ -53,10 +53,13 @@ func (s *Store) restore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("restore events: %w", err)
 	}
+	// One set of scan destinations serves every row: building them per row
+	// cost as much as validating it.
+	var id string
+	var r eventRow
+	dest := append([]any{&id}, r.dest()...)
 	for rows.Next() {
-		var id string
-		var r eventRow
-		if err := rows.Scan(append([]any{&id}, r.dest()...)...); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return fmt.Errorf("restore events: %w", err)
 		}

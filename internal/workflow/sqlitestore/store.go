@@ -38,7 +38,18 @@ type Store struct {
 	now func() time.Time
 	// restored describes the restore scan made by Open.
 	restored RestoreReport
+	// stmts are Update's statements, prepared once on the writer.
+	stmts struct {
+		header, insertEvent, trim, updateHeader *sql.Stmt
+	}
 }
+
+const (
+	sqlHeader       = `SELECT header_json, retained FROM sessions WHERE session_id = ?`
+	sqlInsertEvent  = `INSERT INTO events (session_id, ` + eventColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlTrim         = `DELETE FROM events WHERE session_id = ? AND seq <= ?`
+	sqlUpdateHeader = `UPDATE sessions SET lifecycle = ?, updated_at = ?, retained = ?, header_json = ? WHERE session_id = ?`
+)
 
 var _ workflow.Store = (*Store)(nil)
 
@@ -61,6 +72,18 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 		now = time.Now
 	}
 	s := &Store{db: db, now: now}
+	for _, p := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{
+		{&s.stmts.header, sqlHeader}, {&s.stmts.insertEvent, sqlInsertEvent},
+		{&s.stmts.trim, sqlTrim}, {&s.stmts.updateHeader, sqlUpdateHeader},
+	} {
+		if *p.dst, err = db.Writer.Prepare(ctx, p.query); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlitestore: prepare: %w", err)
+		}
+	}
 	if err := s.restore(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -159,14 +182,20 @@ func insertEvents(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Eve
 			q.WriteString(",")
 		}
 		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-		args = append(args, id, e.Seq, e.At.UnixNano(), string(e.Kind), e.Tool, e.CallID, e.InvocationID,
-			string(e.Role), string(e.Outcome), e.ErrorKind, e.DurationMS, e.Text,
-			jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0),
-			jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0),
-			jsonOrEmpty(e.Facts, len(e.Facts) == 0))
+		args = append(args, eventArgs(id, e)...)
 	}
 	_, err := tx.ExecContext(ctx, q.String(), args...)
 	return err
+}
+
+// eventArgs are the values of one events row, in the order of
+// session_id, eventColumns.
+func eventArgs(id string, e workflow.Event) []any {
+	return []any{id, e.Seq, e.At.UnixNano(), string(e.Kind), e.Tool, e.CallID, e.InvocationID,
+		string(e.Role), string(e.Outcome), e.ErrorKind, e.DurationMS, e.Text,
+		jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0),
+		jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0),
+		jsonOrEmpty(e.Facts, len(e.Facts) == 0)}
 }
 
 // Create implements workflow.Store.
@@ -225,9 +254,13 @@ func storeErr(err error) error {
 func getHeader(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, id string) (workflow.Session, int64, error) {
+	return scanHeader(q.QueryRowContext(ctx, sqlHeader, id), id)
+}
+
+func scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
 	var hdr string
 	var retained int64
-	err := q.QueryRowContext(ctx, `SELECT header_json, retained FROM sessions WHERE session_id = ?`, id).Scan(&hdr, &retained)
+	err := row.Scan(&hdr, &retained)
 	if errors.Is(err, sql.ErrNoRows) {
 		return workflow.Session{}, 0, failure.New(failure.UnknownSessionID, "no Workflow Session %s exists", id)
 	}
@@ -256,7 +289,7 @@ func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (
 		outEvs  []workflow.Event
 	)
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		sess, retained, err := getHeader(ctx, tx, id)
+		sess, retained, err := scanHeader(tx.StmtContext(ctx, s.stmts.header).QueryRowContext(ctx, id), id)
 		if err != nil {
 			return err
 		}
@@ -268,19 +301,24 @@ func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (
 			return failure.New(failure.InvalidArguments, "invalid session: %v", err)
 		}
 		evs, drop := workflow.Apply(&sess, events, s.now().UTC(), int(retained))
-		if err := insertEvents(ctx, tx, id, evs); err != nil {
+		if len(evs) == 1 {
+			// The common append: one event, through the prepared insert.
+			if _, err := tx.StmtContext(ctx, s.stmts.insertEvent).ExecContext(ctx, eventArgs(id, evs[0])...); err != nil {
+				return err
+			}
+		} else if err := insertEvents(ctx, tx, id, evs); err != nil {
 			return err
 		}
 		retained += int64(len(evs))
 		if drop > 0 {
-			res, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq <= ?`, id, sess.EventsObserved-workflow.TailLimit)
+			res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, sess.EventsObserved-workflow.TailLimit)
 			if err != nil {
 				return err
 			}
 			n, _ := res.RowsAffected()
 			retained -= n
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET lifecycle = ?, updated_at = ?, retained = ?, header_json = ? WHERE session_id = ?`,
+		if _, err := tx.StmtContext(ctx, s.stmts.updateHeader).ExecContext(ctx,
 			string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, encodeHeader(sess), id); err != nil {
 			return err
 		}
