@@ -319,6 +319,39 @@ func TestHTTPBoundaries(t *testing.T) {
 			t.Fatalf("file changed: %q", b)
 		}
 	})
+	t.Run("ReadOnlySessionDeniesWrites", func(t *testing.T) {
+		w := must(t, s.call(t, "work_on_project", map[string]any{"project": "agent:local:p", "instruction": "only look", "mode": "read_only"}, ""), "start")
+		id := str(t, w.Output["session_id"])
+		rd := must(t, s.call(t, "read_files", map[string]any{"project": "agent:local:p", "session_id": id, "files": []any{map[string]any{"path": "a.txt"}}}, ""), "read")
+		var files []struct {
+			ReadRevision string `json:"read_revision"`
+		}
+		json.Unmarshal(rd.Output["files"], &files)
+		for _, tc := range []struct {
+			tool string
+			args map[string]any
+		}{
+			{"apply_text_edits", map[string]any{"project": "agent:local:p", "session_id": id, "changes": []any{map[string]any{
+				"path": "a.txt", "op": "replace", "expected_read_revision": files[0].ReadRevision,
+				"edits": []any{map[string]any{"old_text": "hello", "new_text": "bye"}}}}}},
+			{"write_project_file", map[string]any{"project": "agent:local:p", "session_id": id, "path": "new.txt", "content": "x"}},
+		} {
+			r := s.call(t, tc.tool, tc.args, "")
+			if r.Success || r.Error.Kind != "session_guard_denied" {
+				t.Fatalf("%s in a read_only session: %+v", tc.tool, r.Error)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(proj, "a.txt")); string(b) != "hello\n" {
+			t.Fatalf("file changed: %q", b)
+		}
+		if _, err := os.Stat(filepath.Join(proj, "new.txt")); err == nil {
+			t.Fatal("file created")
+		}
+		sess, _ := s.a.Sessions.Get(context.Background(), id)
+		if sess.Counters.GuardDenials != 2 {
+			t.Fatalf("guard denials recorded: %d, want 2", sess.Counters.GuardDenials)
+		}
+	})
 	t.Run("OpenAPIMatchesRegistry", func(t *testing.T) {
 		code, body := s.do(t, "", "GET", "/openapi.json", nil)
 		if code != 200 {
