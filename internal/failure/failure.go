@@ -40,6 +40,7 @@ const (
 	Unavailable              Kind = "unavailable"
 	Conflict                 Kind = "conflict"
 	Interrupted              Kind = "interrupted"
+	Cancelled                Kind = "cancelled"
 	OperationFailed          Kind = "operation_failed"
 	InvalidLedger            Kind = "invalid_ledger"
 )
@@ -52,7 +53,7 @@ var Kinds = []Kind{
 	InvalidSessionID, SessionClosed, SessionGuardDenied, SessionProjectMismatch,
 	SessionAuthorityDenied, InvalidExecutionContext, InvalidCodingInstruction,
 	EditConflict, StalePrecondition, OutcomeUnknown, Unavailable, Conflict,
-	Interrupted, OperationFailed, InvalidLedger,
+	Interrupted, Cancelled, OperationFailed, InvalidLedger,
 }
 
 // Error is a failure with a stable kind, a human message and optional

@@ -57,6 +57,8 @@ type Record struct {
 	ProtocolEra   string
 	PrincipalKind string
 	ClientWindow  string
+	ClientName    string
+	UserAgent     string
 	Project       string
 	Binding       Binding
 	Outcome       Outcome

@@ -23,6 +23,8 @@ type Invocation struct {
 	// Session is the authorized business session, or nil.
 	Session *workflow.Session
 
+	progress ProgressFunc
+
 	mu       sync.Mutex
 	observed []string
 	changed  []string
@@ -54,6 +56,14 @@ func (inv *Invocation) Fact(key, value string) {
 	}
 	inv.facts[key] = value
 	inv.mu.Unlock()
+}
+
+// Progress reports progress to a caller that asked for it; it is a no-op
+// otherwise. progress must increase between calls; total is 0 when unknown.
+func (inv *Invocation) Progress(progress, total float64, message string) {
+	if inv.progress != nil {
+		inv.progress(progress, total, message)
+	}
 }
 
 // Adopt tells the kernel that the handler created session s, so that the

@@ -46,7 +46,18 @@ type Call struct {
 	ProtocolEra   string
 	// ClientWindow is the already-hashed host window; never a raw value.
 	ClientWindow string
+	// ClientName and UserAgent are the caller's self-reported client
+	// identity, for display and audit only (never authority).
+	ClientName string
+	UserAgent  string
+	// Progress, when set, receives the tool's progress reports (the
+	// transport forwards them to a client that asked for progress).
+	Progress ProgressFunc
 }
+
+// ProgressFunc receives a progress report: progress increases, total is 0
+// when unknown.
+type ProgressFunc func(progress, total float64, message string)
 
 // ErrorBody is the error member of a failed Result.
 type ErrorBody struct {
@@ -187,6 +198,8 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 		ProtocolEra:   c.ProtocolEra,
 		PrincipalKind: string(c.Principal.Kind),
 		ClientWindow:  c.ClientWindow,
+		ClientName:    c.ClientName,
+		UserAgent:     c.UserAgent,
 		ArgsSHA256:    digest(c.Arguments),
 		Binding:       Binding{State: Sessionless, Reasons: []string{ReasonNoRecorderRequested}},
 	}
@@ -240,7 +253,7 @@ func failureKind(k failure.Kind) string {
 		return "permission_denied"
 	case failure.EditConflict, failure.StalePrecondition, failure.Conflict:
 		return "stale_precondition"
-	case failure.OutcomeUnknown, failure.Interrupted:
+	case failure.OutcomeUnknown, failure.Interrupted, failure.Cancelled:
 		return "outcome_unknown"
 	case failure.UnknownSessionID, failure.SessionClosed, failure.SessionProjectMismatch, failure.NotFound:
 		return "not_started"
@@ -290,7 +303,7 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 			return k.refuse(rec, failure.New(failure.InsufficientScope, "tool %s requires scope %s", tool.Name, s))
 		}
 	}
-	inv := &Invocation{ID: rec.InvocationID, Tool: tool.Name, Principal: c.Principal}
+	inv := &Invocation{ID: rec.InvocationID, Tool: tool.Name, Principal: c.Principal, progress: c.Progress}
 	fp := c.Principal.AuthorityFingerprint()
 
 	// 4. Project resolution; 5. business session authorization.
@@ -393,6 +406,10 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 		k.interrupted.Add(1)
 		runErr = failure.Wrap(failure.Interrupted, runErr, "server shut down while the call was running; its outcome is unknown")
 	}
+	// A call whose caller went away (client disconnect, cancellation) is
+	// never recorded as a success: its outcome as the caller sees it is
+	// unknown, whatever the tool managed to do (changed paths are kept).
+	cancelled := !interrupted && ctx.Err() != nil
 
 	// 9. Finished events.
 	observed, changed, facts, adopted := inv.effects()
@@ -403,9 +420,13 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 		Tool: tool.Name, InvocationID: inv.ID, Outcome: workflow.OutcomeOK,
 		DurationMS: k.now().Sub(rec.At).Milliseconds(), Facts: facts, ChangedPaths: changed,
 	}
-	if runErr == nil {
+	switch {
+	case cancelled:
+		finished.Outcome = workflow.OutcomeCancelled
+		finished.ErrorKind = string(failure.Cancelled)
+	case runErr == nil:
 		finished.ObservedPaths = observed
-	} else {
+	default:
 		finished.Outcome = workflow.OutcomeFailed
 		if interrupted {
 			finished.Outcome = workflow.OutcomeInterrupted
@@ -421,6 +442,9 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 
 	// 10/11. Outcome and envelope.
 	switch {
+	case cancelled:
+		rec.Outcome = OutcomeUnknown
+		return failed(failure.New(failure.Cancelled, "the call was cancelled by its caller; its outcome is unknown"), tool.Mutates)
 	case runErr == nil:
 		rec.Outcome = OutcomeOK
 		return Result{Success: true, Output: out}

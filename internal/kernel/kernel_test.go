@@ -386,3 +386,30 @@ func TestConcurrentRecordedCalls(t *testing.T) {
 		}
 	}
 }
+
+func TestCancelledCallIsNeverSuccess(t *testing.T) {
+	e := newEnv(t)
+	id := e.start(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan kernel.Result)
+	go func() {
+		done <- e.k.Dispatch(ctx, kernel.Call{Tool: "write_echo", Arguments: json.RawMessage(`{"project":"` + projA + `","text":"block"}`),
+			RecordingSessionID: id, Principal: auth.LocalUser(), Source: kernel.SourceInternal})
+	}()
+	for e.k.Stats().InFlight == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	res := <-done
+	if res.Success || res.Error.Kind != failure.Cancelled || res.Output.(map[string]any)["failure_kind"] != "outcome_unknown" {
+		t.Fatalf("got %+v", res)
+	}
+	evs := e.events(t, id)
+	last := evs[len(evs)-1]
+	if last.Kind != workflow.EventToolCallFinished || last.Outcome != workflow.OutcomeCancelled {
+		t.Fatalf("last event %+v", last)
+	}
+	if r := e.records[len(e.records)-1]; r.Outcome != kernel.OutcomeUnknown {
+		t.Fatalf("evidence outcome %s, want unknown", r.Outcome)
+	}
+}

@@ -50,6 +50,9 @@ const (
 	OutcomeDenied Outcome = "denied"
 	// OutcomeInterrupted marks a call cut short by server shutdown.
 	OutcomeInterrupted Outcome = "interrupted"
+	// OutcomeCancelled marks a call whose caller cancelled it or went
+	// away; what the tool did is unknown to the caller.
+	OutcomeCancelled Outcome = "cancelled"
 )
 
 // An Event is one bounded, redacted entry of a session's ledger. It never

@@ -60,7 +60,7 @@ func ValidateEvent(e Event) error {
 		return fmt.Errorf("role: unknown %q", e.Role)
 	}
 	switch e.Outcome {
-	case "", OutcomeOK, OutcomeFailed, OutcomeDenied, OutcomeInterrupted:
+	case "", OutcomeOK, OutcomeFailed, OutcomeDenied, OutcomeInterrupted, OutcomeCancelled:
 	default:
 		return fmt.Errorf("outcome: unknown %q", e.Outcome)
 	}
