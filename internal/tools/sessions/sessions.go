@@ -8,29 +8,13 @@ package sessions
 
 import (
 	"context"
-	"errors"
-	"io"
-	"os"
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/filerev"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
-
-// Bounds of the project instruction files returned by work_on_project.
-const (
-	// MaxInstructionFileBytes is the most body bytes returned per file.
-	MaxInstructionFileBytes = 8 << 10
-	// MaxInstructionFileRead is the most bytes read (and fingerprinted) per
-	// file; larger files are fingerprinted over this prefix and flagged.
-	MaxInstructionFileRead = 1 << 20
-)
-
-// InstructionFiles are the project instruction files looked for at the
-// project root, in this order.
-var InstructionFiles = []string{"AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md"}
 
 // Tools holds the dependencies of the session tools.
 type Tools struct {
@@ -89,22 +73,6 @@ type WorkInput struct {
 	Mode        workflow.Mode `json:"mode,omitempty" jsonschema:"normal (default) or read_only (denies writes and shells)"`
 }
 
-// InstructionSource describes one project instruction file.
-type InstructionSource struct {
-	Path        string `json:"path"`
-	SHA256      string `json:"sha256"`
-	Bytes       int64  `json:"bytes"`
-	Content     string `json:"content"`
-	Truncated   bool   `json:"truncated"`
-	Unavailable string `json:"unavailable,omitempty"`
-}
-
-// Instructions are the project instruction files found at the root.
-type Instructions struct {
-	Status  string              `json:"status"`
-	Sources []InstructionSource `json:"sources"`
-}
-
 // WorkOutput is the result of work_on_project.
 type WorkOutput struct {
 	SessionID        string                    `json:"session_id"`
@@ -113,7 +81,7 @@ type WorkOutput struct {
 	Mode             workflow.Mode             `json:"mode"`
 	ExecutionContext workflow.ExecutionContext `json:"execution_context"`
 	EventsObserved   int64                     `json:"events_observed"`
-	Instructions     Instructions              `json:"instructions"`
+	Instructions     project.Instructions      `json:"instructions"`
 }
 
 func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in WorkInput) (WorkOutput, error) {
@@ -141,74 +109,8 @@ func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in Wo
 	return WorkOutput{
 		SessionID: sess.ID, Continuation: continuation, Project: sess.Project, Mode: sess.Mode,
 		ExecutionContext: sess.ExecutionContext, EventsObserved: sess.EventsObserved,
-		Instructions: readInstructions(inv),
+		Instructions: inv.Project.ReadInstructions(),
 	}, nil
-}
-
-func readInstructions(inv *kernel.Invocation) Instructions {
-	out := Instructions{Status: "not_found", Sources: []InstructionSource{}}
-	for _, rel := range InstructionFiles {
-		abs, clean, err := inv.Project.Resolve(rel)
-		if err != nil {
-			if failure.Is(err, failure.PermissionDenied) {
-				out.Sources = append(out.Sources, InstructionSource{Path: rel, Unavailable: "outside_project_root"})
-			}
-			continue
-		}
-		f, err := os.Open(abs)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			out.Sources = append(out.Sources, InstructionSource{Path: clean, Unavailable: "unreadable"})
-			continue
-		}
-		st, _ := f.Stat()
-		if st == nil || !st.Mode().IsRegular() {
-			f.Close()
-			continue
-		}
-		body, err := io.ReadAll(io.LimitReader(f, MaxInstructionFileRead))
-		f.Close()
-		if err != nil {
-			out.Sources = append(out.Sources, InstructionSource{Path: clean, Unavailable: "unreadable"})
-			continue
-		}
-		src := InstructionSource{Path: clean, SHA256: filerev.SHA256(body), Bytes: st.Size(), Truncated: st.Size() > int64(len(body))}
-		content := body
-		if len(content) > MaxInstructionFileBytes {
-			content = trimUTF8(content[:MaxInstructionFileBytes])
-			src.Truncated = true
-		}
-		src.Content = string(content)
-		out.Sources = append(out.Sources, src)
-		out.Status = "loaded"
-	}
-	return out
-}
-
-// trimUTF8 drops a trailing partial UTF-8 sequence.
-func trimUTF8(b []byte) []byte {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-4; i-- {
-		c := b[i]
-		if c < 0x80 {
-			return b
-		}
-		if c >= 0xC0 { // start byte: keep only if the sequence is complete
-			need := 2
-			if c >= 0xE0 {
-				need = 3
-			}
-			if c >= 0xF0 {
-				need = 4
-			}
-			if len(b)-i < need {
-				return b[:i]
-			}
-			return b
-		}
-	}
-	return b
 }
 
 // ListInput is the input of list_sessions.

@@ -43,7 +43,7 @@ func (e *env) start(instruction string) sessions.WorkOutput {
 }
 
 func TestInstructionFiles(t *testing.T) {
-	big := strings.Repeat("é", sessions.MaxInstructionFileBytes) // 2 bytes each: over the bound
+	big := strings.Repeat("é", project.MaxInstructionFileBytes) // 2 bytes each: over the bound
 	e := newEnv(t, map[string]string{
 		"AGENTS.md":                       "Run the tests.\n",
 		"CLAUDE.md":                       big,
@@ -54,7 +54,7 @@ func TestInstructionFiles(t *testing.T) {
 	if ins.Status != "loaded" || len(ins.Sources) != 3 {
 		t.Fatalf("instructions: %+v", ins)
 	}
-	for i, want := range sessions.InstructionFiles {
+	for i, want := range project.InstructionFiles {
 		if ins.Sources[i].Path != want || len(ins.Sources[i].SHA256) != 64 {
 			t.Fatalf("source %d: %+v", i, ins.Sources[i])
 		}
@@ -63,7 +63,7 @@ func TestInstructionFiles(t *testing.T) {
 		t.Fatalf("AGENTS.md: %+v", ins.Sources[0])
 	}
 	c := ins.Sources[1]
-	if !c.Truncated || len(c.Content) > sessions.MaxInstructionFileBytes || !strings.HasPrefix(big, c.Content) || c.Bytes != int64(len(big)) {
+	if !c.Truncated || len(c.Content) > project.MaxInstructionFileBytes || !strings.HasPrefix(big, c.Content) || c.Bytes != int64(len(big)) {
 		t.Fatalf("CLAUDE.md not bounded on a character boundary: %d bytes, truncated=%v", len(c.Content), c.Truncated)
 	}
 }

@@ -1,0 +1,115 @@
+package project
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// Bounds of the project instruction files read at the project root.
+const (
+	// MaxInstructionFileBytes is the most body bytes returned per file.
+	MaxInstructionFileBytes = 8 << 10
+	// MaxInstructionFileRead is the most bytes read (and fingerprinted) per
+	// file; larger files are fingerprinted over this prefix and flagged.
+	MaxInstructionFileRead = 1 << 20
+)
+
+// InstructionFiles are the agent instruction files looked for at the project
+// root, in this order.
+var InstructionFiles = []string{"AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md"}
+
+// InstructionSource describes one instruction file.
+type InstructionSource struct {
+	Path string `json:"path"`
+	// SHA256 fingerprints the bytes read (at most MaxInstructionFileRead).
+	SHA256    string `json:"sha256"`
+	Bytes     int64  `json:"bytes"`
+	Content   string `json:"content"`
+	Truncated bool   `json:"truncated"`
+	// Unavailable names why the file could not be read
+	// (outside_project_root, unreadable); Content is then empty.
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// Instructions are the instruction files found at a project root.
+type Instructions struct {
+	// Status is loaded when at least one file was read, else not_found.
+	Status  string              `json:"status"`
+	Sources []InstructionSource `json:"sources"`
+}
+
+// ReadInstructions reads the project's instruction files through the path
+// policy: a file that resolves outside the root is reported unavailable and
+// never read. Bodies are cut to MaxInstructionFileBytes on a UTF-8
+// boundary.
+func (p Project) ReadInstructions() Instructions {
+	out := Instructions{Status: "not_found", Sources: []InstructionSource{}}
+	for _, rel := range InstructionFiles {
+		abs, clean, err := p.Resolve(rel)
+		if err != nil {
+			if failure.Is(err, failure.PermissionDenied) {
+				out.Sources = append(out.Sources, InstructionSource{Path: rel, Unavailable: "outside_project_root"})
+			}
+			continue
+		}
+		f, err := os.Open(abs)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			out.Sources = append(out.Sources, InstructionSource{Path: clean, Unavailable: "unreadable"})
+			continue
+		}
+		st, err := f.Stat()
+		if err != nil || !st.Mode().IsRegular() {
+			f.Close()
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(f, MaxInstructionFileRead))
+		f.Close()
+		if err != nil {
+			out.Sources = append(out.Sources, InstructionSource{Path: clean, Unavailable: "unreadable"})
+			continue
+		}
+		sum := sha256.Sum256(body)
+		src := InstructionSource{Path: clean, SHA256: hex.EncodeToString(sum[:]), Bytes: st.Size(), Truncated: st.Size() > int64(len(body))}
+		content := body
+		if len(content) > MaxInstructionFileBytes {
+			content = trimUTF8(content[:MaxInstructionFileBytes])
+			src.Truncated = true
+		}
+		src.Content = string(content)
+		out.Sources = append(out.Sources, src)
+		out.Status = "loaded"
+	}
+	return out
+}
+
+// trimUTF8 drops a trailing incomplete UTF-8 sequence.
+func trimUTF8(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-4; i-- {
+		c := b[i]
+		if c < 0x80 {
+			return b
+		}
+		if c >= 0xC0 {
+			need := 2
+			if c >= 0xE0 {
+				need = 3
+			}
+			if c >= 0xF0 {
+				need = 4
+			}
+			if len(b)-i < need {
+				return b[:i]
+			}
+			return b
+		}
+	}
+	return b
+}
