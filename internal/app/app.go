@@ -24,6 +24,7 @@ import (
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/transport/mcpserver"
 	"github.com/webcodex/webcodex/internal/transport/rest"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
@@ -51,6 +52,7 @@ type App struct {
 	AdminCreated bool
 
 	started time.Time
+	mcp     *mcpserver.Server
 	server  *http.Server
 	ln      net.Listener
 }
@@ -101,7 +103,19 @@ func (a *App) Handler() http.Handler {
 		LoopbackOnly: a.Config.Loopback(), Logger: a.Log,
 	})
 	(&rest.Server{Kernel: a.Kernel, Status: a.Status, PublicURL: a.Config.PublicURL, Version: Version}).Register(mux)
+	mux.Authenticated("/mcp", a.MCP().Handler(httpserver.MaxBodyBytes))
 	return mux.Handler()
+}
+
+// MCP returns the MCP transport over the app's kernel. Calls over stdio
+// run as the local user.
+func (a *App) MCP() *mcpserver.Server {
+	if a.mcp == nil {
+		a.mcp = mcpserver.New(mcpserver.Options{
+			Kernel: a.Kernel, Projects: a.Projects, Logger: a.Log, Version: Version, Local: auth.LocalUser(),
+		})
+	}
+	return a.mcp
 }
 
 // Listen binds the configured address and returns the bound address (useful

@@ -163,7 +163,9 @@ type QueryCount struct {
 }
 
 func handler(ctx context.Context, inv *kernel.Invocation, in Input) (Output, error) {
-	out, observed, err := run(ctx, inv.Project, in, MaxScannedFiles)
+	out, observed, err := search(ctx, inv.Project, in, MaxScannedFiles, func(files int) {
+		inv.Progress(float64(files), 0, fmt.Sprintf("%d files searched", files))
+	})
 	if err != nil {
 		return Output{}, err
 	}
@@ -212,11 +214,22 @@ type scan struct {
 	reads                  int
 	incomplete             bool
 	scanned, binary, large map[string]bool
+	// progress, when set, is told the number of files read every
+	// ProgressEvery files.
+	progress func(files int)
 }
+
+// ProgressEvery is how many files a search reads between progress reports.
+const ProgressEvery = 200
 
 // run executes a search reading at most maxReads files and returns its
 // output and the observed paths (sorted, distinct).
 func run(ctx context.Context, p project.Project, in Input, maxReads int) (Output, []string, error) {
+	return search(ctx, p, in, maxReads, nil)
+}
+
+// search is run with a progress callback.
+func search(ctx context.Context, p project.Project, in Input, maxReads int, progress func(files int)) (Output, []string, error) {
 	if len(in.Queries) == 0 || len(in.Queries) > MaxQueries {
 		return Output{}, nil, failure.New(failure.InvalidArguments, "queries must hold 1-%d entries, got %d", MaxQueries, len(in.Queries))
 	}
@@ -248,7 +261,7 @@ func run(ctx context.Context, p project.Project, in Input, maxReads int) (Output
 	}
 	s := &scan{
 		ctx: ctx, includeIgnored: in.IncludeIgnored, contextLines: ctxLines, maxMatches: maxMatches, maxReads: maxReads,
-		scanned: map[string]bool{}, binary: map[string]bool{}, large: map[string]bool{},
+		scanned: map[string]bool{}, binary: map[string]bool{}, large: map[string]bool{}, progress: progress,
 	}
 	for _, g := range groups {
 		if err := s.group(p, g); err != nil {
@@ -403,6 +416,9 @@ func (s *scan) file(e walk.Entry, queries []*compiled, walked bool) error {
 		return walk.SkipAll
 	}
 	s.reads++
+	if s.progress != nil && s.reads%ProgressEvery == 0 {
+		s.progress(s.reads)
+	}
 	content, err := readSmall(e.Abs, walked)
 	if err != nil {
 		if walked {

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webcodex/webcodex/internal/app"
+)
+
+func newMCPCmd(g *globals) *cobra.Command {
+	var projects []string
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve MCP on standard input and output",
+		Long: "Serve MCP (2026-07-28 and 2025-11-25 clients) on stdin/stdout as the local user, for clients that\n" +
+			"start their servers as child processes. Logs go to stderr; the server exits at end of input.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			return runMCP(cmd.Context(), cfg, projects, cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringArrayVar(&projects, "project", nil, "register a project directory, as DIR or NAME=DIR (repeatable)")
+	return cmd
+}
+
+func runMCP(ctx context.Context, cfg app.Config, projects []string, stderr io.Writer) error {
+	log := newLogger(stderr, cfg)
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if _, err := a.RegisterProjects(ctx, projects); err != nil {
+		return err
+	}
+	log.Info("serving MCP on stdio", "data", cfg.DataDir)
+	err = a.MCP().ServeStdio(ctx)
+	a.Kernel.Drain(context.Background())
+	return err
+}

@@ -1,0 +1,294 @@
+// Package mcpserver is the MCP transport: every kernel tool becomes an MCP
+// tool on one official go-sdk server, served statelessly over Streamable HTTP
+// at /mcp (modern 2026-07-28 and legacy 2025-11-25 clients on one endpoint)
+// and over stdio.
+//
+// The transport adds nothing to dispatch: a tools/call is stripped of its
+// wrapper metadata (recording_session_id, ack_session_message_ids,
+// context_request), turned into a kernel.Call and answered with the kernel's
+// ToolResult as structuredContent plus a JSON text block. Wrapper metadata
+// exists only here; REST and OpenAPI never see it. No protocol session,
+// Mcp-Session-Id or host window ever selects a Workflow Session.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"maps"
+	"net/http"
+	"strings"
+
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/kernel"
+)
+
+// Protocol eras as recorded for audit.
+const (
+	EraModern = "stateless_2026"
+	EraLegacy = "legacy"
+)
+
+// modernVersion is the first protocol version of the stateless era.
+const modernVersion = "2026-07-28"
+
+// ToolsListTTLMs is the cache lifetime advertised on tools/list and
+// server/discover: the tool set is fixed for the life of the process.
+const ToolsListTTLMs = 5 * 60 * 1000
+
+// Options configure a Server.
+type Options struct {
+	Kernel *kernel.Kernel
+	// Projects resolves the project of a project.instructions request.
+	Projects kernel.ProjectResolver
+	Logger   *slog.Logger
+	Version  string
+	// Local is the principal of stdio calls (the local user).
+	Local auth.Principal
+}
+
+// Server is the MCP transport over one kernel.
+type Server struct {
+	opts Options
+	mcp  *mcp.Server
+	log  *slog.Logger
+}
+
+// ToolResult is the structuredContent of every tools/call: the kernel's
+// ToolResult plus, when requested, the context sidecar.
+type ToolResult struct {
+	Success bool              `json:"success"`
+	Output  any               `json:"output"`
+	Error   *kernel.ErrorBody `json:"error,omitempty"`
+	// Context holds the materials asked for with context_request, added
+	// after the tool's effect; it never gates the call.
+	Context map[string]Material `json:"context,omitempty"`
+}
+
+const instructions = "WebCodex tools act on registered projects (ids like agent:local:NAME). " +
+	"Start or continue a task with work_on_project; pass the returned session_id to later calls " +
+	"as recording_session_id (or as session_id where a tool takes one). Sessions are continued only by exact id."
+
+// New builds the MCP server with every tool of the kernel's registry.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: o, log: o.Logger}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "webcodex", Title: "WebCodex", Version: o.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       o.Logger,
+		// Declared truthfully: tools (a fixed set), and empty prompt and
+		// resource lists, which the SDK answers whether declared or not.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{},
+			Prompts:   &mcp.PromptCapabilities{},
+			Resources: &mcp.ResourceCapabilities{},
+		},
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.TTLMs = ToolsListTTLMs
+			c.CacheScope = "public"
+		},
+	})
+	for _, t := range o.Kernel.Registry().Tools() {
+		s.mcp.AddTool(mcpTool(t), s.handler(t))
+	}
+	return s
+}
+
+// MCP returns the underlying go-sdk server.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// ServeStdio serves MCP on standard input and output until EOF or ctx ends.
+func (s *Server) ServeStdio(ctx context.Context) error {
+	return s.mcp.Run(ctx, &mcp.StdioTransport{})
+}
+
+func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		p, ok := s.principal(req)
+		if !ok {
+			return result(ToolResult{Success: false, Output: map[string]any{}, Error: &kernel.ErrorBody{
+				Kind: failure.Unauthenticated, Message: "no authenticated principal"}}), nil
+		}
+		args, w, err := splitArguments(req.Params.Arguments)
+		if err != nil {
+			return result(ToolResult{Success: false, Output: map[string]any{
+				"failure_kind": "invalid_arguments", "recovery_kind": "fix_input", "state_changed": false,
+			}, Error: &kernel.ErrorBody{Kind: failure.KindOf(err), Message: failure.MessageOf(err)}}), nil
+		}
+		call := kernel.Call{
+			Tool: t.Name, Arguments: args, RecordingSessionID: w.recorder, AckMessageIDs: w.acks,
+			Principal: p, Source: kernel.SourceMCP, ProtocolEra: era(req.ProtocolVersion()),
+			ClientWindow: clientWindow(req.Params.Meta, p),
+		}
+		if ci := req.ClientInfo(); ci != nil {
+			call.ClientName = clipTo(ci.Name+"/"+ci.Version, 128)
+		}
+		if req.Extra != nil && req.Extra.Header != nil {
+			call.UserAgent = clipTo(req.Extra.Header.Get("User-Agent"), 256)
+		}
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			call.Progress = func(progress, total float64, message string) {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: tok, Progress: progress, Total: total, Message: message,
+				}); err != nil {
+					s.log.Debug("progress notification", "tool", t.Name, "err", err)
+				}
+			}
+		}
+		res := s.opts.Kernel.Dispatch(ctx, call)
+		out := ToolResult{Success: res.Success, Output: res.Output, Error: res.Error}
+		if len(w.context) > 0 {
+			out.Context = s.materials(ctx, p, args, w.context)
+		}
+		return result(out), nil
+	}
+}
+
+// principal returns the caller: the bearer principal on HTTP, the local
+// user on stdio.
+func (s *Server) principal(req *mcp.CallToolRequest) (auth.Principal, bool) {
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		p, ok := req.Extra.TokenInfo.Extra[principalKey].(auth.Principal)
+		return p, ok
+	}
+	if req.Extra != nil && req.Extra.Header != nil {
+		return auth.Principal{}, false // HTTP without a verified credential
+	}
+	return s.opts.Local, s.opts.Local.ID != ""
+}
+
+func era(version string) string {
+	if version >= modernVersion {
+		return EraModern
+	}
+	return EraLegacy
+}
+
+func clipTo(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// result renders a ToolResult as an MCP CallToolResult: the structured
+// value, the same JSON as text for clients that only read content, and
+// isError when the call failed.
+func result(tr ToolResult) *mcp.CallToolResult {
+	if tr.Output == nil {
+		tr.Output = map[string]any{}
+	}
+	b, err := json.Marshal(tr)
+	if err != nil {
+		b = []byte(`{"success":false,"output":{},"error":{"kind":"internal","message":"result not serializable"}}`)
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		StructuredContent: json.RawMessage(b),
+		IsError:           !tr.Success,
+	}
+}
+
+// mcpTool describes a kernel tool for tools/list: its input schema with the
+// wrapper members added, the ToolResult envelope as output schema, and its
+// annotations (local projects: never open-world).
+func mcpTool(t *kernel.Tool) *mcp.Tool {
+	closed := false
+	destructive := t.Annotations.Destructive
+	return &mcp.Tool{
+		Name:        t.Name,
+		Description: t.Description,
+		InputSchema: inputSchema(t),
+		OutputSchema: map[string]any{
+			"type":     "object",
+			"required": []string{"success", "output"},
+			"properties": map[string]any{
+				"success": map[string]any{"type": "boolean"},
+				"output":  map[string]any{"anyOf": []any{compact(t.OutputSchema), map[string]any{"type": "object"}}},
+				"error":   map[string]any{"type": "object", "properties": map[string]any{"kind": map[string]any{"type": "string"}, "message": map[string]any{"type": "string"}}},
+				"context": map[string]any{"type": "object"},
+			},
+		},
+		Annotations: &mcp.ToolAnnotations{
+			ReadOnlyHint:    t.Annotations.ReadOnly,
+			DestructiveHint: &destructive,
+			IdempotentHint:  t.Annotations.Idempotent,
+			OpenWorldHint:   &closed,
+		},
+	}
+}
+
+func inputSchema(t *kernel.Tool) map[string]any {
+	in := compactKeep(t.InputSchema)
+	props, _ := in["properties"].(map[string]any)
+	props = maps.Clone(props)
+	if props == nil {
+		props = map[string]any{}
+	}
+	props[fieldRecorder] = map[string]any{"type": "string", "maxLength": MaxRecordingSessionIDBytes,
+		"description": "record this call in that wc_sess_ session (provenance only)"}
+	props[fieldAcks] = map[string]any{"type": "array", "maxItems": MaxAckIDs,
+		"items": map[string]any{"type": "string", "pattern": ackIDRE.String()}}
+	props[fieldContext] = map[string]any{"type": "array", "maxItems": MaxContextKeys,
+		"items":       map[string]any{"type": "string", "maxLength": MaxContextKeyBytes},
+		"description": "materials to add after the call: " + strings.Join(knownMaterials, ", ")}
+	in["properties"] = props
+	return in
+}
+
+// compactKeep returns a schema as a generic map with descriptions kept.
+func compactKeep(schema any) map[string]any {
+	b, _ := json.Marshal(schema)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	if m == nil {
+		m = map[string]any{"type": "object"}
+	}
+	return m
+}
+
+// compact returns a schema as a generic map without descriptions: output
+// schemas describe shape; the tool description carries the meaning, and
+// every byte of tools/list costs the agent's context.
+func compact(schema any) map[string]any {
+	m := compactKeep(schema)
+	stripDescriptions(m)
+	return m
+}
+
+func stripDescriptions(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		delete(x, "description")
+		for _, c := range x {
+			stripDescriptions(c)
+		}
+	case []any:
+		for _, c := range x {
+			stripDescriptions(c)
+		}
+	}
+}
+
+// principalKey is where the HTTP bearer verifier leaves the principal in
+// the go-sdk TokenInfo.
+const principalKey = "webcodex.principal"
+
+// Handler returns the stateless Streamable HTTP handler for /mcp. It must be
+// mounted behind the HTTP stack's bearer authentication, which puts the
+// principal in the request context (auth.WithPrincipal).
+func (s *Server) Handler(maxBody int64) http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
+		Logger:                       s.log,
+		MaxRequestBodyBytes:          maxBody,
+	})
+	return sdkauth.RequireBearerToken(principalFromRequest, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+}

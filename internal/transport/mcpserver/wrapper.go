@@ -1,0 +1,145 @@
+package mcpserver
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// Bounds of the MCP wrapper metadata.
+const (
+	// MaxRecordingSessionIDBytes bounds recording_session_id.
+	MaxRecordingSessionIDBytes = 128
+	// MaxAckIDs bounds ack_session_message_ids.
+	MaxAckIDs = 8
+	// MaxContextKeys bounds the material keys of one context_request.
+	MaxContextKeys = 8
+	// MaxContextKeyBytes bounds one material key.
+	MaxContextKeyBytes = 64
+	// MaxWindowBytes bounds an accepted _meta["openai/session"] value.
+	MaxWindowBytes = 256
+)
+
+// Wrapper member names, projected into every tool's MCP input schema and
+// removed before the concrete arguments reach the kernel.
+const (
+	fieldRecorder = "recording_session_id"
+	fieldAcks     = "ack_session_message_ids"
+	fieldContext  = "context_request"
+)
+
+var ackIDRE = regexp.MustCompile(`^wc_msg_[0-9a-f]{32}$`)
+
+// wrapper is the MCP-only metadata of one tools/call.
+type wrapper struct {
+	recorder string
+	acks     []string
+	context  []string
+}
+
+// splitArguments removes the wrapper members from a tools/call arguments
+// object and validates them. Arguments that are not an object are returned
+// unchanged for the kernel to reject. A wrapper member of the wrong type or
+// over its bound is a failure.InvalidArguments.
+func splitArguments(raw json.RawMessage) (json.RawMessage, wrapper, error) {
+	var w wrapper
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return raw, w, nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &members); err != nil {
+		return raw, w, nil // malformed: the kernel reports it
+	}
+	found := false
+	if v, ok := members[fieldRecorder]; ok {
+		found = true
+		if err := json.Unmarshal(v, &w.recorder); err != nil {
+			return nil, w, failure.New(failure.InvalidArguments, "%s must be a string", fieldRecorder)
+		}
+		if len(w.recorder) > MaxRecordingSessionIDBytes {
+			return nil, w, failure.New(failure.InvalidArguments, "%s is longer than %d bytes", fieldRecorder, MaxRecordingSessionIDBytes)
+		}
+		delete(members, fieldRecorder)
+	}
+	if v, ok := members[fieldAcks]; ok {
+		found = true
+		if err := json.Unmarshal(v, &w.acks); err != nil {
+			return nil, w, failure.New(failure.InvalidArguments, "%s must be an array of message ids", fieldAcks)
+		}
+		if len(w.acks) > MaxAckIDs {
+			return nil, w, failure.New(failure.InvalidArguments, "%s holds more than %d ids", fieldAcks, MaxAckIDs)
+		}
+		for _, id := range w.acks {
+			if !ackIDRE.MatchString(id) {
+				return nil, w, failure.New(failure.InvalidArguments, "%s: %q is not a wc_msg_ id", fieldAcks, clip(id))
+			}
+		}
+		delete(members, fieldAcks)
+	}
+	if v, ok := members[fieldContext]; ok {
+		found = true
+		if err := json.Unmarshal(v, &w.context); err != nil {
+			return nil, w, failure.New(failure.InvalidArguments, "%s must be an array of material keys", fieldContext)
+		}
+		if len(w.context) > MaxContextKeys {
+			return nil, w, failure.New(failure.InvalidArguments, "%s holds more than %d keys", fieldContext, MaxContextKeys)
+		}
+		for _, k := range w.context {
+			if k == "" || len(k) > MaxContextKeyBytes || !utf8.ValidString(k) {
+				return nil, w, failure.New(failure.InvalidArguments, "%s keys must be 1-%d bytes", fieldContext, MaxContextKeyBytes)
+			}
+		}
+		delete(members, fieldContext)
+	}
+	if !found {
+		return raw, w, nil
+	}
+	out, err := json.Marshal(members)
+	if err != nil {
+		return nil, w, fmt.Errorf("mcpserver: re-encode arguments: %w", err)
+	}
+	return out, w, nil
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// windowDomain separates ClientWindow hashes from every other hash.
+const windowDomain = "webcodex.client-window.v1"
+
+// clientWindow returns the domain-separated hash of a host window value
+// bound to the authenticated principal, or "" when the value is absent or
+// malformed. The raw value is never returned, stored or logged.
+func clientWindow(meta map[string]any, p auth.Principal) string {
+	v, ok := meta["openai/session"].(string)
+	if !ok || v == "" || len(v) > MaxWindowBytes || !utf8.ValidString(v) {
+		return ""
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return ""
+		}
+	}
+	h := sha256.New()
+	for _, f := range []string{windowDomain, string(p.Kind), p.ID, p.Owner, v} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
