@@ -174,3 +174,16 @@ func Register[In, Out any](r *Registry, s Spec[In, Out]) {
 	}
 	r.add(t)
 }
+
+// SchemaMap returns schema as a generic JSON object, a fresh copy on every
+// call that the caller may modify (for example to add transport-specific
+// members). A nil or non-object schema becomes {"type":"object"}.
+func SchemaMap(schema any) map[string]any {
+	b, _ := json.Marshal(schema)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	if m == nil {
+		m = map[string]any{"type": "object"}
+	}
+	return m
+}

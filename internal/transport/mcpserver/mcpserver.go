@@ -225,7 +225,7 @@ func mcpTool(t *kernel.Tool) *mcp.Tool {
 }
 
 func inputSchema(t *kernel.Tool) map[string]any {
-	in := compactKeep(t.InputSchema)
+	in := kernel.SchemaMap(t.InputSchema)
 	props, _ := in["properties"].(map[string]any)
 	props = maps.Clone(props)
 	if props == nil {
@@ -242,22 +242,11 @@ func inputSchema(t *kernel.Tool) map[string]any {
 	return in
 }
 
-// compactKeep returns a schema as a generic map with descriptions kept.
-func compactKeep(schema any) map[string]any {
-	b, _ := json.Marshal(schema)
-	var m map[string]any
-	json.Unmarshal(b, &m)
-	if m == nil {
-		m = map[string]any{"type": "object"}
-	}
-	return m
-}
-
 // compact returns a schema as a generic map without descriptions: output
 // schemas describe shape; the tool description carries the meaning, and
 // every byte of tools/list costs the agent's context.
 func compact(schema any) map[string]any {
-	m := compactKeep(schema)
+	m := kernel.SchemaMap(schema)
 	stripDescriptions(m)
 	return m
 }

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/webcodex/webcodex/internal/httpserver"
@@ -16,7 +15,7 @@ import (
 func OpenAPI(reg *kernel.Registry, serverURL, version string) map[string]any {
 	paths := map[string]any{}
 	for _, t := range reg.Tools() {
-		in := schemaMap(t.InputSchema)
+		in := kernel.SchemaMap(t.InputSchema)
 		props, _ := in["properties"].(map[string]any)
 		if props == nil {
 			props = map[string]any{}
@@ -43,7 +42,7 @@ func OpenAPI(reg *kernel.Registry, serverURL, version string) map[string]any {
 							"required": []string{"success", "output"},
 							"properties": map[string]any{
 								"success": map[string]any{"type": "boolean"},
-								"output":  map[string]any{"oneOf": []any{schemaMap(t.OutputSchema), map[string]any{"type": "object"}}},
+								"output":  map[string]any{"oneOf": []any{kernel.SchemaMap(t.OutputSchema), map[string]any{"type": "object"}}},
 								"error":   errorSchema,
 							},
 						}}},
@@ -79,16 +78,6 @@ var errorSchema = map[string]any{
 		"kind":    map[string]any{"type": "string"},
 		"message": map[string]any{"type": "string"},
 	},
-}
-
-func schemaMap(s any) map[string]any {
-	b, _ := json.Marshal(s)
-	var m map[string]any
-	json.Unmarshal(b, &m)
-	if m == nil {
-		m = map[string]any{"type": "object"}
-	}
-	return m
 }
 
 func firstSentence(s string) string {
