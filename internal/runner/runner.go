@@ -1,0 +1,355 @@
+// Package runner is the local execution host: it starts real processes,
+// each in its own process group with a scrubbed environment, bounds what it
+// keeps of their output, enforces timeouts and a process-count limit, and
+// kills the whole group on timeout, cancellation or Stop.
+//
+// The [Host] interface is what tools use, so that a remote runner can serve
+// the same calls later. [Local] implements it on this machine.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Bounds of one execution.
+const (
+	// DefaultTimeout is used when a Spec sets none.
+	DefaultTimeout = 10 * time.Minute
+	// MaxTimeout is the longest timeout a Spec may ask for.
+	MaxTimeout = 24 * time.Hour
+	// DefaultTailBytes is the output kept per stream when a Spec sets none.
+	DefaultTailBytes = 16 << 10
+	// MaxTailBytes is the most output kept per stream.
+	MaxTailBytes = 256 << 10
+	// MaxStdinBytes bounds the stdin a caller may supply.
+	MaxStdinBytes = 1 << 20
+	// MaxArgs and MaxArgBytes bound an argv.
+	MaxArgs     = 1024
+	MaxArgBytes = 128 << 10
+	// KillGrace is how long a process group has between SIGTERM and
+	// SIGKILL.
+	KillGrace = 2 * time.Second
+	// MaxProcesses is the most processes one execution's group may hold;
+	// beyond it the group is killed (a fork-bomb guard).
+	MaxProcesses = 256
+	// GuardInterval is how often the process-count guard counts a
+	// group; a scan of /proc costs well under a millisecond.
+	GuardInterval = 100 * time.Millisecond
+	// outputDrain bounds the wait for output pipes after the process
+	// exited (a backgrounded grandchild may hold them open).
+	outputDrain = 500 * time.Millisecond
+)
+
+// ErrNotStarted marks a failure before the process ran: nothing executed.
+var ErrNotStarted = errors.New("runner: not started")
+
+// A Spec describes one execution.
+type Spec struct {
+	// Argv is the literal program and arguments; no shell is involved
+	// unless Argv names one.
+	Argv []string
+	// Dir is the absolute working directory; the caller has confined it.
+	Dir string
+	// Env holds additions to the scrubbed base environment.
+	Env map[string]string
+	// Stdin is written to the process and then closed; nil gives /dev/null.
+	Stdin []byte
+	// Timeout bounds the run (0 = DefaultTimeout).
+	Timeout time.Duration
+	// TailBytes is the output kept per stream (0 = DefaultTailBytes).
+	TailBytes int
+	// Stdout and Stderr, when set, also receive the full streams (a job's
+	// output files).
+	Stdout, Stderr io.Writer
+}
+
+// Validate checks a Spec's bounds. It does not look at the filesystem.
+func (s Spec) Validate() error {
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return errors.New("argv must name a program")
+	}
+	if len(s.Argv) > MaxArgs {
+		return fmt.Errorf("argv has more than %d arguments", MaxArgs)
+	}
+	n := 0
+	for _, a := range s.Argv {
+		if strings.ContainsRune(a, 0) {
+			return errors.New("argv holds a NUL byte")
+		}
+		n += len(a)
+	}
+	if n > MaxArgBytes {
+		return fmt.Errorf("argv is longer than %d bytes", MaxArgBytes)
+	}
+	if s.Timeout < 0 || s.Timeout > MaxTimeout {
+		return fmt.Errorf("timeout must be between 1s and %s", MaxTimeout)
+	}
+	if s.TailBytes < 0 || s.TailBytes > MaxTailBytes {
+		return fmt.Errorf("output tail must be at most %d bytes", MaxTailBytes)
+	}
+	if len(s.Stdin) > MaxStdinBytes {
+		return fmt.Errorf("stdin is longer than %d bytes", MaxStdinBytes)
+	}
+	return ValidateEnv(s.Env)
+}
+
+// Ending says how an execution ended.
+type Ending string
+
+// Endings.
+const (
+	Exited       Ending = "exited"
+	TimedOut     Ending = "timed_out"
+	Cancelled    Ending = "cancelled"
+	Stopped      Ending = "stopped"
+	ProcessLimit Ending = "process_limit_exceeded"
+	Signaled     Ending = "signaled"
+)
+
+// A Result is a finished execution.
+type Result struct {
+	// ExitCode is the process's exit status, or -1 when a signal ended it.
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	Ending   Ending `json:"ending"`
+	// KilledGroup is true when the runner had to kill the process group.
+	KilledGroup bool          `json:"killed_group"`
+	Duration    time.Duration `json:"-"`
+	Stdout      Output        `json:"stdout"`
+	Stderr      Output        `json:"stderr"`
+}
+
+// Host runs executions. Local is the implementation on this machine; a
+// remote runner implements the same interface.
+type Host interface {
+	// Start begins an execution. An error wrapping ErrNotStarted means
+	// nothing ran.
+	Start(ctx context.Context, s Spec) (*Process, error)
+}
+
+// Local runs processes on this machine.
+type Local struct {
+	// Getenv reads the server environment that children may inherit (nil:
+	// os.Getenv).
+	Getenv func(string) string
+}
+
+var _ Host = (*Local)(nil)
+
+// A Process is a started execution.
+type Process struct {
+	cmd     *exec.Cmd
+	pgid    int
+	started time.Time
+	stdout  *Tail
+	stderr  *Tail
+	done    chan struct{}
+	result  Result
+
+	mu     sync.Mutex
+	ending Ending // why the runner killed the group, if it did
+	killed bool
+}
+
+// Start implements Host.
+func (l *Local) Start(ctx context.Context, s Spec) (*Process, error) {
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
+	}
+	getenv := l.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.TailBytes == 0 {
+		s.TailBytes = DefaultTailBytes
+	}
+	env := childEnv(getenv, s.Env)
+	path := s.Argv[0]
+	if !strings.Contains(path, "/") {
+		p, err := lookPath(path, env)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: not found on PATH", ErrNotStarted, path)
+		}
+		path = p
+	}
+	if st, err := os.Stat(s.Dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w: working directory does not exist", ErrNotStarted)
+	}
+	cmd := &exec.Cmd{Path: path, Args: s.Argv, Dir: s.Dir, Env: env}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &Process{cmd: cmd, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{})}
+	cmd.Stdout = tee(p.stdout, s.Stdout)
+	cmd.Stderr = tee(p.stderr, s.Stderr)
+	if s.Stdin != nil {
+		cmd.Stdin = strings.NewReader(string(s.Stdin))
+	}
+	cmd.WaitDelay = outputDrain
+	p.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
+	}
+	p.pgid = cmd.Process.Pid
+	go p.supervise(ctx, s.Timeout)
+	return p, nil
+}
+
+func tee(t *Tail, w io.Writer) io.Writer {
+	if w == nil {
+		return t
+	}
+	return io.MultiWriter(t, w)
+}
+
+// lookPath resolves a program name against the child's PATH, not the
+// server's.
+func lookPath(name string, env []string) (string, error) {
+	pathList := ""
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			pathList = kv[len("PATH="):]
+		}
+	}
+	for _, dir := range strings.Split(pathList, ":") {
+		if dir == "" {
+			continue
+		}
+		cand := dir + "/" + name
+		if st, err := os.Stat(cand); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return cand, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+// supervise waits for the process while enforcing the timeout, the
+// caller's cancellation and the process limit.
+func (p *Process) supervise(ctx context.Context, timeout time.Duration) {
+	waited := make(chan error, 1)
+	go func() { waited <- p.cmd.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	guard := time.NewTicker(GuardInterval)
+	defer guard.Stop()
+	var err error
+loop:
+	for {
+		select {
+		case err = <-waited:
+			break loop
+		case <-timer.C:
+			p.kill(TimedOut)
+		case <-ctx.Done():
+			p.kill(Cancelled)
+		case <-guard.C:
+			if countGroup(p.pgid) > MaxProcesses {
+				p.kill(ProcessLimit)
+			}
+		}
+	}
+	// The leader is gone; anything it left in its group goes with it.
+	if n := countGroup(p.pgid); n > 0 {
+		syscall.Kill(-p.pgid, syscall.SIGKILL)
+		p.mu.Lock()
+		p.killed = true
+		p.mu.Unlock()
+	}
+	p.finish(err)
+	close(p.done)
+}
+
+// kill ends the process group: SIGTERM, then SIGKILL after KillGrace.
+func (p *Process) kill(why Ending) {
+	p.mu.Lock()
+	if p.ending != "" {
+		p.mu.Unlock()
+		return
+	}
+	p.ending, p.killed = why, true
+	p.mu.Unlock()
+	syscall.Kill(-p.pgid, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-p.done:
+		case <-time.After(KillGrace):
+			syscall.Kill(-p.pgid, syscall.SIGKILL)
+		}
+	}()
+	if why == ProcessLimit {
+		// A fork bomb gets no grace.
+		syscall.Kill(-p.pgid, syscall.SIGKILL)
+	}
+}
+
+// Stop kills the execution's process group (a stop_job or a closed shell).
+func (p *Process) Stop() { p.kill(Stopped) }
+
+func (p *Process) finish(err error) {
+	r := Result{Duration: time.Since(p.started), Stdout: p.stdout.Snapshot(), Stderr: p.stderr.Snapshot(), ExitCode: -1}
+	p.mu.Lock()
+	r.KilledGroup = p.killed
+	ending := p.ending
+	p.mu.Unlock()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		r.ExitCode = 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.Signal = ws.Signal().String()
+		} else {
+			r.ExitCode = ee.ExitCode()
+		}
+	case errors.Is(err, exec.ErrWaitDelay):
+		r.ExitCode = p.cmd.ProcessState.ExitCode()
+	}
+	switch {
+	case ending != "":
+		r.Ending = ending
+	case r.Signal != "":
+		r.Ending = Signaled
+	default:
+		r.Ending = Exited
+	}
+	p.result = r
+}
+
+// Done is closed when the execution has finished.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until the execution finishes or ctx ends (which does not stop
+// the process: use Stop).
+func (p *Process) Wait(ctx context.Context) (Result, error) {
+	select {
+	case <-p.done:
+		return p.result, nil
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// Snapshot returns the output so far of a running or finished execution.
+func (p *Process) Snapshot() (stdout, stderr Output) { return p.stdout.Snapshot(), p.stderr.Snapshot() }
+
+// PID is the process id of the group leader.
+func (p *Process) PID() int { return p.pgid }
+
+// Run starts an execution and waits for it.
+func Run(ctx context.Context, h Host, s Spec) (Result, error) {
+	p, err := h.Start(ctx, s)
+	if err != nil {
+		return Result{}, err
+	}
+	return p.Wait(context.WithoutCancel(ctx))
+}
