@@ -42,6 +42,11 @@ const (
 	Interrupted              Kind = "interrupted"
 	Cancelled                Kind = "cancelled"
 	OperationFailed          Kind = "operation_failed"
+	NotStarted               Kind = "not_started"
+	CommandFailed            Kind = "command_failed"
+	TimedOut                 Kind = "timed_out"
+	ShellBusy                Kind = "shell_busy"
+	ShellResetRequired       Kind = "shell_reset_required"
 	InvalidLedger            Kind = "invalid_ledger"
 )
 
@@ -54,6 +59,7 @@ var Kinds = []Kind{
 	SessionAuthorityDenied, InvalidExecutionContext, InvalidCodingInstruction,
 	EditConflict, StalePrecondition, OutcomeUnknown, Unavailable, Conflict,
 	Interrupted, Cancelled, OperationFailed, InvalidLedger,
+	NotStarted, CommandFailed, TimedOut, ShellBusy, ShellResetRequired,
 }
 
 // Error is a failure with a stable kind, a human message and optional

@@ -257,8 +257,16 @@ func failureKind(k failure.Kind) string {
 		return "outcome_unknown"
 	case failure.UnknownSessionID, failure.SessionClosed, failure.SessionProjectMismatch, failure.NotFound:
 		return "not_started"
-	case failure.Unavailable:
+	case failure.Unavailable, failure.ShellBusy:
 		return "capability_unavailable"
+	case failure.NotStarted:
+		return "not_started"
+	case failure.CommandFailed:
+		return "command_failed"
+	case failure.TimedOut:
+		return "timeout"
+	case failure.ShellResetRequired:
+		return "reset_required"
 	}
 	return "operation_failed"
 }
@@ -275,6 +283,10 @@ func recoveryKind(k failure.Kind) string {
 		return "inspect_state"
 	case "capability_unavailable":
 		return "retry_later"
+	case "command_failed", "timeout":
+		return "inspect_output"
+	case "reset_required":
+		return "reopen_shell"
 	}
 	return "inspect_error"
 }
