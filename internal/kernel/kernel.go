@@ -230,6 +230,11 @@ func (k *Kernel) refuse(rec *Record, err error) Result {
 	return failed(err, false)
 }
 
+// Failure returns the ToolResult of a call refused before it reached a
+// tool (for transports that validate their own envelope), in the same
+// shape the kernel uses for its own failures.
+func Failure(err error) Result { return failed(err, false) }
+
 func failed(err error, stateChanged bool) Result {
 	kind := failure.KindOf(err)
 	out := map[string]any{

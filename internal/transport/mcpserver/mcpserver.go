@@ -112,14 +112,11 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		p, ok := s.principal(req)
 		if !ok {
-			return result(ToolResult{Success: false, Output: map[string]any{}, Error: &kernel.ErrorBody{
-				Kind: failure.Unauthenticated, Message: "no authenticated principal"}}), nil
+			return refused(failure.New(failure.Unauthenticated, "no authenticated principal")), nil
 		}
 		args, w, err := splitArguments(req.Params.Arguments)
 		if err != nil {
-			return result(ToolResult{Success: false, Output: map[string]any{
-				"failure_kind": "invalid_arguments", "recovery_kind": "fix_input", "state_changed": false,
-			}, Error: &kernel.ErrorBody{Kind: failure.KindOf(err), Message: failure.MessageOf(err)}}), nil
+			return refused(err), nil
 		}
 		call := kernel.Call{
 			Tool: t.Name, Arguments: args, RecordingSessionID: w.recorder, AckMessageIDs: w.acks,
@@ -175,6 +172,12 @@ func clipTo(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// refused renders a call the transport refused before dispatch.
+func refused(err error) *mcp.CallToolResult {
+	r := kernel.Failure(err)
+	return result(ToolResult{Success: r.Success, Output: r.Output, Error: r.Error})
 }
 
 // result renders a ToolResult as an MCP CallToolResult: the structured
@@ -279,5 +282,5 @@ func (s *Server) Handler(maxBody int64) http.Handler {
 		Logger:                       s.log,
 		MaxRequestBodyBytes:          maxBody,
 	})
-	return sdkauth.RequireBearerToken(principalFromRequest, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	return sdkauth.RequireBearerToken(principalFromRequest, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(prefilter(h, maxBody))
 }

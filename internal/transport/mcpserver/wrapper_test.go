@@ -89,7 +89,9 @@ func TestKernelSeesOnlyTheHash(t *testing.T) {
 			kernel.ProjectRef
 		}, struct{}]{
 			Name: "noop", Description: "does nothing", Scopes: []auth.Scope{auth.ScopeProjectRead},
-			Handler: func(context.Context, *kernel.Invocation, struct{ kernel.ProjectRef }) (struct{}, error) { return struct{}{}, nil },
+			Handler: func(context.Context, *kernel.Invocation, struct{ kernel.ProjectRef }) (struct{}, error) {
+				return struct{}{}, nil
+			},
 		})
 	})
 	k := kernel.New(kernel.Options{Registry: env.Kernel.Registry(), Projects: kerneltest.Projects{env.Project.ID: env.Project},

@@ -1,0 +1,943 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/auth"
+)
+
+// Raw-HTTP tests of /mcp: every request is built by hand so the exact
+// status codes, headers and JSON-RPC error shapes of the real handler stack
+// (httpserver -> bearer auth -> go-sdk stateless Streamable HTTP ->
+// mcpserver -> kernel) are pinned down.
+
+const (
+	rawModernVersion = "2026-07-28"
+	rawLegacyVersion = "2025-11-25"
+	rawProjectID     = "agent:local:p"
+	rawAgentsMD      = "Always run the raw MCP tests before finishing.\n"
+)
+
+// rawHTTP bounds every request of these tests.
+var rawHTTP = &http.Client{Timeout: 30 * time.Second}
+
+// rawMsg is one JSON-RPC message.
+type rawMsg struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Result  json.RawMessage `json:"result"`
+	Error   *rawRPCError    `json:"error"`
+}
+
+type rawRPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// rawResp is one /mcp HTTP exchange.
+type rawResp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Msgs are the JSON-RPC responses the body carries (notifications
+	// skipped); Msg is the response when there is exactly one, else nil
+	// (plain-text HTTP errors, 202, the HTTP stack's own JSON errors).
+	Msgs []*rawMsg
+	Msg  *rawMsg
+}
+
+func (r rawResp) String() string {
+	return fmt.Sprintf("HTTP %d %s: %.400s", r.Status, r.Header.Get("Content-Type"), r.Body)
+}
+
+// rawParse returns the JSON-RPC responses in a body: application/json
+// holds one message; text/event-stream holds events whose data lines carry
+// messages (notifications first, then the response). Other media types
+// (plain-text errors) and JSON that is not JSON-RPC hold none.
+func rawParse(contentType string, body []byte) ([]*rawMsg, error) {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch mt {
+	case "application/json":
+		// The HTTP stack's own errors are JSON too, but not JSON-RPC.
+		var m rawMsg
+		if err := json.Unmarshal(body, &m); err != nil || m.JSONRPC != "2.0" {
+			return nil, nil
+		}
+		return []*rawMsg{&m}, nil
+	case "text/event-stream":
+		var resps []*rawMsg
+		var data []string
+		dispatch := func() error {
+			if len(data) == 0 {
+				return nil
+			}
+			payload := strings.Join(data, "\n")
+			data = nil
+			var m rawMsg
+			if err := json.Unmarshal([]byte(payload), &m); err != nil || m.JSONRPC != "2.0" {
+				return fmt.Errorf("SSE event data is not JSON-RPC: %v: %.200s", err, payload)
+			}
+			if len(m.ID) > 0 && m.Method == "" {
+				resps = append(resps, &m)
+			}
+			return nil
+		}
+		for line := range strings.SplitSeq(string(body), "\n") {
+			line = strings.TrimSuffix(line, "\r")
+			switch {
+			case line == "":
+				if err := dispatch(); err != nil {
+					return nil, err
+				}
+			case strings.HasPrefix(line, "data:"):
+				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+			}
+			// event:, id:, retry: and : comments carry no message.
+		}
+		if err := dispatch(); err != nil {
+			return nil, err
+		}
+		return resps, nil
+	}
+	return nil, nil
+}
+
+func rawTestParse(t *testing.T) {
+	sse := "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n" +
+		": keep-alive\r\n\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\r\ndata: \"result\":{\"ok\":true}}\r\n\r\n"
+	ms, err := rawParse("text/event-stream", []byte(sse))
+	if err != nil || len(ms) != 1 || string(ms[0].ID) != "7" || string(ms[0].Result) != `{"ok":true}` {
+		t.Fatalf("SSE parse: %+v, %v", ms, err)
+	}
+	ms, err = rawParse("application/json; charset=utf-8", []byte(`{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"m"}}`))
+	if err != nil || len(ms) != 1 || ms[0].Error == nil || ms[0].Error.Code != -32601 {
+		t.Fatalf("JSON parse: %+v, %v", ms, err)
+	}
+	for _, tc := range []struct{ ct, body string }{
+		{"text/plain; charset=utf-8", "Bad Request"},
+		{"application/json", `{"success":false,"error":{"kind":"unauthenticated"}}`},
+	} {
+		if ms, err := rawParse(tc.ct, []byte(tc.body)); ms != nil || err != nil {
+			t.Fatalf("%s parse: %+v, %v", tc.ct, ms, err)
+		}
+	}
+}
+
+// rawDo sends req and parses the answer.
+func rawDo(t *testing.T, req *http.Request) rawResp {
+	t.Helper()
+	resp, err := rawHTTP.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	r := rawResp{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	if r.Msgs, err = rawParse(resp.Header.Get("Content-Type"), body); err != nil {
+		t.Fatalf("%v\n%s", err, r)
+	}
+	if len(r.Msgs) == 1 {
+		r.Msg = r.Msgs[0]
+	}
+	return r
+}
+
+// rawRequest builds a request to /mcp with the headers every Streamable
+// HTTP POST carries; hdr then sets (or, with "", removes) headers.
+func rawRequest(t *testing.T, s *server, method, token string, body []byte, hdr map[string]string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, s.base+"/mcp", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	return req
+}
+
+func rawPost(t *testing.T, s *server, token string, body []byte, hdr map[string]string) rawResp {
+	t.Helper()
+	return rawDo(t, rawRequest(t, s, http.MethodPost, token, body, hdr))
+}
+
+// rawMeta is the modern request _meta envelope.
+func rawMeta(version string) map[string]any {
+	return map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    version,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "rawtest", "version": "1.0"},
+	}
+}
+
+// rawBody encodes one JSON-RPC request. A modern request gets the _meta
+// envelope of version unless params already hold _meta; version "" adds
+// none (legacy).
+func rawBody(id int, method string, params map[string]any, version string) []byte {
+	p := maps.Clone(params)
+	if p == nil {
+		p = map[string]any{}
+	}
+	if _, ok := p["_meta"]; !ok && version != "" {
+		p["_meta"] = rawMeta(version)
+	}
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": p})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// rawHeaders are the SEP-2243 headers of a modern request.
+func rawHeaders(method, name string) map[string]string {
+	h := map[string]string{"MCP-Protocol-Version": rawModernVersion, "Mcp-Method": method}
+	if name != "" {
+		h["Mcp-Name"] = name
+	}
+	return h
+}
+
+// rawModern sends a well-formed modern request.
+func rawModern(t *testing.T, s *server, token string, id int, method string, params map[string]any) rawResp {
+	t.Helper()
+	name, _ := params["name"].(string)
+	return rawPost(t, s, token, rawBody(id, method, params, rawModernVersion), rawHeaders(method, name))
+}
+
+// rawToolResult is the structuredContent of a tools/call.
+type rawToolResult struct {
+	Success bool                       `json:"success"`
+	Output  map[string]json.RawMessage `json:"output"`
+	Error   *struct{ Kind, Message string }
+	Context map[string]rawMaterial `json:"context"`
+}
+
+type rawMaterial struct {
+	Status  string          `json:"status"`
+	Reason  string          `json:"reason"`
+	Content json.RawMessage `json:"content"`
+}
+
+type rawCallResult struct {
+	IsError           bool `json:"isError"`
+	Content           []struct{ Type, Text string }
+	StructuredContent rawToolResult `json:"structuredContent"`
+	ResultType        string        `json:"resultType"`
+}
+
+// rawCall sends a modern tools/call that must reach the tool layer (HTTP
+// 200, a result, no JSON-RPC error) and returns the result.
+func rawCall(t *testing.T, s *server, token, tool string, args any) rawCallResult {
+	t.Helper()
+	r := rawModern(t, s, token, 1, "tools/call", map[string]any{"name": tool, "arguments": args})
+	if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil || len(r.Msg.Result) == 0 {
+		t.Fatalf("tools/call %s: %s", tool, r)
+	}
+	var res rawCallResult
+	if err := json.Unmarshal(r.Msg.Result, &res); err != nil {
+		t.Fatalf("tools/call %s result: %v: %s", tool, err, r.Msg.Result)
+	}
+	// The text block is the same envelope for clients that only read
+	// content, and isError mirrors success.
+	if len(res.Content) != 1 || res.Content[0].Type != "text" {
+		t.Fatalf("tools/call %s content: %+v", tool, res.Content)
+	}
+	var text rawToolResult
+	if err := json.Unmarshal([]byte(res.Content[0].Text), &text); err != nil || text.Success != res.StructuredContent.Success {
+		t.Fatalf("tools/call %s text block does not mirror structuredContent: %v %.200s", tool, err, res.Content[0].Text)
+	}
+	if res.IsError == res.StructuredContent.Success || res.ResultType != "complete" {
+		t.Fatalf("tools/call %s: isError=%v success=%v resultType=%q", tool, res.IsError, res.StructuredContent.Success, res.ResultType)
+	}
+	return res
+}
+
+// rawWantError asserts an HTTP status and a JSON-RPC error code.
+func rawWantError(t *testing.T, r rawResp, status, code int) *rawRPCError {
+	t.Helper()
+	if r.Status != status || r.Msg == nil || r.Msg.Error == nil || r.Msg.Error.Code != code {
+		t.Fatalf("want HTTP %d with JSON-RPC error %d, got %s", status, code, r)
+	}
+	if len(r.Msg.Result) != 0 || r.Msg.JSONRPC != "2.0" {
+		t.Fatalf("malformed JSON-RPC error response: %s", r)
+	}
+	return r.Msg.Error
+}
+
+// rawWantPlain asserts an HTTP error whose body is not JSON-RPC (the SDK's
+// http.Error answers) and that mentions want.
+func rawWantPlain(t *testing.T, r rawResp, status int, want string) {
+	t.Helper()
+	if r.Status != status || r.Msg != nil || !strings.Contains(string(r.Body), want) {
+		t.Fatalf("want HTTP %d with a plain %q body, got %s", status, want, r)
+	}
+}
+
+func rawWantToolError(t *testing.T, res rawCallResult, kind string) {
+	t.Helper()
+	sc := res.StructuredContent
+	if !res.IsError || sc.Success || sc.Error == nil || sc.Error.Kind != kind {
+		t.Fatalf("want a tool error %s, got isError=%v %+v", kind, res.IsError, sc.Error)
+	}
+}
+
+func rawString(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("not a string: %s", raw)
+	}
+	return v
+}
+
+// rawProjectDir is a project root with a file and an AGENTS.md.
+func rawProjectDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte(rawAgentsMD), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func rawReadArgs() map[string]any {
+	return map[string]any{"project": rawProjectID, "files": []any{map[string]any{"path": "a.txt"}}}
+}
+
+func rawWith(base map[string]any, k string, v any) map[string]any {
+	m := maps.Clone(base)
+	m[k] = v
+	return m
+}
+
+// rawStartSession starts a Workflow Session over MCP as token.
+func rawStartSession(t *testing.T, s *server, token, instruction string) string {
+	t.Helper()
+	res := rawCall(t, s, token, "work_on_project", map[string]any{"project": rawProjectID, "instruction": instruction})
+	if !res.StructuredContent.Success {
+		t.Fatalf("work_on_project: %+v", res.StructuredContent.Error)
+	}
+	return rawString(t, res.StructuredContent.Output["session_id"])
+}
+
+func rawEvents(t *testing.T, s *server, id string) int64 {
+	t.Helper()
+	sess, err := s.a.Sessions.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess.EventsObserved
+}
+
+// TestMCPRawProtocol covers the wire protocol of /mcp: both eras' happy
+// paths, every protocol-level rejection and the HTTP boundaries in front of
+// the SDK.
+func TestMCPRawProtocol(t *testing.T) {
+	t.Run("OKParser", rawTestParse)
+
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
+	defer s.stop(t)
+
+	// --- modern (2026-07-28) ---
+	t.Run("OKToolsList", func(t *testing.T) {
+		var first json.RawMessage
+		for i := range 2 {
+			r := rawModern(t, s, s.token, 1, "tools/list", nil)
+			if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil || string(r.Msg.ID) != "1" {
+				t.Fatalf("tools/list: %s", r)
+			}
+			if r.Header.Get("Mcp-Session-Id") != "" {
+				t.Fatalf("modern response carries Mcp-Session-Id %q", r.Header.Get("Mcp-Session-Id"))
+			}
+			var res struct {
+				Tools []struct {
+					Name         string         `json:"name"`
+					InputSchema  map[string]any `json:"inputSchema"`
+					OutputSchema map[string]any `json:"outputSchema"`
+				} `json:"tools"`
+				NextCursor string         `json:"nextCursor"`
+				ResultType string         `json:"resultType"`
+				TTLMs      *int64         `json:"ttlMs"`
+				CacheScope string         `json:"cacheScope"`
+				Meta       map[string]any `json:"_meta"`
+			}
+			if err := json.Unmarshal(r.Msg.Result, &res); err != nil {
+				t.Fatal(err)
+			}
+			if res.ResultType != "complete" || res.TTLMs == nil || *res.TTLMs <= 0 || res.CacheScope == "" || res.NextCursor != "" {
+				t.Fatalf("tools/list cache hints: resultType=%q ttlMs=%v cacheScope=%q nextCursor=%q", res.ResultType, res.TTLMs, res.CacheScope, res.NextCursor)
+			}
+			if _, ok := res.Meta["io.modelcontextprotocol/serverInfo"]; !ok {
+				t.Fatalf("tools/list result _meta has no serverInfo: %v", res.Meta)
+			}
+			var names []string
+			for _, tl := range res.Tools {
+				names = append(names, tl.Name)
+				props, _ := tl.InputSchema["properties"].(map[string]any)
+				for _, w := range []string{"recording_session_id", "ack_session_message_ids", "context_request"} {
+					if props[w] == nil {
+						t.Errorf("%s inputSchema lacks wrapper member %s", tl.Name, w)
+					}
+				}
+				if tl.OutputSchema == nil {
+					t.Errorf("%s has no outputSchema", tl.Name)
+				}
+			}
+			var want []string
+			for _, tl := range s.a.Kernel.Registry().Tools() {
+				want = append(want, tl.Name)
+			}
+			slices.Sort(want)
+			if !slices.IsSorted(names) || !slices.Equal(names, want) {
+				t.Fatalf("tools/list names %v, want sorted %v", names, want)
+			}
+			if i == 0 {
+				first = r.Msg.Result
+			} else if !bytes.Equal(first, r.Msg.Result) {
+				t.Fatalf("tools/list differs between two calls:\n%.300s\n%.300s", first, r.Msg.Result)
+			}
+		}
+	})
+	t.Run("OKServerDiscover", func(t *testing.T) {
+		r := rawModern(t, s, s.token, 2, "server/discover", nil)
+		if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil {
+			t.Fatalf("server/discover: %s", r)
+		}
+		var res struct {
+			SupportedVersions []string                   `json:"supportedVersions"`
+			Capabilities      map[string]json.RawMessage `json:"capabilities"`
+			Instructions      string                     `json:"instructions"`
+			ResultType        string                     `json:"resultType"`
+			TTLMs             *int64                     `json:"ttlMs"`
+			CacheScope        string                     `json:"cacheScope"`
+		}
+		if err := json.Unmarshal(r.Msg.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{rawModernVersion, rawLegacyVersion} {
+			if !slices.Contains(res.SupportedVersions, v) {
+				t.Errorf("supportedVersions %v lacks %s", res.SupportedVersions, v)
+			}
+		}
+		for _, c := range []string{"tools", "prompts", "resources"} {
+			if res.Capabilities[c] == nil {
+				t.Errorf("capabilities lack %s: %s", c, r.Msg.Result)
+			}
+		}
+		if res.Capabilities["logging"] != nil {
+			t.Errorf("capabilities declare logging: %s", res.Capabilities["logging"])
+		}
+		if res.ResultType != "complete" || res.TTLMs == nil || res.CacheScope == "" || !strings.Contains(res.Instructions, "work_on_project") {
+			t.Errorf("server/discover: %s", r.Msg.Result)
+		}
+	})
+	t.Run("OKReadFiles", func(t *testing.T) {
+		res := rawCall(t, s, s.token, "read_files", rawReadArgs())
+		if !res.StructuredContent.Success {
+			t.Fatalf("read_files: %+v", res.StructuredContent.Error)
+		}
+		var files []struct{ Path, Content string }
+		json.Unmarshal(res.StructuredContent.Output["files"], &files)
+		if len(files) != 1 || files[0].Path != "a.txt" || files[0].Content != "hello\n" {
+			t.Fatalf("read_files output: %s", res.StructuredContent.Output["files"])
+		}
+		if res.StructuredContent.Context != nil {
+			t.Fatalf("context without context_request: %v", res.StructuredContent.Context)
+		}
+	})
+	t.Run("OKNotificationAccepted", func(t *testing.T) {
+		// A notification has no response: 202 and no body.
+		body := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)
+		r := rawPost(t, s, s.token, body, map[string]string{"MCP-Protocol-Version": rawModernVersion, "Mcp-Method": "notifications/cancelled"})
+		if r.Status != http.StatusAccepted || len(bytes.TrimSpace(r.Body)) != 0 {
+			t.Fatalf("notification: %s", r)
+		}
+	})
+
+	// --- legacy (2025-11-25) ---
+	t.Run("OKLegacyInitialize", func(t *testing.T) {
+		body := rawBody(1, "initialize", map[string]any{
+			"protocolVersion": rawLegacyVersion, "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "legacy", "version": "1"},
+		}, "")
+		r := rawPost(t, s, s.token, body, nil)
+		if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil {
+			t.Fatalf("initialize: %s", r)
+		}
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			t.Fatalf("stateless server minted Mcp-Session-Id %q", id)
+		}
+		var res struct {
+			ProtocolVersion string                     `json:"protocolVersion"`
+			Capabilities    map[string]json.RawMessage `json:"capabilities"`
+			ServerInfo      struct{ Name string }      `json:"serverInfo"`
+		}
+		json.Unmarshal(r.Msg.Result, &res)
+		if res.ProtocolVersion != rawLegacyVersion || res.ServerInfo.Name != "webcodex" || res.Capabilities["tools"] == nil {
+			t.Fatalf("initialize result: %s", r.Msg.Result)
+		}
+	})
+	t.Run("OKLegacyToolsList", func(t *testing.T) {
+		r := rawPost(t, s, s.token, rawBody(2, "tools/list", nil, ""), map[string]string{"MCP-Protocol-Version": rawLegacyVersion})
+		if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil || r.Header.Get("Mcp-Session-Id") != "" {
+			t.Fatalf("legacy tools/list: %s", r)
+		}
+		var res struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		json.Unmarshal(r.Msg.Result, &res)
+		if len(res.Tools) != len(s.a.Kernel.Registry().Tools()) {
+			t.Fatalf("legacy tools/list has %d tools", len(res.Tools))
+		}
+	})
+	t.Run("OKLegacyToolsCall", func(t *testing.T) {
+		body := rawBody(3, "tools/call", map[string]any{"name": "read_files", "arguments": rawReadArgs()}, "")
+		r := rawPost(t, s, s.token, body, map[string]string{"MCP-Protocol-Version": rawLegacyVersion})
+		if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil {
+			t.Fatalf("legacy tools/call: %s", r)
+		}
+		var res rawCallResult
+		json.Unmarshal(r.Msg.Result, &res)
+		if res.IsError || !res.StructuredContent.Success {
+			t.Fatalf("legacy read_files: %s", r.Msg.Result)
+		}
+	})
+	for _, m := range []string{http.MethodGet, http.MethodDelete} {
+		t.Run("ErrLegacy"+m, func(t *testing.T) {
+			r := rawDo(t, rawRequest(t, s, m, s.token, nil, map[string]string{
+				"MCP-Protocol-Version": rawLegacyVersion, "Mcp-Session-Id": "abc", "Content-Type": ""}))
+			if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "POST" {
+				t.Fatalf("%s /mcp: %s (Allow %q)", m, r, r.Header.Get("Allow"))
+			}
+		})
+	}
+
+	// --- protocol-level rejections ---
+	t.Run("ErrMalformedJSON", func(t *testing.T) {
+		r := rawPost(t, s, s.token, []byte(`{"jsonrpc":"2.0","id":1,"method":`), rawHeaders("tools/list", ""))
+		rawWantError(t, r, http.StatusBadRequest, -32700)
+	})
+	t.Run("ErrBatch", func(t *testing.T) {
+		calls := s.a.Kernel.Stats().Calls
+		for name, hdr := range map[string]map[string]string{
+			"modern":    rawHeaders("tools/list", ""),
+			"legacy":    {"MCP-Protocol-Version": rawLegacyVersion},
+			"noVersion": nil,
+		} {
+			ver := rawModernVersion
+			if name != "modern" {
+				ver = ""
+			}
+			batch := []byte("[" + string(rawBody(1, "tools/call", map[string]any{"name": "read_files", "arguments": rawReadArgs()}, ver)) + "," +
+				string(rawBody(2, "tools/list", nil, ver)) + "]")
+			r := rawPost(t, s, s.token, batch, hdr)
+			rawWantError(t, r, http.StatusBadRequest, -32600)
+		}
+		if got := s.a.Kernel.Stats().Calls; got != calls {
+			t.Fatalf("a batch reached the kernel (%d -> %d calls)", calls, got)
+		}
+	})
+	t.Run("ErrMissingClientCapabilities", func(t *testing.T) {
+		body := rawBody(1, "tools/list", map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": rawModernVersion}}, rawModernVersion)
+		e := rawWantError(t, rawPost(t, s, s.token, body, rawHeaders("tools/list", "")), http.StatusBadRequest, -32602)
+		if !strings.Contains(e.Message, "clientCapabilities") {
+			t.Fatalf("message: %q", e.Message)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		body []byte
+		hdr  map[string]string
+	}{
+		{"ErrVersionHeaderVsMeta", rawBody(1, "tools/list", nil, rawLegacyVersion), rawHeaders("tools/list", "")},
+		{"ErrVersionHeaderMissing", rawBody(1, "tools/list", nil, rawModernVersion), map[string]string{"Mcp-Method": "tools/list"}},
+		{"ErrMethodHeaderMismatch", rawBody(1, "tools/list", nil, rawModernVersion), rawHeaders("prompts/list", "")},
+		{"ErrMethodHeaderMissing", rawBody(1, "tools/list", nil, rawModernVersion), map[string]string{"MCP-Protocol-Version": rawModernVersion}},
+		{"ErrNameHeaderMissing", rawBody(1, "tools/call", map[string]any{"name": "read_files", "arguments": rawReadArgs()}, rawModernVersion), rawHeaders("tools/call", "")},
+		{"ErrNameHeaderMismatch", rawBody(1, "tools/call", map[string]any{"name": "read_files", "arguments": rawReadArgs()}, rawModernVersion), rawHeaders("tools/call", "write_project_file")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := s.a.Kernel.Stats().Calls
+			rawWantError(t, rawPost(t, s, s.token, tc.body, tc.hdr), http.StatusBadRequest, -32020)
+			if got := s.a.Kernel.Stats().Calls; got != calls {
+				t.Fatalf("a rejected request reached the kernel (%d -> %d calls)", calls, got)
+			}
+		})
+	}
+	t.Run("ErrUnsupportedVersion", func(t *testing.T) {
+		const future = "2099-01-01"
+		hdr := rawHeaders("tools/list", "")
+		hdr["MCP-Protocol-Version"] = future
+		e := rawWantError(t, rawPost(t, s, s.token, rawBody(1, "tools/list", nil, future), hdr), http.StatusBadRequest, -32022)
+		var data struct {
+			Supported []string `json:"supported"`
+			Requested string   `json:"requested"`
+		}
+		if err := json.Unmarshal(e.Data, &data); err != nil || data.Requested != future ||
+			!slices.Contains(data.Supported, rawModernVersion) || !slices.Contains(data.Supported, rawLegacyVersion) {
+			t.Fatalf("error.data: %s (%v)", e.Data, err)
+		}
+	})
+	t.Run("ErrUnknownPastVersionHeader", func(t *testing.T) {
+		// An unknown version older than 2026-07-28 is refused by the SDK
+		// before any JSON-RPC processing, as plain text naming the
+		// supported versions.
+		r := rawPost(t, s, s.token, rawBody(1, "tools/list", nil, ""), map[string]string{"MCP-Protocol-Version": "2024-01-01"})
+		rawWantPlain(t, r, http.StatusBadRequest, rawModernVersion)
+	})
+	for _, m := range []string{"initialize", "ping", "logging/setLevel", "no/such/method"} {
+		t.Run("ErrMethodNotFound_"+strings.ReplaceAll(m, "/", "_"), func(t *testing.T) {
+			params := map[string]any{}
+			switch m {
+			case "initialize":
+				params = map[string]any{"protocolVersion": rawModernVersion, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "x", "version": "1"}}
+			case "logging/setLevel":
+				params = map[string]any{"level": "debug"}
+			}
+			rawWantError(t, rawModern(t, s, s.token, 5, m, params), http.StatusNotFound, -32601)
+		})
+	}
+	t.Run("ErrUnknownTool", func(t *testing.T) {
+		// The SDK answers an unregistered tool name with a JSON-RPC
+		// -32602 (HTTP 400 in the modern era), before any handler runs.
+		calls := s.a.Kernel.Stats().Calls
+		e := rawWantError(t, rawModern(t, s, s.token, 1, "tools/call", map[string]any{"name": "no_such_tool", "arguments": map[string]any{}}),
+			http.StatusBadRequest, -32602)
+		if !strings.Contains(e.Message, "no_such_tool") {
+			t.Fatalf("message: %q", e.Message)
+		}
+		if got := s.a.Kernel.Stats().Calls; got != calls {
+			t.Fatalf("an unknown tool reached the kernel (%d -> %d calls)", calls, got)
+		}
+	})
+	t.Run("ErrContentType", func(t *testing.T) {
+		hdr := rawHeaders("tools/list", "")
+		hdr["Content-Type"] = "text/plain"
+		rawWantPlain(t, rawPost(t, s, s.token, rawBody(1, "tools/list", nil, rawModernVersion), hdr), http.StatusUnsupportedMediaType, "Content-Type")
+	})
+	t.Run("ErrAcceptWithoutEventStream", func(t *testing.T) {
+		hdr := rawHeaders("tools/list", "")
+		hdr["Accept"] = "application/json"
+		rawWantPlain(t, rawPost(t, s, s.token, rawBody(1, "tools/list", nil, rawModernVersion), hdr), http.StatusBadRequest, "Accept")
+	})
+
+	// --- the HTTP stack in front of the SDK ---
+	okBody := rawBody(1, "tools/list", nil, rawModernVersion)
+	t.Run("ErrNoBearer", func(t *testing.T) {
+		r := rawPost(t, s, "", okBody, rawHeaders("tools/list", ""))
+		if r.Status != http.StatusUnauthorized || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") || r.Msg != nil {
+			t.Fatalf("no bearer: %s (WWW-Authenticate %q)", r, r.Header.Get("WWW-Authenticate"))
+		}
+	})
+	t.Run("ErrBadBearer", func(t *testing.T) {
+		r := rawPost(t, s, "wc_pat_nottherealtoken0000000000000000000000000", okBody, rawHeaders("tools/list", ""))
+		if r.Status != http.StatusUnauthorized || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Fatalf("bad bearer: %s", r)
+		}
+	})
+	t.Run("ErrForeignOrigin", func(t *testing.T) {
+		hdr := rawHeaders("tools/list", "")
+		hdr["Origin"] = "https://evil.example"
+		if r := rawPost(t, s, s.token, okBody, hdr); r.Status != http.StatusForbidden {
+			t.Fatalf("cross-origin: %s", r)
+		}
+	})
+	t.Run("ErrDNSRebinding", func(t *testing.T) {
+		req := rawRequest(t, s, http.MethodPost, s.token, okBody, rawHeaders("tools/list", ""))
+		req.Host = "evil.example.com"
+		if r := rawDo(t, req); r.Status != http.StatusForbidden {
+			t.Fatalf("rebinding host: %s", r)
+		}
+	})
+	t.Run("ErrOversized", func(t *testing.T) {
+		args := rawWith(rawReadArgs(), "pad", strings.Repeat("x", 5<<20))
+		body := rawBody(1, "tools/call", map[string]any{"name": "read_files", "arguments": args}, rawModernVersion)
+		calls := s.a.Kernel.Stats().Calls
+		r := rawPost(t, s, s.token, body, rawHeaders("tools/call", "read_files"))
+		if r.Status != http.StatusRequestEntityTooLarge {
+			t.Fatalf("oversized: %s", r)
+		}
+		if got := s.a.Kernel.Stats().Calls; got != calls {
+			t.Fatalf("an oversized request reached the kernel")
+		}
+	})
+}
+
+// TestMCPRawToolErrors covers failures that are tool results (HTTP 200,
+// isError true), not protocol errors: bad arguments, bad wrapper metadata
+// and refused recorder claims, and checks that none of them records
+// anything.
+func TestMCPRawToolErrors(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
+	defer s.stop(t)
+	ctx := context.Background()
+
+	sess := rawStartSession(t, s, s.token, "raw MCP recorder target")
+	otherTok, _, err := s.a.Auth.CreateToken(ctx, "other", "someone-else", []auth.Scope{auth.ScopeAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := rawStartSession(t, s, otherTok, "another group's task")
+
+	t.Run("OKRecordedCall", func(t *testing.T) {
+		// Positive control: a good recorder claim does record, so the
+		// unchanged counts below mean something.
+		before := rawEvents(t, s, sess)
+		res := rawCall(t, s, s.token, "read_files", rawWith(rawReadArgs(), "recording_session_id", sess))
+		if !res.StructuredContent.Success {
+			t.Fatalf("recorded read: %+v", res.StructuredContent.Error)
+		}
+		if after := rawEvents(t, s, sess); after <= before {
+			t.Fatalf("recorded call added no event (%d -> %d)", before, after)
+		}
+	})
+
+	// Arguments the kernel's strict decoding refuses.
+	for _, tc := range []struct {
+		name string
+		args any
+	}{
+		{"ErrUnknownArgument", rawWith(rawWith(rawReadArgs(), "bogus", 1), "recording_session_id", sess)},
+		{"ErrWrongArgumentType", rawWith(rawWith(rawReadArgs(), "files", "a.txt"), "recording_session_id", sess)},
+		{"ErrMissingArgument", map[string]any{"project": rawProjectID, "recording_session_id": sess}},
+		{"ErrArgumentsNotObject", []any{1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := rawEvents(t, s, sess)
+			res := rawCall(t, s, s.token, "read_files", tc.args)
+			rawWantToolError(t, res, "invalid_arguments")
+			if fk := res.StructuredContent.Output["failure_kind"]; rawString(t, fk) != "invalid_arguments" {
+				t.Fatalf("failure_kind %s", fk)
+			}
+			if after := rawEvents(t, s, sess); after != before {
+				t.Fatalf("refused call recorded %d events", after-before)
+			}
+		})
+	}
+
+	// Wrapper metadata of the wrong type or over its bounds: refused by the
+	// transport before the kernel sees the call.
+	ack := func(i int) string { return fmt.Sprintf("wc_msg_%032x", i) }
+	var nineAcks, nineKeys []any
+	for i := range 9 {
+		nineAcks = append(nineAcks, ack(i))
+		nineKeys = append(nineKeys, fmt.Sprintf("k%d", i))
+	}
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"ErrRecorderNotString", rawWith(rawReadArgs(), "recording_session_id", 42)},
+		{"ErrRecorderTooLong", rawWith(rawReadArgs(), "recording_session_id", sess+strings.Repeat("0", 129-len(sess)))},
+		{"ErrAcksTooMany", rawWith(rawWith(rawReadArgs(), "recording_session_id", sess), "ack_session_message_ids", nineAcks)},
+		{"ErrAckMalformed", rawWith(rawWith(rawReadArgs(), "recording_session_id", sess), "ack_session_message_ids", []any{ack(1), "wc_msg_XYZ"})},
+		{"ErrAckUppercaseHex", rawWith(rawWith(rawReadArgs(), "recording_session_id", sess), "ack_session_message_ids", []any{"wc_msg_" + strings.Repeat("A", 32)})},
+		{"ErrAcksNotArray", rawWith(rawWith(rawReadArgs(), "recording_session_id", sess), "ack_session_message_ids", ack(1))},
+		{"ErrContextNotArray", rawWith(rawWith(rawReadArgs(), "recording_session_id", sess), "context_request", "webcodex.workflow")},
+		{"ErrContextTooMany", rawWith(rawWith(rawReadArgs(), "recording_session_id", sess), "context_request", nineKeys)},
+		{"ErrContextEmptyKey", rawWith(rawWith(rawReadArgs(), "recording_session_id", sess), "context_request", []any{""})},
+		{"ErrContextKeyTooLong", rawWith(rawWith(rawReadArgs(), "recording_session_id", sess), "context_request", []any{strings.Repeat("k", 65)})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, calls := rawEvents(t, s, sess), s.a.Kernel.Stats().Calls
+			res := rawCall(t, s, s.token, "read_files", tc.args)
+			rawWantToolError(t, res, "invalid_arguments")
+			if fk := res.StructuredContent.Output["failure_kind"]; rawString(t, fk) != "invalid_arguments" {
+				t.Fatalf("failure_kind %s", fk)
+			}
+			if res.StructuredContent.Context != nil {
+				t.Fatalf("refused call carries context: %v", res.StructuredContent.Context)
+			}
+			if got := s.a.Kernel.Stats().Calls; got != calls {
+				t.Fatalf("bad wrapper metadata reached the kernel (%d -> %d calls)", calls, got)
+			}
+			if after := rawEvents(t, s, sess); after != before {
+				t.Fatalf("refused call recorded %d events", after-before)
+			}
+		})
+	}
+	t.Run("OKWrapperAtBounds", func(t *testing.T) {
+		// Exactly at the bounds is accepted.
+		args := rawWith(rawReadArgs(), "ack_session_message_ids", nineAcks[:8])
+		args["context_request"] = nineKeys[:8]
+		res := rawCall(t, s, s.token, "read_files", args)
+		if !res.StructuredContent.Success || len(res.StructuredContent.Context) != 8 {
+			t.Fatalf("at bounds: %+v context %v", res.StructuredContent.Error, res.StructuredContent.Context)
+		}
+	})
+
+	t.Run("ErrForgedRecorder", func(t *testing.T) {
+		forged := "wc_sess_" + strings.Repeat("ab", 16)
+		claims := s.a.Kernel.Stats().InvalidClaims
+		res := rawCall(t, s, s.token, "read_files", rawWith(rawReadArgs(), "recording_session_id", forged))
+		rawWantToolError(t, res, "unknown_session_id")
+		if b := res.StructuredContent.Output["session_binding"]; rawString(t, b) != "invalid_claim" {
+			t.Fatalf("session_binding %s", b)
+		}
+		if got := s.a.Kernel.Stats().InvalidClaims; got != claims+1 {
+			t.Fatalf("invalid claims %d -> %d", claims, got)
+		}
+		if _, err := s.a.Sessions.Get(ctx, forged); err == nil {
+			t.Fatal("a forged recorder claim created a session")
+		}
+	})
+	t.Run("ErrForeignRecorder", func(t *testing.T) {
+		before := rawEvents(t, s, foreign)
+		res := rawCall(t, s, s.token, "read_files", rawWith(rawReadArgs(), "recording_session_id", foreign))
+		rawWantToolError(t, res, "session_authority_denied")
+		if b := res.StructuredContent.Output["session_binding"]; rawString(t, b) != "invalid_claim" {
+			t.Fatalf("session_binding %s", b)
+		}
+		if after := rawEvents(t, s, foreign); after != before {
+			t.Fatalf("the foreign session gained %d events", after-before)
+		}
+	})
+	t.Run("ErrForeignBusinessSession", func(t *testing.T) {
+		before := rawEvents(t, s, foreign)
+		res := rawCall(t, s, s.token, "session_summary", map[string]any{"session_id": foreign})
+		rawWantToolError(t, res, "session_authority_denied")
+		if after := rawEvents(t, s, foreign); after != before {
+			t.Fatalf("the foreign session gained %d events", after-before)
+		}
+	})
+}
+
+// TestMCPRawContextAndREST covers the context_request sidecar and checks
+// that MCP wrapper members never reach REST.
+func TestMCPRawContextAndREST(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
+	defer s.stop(t)
+	ctx := context.Background()
+	sess := rawStartSession(t, s, s.token, "context sidecar")
+
+	t.Run("OKMaterials", func(t *testing.T) {
+		res := rawCall(t, s, s.token, "read_files", rawWith(rawReadArgs(), "context_request",
+			[]any{"webcodex.workflow", "project.instructions", "no.such.key"}))
+		sc := res.StructuredContent
+		if !sc.Success || len(sc.Context) != 3 {
+			t.Fatalf("read_files with context: %+v %v", sc.Error, sc.Context)
+		}
+		wf := sc.Context["webcodex.workflow"]
+		if wf.Status != "available" || !strings.Contains(rawString(t, wf.Content), "work_on_project") {
+			t.Fatalf("webcodex.workflow: %+v", wf)
+		}
+		ins := sc.Context["project.instructions"]
+		var body struct {
+			Status  string `json:"status"`
+			Sources []struct {
+				Path    string `json:"path"`
+				Content string `json:"content"`
+			} `json:"sources"`
+		}
+		json.Unmarshal(ins.Content, &body)
+		if ins.Status != "available" || body.Status != "loaded" || !strings.Contains(string(ins.Content), "AGENTS.md") ||
+			!strings.Contains(string(ins.Content), strings.TrimSpace(rawAgentsMD)) {
+			t.Fatalf("project.instructions: %+v %s", ins, ins.Content)
+		}
+		if u := sc.Context["no.such.key"]; u.Status != "unavailable" || u.Reason != "unknown_material" || u.Content != nil {
+			t.Fatalf("no.such.key: %+v", u)
+		}
+	})
+	t.Run("OKInstructionsNeedExplicitProject", func(t *testing.T) {
+		// session_summary names only a session; the session's project is
+		// never used to infer project.instructions.
+		res := rawCall(t, s, s.token, "session_summary", map[string]any{"session_id": sess,
+			"context_request": []any{"project.instructions", "webcodex.workflow"}})
+		sc := res.StructuredContent
+		if !sc.Success {
+			t.Fatalf("session_summary: %+v", sc.Error)
+		}
+		if ins := sc.Context["project.instructions"]; ins.Status != "unavailable" || ins.Reason != "project_required" || ins.Content != nil {
+			t.Fatalf("project.instructions without a project argument: %+v", ins)
+		}
+		if sc.Context["webcodex.workflow"].Status != "available" {
+			t.Fatalf("webcodex.workflow: %+v", sc.Context["webcodex.workflow"])
+		}
+	})
+	t.Run("ErrInstructionsNeedScope", func(t *testing.T) {
+		// A caller without project:read fails the tool and gets no
+		// instructions; the public workflow guide is still attached.
+		tok, _, err := s.a.Auth.CreateToken(ctx, "runtime", auth.DefaultOwner, []auth.Scope{auth.ScopeRuntimeRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := rawCall(t, s, tok, "read_files", rawWith(rawReadArgs(), "context_request", []any{"project.instructions", "webcodex.workflow"}))
+		rawWantToolError(t, res, "insufficient_scope")
+		if ins := res.StructuredContent.Context["project.instructions"]; ins.Status != "unavailable" || ins.Reason != "insufficient_scope" || ins.Content != nil {
+			t.Fatalf("project.instructions without project:read: %+v", ins)
+		}
+		if res.StructuredContent.Context["webcodex.workflow"].Status != "available" {
+			t.Fatalf("webcodex.workflow: %+v", res.StructuredContent.Context)
+		}
+	})
+	t.Run("ErrUnknownProjectInstructions", func(t *testing.T) {
+		args := map[string]any{"project": "agent:local:nope", "files": []any{map[string]any{"path": "a.txt"}}, "context_request": []any{"project.instructions"}}
+		res := rawCall(t, s, s.token, "read_files", args)
+		rawWantToolError(t, res, "unknown_project")
+		if ins := res.StructuredContent.Context["project.instructions"]; ins.Status != "unavailable" || ins.Reason != "unknown_project" {
+			t.Fatalf("project.instructions of an unknown project: %+v", ins)
+		}
+	})
+
+	// Wrapper members exist only on MCP: REST passes arguments to the
+	// kernel unchanged, whose strict decoding refuses them.
+	for _, tc := range []struct {
+		name  string
+		field string
+		value any
+	}{
+		{"ErrRESTAcks", "ack_session_message_ids", []any{"wc_msg_" + strings.Repeat("0", 32)}},
+		{"ErrRESTContext", "context_request", []any{"webcodex.workflow"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := rawEvents(t, s, sess)
+			r := s.call(t, "read_files", rawWith(rawReadArgs(), tc.field, tc.value), sess)
+			if r.Success || r.Error == nil || r.Error.Kind != "invalid_arguments" || !strings.Contains(r.Error.Message, tc.field) {
+				t.Fatalf("/api/tools/call with %s: %+v", tc.field, r.Error)
+			}
+			body, _ := json.Marshal(rawWith(rawReadArgs(), tc.field, tc.value))
+			code, data := s.do(t, s.token, http.MethodPost, "/api/actions/read_files", body)
+			var res result
+			json.Unmarshal(data, &res)
+			if code != http.StatusOK || res.Success || res.Error == nil || res.Error.Kind != "invalid_arguments" {
+				t.Fatalf("/api/actions/read_files with %s: %d %s", tc.field, code, data)
+			}
+			if strings.Contains(string(data), `"context"`) {
+				t.Fatalf("REST answered a context_request: %s", data)
+			}
+			if after := rawEvents(t, s, sess); after != before {
+				t.Fatalf("refused REST call recorded %d events", after-before)
+			}
+		})
+	}
+}

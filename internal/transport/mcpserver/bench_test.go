@@ -1,0 +1,348 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/auth"
+)
+
+// The benchmarks drive /mcp the way an agent does: a go-sdk client session
+// (Streamable HTTP, the negotiated 2026-07-28 era) against a loopback
+// httptest.Server, one tools/call or tools/list per iteration. The
+// webcodex_* cases serve the complete app handler (Host and Origin checks,
+// bearer authentication against the token store, the MCP transport, the
+// kernel and the read_files tool; with recording, the ledger events of the
+// call committed with synchronous=FULL before the answer). bare_sdk is the
+// floor: a plain go-sdk stateless server in the same process with one typed
+// tool doing the same work (read the small file, return its content and
+// SHA-256).
+//
+//	go test ./internal/transport/mcpserver -run '^$' -bench 'ToolsCall|ToolsList' -benchtime 300x -count 5
+
+const (
+	benchProject = "agent:local:bench"
+	benchFile    = "small.go"
+	// benchAgents is the number of concurrent agents of
+	// BenchmarkToolsCallParallel, each with its own client session (and,
+	// when recorded, its own Workflow Session).
+	benchAgents = 8
+)
+
+var benchContent = []byte("package main\n\nimport \"fmt\"\n\n// main prints a greeting.\nfunc main() {\n\tfmt.Println(\"hello, bench\")\n}\n")
+
+// BenchmarkToolsCall measures sequential tools/call round trips of a small
+// read through one client session.
+func BenchmarkToolsCall(b *testing.B) {
+	for _, c := range benchCases() {
+		b.Run(c.name, func(b *testing.B) {
+			env := c.setup(b, 1)
+			cs := env.sessions[0]
+			call := env.call(0)
+			ctx := context.Background()
+			callOnce(b, cs, call) // warm the connection and check the answer
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				res, err := cs.CallTool(ctx, call)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.IsError {
+					b.Fatalf("tool error: %s", textOf(res))
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
+
+// BenchmarkToolsCallParallel runs benchAgents agents at once, each with its
+// own client session (and Workflow Session when recorded), sharing b.N
+// calls; with recording, group commit lets concurrent ledger appends share
+// fsyncs.
+func BenchmarkToolsCallParallel(b *testing.B) {
+	for _, c := range benchCases() {
+		b.Run(c.name, func(b *testing.B) {
+			env := c.setup(b, benchAgents)
+			for i, cs := range env.sessions {
+				callOnce(b, cs, env.call(i))
+			}
+			ctx := context.Background()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, benchAgents)
+			b.ResetTimer()
+			for i, cs := range env.sessions {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					call := env.call(i)
+					for next.Add(1) <= int64(b.N) {
+						res, err := cs.CallTool(ctx, call)
+						if err == nil && res.IsError {
+							err = fmt.Errorf("tool error: %s", textOf(res))
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
+
+// BenchmarkToolsList measures tools/list latency through /mcp against the
+// bare server and reports the serialized size of the tools array.
+func BenchmarkToolsList(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		setup func(*testing.B, int) *benchEnv
+	}{{"webcodex", setupApp(false)}, {"bare_sdk", setupBare}} {
+		b.Run(c.name, func(b *testing.B) {
+			env := c.setup(b, 1)
+			cs := env.sessions[0]
+			ctx := context.Background()
+			lt, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			raw, err := json.Marshal(lt.Tools)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := cs.ListTools(ctx, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(len(raw)), "tools_bytes")
+			b.ReportMetric(float64(len(lt.Tools)), "tools")
+		})
+	}
+}
+
+type benchCase struct {
+	name  string
+	setup func(b *testing.B, agents int) *benchEnv
+}
+
+func benchCases() []benchCase {
+	return []benchCase{
+		{"webcodex_recorded", setupApp(true)},
+		{"webcodex_unrecorded", setupApp(false)},
+		{"bare_sdk", setupBare},
+	}
+}
+
+// benchEnv is a server under test with one client session per agent.
+type benchEnv struct {
+	sessions []*mcp.ClientSession
+	call     func(agent int) *mcp.CallToolParams
+}
+
+// setupApp serves the complete WebCodex handler with one registered project
+// holding the small file, and connects one authenticated client session per
+// agent. With recorded, each agent opens its own Workflow Session with
+// work_on_project and records every call in it.
+func setupApp(recorded bool) func(*testing.B, int) *benchEnv {
+	return func(b *testing.B, agents int) *benchEnv {
+		ctx := context.Background()
+		proj := b.TempDir()
+		writeBenchFile(b, proj)
+		cfg, err := app.LoadConfig(b.TempDir(), func(string) string { return "" })
+		if err != nil {
+			b.Fatal(err)
+		}
+		a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { a.Close() })
+		if _, err := a.RegisterProjects(ctx, []string{"bench=" + proj}); err != nil {
+			b.Fatal(err)
+		}
+		token, _, err := a.Auth.CreateToken(ctx, "bench", "bench", []auth.Scope{auth.ScopeProjectRead, auth.ScopeProjectWrite})
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := httptest.NewServer(a.Handler())
+		b.Cleanup(srv.Close)
+		env := &benchEnv{sessions: connectAgents(b, srv.URL+"/mcp", token, agents)}
+		recorders := make([]string, agents)
+		if recorded {
+			for i, cs := range env.sessions {
+				recorders[i] = openSession(b, cs)
+			}
+		}
+		calls := make([]*mcp.CallToolParams, agents)
+		for i := range calls {
+			args := map[string]any{"project": benchProject, "files": []any{map[string]any{"path": benchFile}}}
+			if recorded {
+				args["recording_session_id"] = recorders[i]
+			}
+			calls[i] = &mcp.CallToolParams{Name: "read_files", Arguments: args}
+		}
+		env.call = func(i int) *mcp.CallToolParams { return calls[i] }
+		return env
+	}
+}
+
+// bareIn and bareOut are the typed input and output of the bare server's
+// one tool.
+type bareIn struct {
+	Path string `json:"path" jsonschema:"file to read, relative to the served directory"`
+}
+
+type bareOut struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	SHA256  string `json:"sha256"`
+}
+
+// setupBare serves a plain go-sdk stateless Streamable HTTP server with one
+// typed read tool over the same small file: the cost of MCP itself.
+func setupBare(b *testing.B, agents int) *benchEnv {
+	dir := b.TempDir()
+	writeBenchFile(b, dir)
+	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "read_file", Description: "read a file", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in bareIn) (*mcp.CallToolResult, bareOut, error) {
+			data, err := os.ReadFile(filepath.Join(dir, filepath.Clean("/"+in.Path)))
+			if err != nil {
+				return nil, bareOut{}, err
+			}
+			sum := sha256.Sum256(data)
+			return nil, bareOut{Path: in.Path, Content: string(data), SHA256: hex.EncodeToString(sum[:])}, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	call := &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": benchFile}}
+	return &benchEnv{
+		sessions: connectAgents(b, srv.URL, "", agents),
+		call:     func(int) *mcp.CallToolParams { return call },
+	}
+}
+
+func writeBenchFile(b *testing.B, dir string) {
+	if err := os.WriteFile(filepath.Join(dir, benchFile), benchContent, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// bearer adds the bearer credential to every request.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.token == "" {
+		return t.base.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.token)
+	return t.base.RoundTrip(r)
+}
+
+// connectAgents opens one client session per agent, all over one HTTP
+// transport that keeps a connection per agent alive.
+func connectAgents(b *testing.B, endpoint, token string, agents int) []*mcp.ClientSession {
+	base := &http.Transport{MaxIdleConns: 4 * agents, MaxIdleConnsPerHost: 2 * agents}
+	b.Cleanup(base.CloseIdleConnections)
+	hc := &http.Client{Transport: bearer{token: token, base: base}}
+	out := make([]*mcp.ClientSession, agents)
+	for i := range out {
+		client := mcp.NewClient(&mcp.Implementation{Name: "webcodex-bench", Version: "1"}, nil)
+		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+			Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1,
+		}, nil)
+		if err != nil {
+			b.Fatalf("connect %s: %v", endpoint, err)
+		}
+		if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+			b.Fatalf("negotiated %s, want 2026-07-28", v)
+		}
+		b.Cleanup(func() { cs.Close() })
+		out[i] = cs
+	}
+	return out
+}
+
+// openSession starts a Workflow Session with work_on_project and returns
+// its id.
+func openSession(b *testing.B, cs *mcp.ClientSession) string {
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "work_on_project",
+		Arguments: map[string]any{"project": benchProject, "instruction": "benchmark reads"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.IsError {
+		b.Fatalf("work_on_project: %s", textOf(res))
+	}
+	var r struct {
+		Output struct {
+			SessionID string `json:"session_id"`
+		} `json:"output"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &r); err != nil || r.Output.SessionID == "" {
+		b.Fatalf("work_on_project: no session_id in %s", raw)
+	}
+	return r.Output.SessionID
+}
+
+// callOnce makes one call and checks that it read the file.
+func callOnce(b *testing.B, cs *mcp.ClientSession, call *mcp.CallToolParams) {
+	res, err := cs.CallTool(context.Background(), call)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.IsError {
+		b.Fatalf("%s: %s", call.Name, textOf(res))
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	sum := sha256.Sum256(benchContent)
+	want, _ := json.Marshal(hex.EncodeToString(sum[:]))
+	content, _ := json.Marshal(string(benchContent))
+	if !bytes.Contains(raw, content) || !bytes.Contains(raw, want) {
+		b.Fatalf("%s: answer lacks the file content or its sha256: %s", call.Name, raw)
+	}
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	if len(res.Content) > 0 {
+		if t, ok := res.Content[0].(*mcp.TextContent); ok {
+			return t.Text
+		}
+	}
+	return "(no text)"
+}
