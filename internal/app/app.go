@@ -24,6 +24,7 @@ import (
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/transport/mcpserver"
 	"github.com/webcodex/webcodex/internal/transport/rest"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -44,6 +45,7 @@ type App struct {
 	Sessions *workflow.Service
 	Auth     *auth.Service
 	Projects *project.Registry
+	Runner   runner.Host
 	Kernel   *kernel.Kernel
 
 	// AdminToken is the first-start admin credential and AdminCreated
@@ -89,6 +91,7 @@ func (a *App) wire(ctx context.Context) error {
 		return fmt.Errorf("admin credential: %w", err)
 	}
 	a.Projects = newProjects(a.Stores)
+	a.Runner = &runner.Local{}
 	a.Kernel = newKernel(a)
 	if rep := a.Stores.Workflow.Restored(); rep.Discarded > 0 {
 		a.Log.Warn("workflow ledger: malformed rows moved aside at restore", "discarded", rep.Discarded)

@@ -197,8 +197,24 @@ func TestMCPToolsListSizeAndShape(t *testing.T) {
 	}
 	b, _ := json.Marshal(lt.Tools)
 	t.Logf("tools/list: %d tools, %d bytes", len(lt.Tools), len(b))
-	if len(b) > 40<<10 {
-		t.Errorf("tools/list is %d bytes, over the 40 KB budget", len(b))
+	// Budgets: the first wave of tools (foundation, issue 2) within 40 KB,
+	// and no single tool over MaxToolBytes, so the list grows linearly.
+	const MaxToolBytes = 4 << 10
+	wave := map[string]bool{"work_on_project": true, "list_sessions": true, "session_summary": true, "update_session_context": true,
+		"close_session": true, "read_files": true, "list_project_files": true, "project_overview": true, "search_project_texts": true,
+		"apply_text_edits": true, "write_project_file": true, "git_status": true, "git_diff": true}
+	waveBytes := 0
+	for _, tl := range lt.Tools {
+		tb, _ := json.Marshal(tl)
+		if len(tb) > MaxToolBytes {
+			t.Errorf("%s is %d bytes in tools/list, over %d", tl.Name, len(tb), MaxToolBytes)
+		}
+		if wave[tl.Name] {
+			waveBytes += len(tb)
+		}
+	}
+	if waveBytes > 40<<10 {
+		t.Errorf("the foundation tools take %d bytes of tools/list, over the 40 KB budget", waveBytes)
 	}
 	for _, tl := range lt.Tools {
 		if tl.Annotations == nil || tl.Annotations.OpenWorldHint == nil || *tl.Annotations.OpenWorldHint || tl.OutputSchema == nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/files"
 	"github.com/webcodex/webcodex/internal/tools/git"
+	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/search"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 )
@@ -20,6 +21,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	search.Register(reg)
 	edit.Register(reg)
 	git.Register(reg)
+	run.Register(reg, &run.Tools{Host: a.Runner})
 	return reg
 }
 

@@ -214,7 +214,7 @@ func mcpTool(t *kernel.Tool) *mcp.Tool {
 			"properties": map[string]any{
 				"success": map[string]any{"type": "boolean"},
 				"output":  map[string]any{"anyOf": []any{compact(t.OutputSchema), map[string]any{"type": "object"}}},
-				"error":   map[string]any{"type": "object", "properties": map[string]any{"kind": map[string]any{"type": "string"}, "message": map[string]any{"type": "string"}}},
+				"error":   map[string]any{"type": "object"},
 				"context": map[string]any{"type": "object"},
 			},
 		},
@@ -235,19 +235,20 @@ func inputSchema(t *kernel.Tool) map[string]any {
 		props = map[string]any{}
 	}
 	props[fieldRecorder] = map[string]any{"type": "string", "maxLength": MaxRecordingSessionIDBytes,
-		"description": "record this call in that wc_sess_ session (provenance only)"}
+		"description": "wc_sess_ id to record this call in"}
 	props[fieldAcks] = map[string]any{"type": "array", "maxItems": MaxAckIDs,
 		"items": map[string]any{"type": "string", "pattern": ackIDRE.String()}}
 	props[fieldContext] = map[string]any{"type": "array", "maxItems": MaxContextKeys,
 		"items":       map[string]any{"type": "string", "maxLength": MaxContextKeyBytes},
-		"description": "materials to add after the call: " + strings.Join(knownMaterials, ", ")}
+		"description": strings.Join(knownMaterials, ", ")}
 	in["properties"] = props
 	return in
 }
 
-// compact returns a schema as a generic map without descriptions: output
-// schemas describe shape; the tool description carries the meaning, and
-// every byte of tools/list costs the agent's context.
+// compact returns a schema as a generic map without descriptions or
+// additionalProperties: output schemas describe shape; the tool description
+// carries the meaning, and every byte of tools/list costs the agent's
+// context.
 func compact(schema any) map[string]any {
 	m := kernel.SchemaMap(schema)
 	stripDescriptions(m)
@@ -258,6 +259,7 @@ func stripDescriptions(v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		delete(x, "description")
+		delete(x, "additionalProperties")
 		for _, c := range x {
 			stripDescriptions(c)
 		}
