@@ -29,22 +29,14 @@ func decodeStrict(raw json.RawMessage, schema *jsonschema.Resolved, v any) error
 	if err := checkDuplicates(raw); err != nil {
 		return failure.New(failure.InvalidArguments, "arguments: %v", err)
 	}
-	var generic any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&generic); err != nil {
-		return failure.New(failure.InvalidArguments, "arguments are not valid JSON: %v", err)
-	}
-	if dec.More() {
-		return failure.New(failure.InvalidArguments, "arguments hold trailing data after the JSON object")
-	}
-	if _, ok := generic.(map[string]any); !ok {
-		return failure.New(failure.InvalidArguments, "arguments must be a JSON object")
-	}
-	// The validator wants float64 numbers, not json.Number.
+	// One generic parse serves the shape check and schema validation (the
+	// validator wants float64 numbers); trailing data is a parse error.
 	var plain any
 	if err := json.Unmarshal(raw, &plain); err != nil {
 		return failure.New(failure.InvalidArguments, "arguments are not valid JSON: %v", err)
+	}
+	if _, ok := plain.(map[string]any); !ok {
+		return failure.New(failure.InvalidArguments, "arguments must be a JSON object")
 	}
 	if err := schema.Validate(plain); err != nil {
 		return failure.New(failure.InvalidArguments, "arguments do not match the tool's schema: %s", schemaMessage(err))

@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -41,6 +42,26 @@ type DB struct {
 	Read   *sql.DB
 	Writer *Writer
 	path   string
+
+	stmts sync.Map // query text -> *sql.Stmt on Read
+}
+
+// QueryRow runs a single-row query on the read pool through a prepared
+// statement cached by query text, so hot lookups do not re-compile their
+// SQL on every call.
+func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, ok := db.stmts.Load(query); ok {
+		return st.(*sql.Stmt).QueryRowContext(ctx, args...)
+	}
+	st, err := db.Read.PrepareContext(ctx, query)
+	if err != nil {
+		return db.Read.QueryRowContext(ctx, query, args...) // reports the error on Scan
+	}
+	if prev, loaded := db.stmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		st = prev.(*sql.Stmt)
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 // Open opens (creating if needed) the database file at path, applies the
@@ -79,6 +100,7 @@ func (db *DB) Path() string { return db.path }
 
 // Close stops the writer after the queued work finishes and closes both pools.
 func (db *DB) Close() error {
+	db.stmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
 	db.Writer.close()
 	return errors.Join(db.Writer.db.Close(), db.Read.Close())
 }

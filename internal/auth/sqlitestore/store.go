@@ -122,7 +122,7 @@ func (s *Store) Revoke(ctx context.Context, id string, at time.Time) (auth.Token
 // FindByHash returns the token with hash. Errors: failure.NotFound when no
 // token has it.
 func (s *Store) FindByHash(ctx context.Context, hash string) (auth.Token, error) {
-	t, err := scan(s.db.Read.QueryRowContext(ctx, `SELECT `+columns+` FROM tokens WHERE token_hash = ?`, hash))
+	t, err := scan(s.db.QueryRow(ctx, `SELECT `+columns+` FROM tokens WHERE token_hash = ?`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return auth.Token{}, failure.New(failure.NotFound, "no token has this hash")
 	}

@@ -102,7 +102,7 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 // Get returns the project with id. Errors: [failure.UnknownProject] naming
 // the id when absent.
 func (s *Store) Get(ctx context.Context, id string) (project.Project, error) {
-	row := s.db.Read.QueryRowContext(ctx, `SELECT id, name, root, added_at FROM projects WHERE id = ?`, id)
+	row := s.db.QueryRow(ctx, `SELECT id, name, root, added_at FROM projects WHERE id = ?`, id)
 	p, err := scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return project.Project{}, unknown(id)

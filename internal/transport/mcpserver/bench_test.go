@@ -202,7 +202,9 @@ type benchEnv struct {
 	endpoint string
 	hc       *http.Client // authenticated
 	sessions []*mcp.ClientSession
-	call     func(agent int) *mcp.CallToolParams
+	// call returns the agent's call. Each agent has its own params: the
+	// go-sdk client writes the request _meta into the params it is given.
+	call func(agent int) *mcp.CallToolParams
 }
 
 // setupApp serves the complete WebCodex handler with one registered project
@@ -283,8 +285,11 @@ func setupBare(b *testing.B, agents int) *benchEnv {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
 	srv := httptest.NewServer(h)
 	b.Cleanup(srv.Close)
-	call := &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": benchFile}}
-	env := &benchEnv{endpoint: srv.URL, hc: benchClient(b, "", agents), call: func(int) *mcp.CallToolParams { return call }}
+	calls := make([]*mcp.CallToolParams, agents)
+	for i := range calls {
+		calls[i] = &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": benchFile}}
+	}
+	env := &benchEnv{endpoint: srv.URL, hc: benchClient(b, "", agents), call: func(i int) *mcp.CallToolParams { return calls[i] }}
 	env.sessions = connectAgents(b, env.endpoint, env.hc, agents)
 	return env
 }

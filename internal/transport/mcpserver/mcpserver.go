@@ -81,7 +81,7 @@ func New(o Options) *Server {
 	s := &Server{opts: o, log: o.Logger}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "webcodex", Title: "WebCodex", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		Logger:       o.Logger,
+		Logger:       sdkLogger(o.Logger),
 		// Declared truthfully: tools (a fixed set), and empty prompt and
 		// resource lists, which the SDK answers whether declared or not.
 		Capabilities: &mcp.ServerCapabilities{
@@ -99,6 +99,27 @@ func New(o Options) *Server {
 	}
 	return s
 }
+
+// sdkLogger keeps the SDK's warnings and errors and drops its per-request
+// lifecycle messages: a stateless server "connects" a session on every POST.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.min}
+}
+
+func (h minLevel) WithGroup(g string) slog.Handler { return minLevel{h.Handler.WithGroup(g), h.min} }
 
 // MCP returns the underlying go-sdk server.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
@@ -204,20 +225,24 @@ func result(tr ToolResult) *mcp.CallToolResult {
 func mcpTool(t *kernel.Tool) *mcp.Tool {
 	closed := false
 	destructive := t.Annotations.Destructive
-	return &mcp.Tool{
-		Name:        t.Name,
-		Description: t.Description,
-		InputSchema: inputSchema(t),
-		OutputSchema: map[string]any{
-			"type":     "object",
-			"required": []string{"success", "output"},
-			"properties": map[string]any{
-				"success": map[string]any{"type": "boolean"},
-				"output":  map[string]any{"anyOf": []any{compact(t.OutputSchema), map[string]any{"type": "object"}}},
-				"error":   map[string]any{"type": "object"},
-				"context": map[string]any{"type": "object"},
-			},
+	out := map[string]any{
+		"type":     "object",
+		"required": []string{"success", "output"},
+		"properties": map[string]any{
+			"success": map[string]any{"type": "boolean"},
+			"output":  map[string]any{"anyOf": []any{compact(t.OutputSchema), map[string]any{"type": "object"}}},
+			"error":   map[string]any{"type": "object"},
+			"context": map[string]any{"type": "object"},
 		},
+	}
+	// Schemas are serialized once here, not on every tools/list.
+	in, _ := json.Marshal(inputSchema(t))
+	outB, _ := json.Marshal(out)
+	return &mcp.Tool{
+		Name:         t.Name,
+		Description:  t.Description,
+		InputSchema:  json.RawMessage(in),
+		OutputSchema: json.RawMessage(outB),
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    t.Annotations.ReadOnly,
 			DestructiveHint: &destructive,
@@ -281,7 +306,7 @@ func (s *Server) Handler(maxBody int64) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
 		PropagateRequestCancellation: true,
-		Logger:                       s.log,
+		Logger:                       sdkLogger(s.log),
 		MaxRequestBodyBytes:          maxBody,
 	})
 	return sdkauth.RequireBearerToken(principalFromRequest, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(prefilter(h, maxBody))

@@ -278,7 +278,7 @@ func scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
 
 // Get implements workflow.Store.
 func (s *Store) Get(ctx context.Context, id string) (workflow.Session, error) {
-	sess, _, err := getHeader(ctx, s.db.Read, id)
+	sess, _, err := scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
 	return sess, storeErr(err)
 }
 
