@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // bearerTransport adds a bearer credential to every request.
@@ -351,5 +352,51 @@ func TestToolSurfacesAgree(t *testing.T) {
 		if restIn != mcpIn || restIn != apiIn || op.Description != rt.Description {
 			t.Errorf("%s: schemas differ\nREST    %s\nMCP     %s\nOpenAPI %s", rt.Name, restIn, mcpIn, apiIn)
 		}
+	}
+}
+
+// TestMCPDisconnectCancelsAndIsNeverSuccess cancels a running mutating call
+// from the client side: the tool's process is killed and the ledger records
+// the call as cancelled, never as a success.
+func TestMCPDisconnectCancelsAndIsNeverSuccess(t *testing.T) {
+	proj := t.TempDir()
+	s := startApp(t, t.TempDir(), "p="+proj)
+	defer s.stop(t)
+	cs := connectMCP(t, s, "", nil)
+	w, _ := callMCP(t, cs, "work_on_project", map[string]any{"project": "agent:local:p", "instruction": "long run"}, nil)
+	var id string
+	json.Unmarshal(w.Output["session_id"], &id)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_process", Arguments: map[string]any{
+			"project": "agent:local:p", "argv": []string{"sh", "-c", "sleep 30; touch finished"}, "recording_session_id": id}})
+		done <- err
+	}()
+	// Wait until the call is running (bounded), then go away.
+	for i := 0; i < 500 && s.a.Kernel.Stats().InFlight == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled call returned a result")
+	}
+	var last workflow.Event
+	for i := 0; i < 500; i++ {
+		evs, err := s.a.Sessions.Store().Events(context.Background(), id, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last = evs[0]; last.Kind == workflow.EventToolCallFinished && last.Tool == "run_process" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if last.Tool != "run_process" || last.Outcome != workflow.OutcomeCancelled {
+		t.Fatalf("last event %+v, want run_process finished as cancelled", last)
+	}
+	if _, err := os.Stat(filepath.Join(proj, "finished")); err == nil {
+		t.Fatal("the process was not killed")
 	}
 }
