@@ -25,7 +25,13 @@ type Invocation struct {
 
 	progress ProgressFunc
 
+	// recordIn lists the sessions this call is recorded in (verified
+	// recorder and authorized active business session), set before the
+	// handler runs.
+	recordIn []string
+
 	mu       sync.Mutex
+	attached map[string][]workflow.Event
 	observed []string
 	changed  []string
 	facts    map[string]string
@@ -64,6 +70,29 @@ func (inv *Invocation) Progress(progress, total float64, message string) {
 	if inv.progress != nil {
 		inv.progress(progress, total, message)
 	}
+}
+
+// RecordedIn returns the ids of the sessions this call is recorded in: the
+// verified recorder and the authorized active business session (each once).
+// A tool that leaves session-specific evidence computes it per session.
+func (inv *Invocation) RecordedIn() []string { return inv.recordIn }
+
+// Attach adds an event (for example validation evidence) to be appended
+// to session id right after the call's tool_call_finished, in the same
+// commit. Events for sessions the call is not recorded in are ignored.
+func (inv *Invocation) Attach(id string, e workflow.Event) {
+	inv.mu.Lock()
+	if inv.attached == nil {
+		inv.attached = map[string][]workflow.Event{}
+	}
+	inv.attached[id] = append(inv.attached[id], e)
+	inv.mu.Unlock()
+}
+
+func (inv *Invocation) attachedTo(id string) []workflow.Event {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.attached[id]
 }
 
 // Adopt tells the kernel that the handler created session s, so that the

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -402,6 +403,11 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 
 	// 7. Started events.
 	pairs := k.pairs(inv, recorder)
+	for _, p := range pairs {
+		if !slices.Contains(inv.recordIn, p.session) {
+			inv.recordIn = append(inv.recordIn, p.session)
+		}
+	}
 	if tool.Mutates && len(pairs) > 0 {
 		if err := k.appendStarted(context.WithoutCancel(ctx), inv, pairs, rec.At); err != nil {
 			k.recordFailures.Add(1)
@@ -537,8 +543,25 @@ func (k *Kernel) appendFinished(ctx context.Context, inv *Invocation, ps []pair,
 		if !p.started {
 			evs = []workflow.Event{k.startedEvent(p, inv, at), e}
 		}
+		if firstFor(ps, p) {
+			for _, a := range inv.attachedTo(p.session) {
+				a.InvocationID = inv.ID
+				evs = append(evs, a)
+			}
+		}
 		return k.sessions.AppendFinished(ctx, p.session, at, evs...)
 	})
+}
+
+// firstFor reports whether p is the first pair recorded in its session
+// (recorder and business may share one; attachments go in once).
+func firstFor(ps []pair, p pair) bool {
+	for _, q := range ps {
+		if q.session == p.session {
+			return q.callID == p.callID
+		}
+	}
+	return false
 }
 
 func forEachPair(ps []pair, fn func(pair) error) error {

@@ -19,12 +19,14 @@ const (
 	EventExecutionContextChanged EventKind = "execution_context_changed"
 	EventGuardDenied             EventKind = "guard_denied"
 	EventSessionClosed           EventKind = "session_closed"
+	// EventValidationRecorded carries structured validation evidence.
+	EventValidationRecorded EventKind = "validation_recorded"
 )
 
 var eventKinds = map[EventKind]bool{
 	EventSessionCreated: true, EventTaskInstruction: true, EventToolCallStarted: true,
 	EventToolCallFinished: true, EventExecutionContextChanged: true, EventGuardDenied: true,
-	EventSessionClosed: true,
+	EventSessionClosed: true, EventValidationRecorded: true,
 }
 
 // Valid reports whether k is a known event kind.
@@ -81,6 +83,8 @@ type Event struct {
 	// Facts are bounded key/value facts (at most MaxFacts, values at most
 	// FactMaxChars, redacted).
 	Facts map[string]string `json:"facts,omitempty"`
+	// Validation is the evidence of a validation_recorded event.
+	Validation *Validation `json:"validation,omitempty"`
 }
 
 // Sanitize returns e with every bound and redaction applied. Stores call it
@@ -90,6 +94,7 @@ func Sanitize(e Event) Event {
 	e.ErrorKind, _ = redact.Truncate(e.ErrorKind, 64)
 	e.Text = redact.Bounded(e.Text, InstructionMaxChars)
 	e.ObservedPaths = boundPaths(e.ObservedPaths)
+	e.Validation = sanitizeValidation(e.Validation)
 	e.ChangedPaths = boundPaths(e.ChangedPaths)
 	if len(e.Facts) > 0 {
 		keys := make([]string, 0, len(e.Facts))

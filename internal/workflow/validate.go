@@ -81,5 +81,11 @@ func ValidateEvent(e Event) error {
 			return fmt.Errorf("facts: value longer than %d characters", FactMaxChars)
 		}
 	}
+	if (e.Kind == EventValidationRecorded) != (e.Validation != nil) {
+		return fmt.Errorf("validation: present exactly on validation_recorded events")
+	}
+	if e.Validation != nil {
+		return e.Validation.Validate()
+	}
 	return nil
 }

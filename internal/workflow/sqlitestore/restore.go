@@ -93,7 +93,7 @@ func rowBody(r eventRow) string {
 		"seq": r.seq, "at": r.at, "kind": r.kind, "tool": r.tool, "call_id": r.callID,
 		"invocation_id": r.invocationID, "role": r.role, "outcome": r.outcome, "error_kind": r.errorKind,
 		"duration_ms": r.durationMS, "text": r.text, "observed_json": r.observed,
-		"changed_json": r.changed, "facts_json": r.facts,
+		"changed_json": r.changed, "facts_json": r.facts, "validation_json": r.validation,
 	})
 	return string(b)
 }

@@ -46,7 +46,7 @@ type Store struct {
 
 const (
 	sqlHeader       = `SELECT header_json, retained FROM sessions WHERE session_id = ?`
-	sqlInsertEvent  = `INSERT INTO events (session_id, ` + eventColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlInsertEvent  = `INSERT INTO events (session_id, ` + eventColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	sqlTrim         = `DELETE FROM events WHERE session_id = ? AND seq <= ?`
 	sqlUpdateHeader = `UPDATE sessions SET lifecycle = ?, updated_at = ?, retained = ?, header_json = ? WHERE session_id = ?`
 )
@@ -122,17 +122,17 @@ func encodeHeader(sess workflow.Session) string {
 	return string(b)
 }
 
-const eventColumns = `seq, at, kind, tool, call_id, invocation_id, role, outcome, error_kind, duration_ms, text, observed_json, changed_json, facts_json`
+const eventColumns = `seq, at, kind, tool, call_id, invocation_id, role, outcome, error_kind, duration_ms, text, observed_json, changed_json, facts_json, validation_json`
 
 type eventRow struct {
 	seq, at, durationMS                                              int64
 	kind, tool, callID, invocationID, role, outcome, errorKind, text string
-	observed, changed, facts                                         string
+	observed, changed, facts, validation                             string
 }
 
 func (r *eventRow) dest() []any {
 	return []any{&r.seq, &r.at, &r.kind, &r.tool, &r.callID, &r.invocationID, &r.role, &r.outcome,
-		&r.errorKind, &r.durationMS, &r.text, &r.observed, &r.changed, &r.facts}
+		&r.errorKind, &r.durationMS, &r.text, &r.observed, &r.changed, &r.facts, &r.validation}
 }
 
 func (r *eventRow) event() (workflow.Event, error) {
@@ -156,6 +156,12 @@ func (r *eventRow) event() (workflow.Event, error) {
 			return e, fmt.Errorf("facts: %v", err)
 		}
 	}
+	if r.validation != "" {
+		e.Validation = new(workflow.Validation)
+		if err := json.Unmarshal([]byte(r.validation), e.Validation); err != nil {
+			return e, fmt.Errorf("validation: %v", err)
+		}
+	}
 	if err := workflow.ValidateEvent(e); err != nil {
 		return e, err
 	}
@@ -176,12 +182,12 @@ func insertEvents(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Eve
 	}
 	var q strings.Builder
 	q.WriteString(`INSERT INTO events (session_id, ` + eventColumns + `) VALUES `)
-	args := make([]any, 0, len(evs)*15)
+	args := make([]any, 0, len(evs)*16)
 	for i, e := range evs {
 		if i > 0 {
 			q.WriteString(",")
 		}
-		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 		args = append(args, eventArgs(id, e)...)
 	}
 	_, err := tx.ExecContext(ctx, q.String(), args...)
@@ -195,7 +201,8 @@ func eventArgs(id string, e workflow.Event) []any {
 		string(e.Role), string(e.Outcome), e.ErrorKind, e.DurationMS, e.Text,
 		jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0),
 		jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0),
-		jsonOrEmpty(e.Facts, len(e.Facts) == 0)}
+		jsonOrEmpty(e.Facts, len(e.Facts) == 0),
+		jsonOrEmpty(e.Validation, e.Validation == nil)}
 }
 
 // Create implements workflow.Store.
