@@ -47,7 +47,12 @@ const (
 	TimedOut                 Kind = "timed_out"
 	ShellBusy                Kind = "shell_busy"
 	ShellResetRequired       Kind = "shell_reset_required"
+	ValidationFailed         Kind = "validation_failed"
+	EvidenceGap              Kind = "evidence_gap"
 	InvalidLedger            Kind = "invalid_ledger"
+	JobNotFound              Kind = "job_not_found"
+	JobAuthorityDenied       Kind = "job_authority_denied"
+	JobProjectMismatch       Kind = "job_project_mismatch"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -60,6 +65,8 @@ var Kinds = []Kind{
 	EditConflict, StalePrecondition, OutcomeUnknown, Unavailable, Conflict,
 	Interrupted, Cancelled, OperationFailed, InvalidLedger,
 	NotStarted, CommandFailed, TimedOut, ShellBusy, ShellResetRequired,
+	ValidationFailed, EvidenceGap,
+	JobNotFound, JobAuthorityDenied, JobProjectMismatch,
 }
 
 // Error is a failure with a stable kind, a human message and optional

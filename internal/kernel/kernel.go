@@ -269,6 +269,10 @@ func failureKind(k failure.Kind) string {
 		return "not_started"
 	case failure.CommandFailed:
 		return "command_failed"
+	case failure.ValidationFailed:
+		return "validation_failed"
+	case failure.EvidenceGap:
+		return "evidence_gap"
 	case failure.TimedOut:
 		return "timeout"
 	case failure.ShellResetRequired:
@@ -289,8 +293,10 @@ func recoveryKind(k failure.Kind) string {
 		return "inspect_state"
 	case "capability_unavailable":
 		return "retry_later"
-	case "command_failed", "timeout":
+	case "command_failed", "timeout", "validation_failed":
 		return "inspect_output"
+	case "evidence_gap":
+		return "rerun_with_complete_output"
 	case "reset_required":
 		return "reopen_shell"
 	}

@@ -1,0 +1,254 @@
+package testreport
+
+import (
+	"encoding/xml"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// junitCounts tallies testcases for comparison with suite attributes.
+type junitCounts struct{ tests, failures, errors, skipped int }
+
+type junitSuite struct {
+	depth  int
+	attrs  []xml.Attr
+	counts junitCounts
+}
+
+type junitCase struct {
+	depth                     int
+	id                        string
+	noClass                   bool
+	ms                        int64
+	failure, errored, skipped bool
+	collection                bool
+}
+
+// ParseJUnitXML parses a JUnit XML report as written by
+// `pytest --junitxml` (any junit_family) into a Report with Parser
+// ParserJUnitXML. The root is <testsuites> or <testsuite>; suites may nest.
+//
+// Every <testcase> element is one result, as in the suite attributes:
+// a <failure> or <error> child makes it Failed (pytest's errors count as
+// failures), a <skipped> child (skip, xfail) Skipped, otherwise Passed.
+// pytest writes a second testcase for a test that failed and then errored in
+// teardown; both are counted. Identities are "classname.name", or name when
+// classname is empty; durations come from the time attribute (seconds).
+//
+// Each suite's tests, failures, errors and skipped attributes are its
+// summary: tests is required (else ProblemNoSummary) and every present
+// attribute must equal the count of testcases it holds, nested suites
+// included (else ProblemSummaryMismatch); attributes on <testsuites> are
+// checked the same way when present. pytest's collection error (an <error
+// message="collection failure"> in a testcase without classname) carries
+// ProblemBuildFailed.
+//
+// Malformed XML is not an error: parsing stops at the first syntax error and
+// the Report carries ProblemCorruptDocument, or ProblemTruncatedOutput when
+// the document ends early; results parsed before it are kept. The decoder is
+// strict (no custom entities, well-formedness checked) and sees the input
+// through a limiter, so memory stays bounded (MaxXMLValueBytes,
+// MaxXMLTagBytes, MaxXMLDepth).
+func ParseJUnitXML(r io.Reader) (Report, error) {
+	b := newBuilder(ParserJUnitXML)
+	lim := newXMLLimiter(r)
+	dec := xml.NewDecoder(lim)
+	dec.Strict = true
+	var (
+		depth    int
+		rootSeen bool
+		rootDone bool
+		root     []xml.Attr // attributes of a <testsuites> root
+		all      junitCounts
+		suites   []*junitSuite
+		tc       *junitCase
+		sawSuite bool
+	)
+loop:
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			var synErr *xml.SyntaxError
+			switch {
+			case err == io.EOF:
+				if !rootDone {
+					b.problem(ProblemTruncatedOutput)
+				}
+			case errors.Is(err, errXMLTagTooLong):
+				b.problem(ProblemTruncatedOutput)
+			case errors.As(err, &synErr):
+				if lim.eof {
+					b.problem(ProblemTruncatedOutput)
+				} else {
+					b.problem(ProblemCorruptDocument)
+				}
+			default:
+				if lim.err != nil && lim.err != io.EOF {
+					// The reader failed.
+					b.problem(ProblemTruncatedOutput)
+					if !sawSuite {
+						b.problem(ProblemNoSummary)
+					}
+					return b.finish(), err
+				}
+				b.problem(ProblemCorruptDocument)
+			}
+			break loop
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			depth++
+			if depth > MaxXMLDepth {
+				b.problem(ProblemLimitExceeded)
+				return junitFinish(b, sawSuite), nil
+			}
+			if rootDone {
+				b.problem(ProblemCorruptDocument) // a second root element
+				return junitFinish(b, sawSuite), nil
+			}
+			if depth == 1 {
+				rootSeen = true
+				switch t.Name.Local {
+				case "testsuites":
+					root = t.Attr
+				case "testsuite":
+				default:
+					b.problem(ProblemNoSummary)
+				}
+			}
+			switch t.Name.Local {
+			case "testsuite":
+				if tc == nil {
+					sawSuite = true
+					suites = append(suites, &junitSuite{depth: depth, attrs: t.Attr})
+				}
+			case "testcase":
+				if tc != nil {
+					b.problem(ProblemCorruptDocument) // nested testcase
+					continue
+				}
+				class := attr(t.Attr, "classname")
+				tc = &junitCase{depth: depth, id: junitID(class, attr(t.Attr, "name")), noClass: class == ""}
+				if s, err := strconv.ParseFloat(attr(t.Attr, "time"), 64); err == nil {
+					tc.ms = durationMS(s * 1000)
+				}
+			case "failure", "error", "skipped":
+				if tc == nil || depth != tc.depth+1 {
+					continue
+				}
+				switch t.Name.Local {
+				case "failure":
+					tc.failure = true
+				case "error":
+					tc.errored = true
+					if attr(t.Attr, "message") == "collection failure" && tc.noClass {
+						tc.collection = true
+					}
+				default:
+					tc.skipped = true
+				}
+			}
+		case xml.EndElement:
+			switch {
+			case tc != nil && depth == tc.depth:
+				c := junitCounts{tests: 1}
+				outcome := Passed
+				if tc.failure {
+					c.failures = 1
+					outcome = Failed
+				}
+				if tc.errored {
+					c.errors = 1
+					outcome = Failed
+				}
+				if tc.skipped {
+					c.skipped = 1
+					if outcome == Passed {
+						outcome = Skipped
+					}
+				}
+				if tc.collection {
+					b.problem(ProblemBuildFailed)
+				}
+				all.add(c)
+				for _, s := range suites {
+					s.counts.add(c)
+				}
+				b.add(tc.id, outcome, tc.ms)
+				tc = nil
+			case t.Name.Local == "testsuite" && len(suites) > 0 && suites[len(suites)-1].depth == depth:
+				s := suites[len(suites)-1]
+				suites = suites[:len(suites)-1]
+				if attr(s.attrs, "tests") == "" {
+					b.problem(ProblemNoSummary)
+				}
+				if !junitAgrees(s.attrs, s.counts) {
+					b.problem(ProblemSummaryMismatch)
+				}
+			case depth == 1 && t.Name.Local == "testsuites":
+				if !junitAgrees(root, all) {
+					b.problem(ProblemSummaryMismatch)
+				}
+			}
+			depth--
+			if depth == 0 {
+				rootDone = true
+			}
+		}
+	}
+	if !rootSeen {
+		b.problem(ProblemNoSummary)
+	}
+	return junitFinish(b, sawSuite), nil
+}
+
+func junitFinish(b *builder, sawSuite bool) Report {
+	if !sawSuite {
+		b.problem(ProblemNoSummary)
+	}
+	return b.finish()
+}
+
+func (c *junitCounts) add(d junitCounts) {
+	c.tests += d.tests
+	c.failures += d.failures
+	c.errors += d.errors
+	c.skipped += d.skipped
+}
+
+// junitAgrees reports whether every present count attribute equals c.
+func junitAgrees(attrs []xml.Attr, c junitCounts) bool {
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"tests", c.tests}, {"failures", c.failures}, {"errors", c.errors}, {"skipped", c.skipped}} {
+		v := attr(attrs, f.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n != f.n {
+			return false
+		}
+	}
+	return true
+}
+
+func junitID(classname, name string) string {
+	if classname == "" {
+		return name
+	}
+	return classname + "." + name
+}
+
+// attr returns the value of the unqualified attribute name, or "".
+func attr(attrs []xml.Attr, name string) string {
+	for _, a := range attrs {
+		if a.Name.Space == "" && a.Name.Local == name {
+			return a.Value
+		}
+	}
+	return ""
+}
