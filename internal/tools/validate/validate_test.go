@@ -1,0 +1,242 @@
+package validate_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
+	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/tools/sessions"
+	"github.com/webcodex/webcodex/internal/tools/validate"
+	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+)
+
+type env struct {
+	*kerneltest.Env
+	svc *workflow.Service
+	id  string
+}
+
+func newEnv(t *testing.T, files map[string]string) *env {
+	t.Helper()
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "workflow.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc := workflow.NewService(st, nil)
+	p := kerneltest.TempProject(t, files)
+	reg := kernel.NewRegistry()
+	sessions.Register(reg, &sessions.Tools{Sessions: svc})
+	validate.Register(reg, &validate.Tools{Host: &runner.Local{}, Sessions: svc})
+	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
+	e := &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc}
+	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": "make the tests pass"})).SessionID
+	return e
+}
+
+// evidence decodes a validation output, from a success or a failure.
+func evidence(t *testing.T, res kernel.Result) validate.Output {
+	t.Helper()
+	b := kerneltest.OutputBytes(t, res)
+	var out validate.Output
+	if res.Success {
+		json.Unmarshal(b, &out)
+		return out
+	}
+	var f struct {
+		Validation validate.Output `json:"validation"`
+	}
+	json.Unmarshal(b, &f)
+	return f.Validation
+}
+
+func (e *env) validations() []workflow.ValidationRun {
+	e.T.Helper()
+	evs, err := e.svc.Store().Events(context.Background(), e.id, 0)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return workflow.Validations(evs)
+}
+
+const goMod = "module example.com/calc\n\ngo 1.21\n"
+const calc = "package calc\n\nfunc Add(a, b int) int { return a - b }\n"
+const calcTest = `package calc
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+	if Add(2, 2) != 4 {
+		t.Fatal("2+2")
+	}
+}
+
+func TestZero(t *testing.T) {
+	if Add(0, 0) != 0 {
+		t.Fatal("0+0")
+	}
+}
+`
+
+func TestGoTestFailThenFix(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not on PATH")
+	}
+	e := newEnv(t, map[string]string{"go.mod": goMod, "calc.go": calc, "calc_test.go": calcTest})
+	res := e.Call("go_test", map[string]any{"session_id": e.id})
+	kerneltest.Fails(t, res, failure.ValidationFailed)
+	out := evidence(t, res)
+	if out.Verdict != workflow.VerdictFailed || out.Failed != 1 || out.Passed != 1 || !slices.Contains(out.Failures, "example.com/calc.TestAdd") || !out.Complete {
+		t.Fatalf("failing run: %+v", out)
+	}
+	if !strings.HasPrefix(out.ScopeID, "validation_scope:v1:") || out.Parser != "go_test_json/v1" {
+		t.Fatalf("identity: %s %s", out.ScopeID, out.Parser)
+	}
+	// Fix the code and run the same scope again.
+	e.Write("calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\n")
+	ok := kerneltest.OK[validate.Output](t, e.Call("go_test", map[string]any{"session_id": e.id}))
+	if ok.Verdict != workflow.VerdictPassed || ok.Passed != 2 || !slices.Equal(ok.Resolved, []string{"example.com/calc.TestAdd"}) {
+		t.Fatalf("fixed run: %+v", ok)
+	}
+	sum := kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
+	if len(sum.Unresolved) != 0 || sum.Delta == nil || sum.Delta.FailedDelta != -1 || sum.Delta.PassedDelta != 1 ||
+		!slices.Equal(sum.Delta.NoLongerFailing, []string{"example.com/calc.TestAdd"}) || sum.Runs != 2 {
+		t.Fatalf("summary: %+v delta %+v", sum, sum.Delta)
+	}
+	// The ledger holds the evidence but no test output.
+	evs, _ := e.svc.Store().Events(context.Background(), e.id, 0)
+	b, _ := json.Marshal(evs)
+	if strings.Contains(string(b), "2+2") {
+		t.Fatal("ledger holds test output")
+	}
+}
+
+func TestEvidenceGaps(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not on PATH")
+	}
+	e := newEnv(t, map[string]string{"go.mod": goMod, "calc.go": calc, "calc_test.go": calcTest})
+	kerneltest.Fails(t, e.Call("go_test", map[string]any{"session_id": e.id}), failure.ValidationFailed)
+	// Zero tests (a filter that matches nothing) is not a pass and resolves
+	// nothing.
+	res := e.Call("go_test", map[string]any{"session_id": e.id, "run": "^TestNothing$"})
+	kerneltest.Fails(t, res, failure.EvidenceGap)
+	if out := evidence(t, res); out.Verdict != workflow.VerdictEvidenceGap || !slices.Contains(out.Problems, "no_tests_found") {
+		t.Fatalf("zero tests: %+v", out)
+	}
+	sum := kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
+	if len(sum.Unresolved) != 1 || sum.DeltaReason != workflow.DeltaValidationScopeChanged {
+		t.Fatalf("after zero-test run: %+v", sum)
+	}
+	// min_tests above the proven count is an evidence gap even with exit 0.
+	e.Write("calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\n")
+	res = e.Call("go_test", map[string]any{"session_id": e.id, "min_tests": 5})
+	kerneltest.Fails(t, res, failure.EvidenceGap)
+	if out := evidence(t, res); out.CountCheck != "below_minimum" || out.Passed != 2 {
+		t.Fatalf("min_tests: %+v", out)
+	}
+}
+
+func TestExpectedFailureIsNeutral(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not on PATH")
+	}
+	e := newEnv(t, map[string]string{"go.mod": goMod, "calc.go": calc, "calc_test.go": calcTest})
+	out := kerneltest.OK[validate.Output](t, e.Call("go_test", map[string]any{"session_id": e.id, "result_expectation": "failure"}))
+	if !out.Expectation.Matched || out.Verdict != workflow.VerdictFailed {
+		t.Fatalf("expected failure: %+v", out)
+	}
+	sum := kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
+	if len(sum.Unresolved) != 0 {
+		t.Fatalf("an expected failure became unresolved: %+v", sum.Unresolved)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	e := newEnv(t, map[string]string{"go.mod": goMod})
+	nine := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}
+	for name, tc := range map[string]struct {
+		tool string
+		args map[string]any
+		want failure.Kind
+	}{
+		"ErrFlagPackage":   {"go_test", map[string]any{"packages": []string{"-exec=evil"}}, failure.InvalidArguments},
+		"ErrTooMany":       {"go_test", map[string]any{"packages": nine}, failure.InvalidArguments},
+		"ErrTimeoutZero":   {"go_test", map[string]any{"timeout_seconds": 0}, failure.InvalidArguments},
+		"ErrMinTests":      {"cargo_test", map[string]any{"min_tests": -1}, failure.InvalidArguments},
+		"ErrRunner":        {"run_tests", map[string]any{"runner": "mocha"}, failure.InvalidArguments},
+		"ErrCwd":           {"go_test", map[string]any{"cwd": "../x"}, failure.InvalidArguments},
+		"ErrExpectation":   {"go_test", map[string]any{"result_expectation": "maybe"}, failure.InvalidArguments},
+		"ErrSummaryNoSess": {"validation_summary", map[string]any{}, failure.InvalidArguments},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kerneltest.Fails(t, e.Call(tc.tool, tc.args), tc.want)
+		})
+	}
+	if n := len(e.validations()); n != 0 {
+		t.Fatalf("bad input recorded %d validations", n)
+	}
+}
+
+func TestNodeTAP(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node not on PATH")
+	}
+	e := newEnv(t, map[string]string{"math.test.js": `const test = require('node:test');
+const assert = require('node:assert');
+test('adds', () => assert.strictEqual(1 + 1, 2));
+test('fails', () => assert.strictEqual(1 + 1, 3));
+test('skipped', { skip: true }, () => {});
+`})
+	res := e.Call("run_tests", map[string]any{"session_id": e.id, "runner": "node", "args": []string{"math.test.js"}})
+	kerneltest.Fails(t, res, failure.ValidationFailed)
+	out := evidence(t, res)
+	if out.Parser != "tap/v1" || out.Passed != 1 || out.Failed != 1 || out.Skipped != 1 || !slices.Contains(out.Failures, "fails") {
+		t.Fatalf("node: %+v", out)
+	}
+}
+
+func TestPytest(t *testing.T) {
+	if _, err := exec.LookPath("pytest"); err != nil {
+		t.Skip("pytest not on PATH (install python3-pytest)")
+	}
+	e := newEnv(t, map[string]string{"test_calc.py": "def test_ok():\n    assert 1 + 1 == 2\n\ndef test_bad():\n    assert 1 + 1 == 3\n"})
+	res := e.Call("run_tests", map[string]any{"session_id": e.id, "runner": "pytest"})
+	kerneltest.Fails(t, res, failure.ValidationFailed)
+	out := evidence(t, res)
+	if out.Parser != "junit_xml/v1" || out.Passed != 1 || out.Failed != 1 || !out.Complete {
+		t.Fatalf("pytest: %+v", out)
+	}
+}
+
+func TestCargo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a crate")
+	}
+	if _, err := exec.LookPath("cargo"); err != nil {
+		t.Skip("cargo not on PATH")
+	}
+	e := newEnv(t, map[string]string{
+		"Cargo.toml": "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+		"src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(1, 1), 2); }\n    #[test]\n    fn breaks() { assert_eq!(super::add(1, 1), 3); }\n}\n",
+	})
+	res := e.Call("cargo_test", map[string]any{"session_id": e.id, "require_tests": true, "env": map[string]string{"CARGO_TARGET_DIR": filepath.Join(t.TempDir(), "target")}})
+	kerneltest.Fails(t, res, failure.ValidationFailed)
+	out := evidence(t, res)
+	if out.Parser != "cargo_test/v1" || out.Passed != 1 || out.Failed != 1 || !slices.ContainsFunc(out.Failures, func(s string) bool { return strings.HasSuffix(s, "tests::breaks") }) {
+		t.Fatalf("cargo_test: %+v", out)
+	}
+	chk := kerneltest.OK[validate.Output](t, e.Call("cargo_check", map[string]any{"session_id": e.id, "env": map[string]string{"CARGO_TARGET_DIR": filepath.Join(t.TempDir(), "target")}}))
+	if chk.Verdict != workflow.VerdictPassed {
+		t.Fatalf("cargo_check: %+v", chk)
+	}
+}
