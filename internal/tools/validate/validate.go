@@ -404,7 +404,9 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 	case "observe":
 		out.Expectation.Matched = out.Verdict != workflow.VerdictEvidenceGap
 	}
-	t.record(ctx, inv, r, rep, out, exp)
+	if res := t.record(ctx, inv, r, rep, out, exp); res != nil {
+		out.Resolved = res
+	}
 	inv.Fact("verdict", string(out.Verdict))
 	inv.Fact("passed", strconv.Itoa(out.Passed))
 	inv.Fact("failed", strconv.Itoa(out.Failed))
@@ -451,8 +453,8 @@ func verdict(r run, rep testreport.Report, res runner.Result, count testreport.C
 
 // record attaches the evidence to every session the call is recorded in,
 // with the earlier failures of this scope that this run proves passing in
-// that session.
-func (t *Tools) record(ctx context.Context, inv *kernel.Invocation, r run, rep testreport.Report, out Output, exp string) {
+// that session, and returns those of the first session.
+func (t *Tools) record(ctx context.Context, inv *kernel.Invocation, r run, rep testreport.Report, out Output, exp string) (first []string) {
 	passing := map[string]bool{}
 	if exp == "success" {
 		for _, c := range rep.Cases {
@@ -474,8 +476,8 @@ func (t *Tools) record(ctx context.Context, inv *kernel.Invocation, r run, rep t
 			}
 			slices.Sort(resolved)
 		}
-		if i == 0 && resolved != nil {
-			out.Resolved = resolved
+		if i == 0 {
+			first = resolved
 		}
 		pk := r.scope.Packages
 		inv.Attach(sid, workflow.Event{Kind: workflow.EventValidationRecorded, Tool: r.tool, Validation: &workflow.Validation{
@@ -486,6 +488,7 @@ func (t *Tools) record(ctx context.Context, inv *kernel.Invocation, r run, rep t
 			Expectation: exp, ExpectationMatched: out.Expectation.Matched, ExitCode: out.ExitCode, DurationMS: out.DurationMS,
 		}})
 	}
+	return first
 }
 
 // capped is a writer that keeps at most limit bytes and remembers whether
