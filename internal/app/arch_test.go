@@ -24,7 +24,8 @@ func TestArchitecture(t *testing.T) {
 		forbidden []string
 		why       string
 	}{
-		{[]string{"internal/workflow", "internal/auth", "internal/project", "internal/failure", "internal/redact", "internal/filerev", "internal/sqlitedb"},
+		{[]string{"internal/workflow", "internal/auth", "internal/project", "internal/failure", "internal/redact", "internal/filerev",
+			"internal/sqlitedb", "internal/runner", "internal/shell", "internal/jobs", "internal/testreport"},
 			[]string{"internal/kernel", "internal/tools", "internal/transport", "internal/httpserver", "internal/app"},
 			"domains and infrastructure import no kernel, tool or transport"},
 		{[]string{"internal/kernel"}, []string{"internal/transport", "internal/httpserver", "internal/app", "internal/tools"},

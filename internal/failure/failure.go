@@ -47,6 +47,7 @@ const (
 	TimedOut                 Kind = "timed_out"
 	ShellBusy                Kind = "shell_busy"
 	ShellResetRequired       Kind = "shell_reset_required"
+	ShellClosed              Kind = "shell_closed"
 	ValidationFailed         Kind = "validation_failed"
 	EvidenceGap              Kind = "evidence_gap"
 	InvalidLedger            Kind = "invalid_ledger"
@@ -64,7 +65,7 @@ var Kinds = []Kind{
 	SessionAuthorityDenied, InvalidExecutionContext, InvalidCodingInstruction,
 	EditConflict, StalePrecondition, OutcomeUnknown, Unavailable, Conflict,
 	Interrupted, Cancelled, OperationFailed, InvalidLedger,
-	NotStarted, CommandFailed, TimedOut, ShellBusy, ShellResetRequired,
+	NotStarted, CommandFailed, TimedOut, ShellBusy, ShellResetRequired, ShellClosed,
 	ValidationFailed, EvidenceGap,
 	JobNotFound, JobAuthorityDenied, JobProjectMismatch,
 }

@@ -275,7 +275,7 @@ func failureKind(k failure.Kind) string {
 		return "evidence_gap"
 	case failure.TimedOut:
 		return "timeout"
-	case failure.ShellResetRequired:
+	case failure.ShellResetRequired, failure.ShellClosed:
 		return "reset_required"
 	}
 	return "operation_failed"

@@ -60,9 +60,9 @@ func ValidateEnv(add map[string]string) error {
 	return nil
 }
 
-// childEnv builds a child's environment from the allowed part of the
+// ChildEnv builds a child's environment from the allowed part of the
 // server's environment (getenv) plus the caller's additions.
-func childEnv(getenv func(string) string, add map[string]string) []string {
+func ChildEnv(getenv func(string) string, add map[string]string) []string {
 	m := map[string]string{"TERM": "dumb", "NO_COLOR": "1", "GIT_TERMINAL_PROMPT": "0", "PAGER": "cat"}
 	for _, k := range inherited {
 		if v := getenv(k); v != "" && !secretish(k) {

@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// countGroup returns how many live processes are in process group pgid,
+// CountGroup returns how many live processes are in process group pgid,
 // read from /proc.
-func countGroup(pgid int) int {
+func CountGroup(pgid int) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0

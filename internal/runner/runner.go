@@ -175,10 +175,10 @@ func (l *Local) Start(ctx context.Context, s Spec) (*Process, error) {
 	if s.TailBytes == 0 {
 		s.TailBytes = DefaultTailBytes
 	}
-	env := childEnv(getenv, s.Env)
+	env := ChildEnv(getenv, s.Env)
 	path := s.Argv[0]
 	if !strings.Contains(path, "/") {
-		p, err := lookPath(path, env)
+		p, err := LookPath(path, env)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: not found on PATH", ErrNotStarted, path)
 		}
@@ -212,9 +212,9 @@ func tee(t *Tail, w io.Writer) io.Writer {
 	return io.MultiWriter(t, w)
 }
 
-// lookPath resolves a program name against the child's PATH, not the
+// LookPath resolves a program name against the child's PATH, not the
 // server's.
-func lookPath(name string, env []string) (string, error) {
+func LookPath(name string, env []string) (string, error) {
 	pathList := ""
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "PATH=") {
@@ -253,13 +253,13 @@ loop:
 		case <-ctx.Done():
 			p.kill(Cancelled)
 		case <-guard.C:
-			if countGroup(p.pgid) > MaxProcesses {
+			if CountGroup(p.pgid) > MaxProcesses {
 				p.kill(ProcessLimit)
 			}
 		}
 	}
 	// The leader is gone; anything it left in its group goes with it.
-	if n := countGroup(p.pgid); n > 0 {
+	if n := CountGroup(p.pgid); n > 0 {
 		syscall.Kill(-p.pgid, syscall.SIGKILL)
 		p.mu.Lock()
 		p.killed = true

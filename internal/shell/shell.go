@@ -1,0 +1,382 @@
+package shell
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/runner"
+)
+
+// shell is one live or ended shell process.
+type shell struct {
+	m        *Manager
+	id       string
+	session  string
+	project  string
+	root     string
+	cwdRel   string
+	dialect  Dialect
+	openedAt time.Time
+
+	cmd      *exec.Cmd
+	pid      int // also the process group id
+	stdin    *os.File
+	ctrlR    *os.File
+	ctrl     chan string // lines read from the control channel
+	out      *stream
+	errs     *stream
+	exitCode int           // valid once exited is closed
+	exited   chan struct{} // closed when the shell process has been reaped
+	dying    chan struct{} // closed when release begins
+	released chan struct{} // closed when the group is dead and the pipes closed
+
+	mu        sync.Mutex
+	state     State
+	endReason string
+	endedAt   time.Time
+	lastUsed  time.Time
+	commands  int64
+}
+
+// start spawns the shell process with its pipes; the caller holds m.mu.
+func (s *shell) start(cwd string) (err error) {
+	env := runner.ChildEnv(s.m.opt.Getenv, nil)
+	path, err := runner.LookPath(string(s.dialect), env)
+	if err != nil {
+		return failure.New(failure.NotStarted, "%s: not found on PATH", s.dialect)
+	}
+	argv := []string{string(s.dialect)}
+	if s.dialect == Bash {
+		argv = append(argv, "--noprofile", "--norc")
+	}
+	var files []*os.File // every pipe end, closed on failure
+	defer func() {
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return failure.Wrap(failure.NotStarted, err, "cannot create the shell's pipes")
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return failure.Wrap(failure.NotStarted, err, "cannot create the shell's pipes")
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return failure.Wrap(failure.NotStarted, err, "cannot create the shell's pipes")
+	}
+	ctlR, ctlW, err := pipe()
+	if err != nil {
+		return failure.Wrap(failure.NotStarted, err, "cannot create the shell's pipes")
+	}
+	cmd := &exec.Cmd{
+		Path: path, Args: argv, Dir: cwd, Env: env,
+		Stdin: inR, Stdout: outW, Stderr: errW,
+		// fd 3: control; fds 4 and 5: the framing's view of stdout and
+		// stderr.
+		ExtraFiles:  []*os.File{ctlW, outW, errW},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err = cmd.Start(); err != nil {
+		return failure.Wrap(failure.NotStarted, err, "cannot start %s", s.dialect)
+	}
+	// The child holds its ends now.
+	for _, f := range []*os.File{inR, outW, errW, ctlW} {
+		f.Close()
+	}
+	s.cmd, s.pid = cmd, cmd.Process.Pid
+	s.stdin, s.ctrlR = inW, ctlR
+	s.out = newStream(outR, s.m.opt.TailBytes)
+	s.errs = newStream(errR, s.m.opt.TailBytes)
+	s.ctrl = make(chan string, 8)
+	s.exited = make(chan struct{})
+	s.dying = make(chan struct{})
+	s.released = make(chan struct{})
+	s.m.wg.Add(4)
+	go func() { defer s.m.wg.Done(); s.out.loop() }()
+	go func() { defer s.m.wg.Done(); s.errs.loop() }()
+	go func() { defer s.m.wg.Done(); s.readControl() }()
+	go func() {
+		defer s.m.wg.Done()
+		cmd.Wait()
+		s.exitCode = cmd.ProcessState.ExitCode()
+		close(s.exited)
+		// A shell that ended on its own (exit, a signal from outside)
+		// is lost; a no-op when it already ended.
+		s.m.end(s, Lost, EndExited, false)
+	}()
+	return nil
+}
+
+// readControl forwards the control channel's lines. Over-long lines are
+// dropped: a real control line is short.
+func (s *shell) readControl() {
+	defer close(s.ctrl)
+	r := bufio.NewReaderSize(s.ctrlR, 256)
+	skipping := false
+	for {
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			skipping = true
+			continue
+		}
+		if err != nil {
+			return
+		}
+		if skipping {
+			skipping = false
+			continue
+		}
+		select {
+		case s.ctrl <- string(line[:len(line)-1]):
+		case <-s.dying:
+			return
+		}
+	}
+}
+
+// quote returns s as one single-quoted shell word.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// split returns a random value as two quoted printf arguments, so that no
+// trace or echo of the wrapper ever contains the value contiguously.
+func split(v string) string {
+	h := len(v) / 2
+	return "'" + v[:h] + "' '" + v[h:] + "'"
+}
+
+// preamble is written once, before the handshake: an interrupt returns
+// from the command's function (see wrapper) instead of ending the shell.
+const preamble = "trap 'case ${__wc_in-} in 1) return 130;; esac' INT\n"
+
+// wrapper is the text written to the shell for one command; see the
+// package documentation.
+func wrapper(command, token, outSentinel, errSentinel string) string {
+	var b strings.Builder
+	b.Grow(len(command) + 640)
+	b.WriteString("__wc_c=")
+	b.WriteString(quote(command))
+	b.WriteString("; __wc_run() { __wc_in=1; \\command eval \"$__wc_c\"; }; ")
+	b.WriteString("__wc_run \"$@\" 3>&- 4>&- 5>&- </dev/null; __wc_s=$?; __wc_in=; \\command unset __wc_c; ")
+	b.WriteString("\\command printf '%s%s' " + split(outSentinel) + " >&4; ")
+	b.WriteString("\\command printf '%s%s' " + split(errSentinel) + " >&5; ")
+	b.WriteString("\\command printf '%s%s %d\\n' " + split(token) + " \"$__wc_s\" >&3\n")
+	return b.String()
+}
+
+// parseControl returns the status carried by a control line with token.
+// Text before the token (a partial line some process wrote to the
+// channel) is ignored; the token itself cannot be forged.
+func parseControl(line, token string) (int, bool) {
+	i := strings.LastIndex(line, token+" ")
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(line[i+len(token)+1:])
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// run sends one framed command (after init, raw shell text of the
+// Manager's own) and waits for it. The caller has marked the shell busy.
+func (s *shell) run(ctx context.Context, command string, timeout time.Duration, init string) (Result, error) {
+	m := s.m
+	token, outSentinel, errSentinel := m.newToken(), randomHex(), randomHex()
+	outTail, outSeen := s.out.arm(outSentinel)
+	errTail, errSeen := s.errs.arm(errSentinel)
+	res := Result{ExitCode: -1}
+	start := time.Now()
+	finish := func() {
+		res.Duration = time.Since(start)
+		res.Stdout, res.Stderr = outTail.Snapshot(), errTail.Snapshot()
+	}
+
+	ctrl := s.ctrl
+	var damaged, resync <-chan time.Time
+	s.stdin.SetWriteDeadline(start.Add(writeTimeout))
+	if _, err := io.WriteString(s.stdin, init+wrapper(command, token, outSentinel, errSentinel)); err != nil {
+		// The shell is gone, or not reading: unless it exited, nothing
+		// proves where its input stands.
+		ctrl, damaged = nil, time.After(outputDrain)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	guard := time.NewTicker(runner.GuardInterval)
+	defer guard.Stop()
+	done := ctx.Done()
+	// The interrupt is repeated during the resync window: each one ends
+	// the current foreground process and returns from one function level.
+	var again <-chan time.Time
+	stopAgain := func() {}
+	defer func() { stopAgain() }()
+	interrupt := func() {
+		syscall.Kill(-s.pid, syscall.SIGINT)
+		resync = time.After(m.opt.ResyncWait)
+		t := time.NewTicker(m.opt.ResyncWait / 4)
+		stopAgain = t.Stop
+		again = t.C
+	}
+wait:
+	for {
+		select {
+		case line, ok := <-ctrl:
+			if !ok {
+				ctrl, damaged = nil, time.After(outputDrain)
+				continue
+			}
+			if code, ok := parseControl(line, token); ok {
+				res.ExitCode = code
+				break wait
+			}
+		case <-s.exited:
+			s.m.end(s, Lost, EndExited, false)
+			<-s.released
+			finish()
+			res.ShellExited, res.ExitCode = true, s.exitCode
+			return res, s.closedError()
+		case <-timer.C:
+			if resync == nil {
+				res.TimedOut = true
+				interrupt()
+			}
+		case <-done:
+			done = nil
+			if resync == nil {
+				res.Cancelled = true
+				interrupt()
+			}
+		case <-again:
+			syscall.Kill(-s.pid, syscall.SIGINT)
+		case <-resync:
+			return s.fail(&res, finish, EndResyncFailed, "the interrupted command did not return control")
+		case <-damaged:
+			return s.fail(&res, finish, EndDesync, "the shell's control channel failed")
+		case <-guard.C:
+			if runner.CountGroup(s.pid) > runner.MaxProcesses {
+				return s.fail(&res, finish, EndProcessLimit, "more than "+strconv.Itoa(runner.MaxProcesses)+" processes")
+			}
+		}
+	}
+	// The token arrived, so both sentinels are already in the pipes.
+	sync := time.NewTimer(syncWait)
+	defer sync.Stop()
+	for outSeen != nil || errSeen != nil {
+		select {
+		case <-outSeen:
+			outSeen = nil
+		case <-errSeen:
+			errSeen = nil
+		case <-sync.C:
+			return s.fail(&res, finish, EndDesync, "the command's output could not be delimited")
+		}
+	}
+	finish()
+	res.Cwd, res.CwdOutsideProject = s.currentDir()
+	return res, nil
+}
+
+// fail ends the shell as lost, waits for its release and returns the
+// partial result with shell_reset_required (or shell_closed when a close
+// won the race).
+func (s *shell) fail(res *Result, finish func(), reason, msg string) (Result, error) {
+	s.m.end(s, Lost, reason, false)
+	<-s.released
+	finish()
+	if err := s.closedError(); err != nil {
+		return *res, err
+	}
+	return *res, failure.New(failure.ShellResetRequired, "shell %s: %s; its process group was killed, open a new shell", s.id, msg).
+		WithDetail("shell_end_reason", reason)
+}
+
+// closedError reports a close that ended the shell while a command ran.
+func (s *shell) closedError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == Closed {
+		return failure.New(failure.ShellClosed, "shell %s was closed (%s) while the command ran", s.id, s.endReason)
+	}
+	return nil
+}
+
+// currentDir reads the shell's working directory, project-relative.
+func (s *shell) currentDir() (rel string, outside bool) {
+	dir, err := os.Readlink("/proc/" + strconv.Itoa(s.pid) + "/cwd")
+	if err != nil || strings.HasSuffix(dir, " (deleted)") {
+		return "", false
+	}
+	r, err := filepath.Rel(s.root, dir)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", true
+	}
+	return filepath.ToSlash(r), false
+}
+
+// release kills the process group (TERM first when graceful, KILL after
+// runner.KillGrace) and closes every pipe. It runs once per shell.
+func (s *shell) release(graceful bool) {
+	close(s.dying)
+	if graceful {
+		s.stdin.Close() // an idle shell ends at end of input
+		syscall.Kill(-s.pid, syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(runner.KillGrace):
+		}
+	}
+	syscall.Kill(-s.pid, syscall.SIGKILL)
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+	}
+	// Whatever the shell left in its group goes with it.
+	syscall.Kill(-s.pid, syscall.SIGKILL)
+	drained := make(chan struct{})
+	t := time.AfterFunc(outputDrain, func() { close(drained) })
+	for _, d := range []<-chan struct{}{s.out.done, s.errs.done} {
+		select {
+		case <-d:
+		case <-drained:
+		}
+	}
+	t.Stop()
+	for _, f := range []*os.File{s.stdin, s.ctrlR, s.out.f, s.errs.f} {
+		f.Close()
+	}
+	close(s.released)
+}
+
+func (s *shell) info() Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Info{
+		ShellID: s.id, SessionID: s.session, Project: s.project, Shell: s.dialect, Cwd: s.cwdRel,
+		State: s.state, EndReason: s.endReason, OpenedAt: s.openedAt, LastUsedAt: s.lastUsed,
+		EndedAt: s.endedAt, CommandsRun: s.commands,
+	}
+}

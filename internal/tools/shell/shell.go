@@ -1,0 +1,390 @@
+// Package shell registers the persistent-shell tools: open_session_shell,
+// session_shell_exec, session_shell_status and close_session_shell.
+//
+// A persistent shell is one real long-lived sh or bash process bound to
+// exactly one Workflow Session (internal/shell): cwd, exports and functions
+// persist between commands, unlike run_shell. Every tool takes the
+// business session_id, which the kernel authorizes; every operation then
+// checks that the shell belongs to that session, and a shell of another
+// session is refused before anything runs. read_only sessions cannot open
+// or execute (the kernel's write guard); close and status stay available.
+//
+// The session ledger receives lifecycle and outcome facts only: shell_id,
+// action (open, exec, close), state, shell (sh|bash, on open), exit_code,
+// ending, timed_out, shell_exited, reset_required, expectation and
+// expectation_matched, changed (on close) — never command text, output,
+// paths or environment.
+package shell
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/runner"
+	pshell "github.com/webcodex/webcodex/internal/shell"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// Bounds of session_shell_exec.
+const (
+	// DefaultTimeoutSeconds is a command's timeout when the call sets none.
+	DefaultTimeoutSeconds = 60
+	// MaxTimeoutSeconds is the longest timeout a call may ask for.
+	MaxTimeoutSeconds = int(pshell.MaxTimeout / time.Second)
+)
+
+// Expectation is a pre-declared result expectation (the same values as
+// run_shell's).
+type Expectation string
+
+// Expectations: success (default) requires exit code 0; failure expects a
+// completed command with another code; observe accepts any completed
+// command. A timeout, cancellation or reset never matches.
+const (
+	ExpectSuccess Expectation = "success"
+	ExpectFailure Expectation = "failure"
+	ExpectObserve Expectation = "observe"
+)
+
+// Endings of a command as session_shell_exec reports them.
+const (
+	EndingExited      = "exited"       // the command completed
+	EndingShellExited = "shell_exited" // the command ended the shell
+	EndingTimedOut    = "timed_out"
+	EndingCancelled   = "cancelled"
+)
+
+// Register adds the persistent-shell tools to reg.
+func Register(reg *kernel.Registry, m *pshell.Manager) {
+	t := &tools{m: m}
+	kernel.Register(reg, kernel.Spec[OpenInput, OpenOutput]{
+		Name: "open_session_shell",
+		Description: "Open the session's persistent shell: one long-lived sh or bash process (at most one per session) in which cwd, exports and " +
+			"functions persist between session_shell_exec calls. cwd and shell default to the session's default_cwd and default_shell. " +
+			"Returns shell_id. Not a terminal: no PTY, no interactive input.",
+		Category: "shell", Scopes: []auth.Scope{auth.ScopeProjectWrite, auth.ScopeJobRun},
+		Annotations: kernel.Annotations{Destructive: true},
+		Mutates:     true, Writes: true, Session: kernel.SessionRequired,
+		Handler: t.open,
+	})
+	kernel.Register(reg, kernel.Spec[ExecInput, ExecOutput]{
+		Name: "session_shell_exec",
+		Description: "Run command text (at most 16,000 bytes) in the session's persistent shell and wait for it. Commands run one at a time " +
+			"(a concurrent call fails with shell_busy); stdin is empty; stdout and stderr are bounded tails. On timeout the command is " +
+			"interrupted; if the shell cannot be resynchronized it is killed and the call fails with shell_reset_required (open a new shell). " +
+			"A non-zero exit fails with command_failed unless result_expectation is failure or observe.",
+		Category: "shell", Scopes: []auth.Scope{auth.ScopeProjectWrite, auth.ScopeJobRun},
+		Annotations: kernel.Annotations{Destructive: true},
+		Mutates:     true, Writes: true, Session: kernel.SessionRequired,
+		Handler: t.exec,
+	})
+	kernel.Register(reg, kernel.Spec[RefInput, ShellView]{
+		Name:        "session_shell_status",
+		Description: "Show a persistent shell of the session: state (ready, busy, closed, lost), shell, initial cwd, timestamps and commands run.",
+		Category:    "shell", Scopes: []auth.Scope{auth.ScopeProjectRead},
+		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
+		Session:     kernel.SessionRequired,
+		Handler:     t.status,
+	})
+	kernel.Register(reg, kernel.Spec[RefInput, CloseOutput]{
+		Name:        "close_session_shell",
+		Description: "Close a persistent shell of the session, killing its process group (and a running command). Idempotent; a closed shell_id stays closed.",
+		Category:    "shell", Scopes: []auth.Scope{auth.ScopeProjectWrite},
+		Annotations: kernel.Annotations{Idempotent: true},
+		// Writes is false on purpose: a session switched to read_only
+		// after opening a shell must still be able to release it.
+		Mutates: true, Session: kernel.SessionRequired,
+		Handler: t.close,
+	})
+}
+
+type tools struct{ m *pshell.Manager }
+
+// OpenInput is the input of open_session_shell.
+type OpenInput struct {
+	kernel.RequiredSessionRef
+	kernel.OptionalProjectRef
+	Cwd   string         `json:"cwd,omitempty" jsonschema:"project-relative initial directory; default the session's default_cwd, else the project root"`
+	Shell workflow.Shell `json:"shell,omitempty" jsonschema:"sh or bash; default the session's default_shell, else sh"`
+}
+
+// RefInput names one shell of the session.
+type RefInput struct {
+	kernel.RequiredSessionRef
+	kernel.OptionalProjectRef
+	ShellID string `json:"shell_id" jsonschema:"the wc_shell_ id from open_session_shell"`
+}
+
+// ExecInput is the input of session_shell_exec.
+type ExecInput struct {
+	kernel.RequiredSessionRef
+	kernel.OptionalProjectRef
+	ShellID           string      `json:"shell_id" jsonschema:"the wc_shell_ id from open_session_shell"`
+	Command           string      `json:"command" jsonschema:"shell text, at most 16000 bytes"`
+	TimeoutSeconds    *int        `json:"timeout_seconds,omitempty" jsonschema:"1-3600, default 60"`
+	ResultExpectation Expectation `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe"`
+}
+
+// ShellView is a shell as the tools show it.
+type ShellView struct {
+	ShellID   string `json:"shell_id"`
+	SessionID string `json:"session_id"`
+	Project   string `json:"project"`
+	Shell     string `json:"shell"`
+	// Cwd is the initial directory, project-relative.
+	Cwd         string `json:"cwd"`
+	State       string `json:"state"`
+	EndReason   string `json:"end_reason,omitempty"`
+	OpenedAt    string `json:"opened_at"`
+	LastUsedAt  string `json:"last_used_at"`
+	EndedAt     string `json:"ended_at,omitempty"`
+	CommandsRun int64  `json:"commands_run"`
+}
+
+// OpenOutput is the result of open_session_shell.
+type OpenOutput struct {
+	Shell ShellView `json:"shell"`
+	// CwdSource and ShellSource say where cwd and shell came from:
+	// explicit, session_default or default.
+	CwdSource   string `json:"cwd_source"`
+	ShellSource string `json:"shell_source"`
+}
+
+// ExpectationResult reports the pre-declared expectation.
+type ExpectationResult struct {
+	Declared Expectation `json:"declared"`
+	Matched  bool        `json:"matched"`
+}
+
+// ExecOutput is the result of session_shell_exec.
+type ExecOutput struct {
+	ShellID  string `json:"shell_id"`
+	ExitCode int    `json:"exit_code"`
+	// Ending is exited, shell_exited, timed_out or cancelled.
+	Ending      string `json:"ending"`
+	TimedOut    bool   `json:"timed_out"`
+	ShellExited bool   `json:"shell_exited"`
+	// ShellState is the shell's state after the command.
+	ShellState string `json:"shell_state"`
+	DurationMS int64  `json:"duration_ms"`
+	// Cwd is the shell's directory after the command, project-relative;
+	// empty when outside the project (cwd_outside_project) or unknown.
+	Cwd               string            `json:"cwd,omitempty"`
+	CwdOutsideProject bool              `json:"cwd_outside_project,omitempty"`
+	Stdout            runner.Output     `json:"stdout"`
+	Stderr            runner.Output     `json:"stderr"`
+	Expectation       ExpectationResult `json:"expectation"`
+}
+
+// CloseOutput is the result of close_session_shell.
+type CloseOutput struct {
+	Shell   ShellView `json:"shell"`
+	Changed bool      `json:"changed"`
+}
+
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func view(i pshell.Info) ShellView {
+	v := ShellView{
+		ShellID: i.ShellID, SessionID: i.SessionID, Project: i.Project, Shell: string(i.Shell), Cwd: i.Cwd,
+		State: string(i.State), EndReason: i.EndReason, OpenedAt: i.OpenedAt.UTC().Format(timeFormat),
+		LastUsedAt: i.LastUsedAt.UTC().Format(timeFormat), CommandsRun: i.CommandsRun,
+	}
+	if !i.EndedAt.IsZero() {
+		v.EndedAt = i.EndedAt.UTC().Format(timeFormat)
+	}
+	return v
+}
+
+// factShellID records a well-formed shell id (never arbitrary caller text).
+func factShellID(inv *kernel.Invocation, id string) {
+	if pshell.ValidID(id) {
+		inv.Fact("shell_id", id)
+	}
+}
+
+func sessionOf(inv *kernel.Invocation) (*workflow.Session, error) {
+	if inv.Session == nil || !inv.HasProject {
+		return nil, failure.New(failure.InvalidArguments, "session_id is required")
+	}
+	return inv.Session, nil
+}
+
+func (t *tools) open(ctx context.Context, inv *kernel.Invocation, in OpenInput) (OpenOutput, error) {
+	sess, err := sessionOf(inv)
+	if err != nil {
+		return OpenOutput{}, err
+	}
+	inv.Fact("action", "open")
+	out := OpenOutput{CwdSource: "explicit", ShellSource: "explicit"}
+	sh := in.Shell
+	switch {
+	case sh != "":
+		if sh != workflow.ShellSh && sh != workflow.ShellBash {
+			return OpenOutput{}, failure.New(failure.InvalidArguments, "shell must be sh or bash")
+		}
+	case sess.ExecutionContext.DefaultShell != "":
+		sh, out.ShellSource = sess.ExecutionContext.DefaultShell, "session_default"
+	default:
+		sh, out.ShellSource = workflow.ShellSh, "default"
+	}
+	rel, inherited := in.Cwd, false
+	switch {
+	case rel != "":
+	case sess.ExecutionContext.DefaultCwd != "":
+		rel, inherited, out.CwdSource = sess.ExecutionContext.DefaultCwd, true, "session_default"
+	default:
+		rel, out.CwdSource = ".", "default"
+	}
+	abs, clean, err := inv.Project.Resolve(rel)
+	if err == nil {
+		if st, serr := os.Stat(abs); serr != nil || !st.IsDir() {
+			err = failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
+		}
+	}
+	if err != nil {
+		if inherited {
+			// Never a fallback to the project root.
+			return OpenOutput{}, failure.New(failure.InvalidExecutionContext, "the session's default_cwd %q cannot be used: %s", rel, failure.MessageOf(err))
+		}
+		return OpenOutput{}, err
+	}
+	inv.Fact("shell", string(sh))
+	info, err := t.m.Open(ctx, pshell.OpenSpec{
+		SessionID: sess.ID, Project: inv.Project.ID, ProjectRoot: inv.Project.Root, Cwd: abs, Shell: pshell.Dialect(sh),
+	})
+	if err != nil {
+		if id, ok := failure.DetailOf(err)["shell_id"].(string); ok {
+			inv.Fact("shell_id", id)
+		}
+		return OpenOutput{}, err
+	}
+	inv.Fact("shell_id", info.ShellID)
+	inv.Fact("state", string(info.State))
+	out.Shell = view(info)
+	return out, nil
+}
+
+func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) (ExecOutput, error) {
+	sess, err := sessionOf(inv)
+	if err != nil {
+		return ExecOutput{}, err
+	}
+	inv.Fact("action", "exec")
+	factShellID(inv, in.ShellID)
+	exp := in.ResultExpectation
+	if exp == "" {
+		exp = ExpectSuccess
+	}
+	if exp != ExpectSuccess && exp != ExpectFailure && exp != ExpectObserve {
+		return ExecOutput{}, failure.New(failure.InvalidArguments, "result_expectation must be success, failure or observe")
+	}
+	timeout := DefaultTimeoutSeconds
+	if in.TimeoutSeconds != nil {
+		timeout = *in.TimeoutSeconds
+	}
+	if timeout < 1 || timeout > MaxTimeoutSeconds {
+		return ExecOutput{}, failure.New(failure.InvalidArguments, "timeout_seconds must be 1-%d", MaxTimeoutSeconds)
+	}
+	inv.Fact("expectation", string(exp))
+	res, err := t.m.Exec(ctx, in.ShellID, sess.ID, in.Command, time.Duration(timeout)*time.Second)
+	out := ExecOutput{
+		ShellID: in.ShellID, ExitCode: res.ExitCode, TimedOut: res.TimedOut, ShellExited: res.ShellExited,
+		ShellState: string(res.State), DurationMS: res.Duration.Milliseconds(), Cwd: res.Cwd,
+		CwdOutsideProject: res.CwdOutsideProject, Stdout: res.Stdout, Stderr: res.Stderr,
+		Expectation: ExpectationResult{Declared: exp},
+	}
+	switch {
+	case res.TimedOut:
+		out.Ending = EndingTimedOut
+	case res.Cancelled:
+		out.Ending = EndingCancelled
+	case res.ShellExited:
+		out.Ending = EndingShellExited
+	default:
+		out.Ending = EndingExited
+	}
+	if err != nil {
+		reset := failure.Is(err, failure.ShellResetRequired)
+		if reset {
+			inv.Fact("reset_required", "true")
+		}
+		var fe *failure.Error
+		if res.State == "" || !errors.As(err, &fe) {
+			return ExecOutput{}, err // refused before anything ran
+		}
+		// The command ran, but the shell was lost or closed meanwhile.
+		inv.Fact("state", string(res.State))
+		inv.Fact("ending", out.Ending)
+		inv.Fact("timed_out", strconv.FormatBool(res.TimedOut))
+		inv.Fact("reset_required", strconv.FormatBool(reset))
+		return ExecOutput{}, fe.WithDetail("execution", out).WithDetail("state_changed", true)
+	}
+	completed := out.Ending == EndingExited || out.Ending == EndingShellExited
+	ok := completed && res.ExitCode == 0
+	switch exp {
+	case ExpectSuccess:
+		out.Expectation.Matched = ok
+	case ExpectFailure:
+		out.Expectation.Matched = completed && !ok
+	case ExpectObserve:
+		out.Expectation.Matched = completed
+	}
+	inv.Fact("state", string(res.State))
+	inv.Fact("exit_code", strconv.Itoa(res.ExitCode))
+	inv.Fact("ending", out.Ending)
+	inv.Fact("timed_out", strconv.FormatBool(res.TimedOut))
+	inv.Fact("shell_exited", strconv.FormatBool(res.ShellExited))
+	inv.Fact("reset_required", "false")
+	inv.Fact("expectation_matched", strconv.FormatBool(out.Expectation.Matched))
+	if out.Expectation.Matched {
+		return out, nil
+	}
+	var ferr *failure.Error
+	switch out.Ending {
+	case EndingTimedOut:
+		ferr = failure.New(failure.TimedOut, "timed out after %ds; the command was interrupted and the shell is %s", timeout, res.State)
+	case EndingCancelled:
+		ferr = failure.New(failure.Cancelled, "cancelled; the command was interrupted and the shell is %s", res.State)
+	default:
+		ferr = failure.New(failure.CommandFailed, "exit code %d did not meet the %s expectation", res.ExitCode, exp)
+		if res.ShellExited {
+			ferr.Message += "; the command ended the shell, open a new one"
+		}
+	}
+	return ExecOutput{}, ferr.WithDetail("execution", out).WithDetail("state_changed", true)
+}
+
+func (t *tools) status(_ context.Context, inv *kernel.Invocation, in RefInput) (ShellView, error) {
+	sess, err := sessionOf(inv)
+	if err != nil {
+		return ShellView{}, err
+	}
+	info, err := t.m.Status(in.ShellID, sess.ID)
+	if err != nil {
+		return ShellView{}, err
+	}
+	return view(info), nil
+}
+
+func (t *tools) close(_ context.Context, inv *kernel.Invocation, in RefInput) (CloseOutput, error) {
+	sess, err := sessionOf(inv)
+	if err != nil {
+		return CloseOutput{}, err
+	}
+	inv.Fact("action", "close")
+	factShellID(inv, in.ShellID)
+	info, changed, err := t.m.CloseShell(in.ShellID, sess.ID)
+	if err != nil {
+		return CloseOutput{}, err
+	}
+	inv.Fact("state", string(info.State))
+	inv.Fact("changed", strconv.FormatBool(changed))
+	return CloseOutput{Shell: view(info), Changed: changed}, nil
+}
