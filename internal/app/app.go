@@ -22,9 +22,11 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/httpserver"
+	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/transport/mcpserver"
 	"github.com/webcodex/webcodex/internal/transport/rest"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -46,6 +48,8 @@ type App struct {
 	Auth     *auth.Service
 	Projects *project.Registry
 	Runner   runner.Host
+	Jobs     *jobs.Manager
+	Shells   *shell.Manager
 	Kernel   *kernel.Kernel
 
 	// AdminToken is the first-start admin credential and AdminCreated
@@ -92,6 +96,10 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.Projects = newProjects(a.Stores)
 	a.Runner = &runner.Local{}
+	a.Shells = shell.NewManager(shell.Options{})
+	if a.Jobs, err = newJobs(ctx, a); err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
 	a.Kernel = newKernel(a)
 	if rep := a.Stores.Workflow.Restored(); rep.Discarded > 0 {
 		a.Log.Warn("workflow ledger: malformed rows moved aside at restore", "discarded", rep.Discarded)
@@ -168,11 +176,34 @@ func (a *App) Serve(ctx context.Context) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
+	// Jobs still running have no supervisor after this: their process
+	// groups are killed and they are recorded lost (server_shutdown).
+	// Persistent shells are released.
+	a.release()
 	return err
 }
 
-// Close releases the stores. Call it after Serve returns.
-func (a *App) Close() error { return a.Stores.Close() }
+// Close ends the remaining jobs and shells and releases the stores. Call it
+// after Serve returns.
+func (a *App) Close() error {
+	a.release()
+	return a.Stores.Close()
+}
+
+// release ends what runs beyond a request: persistent shells and jobs.
+func (a *App) release() {
+	if a.Shells != nil {
+		a.Shells.Close()
+	}
+	if a.Jobs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), runner.KillGrace+10*time.Second)
+	defer cancel()
+	if err := a.Jobs.Close(ctx); err != nil {
+		a.Log.Warn("jobs: shutdown did not finish", "err", err)
+	}
+}
 
 // Status is the body of /api/status.
 type Status struct {

@@ -38,6 +38,11 @@ type Config struct {
 	AllowedOrigins []string `toml:"allowed_origins"`
 	// PublicURL is the externally visible base URL, published in OpenAPI.
 	PublicURL string `toml:"public_url"`
+	// JobSyncGrace is how long a run waits before it continues as a
+	// background job.
+	JobSyncGrace Duration `toml:"job_sync_grace"`
+	// JobConcurrency bounds the runs executing at once; more are queued.
+	JobConcurrency int `toml:"job_concurrency"`
 	// BootstrapToken is WEBCODEX_TOKEN: an admin credential accepted as is
 	// and never stored or logged. Environment only.
 	BootstrapToken string `toml:"-"`
@@ -72,6 +77,8 @@ func DefaultConfig() Config {
 		Listen:          DefaultListen,
 		LogLevel:        "info",
 		ShutdownTimeout: Duration(15 * time.Second),
+		JobSyncGrace:    Duration(8 * time.Second),
+		JobConcurrency:  4,
 	}
 }
 
@@ -159,6 +166,18 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			}
 		}
 	}
+	if v := getenv("WEBCODEX_JOB_SYNC_GRACE"); v != "" {
+		if err := c.JobSyncGrace.UnmarshalText([]byte(v)); err != nil {
+			return &ConfigError{Source: "environment", Key: "WEBCODEX_JOB_SYNC_GRACE", Err: err}
+		}
+	}
+	if v := getenv("WEBCODEX_JOB_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return &ConfigError{Source: "environment", Key: "WEBCODEX_JOB_CONCURRENCY", Err: err}
+		}
+		c.JobConcurrency = n
+	}
 	if v := getenv("WEBCODEX_PUBLIC_URL"); v != "" {
 		c.PublicURL = v
 	}
@@ -176,6 +195,12 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout < 0 {
 		return &ConfigError{Source: "config", Key: "shutdown_timeout", Err: errors.New("must not be negative")}
+	}
+	if c.JobSyncGrace < 0 || time.Duration(c.JobSyncGrace) > time.Minute {
+		return &ConfigError{Source: "config", Key: "job_sync_grace", Err: errors.New("must be between 0 and 1m")}
+	}
+	if c.JobConcurrency < 1 || c.JobConcurrency > 64 {
+		return &ConfigError{Source: "config", Key: "job_concurrency", Err: errors.New("must be 1-64")}
 	}
 	if c.BootstrapToken != "" && len(c.BootstrapToken) < 16 {
 		return &ConfigError{Source: "environment", Key: "WEBCODEX_TOKEN", Err: errors.New("must be at least 16 characters")}

@@ -383,7 +383,7 @@ func TestMCPDisconnectCancelsAndIsNeverSuccess(t *testing.T) {
 		t.Fatal("the cancelled call returned a result")
 	}
 	var last workflow.Event
-	for i := 0; i < 500; i++ {
+	for i := 0; i < 3000; i++ {
 		evs, err := s.a.Sessions.Store().Events(context.Background(), id, 1)
 		if err != nil {
 			t.Fatal(err)

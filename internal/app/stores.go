@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	authstore "github.com/webcodex/webcodex/internal/auth/sqlitestore"
+	jobstore "github.com/webcodex/webcodex/internal/jobs/sqlitestore"
 	projectstore "github.com/webcodex/webcodex/internal/project/sqlitestore"
 	workflowstore "github.com/webcodex/webcodex/internal/workflow/sqlitestore"
 )
@@ -18,6 +19,7 @@ const (
 	WorkflowDB = "workflow.db"
 	AuthDB     = "auth.db"
 	ProjectsDB = "projects.db"
+	JobsDB     = "jobs.db"
 )
 
 // Stores are the opened databases of a data directory.
@@ -25,6 +27,7 @@ type Stores struct {
 	Workflow *workflowstore.Store
 	Auth     *authstore.Store
 	Projects *projectstore.Store
+	Jobs     *jobstore.Store
 }
 
 // OpenStores creates the data directory (0700) if needed and opens every
@@ -46,6 +49,10 @@ func OpenStores(ctx context.Context, dataDir string) (*Stores, error) {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", ProjectsDB, err)
 	}
+	if s.Jobs, err = jobstore.Open(ctx, filepath.Join(dataDir, JobsDB)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", JobsDB, err)
+	}
 	return s, nil
 }
 
@@ -60,6 +67,9 @@ func (s *Stores) Close() error {
 	}
 	if s.Projects != nil {
 		errs = append(errs, s.Projects.Close())
+	}
+	if s.Jobs != nil {
+		errs = append(errs, s.Jobs.Close())
 	}
 	return errors.Join(errs...)
 }

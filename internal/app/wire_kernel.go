@@ -7,21 +7,31 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/files"
 	"github.com/webcodex/webcodex/internal/tools/git"
+	jobtools "github.com/webcodex/webcodex/internal/tools/jobs"
 	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/search"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
+	shelltools "github.com/webcodex/webcodex/internal/tools/shell"
+	"github.com/webcodex/webcodex/internal/tools/validate"
 )
 
 // NewRegistry returns the registry of every tool, wired to the app's
 // services.
 func NewRegistry(a *App) *kernel.Registry {
 	reg := kernel.NewRegistry()
-	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions})
+	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions, OnClose: func(id string) {
+		if a.Shells != nil {
+			a.Shells.CloseSession(id)
+		}
+	}})
 	files.Register(reg)
 	search.Register(reg)
 	edit.Register(reg)
 	git.Register(reg)
-	run.Register(reg, &run.Tools{Host: a.Runner})
+	run.Register(reg, &run.Tools{Host: a.Runner, Jobs: a.Jobs})
+	jobtools.Register(reg, &jobtools.Tools{Jobs: a.Jobs})
+	shelltools.Register(reg, a.Shells)
+	validate.Register(reg, &validate.Tools{Host: a.Runner, Sessions: a.Sessions})
 	return reg
 }
 

@@ -255,13 +255,14 @@ func failureKind(k failure.Kind) string {
 		failure.InvalidExecutionContext, failure.InvalidCodingInstruction, failure.UnknownProject:
 		return "invalid_arguments"
 	case failure.InsufficientScope, failure.PermissionDenied, failure.SessionAuthorityDenied,
-		failure.SessionGuardDenied, failure.Unauthenticated:
+		failure.SessionGuardDenied, failure.Unauthenticated, failure.JobAuthorityDenied:
 		return "permission_denied"
 	case failure.EditConflict, failure.StalePrecondition, failure.Conflict:
 		return "stale_precondition"
 	case failure.OutcomeUnknown, failure.Interrupted, failure.Cancelled:
 		return "outcome_unknown"
-	case failure.UnknownSessionID, failure.SessionClosed, failure.SessionProjectMismatch, failure.NotFound:
+	case failure.UnknownSessionID, failure.SessionClosed, failure.SessionProjectMismatch, failure.NotFound,
+		failure.JobNotFound, failure.JobProjectMismatch:
 		return "not_started"
 	case failure.Unavailable, failure.ShellBusy:
 		return "capability_unavailable"

@@ -10,8 +10,15 @@
 // that escapes the project or no longer exists fails before start, with no
 // fallback to the project root.
 //
-// The ledger keeps the program's base name, exit code, ending and the
-// expectation outcome — never arguments, command text, stdin or output.
+// With a job manager (Tools.Jobs), every run is a supervised job
+// (internal/jobs): a run still going after the manager's synchronous grace
+// period (default 8 s) is not re-run and not killed: the same process
+// continues as a background job, and the call succeeds at once with
+// state "running" and a job_id to observe with observe_jobs.
+//
+// The ledger keeps the program's base name, exit code, ending, job id and
+// state and the expectation outcome — never arguments, command text, stdin
+// or output.
 package run
 
 import (
@@ -20,13 +27,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -48,23 +55,26 @@ const (
 )
 
 // Expectation is a pre-declared result expectation.
-type Expectation string
+type Expectation = jobs.Expectation
 
 // Expectations: success (default) requires an accepted exit code; failure
 // expects a completed run with another exit code; observe accepts any
 // completed run. A timeout, cancellation or kill never matches.
 const (
-	ExpectSuccess Expectation = "success"
-	ExpectFailure Expectation = "failure"
-	ExpectObserve Expectation = "observe"
+	ExpectSuccess = jobs.ExpectSuccess
+	ExpectFailure = jobs.ExpectFailure
+	ExpectObserve = jobs.ExpectObserve
 )
 
 // Interpreters run_script accepts, with the program that runs them.
 var Interpreters = map[string]string{"sh": "sh", "bash": "bash", "python3": "python3", "node": "node"}
 
-// Tools holds the execution host.
+// Tools holds the execution host and, when set, the job manager that
+// supervises every run (and hands long ones off as background jobs).
+// Without Jobs a run is waited for until it ends.
 type Tools struct {
 	Host runner.Host
+	Jobs *jobs.Manager
 }
 
 // Register adds run_process, run_shell and run_script to reg.
@@ -72,7 +82,8 @@ func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[ProcessInput, Output]{
 		Name: "run_process",
 		Description: "Run a program with a literal argv (no shell) in the project. Returns exit code, duration and bounded stdout/stderr tails. " +
-			"A non-accepted exit code fails with command_failed unless result_expectation is failure or observe.",
+			"A non-accepted exit code fails with command_failed unless result_expectation is failure or observe. " +
+			"A run still going after a few seconds continues as a background job: state running and a job_id for observe_jobs.",
 		Category: "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
 		Mutates: true, Writes: true, Session: kernel.SessionOptional,
 		Annotations: kernel.Annotations{Destructive: true},
@@ -137,8 +148,19 @@ type ExpectationResult struct {
 	Matched  bool        `json:"matched"`
 }
 
-// Output is the result of every execution tool.
+// Output is the result of every execution tool. While State is running
+// or queued (a run handed off as a background job), ExitCode is -1,
+// Ending is empty and the tails hold the output so far.
 type Output struct {
+	// State is the job state: a terminal one, or running/queued after a
+	// handoff.
+	State jobs.State `json:"state"`
+	// JobID identifies the supervised job (empty without a job manager).
+	JobID string `json:"job_id,omitempty"`
+	// Cursors, after a handoff, are where observe_jobs continues.
+	Cursors *jobs.Cursors `json:"cursors,omitempty"`
+	// Hint tells the caller what to do next after a handoff.
+	Hint        string            `json:"hint,omitempty"`
 	ExitCode    int               `json:"exit_code"`
 	Signal      string            `json:"signal,omitempty"`
 	Ending      runner.Ending     `json:"ending"`
@@ -157,18 +179,41 @@ func (t *Tools) runProcess(ctx context.Context, inv *kernel.Invocation, in Proce
 	if len(in.AcceptedExitCodes) > MaxAcceptedExitCodes {
 		return Output{}, failure.New(failure.InvalidArguments, "accepted_exit_codes holds more than %d codes", MaxAcceptedExitCodes)
 	}
-	cwd, err := t.cwd(inv, in.Cwd)
+	cwd, err := ResolveCwd(inv, in.Cwd)
 	if err != nil {
 		return Output{}, err
 	}
-	return t.execute(ctx, inv, in.Common, cwd, in.Argv, in.AcceptedExitCodes)
+	return t.execute(ctx, inv, in.Common, cwd, in.Argv, in.AcceptedExitCodes, nil)
 }
 
 func (t *Tools) runShell(ctx context.Context, inv *kernel.Invocation, in ShellInput) (Output, error) {
-	if in.Command == "" || len(in.Command) > MaxShellBytes || !utf8.ValidString(in.Command) {
-		return Output{}, failure.New(failure.InvalidArguments, "command must be 1-%d bytes of UTF-8", MaxShellBytes)
+	if err := ValidateCommand(in.Command); err != nil {
+		return Output{}, err
 	}
-	sh := in.Shell
+	sh, err := SelectShell(inv, in.Shell)
+	if err != nil {
+		return Output{}, err
+	}
+	cwd, err := ResolveCwd(inv, in.Cwd)
+	if err != nil {
+		return Output{}, err
+	}
+	inv.Fact("shell", string(sh))
+	return t.execute(ctx, inv, in.Common, cwd, []string{string(sh), "-c", in.Command}, nil, nil)
+}
+
+// ValidateCommand checks run_shell / run_job command text.
+func ValidateCommand(cmd string) error {
+	if cmd == "" || len(cmd) > MaxShellBytes || !utf8.ValidString(cmd) {
+		return failure.New(failure.InvalidArguments, "command must be 1-%d bytes of UTF-8", MaxShellBytes)
+	}
+	return nil
+}
+
+// SelectShell returns the shell of a run: the explicit one, else the
+// business session's default_shell, else sh.
+func SelectShell(inv *kernel.Invocation, explicit workflow.Shell) (workflow.Shell, error) {
+	sh := explicit
 	if sh == "" && inv.Session != nil {
 		sh = inv.Session.ExecutionContext.DefaultShell
 	}
@@ -176,14 +221,29 @@ func (t *Tools) runShell(ctx context.Context, inv *kernel.Invocation, in ShellIn
 		sh = workflow.ShellSh
 	}
 	if sh != workflow.ShellSh && sh != workflow.ShellBash {
-		return Output{}, failure.New(failure.InvalidArguments, "shell must be sh or bash")
+		return "", failure.New(failure.InvalidArguments, "shell must be sh or bash")
 	}
-	cwd, err := t.cwd(inv, in.Cwd)
-	if err != nil {
-		return Output{}, err
+	return sh, nil
+}
+
+// ValidatePurpose checks a purpose.
+func ValidatePurpose(p string) error {
+	if utf8.RuneCountInString(p) > MaxPurposeChars {
+		return failure.New(failure.InvalidArguments, "purpose is longer than %d characters", MaxPurposeChars)
 	}
-	inv.Fact("shell", string(sh))
-	return t.execute(ctx, inv, in.Common, cwd, []string{string(sh), "-c", in.Command}, nil)
+	return nil
+}
+
+// ValidateExpectation checks a declared expectation and returns it with
+// its default.
+func ValidateExpectation(e Expectation) (Expectation, error) {
+	if e == "" {
+		return ExpectSuccess, nil
+	}
+	if !e.Valid() {
+		return "", failure.New(failure.InvalidArguments, "result_expectation must be success, failure or observe")
+	}
+	return e, nil
 }
 
 func (t *Tools) runScript(ctx context.Context, inv *kernel.Invocation, in ScriptInput) (Output, error) {
@@ -194,7 +254,7 @@ func (t *Tools) runScript(ctx context.Context, inv *kernel.Invocation, in Script
 	if in.Script == "" || len(in.Script) > MaxScriptBytes {
 		return Output{}, failure.New(failure.InvalidArguments, "script must be 1-%d bytes", MaxScriptBytes)
 	}
-	cwd, err := t.cwd(inv, in.Cwd)
+	cwd, err := ResolveCwd(inv, in.Cwd)
 	if err != nil {
 		return Output{}, err
 	}
@@ -202,19 +262,22 @@ func (t *Tools) runScript(ctx context.Context, inv *kernel.Invocation, in Script
 	if err != nil {
 		return Output{}, failure.Wrap(failure.NotStarted, err, "cannot create the script file")
 	}
-	defer os.RemoveAll(dir)
+	// The file outlives the call when the run continues as a job: the
+	// job removes it when it ends (a queued job has not even read it).
+	cleanup := func() { os.RemoveAll(dir) }
 	file := filepath.Join(dir, "script")
 	if err := os.WriteFile(file, []byte(in.Script), 0o600); err != nil {
+		cleanup()
 		return Output{}, failure.Wrap(failure.NotStarted, err, "cannot write the script file")
 	}
 	inv.Fact("interpreter", in.Interpreter)
-	return t.execute(ctx, inv, in.Common, cwd, append([]string{prog, file}, in.Args...), nil)
+	return t.execute(ctx, inv, in.Common, cwd, append([]string{prog, file}, in.Args...), nil, cleanup)
 }
 
-// cwd resolves the working directory: the explicit one, else the business
-// session's default, else the project root. It must exist inside the
-// project and be a directory.
-func (t *Tools) cwd(inv *kernel.Invocation, explicit string) (string, error) {
+// ResolveCwd resolves the absolute working directory of a run: the
+// explicit one, else the business session's default, else the project
+// root. It must exist inside the project and be a directory.
+func ResolveCwd(inv *kernel.Invocation, explicit string) (string, error) {
 	rel, inherited := explicit, false
 	if rel == "" && inv.Session != nil && inv.Session.ExecutionContext.DefaultCwd != "" {
 		rel, inherited = inv.Session.ExecutionContext.DefaultCwd, true
@@ -237,16 +300,22 @@ func (t *Tools) cwd(inv *kernel.Invocation, explicit string) (string, error) {
 	return abs, nil
 }
 
-func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, cwd string, argv []string, accepted []int) (Output, error) {
-	exp := c.ResultExpectation
-	if exp == "" {
-		exp = ExpectSuccess
+// execute runs argv. cleanup, when set, releases what the run needs (a
+// script file) once nothing can use it any more: here, or by the job when
+// the run is handed to one.
+func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, cwd string, argv []string, accepted []int, cleanup func()) (Output, error) {
+	handed := false
+	defer func() {
+		if cleanup != nil && !handed {
+			cleanup()
+		}
+	}()
+	exp, err := ValidateExpectation(c.ResultExpectation)
+	if err != nil {
+		return Output{}, err
 	}
-	if exp != ExpectSuccess && exp != ExpectFailure && exp != ExpectObserve {
-		return Output{}, failure.New(failure.InvalidArguments, "result_expectation must be success, failure or observe")
-	}
-	if utf8.RuneCountInString(c.Purpose) > MaxPurposeChars {
-		return Output{}, failure.New(failure.InvalidArguments, "purpose is longer than %d characters", MaxPurposeChars)
+	if err := ValidatePurpose(c.Purpose); err != nil {
+		return Output{}, err
 	}
 	timeout := DefaultTimeoutSeconds
 	if c.TimeoutSeconds != nil {
@@ -272,29 +341,40 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 		inv.Fact("purpose", c.Purpose)
 	}
 	inv.Fact("expectation", string(exp))
-	res, err := runner.Run(ctx, t.Host, spec)
-	if err != nil {
-		if errors.Is(err, runner.ErrNotStarted) {
-			return Output{}, failure.New(failure.NotStarted, "%s", trimPrefix(err))
-		}
-		return Output{}, err
-	}
 	rel, _ := inv.Project.Rel(cwd)
+	var res runner.Result
+	jobID := ""
+	if t.Jobs == nil {
+		res, err = runner.Run(ctx, t.Host, spec)
+		if err != nil {
+			if errors.Is(err, runner.ErrNotStarted) {
+				return Output{}, failure.New(failure.NotStarted, "%s", trimPrefix(err))
+			}
+			return Output{}, err
+		}
+	} else {
+		ss := StartSpec(inv, rel, c.Purpose, exp, accepted, false, spec)
+		ss.Cleanup, handed = cleanup, true
+		job, r, err := t.Jobs.RunSync(ctx, ss, 0)
+		if job.ID != "" {
+			inv.Fact("job_id", job.ID)
+			inv.Fact("job_state", string(job.State))
+		}
+		if err != nil {
+			return Output{}, err
+		}
+		if r == nil {
+			return t.handoff(ctx, inv, job, rel, exp, c.MaxOutputBytes)
+		}
+		res, jobID = *r, job.ID
+	}
 	out := Output{
+		JobID:    jobID,
 		ExitCode: res.ExitCode, Signal: res.Signal, Ending: res.Ending, KilledGroup: res.KilledGroup,
 		DurationMS: res.Duration.Milliseconds(), Cwd: rel, Stdout: res.Stdout, Stderr: res.Stderr,
 		Expectation: ExpectationResult{Declared: exp},
 	}
-	completed := res.Ending == runner.Exited
-	ok := completed && slices.Contains(accepted, res.ExitCode)
-	switch exp {
-	case ExpectSuccess:
-		out.Expectation.Matched = ok
-	case ExpectFailure:
-		out.Expectation.Matched = completed && !ok
-	case ExpectObserve:
-		out.Expectation.Matched = completed
-	}
+	out.State, out.Expectation.Matched = jobs.Classify(res, accepted, exp)
 	inv.Fact("exit_code", strconv.Itoa(res.ExitCode))
 	inv.Fact("ending", string(res.Ending))
 	inv.Fact("expectation_matched", strconv.FormatBool(out.Expectation.Matched))
@@ -307,6 +387,8 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 		kind, msg = failure.TimedOut, fmt.Sprintf("timed out after %ds; the process group was killed", timeout)
 	case runner.Cancelled:
 		kind, msg = failure.Cancelled, "cancelled; the process group was killed"
+	case runner.Stopped:
+		msg = "stopped before it finished; the process group was killed"
 	case runner.ProcessLimit:
 		kind, msg = failure.CommandFailed, fmt.Sprintf("more than %d processes; the process group was killed", runner.MaxProcesses)
 	case runner.Signaled:
@@ -314,6 +396,55 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 	}
 	ferr := failure.New(kind, "%s", msg).WithDetail("execution", out).WithDetail("state_changed", true)
 	return Output{}, ferr
+}
+
+// StartSpec builds the job description of a run made by inv.
+func StartSpec(inv *kernel.Invocation, cwdRel, purpose string, exp Expectation, accepted []int, background bool, spec runner.Spec) jobs.StartSpec {
+	s := jobs.StartSpec{
+		Project: inv.Project.ID, Principal: inv.Principal.AuthorityFingerprint(), Tool: inv.Tool,
+		Purpose: purpose, Cwd: cwdRel, Background: background, Expectation: exp,
+		AcceptedExitCodes: accepted, Run: spec,
+	}
+	if inv.Session != nil {
+		s.SessionID = inv.Session.ID
+	}
+	return s
+}
+
+// HandoffHint is the next step a handed-off run tells its caller.
+const HandoffHint = "still running: it continues as a background job (not re-run). Call observe_jobs with this job_id and cursors to follow it, stop_job to stop it."
+
+// handoff answers a run that outlived the sync grace: the job continues;
+// the call succeeds with its id and the output so far.
+func (t *Tools) handoff(ctx context.Context, inv *kernel.Invocation, job jobs.Job, rel string, exp Expectation, tail int) (Output, error) {
+	if tail <= 0 {
+		tail = runner.DefaultTailBytes
+	}
+	tail = min(tail, jobs.MaxReadBytes)
+	acc := jobs.Access{Project: inv.Project.ID, Fingerprint: inv.Principal.AuthorityFingerprint()}
+	out := Output{
+		State: job.State, JobID: job.ID, Hint: HandoffHint, ExitCode: -1, Cwd: rel,
+		Expectation: ExpectationResult{Declared: exp},
+	}
+	cur := &jobs.Cursors{}
+	for _, s := range []jobs.Stream{jobs.Stdout, jobs.Stderr} {
+		_, c, err := t.Jobs.Read(ctx, acc, job.ID, s, nil, tail)
+		if err != nil {
+			return Output{}, err
+		}
+		next := c.NextCursor
+		o := runner.Output{Text: c.Text, Truncated: c.Cursor > 0 || c.DroppedBytes > 0, TotalBytes: c.FileBytes + c.DroppedBytes}
+		if s == jobs.Stdout {
+			out.Stdout, cur.Stdout = o, &next
+		} else {
+			out.Stderr, cur.Stderr = o, &next
+		}
+	}
+	out.Cursors = cur
+	if !job.StartedAt.IsZero() {
+		out.DurationMS = time.Since(job.StartedAt).Milliseconds()
+	}
+	return out, nil
 }
 
 func trimPrefix(err error) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -22,11 +23,17 @@ import (
 type env struct {
 	*kerneltest.Env
 	svc *workflow.Service
+	m   *jobs.Manager
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv runs the tools as the server does: every run supervised by a job
+// manager (with the default sync grace, longer than any run here).
+func newEnv(t *testing.T) *env { return newEnvWith(t, true, jobs.Options{}) }
+
+func newEnvWith(t *testing.T, withJobs bool, o jobs.Options) *env {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "workflow.db"), nil)
+	dir := t.TempDir()
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "workflow.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,9 +42,13 @@ func newEnv(t *testing.T) *env {
 	p := kerneltest.TempProject(t, map[string]string{"sub/dir/file.txt": "x\n"})
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: svc})
-	run.Register(reg, &run.Tools{Host: &runner.Local{}})
+	tools := &run.Tools{Host: &runner.Local{}}
+	if withJobs {
+		tools.Jobs = newManager(t, dir, o)
+	}
+	run.Register(reg, tools)
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
-	return &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc}
+	return &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, m: tools.Jobs}
 }
 
 func (e *env) session(mode string, ctx map[string]any) string {

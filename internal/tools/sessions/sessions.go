@@ -19,6 +19,9 @@ import (
 // Tools holds the dependencies of the session tools.
 type Tools struct {
 	Sessions *workflow.Service
+	// OnClose, when set, is called after a session was closed (for
+	// example to release its persistent shell).
+	OnClose func(sessionID string)
 }
 
 // Register adds the session tools to reg.
@@ -264,6 +267,9 @@ func (t *Tools) closeSession(ctx context.Context, inv *kernel.Invocation, in Clo
 	sess, changed, err := t.Sessions.Close(ctx, in.SessionID)
 	if err != nil {
 		return CloseOutput{}, err
+	}
+	if changed && t.OnClose != nil {
+		t.OnClose(sess.ID)
 	}
 	out := CloseOutput{SessionID: sess.ID, Lifecycle: sess.Lifecycle, Changed: changed}
 	if sess.ClosedAt != nil {

@@ -1,0 +1,317 @@
+// Package jobs supervises executions that outlive their call: background
+// Jobs.
+//
+// Every execution the run tools start goes through a [Manager]. Its record
+// is committed to the [Store] before the process starts; a run that
+// finishes within the synchronous grace period is answered inline, and one
+// that does not continues as a background Job with the same process — it is
+// never started twice. run_job starts a Job in the background at once.
+//
+// # State machine
+//
+//	queued ──► running ──► succeeded | failed | timed_out | cancelled | stopped | lost
+//	   └─────────────────► stopped | cancelled | lost
+//	   (start failure: queued/running ──► failed, reason not_started)
+//
+// A terminal state is final: the first terminal write wins and later ones
+// (a second stop, a supervisor finishing after recovery marked the record
+// lost) change nothing. lost means no supervisor can report the outcome:
+// the server shut down while the job ran (reason server_shutdown; the
+// process group was killed, never orphaned) or the server died and a later
+// start found the record unfinished (reason server_restart). A lost job
+// keeps its last known output.
+//
+// # Output
+//
+// A job's stdout and stderr go to files under <dir>/<job_id>/ (mode 0600
+// in a 0700 directory), each capped at [MaxOutputFileBytes]; bytes beyond
+// the cap are counted, not stored. Tails are read from the files by byte
+// cursor, so memory does not grow with the output. A run answered inline
+// (not a background job) has its files removed when it finishes: its
+// output was returned in the call's result.
+//
+// # Durability and notification
+//
+// Every state change is committed before it is reported. Waits (the sync
+// grace, observe) wake on a process-local signal, but the store stays the
+// truth: what a caller receives is read back from it.
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/runner"
+)
+
+// Bounds and defaults.
+const (
+	// IDPrefix prefixes every job id; 32 lowercase hex digits follow.
+	IDPrefix = "wc_job_"
+	// MaxOutputFileBytes caps each output file of a job; further bytes
+	// are counted as dropped.
+	MaxOutputFileBytes = 64 << 20
+	// DefaultConcurrency is the number of executions a Manager runs at
+	// once; further ones queue.
+	DefaultConcurrency = 4
+	// MaxConcurrency bounds Options.Concurrency.
+	MaxConcurrency = 64
+	// DefaultSyncGrace is how long a synchronous run is waited for before
+	// it continues as a background job.
+	DefaultSyncGrace = 8 * time.Second
+	// MaxObserveJobs bounds the jobs one observe names.
+	MaxObserveJobs = 8
+	// MaxObserveWait bounds one observe wait.
+	MaxObserveWait = 100 * time.Second
+	// DefaultReadBytes and MaxReadBytes bound one output read per stream.
+	DefaultReadBytes = 4 << 10
+	MaxReadBytes     = 64 << 10
+	// DefaultListLimit and MaxListLimit bound list_jobs.
+	DefaultListLimit = 20
+	MaxListLimit     = 100
+	// RetainJobs is how many terminal job records (with their output
+	// files) are kept of each kind, background and inline; older ones are
+	// pruned.
+	RetainJobs = 200
+	// pruneEvery is how many finished jobs trigger a prune.
+	pruneEvery = 32
+	// pollInterval is how often an observe re-reads the store for jobs no
+	// supervisor in this process signals (a record another process owns).
+	pollInterval = time.Second
+)
+
+// Reasons recorded with a terminal state.
+const (
+	ReasonServerShutdown = "server_shutdown"
+	ReasonServerRestart  = "server_restart"
+	ReasonNotStarted     = "not_started"
+	ReasonStopJob        = "stop_job"
+)
+
+// State is a job's lifecycle state.
+type State string
+
+// Job states.
+const (
+	Queued    State = "queued"
+	Running   State = "running"
+	Succeeded State = "succeeded"
+	Failed    State = "failed"
+	TimedOut  State = "timed_out"
+	Cancelled State = "cancelled"
+	Stopped   State = "stopped"
+	Lost      State = "lost"
+)
+
+// States lists every state.
+var States = []State{Queued, Running, Succeeded, Failed, TimedOut, Cancelled, Stopped, Lost}
+
+// Terminal reports whether s is final.
+func (s State) Terminal() bool { return s != Queued && s != Running && s != "" }
+
+// Valid reports whether s is a known state.
+func (s State) Valid() bool { return slices.Contains(States, s) }
+
+// Expectation is a pre-declared result expectation.
+type Expectation string
+
+// Expectations: success (default) requires an accepted exit code; failure
+// expects a completed run with another exit code; observe accepts any
+// completed run. A timeout, cancellation, stop, kill or loss never matches.
+const (
+	ExpectSuccess Expectation = "success"
+	ExpectFailure Expectation = "failure"
+	ExpectObserve Expectation = "observe"
+)
+
+// Valid reports whether e is a known expectation.
+func (e Expectation) Valid() bool {
+	return e == ExpectSuccess || e == ExpectFailure || e == ExpectObserve
+}
+
+// Stream names an output stream.
+type Stream string
+
+// Streams.
+const (
+	Stdout Stream = "stdout"
+	Stderr Stream = "stderr"
+)
+
+// A Job is the durable record of one supervised execution. It holds no
+// command text, arguments, environment or output: only the program's base
+// name and facts about the run.
+type Job struct {
+	ID      string `json:"job_id"`
+	Project string `json:"project"`
+	// SessionID is the business session the run was made in, if any.
+	SessionID string `json:"session_id,omitempty"`
+	// Principal is the authority fingerprint of the creator; only that
+	// authority group may see or stop the job.
+	Principal string `json:"principal"`
+	Tool      string `json:"tool"`
+	// Program is the base name of argv[0].
+	Program string `json:"program"`
+	Purpose string `json:"purpose,omitempty"`
+	// Cwd is the project-relative working directory.
+	Cwd string `json:"cwd"`
+	// Background is true for run_job and for runs handed off after the
+	// sync grace; a run answered inline is not a background job.
+	Background     bool  `json:"background"`
+	TimeoutSeconds int64 `json:"timeout_seconds"`
+
+	State State `json:"state"`
+	// Reason qualifies a terminal state (server_shutdown, server_restart,
+	// not_started, stop_job).
+	Reason      string        `json:"reason,omitempty"`
+	ExitCode    *int          `json:"exit_code,omitempty"`
+	Signal      string        `json:"signal,omitempty"`
+	Ending      runner.Ending `json:"ending,omitempty"`
+	KilledGroup bool          `json:"killed_group,omitempty"`
+
+	Expectation       Expectation `json:"expectation"`
+	AcceptedExitCodes []int       `json:"accepted_exit_codes,omitempty"`
+	// Matched is set when the job is terminal: whether the expectation
+	// was met.
+	Matched *bool `json:"expectation_matched,omitempty"`
+
+	CreatedAt  time.Time `json:"created_at"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+
+	// StdoutBytes and StderrBytes count bytes stored in the output files;
+	// the Dropped counts are bytes produced beyond MaxOutputFileBytes.
+	StdoutBytes   int64 `json:"stdout_bytes"`
+	StderrBytes   int64 `json:"stderr_bytes"`
+	StdoutDropped int64 `json:"stdout_dropped_bytes,omitempty"`
+	StderrDropped int64 `json:"stderr_dropped_bytes,omitempty"`
+}
+
+var idRE = regexp.MustCompile(`^wc_job_[0-9a-f]{32}$`)
+
+// NewID returns a fresh job id.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return IDPrefix + hex.EncodeToString(b[:])
+}
+
+// ParseID checks the form of a job id (failure.InvalidArguments).
+func ParseID(id string) (string, error) {
+	if !idRE.MatchString(id) {
+		if len(id) > 64 {
+			id = id[:64] + "..."
+		}
+		return "", failure.New(failure.InvalidArguments, "job id %q is not of the form wc_job_<32 lowercase hex>", id)
+	}
+	return id, nil
+}
+
+// Validate checks a record read from a store.
+func (j Job) Validate() error {
+	if _, err := ParseID(j.ID); err != nil {
+		return err
+	}
+	if !j.State.Valid() {
+		return failure.New(failure.InvalidArguments, "job %s has unknown state %q", j.ID, j.State)
+	}
+	if j.Project == "" || j.Principal == "" || j.CreatedAt.IsZero() {
+		return failure.New(failure.InvalidArguments, "job %s lacks project, principal or created_at", j.ID)
+	}
+	return nil
+}
+
+// Access is who asks about a job: only the creating authority group, in
+// the job's project, may see or stop it.
+type Access struct {
+	Project     string
+	Fingerprint string
+}
+
+// Check returns the error for a job access is not allowed to see.
+func (a Access) Check(j Job) error {
+	if j.Principal != a.Fingerprint {
+		return failure.New(failure.JobAuthorityDenied, "job %s belongs to another authority group", j.ID)
+	}
+	if j.Project != a.Project {
+		return failure.New(failure.JobProjectMismatch, "job %s belongs to project %s, not %s", j.ID, j.Project, a.Project)
+	}
+	return nil
+}
+
+// Classify maps a finished execution to a terminal state and whether the
+// expectation was met.
+func Classify(res runner.Result, accepted []int, exp Expectation) (State, bool) {
+	if len(accepted) == 0 {
+		accepted = []int{0}
+	}
+	completed := res.Ending == runner.Exited
+	ok := completed && slices.Contains(accepted, res.ExitCode)
+	var st State
+	switch res.Ending {
+	case runner.Exited:
+		st = Failed
+		if ok {
+			st = Succeeded
+		}
+	case runner.TimedOut:
+		st = TimedOut
+	case runner.Cancelled:
+		st = Cancelled
+	case runner.Stopped:
+		st = Stopped
+	default: // signaled, process limit
+		st = Failed
+	}
+	switch exp {
+	case ExpectFailure:
+		return st, completed && !ok
+	case ExpectObserve:
+		return st, completed
+	default:
+		return st, ok
+	}
+}
+
+// ListFilter selects jobs for Store.List.
+type ListFilter struct {
+	Project     string
+	Fingerprint string
+	// BackgroundOnly leaves out runs answered inline.
+	BackgroundOnly bool
+	// Active keeps only queued and running jobs.
+	Active bool
+	Limit  int
+}
+
+// ErrUnchanged is returned by an UpdateFunc to leave a record as it is;
+// Store.Update then returns the current record with this error.
+var ErrUnchanged = failure.New(failure.Conflict, "job record unchanged")
+
+// UpdateFunc changes a job record in place; an error leaves it unchanged.
+type UpdateFunc func(j *Job) error
+
+// Store persists job records. Every mutating method returns after its
+// change is durably committed; an error means nothing changed.
+type Store interface {
+	// Create inserts a new record (failure.Conflict when the id exists).
+	Create(ctx context.Context, j Job) error
+	// Get returns a record (failure.JobNotFound when absent).
+	Get(ctx context.Context, id string) (Job, error)
+	// Update atomically loads a record, applies fn and stores it. When fn
+	// fails, the current record is returned with fn's error.
+	Update(ctx context.Context, id string, fn UpdateFunc) (Job, error)
+	// List returns matching records, newest first, and how many match.
+	List(ctx context.Context, f ListFilter) ([]Job, int, error)
+	// Unfinished returns every queued or running record.
+	Unfinished(ctx context.Context) ([]Job, error)
+	// Prune deletes the oldest terminal records beyond the newest keep
+	// background ones and the newest keep inline ones, and returns their
+	// ids.
+	Prune(ctx context.Context, keep int) ([]string, error)
+}

@@ -1,0 +1,234 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// WakeOn says what ends an observe wait early.
+type WakeOn string
+
+// Wake conditions. Whatever the condition, a wait also ends as soon as
+// every observed job is terminal (nothing more can change).
+const (
+	// WakeChange: any state change, or output beyond the caller's cursor
+	// (or beyond what existed when the wait began, without a cursor).
+	WakeChange WakeOn = "change"
+	// WakeTerminal: any observed job is terminal.
+	WakeTerminal WakeOn = "terminal"
+	// WakeAllTerminal: every observed job is terminal.
+	WakeAllTerminal WakeOn = "all_terminal"
+)
+
+// Cursors are a caller's read positions in a job's streams; nil means
+// "the tail".
+type Cursors struct {
+	Stdout *int64 `json:"stdout,omitempty"`
+	Stderr *int64 `json:"stderr,omitempty"`
+}
+
+// An ObserveRequest names 1-MaxObserveJobs jobs and one bounded wait.
+type ObserveRequest struct {
+	IDs     []string
+	Cursors map[string]Cursors
+	// Wait bounds the wait (0: no wait; at most MaxObserveWait).
+	Wait   time.Duration
+	WakeOn WakeOn
+	// MaxBytes bounds each stream's chunk (0: DefaultReadBytes).
+	MaxBytes int
+}
+
+// An Observation is one job's committed record and new output.
+type Observation struct {
+	Job    Job
+	Stdout Chunk
+	Stderr Chunk
+}
+
+// Why an observe returned.
+const (
+	WokeCondition = "condition"
+	WokeTimeout   = "timeout"
+	WokeShutdown  = "shutdown"
+)
+
+// Observe returns the jobs' records and output since the cursors, after
+// waiting up to req.Wait for req.WakeOn. The wait holds no lock; it wakes
+// on the supervisors' signals and re-reads the store for jobs no
+// supervisor in this process owns. What it returns is read from the store
+// and the output files.
+func (m *Manager) Observe(ctx context.Context, acc Access, req ObserveRequest) ([]Observation, string, error) {
+	n := len(req.IDs)
+	if n < 1 || n > MaxObserveJobs {
+		return nil, "", failure.New(failure.InvalidArguments, "name 1-%d job ids", MaxObserveJobs)
+	}
+	if req.Wait < 0 || req.Wait > MaxObserveWait {
+		return nil, "", failure.New(failure.InvalidArguments, "wait must be 0-%d seconds", int(MaxObserveWait/time.Second))
+	}
+	if req.WakeOn == "" {
+		req.WakeOn = WakeChange
+	}
+	if req.WakeOn != WakeChange && req.WakeOn != WakeTerminal && req.WakeOn != WakeAllTerminal {
+		return nil, "", failure.New(failure.InvalidArguments, "wake_on must be change, terminal or all_terminal")
+	}
+	if err := checkRead(nil, req.MaxBytes); err != nil {
+		return nil, "", err
+	}
+	if req.MaxBytes == 0 {
+		req.MaxBytes = DefaultReadBytes
+	}
+	seen := map[string]bool{}
+	for _, id := range req.IDs {
+		if seen[id] {
+			return nil, "", failure.New(failure.InvalidArguments, "job %s is named twice", id)
+		}
+		seen[id] = true
+	}
+	for id, c := range req.Cursors {
+		if !seen[id] {
+			return nil, "", failure.New(failure.InvalidArguments, "cursors name job %s, which is not observed", id)
+		}
+		if err := checkRead(c.Stdout, 0); err != nil {
+			return nil, "", err
+		}
+		if err := checkRead(c.Stderr, 0); err != nil {
+			return nil, "", err
+		}
+	}
+	type watched struct {
+		job   Job
+		e     *entry
+		state State
+		base  [2]int64
+	}
+	ws := make([]watched, n)
+	for i, id := range req.IDs {
+		j, err := m.Get(ctx, acc, id)
+		if err != nil {
+			return nil, "", err
+		}
+		ws[i].job, ws[i].state = j, j.State
+	}
+	wake := make(chan struct{}, 1)
+	m.mu.Lock()
+	for i := range ws {
+		ws[i].e = m.live[ws[i].job.ID]
+	}
+	m.mu.Unlock()
+	for i := range ws {
+		if e := ws[i].e; e != nil {
+			defer e.watch(wake)()
+		}
+	}
+	// current reads each job's state and stored output sizes without I/O
+	// for supervised jobs.
+	current := func(i int) (State, [2]int64) {
+		w := &ws[i]
+		if w.e != nil {
+			w.e.mu.Lock()
+			st := w.e.job.State
+			w.e.mu.Unlock()
+			return st, [2]int64{w.e.stdout.written.Load(), w.e.stderr.written.Load()}
+		}
+		return w.job.State, [2]int64{fileSize(outputPath(m.dir, w.job.ID, Stdout)), fileSize(outputPath(m.dir, w.job.ID, Stderr))}
+	}
+	for i := range ws {
+		st, sizes := current(i)
+		ws[i].state, ws[i].base = st, sizes
+		if c, ok := req.Cursors[ws[i].job.ID]; ok {
+			if c.Stdout != nil {
+				ws[i].base[0] = *c.Stdout
+			}
+			if c.Stderr != nil {
+				ws[i].base[1] = *c.Stderr
+			}
+		}
+	}
+	satisfied := func() (bool, bool) {
+		anyTerm, allTerm, changed := false, true, false
+		for i := range ws {
+			st, sizes := current(i)
+			if st.Terminal() {
+				anyTerm = true
+			} else {
+				allTerm = false
+			}
+			if st != ws[i].state || sizes[0] > ws[i].base[0] || sizes[1] > ws[i].base[1] {
+				changed = true
+			}
+		}
+		switch req.WakeOn {
+		case WakeTerminal:
+			return anyTerm, allTerm
+		case WakeAllTerminal:
+			return allTerm, allTerm
+		}
+		return changed, allTerm
+	}
+	// unsupervised reports whether a poll of the store is needed.
+	unsupervised := func() bool {
+		for i := range ws {
+			if ws[i].e == nil && !ws[i].job.State.Terminal() {
+				return true
+			}
+		}
+		return false
+	}
+	woke := WokeTimeout
+	if req.Wait > 0 {
+		deadline := time.NewTimer(req.Wait)
+		defer deadline.Stop()
+		var poll <-chan time.Time
+		if unsupervised() {
+			t := time.NewTicker(pollInterval)
+			defer t.Stop()
+			poll = t.C
+		}
+	wait:
+		for {
+			if ok, all := satisfied(); ok || all {
+				woke = WokeCondition
+				break
+			}
+			select {
+			case <-wake:
+			case <-poll:
+				for i := range ws {
+					if ws[i].e == nil && !ws[i].job.State.Terminal() {
+						if j, err := m.store.Get(ctx, ws[i].job.ID); err == nil {
+							ws[i].job = j
+						}
+					}
+				}
+			case <-deadline.C:
+				break wait
+			case <-m.closed:
+				woke = WokeShutdown
+				break wait
+			case <-ctx.Done():
+				return nil, "", ctx.Err()
+			}
+		}
+	} else if ok, all := satisfied(); ok || all {
+		woke = WokeCondition
+	}
+	out := make([]Observation, n)
+	for i := range ws {
+		j, err := m.store.Get(ctx, ws[i].job.ID)
+		if err != nil {
+			return nil, "", err
+		}
+		c := req.Cursors[j.ID]
+		o := Observation{Job: j}
+		if o.Stdout, err = m.chunk(j, Stdout, c.Stdout, req.MaxBytes); err != nil {
+			return nil, "", err
+		}
+		if o.Stderr, err = m.chunk(j, Stderr, c.Stderr, req.MaxBytes); err != nil {
+			return nil, "", err
+		}
+		out[i] = o
+	}
+	return out, woke, nil
+}
