@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -94,4 +95,47 @@ func benchRoundTrip(b *testing.B, agents int, recorded bool) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(per*agents)/b.Elapsed().Seconds(), "roundtrips/s")
+}
+
+// BenchmarkRunProcessTrue measures run_process of `true` through the kernel
+// with a verified recorder against os/exec running the same command, in the
+// same run.
+func BenchmarkRunProcessTrue(b *testing.B) {
+	b.Run("os_exec", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := exec.Command("true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("kernel_recorded", func(b *testing.B) {
+		ctx := context.Background()
+		cfg, _ := app.LoadConfig(b.TempDir(), func(string) string { return "" })
+		a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer a.Close()
+		if _, err := a.RegisterProjects(ctx, []string{"bench=" + b.TempDir()}); err != nil {
+			b.Fatal(err)
+		}
+		call := func(tool string, args any, recorder string) kernel.Result {
+			raw, _ := json.Marshal(args)
+			res := a.Kernel.Dispatch(ctx, kernel.Call{Tool: tool, Arguments: raw, RecordingSessionID: recorder, Principal: auth.LocalUser(), Source: kernel.SourceInternal})
+			if !res.Success {
+				b.Fatalf("%s: %+v", tool, res.Error)
+			}
+			return res
+		}
+		out, _ := json.Marshal(call("work_on_project", map[string]any{"project": "agent:local:bench", "instruction": "bench"}, "").Output)
+		var w struct {
+			SessionID string `json:"session_id"`
+		}
+		json.Unmarshal(out, &w)
+		args := map[string]any{"project": "agent:local:bench", "argv": []string{"true"}}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			call("run_process", args, w.SessionID)
+		}
+	})
 }

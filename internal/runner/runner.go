@@ -259,7 +259,9 @@ loop:
 		}
 	}
 	// The leader is gone; anything it left in its group goes with it.
-	if n := CountGroup(p.pgid); n > 0 {
+	// kill(-pgid, 0) asks the kernel whether the group has any member,
+	// without scanning /proc.
+	if syscall.Kill(-p.pgid, 0) == nil {
 		syscall.Kill(-p.pgid, syscall.SIGKILL)
 		p.mu.Lock()
 		p.killed = true
