@@ -29,9 +29,14 @@ func NewRegistry(a *App) *kernel.Registry {
 	edit.Register(reg)
 	git.Register(reg)
 	run.Register(reg, &run.Tools{Host: a.Runner, Jobs: a.Jobs})
-	jobtools.Register(reg, &jobtools.Tools{Jobs: a.Jobs})
+	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs}
+	jt := &jobtools.Tools{Jobs: a.Jobs}
+	if a.Jobs != nil {
+		jt.Evidence = vt
+	}
+	jobtools.Register(reg, jt)
 	shelltools.Register(reg, a.Shells)
-	validate.Register(reg, &validate.Tools{Host: a.Runner, Sessions: a.Sessions})
+	validate.Register(reg, vt)
 	return reg
 }
 

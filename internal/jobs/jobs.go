@@ -1,11 +1,16 @@
 // Package jobs supervises executions that outlive their call: background
 // Jobs.
 //
-// Every execution the run tools start goes through a [Manager]. Its record
-// is committed to the [Store] before the process starts; a run that
-// finishes within the synchronous grace period is answered inline, and one
-// that does not continues as a background Job with the same process — it is
-// never started twice. run_job starts a Job in the background at once.
+// Every execution the run tools start goes through a [Manager]. The record
+// of a background or queued job is committed to the [Store] before the
+// process starts. A synchronous run (RunSync) that starts at once has no
+// record while it runs: one that finishes within the synchronous grace
+// period is answered inline and never touches the store (the caller's
+// workflow ledger already holds a durable tool_call_started, so a crash in
+// the grace window stays visible as an unknown outcome); one that does not
+// is recorded at the handoff and continues as a background Job with the
+// same process — it is never started twice. run_job starts a Job in the
+// background at once.
 //
 // # State machine
 //
@@ -26,9 +31,11 @@
 // A job's stdout and stderr go to files under <dir>/<job_id>/ (mode 0600
 // in a 0700 directory), each capped at [MaxOutputFileBytes]; bytes beyond
 // the cap are counted, not stored. Tails are read from the files by byte
-// cursor, so memory does not grow with the output. A run answered inline
-// (not a background job) has its files removed when it finishes: its
-// output was returned in the call's result.
+// cursor, so memory does not grow with the output. A synchronous run holds
+// up to [DefaultMemOutputBytes] per stream in memory and creates its files
+// only when it is handed off or produces more; a run answered inline (not
+// a background job) has any files removed when it finishes: its output was
+// returned in the call's result.
 //
 // # Durability and notification
 //
@@ -41,6 +48,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"time"
@@ -190,6 +198,50 @@ type Job struct {
 	StderrBytes   int64 `json:"stderr_bytes"`
 	StdoutDropped int64 `json:"stdout_dropped_bytes,omitempty"`
 	StderrDropped int64 `json:"stderr_dropped_bytes,omitempty"`
+
+	// Validation is set on a structured validation run: what is needed to
+	// turn its terminal record into evidence later, without re-running it.
+	Validation *ValidationMeta `json:"validation,omitempty"`
+}
+
+// MaxValidationSessions bounds ValidationMeta.Sessions.
+const MaxValidationSessions = 4
+
+// ValidationMeta describes a structured validation run (go_test,
+// cargo_test, cargo_check, run_tests) carried by its job record, so that a
+// run handed off to the background can become validation evidence once it
+// is terminal. It holds the structured scope and the parser to use, never
+// command text or output.
+type ValidationMeta struct {
+	Tool     string   `json:"tool"`
+	ScopeID  string   `json:"scope_id"`
+	Packages []string `json:"packages,omitempty"`
+	Filter   string   `json:"filter,omitempty"`
+	// Parser names how the output is parsed (see internal/tools/validate).
+	Parser string `json:"parser"`
+	// HumanStream is the stream holding the human-readable output.
+	HumanStream Stream `json:"human_stream,omitempty"`
+	Expectation string `json:"expectation"`
+	MinTests    int    `json:"min_tests,omitempty"`
+	// Sessions are the Workflow Sessions the call was recorded in.
+	Sessions []string `json:"sessions,omitempty"`
+	// ReportFile, when set, is the base name of a report file inside the
+	// job's own output directory (pytest's JUnit XML).
+	ReportFile string `json:"report_file,omitempty"`
+}
+
+func (v *ValidationMeta) validate() error {
+	if v == nil {
+		return nil
+	}
+	if v.Tool == "" || v.ScopeID == "" || len(v.Sessions) > MaxValidationSessions {
+		return failure.New(failure.InvalidArguments, "validation metadata lacks tool or scope, or names too many sessions")
+	}
+	if v.ReportFile != "" && (v.ReportFile != filepath.Base(v.ReportFile) || v.ReportFile == "." || v.ReportFile == ".." ||
+		v.ReportFile == string(Stdout) || v.ReportFile == string(Stderr)) {
+		return failure.New(failure.InvalidArguments, "validation report file must be a plain name")
+	}
+	return nil
 }
 
 var idRE = regexp.MustCompile(`^wc_job_[0-9a-f]{32}$`)
@@ -223,7 +275,7 @@ func (j Job) Validate() error {
 	if j.Project == "" || j.Principal == "" || j.CreatedAt.IsZero() {
 		return failure.New(failure.InvalidArguments, "job %s lacks project, principal or created_at", j.ID)
 	}
-	return nil
+	return j.Validation.validate()
 }
 
 // Access is who asks about a job: only the creating authority group, in
@@ -286,7 +338,10 @@ type ListFilter struct {
 	BackgroundOnly bool
 	// Active keeps only queued and running jobs.
 	Active bool
-	Limit  int
+	// AllOwners ignores Project and Fingerprint (internal reconciliation
+	// only; never for a caller's listing).
+	AllOwners bool
+	Limit     int
 }
 
 // ErrUnchanged is returned by an UpdateFunc to leave a record as it is;

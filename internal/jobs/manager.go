@@ -54,6 +54,15 @@ type StartSpec struct {
 	AcceptedExitCodes []int
 	// Run is the execution; its Stdout and Stderr are set by the Manager.
 	Run runner.Spec
+	// ID, when set, is the job's id (of the form ParseID accepts), chosen
+	// by the caller so that it can name files in the job's directory
+	// before the run starts; empty means a fresh one.
+	ID string
+	// Validation, when set, is stored on the record (see ValidationMeta).
+	Validation *ValidationMeta
+	// KeepOutput keeps the output directory of a run answered inline until
+	// the caller calls DiscardOutput (it parses the files first).
+	KeepOutput bool
 	// Cleanup, when set, is called exactly once when the execution can no
 	// longer need what it releases (a script file): after the job is
 	// terminal, or when Start fails.
@@ -95,12 +104,24 @@ type entry struct {
 	cancel   context.CancelFunc
 	stdout   *capFile
 	stderr   *capFile
+	dirMu    sync.Mutex
+	dirMade  bool
 	done     chan struct{} // closed once the terminal record is committed
 	cleanup  func()
+	keep     bool
 
 	watchers atomic.Int32
 	wmu      sync.Mutex
 	waiters  map[chan struct{}]struct{}
+
+	// recMu orders the durable writes of the record: the handoff's create
+	// and finish's terminal write.
+	recMu sync.Mutex
+	// durable is set once the record exists in the store. A synchronous
+	// run that starts at once has none until it is handed off: answered
+	// inline, it never touches the store (the workflow ledger's
+	// tool_call_started already makes a crash during the grace visible).
+	durable bool
 
 	mu         sync.Mutex
 	job        Job // the last committed record
@@ -204,7 +225,7 @@ func (e *entry) watch(ch chan struct{}) func() {
 // kind not_started means nothing ran (the record, if one was made, is
 // failed with reason not_started).
 func (m *Manager) Start(ctx context.Context, s StartSpec) (Job, error) {
-	e, err := m.start(ctx, s)
+	e, err := m.start(ctx, s, false)
 	if e == nil {
 		return Job{}, err
 	}
@@ -223,7 +244,7 @@ func (m *Manager) RunSync(ctx context.Context, s StartSpec, grace time.Duration)
 		grace = m.grace
 	}
 	s.Background = false
-	e, err := m.start(ctx, s)
+	e, err := m.start(ctx, s, true)
 	if err != nil {
 		if e != nil {
 			return e.snapshot(), nil, err
@@ -243,22 +264,59 @@ func (m *Manager) RunSync(ctx context.Context, s StartSpec, grace time.Duration)
 		return j, res, nil
 	case <-timer.C:
 	}
+	// Hand off: the record becomes (or, for a run that was queued,
+	// already is) durable and background before the caller learns the
+	// job id. recMu orders this against finish: either the run finished
+	// first (answered inline after all) or its terminal write updates the
+	// record made here.
+	e.recMu.Lock()
 	e.mu.Lock()
 	if e.finished {
 		e.mu.Unlock()
+		e.recMu.Unlock()
 		j, res := e.outcome()
 		return j, res, nil
 	}
-	e.background = true
+	durable := e.durable
+	j := e.job
 	e.mu.Unlock()
-	j, err := m.store.Update(context.WithoutCancel(ctx), e.id, func(j *Job) error {
+	if durable {
+		j, err = m.store.Update(context.WithoutCancel(ctx), e.id, func(j *Job) error {
+			j.Background = true
+			return nil
+		})
+		if err != nil {
+			m.log.Error("jobs: record background handoff", "job", e.id, "err", err)
+			j = e.snapshot()
+			j.Background = true
+		}
+	} else {
 		j.Background = true
-		return nil
-	})
-	if err != nil {
+		if err = e.spill(); err == nil {
+			err = m.store.Create(context.WithoutCancel(ctx), j)
+		}
+	}
+	if err == nil || durable {
+		e.mu.Lock()
+		e.background, e.durable = true, true
+		if !j.State.Terminal() {
+			e.job = j
+		}
+		e.mu.Unlock()
+	}
+	e.recMu.Unlock()
+	if err != nil && !durable {
+		// Without a record no one could follow the job: keep answering
+		// this call synchronously instead.
 		m.log.Error("jobs: record background handoff", "job", e.id, "err", err)
-		j = e.snapshot()
-		j.Background = true
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			m.interrupt(e, runner.Cancelled)
+			<-e.done
+		}
+		j, res := e.outcome()
+		return j, res, nil
 	}
 	if j.State.Terminal() {
 		<-e.done
@@ -268,7 +326,10 @@ func (m *Manager) RunSync(ctx context.Context, s StartSpec, grace time.Duration)
 	return j, nil, nil
 }
 
-func (m *Manager) start(ctx context.Context, s StartSpec) (e *entry, err error) {
+// start records (unless deferred) and starts or queues a job. deferRecord
+// (RunSync) leaves a run that starts at once without a record until it is
+// handed off.
+func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *entry, err error) {
 	if s.Cleanup != nil {
 		defer func() {
 			if e == nil {
@@ -289,37 +350,53 @@ func (m *Manager) start(ctx context.Context, s StartSpec) (e *entry, err error) 
 	if timeout == 0 {
 		timeout = runner.DefaultTimeout
 	}
+	id := s.ID
+	if id == "" {
+		id = NewID()
+	} else if _, err := ParseID(id); err != nil {
+		return nil, err
+	}
+	if err := s.Validation.validate(); err != nil {
+		return nil, err
+	}
 	now := m.now().UTC()
 	j := Job{
-		ID: NewID(), Project: s.Project, SessionID: s.SessionID, Principal: s.Principal,
+		ID: id, Project: s.Project, SessionID: s.SessionID, Principal: s.Principal,
 		Tool: s.Tool, Program: filepath.Base(s.Run.Argv[0]), Purpose: s.Purpose, Cwd: s.Cwd,
 		Background: s.Background, TimeoutSeconds: int64(timeout / time.Second),
 		State: Queued, Expectation: s.Expectation, AcceptedExitCodes: slices.Clone(s.AcceptedExitCodes),
-		CreatedAt: now,
+		CreatedAt: now, Validation: s.Validation,
 	}
 	if j.Project == "" || j.Principal == "" {
 		return nil, failure.New(failure.InvalidArguments, "a job needs a project and a principal")
 	}
 	e = &entry{
 		id: j.ID, spec: s.Run, accepted: j.AcceptedExitCodes, exp: j.Expectation,
-		done: make(chan struct{}), background: s.Background, cleanup: s.Cleanup,
+		done: make(chan struct{}), background: s.Background, cleanup: s.Cleanup, keep: s.KeepOutput,
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	dir := jobDir(m.dir, j.ID)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		e.cancel()
-		return nil, failure.Wrap(failure.NotStarted, err, "cannot create the job's output directory")
-	}
-	if e.stdout, err = createCapFile(outputPath(m.dir, j.ID, Stdout), m.cap, e.signal); err == nil {
-		e.stderr, err = createCapFile(outputPath(m.dir, j.ID, Stderr), m.cap, e.signal)
-	}
-	if err != nil {
-		if e.stdout != nil {
-			e.stdout.Close()
+	mkdir := func() error {
+		e.dirMu.Lock()
+		defer e.dirMu.Unlock()
+		if e.dirMade {
+			return nil
 		}
-		os.RemoveAll(dir)
-		e.cancel()
-		return nil, failure.Wrap(failure.NotStarted, err, "cannot create the job's output files")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return err
+		}
+		e.dirMade = true
+		return nil
+	}
+	e.stdout = newCapFile(outputPath(m.dir, j.ID, Stdout), m.cap, DefaultMemOutputBytes, mkdir, e.signal)
+	e.stderr = newCapFile(outputPath(m.dir, j.ID, Stderr), m.cap, DefaultMemOutputBytes, mkdir, e.signal)
+	if !deferRecord || s.KeepOutput {
+		// Output anyone may read (and a caller's files in the job's
+		// directory) needs the files from the start.
+		if err := e.spill(); err != nil {
+			e.discard(dir)
+			return nil, failure.Wrap(failure.NotStarted, err, "cannot create the job's output files")
+		}
 	}
 
 	m.mu.Lock()
@@ -338,8 +415,20 @@ func (m *Manager) start(ctx context.Context, s StartSpec) (e *entry, err error) 
 	m.wg.Add(1)
 	m.mu.Unlock()
 
-	// The record is durable before the process starts.
-	if err := m.store.Create(ctx, j); err != nil {
+	// The record of a background or queued job is durable before the
+	// process starts; a synchronous run that starts now gets one only if
+	// it is handed off.
+	if deferRecord && e.slot {
+		return e, m.launch(e)
+	}
+	e.durable = true
+	err = e.spill()
+	if err != nil {
+		err = failure.Wrap(failure.NotStarted, err, "cannot create the job's output files")
+	} else {
+		err = m.store.Create(ctx, j)
+	}
+	if err != nil {
 		m.mu.Lock()
 		delete(m.live, j.ID)
 		if e.slot {
@@ -374,8 +463,25 @@ func (m *Manager) start(ctx context.Context, s StartSpec) (e *entry, err error) 
 func (e *entry) discard(dir string) {
 	e.stdout.Close()
 	e.stderr.Close()
-	os.RemoveAll(dir)
+	if e.outputOnDisk() {
+		os.RemoveAll(dir)
+	}
 	e.cancel()
+}
+
+// spill moves both streams to their files.
+func (e *entry) spill() error {
+	if err := e.stdout.spill(); err != nil {
+		return err
+	}
+	return e.stderr.spill()
+}
+
+// outputOnDisk reports whether the job's directory may exist.
+func (e *entry) outputOnDisk() bool {
+	e.dirMu.Lock()
+	defer e.dirMu.Unlock()
+	return e.dirMade
 }
 
 // dispatch launches queued jobs while slots are free.
@@ -500,17 +606,29 @@ func (m *Manager) finish(e *entry, res *runner.Result, st State, reason string) 
 		j.StdoutBytes, j.StdoutDropped = e.stdout.written.Load(), e.stdout.dropped.Load()
 		j.StderrBytes, j.StderrDropped = e.stderr.written.Load(), e.stderr.dropped.Load()
 	}
-	j, err := m.store.Update(context.Background(), e.id, func(j *Job) error {
-		if j.State.Terminal() {
-			return ErrUnchanged
+	e.recMu.Lock()
+	e.mu.Lock()
+	durable := e.durable
+	e.mu.Unlock()
+	var j Job
+	if durable {
+		var err error
+		j, err = m.store.Update(context.Background(), e.id, func(j *Job) error {
+			if j.State.Terminal() {
+				return ErrUnchanged
+			}
+			apply(j)
+			return nil
+		})
+		if err != nil && !errors.Is(err, ErrUnchanged) {
+			// Keep answering waiters in this process; the record stays
+			// unfinished and becomes lost at the next start.
+			m.log.Error("jobs: record terminal state", "job", e.id, "state", st, "err", err)
+			j = e.snapshot()
+			apply(&j)
 		}
-		apply(j)
-		return nil
-	})
-	if err != nil && !errors.Is(err, ErrUnchanged) {
-		// Keep answering waiters in this process; the record stays
-		// unfinished and becomes lost at the next start.
-		m.log.Error("jobs: record terminal state", "job", e.id, "state", st, "err", err)
+	} else {
+		// Answered inline: no record, only the result.
 		j = e.snapshot()
 		apply(&j)
 	}
@@ -520,6 +638,7 @@ func (m *Manager) finish(e *entry, res *runner.Result, st State, reason string) 
 	bg, slot := e.background, e.slot
 	e.slot = false
 	e.mu.Unlock()
+	e.recMu.Unlock()
 
 	m.mu.Lock()
 	delete(m.live, e.id)
@@ -529,8 +648,12 @@ func (m *Manager) finish(e *entry, res *runner.Result, st State, reason string) 
 	if slot {
 		m.running--
 	}
-	m.finished++
-	prune := m.finished%pruneEvery == 0 && !m.closing
+	prune := false
+	if durable {
+		// Only recorded jobs count towards a prune.
+		m.finished++
+		prune = m.finished%pruneEvery == 0 && !m.closing
+	}
 	if prune {
 		m.wg.Add(1)
 	}
@@ -539,7 +662,7 @@ func (m *Manager) finish(e *entry, res *runner.Result, st State, reason string) 
 	if e.cleanup != nil {
 		e.cleanup()
 	}
-	if !bg {
+	if !bg && !e.keep && e.outputOnDisk() {
 		// Answered inline: the call's result carried the output.
 		os.RemoveAll(jobDir(m.dir, e.id))
 	}
@@ -553,6 +676,49 @@ func (m *Manager) finish(e *entry, res *runner.Result, st State, reason string) 
 	}
 	m.dispatch()
 	m.wg.Done()
+}
+
+// JobDir returns the output directory of a job.
+func (m *Manager) JobDir(id string) string { return jobDir(m.dir, id) }
+
+// OutputPath returns the path of one output stream of a job.
+func (m *Manager) OutputPath(id string, s Stream) string { return outputPath(m.dir, id, s) }
+
+// DiscardOutput removes the output directory of a run answered inline
+// whose StartSpec asked KeepOutput, once its caller has read it. A
+// background job's output is never removed here.
+func (m *Manager) DiscardOutput(ctx context.Context, id string) {
+	if _, err := ParseID(id); err != nil {
+		return
+	}
+	if j, err := m.store.Get(ctx, id); err == nil && j.Background {
+		return
+	}
+	if m.entry(id) != nil {
+		return
+	}
+	os.RemoveAll(jobDir(m.dir, id))
+}
+
+// ValidationCandidates returns the terminal-candidate snapshot of a
+// Workflow Session: the newest (at most limit) terminal background jobs,
+// of any owner, whose validation metadata names the session, newest first.
+// Only these may still become validation evidence in that session.
+func (m *Manager) ValidationCandidates(ctx context.Context, sessionID string, limit int) ([]Job, error) {
+	all, _, err := m.store.List(ctx, ListFilter{AllOwners: true, BackgroundOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []Job
+	for _, j := range all {
+		if len(out) >= limit {
+			break
+		}
+		if j.State.Terminal() && j.Validation != nil && slices.Contains(j.Validation.Sessions, sessionID) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
 }
 
 // interrupt asks the execution of e to end: Stopped (stop_job, shutdown)

@@ -130,10 +130,32 @@ func TestRunSyncInline(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.data, "jobs", j.ID)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("inline run left its output directory: %v", err)
 	}
+	// Nor a record: a synchronous run that started at once is made
+	// durable only when it is handed off to the background (the caller's
+	// workflow ledger already holds tool_call_started), which saves two
+	// durable commits per inline run.
+	if _, err := e.store.Get(context.Background(), j.ID); failure.KindOf(err) != failure.JobNotFound {
+		t.Fatalf("inline run left a record: %v", err)
+	}
+}
+
+// TestQueuedSyncRunIsDurable: a synchronous run that has to queue gets its
+// record at once (it may wait for a slot longer than any grace), and keeps
+// it when it is then answered inline.
+func TestQueuedSyncRunIsDurable(t *testing.T) {
+	e := newEnv(t, jobs.Options{Concurrency: 1})
+	blocker := e.start("sleep 0.3")
+	spec := e.spec("echo hi")
+	spec.Background = false
+	j, res, err := e.m.RunSync(context.Background(), spec, 0)
+	if err != nil || res == nil || res.Stdout.Text != "hi\n" {
+		t.Fatalf("queued sync run: %+v %v", res, err)
+	}
 	got, err := e.store.Get(context.Background(), j.ID)
-	if err != nil || got.State != jobs.Succeeded {
+	if err != nil || got.State != jobs.Succeeded || got.Background {
 		t.Fatalf("stored %+v %v", got, err)
 	}
+	e.wait(blocker.ID)
 }
 
 func TestSyncGraceHandoff(t *testing.T) {
@@ -453,7 +475,10 @@ func TestList(t *testing.T) {
 	if total != 1 || js[0].ID != b.ID {
 		t.Fatalf("active %+v", js)
 	}
-	if _, total, _ = e.m.List(context.Background(), acc, jobs.ListFilter{}); total != 3 {
+	// A run answered inline that started at once leaves no record (it is
+	// made durable only when handed off or queued), so "all" is the two
+	// background jobs.
+	if _, total, _ = e.m.List(context.Background(), acc, jobs.ListFilter{}); total != 2 {
 		t.Fatalf("all: %d", total)
 	}
 	if _, total, _ = e.m.List(context.Background(), jobs.Access{Project: acc.Project, Fingerprint: "fp-other"}, jobs.ListFilter{}); total != 0 {

@@ -11,15 +11,27 @@ import (
 	"unicode/utf8"
 )
 
-// capFile is a job's output file: writes go straight to the file until it
-// holds limit bytes; the rest is counted as dropped. It never fails a
-// write, so a full disk or the cap never blocks or breaks the child's pipe.
-// Memory does not depend on the volume written.
+// capFile is a job's output file: writes are stored until it holds limit
+// bytes; the rest is counted as dropped. It never fails a write, so a full
+// disk or the cap never blocks or breaks the child's pipe.
+//
+// Output is held in memory (at most memLimit bytes) until the file is
+// needed: spill creates the file (and the job's directory) and moves the
+// output there, and so does a write that would exceed memLimit. A run
+// answered inline with little output therefore never touches the disk;
+// a job anyone else may read (background, queued, handed off) is spilled
+// before its record is made durable. Memory does not depend on the volume
+// written.
 type capFile struct {
-	mu     sync.Mutex
-	f      *os.File
-	limit  int64
-	closed bool
+	mu       sync.Mutex
+	f        *os.File
+	path     string
+	mkdir    func() error // creates the directory of path
+	mem      []byte
+	memLimit int64
+	spilled  bool
+	limit    int64
+	closed   bool
 
 	written atomic.Int64
 	dropped atomic.Int64
@@ -27,12 +39,62 @@ type capFile struct {
 	onWrite func()
 }
 
+// DefaultMemOutputBytes is how much output a stream holds in memory
+// before it is spilled to its file.
+const DefaultMemOutputBytes = 256 << 10
+
+// newCapFile returns a capFile for path that holds output in memory until
+// it is spilled.
+func newCapFile(path string, limit, memLimit int64, mkdir func() error, onWrite func()) *capFile {
+	return &capFile{path: path, limit: limit, memLimit: memLimit, mkdir: mkdir, onWrite: onWrite}
+}
+
+// createCapFile returns a capFile whose file exists at once.
 func createCapFile(path string, limit int64, onWrite func()) (*capFile, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
+	c := newCapFile(path, limit, 0, func() error { return nil }, onWrite)
+	if err := c.spill(); err != nil {
 		return nil, err
 	}
-	return &capFile{f: f, limit: limit, onWrite: onWrite}, nil
+	return c, nil
+}
+
+// spill creates the file and moves the output held in memory to it.
+func (c *capFile) spill() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spillLocked()
+}
+
+func (c *capFile) spillLocked() error {
+	if c.spilled {
+		return nil
+	}
+	if err := c.mkdir(); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(c.path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if len(c.mem) > 0 {
+		if _, err := f.Write(c.mem); err != nil {
+			f.Close()
+			os.Remove(c.path)
+			return err
+		}
+	}
+	c.mem, c.f, c.spilled = nil, f, true
+	if c.closed {
+		return f.Close()
+	}
+	return nil
+}
+
+// isSpilled reports whether the file exists.
+func (c *capFile) isSpilled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spilled
 }
 
 // Write implements io.Writer.
@@ -43,13 +105,26 @@ func (c *capFile) Write(p []byte) (int, error) {
 	if !c.closed {
 		if room := c.limit - c.written.Load(); room > 0 {
 			k := int(min(room, int64(n)))
-			w, err := c.f.Write(p[:k])
-			stored = w
-			c.written.Add(int64(w))
-			if err != nil {
-				// The disk refused: keep counting, stop writing.
-				c.limit = c.written.Load()
+			if !c.spilled && int64(len(c.mem)+k) > c.memLimit {
+				if err := c.spillLocked(); err != nil {
+					// The disk refused: keep counting, stop storing.
+					c.limit, k = c.written.Load(), 0
+				}
 			}
+			switch {
+			case k == 0:
+			case c.spilled:
+				w, err := c.f.Write(p[:k])
+				stored = w
+				if err != nil {
+					// The disk refused: keep counting, stop writing.
+					c.limit = c.written.Load() + int64(w)
+				}
+			default:
+				c.mem = append(c.mem, p[:k]...)
+				stored = k
+			}
+			c.written.Add(int64(stored))
 		}
 	}
 	c.dropped.Add(int64(n - stored))
@@ -60,7 +135,9 @@ func (c *capFile) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close closes the file; later writes are counted as dropped.
+// Close closes the file; later writes are counted as dropped. Output
+// still in memory stays there until spill or until it is dropped with the
+// capFile.
 func (c *capFile) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -68,7 +145,10 @@ func (c *capFile) Close() error {
 		return nil
 	}
 	c.closed = true
-	return c.f.Close()
+	if c.f != nil {
+		return c.f.Close()
+	}
+	return nil
 }
 
 // jobDir returns the output directory of a job.

@@ -71,3 +71,36 @@ func TestReadChunk(t *testing.T) {
 		t.Fatalf("absent file: %+v %v", c, err)
 	}
 }
+
+// TestCapFileSpill: output stays in memory until spill (or until it would
+// exceed the memory limit), then the file holds all of it.
+func TestCapFileSpill(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "job")
+	path := filepath.Join(dir, "out")
+	mkdirs := 0
+	mkdir := func() error { mkdirs++; return os.Mkdir(dir, 0o700) }
+	c := newCapFile(path, 100, 8, mkdir, nil)
+	c.Write([]byte("abc"))
+	if _, err := os.Stat(dir); !os.IsNotExist(err) || c.isSpilled() {
+		t.Fatalf("touched the disk before a spill: %v", err)
+	}
+	c.Write([]byte("defghi")) // 9 bytes > memLimit 8: spills
+	c.Write([]byte("j"))
+	c.Close()
+	if b, _ := os.ReadFile(path); string(b) != "abcdefghij" || !c.isSpilled() || mkdirs != 1 || c.written.Load() != 10 {
+		t.Fatalf("file %q spilled %v mkdirs %d written %d", b, c.isSpilled(), mkdirs, c.written.Load())
+	}
+
+	// A spill after Close (a handoff racing the end of the run) still
+	// writes what was held.
+	path2 := filepath.Join(t.TempDir(), "out2")
+	c = newCapFile(path2, 100, 1<<10, func() error { return nil }, nil)
+	c.Write([]byte("late"))
+	c.Close()
+	if err := c.spill(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path2); string(b) != "late" {
+		t.Fatalf("file %q", b)
+	}
+}

@@ -85,6 +85,11 @@ type Event struct {
 	Facts map[string]string `json:"facts,omitempty"`
 	// Validation is the evidence of a validation_recorded event.
 	Validation *Validation `json:"validation,omitempty"`
+	// Synthetic marks evidence materialized after the fact with its own
+	// time (At): appending only synthetic events advances the session's
+	// updated_at to at most their time, never to the wall clock. Not
+	// stored.
+	Synthetic bool `json:"-"`
 }
 
 // Sanitize returns e with every bound and redaction applied. Stores call it

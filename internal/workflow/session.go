@@ -46,6 +46,10 @@ const (
 	MaxCwdBytes = 1024
 	// ListMax bounds one list_sessions page.
 	ListMax = 50
+	// MaxJobMarkers bounds Session.JobMarkers: the Runner's authoritative
+	// terminal inventory limit (the terminal-candidate snapshot of one
+	// session holds at most this many jobs).
+	MaxJobMarkers = 64
 )
 
 var sessionIDRE = regexp.MustCompile(`^wc_sess_[0-9a-f]{32}$`)
@@ -138,6 +142,13 @@ type Session struct {
 	// RetentionTruncated is true once an event has been dropped from the tail.
 	RetentionTruncated bool     `json:"retention_truncated"`
 	Counters           Counters `json:"counters"`
+	// JobMarkers are the exact ids of the terminal validation Jobs whose
+	// evidence was materialized in this session (at most MaxJobMarkers).
+	// It is checked and extended in the same store mutation that appends
+	// the evidence event, so a Job becomes evidence at most once here,
+	// independently of the event tail's retention. Optional: older headers
+	// and ledgers without it restore it empty.
+	JobMarkers []string `json:"job_markers,omitempty"`
 }
 
 // Mutable reports whether the session accepts mutations.

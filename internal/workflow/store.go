@@ -66,7 +66,14 @@ type Store interface {
 // oldest must be dropped to respect TailLimit.
 func Apply(s *Session, events []Event, now time.Time, retained int) (out []Event, drop int) {
 	out = make([]Event, len(events))
+	synthetic := len(events) > 0
+	var latest time.Time
 	for i, e := range events {
+		if !e.Synthetic || e.At.IsZero() {
+			synthetic = false
+		} else if e.At.After(latest) {
+			latest = e.At
+		}
 		e = Sanitize(e)
 		s.EventsObserved++
 		e.Seq = s.EventsObserved
@@ -87,7 +94,14 @@ func Apply(s *Session, events []Event, now time.Time, retained int) (out []Event
 		}
 		out[i] = e
 	}
-	if len(events) > 0 {
+	switch {
+	case synthetic:
+		// Materialized evidence keeps its own time: activity never
+		// advances to the moment it was observed.
+		if latest.After(s.UpdatedAt) {
+			s.UpdatedAt = latest
+		}
+	case len(events) > 0:
 		s.UpdatedAt = now
 	}
 	if total := retained + len(out); total > TailLimit {

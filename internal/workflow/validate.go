@@ -38,6 +38,14 @@ func ValidateSession(s Session) error {
 	if s.CreatedAt.IsZero() || s.UpdatedAt.Before(s.CreatedAt) {
 		return fmt.Errorf("timestamps: created_at missing or after updated_at")
 	}
+	if len(s.JobMarkers) > MaxJobMarkers {
+		return fmt.Errorf("job_markers: more than %d", MaxJobMarkers)
+	}
+	for _, m := range s.JobMarkers {
+		if m == "" || len(m) > 64 {
+			return fmt.Errorf("job_markers: empty or too long marker")
+		}
+	}
 	if s.EventsObserved < 0 || s.Counters.ToolCalls < 0 || s.Counters.ToolFailures < 0 ||
 		s.Counters.Instructions < 0 || s.Counters.GuardDenials < 0 {
 		return fmt.Errorf("counters: negative")

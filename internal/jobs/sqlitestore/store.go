@@ -179,6 +179,9 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]jobs.Job, e
 func (s *Store) List(ctx context.Context, f jobs.ListFilter) ([]jobs.Job, int, error) {
 	where := []string{"project = ?", "owner_fp = ?"}
 	args := []any{f.Project, f.Fingerprint}
+	if f.AllOwners {
+		where, args = []string{"1 = 1"}, nil
+	}
 	if f.BackgroundOnly {
 		where = append(where, "background = 1")
 	}

@@ -651,3 +651,36 @@ func TestDubiousOwnershipIsOperationFailed(t *testing.T) {
 		t.Fatalf("detail = %v", out)
 	}
 }
+
+// TestDiffSeesRacilyCleanEdit makes git's racy-clean check the only way to
+// see an edit: the file keeps its size, inode and mtime, ctime is not
+// trusted, and the index was written in the same instant as the file. The
+// tool diffs against a copy of the index, which must keep the index's
+// mtime or git would take the entry as clean.
+func TestDiffSeesRacilyCleanEdit(t *testing.T) {
+	r := newRepo(t)
+	r.git("config", "core.trustctime", "false")
+	file := filepath.Join(r.dir, "a.txt")
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	r.write("a.txt", "one\n")
+	// An old mtime keeps git from smudging the entry when it commits.
+	if err := os.Chtimes(file, past, past); err != nil {
+		t.Fatal(err)
+	}
+	r.commitAll("one")
+	// Same size, same inode, same mtime; and an index written in that
+	// same instant: only the racy-clean content check can see the edit.
+	if err := os.WriteFile(file, []byte("two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(file, past, past); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(r.dir, ".git", "index"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	d := diff(t, r.dir, nil)
+	if d.TotalFiles != 1 || d.Additions != 1 {
+		t.Fatalf("racily clean edit not seen: %+v", d)
+	}
+}

@@ -217,7 +217,8 @@ func (r runner) privateIndex(info repoInfo) (runner, func(), error) {
 		return r, noop, failure.Wrap(failure.OperationFailed, err, "cannot read the git index")
 	}
 	defer in.Close()
-	if fi, err := in.Stat(); err != nil || fi.Size() > MaxIndexCopyBytes {
+	fi, err := in.Stat()
+	if err != nil || fi.Size() > MaxIndexCopyBytes {
 		return r, noop, nil
 	}
 	tmp, err := os.CreateTemp("", "webcodex-git-index-*")
@@ -231,6 +232,13 @@ func (r runner) privateIndex(info repoInfo) (runner, func(), error) {
 	_, err = io.Copy(tmp, in)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
+	}
+	// Keep the index's modification time: git treats an entry whose file
+	// changed in the same second as the index was written as "racily
+	// clean" and compares contents. A copy with a fresh mtime would lose
+	// that and miss same-size edits made right after a commit.
+	if err == nil {
+		err = os.Chtimes(tmp.Name(), fi.ModTime(), fi.ModTime())
 	}
 	if err != nil {
 		cleanup()

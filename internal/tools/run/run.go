@@ -356,7 +356,9 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 		ss := StartSpec(inv, rel, c.Purpose, exp, accepted, false, spec)
 		ss.Cleanup, handed = cleanup, true
 		job, r, err := t.Jobs.RunSync(ctx, ss, 0)
-		if job.ID != "" {
+		// A run answered inline has no job record (nothing to observe);
+		// only a handed-off run is named by its job id.
+		if job.ID != "" && (r == nil || job.Background) {
 			inv.Fact("job_id", job.ID)
 			inv.Fact("job_state", string(job.State))
 		}
@@ -366,7 +368,10 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 		if r == nil {
 			return t.handoff(ctx, inv, job, rel, exp, c.MaxOutputBytes)
 		}
-		res, jobID = *r, job.ID
+		res = *r
+		if job.Background {
+			jobID = job.ID
+		}
 	}
 	out := Output{
 		JobID:    jobID,

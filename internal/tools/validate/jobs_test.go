@@ -1,0 +1,293 @@
+package validate_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/jobs"
+	jobstore "github.com/webcodex/webcodex/internal/jobs/sqlitestore"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
+	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/runner"
+	jobtools "github.com/webcodex/webcodex/internal/tools/jobs"
+	"github.com/webcodex/webcodex/internal/tools/sessions"
+	"github.com/webcodex/webcodex/internal/tools/validate"
+	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+)
+
+// jobEnv is a kernel with the validation and job tools over a job manager,
+// all stored under one data directory so that it can be restarted.
+type jobEnv struct {
+	*kerneltest.Env
+	data string
+	opts jobs.Options
+	svc  *workflow.Service
+	m    *jobs.Manager
+	vt   *validate.Tools
+	id   string
+	stop func()
+}
+
+// slowCalcTest fails TestAdd and outlives a short sync grace.
+const slowCalcTest = `package calc
+
+import (
+	"testing"
+	"time"
+)
+
+func TestAdd(t *testing.T) {
+	time.Sleep(400 * time.Millisecond)
+	if Add(2, 2) != 4 {
+		t.Fatal("2+2")
+	}
+}
+
+func TestZero(t *testing.T) {
+	if Add(0, 0) != 0 {
+		t.Fatal("0+0")
+	}
+}
+`
+
+func newJobEnv(t *testing.T, o jobs.Options) *jobEnv {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not on PATH")
+	}
+	return newJobEnvFiles(t, o, map[string]string{"go.mod": goMod, "calc.go": calc, "calc_test.go": slowCalcTest})
+}
+
+func newJobEnvFiles(t *testing.T, o jobs.Options, files map[string]string) *jobEnv {
+	t.Helper()
+	p := kerneltest.TempProject(t, files)
+	e := &jobEnv{data: t.TempDir(), opts: o}
+	e.open(t, p)
+	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": "make the tests pass"})).SessionID
+	t.Cleanup(func() { e.stop() })
+	return e
+}
+
+// open starts (or restarts) the stores, the manager and the kernel.
+func (e *jobEnv) open(t *testing.T, p project.Project) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, filepath.Join(e.data, "workflow.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jobstore.Open(ctx, filepath.Join(e.data, "jobs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := e.opts
+	o.Store, o.Host, o.Dir = js, &runner.Local{}, filepath.Join(e.data, "jobs")
+	m, err := jobs.NewManager(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.svc, e.m = workflow.NewService(st, nil), m
+	e.vt = &validate.Tools{Host: &runner.Local{}, Sessions: e.svc, Jobs: m}
+	reg := kernel.NewRegistry()
+	sessions.Register(reg, &sessions.Tools{Sessions: e.svc})
+	validate.Register(reg, e.vt)
+	jobtools.Register(reg, &jobtools.Tools{Jobs: m, Evidence: e.vt})
+	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: e.svc})
+	e.Env = &kerneltest.Env{T: t, Kernel: k, Project: p}
+	e.stop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		m.Close(ctx)
+		js.Close()
+		st.Close()
+	}
+}
+
+func (e *jobEnv) restart() {
+	e.T.Helper()
+	e.stop()
+	e.open(e.T.(*testing.T), e.Project)
+}
+
+func (e *jobEnv) events() []workflow.Event {
+	e.T.Helper()
+	evs, err := e.svc.Store().Events(context.Background(), e.id, 0)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	var out []workflow.Event
+	for _, ev := range evs {
+		if ev.Kind == workflow.EventValidationRecorded {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (e *jobEnv) wait(id string) jobs.Job {
+	e.T.Helper()
+	j, err := e.m.Wait(context.Background(), id, time.Minute)
+	if err != nil || !j.State.Terminal() {
+		e.T.Fatalf("job %s: %v %s", id, err, j.State)
+	}
+	return j
+}
+
+// handoff starts a go_test that outlives the sync grace and returns its
+// running result.
+func (e *jobEnv) handoff() validate.Output {
+	e.T.Helper()
+	out := kerneltest.OK[validate.Output](e.T, e.Call("go_test", map[string]any{"session_id": e.id}))
+	if out.State != jobs.Running || out.JobID == "" || out.Verdict != "" {
+		e.T.Fatalf("handoff result: %+v", out)
+	}
+	return out
+}
+
+func TestValidationHandoffBecomesEvidenceOnce(t *testing.T) {
+	e := newJobEnv(t, jobs.Options{SyncGrace: 50 * time.Millisecond})
+	out := e.handoff()
+	if n := len(e.events()); n != 0 {
+		t.Fatalf("evidence before the job ended: %d", n)
+	}
+	j := e.wait(out.JobID)
+	if j.Validation == nil || j.Validation.Tool != "go_test" || j.Validation.ScopeID != out.ScopeID || !slices.Contains(j.Validation.Sessions, e.id) {
+		t.Fatalf("job metadata: %+v", j.Validation)
+	}
+	// Many observers at once, through every path: exactly one event.
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch i % 3 {
+			case 0:
+				e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}})
+			case 1:
+				e.Call("validation_summary", map[string]any{"session_id": e.id})
+			default:
+				e.vt.ObserveTerminal(context.Background(), []jobs.Job{j})
+			}
+		}()
+	}
+	wg.Wait()
+	evs := e.events()
+	if len(evs) != 1 {
+		t.Fatalf("%d validation events, want 1", len(evs))
+	}
+	v := evs[0].Validation
+	if v.JobID != out.JobID || v.Verdict != workflow.VerdictFailed || v.Failed != 1 || v.Passed != 1 ||
+		!slices.Contains(v.Failures, "example.com/calc.TestAdd") || !v.Complete || v.ScopeID != out.ScopeID {
+		t.Fatalf("evidence: %+v", v)
+	}
+	if !evs[0].At.Equal(j.FinishedAt) {
+		t.Fatalf("event at %v, job finished at %v", evs[0].At, j.FinishedAt)
+	}
+	sess, _ := e.svc.Get(context.Background(), e.id)
+	if !slices.Equal(sess.JobMarkers, []string{out.JobID}) {
+		t.Fatalf("markers: %v", sess.JobMarkers)
+	}
+	sum := kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
+	if sum.Runs != 1 || len(sum.Unresolved) != 1 {
+		t.Fatalf("summary: %+v", sum)
+	}
+
+	// A restart over the same data: still exactly one.
+	e.restart()
+	kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
+	e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}})
+	e.Call("list_jobs", map[string]any{})
+	if n := len(e.events()); n != 1 {
+		t.Fatalf("%d validation events after restart, want 1", n)
+	}
+
+	// A later background pass of the same scope resolves the failure.
+	e.Write("calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\n")
+	out2 := e.handoff()
+	e.wait(out2.JobID)
+	sum = kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
+	evs = e.events()
+	if len(evs) != 2 || evs[1].Validation.Verdict != workflow.VerdictPassed ||
+		!slices.Equal(evs[1].Validation.Resolved, []string{"example.com/calc.TestAdd"}) || len(sum.Unresolved) != 0 {
+		t.Fatalf("pass after handoff: %+v, unresolved %v", evs[len(evs)-1].Validation, sum.Unresolved)
+	}
+}
+
+func TestStoppedValidationJobIsAnEvidenceGap(t *testing.T) {
+	e := newJobEnv(t, jobs.Options{SyncGrace: 50 * time.Millisecond})
+	e.Write("calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\n")
+	out := e.handoff()
+	acc := jobs.Access{Project: e.Project.ID, Fingerprint: auth.LocalUser().AuthorityFingerprint()}
+	if _, _, err := e.m.Stop(context.Background(), acc, out.JobID); err != nil {
+		t.Fatal(err)
+	}
+	kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
+	evs := e.events()
+	if len(evs) != 1 {
+		t.Fatalf("%d events", len(evs))
+	}
+	v := evs[0].Validation
+	if v.Verdict != workflow.VerdictEvidenceGap || v.Complete || v.ExpectationMatched || v.JobID != out.JobID {
+		t.Fatalf("stopped job evidence: %+v", v)
+	}
+}
+
+func TestInlineValidationWithJobsRecordsOnce(t *testing.T) {
+	e := newJobEnv(t, jobs.Options{SyncGrace: time.Minute})
+	res := e.Call("go_test", map[string]any{"session_id": e.id})
+	out := evidence(t, res)
+	if out.Verdict != workflow.VerdictFailed || out.JobID != "" || out.State != jobs.Failed {
+		t.Fatalf("inline: %+v", out)
+	}
+	// An inline run was answered with its evidence; a later summary adds
+	// nothing, and it left no job record or output files.
+	e.Call("validation_summary", map[string]any{"session_id": e.id})
+	if n := len(e.events()); n != 1 {
+		t.Fatalf("%d events", n)
+	}
+	acc := jobs.Access{Project: e.Project.ID, Fingerprint: auth.LocalUser().AuthorityFingerprint()}
+	if list, _, _ := e.m.List(context.Background(), acc, jobs.ListFilter{}); len(list) != 0 {
+		t.Fatalf("records: %+v", list)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.data, "jobs")); len(ents) != 0 {
+		t.Fatalf("inline job output kept: %v", ents)
+	}
+}
+
+func TestPytestHandoffParsesTheReportInTheJobDir(t *testing.T) {
+	if _, err := exec.LookPath("pytest"); err != nil {
+		t.Skip("pytest not on PATH")
+	}
+	e := newJobEnvFiles(t, jobs.Options{SyncGrace: 50 * time.Millisecond}, map[string]string{
+		"test_x.py": "import time\n\ndef test_ok():\n    time.sleep(0.4)\n\ndef test_bad():\n    assert 1 == 2\n",
+	})
+	out := kerneltest.OK[validate.Output](t, e.Call("run_tests", map[string]any{"session_id": e.id, "runner": "pytest"}))
+	if out.State != jobs.Running || out.JobID == "" {
+		t.Fatalf("handoff: %+v", out)
+	}
+	j := e.wait(out.JobID)
+	if j.Validation == nil || j.Validation.ReportFile != "junit.xml" {
+		t.Fatalf("metadata: %+v", j.Validation)
+	}
+	kerneltest.OK[jobtools.ObserveOutput](t, e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}}))
+	evs := e.events()
+	if len(evs) != 1 {
+		t.Fatalf("%d events", len(evs))
+	}
+	v := evs[0].Validation
+	if v.Verdict != workflow.VerdictFailed || v.Passed != 1 || v.Failed != 1 || v.Parser == "" || v.JobID != out.JobID {
+		t.Fatalf("pytest evidence: %+v", v)
+	}
+}
