@@ -139,3 +139,42 @@ func BenchmarkRunProcessTrue(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkShellCommand measures one `:` command through the kernel, both
+// recorded in the same business session: session_shell_exec on an open
+// persistent shell against run_shell, which starts a fresh shell process.
+func BenchmarkShellCommand(b *testing.B) {
+	ctx := context.Background()
+	cfg, _ := app.LoadConfig(b.TempDir(), func(string) string { return "" })
+	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.RegisterProjects(ctx, []string{"bench=" + b.TempDir()}); err != nil {
+		b.Fatal(err)
+	}
+	call := func(tool string, args map[string]any) map[string]any {
+		raw, _ := json.Marshal(args)
+		res := a.Kernel.Dispatch(ctx, kernel.Call{Tool: tool, Arguments: raw, Principal: auth.LocalUser(), Source: kernel.SourceInternal})
+		if !res.Success {
+			b.Fatalf("%s: %+v", tool, res.Error)
+		}
+		out, _ := json.Marshal(res.Output)
+		var m map[string]any
+		json.Unmarshal(out, &m)
+		return m
+	}
+	id := call("work_on_project", map[string]any{"project": "agent:local:bench", "instruction": "bench"})["session_id"].(string)
+	shell := call("open_session_shell", map[string]any{"session_id": id})["shell"].(map[string]any)["shell_id"].(string)
+	b.Run("session_shell_exec", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			call("session_shell_exec", map[string]any{"session_id": id, "shell_id": shell, "command": ":"})
+		}
+	})
+	b.Run("run_shell", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			call("run_shell", map[string]any{"project": "agent:local:bench", "session_id": id, "command": ":"})
+		}
+	})
+}
