@@ -372,6 +372,19 @@ func TestHTTPBoundaries(t *testing.T) {
 			}
 		}
 	})
+	t.Run("OpenAPISubset", func(t *testing.T) {
+		code, body := s.do(t, "", "GET", "/openapi.json?tools=read_files,git_diff", nil)
+		var doc struct {
+			Paths map[string]any `json:"paths"`
+		}
+		json.Unmarshal(body, &doc)
+		if code != 200 || len(doc.Paths) != 2 || doc.Paths["/api/actions/read_files"] == nil {
+			t.Fatalf("subset: %d %d paths", code, len(doc.Paths))
+		}
+		if code, _ := s.do(t, "", "GET", "/openapi.json?tools=read_files,nope", nil); code != 400 {
+			t.Fatalf("unknown tool in subset: %d", code)
+		}
+	})
 	t.Run("ActionsRoute", func(t *testing.T) {
 		code, body := s.do(t, s.token, "POST", "/api/actions/read_files", []byte(`{"project":"agent:local:p","files":[{"path":"a.txt"}]}`))
 		if code != 200 || !strings.Contains(string(body), `"success":true`) {

@@ -2,7 +2,10 @@ package rest
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/kernel"
 )
@@ -12,9 +15,16 @@ import (
 // request body is the tool's input schema plus optional
 // recording_session_id, and whose response is the ToolResult envelope with
 // the tool's output schema.
-func OpenAPI(reg *kernel.Registry, serverURL, version string) map[string]any {
+//
+// only, when non-empty, keeps just the named tools: GPT Actions accept at
+// most MaxActionOperations operations per action, so a larger registry is
+// imported as several actions or a chosen subset.
+func OpenAPI(reg *kernel.Registry, serverURL, version string, only ...string) map[string]any {
 	paths := map[string]any{}
 	for _, t := range reg.Tools() {
+		if len(only) > 0 && !slices.Contains(only, t.Name) {
+			continue
+		}
 		in := kernel.SchemaMap(t.InputSchema)
 		props, _ := in["properties"].(map[string]any)
 		if props == nil {
@@ -89,10 +99,26 @@ func firstSentence(s string) string {
 	return s
 }
 
+// MaxActionOperations is the most operations a GPT Action may declare.
+const MaxActionOperations = 30
+
+// openAPI serves /openapi.json; ?tools=a,b,c selects a subset (unknown
+// names are an error, so a typo cannot silently drop an operation).
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 	url := s.PublicURL
 	if url == "" {
 		url = "http://" + r.Host
 	}
-	httpserver.WriteJSON(w, http.StatusOK, OpenAPI(s.Kernel.Registry(), url, s.Version))
+	var only []string
+	if q := r.URL.Query().Get("tools"); q != "" {
+		for _, name := range strings.Split(q, ",") {
+			name = strings.TrimSpace(name)
+			if _, ok := s.Kernel.Registry().Lookup(name); !ok {
+				httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "unknown tool %q in tools=", name))
+				return
+			}
+			only = append(only, name)
+		}
+	}
+	httpserver.WriteJSON(w, http.StatusOK, OpenAPI(s.Kernel.Registry(), url, s.Version, only...))
 }
