@@ -7,6 +7,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/files"
 	"github.com/webcodex/webcodex/internal/tools/git"
+	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
 	jobtools "github.com/webcodex/webcodex/internal/tools/jobs"
 	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/search"
@@ -37,6 +38,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	jobtools.Register(reg, jt)
 	shelltools.Register(reg, a.Shells)
 	validate.Register(reg, vt)
+	handofftools.Register(reg, &handofftools.Tools{Sessions: a.Sessions, Jobs: a.Jobs})
 	return reg
 }
 

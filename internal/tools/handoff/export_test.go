@@ -1,0 +1,4 @@
+package handoff
+
+// ParseStatusForTest exposes parseStatus to the external tests.
+var ParseStatusForTest = parseStatus

@@ -1,0 +1,250 @@
+package handoff_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
+	handofftool "github.com/webcodex/webcodex/internal/tools/handoff"
+	"github.com/webcodex/webcodex/internal/tools/sessions"
+	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/handoff"
+	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+)
+
+// racyStore appends an event to the session right after every Events read,
+// as a concurrent writer would.
+type racyStore struct {
+	workflow.Store
+	race bool
+}
+
+func (s *racyStore) Events(ctx context.Context, id string, limit int) ([]workflow.Event, error) {
+	evs, err := s.Store.Events(ctx, id, limit)
+	if s.race {
+		s.Store.Update(ctx, id, func(*workflow.Session) ([]workflow.Event, error) {
+			return []workflow.Event{{Kind: workflow.EventToolCallFinished, Tool: "read_files", Outcome: workflow.OutcomeOK}}, nil
+		})
+	}
+	return evs, err
+}
+
+type env struct {
+	*kerneltest.Env
+	svc   *workflow.Service
+	store *racyStore
+	id    string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "workflow.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	rs := &racyStore{Store: st}
+	svc := workflow.NewService(rs, nil)
+	p := kerneltest.TempProject(t, map[string]string{"calc.go": "package calc\n"})
+	reg := kernel.NewRegistry()
+	sessions.Register(reg, &sessions.Tools{Sessions: svc})
+	handofftool.Register(reg, &handofftool.Tools{Sessions: svc})
+	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
+	e := &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, store: rs}
+	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{
+		"instruction": "Make the calculator tests pass. token=abcd1234secretvalue"})).SessionID
+	return e
+}
+
+// result decodes a session_handoff_summary output.
+type result struct {
+	SessionID            string                        `json:"session_id"`
+	Project              string                        `json:"project"`
+	HandoffBrief         handoff.HandoffBrief          `json:"handoff_brief"`
+	ContinuationFeedback *handoff.ContinuationFeedback `json:"continuation_feedback"`
+	Events               []workflow.Event              `json:"events"`
+}
+
+func (e *env) handoff(args map[string]any) (result, []byte) {
+	e.T.Helper()
+	if args == nil {
+		args = map[string]any{}
+	}
+	args["session_id"] = e.id
+	delete(args, "project")
+	res := e.Raw(auth.LocalUser(), "session_handoff_summary", mustJSON(e.T, args))
+	out := kerneltest.OK[result](e.T, res)
+	var raw struct {
+		Brief json.RawMessage `json:"handoff_brief"`
+	}
+	json.Unmarshal(kerneltest.OutputBytes(e.T, res), &raw)
+	return out, raw.Brief
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+const scope = "validation_scope:v1:0000000000000000000000000000000000000000000000000000000000000000"
+
+func TestFailedValidationFirstAction(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	_, _, err := e.svc.Append(ctx, e.id,
+		workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "read_files", Outcome: workflow.OutcomeOK, ObservedPaths: []string{"calc.go", "calc_test.go"}},
+		workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "apply_text_edits", Outcome: workflow.OutcomeOK, ChangedPaths: []string{"calc.go"}},
+		workflow.Event{Kind: workflow.EventValidationRecorded, Tool: "go_test", Validation: &workflow.Validation{
+			Tool: "go_test", ScopeID: scope, Parser: "go_test_json/v1", Passed: 1, Failed: 1,
+			Failures: []string{"example.com/calc.TestAdd"}, FailuresTotal: 1, Complete: true,
+			Verdict: workflow.VerdictFailed, Expectation: "success", ExitCode: 1,
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, raw := e.handoff(nil)
+	b := out.HandoffBrief
+	if out.SessionID != e.id || out.Project != e.Project.ID || b.Version != 1 || !b.Deterministic || b.LLMSummary {
+		t.Fatalf("header: %+v", out)
+	}
+	if len(b.NextActions) == 0 || !strings.Contains(b.NextActions[0], "example.com/calc.TestAdd") {
+		t.Fatalf("next actions: %q", b.NextActions)
+	}
+	if b.Progress.State != handoff.StateBlocked || b.Validation.Status != handoff.ValidationFailed ||
+		!slices.Equal(b.Validation.OpenFailures.Items, []string{"example.com/calc.TestAdd"}) ||
+		!slices.Equal(b.Progress.Changes.Items, []string{"calc.go"}) || !slices.Equal(b.Progress.RecentFiles.Items, []string{"calc.go", "calc_test.go"}) {
+		t.Fatalf("brief: %s", raw)
+	}
+	if b.Workspace.Status != handoff.WorkspaceNotRequested || b.Attention.ActiveJobs != nil ||
+		!slices.Equal(b.Basis.ReasonCodes, []string{handoff.BasisGuidanceUnavailable, handoff.BasisJobSummaryUnavailable, handoff.BasisWorkspaceNotRequested}) {
+		t.Fatalf("basis: %s", raw)
+	}
+	if strings.Contains(string(raw), "abcd1234secretvalue") || b.Task.RootInstruction.Text == nil || !b.Task.RootInstruction.Truncated {
+		t.Fatalf("task: %s", raw)
+	}
+	if out.ContinuationFeedback != nil || out.Events != nil {
+		t.Fatal("diagnostic evidence without diagnostic")
+	}
+	if len(raw) > handoff.BriefMaxBytes {
+		t.Fatalf("brief %d bytes", len(raw))
+	}
+}
+
+func TestDiagnosticAndFlags(t *testing.T) {
+	e := newEnv(t)
+	for range 120 {
+		e.svc.Append(context.Background(), e.id, workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "read_files", Outcome: workflow.OutcomeOK, ObservedPaths: []string{"calc.go"}})
+	}
+	out, _ := e.handoff(map[string]any{"diagnostic": true, "limit": 5, "include_validation": false, "include_workspace": true})
+	if out.ContinuationFeedback == nil || len(out.Events) != 5 || out.Events[4].Seq < 120 {
+		t.Fatalf("diagnostic: %d events, feedback %v", len(out.Events), out.ContinuationFeedback != nil)
+	}
+	b := out.HandoffBrief
+	if b.Validation.Status != handoff.ValidationNotRequested || b.Workspace.Status != handoff.WorkspaceUnavailable ||
+		!slices.Contains(b.Basis.ReasonCodes, handoff.BasisValidationNotRequested) || !slices.Contains(b.Basis.ReasonCodes, handoff.BasisWorkspaceUnavailable) {
+		t.Fatalf("flags: %+v %+v %+v", b.Validation, b.Workspace, b.Basis)
+	}
+	out, _ = e.handoff(map[string]any{"diagnostic": true, "limit": 1000})
+	if len(out.Events) != handofftool.MaxLimit || out.HandoffBrief.Validation.Status != handoff.ValidationNotRun {
+		t.Fatalf("clamp: %d events, validation %s", len(out.Events), out.HandoffBrief.Validation.Status)
+	}
+	res := e.Raw(auth.LocalUser(), "session_handoff_summary", mustJSON(t, map[string]any{"session_id": e.id, "limit": -1}))
+	kerneltest.Fails(t, res, failure.InvalidArguments)
+}
+
+func TestClosedUnknownForeign(t *testing.T) {
+	e := newEnv(t)
+	kerneltest.OK[sessions.CloseOutput](t, e.Call("close_session", map[string]any{"session_id": e.id}))
+	out, _ := e.handoff(nil)
+	b := out.HandoffBrief
+	if b.Session.Lifecycle != workflow.Closed || b.Progress.State != handoff.StateClosed || !strings.Contains(b.NextActions[0], "closed") {
+		t.Fatalf("closed: %+v", b)
+	}
+	kerneltest.Fails(t, e.Raw(auth.LocalUser(), "session_handoff_summary",
+		mustJSON(t, map[string]any{"session_id": "wc_sess_00000000000000000000000000000000"})), failure.UnknownSessionID)
+	kerneltest.Fails(t, e.Raw(auth.LocalUser(), "session_handoff_summary",
+		mustJSON(t, map[string]any{"session_id": "nope"})), failure.InvalidSessionID)
+	other := auth.Principal{Kind: auth.KindAPIToken, ID: "tok_x", Owner: "other", Scopes: []auth.Scope{auth.ScopeAdmin}}
+	kerneltest.Fails(t, e.Raw(other, "session_handoff_summary", mustJSON(t, map[string]any{"session_id": e.id})), failure.SessionAuthorityDenied)
+	kerneltest.Fails(t, e.Raw(other, "session_handoff_summary", mustJSON(t, map[string]any{"session_id": e.id, "project": e.Project.ID})),
+		failure.SessionAuthorityDenied)
+}
+
+func TestSnapshotFence(t *testing.T) {
+	e := newEnv(t)
+	out, _ := e.handoff(nil)
+	if slices.Contains(out.HandoffBrief.Basis.ReasonCodes, handoff.BasisSessionChangedDuringSnapshot) {
+		t.Fatalf("quiet session reported changed: %+v", out.HandoffBrief.Basis)
+	}
+	e.store.race = true
+	out, _ = e.handoff(nil)
+	b := out.HandoffBrief
+	if b.Basis.Complete || !slices.Contains(b.Basis.ReasonCodes, handoff.BasisSessionChangedDuringSnapshot) ||
+		b.Progress.State != handoff.StateInsufficientEvidence {
+		t.Fatalf("raced: %+v %s", b.Basis, b.Progress.State)
+	}
+}
+
+func TestWorkspaceSnapshot(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not on PATH")
+	}
+	e := newEnv(t)
+	// Not a repository: unavailable, never not_requested.
+	out, _ := e.handoff(map[string]any{"include_workspace": true})
+	if out.HandoffBrief.Workspace.Status != handoff.WorkspaceUnavailable {
+		t.Fatalf("no repo: %+v", out.HandoffBrief.Workspace)
+	}
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = e.Project.Root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, b)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	git("add", ".")
+	git("commit", "-q", "-m", "init")
+	e.Write("new.go", "package calc\n")
+	out, _ = e.handoff(map[string]any{"include_workspace": true})
+	w := out.HandoffBrief.Workspace
+	if w.Status != handoff.WorkspaceAvailable || *w.Branch != "main" || len(*w.Head) != 40 || !*w.Dirty || *w.Conflicted ||
+		*out.HandoffBrief.Attention.WorkspaceConflict || slices.Contains(out.HandoffBrief.Basis.ReasonCodes, handoff.BasisWorkspaceUnavailable) {
+		t.Fatalf("repo: %+v", w)
+	}
+	out, _ = e.handoff(nil)
+	if out.HandoffBrief.Workspace.Status != handoff.WorkspaceNotRequested {
+		t.Fatalf("default: %+v", out.HandoffBrief.Workspace)
+	}
+}
+
+func TestParseStatusConflict(t *testing.T) {
+	w := handofftool.ParseStatusForTest("# branch.oid abc\x00# branch.head (detached)\x00# branch.ab +2 -3\x00u UU N... 100644 100644 100644 100644 a b c f.go\x00")
+	if !w.Conflicted || !w.Dirty || w.Branch != "" || w.Head != "abc" || w.Ahead != 2 || w.Behind != 3 {
+		t.Fatalf("%+v", w)
+	}
+}
+
+func TestSameInputSameBytes(t *testing.T) {
+	e := newEnv(t)
+	_, a := e.handoff(nil)
+	// The first call's own recorder events changed the ledger; a brief of
+	// an unchanged ledger is byte-identical.
+	_, b := e.handoff(nil)
+	_, c := e.handoff(nil)
+	if string(b) != string(c) {
+		t.Fatalf("briefs differ:\n%s\n%s", b, c)
+	}
+	_ = a
+}

@@ -1,0 +1,404 @@
+package handoff
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+	"unicode/utf8"
+
+	"github.com/webcodex/webcodex/internal/redact"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// Bounds of the version-1 handoff_brief.
+const (
+	// BriefVersion is the handoff_brief version.
+	BriefVersion = 1
+	// BriefMaxBytes hard-caps the serialized brief.
+	BriefMaxBytes = 8192
+	// BriefMaxChanges bounds progress.changes.
+	BriefMaxChanges = 12
+	// BriefMaxRecentFiles bounds progress.recent_files.
+	BriefMaxRecentFiles = 8
+	// BriefMaxFailures bounds validation.open_failures.
+	BriefMaxFailures = 5
+	// BriefMaxNextActions bounds next_actions.
+	BriefMaxNextActions = 5
+	// BriefMaxRefChars bounds workspace branch and head.
+	BriefMaxRefChars = 200
+)
+
+// Progress states, in precedence order.
+const (
+	StateClosed               = "closed"
+	StateBlocked              = "blocked"
+	StateNeedsValidation      = "needs_validation"
+	StateInsufficientEvidence = "insufficient_evidence"
+	StateReadyToContinue      = "ready_to_continue"
+)
+
+// Workspace statuses.
+const (
+	WorkspaceAvailable    = "available"
+	WorkspaceNotRequested = "not_requested"
+	WorkspaceUnavailable  = "unavailable"
+)
+
+// Basis reason codes (the fixed set).
+const (
+	BasisAttemptBoundaryEvicted       = "attempt_boundary_evicted"
+	BasisContinuationUnavailable      = "continuation_unavailable"
+	BasisGuidanceUnavailable          = "guidance_unavailable"
+	BasisJobSummaryUnavailable        = "job_summary_unavailable"
+	BasisSessionChangedDuringSnapshot = "session_changed_during_snapshot"
+	BasisValidationNotRequested       = "validation_not_requested"
+	BasisValidationUnavailable        = "validation_unavailable"
+	BasisWorkspaceNotRequested        = "workspace_not_requested"
+	BasisWorkspaceUnavailable         = "workspace_unavailable"
+)
+
+// WorkspaceSnapshot is the Git state the caller observed.
+type WorkspaceSnapshot struct {
+	Branch     string
+	Head       string
+	Dirty      bool
+	Conflicted bool
+	Ahead      int
+	Behind     int
+}
+
+// GuidanceSnapshot holds the open message-board counts the caller proved.
+type GuidanceSnapshot struct {
+	OpenGuidance, OpenRisks, OpenQuestions, OpenTodos int
+}
+
+// BriefInput is everything [Brief] projects; it gathers nothing itself.
+type BriefInput struct {
+	Session workflow.Session
+	// Events are the session's retained events, ascending.
+	Events []workflow.Event
+	// Feedback is the continuation feedback over Events; nil when it is
+	// unavailable.
+	Feedback *ContinuationFeedback
+	// IncludeWorkspace says whether workspace state was requested;
+	// Workspace is nil when it was not observed.
+	IncludeWorkspace bool
+	Workspace        *WorkspaceSnapshot
+	// Guidance is nil until the message board exists.
+	Guidance *GuidanceSnapshot
+	// SessionChanged reports that the snapshot fence moved while the
+	// evidence was gathered (or the session disappeared).
+	SessionChanged bool
+}
+
+// HandoffBrief is handoff_brief version 1.
+type HandoffBrief struct {
+	Version       int             `json:"version"`
+	Deterministic bool            `json:"deterministic"`
+	LLMSummary    bool            `json:"llm_summary"`
+	Session       BriefSession    `json:"session"`
+	Task          BriefTask       `json:"task"`
+	Workspace     BriefWorkspace  `json:"workspace"`
+	Progress      BriefProgress   `json:"progress"`
+	Validation    BriefValidation `json:"validation"`
+	Attention     BriefAttention  `json:"attention"`
+	NextActions   []string        `json:"next_actions"`
+	Basis         BriefBasis      `json:"basis"`
+}
+
+// BriefSession identifies the session.
+type BriefSession struct {
+	SessionID string             `json:"session_id"`
+	Lifecycle workflow.Lifecycle `json:"lifecycle"`
+	Mode      workflow.Mode      `json:"mode"`
+}
+
+// BriefTask holds the root and latest instruction excerpts.
+type BriefTask struct {
+	RootInstruction   Excerpt `json:"root_instruction"`
+	LatestInstruction Excerpt `json:"latest_instruction"`
+}
+
+// BriefWorkspace is the workspace block; fields are null unless
+// available.
+type BriefWorkspace struct {
+	Status     string  `json:"status"`
+	ReasonCode *string `json:"reason_code"`
+	Branch     *string `json:"branch"`
+	Head       *string `json:"head"`
+	Dirty      *bool   `json:"dirty"`
+	Conflicted *bool   `json:"conflicted"`
+	Ahead      *int    `json:"ahead"`
+	Behind     *int    `json:"behind"`
+}
+
+// BriefProgress is the progress block.
+type BriefProgress struct {
+	State               string   `json:"state"`
+	MeaningfulToolCalls int      `json:"meaningful_tool_calls"`
+	Changes             PathList `json:"changes"`
+	RecentFiles         PathList `json:"recent_files"`
+}
+
+// BriefFailures lists open failure identities.
+type BriefFailures struct {
+	Items     []string `json:"items"`
+	Total     int      `json:"total"`
+	Returned  int      `json:"returned"`
+	Truncated bool     `json:"truncated"`
+}
+
+// BriefValidation is the validation block.
+type BriefValidation struct {
+	Status       string        `json:"status"`
+	OpenFailures BriefFailures `json:"open_failures"`
+	ReasonCode   *string       `json:"reason_code"`
+}
+
+// BriefAttention holds attention counts; null means unavailable.
+type BriefAttention struct {
+	WorkspaceConflict   *bool `json:"workspace_conflict"`
+	ActiveJobs          *int  `json:"active_jobs"`
+	BlockingJobs        *int  `json:"blocking_jobs"`
+	TerminalPendingJobs *int  `json:"terminal_pending_jobs"`
+	RecoveringJobs      *int  `json:"recovering_jobs"`
+	OpenGuidance        *int  `json:"open_guidance"`
+	OpenRisks           *int  `json:"open_risks"`
+	OpenQuestions       *int  `json:"open_questions"`
+	OpenTodos           *int  `json:"open_todos"`
+}
+
+// BriefBasis says whether the brief rests on complete evidence.
+type BriefBasis struct {
+	Complete    bool     `json:"complete"`
+	ReasonCodes []string `json:"reason_codes"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Brief builds handoff_brief version 1 and its JSON encoding, which never
+// exceeds BriefMaxBytes. The same input yields byte-identical output.
+func Brief(in BriefInput) (HandoffBrief, []byte) {
+	s := in.Session
+	b := HandoffBrief{
+		Version: BriefVersion, Deterministic: true, LLMSummary: false,
+		Session:     BriefSession{SessionID: s.ID, Lifecycle: s.Lifecycle, Mode: s.Mode},
+		NextActions: []string{},
+	}
+	var reasons []string
+
+	// Task: root (only when the session's first events are retained) and
+	// latest retained instruction.
+	// Redaction is the costly part: an excerpt already made for the same
+	// event is reused.
+	b.Task.RootInstruction, b.Task.LatestInstruction = Excerpt{}, Excerpt{}
+	latest := int64(-1)
+	for i := len(in.Events) - 1; i >= 0; i-- {
+		if e := in.Events[i]; e.Kind == workflow.EventTaskInstruction {
+			latest = e.Seq
+			if in.Feedback != nil && in.Feedback.Attempt.Boundary.Seq == e.Seq && in.Feedback.Attempt.Instruction.Text != nil {
+				b.Task.LatestInstruction = in.Feedback.Attempt.Instruction
+			} else {
+				b.Task.LatestInstruction = excerpt(e.Text)
+			}
+			break
+		}
+	}
+	if !evicted(s, in.Events) {
+		for _, e := range in.Events {
+			if e.Kind == workflow.EventTaskInstruction {
+				if e.Seq == latest {
+					b.Task.RootInstruction = b.Task.LatestInstruction
+				} else {
+					b.Task.RootInstruction = excerpt(e.Text)
+				}
+				break
+			}
+		}
+	}
+
+	// Workspace.
+	conflict := false
+	switch {
+	case in.Workspace != nil:
+		w := in.Workspace
+		branch, _ := redact.Truncate(redact.String(w.Branch), BriefMaxRefChars)
+		head, _ := redact.Truncate(w.Head, BriefMaxRefChars)
+		b.Workspace = BriefWorkspace{Status: WorkspaceAvailable, Branch: ptr(branch), Head: ptr(head),
+			Dirty: ptr(w.Dirty), Conflicted: ptr(w.Conflicted), Ahead: ptr(w.Ahead), Behind: ptr(w.Behind)}
+		b.Attention.WorkspaceConflict = ptr(w.Conflicted)
+		conflict = w.Conflicted
+	case in.IncludeWorkspace:
+		b.Workspace = BriefWorkspace{Status: WorkspaceUnavailable, ReasonCode: ptr(BasisWorkspaceUnavailable)}
+		reasons = append(reasons, BasisWorkspaceUnavailable)
+	default:
+		b.Workspace = BriefWorkspace{Status: WorkspaceNotRequested, ReasonCode: ptr(BasisWorkspaceNotRequested)}
+		reasons = append(reasons, BasisWorkspaceNotRequested)
+	}
+
+	// Progress, validation and Jobs from the continuation feedback.
+	b.Progress.Changes = PathList{Items: []string{}}
+	b.Progress.RecentFiles = PathList{Items: []string{}}
+	b.Validation = BriefValidation{Status: ValidationUnavailable, OpenFailures: BriefFailures{Items: []string{}}}
+	fb := in.Feedback
+	blockingJobs := false
+	if fb == nil {
+		reasons = append(reasons, BasisContinuationUnavailable, BasisValidationUnavailable, BasisJobSummaryUnavailable)
+		b.Validation.ReasonCode = ptr(BasisValidationUnavailable)
+	} else {
+		a := fb.Attempt
+		if a.Boundary.Source == SourceUnavailable {
+			reasons = append(reasons, BasisAttemptBoundaryEvicted)
+		}
+		b.Progress.MeaningfulToolCalls = a.Activity.MeaningfulToolCalls
+		b.Progress.Changes = rebound(a.Changes, BriefMaxChanges)
+		b.Progress.RecentFiles = rebound(a.Exploration.PathList, BriefMaxRecentFiles)
+		v := fb.Validation
+		b.Validation.Status = v.Status
+		switch v.Status {
+		case ValidationNotRequested:
+			reasons = append(reasons, BasisValidationNotRequested)
+			b.Validation.ReasonCode = ptr(BasisValidationNotRequested)
+		case ValidationUnavailable:
+			reasons = append(reasons, BasisValidationUnavailable)
+			b.Validation.ReasonCode = ptr(BasisValidationUnavailable)
+		}
+		of := &b.Validation.OpenFailures
+		of.Total = v.Unresolved.Total
+		for _, f := range v.Unresolved.Items {
+			if len(of.Items) == BriefMaxFailures {
+				break
+			}
+			of.Items = append(of.Items, f.ID)
+		}
+		of.Returned, of.Truncated = len(of.Items), len(of.Items) < of.Total
+		if j := fb.Jobs; j != nil {
+			b.Attention.ActiveJobs, b.Attention.BlockingJobs = ptr(j.Active), ptr(j.Blocking)
+			b.Attention.TerminalPendingJobs, b.Attention.RecoveringJobs = ptr(j.TerminalPending), ptr(j.Recovering)
+			blockingJobs = j.Blocking > 0 || j.Recovering > 0
+		} else {
+			reasons = append(reasons, BasisJobSummaryUnavailable)
+		}
+	}
+	if g := in.Guidance; g != nil {
+		b.Attention.OpenGuidance, b.Attention.OpenRisks = ptr(g.OpenGuidance), ptr(g.OpenRisks)
+		b.Attention.OpenQuestions, b.Attention.OpenTodos = ptr(g.OpenQuestions), ptr(g.OpenTodos)
+	} else {
+		reasons = append(reasons, BasisGuidanceUnavailable)
+	}
+	if in.SessionChanged {
+		reasons = append(reasons, BasisSessionChangedDuringSnapshot)
+	}
+	sort.Strings(reasons)
+	reasons = slices.Compact(reasons)
+	b.Basis = BriefBasis{Complete: len(reasons) == 0, ReasonCodes: append([]string{}, reasons...)}
+
+	// Progress state, in precedence order.
+	openRisk := in.Guidance != nil && in.Guidance.OpenRisks > 0
+	switch {
+	case !s.Mutable():
+		b.Progress.State = StateClosed
+	case conflict || blockingJobs || b.Validation.Status == ValidationFailed || openRisk:
+		b.Progress.State = StateBlocked
+	case fb != nil && fb.Attempt.Changes.Total > 0 &&
+		!(fb.Validation.Status == ValidationPassed && fb.Validation.LatestSeq > fb.Attempt.LastChangeSeq):
+		b.Progress.State = StateNeedsValidation
+	case criticalMissing(reasons):
+		b.Progress.State = StateInsufficientEvidence
+	default:
+		b.Progress.State = StateReadyToContinue
+	}
+
+	// Next actions: the feedback's, re-derived with the workspace conflict.
+	if fb != nil {
+		b.NextActions = suggest(s, fb, conflict)
+	} else if !s.Mutable() {
+		b.NextActions = []string{ActionClosed}
+	}
+	if len(b.NextActions) > BriefMaxNextActions {
+		b.NextActions = b.NextActions[:BriefMaxNextActions]
+	}
+	return b, fit(&b)
+}
+
+// criticalMissing reports whether evidence a receiver needs to continue is
+// missing (job, guidance and workspace summaries are not critical).
+func criticalMissing(reasons []string) bool {
+	for _, r := range reasons {
+		switch r {
+		case BasisAttemptBoundaryEvicted, BasisContinuationUnavailable, BasisSessionChangedDuringSnapshot, BasisValidationUnavailable:
+			return true
+		}
+	}
+	return false
+}
+
+// rebound narrows a path list to max items, keeping its real total.
+func rebound(l PathList, max int) PathList {
+	out := PathList{Items: []string{}, Total: l.Total}
+	n := min(len(l.Items), max)
+	out.Items = append(out.Items, l.Items[:n]...)
+	out.Returned, out.Truncated = n, n < l.Total
+	return out
+}
+
+func encode(b *HandoffBrief) []byte {
+	out, err := json.Marshal(b)
+	if err != nil {
+		// Only plain strings, ints and bools: cannot fail.
+		panic("handoff: marshal brief: " + err.Error())
+	}
+	return out
+}
+
+// fit reduces b, in a stable order, until its encoding fits BriefMaxBytes:
+// recent files, changed paths, failure identities, next actions, then
+// instruction excerpt characters (root first, then latest).
+func fit(b *HandoffBrief) []byte {
+	out := encode(b)
+	popPath := func(l *PathList) bool {
+		if len(l.Items) == 0 {
+			return false
+		}
+		l.Items = l.Items[:len(l.Items)-1]
+		l.Returned, l.Truncated = len(l.Items), true
+		return true
+	}
+	steps := []func() bool{
+		func() bool { return popPath(&b.Progress.RecentFiles) },
+		func() bool { return popPath(&b.Progress.Changes) },
+		func() bool {
+			f := &b.Validation.OpenFailures
+			if len(f.Items) == 0 {
+				return false
+			}
+			f.Items = f.Items[:len(f.Items)-1]
+			f.Returned, f.Truncated = len(f.Items), true
+			return true
+		},
+		func() bool {
+			if len(b.NextActions) == 0 {
+				return false
+			}
+			b.NextActions = b.NextActions[:len(b.NextActions)-1]
+			return true
+		},
+	}
+	for _, step := range steps {
+		for len(out) > BriefMaxBytes && step() {
+			out = encode(b)
+		}
+	}
+	for _, e := range []*Excerpt{&b.Task.RootInstruction, &b.Task.LatestInstruction} {
+		for len(out) > BriefMaxBytes && e.Text != nil && *e.Text != "" {
+			// Each character encodes to at most 6 bytes, so cutting
+			// ceil(over/6) characters never removes much more than needed.
+			over := len(out) - BriefMaxBytes
+			n := utf8.RuneCountInString(*e.Text)
+			t, _ := redact.Truncate(*e.Text, max(0, n-(over+5)/6))
+			e.Text, e.Truncated = &t, true
+			out = encode(b)
+		}
+	}
+	return out
+}
