@@ -151,3 +151,36 @@ func TestUnknownConfigKeyNamesKey(t *testing.T) {
 		t.Fatalf("got %v, want an error naming colour", err)
 	}
 }
+
+func TestSessionHandoffCommand(t *testing.T) {
+	data := t.TempDir()
+	ctx := context.Background()
+	st, err := app.OpenStores(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := workflow.NewService(st.Workflow, nil)
+	s, err := svc.Start(ctx, workflow.StartParams{Project: "agent:local:demo", Fingerprint: auth.Fingerprint("local"),
+		Instruction: "Fix the parser; token wc_pat_" + strings.Repeat("Q", 43)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Append(ctx, s.ID, workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "apply_text_edits", Outcome: workflow.OutcomeOK, ChangedPaths: []string{"parser.go"}})
+	st.Close()
+
+	out := mustRun(t, "--data-dir", data, "session", "handoff", s.ID)
+	if !strings.Contains(out, "needs_validation") || !strings.Contains(out, "parser.go") || !strings.Contains(out, "Fix the parser") {
+		t.Fatalf("handoff:\n%s", out)
+	}
+	raw := mustRun(t, "--data-dir", data, "session", "handoff", s.ID, "--json")
+	var brief map[string]any
+	if err := json.Unmarshal([]byte(raw), &brief); err != nil || brief["version"] != float64(1) || len(raw) > 8193 {
+		t.Fatalf("handoff --json (%d bytes): %v", len(raw), err)
+	}
+	if strings.Contains(out+raw, strings.Repeat("Q", 43)) {
+		t.Fatal("the brief shows a planted token")
+	}
+	if raw2 := mustRun(t, "--data-dir", data, "session", "handoff", s.ID, "--json"); raw2 != raw {
+		t.Fatal("the brief is not deterministic")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/handoff"
 )
 
 func newSessionCmd(g *globals) *cobra.Command {
@@ -130,8 +131,77 @@ func newSessionCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(list, show, export, imp)
+	var handoffJSON bool
+	ho := &cobra.Command{
+		Use:   "handoff ID",
+		Short: "Show where a task stands: the session's deterministic handoff brief",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withWorkflow(cmd.Context(), g, func(svc *workflow.Service) error {
+				id, err := workflow.ParseSessionID(args[0])
+				if err != nil {
+					return err
+				}
+				sess, err := svc.Get(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				evs, err := svc.Store().Events(cmd.Context(), id, 0)
+				if err != nil {
+					return err
+				}
+				fb := handoff.Feedback(sess, evs, handoff.FeedbackOptions{Profile: handoff.ProfileStandard})
+				brief, raw := handoff.Brief(handoff.BriefInput{Session: sess, Events: evs, Feedback: &fb})
+				if handoffJSON {
+					_, err := cmd.OutOrStdout().Write(append(raw, '\n'))
+					return err
+				}
+				printBrief(cmd.OutOrStdout(), sess, brief)
+				return nil
+			})
+		},
+	}
+	ho.Flags().BoolVar(&handoffJSON, "json", false, "print the brief's JSON exactly as tools return it")
+	cmd.AddCommand(list, show, export, imp, ho)
 	return cmd
+}
+
+func printBrief(w io.Writer, s workflow.Session, b handoff.HandoffBrief) {
+	text := func(e handoff.Excerpt) string {
+		if e.Text == nil {
+			return "(not retained)"
+		}
+		t := strings.ReplaceAll(*e.Text, "\n", " ")
+		if e.Truncated {
+			t += " …"
+		}
+		return t
+	}
+	fprintf(w, "Session   %s (%s, %s) on %s\n", s.ID, b.Session.Lifecycle, b.Session.Mode, s.Project)
+	fprintf(w, "Task      %s\n", text(b.Task.RootInstruction))
+	if b.Task.LatestInstruction.Text != nil && b.Task.RootInstruction.Text != nil && *b.Task.LatestInstruction.Text != *b.Task.RootInstruction.Text {
+		fprintf(w, "Latest    %s\n", text(b.Task.LatestInstruction))
+	}
+	fprintf(w, "State     %s (%d meaningful tool calls)\n", b.Progress.State, b.Progress.MeaningfulToolCalls)
+	fprintf(w, "Validation %s", b.Validation.Status)
+	if b.Validation.OpenFailures.Total > 0 {
+		fprintf(w, ", %d open failure(s): %s", b.Validation.OpenFailures.Total, strings.Join(b.Validation.OpenFailures.Items, ", "))
+	}
+	fprintf(w, "\n")
+	if b.Progress.Changes.Total > 0 {
+		fprintf(w, "Changed   %s\n", strings.Join(b.Progress.Changes.Items, ", "))
+	}
+	if b.Progress.RecentFiles.Total > 0 {
+		fprintf(w, "Read      %s\n", strings.Join(b.Progress.RecentFiles.Items, ", "))
+	}
+	for i, a := range b.NextActions {
+		fprintf(w, "Next %d    %s\n", i+1, a)
+	}
+	basis := "complete"
+	if !b.Basis.Complete {
+		basis = "incomplete: " + strings.Join(b.Basis.ReasonCodes, ", ")
+	}
+	fprintf(w, "Basis     %s\n", basis)
 }
 
 func runImport(ctx context.Context, svc *workflow.Service, r io.Reader, w io.Writer) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/handoff"
 )
 
 // Tools holds the dependencies of the session tools.
@@ -85,6 +86,11 @@ type WorkOutput struct {
 	ExecutionContext workflow.ExecutionContext `json:"execution_context"`
 	EventsObserved   int64                     `json:"events_observed"`
 	Instructions     project.Instructions      `json:"instructions"`
+	// ContinuationFeedback describes the previous attempt of a continued
+	// session (a fresh session reports not_applicable / fresh_session).
+	// (Typed as any so the tools/list schema stays small; the value is a
+	// handoff.ContinuationFeedback.)
+	ContinuationFeedback any `json:"continuation_feedback,omitempty" jsonschema:"on continue: the previous attempt's instruction, activity, changes, workset, unresolved failures, validation and next actions"`
 }
 
 func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in WorkInput) (WorkOutput, error) {
@@ -93,7 +99,16 @@ func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in Wo
 		err          error
 		continuation string
 	)
+	var feedback *handoff.ContinuationFeedback
 	if in.SessionID != "" {
+		// Describe the previous attempt from the session as it stands
+		// before the new instruction is appended.
+		if prev, gerr := t.Sessions.Get(ctx, in.SessionID); gerr == nil {
+			if evs, eerr := t.Sessions.Store().Events(ctx, in.SessionID, 0); eerr == nil {
+				fb := handoff.Feedback(prev, evs, handoff.FeedbackOptions{Profile: handoff.ProfileMinimal})
+				feedback = &fb
+			}
+		}
 		sess, err = t.Sessions.Continue(ctx, in.SessionID, in.Instruction, in.Mode)
 		continuation = "continued"
 	} else {
@@ -103,6 +118,12 @@ func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in Wo
 		})
 		if err == nil {
 			inv.Adopt(sess)
+			// A fresh session has no previous attempt: the feedback says
+			// so (not_applicable / fresh_session).
+			if evs, eerr := t.Sessions.Store().Events(ctx, sess.ID, 0); eerr == nil {
+				fb := handoff.Feedback(sess, evs, handoff.FeedbackOptions{Profile: handoff.ProfileMinimal})
+				feedback = &fb
+			}
 		}
 		continuation = "created"
 	}
@@ -112,8 +133,17 @@ func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in Wo
 	return WorkOutput{
 		SessionID: sess.ID, Continuation: continuation, Project: sess.Project, Mode: sess.Mode,
 		ExecutionContext: sess.ExecutionContext, EventsObserved: sess.EventsObserved,
-		Instructions: inv.Project.ReadInstructions(),
+		Instructions: inv.Project.ReadInstructions(), ContinuationFeedback: feedbackValue(feedback),
 	}, nil
+}
+
+// feedbackValue keeps an absent feedback absent (a nil pointer in an any
+// would serialize as null).
+func feedbackValue(f *handoff.ContinuationFeedback) any {
+	if f == nil {
+		return nil
+	}
+	return f
 }
 
 // ListInput is the input of list_sessions.

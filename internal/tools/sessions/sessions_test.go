@@ -2,6 +2,7 @@ package sessions_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,4 +154,44 @@ func TestContinueModeAndSummary(t *testing.T) {
 	kerneltest.Fails(t, e.Call("session_summary", map[string]any{"session_id": w.SessionID, "project": project.LocalID("other")}), failure.UnknownProject)
 	other := auth.Principal{Kind: auth.KindAPIToken, ID: "tok_x", Owner: "other", Scopes: []auth.Scope{auth.ScopeAdmin}}
 	kerneltest.Fails(t, e.CallAs(other, "work_on_project", map[string]any{"session_id": w.SessionID, "instruction": "hijack"}), failure.SessionAuthorityDenied)
+}
+
+func TestContinueDescribesThePreviousAttempt(t *testing.T) {
+	e := newEnv(t, map[string]string{"calc.go": "package calc\n"})
+	w := e.start("Fix Add")
+	// The previous attempt changed a file and left a failing test.
+	scope := "validation_scope:v1:" + strings.Repeat("a", 64)
+	if _, _, err := e.svc.Append(context.Background(), w.SessionID,
+		workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "apply_text_edits", Outcome: workflow.OutcomeOK, ChangedPaths: []string{"calc.go"}},
+		workflow.Event{Kind: workflow.EventValidationRecorded, Tool: "go_test", Validation: &workflow.Validation{
+			Tool: "go_test", ScopeID: scope, Parser: "go_test_json/v1", Passed: 1, Failed: 1,
+			Failures: []string{"example.com/calc.TestAdd"}, FailuresTotal: 1, Complete: true,
+			Verdict: workflow.VerdictFailed, Expectation: "success"}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	c := kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"session_id": w.SessionID, "instruction": "Try again"}))
+	b, _ := json.Marshal(c.ContinuationFeedback)
+	var fb struct {
+		Status  string `json:"status"`
+		Attempt struct {
+			Instruction struct {
+				Excerpt string `json:"excerpt"`
+			} `json:"instruction"`
+		} `json:"attempt"`
+		SuggestedNextActions []string `json:"suggested_next_actions"`
+	}
+	json.Unmarshal(b, &fb)
+	if fb.Attempt.Instruction.Excerpt != "Fix Add" || len(fb.SuggestedNextActions) == 0 ||
+		!strings.Contains(fb.SuggestedNextActions[0], "example.com/calc.TestAdd") {
+		t.Fatalf("continuation feedback does not describe the previous attempt: %s", b)
+	}
+	if strings.Contains(string(b), "Try again") {
+		t.Fatal("feedback describes the new attempt, not the previous one")
+	}
+	// A fresh session says it has no previous attempt.
+	f, _ := json.Marshal(e.start("New task").ContinuationFeedback)
+	if !strings.Contains(string(f), `"status":"not_applicable"`) || !strings.Contains(string(f), `"reason_code":"fresh_session"`) {
+		t.Fatalf("fresh session feedback: %s", f)
+	}
 }
