@@ -6,6 +6,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/files"
+	finishtools "github.com/webcodex/webcodex/internal/tools/finish"
 	"github.com/webcodex/webcodex/internal/tools/git"
 	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
 	jobtools "github.com/webcodex/webcodex/internal/tools/jobs"
@@ -39,6 +40,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	shelltools.Register(reg, a.Shells)
 	validate.Register(reg, vt)
 	handofftools.Register(reg, &handofftools.Tools{Sessions: a.Sessions, Jobs: a.Jobs})
+	finishtools.Register(reg, &finishtools.Tools{Sessions: a.Sessions, Jobs: a.Jobs})
 	return reg
 }
 

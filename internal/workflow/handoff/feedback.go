@@ -96,6 +96,7 @@ var readTools = map[string]bool{"read_files": true, "search_project_texts": true
 var metaTools = map[string]bool{
 	"work_on_project": true, "list_sessions": true, "session_summary": true, "close_session": true,
 	"update_session_context": true, "validation_summary": true, "session_handoff_summary": true,
+	"finish_coding_task": true,
 }
 
 // JobsSnapshot holds Job counts the caller proved over the full bounded

@@ -1,0 +1,544 @@
+// Package finish registers finish_coding_task: the deterministic,
+// read-only closeout snapshot of one Workflow Session.
+//
+// The tool reads the session header, its retained events and (when a Job
+// manager is wired) the caller's Job aggregate, optionally runs one
+// bounded, read-only `git status --porcelain=v2 --branch` in the project
+// root, and projects them into workspace, changes, validation, tool
+// failures, Jobs, hard blockers, advisories, a task_outcome and the shared
+// version-1 handoff_brief. It never closes the session, never runs a shell
+// or validation, appends no business event, works on closed sessions and
+// never claims that the work is correct: task_outcome only says what the
+// recorded evidence proves.
+//
+// Outcome rule: pass requires a passing validation run (verdict passed,
+// expectation success) whose ledger seq is greater than the seq of the
+// session's last change, and no hard blocker; any hard blocker
+// (unresolved validation failure, blocking jobs, workspace conflict) makes
+// it fail; everything else is warn.
+package finish
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sort"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/handoff"
+)
+
+// ToolName is the name of the closeout tool.
+const ToolName = "finish_coding_task"
+
+// Bounds of the closeout snapshot.
+const (
+	// MaxChangedPaths bounds the session's changed paths.
+	MaxChangedPaths = 50
+	// MaxIdentities bounds resolved and unresolved identity lists.
+	MaxIdentities = 20
+	// MaxCurrentEvidence bounds the latest-run-per-scope list.
+	MaxCurrentEvidence = 8
+)
+
+// Outcome statuses.
+const (
+	StatusPass = "pass"
+	StatusWarn = "warn"
+	StatusFail = "fail"
+)
+
+// Hard blockers, advisories and outcome reasons.
+const (
+	BlockerUnresolvedValidationFailure = "unresolved_validation_failure"
+	BlockerBlockingJobs                = "blocking_jobs"
+	BlockerWorkspaceConflict           = "workspace_conflict"
+
+	AdvisoryDirtyWorktree                = "dirty_worktree"
+	AdvisoryNoValidationSinceLastChange  = "no_validation_since_last_change"
+	AdvisoryValidationNotRun             = "validation_not_run"
+	AdvisoryNoPassingValidation          = "no_passing_validation"
+	AdvisoryEvidenceGap                  = "evidence_gap"
+	AdvisoryValidationNotRequested       = "validation_not_requested"
+	AdvisoryValidationUnavailable        = "validation_unavailable"
+	AdvisoryWorkspaceUnavailable         = "workspace_unavailable"
+	AdvisoryJobSummaryUnavailable        = "job_summary_unavailable"
+	AdvisoryActiveJobsPresent            = "active_jobs_present"
+	AdvisoryUnexpectedToolFailures       = "unexpected_tool_failures"
+	AdvisorySessionChangedDuringSnapshot = "session_changed_during_snapshot"
+
+	ReasonFreshPassingValidation = "fresh_passing_validation"
+)
+
+// Block statuses.
+const (
+	Available     = "available"
+	NotRequested  = "not_requested"
+	Unavailable   = "unavailable"
+	NotConfigured = "not_configured"
+)
+
+// Tools holds the dependencies of finish_coding_task. Jobs may be nil: the
+// Job block is then reported as not_configured.
+type Tools struct {
+	Sessions *workflow.Service
+	Jobs     *jobs.Manager
+}
+
+// Register adds finish_coding_task to reg.
+func Register(reg *kernel.Registry, t *Tools) {
+	kernel.Register(reg, kernel.Spec[Input, Output]{
+		Name: ToolName,
+		Description: "Deterministic, read-only closeout snapshot of one Workflow Session: workspace, session changes, validation " +
+			"(historical, resolved, unresolved, current evidence), expectation-classified tool failures, jobs, hard_blockers, advisories, " +
+			"handoff_brief and task_outcome (pass only with a passing validation newer than the last change and no hard blocker). " +
+			"Does not close the session and does not prove the work correct. summary_only returns task_outcome, counts and next actions.",
+		Category: "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
+		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
+		Session:     kernel.SessionRequired,
+		Handler:     t.finish,
+	})
+}
+
+// Input is the input of finish_coding_task.
+type Input struct {
+	kernel.ProjectRef
+	kernel.RequiredSessionRef
+	SummaryOnly       bool  `json:"summary_only,omitempty" jsonschema:"return only task_outcome, counts and suggested_next_actions"`
+	IncludeWorkspace  *bool `json:"include_workspace,omitempty" jsonschema:"run one read-only git status in the project root; default true"`
+	IncludeValidation *bool `json:"include_validation,omitempty" jsonschema:"report validation evidence; default true (false is not_requested)"`
+	IncludeHandoff    *bool `json:"include_handoff,omitempty" jsonschema:"include handoff_brief; default true"`
+}
+
+// TaskOutcome is what the recorded evidence says about the task. It never
+// claims that the work is correct.
+type TaskOutcome struct {
+	Status   string   `json:"status" jsonschema:"pass, warn or fail"`
+	Blocking bool     `json:"blocking"`
+	Reasons  []string `json:"reasons"`
+}
+
+// Counts are the closeout's headline numbers.
+type Counts struct {
+	ChangedPaths       int `json:"changed_paths"`
+	ValidationRuns     int `json:"validation_runs"`
+	UnresolvedFailures int `json:"unresolved_failures"`
+	Unexpected         int `json:"tool_failures_unexpected"`
+	Actionable         int `json:"tool_failures_actionable"`
+	NonActionable      int `json:"tool_failures_non_actionable"`
+	ActiveJobs         int `json:"active_jobs"`
+	BlockingJobs       int `json:"blocking_jobs"`
+	HardBlockers       int `json:"hard_blockers"`
+	Advisories         int `json:"advisories"`
+}
+
+// Output is the result of finish_coding_task. The large blocks are typed
+// loosely (see the exported block types) so that the published output
+// schema stays within the per-tool tools/list budget; with summary_only
+// they are omitted.
+type Output struct {
+	Project              string      `json:"project"`
+	SessionID            string      `json:"session_id"`
+	TaskOutcome          TaskOutcome `json:"task_outcome"`
+	Counts               Counts      `json:"counts"`
+	SuggestedNextActions []string    `json:"suggested_next_actions"`
+
+	Workspace    any `json:"workspace,omitempty" jsonschema:"status available|not_requested|unavailable, branch, head, dirty, conflicted, ahead, behind, changed_paths"`
+	Changes      any `json:"changes,omitempty" jsonschema:"paths changed in the session (newest first, bounded) and last_change_seq"`
+	Validation   any `json:"validation,omitempty" jsonschema:"status, historical_runs, resolved, unresolved, current_evidence (latest run per scope)"`
+	ToolFailures any `json:"tool_failures,omitempty" jsonschema:"expectation-classified counts: unexpected, actionable, non_actionable"`
+	Jobs         any `json:"jobs,omitempty" jsonschema:"status, active, blocking (only this session's active jobs block)"`
+	HardBlockers any `json:"hard_blockers,omitempty" jsonschema:"sorted blocker codes"`
+	Advisories   any `json:"advisories,omitempty" jsonschema:"sorted advisory codes"`
+	HandoffBrief any `json:"handoff_brief,omitempty" jsonschema:"handoff_brief version 1, as session_handoff_summary returns it"`
+}
+
+// PathList is a bounded list of paths.
+type PathList struct {
+	Items     []string `json:"items"`
+	Total     int      `json:"total"`
+	Returned  int      `json:"returned"`
+	Truncated bool     `json:"truncated"`
+}
+
+func bound(paths []string, max int) PathList {
+	l := PathList{Items: []string{}, Total: len(paths)}
+	n := min(len(paths), max)
+	l.Items = append(l.Items, paths[:n]...)
+	l.Returned, l.Truncated = n, n < len(paths)
+	return l
+}
+
+// Workspace is the workspace block.
+type Workspace struct {
+	Status       string    `json:"status"`
+	Branch       string    `json:"branch,omitempty"`
+	Head         string    `json:"head,omitempty"`
+	Dirty        *bool     `json:"dirty,omitempty"`
+	Conflicted   *bool     `json:"conflicted,omitempty"`
+	Ahead        *int      `json:"ahead,omitempty"`
+	Behind       *int      `json:"behind,omitempty"`
+	ChangedPaths *PathList `json:"changed_paths,omitempty"`
+	Conflicts    *PathList `json:"conflicts,omitempty"`
+}
+
+// Changes is the changes block: paths changed in the session, newest first.
+type Changes struct {
+	PathList
+	LastChangeSeq int64 `json:"last_change_seq"`
+}
+
+// Identities is a bounded list of test identities.
+type Identities struct {
+	Items     []string `json:"items"`
+	Total     int      `json:"total"`
+	Truncated bool     `json:"truncated"`
+}
+
+// Evidence is the latest validation run of one scope.
+type Evidence struct {
+	Seq                int64  `json:"seq"`
+	Tool               string `json:"tool"`
+	ScopeID            string `json:"scope_id"`
+	Verdict            string `json:"verdict"`
+	Expectation        string `json:"expectation"`
+	ExpectationMatched bool   `json:"expectation_matched"`
+	Passed             int    `json:"passed"`
+	Failed             int    `json:"failed"`
+	Skipped            int    `json:"skipped"`
+	Complete           bool   `json:"complete"`
+	// AfterLastChange is true when the run is newer than the last change.
+	AfterLastChange bool `json:"after_last_change"`
+}
+
+// Validation is the validation block.
+type Validation struct {
+	Status         string                       `json:"status"`
+	ReasonCode     string                       `json:"reason_code,omitempty"`
+	HistoricalRuns int                          `json:"historical_runs"`
+	Resolved       Identities                   `json:"resolved"`
+	Unresolved     []workflow.UnresolvedFailure `json:"unresolved"`
+	UnresolvedN    int                          `json:"unresolved_total"`
+	Current        []Evidence                   `json:"current_evidence"`
+	// FreshPassSeq is the seq of the newest passing success-expectation
+	// run newer than the last change (0 when none).
+	FreshPassSeq int64 `json:"fresh_pass_seq"`
+}
+
+// ToolFailures classifies recorded tool failures by expectation.
+type ToolFailures struct {
+	// Unexpected: fail-closed outcomes (unknown, interrupted, cancelled,
+	// timed out, unavailable, not started, internal).
+	Unexpected int `json:"unexpected"`
+	// Actionable: ordinary failures (failed commands and validations,
+	// edit conflicts, invalid arguments, guard denials, ...).
+	Actionable int `json:"actionable"`
+	// NonActionable: completed results that matched a pre-declared
+	// failure/observe expectation.
+	NonActionable int `json:"non_actionable"`
+}
+
+// Jobs is the Job block.
+type Jobs struct {
+	Status   string `json:"status"`
+	Active   int    `json:"active"`
+	Blocking int    `json:"blocking"`
+}
+
+// unexpectedKinds are the fail-closed error kinds.
+var unexpectedKinds = map[string]bool{
+	string(failure.Internal): true, string(failure.OutcomeUnknown): true, string(failure.Interrupted): true,
+	string(failure.Cancelled): true, string(failure.TimedOut): true, string(failure.Unavailable): true,
+	string(failure.NotStarted): true,
+}
+
+func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (Output, error) {
+	includeWorkspace := in.IncludeWorkspace == nil || *in.IncludeWorkspace
+	includeValidation := in.IncludeValidation == nil || *in.IncludeValidation
+	includeHandoff := in.IncludeHandoff == nil || *in.IncludeHandoff
+
+	// Snapshot fence: events_observed before and after gathering.
+	sess, err := t.Sessions.Get(ctx, in.SessionID)
+	if err != nil {
+		return Output{}, err
+	}
+	all, err := t.Sessions.Store().Events(ctx, in.SessionID, 0)
+	if err != nil {
+		return Output{}, err
+	}
+	jobSnap, jobsStatus := t.jobs(ctx, sess)
+	var snap *snapshot
+	if includeWorkspace && inv.HasProject {
+		snap = gitStatus(ctx, inv.Project.Root)
+	}
+	after, err := t.Sessions.Get(ctx, in.SessionID)
+	changed := err != nil || after.EventsObserved != sess.EventsObserved
+
+	// This tool's own telemetry is not task evidence: leaving it out keeps
+	// repeated closeouts byte-identical.
+	evs := make([]workflow.Event, 0, len(all))
+	for _, e := range all {
+		if e.Tool == ToolName && (e.Kind == workflow.EventToolCallStarted || e.Kind == workflow.EventToolCallFinished) {
+			continue
+		}
+		evs = append(evs, e)
+	}
+
+	out := Output{Project: sess.Project, SessionID: sess.ID}
+	var hard, adv []string
+
+	// Workspace.
+	ws := Workspace{Status: NotRequested}
+	var bws *handoff.WorkspaceSnapshot
+	switch {
+	case snap != nil:
+		pl, cl := bound(snap.Paths, MaxWorkspacePaths), bound(snap.Conflicts, MaxWorkspacePaths)
+		ws = Workspace{Status: Available, Branch: snap.Branch, Head: snap.Head, Dirty: &snap.Dirty, Conflicted: &snap.Conflicted,
+			Ahead: &snap.Ahead, Behind: &snap.Behind, ChangedPaths: &pl, Conflicts: &cl}
+		bws = &handoff.WorkspaceSnapshot{Branch: snap.Branch, Head: snap.Head, Dirty: snap.Dirty, Conflicted: snap.Conflicted,
+			Ahead: snap.Ahead, Behind: snap.Behind}
+		if snap.Conflicted {
+			hard = append(hard, BlockerWorkspaceConflict)
+		}
+		if snap.Dirty {
+			adv = append(adv, AdvisoryDirtyWorktree)
+		}
+	case includeWorkspace:
+		ws.Status = Unavailable
+		adv = append(adv, AdvisoryWorkspaceUnavailable)
+	}
+
+	// Changes in the session, newest first, and tool failures.
+	var paths []string
+	seen := map[string]bool{}
+	var lastChange int64
+	var tf ToolFailures
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := &evs[i]
+		switch e.Kind {
+		case workflow.EventGuardDenied:
+			tf.Actionable++
+		case workflow.EventValidationRecorded:
+			if v := e.Validation; v != nil && v.Expectation != "success" && v.ExpectationMatched && v.Verdict != workflow.VerdictPassed {
+				tf.NonActionable++
+			}
+		case workflow.EventToolCallFinished:
+			if len(e.ChangedPaths) > 0 && lastChange == 0 {
+				lastChange = e.Seq
+			}
+			for _, p := range e.ChangedPaths {
+				if !seen[p] {
+					seen[p] = true
+					paths = append(paths, p)
+				}
+			}
+			classify(e, &tf)
+		}
+	}
+	changes := Changes{PathList: bound(paths, MaxChangedPaths), LastChangeSeq: lastChange}
+
+	fb := handoff.Feedback(sess, evs, handoff.FeedbackOptions{
+		Profile: handoff.ProfileFull, SkipValidation: !includeValidation, Jobs: jobSnap,
+	})
+
+	// Validation.
+	val := Validation{Status: NotRequested, ReasonCode: "validation_not_requested",
+		Resolved: Identities{Items: []string{}}, Unresolved: []workflow.UnresolvedFailure{}, Current: []Evidence{}}
+	if includeValidation {
+		val = validation(fb.Validation.Status, evs, lastChange)
+		switch {
+		case val.Status == handoff.ValidationUnavailable:
+			adv = append(adv, AdvisoryValidationUnavailable)
+		case val.HistoricalRuns == 0:
+			adv = append(adv, AdvisoryValidationNotRun)
+		case val.FreshPassSeq == 0 && lastChange > 0:
+			adv = append(adv, AdvisoryNoValidationSinceLastChange)
+		case val.FreshPassSeq == 0:
+			adv = append(adv, AdvisoryNoPassingValidation)
+		}
+		if val.UnresolvedN > 0 || slices.ContainsFunc(val.Current, func(r Evidence) bool {
+			return r.Verdict == string(workflow.VerdictFailed) && r.Expectation == "success"
+		}) {
+			hard = append(hard, BlockerUnresolvedValidationFailure)
+		}
+		if slices.ContainsFunc(val.Current, func(r Evidence) bool { return r.Verdict == string(workflow.VerdictEvidenceGap) }) {
+			adv = append(adv, AdvisoryEvidenceGap)
+		}
+	} else {
+		adv = append(adv, AdvisoryValidationNotRequested)
+	}
+
+	// Jobs.
+	jb := Jobs{Status: jobsStatus}
+	if jobSnap != nil {
+		jb.Active, jb.Blocking = jobSnap.Active, jobSnap.Blocking
+		if jb.Blocking > 0 {
+			hard = append(hard, BlockerBlockingJobs)
+		} else if jb.Active > 0 {
+			adv = append(adv, AdvisoryActiveJobsPresent)
+		}
+	} else if jobsStatus == Unavailable {
+		adv = append(adv, AdvisoryJobSummaryUnavailable)
+	}
+	if tf.Unexpected > 0 {
+		adv = append(adv, AdvisoryUnexpectedToolFailures)
+	}
+	if changed {
+		adv = append(adv, AdvisorySessionChangedDuringSnapshot)
+	}
+	sort.Strings(hard)
+	sort.Strings(adv)
+	hard, adv = slices.Compact(hard), slices.Compact(adv)
+	if hard == nil {
+		hard = []string{}
+	}
+	if adv == nil {
+		adv = []string{}
+	}
+
+	// Outcome.
+	o := TaskOutcome{Status: StatusWarn, Blocking: len(hard) > 0}
+	reasons := append(append([]string{}, hard...), adv...)
+	switch {
+	case len(hard) > 0:
+		o.Status = StatusFail
+	case includeValidation && val.FreshPassSeq > 0:
+		o.Status = StatusPass
+		reasons = append(reasons, ReasonFreshPassingValidation)
+	}
+	sort.Strings(reasons)
+	o.Reasons = slices.Compact(reasons)
+	out.TaskOutcome = o
+
+	// Handoff brief and next actions (the brief's, which name the first
+	// unresolved failing test first).
+	brief, raw := handoff.Brief(handoff.BriefInput{
+		Session: sess, Events: evs, Feedback: &fb,
+		IncludeWorkspace: includeWorkspace, Workspace: bws, SessionChanged: changed,
+	})
+	out.SuggestedNextActions = append([]string{}, brief.NextActions...)
+	if len(out.SuggestedNextActions) > handoff.MaxSuggestedActions {
+		out.SuggestedNextActions = out.SuggestedNextActions[:handoff.MaxSuggestedActions]
+	}
+
+	out.Counts = Counts{
+		ChangedPaths: changes.Total, ValidationRuns: val.HistoricalRuns, UnresolvedFailures: val.UnresolvedN,
+		Unexpected: tf.Unexpected, Actionable: tf.Actionable, NonActionable: tf.NonActionable,
+		ActiveJobs: jb.Active, BlockingJobs: jb.Blocking, HardBlockers: len(hard), Advisories: len(adv),
+	}
+	if in.SummaryOnly {
+		return out, nil
+	}
+	out.Workspace, out.Changes, out.Validation = ws, changes, val
+	out.ToolFailures, out.Jobs, out.HardBlockers, out.Advisories = tf, jb, hard, adv
+	if includeHandoff {
+		out.HandoffBrief = json.RawMessage(raw)
+	}
+	return out, nil
+}
+
+// classify counts a tool_call_finished event into its expectation class.
+func classify(e *workflow.Event, tf *ToolFailures) {
+	switch e.Outcome {
+	case workflow.OutcomeOK:
+		exp := e.Facts["expectation"]
+		if e.Facts["expectation_matched"] == "true" && (exp == "failure" || exp == "observe") {
+			if code := e.Facts["exit_code"]; code != "" && code != "0" {
+				tf.NonActionable++
+			}
+		}
+	case workflow.OutcomeInterrupted, workflow.OutcomeCancelled:
+		tf.Unexpected++
+	default:
+		if unexpectedKinds[e.ErrorKind] {
+			tf.Unexpected++
+		} else {
+			tf.Actionable++
+		}
+	}
+}
+
+// validation projects the validation block over the retained events.
+func validation(status string, evs []workflow.Event, lastChange int64) Validation {
+	st := workflow.SummarizeValidation(evs)
+	runs := workflow.Validations(evs)
+	v := Validation{HistoricalRuns: st.Runs, Unresolved: []workflow.UnresolvedFailure{}, Current: []Evidence{},
+		Resolved: Identities{Items: []string{}}}
+	open := map[string]bool{}
+	for _, u := range st.Unresolved {
+		open[u.ScopeID+"\x00"+u.ID] = true
+	}
+	var resolved []string
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if r.Expectation != "success" {
+			continue
+		}
+		for _, id := range r.Resolved {
+			if !open[r.ScopeID+"\x00"+id] && !seen[id] {
+				seen[id] = true
+				resolved = append(resolved, id)
+			}
+		}
+		if r.Verdict == workflow.VerdictPassed && r.Seq > lastChange {
+			v.FreshPassSeq = max(v.FreshPassSeq, r.Seq)
+		}
+	}
+	sort.Strings(resolved)
+	v.Resolved.Total = len(resolved)
+	n := min(len(resolved), MaxIdentities)
+	v.Resolved.Items = append(v.Resolved.Items, resolved[:n]...)
+	v.Resolved.Truncated = n < len(resolved)
+	v.UnresolvedN = len(st.Unresolved)
+	v.Unresolved = append(v.Unresolved, st.Unresolved[:min(len(st.Unresolved), MaxIdentities)]...)
+	for _, r := range st.Latest[:min(len(st.Latest), MaxCurrentEvidence)] {
+		v.Current = append(v.Current, Evidence{
+			Seq: r.Seq, Tool: r.Tool, ScopeID: r.ScopeID, Verdict: string(r.Verdict), Expectation: r.Expectation,
+			ExpectationMatched: r.ExpectationMatched, Passed: r.Passed, Failed: r.Failed, Skipped: r.Skipped,
+			Complete: r.Complete, AfterLastChange: r.Seq > lastChange,
+		})
+	}
+	v.Status = status
+	if v.Status == handoff.ValidationUnavailable {
+		v.ReasonCode = "validation_unavailable"
+	}
+	return v
+}
+
+// jobs returns the Job counts it can prove over the caller's full active
+// aggregate in the session's project, with the block status.
+func (t *Tools) jobs(ctx context.Context, sess workflow.Session) (*handoff.JobsSnapshot, string) {
+	if t.Jobs == nil {
+		return nil, NotConfigured
+	}
+	acc := jobs.Access{Project: sess.Project, Fingerprint: sess.OwnerFingerprint}
+	active, total, err := t.Jobs.List(ctx, acc, jobs.ListFilter{Active: true, Limit: jobs.MaxListLimit})
+	if err != nil || total > len(active) {
+		return nil, Unavailable
+	}
+	snap := &handoff.JobsSnapshot{Active: total}
+	for _, j := range active {
+		if inSession(j, sess.ID) {
+			snap.Blocking++
+		}
+	}
+	bg, bgTotal, err := t.Jobs.List(ctx, acc, jobs.ListFilter{BackgroundOnly: true, Limit: jobs.MaxListLimit})
+	if err != nil || bgTotal > len(bg) {
+		return nil, Unavailable
+	}
+	for _, j := range bg {
+		if j.State.Terminal() && j.Validation != nil && inSession(j, sess.ID) && !slices.Contains(sess.JobMarkers, j.ID) {
+			snap.TerminalPending++
+		}
+	}
+	return snap, Available
+}
+
+// inSession reports whether job j was run in, or recorded in, session id.
+func inSession(j jobs.Job, id string) bool {
+	return j.SessionID == id || (j.Validation != nil && slices.Contains(j.Validation.Sessions, id))
+}
