@@ -1,0 +1,188 @@
+package audit
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// Service applies the audit rules (affinity, sanitizing, bounds) over a
+// Store.
+type Service struct {
+	store Store
+	now   func() time.Time
+	newID func() string
+}
+
+// NewService returns a Service over store. now may be nil (time.Now).
+func NewService(store Store, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: store, now: now, newID: NewID}
+}
+
+// Store returns the underlying store.
+func (s *Service) Store() Store { return s.store }
+
+// NewID returns a random (version 4) UUID string.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// ValidateSessionID trims an explicit audit id and checks it: at most
+// MaxSessionIDChars characters, printable, no control characters. An empty
+// result means "no explicit id".
+func ValidateSessionID(raw string) (string, error) {
+	id := strings.TrimSpace(raw)
+	if n := len([]rune(id)); n > MaxSessionIDChars {
+		return "", failure.New(failure.InvalidArguments, "audit session id is %d characters; the limit is %d", n, MaxSessionIDChars)
+	}
+	for _, r := range id {
+		if r == unicode.ReplacementChar || unicode.IsControl(r) || !unicode.IsPrint(r) {
+			return "", failure.New(failure.InvalidArguments, "audit session id contains a control or non-printable character")
+		}
+	}
+	return id, nil
+}
+
+// Affinity selects the audit session of a request. explicit is the raw
+// x-action-session-id / x-webcodex-session-id header or action_session_id
+// query value ("" when absent). An explicit id is validated and used
+// (created when unknown); otherwise the most recent open session idle for
+// less than IdleReuse is reused, or a new UUID session is created.
+// Concurrent calls never create more than one idle-reuse session.
+func (s *Service) Affinity(ctx context.Context, explicit string) (id string, explicitGiven bool, err error) {
+	id, err = ValidateSessionID(explicit)
+	if err != nil {
+		return "", true, err
+	}
+	explicitGiven = id != ""
+	id, _, err = s.store.Resolve(ctx, ResolveRequest{Explicit: id, Now: s.now(), NewID: s.newID})
+	if err != nil {
+		return "", explicitGiven, err
+	}
+	return id, explicitGiven, nil
+}
+
+// Record sanitizes ev and appends it to session id with attribution,
+// updating the session counters in the same transaction. Missing
+// EventID, StartedAt or EndedAt are filled in. The caller logs and counts
+// a returned error; it must never change the audited call's outcome.
+func (s *Service) Record(ctx context.Context, id string, ev Event, attr Attribution) error {
+	if id == "" {
+		return failure.New(failure.InvalidArguments, "audit session id is required")
+	}
+	now := s.now()
+	ev.SessionID = id
+	ev.Attribution = attr
+	if ev.EventID == "" {
+		ev.EventID = s.newID()
+	}
+	if ev.EndedAt == 0 {
+		ev.EndedAt = now.Unix()
+	}
+	if ev.StartedAt == 0 {
+		ev.StartedAt = ev.EndedAt - ev.DurationMS/1000
+	}
+	if ev.DurationMS < 0 {
+		ev.DurationMS = 0
+	}
+	return s.store.AppendEvent(ctx, Sanitize(ev), MaxEventsPerSession, now)
+}
+
+// Close closes session id; closing a closed session is a no-op.
+func (s *Service) Close(ctx context.Context, id string) (Session, error) {
+	id, err := ValidateSessionID(id)
+	if err != nil {
+		return Session{}, err
+	}
+	if id == "" {
+		return Session{}, failure.New(failure.InvalidArguments, "session_id is required")
+	}
+	return s.store.CloseSession(ctx, id, s.now())
+}
+
+// ClampLimit applies the limit rule: 0 => def, > max => max, < 0 =>
+// failure.InvalidArguments.
+func ClampLimit(n, def, max int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, failure.New(failure.InvalidArguments, "limit must not be negative")
+	case n == 0:
+		return def, nil
+	case n > max:
+		return max, nil
+	}
+	return n, nil
+}
+
+// ListSessions lists sessions newest activity first; status is "", open
+// or closed; limit defaults to DefaultSessionsLimit, max MaxSessionsLimit.
+func (s *Service) ListSessions(ctx context.Context, status Status, limit int) ([]Session, error) {
+	switch status {
+	case "", StatusOpen, StatusClosed:
+	default:
+		return nil, failure.New(failure.InvalidArguments, "status must be open or closed")
+	}
+	limit, err := ClampLimit(limit, DefaultSessionsLimit, MaxSessionsLimit)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.ListSessions(ctx, status, limit)
+}
+
+// SessionWithEvents returns one session and its newest events (oldest
+// first) as public views; eventsLimit defaults to DefaultEventsLimit, max
+// MaxEventsLimit. Unknown id: failure.NotFound.
+func (s *Service) SessionWithEvents(ctx context.Context, id string, eventsLimit int) (Session, []EventView, error) {
+	id, err := ValidateSessionID(id)
+	if err != nil {
+		return Session{}, nil, err
+	}
+	if id == "" {
+		return Session{}, nil, failure.New(failure.InvalidArguments, "session_id is required")
+	}
+	eventsLimit, err = ClampLimit(eventsLimit, DefaultEventsLimit, MaxEventsLimit)
+	if err != nil {
+		return Session{}, nil, err
+	}
+	sess, evs, err := s.store.Session(ctx, id, eventsLimit)
+	if err != nil {
+		return Session{}, nil, err
+	}
+	views := make([]EventView, len(evs))
+	for i, e := range evs {
+		views[i] = e.View()
+	}
+	return sess, views, nil
+}
+
+// Stats aggregates one session (sessionID != "", up to
+// MaxStatsEventsOneSession events) or the newest limit sessions (default
+// DefaultStatsSessions, max MaxStatsSessions; up to
+// MaxStatsEventsPerSession events each).
+func (s *Service) Stats(ctx context.Context, sessionID string, limit int) (Stats, error) {
+	sessionID, err := ValidateSessionID(sessionID)
+	if err != nil {
+		return Stats{}, err
+	}
+	limit, err = ClampLimit(limit, DefaultStatsSessions, MaxStatsSessions)
+	if err != nil {
+		return Stats{}, err
+	}
+	q := StatsQuery{SessionID: sessionID, Sessions: limit, EventsPerSession: MaxStatsEventsPerSession}
+	if sessionID != "" {
+		q.Sessions, q.EventsPerSession = 1, MaxStatsEventsOneSession
+	}
+	return s.store.Stats(ctx, q)
+}

@@ -1,0 +1,45 @@
+CREATE TABLE action_sessions (
+    session_id               TEXT PRIMARY KEY,
+    title                    TEXT NOT NULL DEFAULT '',
+    note                     TEXT NOT NULL DEFAULT '',
+    status                   TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'closed')),
+    created_at               INTEGER NOT NULL,
+    updated_at               INTEGER NOT NULL,
+    closed_at                INTEGER,
+    first_event_at           INTEGER,
+    last_event_at            INTEGER,
+    total_actions            INTEGER NOT NULL DEFAULT 0,
+    success_count            INTEGER NOT NULL DEFAULT 0,
+    failed_count             INTEGER NOT NULL DEFAULT 0,
+    timeout_or_unknown_count INTEGER NOT NULL DEFAULT 0,
+    warning_count            INTEGER NOT NULL DEFAULT 0,
+    total_duration_ms        INTEGER NOT NULL DEFAULT 0,
+    changed_files_count      INTEGER NOT NULL DEFAULT 0,
+    job_ids_count            INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX idx_action_sessions_status_last_event ON action_sessions (status, last_event_at DESC);
+CREATE TABLE action_events (
+    seq                INTEGER PRIMARY KEY,
+    event_id           TEXT NOT NULL UNIQUE,
+    session_id         TEXT NOT NULL REFERENCES action_sessions (session_id) ON DELETE CASCADE,
+    started_at         INTEGER NOT NULL,
+    ended_at           INTEGER NOT NULL,
+    duration_ms        INTEGER NOT NULL DEFAULT 0,
+    endpoint           TEXT NOT NULL DEFAULT '',
+    operation          TEXT NOT NULL DEFAULT '',
+    action_name        TEXT NOT NULL DEFAULT '',
+    project            TEXT NOT NULL DEFAULT '',
+    status             TEXT NOT NULL DEFAULT '',
+    http_status        INTEGER NOT NULL DEFAULT 0,
+    error_summary      TEXT NOT NULL DEFAULT '',
+    warning_summary    TEXT NOT NULL DEFAULT '',
+    changed_files_json TEXT NOT NULL DEFAULT '[]',
+    ids_json           TEXT NOT NULL DEFAULT '{}',
+    summary_json       TEXT NOT NULL DEFAULT '{}',
+    request_bytes      INTEGER NOT NULL DEFAULT 0,
+    response_bytes     INTEGER NOT NULL DEFAULT 0,
+    principal_kind     TEXT,
+    principal_user_id  TEXT,
+    oauth_client_id    TEXT
+);
+CREATE INDEX idx_action_events_session_seq ON action_events (session_id, seq);
