@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
@@ -27,6 +28,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/shell"
+	"github.com/webcodex/webcodex/internal/transport/auditmw"
 	"github.com/webcodex/webcodex/internal/transport/mcpserver"
 	"github.com/webcodex/webcodex/internal/transport/rest"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -51,6 +53,9 @@ type App struct {
 	Jobs     *jobs.Manager
 	Shells   *shell.Manager
 	Kernel   *kernel.Kernel
+	Audit    *audit.Service
+	// AuditHTTP records audited requests and serves the operator audit API.
+	AuditHTTP *auditmw.Middleware
 
 	// AdminToken is the first-start admin credential and AdminCreated
 	// whether this start created it (so it is printed exactly once).
@@ -101,6 +106,7 @@ func (a *App) wire(ctx context.Context) error {
 		return fmt.Errorf("jobs: %w", err)
 	}
 	a.Kernel = newKernel(a)
+	a.Audit, a.AuditHTTP = newAudit(a)
 	if rep := a.Stores.Workflow.Restored(); rep.Discarded > 0 {
 		a.Log.Warn("workflow ledger: malformed rows moved aside at restore", "discarded", rep.Discarded)
 	}
@@ -113,8 +119,9 @@ func (a *App) Handler() http.Handler {
 		Auth: a.Auth, AllowedOrigins: a.Config.AllowedOrigins,
 		LoopbackOnly: a.Config.Loopback(), Logger: a.Log,
 	})
-	(&rest.Server{Kernel: a.Kernel, Status: a.Status, PublicURL: a.Config.PublicURL, Version: Version}).Register(mux)
-	mux.Authenticated("/mcp", a.MCP().Handler(httpserver.MaxBodyBytes))
+	(&rest.Server{Kernel: a.Kernel, Status: a.Status, PublicURL: a.Config.PublicURL, Version: Version, Audit: a.AuditHTTP}).Register(mux)
+	mux.Authenticated("/mcp", a.AuditHTTP.Wrap(auditmw.OpMCP, a.MCP().Handler(httpserver.MaxBodyBytes)))
+	a.AuditHTTP.RegisterOperator(mux)
 	return mux.Handler()
 }
 
@@ -213,6 +220,9 @@ type Status struct {
 	Projects      int                  `json:"projects"`
 	Tools         int                  `json:"tools"`
 	Kernel        kernel.Stats         `json:"kernel"`
+	// AuditWriteFailures counts audit writes that failed (each logged; the
+	// audited responses were not changed).
+	AuditWriteFailures int64 `json:"audit_write_failures"`
 }
 
 // Status reports the server's version, uptime and counts.
@@ -228,5 +238,6 @@ func (a *App) Status(ctx context.Context) (any, error) {
 	return Status{
 		Version: Version, UptimeSeconds: int64(time.Since(a.started).Seconds()),
 		Workflow: wf, Projects: len(ps), Tools: len(a.Kernel.Registry().Tools()), Kernel: a.Kernel.Stats(),
+		AuditWriteFailures: a.AuditHTTP.WriteFailures(),
 	}, nil
 }

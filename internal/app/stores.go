@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	auditstore "github.com/webcodex/webcodex/internal/audit/sqlitestore"
 	authstore "github.com/webcodex/webcodex/internal/auth/sqlitestore"
 	jobstore "github.com/webcodex/webcodex/internal/jobs/sqlitestore"
 	projectstore "github.com/webcodex/webcodex/internal/project/sqlitestore"
@@ -20,6 +21,9 @@ const (
 	AuthDB     = "auth.db"
 	ProjectsDB = "projects.db"
 	JobsDB     = "jobs.db"
+	// AuditDB holds Action Audit Sessions; it shares nothing with
+	// workflow.db.
+	AuditDB = "audit.db"
 )
 
 // Stores are the opened databases of a data directory.
@@ -28,6 +32,7 @@ type Stores struct {
 	Auth     *authstore.Store
 	Projects *projectstore.Store
 	Jobs     *jobstore.Store
+	Audit    *auditstore.Store
 }
 
 // OpenStores creates the data directory (0700) if needed and opens every
@@ -53,6 +58,10 @@ func OpenStores(ctx context.Context, dataDir string) (*Stores, error) {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", JobsDB, err)
 	}
+	if s.Audit, err = auditstore.Open(ctx, filepath.Join(dataDir, AuditDB)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", AuditDB, err)
+	}
 	return s, nil
 }
 
@@ -70,6 +79,9 @@ func (s *Stores) Close() error {
 	}
 	if s.Jobs != nil {
 		errs = append(errs, s.Jobs.Close())
+	}
+	if s.Audit != nil {
+		errs = append(errs, s.Audit.Close())
 	}
 	return errors.Join(errs...)
 }

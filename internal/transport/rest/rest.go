@@ -30,6 +30,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/transport/auditmw"
 )
 
 // StatusFunc reports the server status for /api/status.
@@ -44,6 +45,8 @@ type Server struct {
 	PublicURL string
 	// Version is published in OpenAPI info.
 	Version string
+	// Audit, when set, records the tool routes as Action Audit events.
+	Audit *auditmw.Middleware
 }
 
 // Register adds the REST routes to m.
@@ -52,9 +55,9 @@ func (s *Server) Register(m *httpserver.Mux) {
 		httpserver.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
 	m.Public("GET /openapi.json", http.HandlerFunc(s.openAPI))
-	m.Authenticated("POST /api/tools/list", http.HandlerFunc(s.listTools))
-	m.Authenticated("POST /api/tools/call", http.HandlerFunc(s.callTool))
-	m.Authenticated("POST /api/actions/{tool}", http.HandlerFunc(s.callAction))
+	m.Authenticated("POST /api/tools/list", s.Audit.Wrap(auditmw.OpToolsList, http.HandlerFunc(s.listTools)))
+	m.Authenticated("POST /api/tools/call", s.Audit.Wrap(auditmw.OpToolsCall, http.HandlerFunc(s.callTool)))
+	m.Authenticated("POST /api/actions/{tool}", s.Audit.Wrap(auditmw.OpAction, http.HandlerFunc(s.callAction)))
 	m.Authenticated("GET /api/status", http.HandlerFunc(s.status))
 }
 

@@ -1,0 +1,285 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/auth"
+)
+
+// auditDo sends a request with extra headers and returns the status, the
+// response headers and the body.
+func auditDo(t *testing.T, s *server, token, path string, body any, hdr map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", s.base+path, bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, data
+}
+
+type auditSessionResp struct {
+	Session audit.Session     `json:"session"`
+	Events  []audit.EventView `json:"events"`
+}
+
+func auditSession(t *testing.T, s *server, id string) (auditSessionResp, []byte) {
+	t.Helper()
+	code, _, data := auditDo(t, s, s.token, "/api/audit/session", map[string]any{"session_id": id}, nil)
+	if code != 200 {
+		t.Fatalf("audit session %q: HTTP %d %s", id, code, data)
+	}
+	var out auditSessionResp
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out, data
+}
+
+// waitAudit polls session id until ok holds: an event is recorded after its
+// response is complete (an MCP event stream is flushed before), so a
+// client may look before the row is there.
+func waitAudit(t *testing.T, s *server, id string, ok func(auditSessionResp) bool) (auditSessionResp, []byte) {
+	t.Helper()
+	for i := 0; ; i++ {
+		got, raw := auditSession(t, s, id)
+		if ok(got) || i == 100 {
+			return got, raw
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func auditSessions(t *testing.T, s *server) []audit.Session {
+	t.Helper()
+	code, _, data := auditDo(t, s, s.token, "/api/audit/sessions", map[string]any{}, nil)
+	if code != 200 {
+		t.Fatalf("audit sessions: HTTP %d %s", code, data)
+	}
+	var out struct{ Sessions []audit.Session }
+	json.Unmarshal(data, &out)
+	return out.Sessions
+}
+
+func eventsFor(evs []audit.EventView, action string) []audit.EventView {
+	var out []audit.EventView
+	for _, e := range evs {
+		if e.ActionName == action {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestAuditTrail(t *testing.T) {
+	data := t.TempDir()
+	s := startApp(t, data, "p="+t.TempDir())
+	stopped := false
+	defer func() {
+		if !stopped {
+			s.stop(t)
+		}
+	}()
+	ctx := context.Background()
+	reader, _, err := s.a.Auth.CreateToken(ctx, "reader", auth.DefaultOwner, []auth.Scope{auth.ScopeProjectRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "hunter2-audit-planted-secret"
+
+	// MCP first: without an explicit id every POST of the client (initialize,
+	// notifications, tools/call) lands in one idle-reuse session.
+	cs := connectMCP(t, s, "", nil)
+	w, _ := callMCP(t, cs, "work_on_project", map[string]any{"project": "agent:local:p",
+		"instruction": "Fix it; password=" + secret + " token " + reader}, nil)
+	if !w.Success {
+		t.Fatalf("work_on_project over MCP: %+v", w.Error)
+	}
+	var wfID string
+	json.Unmarshal(w.Output["session_id"], &wfID)
+	sessions := auditSessions(t, s)
+	if len(sessions) != 1 {
+		t.Fatalf("after the MCP calls: %d audit sessions, want 1 (idle reuse)", len(sessions))
+	}
+	idle := sessions[0].SessionID
+	if strings.HasPrefix(idle, "wc_sess_") {
+		t.Fatalf("audit session id %q looks like a workflow session", idle)
+	}
+	got, raw := waitAudit(t, s, idle, func(r auditSessionResp) bool {
+		return len(eventsFor(r.Events, "work_on_project")) > 0 && r.Session.TotalActions == int64(len(r.Events))
+	})
+	mcpCalls := eventsFor(got.Events, "work_on_project")
+	if len(mcpCalls) != 1 {
+		t.Fatalf("MCP tools/call rows: %d, want 1: %s", len(mcpCalls), raw)
+	}
+	if e := mcpCalls[0]; e.Endpoint != "/mcp" || e.Operation != "mcp" || e.Status != audit.EventSuccess ||
+		e.HTTPStatus != 200 || e.Project != "agent:local:p" || e.Summary["transport"] != "mcp" || e.Summary["tool"] != "work_on_project" {
+		t.Fatalf("MCP row: %+v", e)
+	}
+	if len(got.Events) < 2 || got.Session.TotalActions != int64(len(got.Events)) {
+		t.Fatalf("idle reuse: %d events, total_actions %d", len(got.Events), got.Session.TotalActions)
+	}
+	for _, bad := range []string{"principal", "owner", "oauth_client"} {
+		if bytes.Contains(raw, []byte(bad)) {
+			t.Fatalf("event view carries %q: %s", bad, raw)
+		}
+	}
+
+	// A REST call without an id reuses the same session and echoes it.
+	code, hdr, body := auditDo(t, s, s.token, "/api/tools/call", map[string]any{"tool": "read_files",
+		"arguments": map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "missing.go"}}}}, nil)
+	if code != 200 || hdr.Get("x-action-session-id") != idle {
+		t.Fatalf("REST call: HTTP %d, session header %q (want %q): %s", code, hdr.Get("x-action-session-id"), idle, body)
+	}
+	got, _ = waitAudit(t, s, idle, func(r auditSessionResp) bool { return len(eventsFor(r.Events, "read_files")) > 0 })
+	rest := eventsFor(got.Events, "read_files")
+	if len(rest) != 1 {
+		t.Fatalf("REST rows: %d, want 1", len(rest))
+	}
+	if e := rest[0]; e.Endpoint != "/api/tools/call" || e.Operation != "tools_call" || e.Status != audit.EventFailed ||
+		e.HTTPStatus != 200 || e.Summary["transport"] != "rest" || e.RequestBytes == 0 || e.ResponseBytes == 0 {
+		t.Fatalf("REST row (a failed tool result): %+v", e)
+	}
+
+	// Explicit ids select or create other sessions: header, second header,
+	// query; each call writes exactly one row.
+	for _, c := range []struct {
+		id, path string
+		hdr      map[string]string
+	}{
+		{"explicit-a", "/api/tools/call", map[string]string{"x-action-session-id": "explicit-a"}},
+		{"explicit-b", "/api/tools/call", map[string]string{"x-webcodex-session-id": "explicit-b"}},
+		{"explicit-c", "/api/tools/call?action_session_id=explicit-c", nil},
+	} {
+		code, hdr, body := auditDo(t, s, s.token, c.path, map[string]any{"tool": "work_on_project",
+			"arguments": map[string]any{"project": "agent:local:p", "session_id": wfID, "instruction": "password=" + secret}}, c.hdr)
+		if code != 200 || hdr.Get("x-action-session-id") != c.id {
+			t.Fatalf("%s: HTTP %d, header %q: %s", c.id, code, hdr.Get("x-action-session-id"), body)
+		}
+		got, _ := waitAudit(t, s, c.id, func(r auditSessionResp) bool { return len(r.Events) > 0 })
+		if len(got.Events) != 1 || got.Events[0].ActionName != "work_on_project" || got.Events[0].Status != audit.EventSuccess {
+			t.Fatalf("%s: events %+v", c.id, got.Events)
+		}
+	}
+	// GPT Actions route: the tool name comes from the path.
+	code, _, body = auditDo(t, s, s.token, "/api/actions/list_sessions", map[string]any{}, map[string]string{"x-action-session-id": "explicit-a"})
+	if code != 200 {
+		t.Fatalf("action: HTTP %d %s", code, body)
+	}
+	got, _ = waitAudit(t, s, "explicit-a", func(r auditSessionResp) bool { return len(r.Events) == 2 })
+	if len(got.Events) != 2 || got.Events[1].ActionName != "list_sessions" || got.Events[1].Endpoint != "/api/actions/list_sessions" ||
+		got.Events[1].Operation != "action" || got.Events[1].Summary["tool"] != "list_sessions" {
+		t.Fatalf("action row: %+v", got.Events)
+	}
+
+	// An invalid explicit id is rejected and records nothing.
+	before := len(auditSessions(t, s))
+	code, _, body = auditDo(t, s, s.token, "/api/tools/list", map[string]any{}, map[string]string{"x-action-session-id": strings.Repeat("x", 121)})
+	if code != 400 || !strings.Contains(string(body), `"invalid_arguments"`) {
+		t.Fatalf("invalid id: HTTP %d %s", code, body)
+	}
+	if n := len(auditSessions(t, s)); n != before {
+		t.Fatalf("invalid id created a session: %d -> %d", before, n)
+	}
+
+	// Separation: an audit id is not a workflow session id ...
+	r := s.call(t, "work_on_project", map[string]any{"project": "agent:local:p", "session_id": idle, "instruction": "x"}, "")
+	if r.Success || r.Error == nil || (r.Error.Kind != "unknown_session_id" && r.Error.Kind != "invalid_session_id") {
+		t.Fatalf("audit id as a workflow session: %+v", r)
+	}
+	// ... and a workflow id in the audit header only names an audit session.
+	wfBefore, _ := s.a.Sessions.Store().Status(ctx)
+	ledgerBefore := exportLedger(t, s.a, wfID)
+	code, hdr, body = auditDo(t, s, s.token, "/api/tools/list", map[string]any{}, map[string]string{"x-action-session-id": wfID})
+	if code != 200 || hdr.Get("x-action-session-id") != wfID {
+		t.Fatalf("wc_sess_ header: HTTP %d %s", code, body)
+	}
+	wfAfter, _ := s.a.Sessions.Store().Status(ctx)
+	if wfBefore != wfAfter || !bytes.Equal(ledgerBefore, exportLedger(t, s.a, wfID)) {
+		t.Fatalf("workflow changed by an audit header: %+v -> %+v", wfBefore, wfAfter)
+	}
+	if got, _ := auditSession(t, s, wfID); len(got.Events) != 1 || got.Events[0].Operation != "tools_list" || got.Events[0].Summary["tool"] != nil {
+		t.Fatalf("audit session named by a wc_sess_ id: %+v", got.Events)
+	}
+
+	// Operator API: scope, limits, not found, stats.
+	for _, p := range []string{"/api/audit/sessions", "/api/audit/session", "/api/audit/stats"} {
+		code, _, body := auditDo(t, s, reader, p, map[string]any{"session_id": idle}, nil)
+		if code != 403 || !strings.Contains(string(body), "insufficient_scope") {
+			t.Fatalf("%s as a reader: HTTP %d %s", p, code, body)
+		}
+	}
+	if code, _, body := auditDo(t, s, s.token, "/api/audit/sessions", map[string]any{"limit": -1}, nil); code != 400 || !strings.Contains(string(body), "invalid_arguments") {
+		t.Fatalf("negative limit: HTTP %d %s", code, body)
+	}
+	if code, _, body := auditDo(t, s, s.token, "/api/audit/sessions", map[string]any{"limit": 1000, "status": "open"}, nil); code != 200 {
+		t.Fatalf("limit above max: HTTP %d %s", code, body)
+	}
+	if code, _, body := auditDo(t, s, s.token, "/api/audit/session", map[string]any{"session_id": "no-such"}, nil); code != 404 || !strings.Contains(string(body), "not_found") {
+		t.Fatalf("unknown session: HTTP %d %s", code, body)
+	}
+	code, _, body = auditDo(t, s, s.token, "/api/audit/stats", map[string]any{}, nil)
+	var st audit.Stats
+	json.Unmarshal(body, &st)
+	if code != 200 || st.ByEndpoint["/mcp"] == 0 || st.ByEndpoint["/api/tools/call"] != 5 || st.ByStatus["failed"] == 0 ||
+		st.Attribution.AttributedCount != st.EventsScanned || st.EventsScanned == 0 {
+		t.Fatalf("stats: HTTP %d %s", code, body)
+	}
+	code, _, body = auditDo(t, s, s.token, "/api/audit/stats", map[string]any{"session_id": "explicit-a"}, nil)
+	json.Unmarshal(body, &st)
+	if code != 200 || st.EventsScanned != 2 || st.SessionsScanned != 1 {
+		t.Fatalf("stats of one session: HTTP %d %s", code, body)
+	}
+	if code, _, body := auditDo(t, s, s.token, "/api/audit/stats", map[string]any{"limit": -5}, nil); code != 400 {
+		t.Fatalf("stats negative limit: HTTP %d %s", code, body)
+	}
+
+	// Never published; failures counter exposed.
+	code, oa := s.do(t, "", "GET", "/openapi.json", nil)
+	if code != 200 || bytes.Contains(oa, []byte("/api/audit")) {
+		t.Fatalf("openapi: HTTP %d, mentions /api/audit: %v", code, bytes.Contains(oa, []byte("/api/audit")))
+	}
+	code, stBody := s.do(t, s.token, "GET", "/api/status", nil)
+	if code != 200 || !strings.Contains(string(stBody), `"audit_write_failures":0`) {
+		t.Fatalf("status: HTTP %d %s", code, stBody)
+	}
+
+	// Nothing planted in the arguments reaches audit.db.
+	s.stop(t)
+	stopped = true
+	n := 0
+	matches, _ := filepath.Glob(filepath.Join(data, app.AuditDB+"*"))
+	for _, p := range matches {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		for _, sec := range []string{secret, reader, "wc_pat_", "Fix it"} {
+			if bytes.Contains(b, []byte(sec)) {
+				t.Errorf("%s contains %q", filepath.Base(p), sec)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no audit.db written")
+	}
+}

@@ -1,0 +1,341 @@
+// Package auditmw is the HTTP side of Action Audit Sessions: a middleware
+// that records one audit event per audited request (REST tool calls and
+// lists, MCP POSTs) and the operator audit API (POST /api/audit/*).
+//
+// It lives in the transport layer: it reads the authenticated principal
+// from the request context and never touches Workflow Sessions. Domains
+// never import it.
+//
+// What is stored per request: endpoint (path), operation, action name (the
+// tool or MCP method), project (arguments.project when present), status,
+// HTTP status, duration and byte counts, the caller attribution, and a
+// summary of only {transport, tool}. Arguments and results are never
+// stored.
+package auditmw
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/httpserver"
+)
+
+// Affinity headers and query parameter.
+const (
+	HeaderActionSession   = "x-action-session-id"
+	HeaderWebcodexSession = "x-webcodex-session-id"
+	QueryActionSession    = "action_session_id"
+)
+
+// Operations recorded in action_events.operation.
+const (
+	OpToolsCall = "tools_call"
+	OpToolsList = "tools_list"
+	OpAction    = "action"
+	OpMCP       = "mcp"
+)
+
+// Transports recorded in summary.transport.
+const (
+	TransportREST = "rest"
+	TransportMCP  = "mcp"
+)
+
+// recordTimeout bounds one audit write after the response is complete.
+const recordTimeout = 10 * time.Second
+
+// responseSniff is how many response bytes are kept to read the top-level
+// success member (ToolResult and error bodies put it first).
+const responseSniff = 64 << 10
+
+// Middleware records audited requests. The zero value is not usable; set
+// Audit.
+type Middleware struct {
+	Audit *audit.Service
+	Log   *slog.Logger
+
+	failures atomic.Int64
+}
+
+// WriteFailures is how many audit writes (or affinity look-ups) failed
+// since start. A failure never changes the audited response.
+func (m *Middleware) WriteFailures() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.failures.Load()
+}
+
+func (m *Middleware) log() *slog.Logger {
+	if m.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return m.Log
+}
+
+func (m *Middleware) fail(msg string, err error) {
+	m.failures.Add(1)
+	m.log().Warn(msg, "err", err)
+}
+
+// Explicit returns the raw explicit audit id of r: the x-action-session-id
+// header, else x-webcodex-session-id, else the action_session_id query
+// value ("" when none is given).
+func Explicit(r *http.Request) string {
+	if v := r.Header.Get(HeaderActionSession); v != "" {
+		return v
+	}
+	if v := r.Header.Get(HeaderWebcodexSession); v != "" {
+		return v
+	}
+	return r.URL.Query().Get(QueryActionSession)
+}
+
+// Wrap audits every POST to h under operation op (OpToolsCall, OpToolsList,
+// OpAction or OpMCP). Other methods pass through unaudited.
+func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
+	if m == nil || m.Audit == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		id, _, err := m.Audit.Affinity(r.Context(), Explicit(r))
+		if err != nil {
+			if failure.KindOf(err) == failure.InvalidArguments {
+				httpserver.WriteError(w, http.StatusBadRequest, err)
+				return
+			}
+			// The audit store failing never blocks the call.
+			m.fail("audit: session affinity", err)
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set(HeaderActionSession, id)
+
+		// Buffer the (already size-limited) body and hand the handler an
+		// identical reader, read error included.
+		body, rerr := io.ReadAll(r.Body)
+		var rd io.Reader = bytes.NewReader(body)
+		if rerr != nil {
+			rd = io.MultiReader(rd, errReader{rerr})
+		}
+		r.Body = io.NopCloser(rd)
+
+		rec := &recorder{ResponseWriter: w}
+		h.ServeHTTP(rec, r)
+		if op == OpMCP && isNotification(body) {
+			return // a JSON-RPC notification executes nothing: no row
+		}
+
+		ev := describe(op, r, body)
+		ev.Endpoint = r.URL.Path
+		ev.Operation = op
+		ev.HTTPStatus = rec.statusCode()
+		ev.Status = outcome(rec)
+		ev.DurationMS = time.Since(start).Milliseconds()
+		ev.StartedAt = start.Unix()
+		ev.EndedAt = time.Now().Unix()
+		ev.RequestBytes = int64(len(body))
+		ev.ResponseBytes = rec.n
+		var attr audit.Attribution
+		if p, ok := auth.PrincipalFrom(r.Context()); ok {
+			attr = audit.Attribution{PrincipalKind: string(p.Kind), PrincipalUserID: p.Owner}
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), recordTimeout)
+		defer cancel()
+		if err := m.Audit.Record(ctx, id, ev, attr); err != nil {
+			m.fail("audit: record event", err)
+		}
+	})
+}
+
+// isNotification reports whether body is one JSON-RPC message without an
+// id (a notification).
+func isNotification(body []byte) bool {
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(body, &msg) != nil {
+		return false
+	}
+	_, hasID := msg["id"]
+	_, hasMethod := msg["method"]
+	return hasMethod && !hasID
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// describe extracts the action name, project and summary from the request
+// body. Only names are kept, never argument values other than the project.
+func describe(op string, r *http.Request, body []byte) audit.Event {
+	var ev audit.Event
+	transport, tool := TransportREST, ""
+	switch op {
+	case OpAction:
+		ev.ActionName = r.PathValue("tool")
+		var args struct{ Project any }
+		json.Unmarshal(body, &args)
+		ev.Project = projectOf(args.Project)
+		tool = ev.ActionName
+	case OpToolsCall:
+		var req struct {
+			Tool      string
+			Arguments struct{ Project any }
+		}
+		json.Unmarshal(body, &req)
+		ev.ActionName, tool = req.Tool, req.Tool
+		ev.Project = projectOf(req.Arguments.Project)
+	case OpToolsList:
+		ev.ActionName = "tools_list"
+	case OpMCP:
+		transport = TransportMCP
+		var req struct {
+			Method string
+			Params struct {
+				Name      string
+				Arguments struct{ Project any }
+			}
+		}
+		json.Unmarshal(body, &req)
+		ev.ActionName = req.Method
+		if req.Method == "tools/call" {
+			ev.ActionName, tool = req.Params.Name, req.Params.Name
+			ev.Project = projectOf(req.Params.Arguments.Project)
+		}
+	}
+	ev.Summary = map[string]any{"transport": transport}
+	if tool != "" {
+		ev.Summary["tool"] = tool
+	}
+	return ev
+}
+
+func projectOf(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// outcome is success when the HTTP status is 2xx and the response does not
+// report failure: a JSON body whose top-level success member is false, or
+// (MCP) a JSON-RPC error or a tool result with isError. An MCP event stream
+// with HTTP 2xx counts as success.
+func outcome(rec *recorder) string {
+	code := rec.statusCode()
+	if code < 200 || code > 299 {
+		return audit.EventFailed
+	}
+	ct := rec.Header().Get("Content-Type")
+	if !strings.Contains(ct, "json") {
+		return audit.EventSuccess
+	}
+	if failedJSON(rec.sniff.Bytes()) {
+		return audit.EventFailed
+	}
+	return audit.EventSuccess
+}
+
+// failedJSON scans only the top-level members of a JSON object: success
+// false, a non-null error member, or result.isError true mean failure.
+func failedJSON(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		key, _ := t.(string)
+		switch key {
+		case "success":
+			var ok bool
+			if dec.Decode(&ok) != nil {
+				return false
+			}
+			return !ok
+		case "error":
+			var v any
+			if dec.Decode(&v) != nil {
+				return false
+			}
+			if v != nil {
+				return true
+			}
+		case "result":
+			var res struct {
+				IsError bool `json:"isError"`
+			}
+			if dec.Decode(&res) != nil {
+				return false
+			}
+			if res.IsError {
+				return true
+			}
+		default:
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// recorder counts the response and keeps its first bytes.
+type recorder struct {
+	http.ResponseWriter
+	code  int
+	n     int64
+	sniff bytes.Buffer
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	if room := responseSniff - r.sniff.Len(); room > 0 {
+		r.sniff.Write(b[:min(room, len(b))])
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.n += int64(n)
+	return n, err
+}
+
+func (r *recorder) statusCode() int {
+	if r.code == 0 {
+		return http.StatusOK
+	}
+	return r.code
+}
+
+// Flush keeps streaming (MCP event streams) working through the recorder.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
