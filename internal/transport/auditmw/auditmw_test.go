@@ -24,7 +24,7 @@ func TestIsNotification(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`: true,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`:         false,
 		`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`:      false,
-		`not json`:                                               false,
+		`not json`: false,
 	} {
 		if got := isNotification([]byte(body)); got != want {
 			t.Errorf("isNotification(%s) = %v, want %v", body, got, want)
