@@ -59,6 +59,7 @@ func runServe(ctx context.Context, cfg app.Config, projects []string, stdout, st
 	base := "http://" + addr.String()
 	fprintf(stdout, "WebCodex %s listening on %s\n", app.Version, base)
 	fprintf(stdout, "  tools     POST %s/api/tools/call   (list: POST %s/api/tools/list)\n", base, base)
+	fprintf(stdout, "  mcp       %s/mcp   (Streamable HTTP; stdio: webcodex mcp)\n", base)
 	fprintf(stdout, "  actions   POST %s/api/actions/{tool}\n", base)
 	fprintf(stdout, "  openapi   %s/openapi.json\n", base)
 	fprintf(stdout, "  health    %s/healthz\n", base)
