@@ -344,15 +344,3 @@ func TestWorkspace(t *testing.T) {
 		t.Fatalf("brief workspace: %+v", r.HandoffBrief.Workspace)
 	}
 }
-
-func TestParseStatus(t *testing.T) {
-	out := "# branch.oid abc\x00# branch.head main\x00" +
-		"1 .M N... 100644 100644 100644 aaa aaa a b.go\x00" +
-		"2 R. N... 100644 100644 100644 aaa aaa R100 new name.go\x00old.go\x00" +
-		"u UU N... 100644 100644 100644 100644 aaa bbb ccc c.go\x00" +
-		"? u.txt\x00"
-	paths, conflicts, dirty, conflicted := finish.ParseStatusPathsForTest(out)
-	if !slices.Equal(paths, []string{"a b.go", "new name.go", "c.go", "u.txt"}) || !slices.Equal(conflicts, []string{"c.go"}) || !dirty || !conflicted {
-		t.Fatalf("paths %q conflicts %q dirty %v conflicted %v", paths, conflicts, dirty, conflicted)
-	}
-}

@@ -9,26 +9,37 @@ import (
 )
 
 func gitStatus(ctx context.Context, inv *kernel.Invocation, _ StatusInput) (StatusOutput, error) {
+	st, _, err := Status(ctx, inv.Project.Root)
+	return st, err
+}
+
+// Status runs git_status's fixed `git status --porcelain=v2 --branch` in a
+// project root, with the tools' scrubbed environment, GitTimeout and
+// MaxStatusOutputBytes, and never touching the index. outputComplete is
+// false when git's output was cut, so that counts (Total, Conflicted) are
+// lower bounds; a Truncated result with complete output only means Entries
+// was capped. A directory outside any repository gives IsGitRepo false.
+// Other tools that need the workspace state call this rather than git.
+func Status(ctx context.Context, root string) (st StatusOutput, outputComplete bool, err error) {
 	ctx, cancel := withTimeout(ctx, GitTimeout)
 	defer cancel()
-	r, err := newRunner(inv.Project.Root)
+	r, err := newRunner(root)
 	if err != nil {
-		return StatusOutput{}, err
+		return StatusOutput{}, false, err
 	}
 	info, err := r.probe(ctx)
 	if err != nil {
-		return StatusOutput{}, err
+		return StatusOutput{}, false, err
 	}
 	if !info.inside {
-		return StatusOutput{IsGitRepo: false, Entries: []StatusEntry{}}, nil
+		return StatusOutput{IsGitRepo: false, Entries: []StatusEntry{}}, true, nil
 	}
 	out, truncated, err := r.run(ctx, MaxStatusOutputBytes,
 		"status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal", "--find-renames", "--", ".")
 	if err != nil {
-		return StatusOutput{}, asFailure(err, "status")
+		return StatusOutput{}, false, asFailure(err, "status")
 	}
-	st := parseStatus(out, truncated, info.prefix)
-	return st, nil
+	return parseStatus(out, truncated, info.prefix), !truncated, nil
 }
 
 // parseStatus parses `git status --porcelain=v2 --branch -z` output. Paths

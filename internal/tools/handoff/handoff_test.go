@@ -229,13 +229,6 @@ func TestWorkspaceSnapshot(t *testing.T) {
 	}
 }
 
-func TestParseStatusConflict(t *testing.T) {
-	w := handofftool.ParseStatusForTest("# branch.oid abc\x00# branch.head (detached)\x00# branch.ab +2 -3\x00u UU N... 100644 100644 100644 100644 a b c f.go\x00")
-	if !w.Conflicted || !w.Dirty || w.Branch != "" || w.Head != "abc" || w.Ahead != 2 || w.Behind != 3 {
-		t.Fatalf("%+v", w)
-	}
-}
-
 func TestSameInputSameBytes(t *testing.T) {
 	e := newEnv(t)
 	_, a := e.handoff(nil)

@@ -1,4 +1,0 @@
-package handoff
-
-// ParseStatusForTest exposes parseStatus to the external tests.
-var ParseStatusForTest = parseStatus
