@@ -106,31 +106,6 @@ type Attribution struct {
 	OAuthClientID   string // only for oauth2
 }
 
-// Event is ActionEventRecord: one audited call, as stored. Times are unix
-// seconds. Attribution is excluded from JSON on purpose; public views go
-// through [Event.View].
-type Event struct {
-	EventID        string            `json:"event_id"`
-	SessionID      string            `json:"session_id"`
-	StartedAt      int64             `json:"started_at"`
-	EndedAt        int64             `json:"ended_at"`
-	DurationMS     int64             `json:"duration_ms"`
-	Endpoint       string            `json:"endpoint"`
-	Operation      string            `json:"operation"`
-	ActionName     string            `json:"action_name"`
-	Project        string            `json:"project"`
-	Status         string            `json:"status"`
-	HTTPStatus     int               `json:"http_status"`
-	ErrorSummary   string            `json:"error_summary"`
-	WarningSummary string            `json:"warning_summary"`
-	ChangedFiles   []string          `json:"changed_files"`
-	IDs            map[string]string `json:"ids"`
-	Summary        map[string]any    `json:"summary"`
-	RequestBytes   int64             `json:"request_bytes"`
-	ResponseBytes  int64             `json:"response_bytes"`
-	Attribution    Attribution       `json:"-"`
-}
-
 // EventView is the public event shape of POST /api/audit/session: the
 // event without any principal/user/client attribution.
 type EventView struct {
@@ -154,6 +129,14 @@ type EventView struct {
 	ResponseBytes  int64             `json:"response_bytes"`
 }
 
+// Event is ActionEventRecord: one audited call, as stored — the public
+// fields plus the caller attribution, which is excluded from JSON on
+// purpose; public views go through [Event.View]. Times are unix seconds.
+type Event struct {
+	EventView
+	Attribution Attribution `json:"-"`
+}
+
 // View returns the public view of e. It applies the read-time pass: keys
 // that look secret are dropped entirely from ids and summary.
 func (e Event) View() EventView {
@@ -171,13 +154,9 @@ func (e Event) View() EventView {
 	if summary == nil {
 		summary = map[string]any{}
 	}
-	return EventView{
-		EventID: e.EventID, SessionID: e.SessionID, StartedAt: e.StartedAt, EndedAt: e.EndedAt,
-		DurationMS: e.DurationMS, Endpoint: e.Endpoint, Operation: e.Operation, ActionName: e.ActionName,
-		Project: e.Project, Status: e.Status, HTTPStatus: e.HTTPStatus, ErrorSummary: e.ErrorSummary,
-		WarningSummary: e.WarningSummary, ChangedFiles: files, IDs: ids, Summary: summary,
-		RequestBytes: e.RequestBytes, ResponseBytes: e.ResponseBytes,
-	}
+	v := e.EventView
+	v.ChangedFiles, v.IDs, v.Summary = files, ids, summary
+	return v
 }
 
 // ResolveRequest asks a Store to pick or create the session for a request.

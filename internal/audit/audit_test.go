@@ -131,8 +131,9 @@ func TestCommandDigestPreviewRedactedAndBounded(t *testing.T) {
 }
 
 func TestEventViewHasNoAttribution(t *testing.T) {
-	ev := audit.Event{EventID: "e", SessionID: "s", Attribution: audit.Attribution{PrincipalKind: "oauth2", PrincipalUserID: "u1", OAuthClientID: "c1"},
-		IDs: map[string]string{"job_id": "j", "password": "[REDACTED]"}, Summary: map[string]any{"token": "[REDACTED]", "a": 1}}
+	ev := audit.Event{EventView: audit.EventView{EventID: "e", SessionID: "s",
+		IDs: map[string]string{"job_id": "j", "password": "[REDACTED]"}, Summary: map[string]any{"token": "[REDACTED]", "a": 1}},
+		Attribution: audit.Attribution{PrincipalKind: "oauth2", PrincipalUserID: "u1", OAuthClientID: "c1"}}
 	for _, v := range []any{ev, ev.View()} {
 		b, err := json.Marshal(v)
 		if err != nil {

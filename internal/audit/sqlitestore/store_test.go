@@ -99,7 +99,7 @@ func TestAffinityRules(t *testing.T) {
 	if b, _, _ := svc.Affinity(ctx, ""); b != a {
 		t.Fatalf("1799 s idle: got new session %q", b)
 	}
-	if err := svc.Record(ctx, a, audit.Event{Status: audit.EventSuccess}, audit.Attribution{}); err != nil {
+	if err := svc.Record(ctx, a, audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{}); err != nil {
 		t.Fatal(err)
 	}
 	c.add(audit.IdleReuse - time.Second) // activity refreshed by the event
@@ -161,7 +161,7 @@ const (
 func TestSanitizerLeavesNoSecretOnDisk(t *testing.T) {
 	svc, st, _, path := newService(t)
 	id, _, _ := svc.Affinity(ctx, "")
-	ev := audit.Event{
+	ev := audit.Event{EventView: audit.EventView{
 		Endpoint: "/api/tools/run", Operation: "run_process", Status: audit.EventFailed, HTTPStatus: 500,
 		ErrorSummary:   "failed with " + bearer + " and " + pem,
 		WarningSummary: "password=" + pw,
@@ -176,7 +176,7 @@ func TestSanitizerLeavesNoSecretOnDisk(t *testing.T) {
 			"free":         "token " + pat + " key " + pem,
 			"items":        []any{map[string]any{"secret": pw}, "ok " + pat},
 		},
-	}
+	}}
 	if err := svc.Record(ctx, id, ev, audit.Attribution{PrincipalKind: "api_token", PrincipalUserID: "u1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -228,8 +228,8 @@ func TestCountersAndTrimming(t *testing.T) {
 	total := audit.MaxEventsPerSession + 20
 	for i := range total {
 		c.add(time.Second)
-		ev := audit.Event{EventID: fmt.Sprintf("e%04d", i), Status: statuses[i%len(statuses)], DurationMS: 10,
-			ChangedFiles: []string{"f"}, IDs: map[string]string{"job_id": "j"}}
+		ev := audit.Event{EventView: audit.EventView{EventID: fmt.Sprintf("e%04d", i), Status: statuses[i%len(statuses)], DurationMS: 10,
+			ChangedFiles: []string{"f"}, IDs: map[string]string{"job_id": "j"}}}
 		if err := svc.Record(ctx, id, ev, audit.Attribution{}); err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +307,7 @@ func TestLimitsClamping(t *testing.T) {
 		t.Error(err)
 	}
 	for range audit.MaxEventsLimit + 5 {
-		svc.Record(ctx, "s000", audit.Event{Status: audit.EventSuccess}, audit.Attribution{})
+		svc.Record(ctx, "s000", audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{})
 	}
 	for _, tc := range []struct{ in, want int }{{0, audit.DefaultEventsLimit}, {3, 3}, {1000, audit.MaxEventsLimit}} {
 		_, evs, err := svc.SessionWithEvents(ctx, "s000", tc.in)
@@ -342,14 +342,14 @@ func TestStatsCoverageAndAttribution(t *testing.T) {
 	n := audit.MaxStatsEventsPerSession + 10
 	for i := range n {
 		c.add(time.Second)
-		ev := audit.Event{Endpoint: "/api/x", Project: "p" + fmt.Sprint(i%2), Status: audit.EventSuccess,
-			ChangedFiles: []string{"f" + fmt.Sprint(i%3)}, IDs: map[string]string{"job_id": "j" + fmt.Sprint(i%4)}}
+		ev := audit.Event{EventView: audit.EventView{Endpoint: "/api/x", Project: "p" + fmt.Sprint(i%2), Status: audit.EventSuccess,
+			ChangedFiles: []string{"f" + fmt.Sprint(i%3)}, IDs: map[string]string{"job_id": "j" + fmt.Sprint(i%4)}}}
 		if err := svc.Record(ctx, "big", ev, attrs[i%4]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c.add(time.Second)
-	svc.Record(ctx, "small", audit.Event{Endpoint: "/mcp", Status: audit.EventFailed}, attrs[0])
+	svc.Record(ctx, "small", audit.Event{EventView: audit.EventView{Endpoint: "/mcp", Status: audit.EventFailed}}, attrs[0])
 
 	all, err := svc.Stats(ctx, "", 0)
 	if err != nil {
@@ -388,8 +388,8 @@ func TestStatsCoverageAndAttribution(t *testing.T) {
 
 func TestAttributionStoredButNotInViews(t *testing.T) {
 	svc, st, _, _ := newService(t)
-	svc.Record(ctx, "s", audit.Event{Status: audit.EventSuccess}, audit.Attribution{PrincipalKind: "oauth2", PrincipalUserID: "user-7", OAuthClientID: "cli-9"})
-	svc.Record(ctx, "s", audit.Event{Status: audit.EventSuccess}, audit.Attribution{})
+	svc.Record(ctx, "s", audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{PrincipalKind: "oauth2", PrincipalUserID: "user-7", OAuthClientID: "cli-9"})
+	svc.Record(ctx, "s", audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{})
 	var pk, pu, oc, nullKind any
 	st.DB().Read.QueryRow(`SELECT principal_kind, principal_user_id, oauth_client_id FROM action_events ORDER BY seq LIMIT 1`).Scan(&pk, &pu, &oc)
 	st.DB().Read.QueryRow(`SELECT principal_kind FROM action_events ORDER BY seq DESC LIMIT 1`).Scan(&nullKind)
@@ -407,7 +407,7 @@ func TestRecordOnClosedStoreFails(t *testing.T) {
 	svc, st, _, _ := newService(t)
 	id, _, _ := svc.Affinity(ctx, "")
 	st.Close()
-	if err := svc.Record(ctx, id, audit.Event{Status: audit.EventSuccess}, audit.Attribution{}); err == nil {
+	if err := svc.Record(ctx, id, audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{}); err == nil {
 		t.Fatal("Record on a closed store succeeded")
 	}
 	if _, _, err := svc.Affinity(ctx, ""); err == nil {
@@ -421,7 +421,7 @@ func TestRecordOnClosedStoreFails(t *testing.T) {
 func TestReopenKeepsData(t *testing.T) {
 	st, path := open(t)
 	svc := audit.NewService(st, nil)
-	svc.Record(ctx, "keep", audit.Event{Status: audit.EventSuccess}, audit.Attribution{})
+	svc.Record(ctx, "keep", audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{})
 	st.Close()
 	st2, err := sqlitestore.Open(ctx, path)
 	if err != nil {
@@ -440,9 +440,9 @@ func BenchmarkRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ev := audit.Event{Endpoint: "/api/tools/read_file", Operation: "read_file", Status: audit.EventSuccess, DurationMS: 3,
+	ev := audit.Event{EventView: audit.EventView{Endpoint: "/api/tools/read_file", Operation: "read_file", Status: audit.EventSuccess, DurationMS: 3,
 		ChangedFiles: []string{"a.go"}, IDs: map[string]string{"job_id": "j"},
-		Summary: map[string]any{"model_ergonomics": map[string]any{"schema_version": 6, "tool_name": "read_file", "success": true}}}
+		Summary: map[string]any{"model_ergonomics": map[string]any{"schema_version": 6, "tool_name": "read_file", "success": true}}}}
 	var failed atomic.Int64
 	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
 	b.ResetTimer()
