@@ -190,12 +190,22 @@ func (a *App) Serve(ctx context.Context) error {
 	return err
 }
 
-// Close ends the remaining jobs and shells and releases the stores. Call it
-// after Serve returns.
+// Close ends the remaining jobs and shells, writes the audit events still
+// queued, and releases the stores. Call it after Serve returns.
 func (a *App) Close() error {
 	a.release()
+	if a.Audit != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), auditDrainTimeout)
+		defer cancel()
+		if err := a.Audit.Stop(ctx); err != nil {
+			a.Log.Warn("audit: queued events not all written", "err", err)
+		}
+	}
 	return a.Stores.Close()
 }
+
+// auditDrainTimeout bounds how long Close waits for queued audit events.
+const auditDrainTimeout = 30 * time.Second
 
 // release ends what runs beyond a request: persistent shells and jobs.
 func (a *App) release() {

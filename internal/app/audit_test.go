@@ -216,7 +216,7 @@ func TestAuditTrail(t *testing.T) {
 	if wfBefore != wfAfter || !bytes.Equal(ledgerBefore, exportLedger(t, s.a, wfID)) {
 		t.Fatalf("workflow changed by an audit header: %+v -> %+v", wfBefore, wfAfter)
 	}
-	if got, _ := auditSession(t, s, wfID); len(got.Events) != 1 || got.Events[0].Operation != "tools_list" || got.Events[0].Summary["tool"] != nil {
+	if got, _ := waitAudit(t, s, wfID, func(r auditSessionResp) bool { return len(r.Events) > 0 }); len(got.Events) != 1 || got.Events[0].Operation != "tools_list" || got.Events[0].Summary["tool"] != nil {
 		t.Fatalf("audit session named by a wc_sess_ id: %+v", got.Events)
 	}
 

@@ -5,10 +5,11 @@ import (
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
 )
 
-// newAudit builds the Action Audit Session service over audit.db and the
-// HTTP middleware that records audited requests and serves the operator
-// audit API.
+// newAudit builds the Action Audit Session service over audit.db with its
+// background writer running (stopped by Close), and the HTTP middleware
+// that records audited requests and serves the operator audit API.
 func newAudit(a *App) (*audit.Service, *auditmw.Middleware) {
 	svc := audit.NewService(a.Stores.Audit, nil)
+	svc.Start(a.Log)
 	return svc, &auditmw.Middleware{Audit: svc, Log: a.Log}
 }

@@ -217,18 +217,21 @@ type Stats struct {
 }
 
 // Store persists audit sessions and events. Implementations must run
-// Resolve's check-and-create and AppendEvent's insert + counter update +
-// trim each inside one write transaction.
+// Resolve's check-and-create and AppendEvents' inserts + counter updates +
+// trims each inside one write transaction.
 type Store interface {
 	// Resolve returns the session for a request: the explicit id (created
 	// open when unknown), or the most recent open session whose last
 	// activity (updated_at) is less than IdleReuse before req.Now, or a
 	// new session with id req.NewID().
 	Resolve(ctx context.Context, req ResolveRequest) (id string, created bool, err error)
-	// AppendEvent stores an already sanitized event, creating its session
-	// if missing, updates the session counters and keeps only the newest
-	// maxEvents events of the session.
-	AppendEvent(ctx context.Context, ev Event, maxEvents int, now time.Time) error
+	// AppendEvents stores already sanitized events in one transaction
+	// (all or none), creating missing sessions, updating the session
+	// counters and keeping only the newest maxEvents events per session.
+	AppendEvents(ctx context.Context, evs []Event, maxEvents int, now time.Time) error
+	// Ergonomics returns the newest limit summary.model_ergonomics records,
+	// newest first, and how many are stored.
+	Ergonomics(ctx context.Context, limit int) ([]ModelErgonomics, int64, error)
 	// CloseSession marks the session closed (idempotent: an already closed
 	// session is returned unchanged). Unknown id: failure.NotFound.
 	CloseSession(ctx context.Context, id string, now time.Time) (Session, error)

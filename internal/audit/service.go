@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -12,11 +13,14 @@ import (
 )
 
 // Service applies the audit rules (affinity, sanitizing, bounds) over a
-// Store.
+// Store, and owns the background writer (see [Service.Start]).
 type Service struct {
 	store Store
 	now   func() time.Time
 	newID func() string
+
+	failures atomic.Int64
+	writer   writer
 }
 
 // NewService returns a Service over store. now may be nil (time.Now).
@@ -75,12 +79,26 @@ func (s *Service) Affinity(ctx context.Context, explicit string) (id string, exp
 }
 
 // Record sanitizes ev and appends it to session id with attribution,
-// updating the session counters in the same transaction. Missing
-// EventID, StartedAt or EndedAt are filled in. The caller logs and counts
-// a returned error; it must never change the audited call's outcome.
+// updating the session counters in the same transaction; it returns when
+// the event is durable. Missing EventID, StartedAt or EndedAt are filled
+// in. A failure is counted in WriteFailures and returned; the caller must
+// never let it change the audited call's outcome.
 func (s *Service) Record(ctx context.Context, id string, ev Event, attr Attribution) error {
+	ev, err := s.prepare(id, ev, attr)
+	if err != nil {
+		return err
+	}
+	if err := s.store.AppendEvents(ctx, []Event{ev}, MaxEventsPerSession, s.now()); err != nil {
+		s.failures.Add(1)
+		return err
+	}
+	return nil
+}
+
+// prepare validates, completes and sanitizes an event for session id.
+func (s *Service) prepare(id string, ev Event, attr Attribution) (Event, error) {
 	if id == "" {
-		return failure.New(failure.InvalidArguments, "audit session id is required")
+		return Event{}, failure.New(failure.InvalidArguments, "audit session id is required")
 	}
 	now := s.now()
 	ev.SessionID = id
@@ -97,11 +115,15 @@ func (s *Service) Record(ctx context.Context, id string, ev Event, attr Attribut
 	if ev.DurationMS < 0 {
 		ev.DurationMS = 0
 	}
-	return s.store.AppendEvent(ctx, Sanitize(ev), MaxEventsPerSession, now)
+	return Sanitize(ev), nil
 }
 
-// Close closes session id; closing a closed session is a no-op.
-func (s *Service) Close(ctx context.Context, id string) (Session, error) {
+// WriteFailures is how many events failed to be written since start
+// (synchronous and background writes).
+func (s *Service) WriteFailures() int64 { return s.failures.Load() }
+
+// CloseSession closes session id; closing a closed session is a no-op.
+func (s *Service) CloseSession(ctx context.Context, id string) (Session, error) {
 	id, err := ValidateSessionID(id)
 	if err != nil {
 		return Session{}, err
@@ -185,4 +207,23 @@ func (s *Service) Stats(ctx context.Context, sessionID string, limit int) (Stats
 		q.Sessions, q.EventsPerSession = 1, MaxStatsEventsOneSession
 	}
 	return s.store.Stats(ctx, q)
+}
+
+// Tools aggregates the newest limit model_ergonomics records per tool
+// (limit defaults to DefaultToolReportEvents, max MaxToolReportEvents).
+func (s *Service) Tools(ctx context.Context, limit int) (ToolReport, error) {
+	limit, err := ClampLimit(limit, DefaultToolReportEvents, MaxToolReportEvents)
+	if err != nil {
+		return ToolReport{}, err
+	}
+	ms, available, err := s.store.Ergonomics(ctx, limit)
+	if err != nil {
+		return ToolReport{}, err
+	}
+	return ToolReport{
+		Tools:           BuildToolReport(ms),
+		EventsScanned:   int64(len(ms)),
+		EventsAvailable: available,
+		Truncated:       int64(len(ms)) < available,
+	}, nil
 }

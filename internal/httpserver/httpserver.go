@@ -8,6 +8,7 @@
 package httpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -158,12 +159,33 @@ func WriteError(w http.ResponseWriter, status int, err error) {
 
 // WriteJSON writes v as a JSON response.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := EncodeJSON(v)
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, failure.Wrap(failure.Internal, err, "response not serializable"))
+		return
+	}
+	WriteJSONBytes(w, status, b)
+}
+
+// EncodeJSON is the JSON encoding of every response body: no HTML
+// escaping, no trailing newline.
+func EncodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// WriteJSONBytes writes b, a body from EncodeJSON, with status and a
+// trailing newline.
+func WriteJSONBytes(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	w.Write(append(b, '\n'))
 }
 
 // StatusFor maps an error kind to the HTTP status used when a request fails

@@ -66,11 +66,20 @@ type ErrorBody struct {
 	Message string       `json:"message"`
 }
 
-// Result is the ToolResult envelope every transport returns.
+// Result is the ToolResult envelope every transport returns. Only
+// Success, Output and Error are the wire shape; the other fields are facts
+// the kernel observed for the transport (telemetry) and never serialized.
 type Result struct {
 	Success bool       `json:"success"`
 	Output  any        `json:"output"`
 	Error   *ErrorBody `json:"error,omitempty"`
+
+	// Refused is true when the call was rejected before the tool's handler
+	// ran (unknown tool, invalid arguments, scope, project, session
+	// authorization, recorder claim, shutdown): a pre-result rejection.
+	Refused bool `json:"-"`
+	// Duration is the kernel's own timing of the call.
+	Duration time.Duration `json:"-"`
 }
 
 // ProjectResolver finds a registered project by id
@@ -216,6 +225,7 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 		k.failures.Add(1)
 	}
 	rec.Duration = k.now().Sub(start)
+	res.Duration = rec.Duration
 	if b, err := json.Marshal(res); err == nil {
 		rec.ResultSHA256 = digest(b)
 	}
@@ -228,13 +238,19 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 
 func (k *Kernel) refuse(rec *Record, err error) Result {
 	rec.Outcome = OutcomeRefused
-	return failed(err, false)
+	res := failed(err, false)
+	res.Refused = true
+	return res
 }
 
 // Failure returns the ToolResult of a call refused before it reached a
 // tool (for transports that validate their own envelope), in the same
-// shape the kernel uses for its own failures.
-func Failure(err error) Result { return failed(err, false) }
+// shape the kernel uses for its own failures, marked Refused.
+func Failure(err error) Result {
+	res := failed(err, false)
+	res.Refused = true
+	return res
+}
 
 func failed(err error, stateChanged bool) Result {
 	kind := failure.KindOf(err)

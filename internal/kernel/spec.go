@@ -27,6 +27,13 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 )
 
+// Edit surfaces (Spec.EditSurface): the canonical fenced text-edit tool
+// agents should prefer, and the advanced whole-file tools.
+const (
+	EditCanonical = "canonical"
+	EditAdvanced  = "advanced"
+)
+
 // SessionUse says whether a tool takes a business session_id.
 type SessionUse int
 
@@ -94,6 +101,9 @@ type Spec[In, Out any] struct {
 	// Category groups tools for telemetry (files, search, edit, git,
 	// sessions, ...).
 	Category string
+	// EditSurface labels file-editing tools for telemetry: EditCanonical
+	// or EditAdvanced; "" for every other tool.
+	EditSurface string
 	// Scopes the caller must all hold.
 	Scopes      []auth.Scope
 	Annotations Annotations
@@ -115,6 +125,7 @@ type Tool struct {
 	Name         string
 	Description  string
 	Category     string
+	EditSurface  string
 	Scopes       []auth.Scope
 	Annotations  Annotations
 	Mutates      bool
@@ -157,7 +168,7 @@ func Register[In, Out any](r *Registry, s Spec[In, Out]) {
 		panic(fmt.Sprintf("kernel: tool %s: Session use and SessionScoped input disagree", s.Name))
 	}
 	t := &Tool{
-		Name: s.Name, Description: s.Description, Category: s.Category,
+		Name: s.Name, Description: s.Description, Category: s.Category, EditSurface: s.EditSurface,
 		Scopes: s.Scopes, Annotations: s.Annotations, Mutates: s.Mutates,
 		Writes: s.Writes, Session: s.Session,
 		InputSchema: in, OutputSchema: out, resolved: resolved,

@@ -110,9 +110,24 @@ func wrapRead(err error) error {
 	return failure.Wrap(failure.Unavailable, err, "audit store read failed")
 }
 
-// Resolve implements audit.Store.
+// Resolve implements audit.Store. The common cases (a known explicit id, an
+// idle-reusable session) are answered by one read; only a request that
+// must create a session takes the writer, where the check is repeated so
+// that concurrent requests create exactly one session.
 func (s *Store) Resolve(ctx context.Context, req audit.ResolveRequest) (id string, created bool, err error) {
 	now := req.Now.Unix()
+	cutoff := req.Now.Add(-audit.IdleReuse).Unix()
+	if req.Explicit != "" {
+		err = s.db.QueryRow(ctx, `SELECT session_id FROM action_sessions WHERE session_id = ?`, req.Explicit).Scan(&id)
+	} else {
+		err = s.db.QueryRow(ctx, sqlIdle, cutoff).Scan(&id)
+	}
+	if err == nil {
+		return id, false, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return "", false, wrapRead(err)
+	}
 	err = s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		id, created = "", false
 		if req.Explicit != "" {
@@ -124,9 +139,7 @@ func (s *Store) Resolve(ctx context.Context, req audit.ResolveRequest) (id strin
 			id, created = req.Explicit, n > 0
 			return nil
 		}
-		cutoff := req.Now.Add(-audit.IdleReuse).Unix()
-		err := tx.QueryRowContext(ctx, `SELECT session_id FROM action_sessions
-			WHERE status = 'open' AND updated_at > ? ORDER BY updated_at DESC, rowid DESC LIMIT 1`, cutoff).Scan(&id)
+		err := tx.QueryRowContext(ctx, sqlIdle, cutoff).Scan(&id)
 		if err == nil {
 			return nil
 		}
@@ -146,6 +159,11 @@ func (s *Store) Resolve(ctx context.Context, req audit.ResolveRequest) (id strin
 	return id, created, nil
 }
 
+// sqlIdle selects the idle-reusable session: the most recent open session
+// active after the cutoff.
+const sqlIdle = `SELECT session_id FROM action_sessions
+	WHERE status = 'open' AND updated_at > ? ORDER BY updated_at DESC, rowid DESC LIMIT 1`
+
 func nullable(s string) any {
 	if s == "" {
 		return nil
@@ -160,11 +178,14 @@ func b2i(b bool) int {
 	return 0
 }
 
-// AppendEvent implements audit.Store.
-func (s *Store) AppendEvent(ctx context.Context, ev audit.Event, maxEvents int, now time.Time) error {
-	if maxEvents <= 0 {
-		maxEvents = audit.MaxEventsPerSession
-	}
+// encoded is an event with its JSON columns encoded.
+type encoded struct {
+	ev                      audit.Event
+	files, ids, summary     string
+	filesCount, jobIDsCount int
+}
+
+func encode(ev audit.Event) (encoded, error) {
 	files := ev.ChangedFiles
 	if files == nil {
 		files = []string{}
@@ -177,41 +198,105 @@ func (s *Store) AppendEvent(ctx context.Context, ev audit.Event, maxEvents int, 
 	if summary == nil {
 		summary = map[string]any{}
 	}
-	filesJSON, err := json.Marshal(files)
-	if err != nil {
-		return failure.Wrap(failure.Internal, err, "encode changed_files")
+	out := encoded{ev: ev, filesCount: len(files), jobIDsCount: audit.JobIDCount(ids)}
+	for _, f := range []struct {
+		dst  *string
+		v    any
+		name string
+	}{{&out.files, files, "changed_files"}, {&out.ids, ids, "ids"}, {&out.summary, summary, "summary"}} {
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return encoded{}, failure.Wrap(failure.Internal, err, "encode %s", f.name)
+		}
+		*f.dst = string(b)
 	}
-	idsJSON, err := json.Marshal(ids)
-	if err != nil {
-		return failure.Wrap(failure.Internal, err, "encode ids")
+	return out, nil
+}
+
+// AppendEvents implements audit.Store: every event of evs in one
+// transaction (one fsync), each session trimmed once.
+func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents int, now time.Time) error {
+	if len(evs) == 0 {
+		return nil
 	}
-	summaryJSON, err := json.Marshal(summary)
-	if err != nil {
-		return failure.Wrap(failure.Internal, err, "encode summary")
+	if maxEvents <= 0 {
+		maxEvents = audit.MaxEventsPerSession
+	}
+	rows := make([]encoded, len(evs))
+	for i, ev := range evs {
+		var err error
+		if rows[i], err = encode(ev); err != nil {
+			return err
+		}
 	}
 	at := now.Unix()
-	err = s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.StmtContext(ctx, s.stmts.ensure).ExecContext(ctx, ev.SessionID, at, at); err != nil {
-			return err
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		ensure, insert, counters := tx.StmtContext(ctx, s.stmts.ensure), tx.StmtContext(ctx, s.stmts.insert), tx.StmtContext(ctx, s.stmts.counters)
+		sessions := map[string]bool{}
+		for _, r := range rows {
+			ev := r.ev
+			if !sessions[ev.SessionID] {
+				if _, err := ensure.ExecContext(ctx, ev.SessionID, at, at); err != nil {
+					return err
+				}
+				sessions[ev.SessionID] = true
+			}
+			if _, err := insert.ExecContext(ctx,
+				ev.EventID, ev.SessionID, ev.StartedAt, ev.EndedAt, ev.DurationMS, ev.Endpoint, ev.Operation,
+				ev.ActionName, ev.Project, ev.Status, ev.HTTPStatus, ev.ErrorSummary, ev.WarningSummary,
+				r.files, r.ids, r.summary, ev.RequestBytes, ev.ResponseBytes,
+				nullable(ev.Attribution.PrincipalKind), nullable(ev.Attribution.PrincipalUserID),
+				nullable(ev.Attribution.OAuthClientID)); err != nil {
+				return err
+			}
+			if _, err := counters.ExecContext(ctx,
+				b2i(ev.Status == audit.EventSuccess), b2i(ev.Status == audit.EventFailed),
+				b2i(ev.Status == audit.EventTimeoutOrUnknown), b2i(ev.Status == audit.EventWarning),
+				ev.DurationMS, r.filesCount, r.jobIDsCount, ev.EndedAt, ev.EndedAt, at, ev.SessionID); err != nil {
+				return err
+			}
 		}
-		if _, err := tx.StmtContext(ctx, s.stmts.insert).ExecContext(ctx,
-			ev.EventID, ev.SessionID, ev.StartedAt, ev.EndedAt, ev.DurationMS, ev.Endpoint, ev.Operation,
-			ev.ActionName, ev.Project, ev.Status, ev.HTTPStatus, ev.ErrorSummary, ev.WarningSummary,
-			string(filesJSON), string(idsJSON), string(summaryJSON), ev.RequestBytes, ev.ResponseBytes,
-			nullable(ev.Attribution.PrincipalKind), nullable(ev.Attribution.PrincipalUserID),
-			nullable(ev.Attribution.OAuthClientID)); err != nil {
-			return err
+		trim := tx.StmtContext(ctx, s.stmts.trim)
+		for id := range sessions {
+			if _, err := trim.ExecContext(ctx, id, id, maxEvents-1); err != nil {
+				return err
+			}
 		}
-		if _, err := tx.StmtContext(ctx, s.stmts.counters).ExecContext(ctx,
-			b2i(ev.Status == audit.EventSuccess), b2i(ev.Status == audit.EventFailed),
-			b2i(ev.Status == audit.EventTimeoutOrUnknown), b2i(ev.Status == audit.EventWarning),
-			ev.DurationMS, len(files), audit.JobIDCount(ids), ev.EndedAt, ev.EndedAt, at, ev.SessionID); err != nil {
-			return err
-		}
-		_, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, ev.SessionID, ev.SessionID, maxEvents-1)
-		return err
+		return nil
 	})
 	return wrapWrite(err)
+}
+
+// Ergonomics implements audit.Store: the newest limit model_ergonomics
+// records, newest first, and how many exist.
+func (s *Store) Ergonomics(ctx context.Context, limit int) ([]audit.ModelErgonomics, int64, error) {
+	var available int64
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM action_events
+		WHERE json_extract(summary_json, '$.model_ergonomics') IS NOT NULL`).Scan(&available); err != nil {
+		return nil, 0, wrapRead(err)
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT json_extract(summary_json, '$.model_ergonomics') FROM action_events
+		WHERE json_extract(summary_json, '$.model_ergonomics') IS NOT NULL ORDER BY seq DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, 0, wrapRead(err)
+	}
+	defer rows.Close()
+	out := []audit.ModelErgonomics{}
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, 0, wrapRead(err)
+		}
+		var m audit.ModelErgonomics
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			return nil, 0, wrapRead(fmt.Errorf("model_ergonomics: %w", err))
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, wrapRead(err)
+	}
+	return out, available, nil
 }
 
 type scanner interface{ Scan(dest ...any) error }

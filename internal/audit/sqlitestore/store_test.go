@@ -112,7 +112,7 @@ func TestAffinityRules(t *testing.T) {
 		t.Fatalf("after idle timeout: %q %v", b, err)
 	}
 	// Closed sessions are never reused.
-	if _, err := svc.Close(ctx, b); err != nil {
+	if _, err := svc.CloseSession(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	if d, _, _ := svc.Affinity(ctx, ""); d == b || d == a {
@@ -263,15 +263,15 @@ func TestCloseIdempotentAndList(t *testing.T) {
 		c.add(time.Second)
 		svc.Affinity(ctx, fmt.Sprintf("s%d", i))
 	}
-	if _, err := svc.Close(ctx, "nope"); !failure.Is(err, failure.NotFound) {
+	if _, err := svc.CloseSession(ctx, "nope"); !failure.Is(err, failure.NotFound) {
 		t.Fatalf("close unknown: %v", err)
 	}
-	first, err := svc.Close(ctx, "s1")
+	first, err := svc.CloseSession(ctx, "s1")
 	if err != nil || first.Status != audit.StatusClosed || first.ClosedAt == nil {
 		t.Fatalf("%+v %v", first, err)
 	}
 	c.add(time.Minute)
-	again, err := svc.Close(ctx, "s1")
+	again, err := svc.CloseSession(ctx, "s1")
 	if err != nil || *again.ClosedAt != *first.ClosedAt {
 		t.Fatalf("not idempotent: %+v %v", again, err)
 	}

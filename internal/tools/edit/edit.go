@@ -95,6 +95,7 @@ func Register(reg *kernel.Registry) {
 			"fenced by expected_read_revision or expected_sha256 from your last read. On any conflict nothing is " +
 			"written. dry_run=true returns the plan with a preview and writes nothing.",
 		Category:    "edit",
+		EditSurface: kernel.EditCanonical,
 		Scopes:      []auth.Scope{auth.ScopeProjectWrite},
 		Annotations: kernel.Annotations{Destructive: true},
 		Mutates:     true,
@@ -108,6 +109,7 @@ func Register(reg *kernel.Registry) {
 			"and no fence is given; overwriting an existing file requires expected_read_revision or " +
 			"expected_sha256 naming its current bytes.",
 		Category:    "edit",
+		EditSurface: kernel.EditAdvanced,
 		Scopes:      []auth.Scope{auth.ScopeProjectWrite},
 		Annotations: kernel.Annotations{Destructive: true},
 		Mutates:     true,

@@ -9,8 +9,15 @@
 // What is stored per request: endpoint (path), operation, action name (the
 // tool or MCP method), project (arguments.project when present), status,
 // HTTP status, duration and byte counts, the caller attribution, and a
-// summary of only {transport, tool}. Arguments and results are never
-// stored.
+// summary of {transport, tool} plus, for a tool call, the
+// model_ergonomics the serving transport reported with [ReportTool], or,
+// for an MCP tools/list, the tool_surface reported with
+// [ReportToolsList]. Arguments and results are never stored.
+//
+// Events are handed to the audit service's background writer after the
+// response is complete, so the audit write is off the response path; the
+// session id echoed in the response header is resolved (and a new
+// session created durably) before the handler runs.
 package auditmw
 
 import (
@@ -37,12 +44,17 @@ const (
 	QueryActionSession    = "action_session_id"
 )
 
-// Operations recorded in action_events.operation.
+// Operations recorded in action_events.operation. OpMCP is the operation a
+// route is wrapped with; an MCP tools/list is recorded as OpMCPToolsList
+// with action name ActionToolsList.
 const (
-	OpToolsCall = "tools_call"
-	OpToolsList = "tools_list"
-	OpAction    = "action"
-	OpMCP       = "mcp"
+	OpToolsCall    = "tools_call"
+	OpToolsList    = "tools_list"
+	OpAction       = "action"
+	OpMCP          = "mcp"
+	OpMCPToolsList = "mcp_tools_list"
+
+	ActionToolsList = "toolsList"
 )
 
 // Transports recorded in summary.transport.
@@ -51,8 +63,8 @@ const (
 	TransportMCP  = "mcp"
 )
 
-// recordTimeout bounds one audit write after the response is complete.
-const recordTimeout = 10 * time.Second
+// submitTimeout bounds a synchronous audit write (queue full).
+const submitTimeout = 10 * time.Second
 
 // responseSniff is how many response bytes are kept to read the top-level
 // success member (ToolResult and error bodies put it first).
@@ -67,13 +79,13 @@ type Middleware struct {
 	failures atomic.Int64
 }
 
-// WriteFailures is how many audit writes (or affinity look-ups) failed
+// WriteFailures is how many audit writes and affinity look-ups failed
 // since start. A failure never changes the audited response.
 func (m *Middleware) WriteFailures() int64 {
-	if m == nil {
+	if m == nil || m.Audit == nil {
 		return 0
 	}
-	return m.failures.Load()
+	return m.failures.Load() + m.Audit.WriteFailures()
 }
 
 func (m *Middleware) log() *slog.Logger {
@@ -136,14 +148,30 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 		r.Body = io.NopCloser(rd)
 
 		rec := &recorder{ResponseWriter: w}
-		h.ServeHTTP(rec, r)
+		if op == OpMCP && isMethod(body, "tools/list") {
+			rec.keep = MaxSurfaceCapture
+		}
+		ctx, rep := withReport(r.Context(), start)
+		h.ServeHTTP(rec, r.WithContext(ctx))
 		if op == OpMCP && isNotification(body) {
 			return // a JSON-RPC notification executes nothing: no row
 		}
 
 		ev := describe(op, r, body)
+		switch ergo, surface := rep.get(); {
+		case ergo != nil:
+			ev.Summary[audit.SummaryErgonomics] = ergo
+		case surface != nil:
+			ev.Operation, ev.ActionName = OpMCPToolsList, ActionToolsList
+			if rec.sniff.Len() < rec.keep {
+				measureSurface(surface, rec.Header().Get("Content-Type"), rec.sniff.Bytes())
+			}
+			ev.Summary[audit.SummaryToolSurface] = surface
+		}
 		ev.Endpoint = r.URL.Path
-		ev.Operation = op
+		if ev.Operation == "" {
+			ev.Operation = op
+		}
 		ev.HTTPStatus = rec.statusCode()
 		ev.Status = outcome(rec)
 		ev.DurationMS = time.Since(start).Milliseconds()
@@ -155,12 +183,18 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 		if p, ok := auth.PrincipalFrom(r.Context()); ok {
 			attr = audit.Attribution{PrincipalKind: string(p.Kind), PrincipalUserID: p.Owner}
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), recordTimeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), submitTimeout)
 		defer cancel()
-		if err := m.Audit.Record(ctx, id, ev, attr); err != nil {
-			m.fail("audit: record event", err)
+		if err := m.Audit.Submit(sctx, id, ev, attr); err != nil {
+			m.log().Warn("audit: record event", "err", err) // counted by the service
 		}
 	})
+}
+
+// isMethod reports whether body is one JSON-RPC message calling method.
+func isMethod(body []byte, method string) bool {
+	var msg struct{ Method string }
+	return json.Unmarshal(body, &msg) == nil && msg.Method == method
 }
 
 // isNotification reports whether body is one JSON-RPC message without an
@@ -296,11 +330,13 @@ func failedJSON(b []byte) bool {
 	return false
 }
 
-// recorder counts the response and keeps its first bytes.
+// recorder counts the response and keeps its first bytes: responseSniff,
+// or keep when larger.
 type recorder struct {
 	http.ResponseWriter
 	code  int
 	n     int64
+	keep  int
 	sniff bytes.Buffer
 }
 
@@ -315,7 +351,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if r.code == 0 {
 		r.code = http.StatusOK
 	}
-	if room := responseSniff - r.sniff.Len(); room > 0 {
+	if room := max(responseSniff, r.keep) - r.sniff.Len(); room > 0 {
 		r.sniff.Write(b[:min(room, len(b))])
 	}
 	n, err := r.ResponseWriter.Write(b)

@@ -19,6 +19,8 @@ import (
 //	POST /api/audit/sessions  {limit?, status?}          → {sessions}
 //	POST /api/audit/session   {session_id, events_limit?} → {session, events}
 //	POST /api/audit/stats     {session_id?, limit?}       → Stats
+//	POST /api/audit/tools     {limit?}                    → ToolReport
+//	POST /api/audit/close     {session_id}                → {session}
 func (m *Middleware) RegisterOperator(mux *httpserver.Mux) {
 	mux.Authenticated("POST /api/audit/sessions", m.operator(func(w http.ResponseWriter, r *http.Request, body []byte) error {
 		var req struct {
@@ -69,6 +71,34 @@ func (m *Middleware) RegisterOperator(mux *httpserver.Mux) {
 			return err
 		}
 		httpserver.WriteJSON(w, http.StatusOK, st)
+		return nil
+	}))
+	mux.Authenticated("POST /api/audit/tools", m.operator(func(w http.ResponseWriter, r *http.Request, body []byte) error {
+		var req struct {
+			Limit int `json:"limit"`
+		}
+		if err := decode(body, &req); err != nil {
+			return err
+		}
+		rep, err := m.Audit.Tools(r.Context(), req.Limit)
+		if err != nil {
+			return err
+		}
+		httpserver.WriteJSON(w, http.StatusOK, rep)
+		return nil
+	}))
+	mux.Authenticated("POST /api/audit/close", m.operator(func(w http.ResponseWriter, r *http.Request, body []byte) error {
+		var req struct {
+			SessionID string `json:"session_id"`
+		}
+		if err := decode(body, &req); err != nil {
+			return err
+		}
+		sess, err := m.Audit.CloseSession(r.Context(), req.SessionID)
+		if err != nil {
+			return err
+		}
+		httpserver.WriteJSON(w, http.StatusOK, map[string]any{"session": sess})
 		return nil
 	}))
 }

@@ -22,9 +22,11 @@ import (
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/transport/auditmw"
 )
 
 // Protocol eras as recorded for audit.
@@ -97,7 +99,40 @@ func New(o Options) *Server {
 	for _, t := range o.Kernel.Registry().Tools() {
 		s.mcp.AddTool(mcpTool(t), s.handler(t))
 	}
+	s.mcp.AddReceivingMiddleware(reportToolsList)
 	return s
+}
+
+// CompactInputSchemas says whether tools/list strips descriptions from
+// input schemas (output schemas are always compacted): it does not, so
+// models see every argument's documentation.
+const CompactInputSchemas = false
+
+// reportToolsList measures every successful tools/list result for the
+// audit trail: tool count and exact serialized sizes, never the tools.
+func reportToolsList(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		lr, ok := res.(*mcp.ListToolsResult)
+		if err != nil || !ok || method != "tools/list" {
+			return res, err
+		}
+		whole, err1 := json.Marshal(lr)
+		tools, err2 := json.Marshal(lr.Tools)
+		if err1 == nil && err2 == nil {
+			version := ""
+			if lt, ok := req.(*mcp.ListToolsRequest); ok {
+				version = lt.ProtocolVersion()
+			}
+			auditmw.ReportToolsList(ctx, audit.ToolSurface{
+				ProtocolEra: era(version), CompactSchemas: CompactInputSchemas, ToolCount: len(lr.Tools),
+				SerializedToolsBytes: int64(len(tools)), SerializedResultBytes: int64(len(whole)),
+				// WebCodex lists its tools directly; it has no gateway tool.
+				GatewayToolIncluded: false,
+			})
+		}
+		return res, err
+	}
 }
 
 // sdkLogger keeps the SDK's warnings and errors and drops its per-request
@@ -133,11 +168,11 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		p, ok := s.principal(req)
 		if !ok {
-			return refused(failure.New(failure.Unauthenticated, "no authenticated principal")), nil
+			return refused(ctx, t, failure.New(failure.Unauthenticated, "no authenticated principal")), nil
 		}
 		args, w, err := splitArguments(req.Params.Arguments)
 		if err != nil {
-			return refused(err), nil
+			return refused(ctx, t, err), nil
 		}
 		call := kernel.Call{
 			Tool: t.Name, Arguments: args, RecordingSessionID: w.recorder, AckMessageIDs: w.acks,
@@ -164,7 +199,15 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 		if len(w.context) > 0 {
 			out.Context = s.materials(ctx, p, args, w.context)
 		}
-		return result(out), nil
+		r, final := result(out)
+		if out.Context != nil {
+			// The model-facing ToolResult is {success, output, error}; the
+			// context sidecar is not charged to the tool.
+			out.Context = nil
+			_, final = result(out)
+		}
+		auditmw.ReportTool(ctx, t, res, final)
+		return r, nil
 	}
 }
 
@@ -195,16 +238,19 @@ func clipTo(s string, n int) string {
 	return s
 }
 
-// refused renders a call the transport refused before dispatch.
-func refused(err error) *mcp.CallToolResult {
-	r := kernel.Failure(err)
-	return result(ToolResult{Success: r.Success, Output: r.Output, Error: r.Error})
+// refused renders a call of tool t the transport refused before dispatch
+// (a pre-result rejection for audit).
+func refused(ctx context.Context, t *kernel.Tool, err error) *mcp.CallToolResult {
+	res := kernel.Failure(err)
+	r, _ := result(ToolResult{Success: res.Success, Output: res.Output, Error: res.Error})
+	auditmw.ReportTool(ctx, t, res, nil)
+	return r
 }
 
 // result renders a ToolResult as an MCP CallToolResult: the structured
 // value, the same JSON as text for clients that only read content, and
-// isError when the call failed.
-func result(tr ToolResult) *mcp.CallToolResult {
+// isError when the call failed. It also returns that JSON.
+func result(tr ToolResult) (*mcp.CallToolResult, []byte) {
 	if tr.Output == nil {
 		tr.Output = map[string]any{}
 	}
@@ -216,7 +262,7 @@ func result(tr ToolResult) *mcp.CallToolResult {
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
 		StructuredContent: json.RawMessage(b),
 		IsError:           !tr.Success,
-	}
+	}, b
 }
 
 // mcpTool describes a kernel tool for tools/list: its input schema with the

@@ -139,12 +139,12 @@ func (s *Server) callAction(w http.ResponseWriter, r *http.Request) {
 	if len(bytes.TrimSpace(body)) > 0 {
 		var members map[string]json.RawMessage
 		if err := json.Unmarshal(body, &members); err != nil {
-			httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "request body must be a JSON object"))
+			s.reject(w, r, req.Tool, failure.New(failure.InvalidArguments, "request body must be a JSON object"))
 			return
 		}
 		if raw, ok := members["recording_session_id"]; ok {
 			if err := json.Unmarshal(raw, &req.RecordingSessionID); err != nil {
-				httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "recording_session_id must be a string"))
+				s.reject(w, r, req.Tool, failure.New(failure.InvalidArguments, "recording_session_id must be a string"))
 				return
 			}
 			delete(members, "recording_session_id")
@@ -160,7 +160,25 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req CallReques
 		Tool: req.Tool, Arguments: req.Arguments, RecordingSessionID: req.RecordingSessionID,
 		Principal: p, Source: kernel.SourceREST,
 	})
-	httpserver.WriteJSON(w, http.StatusOK, res)
+	body, err := httpserver.EncodeJSON(res)
+	if err != nil {
+		res = kernel.Failure(failure.Wrap(failure.Internal, err, "tool result not serializable"))
+		body, _ = httpserver.EncodeJSON(res)
+	}
+	if t, ok := s.Kernel.Registry().Lookup(req.Tool); ok {
+		auditmw.ReportTool(r.Context(), t, res, body)
+	}
+	httpserver.WriteJSONBytes(w, http.StatusOK, body)
+}
+
+// reject answers a GPT Actions request whose envelope is invalid before
+// dispatch; a registered tool still counts the call as a pre-result
+// rejection in its model_ergonomics.
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, tool string, err error) {
+	if t, ok := s.Kernel.Registry().Lookup(tool); ok {
+		auditmw.ReportTool(r.Context(), t, kernel.Failure(err), nil)
+	}
+	httpserver.WriteError(w, http.StatusBadRequest, err)
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
