@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -281,5 +282,50 @@ func TestAuditTrail(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no audit.db written")
+	}
+}
+
+// TestAuditUnwritableServesRequests: with audit.db refusing writes, REST
+// and MCP calls are answered exactly as before and every lost row is
+// counted in /api/status.
+func TestAuditUnwritableServesRequests(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
+	defer s.stop(t)
+	if r := s.call(t, "read_files", rawReadArgs(), ""); !r.Success {
+		t.Fatalf("read_files: %+v", r.Error)
+	}
+	err := s.a.Stores.Audit.DB().Writer.Do(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "PRAGMA query_only = 1")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Idle reuse (no write needed), then an explicit id whose session
+	// cannot be created: both answered.
+	for _, hdr := range []map[string]string{nil, {"x-action-session-id": "cannot-create"}} {
+		code, _, body := auditDo(t, s, s.token, "/api/tools/call", map[string]any{"tool": "read_files", "arguments": rawReadArgs()}, hdr)
+		if code != 200 || !bytes.Contains(body, []byte(`"success":true`)) || !bytes.Contains(body, []byte("hello")) {
+			t.Fatalf("REST call with audit.db read-only (%v): HTTP %d %s", hdr, code, body)
+		}
+	}
+	if res := rawCall(t, s, s.token, "read_files", rawReadArgs()); !res.StructuredContent.Success {
+		t.Fatalf("MCP call with audit.db read-only: %+v", res.StructuredContent)
+	}
+	var st struct {
+		AuditWriteFailures int64 `json:"audit_write_failures"`
+	}
+	for i := 0; i < 200; i++ {
+		_, body := s.do(t, s.token, "GET", "/api/status", nil)
+		json.Unmarshal(body, &st)
+		if st.AuditWriteFailures >= 3 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The idle-reuse REST row and the MCP row lost, and the explicit
+	// session not created (that call is served unaudited).
+	if st.AuditWriteFailures != 3 {
+		t.Fatalf("audit_write_failures = %d, want 3", st.AuditWriteFailures)
 	}
 }

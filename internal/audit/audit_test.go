@@ -27,6 +27,8 @@ func TestConstants(t *testing.T) {
 		{"MaxEventsPerSession", audit.MaxEventsPerSession, 500},
 		{"MaxSummaryTextChars", audit.MaxSummaryTextChars, 500},
 		{"MaxFirstLinePreview", audit.MaxFirstLinePreview, 80},
+		{"ErgonomicsSchemaVersion", audit.ErgonomicsSchemaVersion, 6},
+		{"ToolSurfaceSchemaVersion", audit.ToolSurfaceSchemaVersion, 1},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)

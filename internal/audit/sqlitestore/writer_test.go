@@ -1,0 +1,213 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/audit/sqlitestore"
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+func countEvents(t *testing.T, st *sqlitestore.Store) int {
+	t.Helper()
+	var n int
+	if err := st.DB().Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM action_events`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func okEvent() audit.Event { return audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}} }
+
+// TestIdleReuseClock drives the 1,800 s idle window with the bubble's fake
+// clock: reuse strictly inside it, a new session at exactly the limit, and
+// activity (an event) restarting the window.
+func TestIdleReuseClock(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		// Opened inside the bubble: the writer goroutine belongs to it.
+		st, err := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		svc := audit.NewService(st, nil) // time.Now is the bubble's clock
+		first, _, err := svc.Affinity(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Record(ctx, first, okEvent(), audit.Attribution{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(audit.IdleReuse - time.Second)
+		if id, _, _ := svc.Affinity(ctx, ""); id != first {
+			t.Fatalf("1 s inside the idle window: got %s, want reuse of %s", id, first)
+		}
+		if err := svc.Record(ctx, first, okEvent(), audit.Attribution{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(audit.IdleReuse - time.Second)
+		if id, _, _ := svc.Affinity(ctx, ""); id != first {
+			t.Fatalf("activity did not restart the idle window: got %s", id)
+		}
+		time.Sleep(time.Second)
+		second, _, err := svc.Affinity(ctx, "")
+		if err != nil || second == first {
+			t.Fatalf("idle for exactly %s: got %s (%v), want a new session", audit.IdleReuse, second, err)
+		}
+		if id, _, _ := svc.Affinity(ctx, ""); id != second {
+			t.Fatalf("the new session is not reused: %s", id)
+		}
+	})
+}
+
+// gatedStore blocks the first AppendEvents until released.
+type gatedStore struct {
+	audit.Store
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedStore) AppendEvents(ctx context.Context, evs []audit.Event, max int, now time.Time) error {
+	first := false
+	g.once.Do(func() { first = true })
+	if first {
+		close(g.entered)
+		<-g.release
+	}
+	return g.Store.AppendEvents(ctx, evs, max, now)
+}
+
+// TestBackgroundWriter: Submit queues; a full queue writes synchronously
+// instead of dropping; Stop writes everything accepted.
+func TestBackgroundWriter(t *testing.T) {
+	st, _ := open(t)
+	g := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+	svc := audit.NewService(g, nil)
+	svc.Start(nil)
+	if err := svc.Submit(ctx, "w", okEvent(), audit.Attribution{}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // the writer holds the first event
+	for i := 0; i < audit.QueueSize; i++ {
+		if err := svc.Submit(ctx, "w", okEvent(), audit.Attribution{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countEvents(t, st); n != 0 {
+		t.Fatalf("%d events written while the writer is held, want 0 (queued)", n)
+	}
+	// The queue is full: this one is written before Submit returns.
+	if err := svc.Submit(ctx, "w", okEvent(), audit.Attribution{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countEvents(t, st); n != 1 {
+		t.Fatalf("full queue: %d events written, want the 1 synchronous one", n)
+	}
+	close(g.release)
+	if err := svc.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Every event was written, but the session keeps the newest
+	// MaxEventsPerSession; its counter is cumulative.
+	sess, _, err := svc.SessionWithEvents(ctx, "w", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(audit.QueueSize + 2); sess.TotalActions != want || countEvents(t, st) != audit.MaxEventsPerSession {
+		t.Fatalf("after Stop: total_actions %d (want %d), %d events kept", sess.TotalActions, want, countEvents(t, st))
+	}
+	if svc.WriteFailures() != 0 {
+		t.Fatalf("write failures: %d", svc.WriteFailures())
+	}
+	// After Stop, Submit still writes (synchronously).
+	if err := svc.Submit(ctx, "w", okEvent(), audit.Attribution{}); err != nil {
+		t.Fatal(err)
+	}
+	if sess, _, _ := svc.SessionWithEvents(ctx, "w", 1); sess.TotalActions != int64(audit.QueueSize+3) {
+		t.Fatalf("Submit after Stop: total_actions %d", sess.TotalActions)
+	}
+}
+
+// setPragma runs a PRAGMA on the store's only write connection.
+func setPragma(t *testing.T, st *sqlitestore.Store, pragma string) {
+	t.Helper()
+	err := st.DB().Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "PRAGMA "+pragma)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("PRAGMA %s: %v", pragma, err)
+	}
+}
+
+// TestUnwritableDatabase: a read-only or full audit.db fails writes with
+// a counted unavailable error, leaves the stored data unchanged, and
+// reads keep working.
+func TestUnwritableDatabase(t *testing.T) {
+	for _, c := range []struct {
+		name, pragma string
+		// smallWritesFail: a full file may still take a tiny row in its
+		// free space; a read-only one takes none.
+		smallWritesFail bool
+	}{
+		{"read-only", "query_only = 1", true},
+		{"full", "max_page_count = 1", false}, // clamps to the current size
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, _ := open(t)
+			svc := audit.NewService(st, nil)
+			svc.Start(nil)
+			defer svc.Stop(ctx)
+			if err := svc.Record(ctx, "kept", okEvent(), audit.Attribution{}); err != nil {
+				t.Fatal(err)
+			}
+			setPragma(t, st, c.pragma)
+			// ~50 KB of summary: more than the free space of the file's
+			// pages, so that a full database must grow to take it.
+			big := okEvent()
+			big.Summary = map[string]any{}
+			for i := range 60 {
+				big.Summary[fmt.Sprintf("note_%02d", i)] = strings.Repeat("x", 900)
+			}
+			if err := svc.Record(ctx, "kept", big, audit.Attribution{}); !failure.Is(err, failure.Unavailable) {
+				t.Fatalf("Record = %v, want unavailable", err)
+			}
+			if id, _, err := svc.Affinity(ctx, ""); err != nil || id != "kept" {
+				t.Fatalf("idle reuse needs no write: %q %v", id, err)
+			}
+			if _, _, err := svc.Affinity(ctx, "new-explicit"); c.smallWritesFail && !failure.Is(err, failure.Unavailable) {
+				t.Fatalf("creating a session = %v, want unavailable", err)
+			}
+			if err := svc.Submit(ctx, "kept", big, audit.Attribution{}); err != nil {
+				t.Fatal(err) // queued: the writer counts the failure
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for svc.WriteFailures() < 2 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := svc.WriteFailures(); got != 2 {
+				t.Fatalf("%d failures counted, want 2 (Record, Submit)", got)
+			}
+			sess, evs, err := svc.SessionWithEvents(ctx, "kept", 10)
+			if err != nil || sess.TotalActions != 1 || len(evs) != 1 || evs[0].Summary["note_00"] != nil {
+				t.Fatalf("the stored session changed or cannot be read: %+v %d %v", sess, len(evs), err)
+			}
+			if _, err := svc.ListSessions(ctx, "", 0); err != nil {
+				t.Fatalf("sessions: %v", err)
+			}
+			if _, err := svc.Stats(ctx, "", 0); err != nil {
+				t.Fatalf("stats: %v", err)
+			}
+		})
+	}
+}
