@@ -163,6 +163,12 @@ func TestAuditModelErgonomics(t *testing.T) {
 		byTool["read_files"].Count != 2 || byTool["read_files"].SuccessRate != 1 || rep.EventsScanned != 6 {
 		t.Fatalf("tools report: HTTP %d %s", code, body)
 	}
+	code, _, body = auditDo(t, s, s.token, "/api/audit/stats", map[string]any{}, nil)
+	var st audit.Stats
+	json.Unmarshal(body, &st)
+	if code != 200 || st.ByCategory["edit"] != 4 || st.ByCategory["files"] != 2 || st.ByCategory["mcp_tools_list"] != 2 {
+		t.Fatalf("stats by category: HTTP %d %s", code, body)
+	}
 	for _, id := range []string{"ergo-rest-b", "ergo-rest-d", "ergo-rest-e"} {
 		if _, raw := auditSession(t, s, id); bytes.Contains(raw, []byte(planted)) || bytes.Contains(raw, []byte("a.txt")) {
 			t.Fatalf("audit session %s stores argument content: %s", id, raw)

@@ -65,6 +65,16 @@ func OpenStores(ctx context.Context, dataDir string) (*Stores, error) {
 	return s, nil
 }
 
+// OpenAudit opens only the data directory's audit.db, for commands that
+// read the Action Audit trail and must not touch any other database.
+func OpenAudit(ctx context.Context, dataDir string) (*auditstore.Store, error) {
+	st, err := auditstore.Open(ctx, filepath.Join(dataDir, AuditDB))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", AuditDB, err)
+	}
+	return st, nil
+}
+
 // Close closes every open store.
 func (s *Stores) Close() error {
 	var errs []error

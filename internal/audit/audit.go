@@ -201,9 +201,12 @@ type AttributionStats struct {
 // were cut; Partial is true when anything in scope (events or sessions)
 // was not scanned.
 type Stats struct {
-	ByEndpoint                map[string]int64 `json:"by_endpoint"`
-	ByProject                 map[string]int64 `json:"by_project"`
-	ByStatus                  map[string]int64 `json:"by_status"`
+	ByEndpoint map[string]int64 `json:"by_endpoint"`
+	ByProject  map[string]int64 `json:"by_project"`
+	ByStatus   map[string]int64 `json:"by_status"`
+	// ByCategory counts model tool calls by tool category and other
+	// events by operation.
+	ByCategory                map[string]int64 `json:"by_category"`
 	Attribution               AttributionStats `json:"attribution"`
 	ChangedFilesDistinctCount int64            `json:"changed_files_distinct_count"`
 	JobIDsDistinctCount       int64            `json:"job_ids_distinct_count"`

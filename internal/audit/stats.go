@@ -15,7 +15,7 @@ type StatsBuilder struct {
 func NewStatsBuilder() *StatsBuilder {
 	return &StatsBuilder{
 		st: Stats{
-			ByEndpoint: map[string]int64{}, ByProject: map[string]int64{}, ByStatus: map[string]int64{},
+			ByEndpoint: map[string]int64{}, ByProject: map[string]int64{}, ByStatus: map[string]int64{}, ByCategory: map[string]int64{},
 			Attribution: AttributionStats{ByPrincipalKind: map[string]int64{}, ByOAuthClient: []OAuthClientUsage{}},
 		},
 		files: map[string]struct{}{}, jobs: map[string]struct{}{}, clients: map[string]int64{},
@@ -38,6 +38,7 @@ func (b *StatsBuilder) Add(e Event) {
 	b.st.ByEndpoint[e.Endpoint]++
 	b.st.ByProject[e.Project]++
 	b.st.ByStatus[e.Status]++
+	b.st.ByCategory[category(e)]++
 	if e.Attribution.PrincipalKind != "" {
 		b.st.Attribution.AttributedCount++
 		b.st.Attribution.ByPrincipalKind[e.Attribution.PrincipalKind]++
@@ -77,4 +78,16 @@ func (b *StatsBuilder) Result(sessionsAvailable int64) Stats {
 	st.Truncated = st.TruncatedSessions > 0
 	st.Partial = st.Truncated || st.EventsScanned < st.EventsAvailable || st.SessionsScanned < sessionsAvailable
 	return st
+}
+
+// category is the stats category of an event: the tool category of a
+// model tool call (summary.model_ergonomics.tool_category), otherwise the
+// event's operation (tools_list, mcp_tools_list, mcp, ...).
+func category(e Event) string {
+	if m, ok := e.Summary[SummaryErgonomics].(map[string]any); ok {
+		if c, ok := m["tool_category"].(string); ok && c != "" {
+			return c
+		}
+	}
+	return e.Operation
 }

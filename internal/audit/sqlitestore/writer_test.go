@@ -25,7 +25,9 @@ func countEvents(t *testing.T, st *sqlitestore.Store) int {
 	return n
 }
 
-func okEvent() audit.Event { return audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}} }
+func okEvent() audit.Event {
+	return audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}
+}
 
 // TestIdleReuseClock drives the 1,800 s idle window with the bubble's fake
 // clock: reuse strictly inside it, a new session at exactly the limit, and

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/audit"
+)
+
+// TestAuditCommands drives a real server with REST calls, then reads the
+// trail with the audit commands, offline on audit.db, during and after a
+// graceful stop (which writes every queued event).
+func TestAuditCommands(t *testing.T) {
+	data, dir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServe(t, "--data-dir", data, "--project", "p="+dir)
+	ctx := context.Background()
+	const calls = 6
+	for i := 0; i < calls; i++ {
+		args := map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "a.txt"}}}
+		if i%3 == 2 {
+			args["files"] = []any{map[string]any{"path": "../escape.txt"}}
+		}
+		if _, err := callTool(ctx, srv.base, "read_files", args, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-srv.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("server did not stop")
+	}
+
+	var list struct{ Sessions []audit.Session }
+	if err := json.Unmarshal([]byte(mustRun(t, "--data-dir", data, "audit", "sessions", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sessions) != 1 || list.Sessions[0].TotalActions != calls || list.Sessions[0].FailedCount != 2 {
+		t.Fatalf("sessions after a graceful stop: %+v", list.Sessions)
+	}
+	id := list.Sessions[0].SessionID
+
+	out := mustRun(t, "--data-dir", data, "audit", "sessions")
+	if !strings.Contains(out, "ID") || !strings.Contains(out, "ACTIONS") || !strings.Contains(out, id[:8]) {
+		t.Fatalf("sessions table:\n%s", out)
+	}
+	out = mustRun(t, "--data-dir", data, "audit", "show", id)
+	if !strings.Contains(out, "6 actions: 4 ok, 2 failed") || strings.Count(out, "/api/tools/call") != calls || !strings.Contains(out, "agent:local:p") {
+		t.Fatalf("show:\n%s", out)
+	}
+	out = mustRun(t, "--data-dir", data, "audit", "stats")
+	if !strings.Contains(out, "Scanned 6 of 6 events in 1 of 1 sessions.") || !strings.Contains(out, "files") || !strings.Contains(out, "failed") {
+		t.Fatalf("stats:\n%s", out)
+	}
+	var rep audit.ToolReport
+	if err := json.Unmarshal([]byte(mustRun(t, "--data-dir", data, "audit", "tools", "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Tools) != 1 || rep.Tools[0].Tool != "read_files" || rep.Tools[0].Count != calls || rep.Tools[0].Successes != 4 ||
+		len(rep.Tools[0].TopErrorKinds) != 1 || rep.Tools[0].TopErrorKinds[0].Count != 2 {
+		t.Fatalf("tools report: %+v", rep)
+	}
+	out = mustRun(t, "--data-dir", data, "audit", "tools")
+	if !strings.Contains(out, "read_files") || !strings.Contains(out, "67") || !strings.Contains(out, "×2") {
+		t.Fatalf("tools table:\n%s", out)
+	}
+	out = mustRun(t, "--data-dir", data, "audit", "close", id)
+	if !strings.Contains(out, "closed") {
+		t.Fatalf("close: %s", out)
+	}
+
+	// Bad input: unknown session, negative limit, bad status.
+	for _, args := range [][]string{
+		{"audit", "show", "no-such-session"},
+		{"audit", "sessions", "--limit", "-1"},
+		{"audit", "sessions", "--status", "paused"},
+		{"audit", "close", strings.Repeat("x", audit.MaxSessionIDChars+1)},
+	} {
+		if out, err := run(t, append([]string{"--data-dir", data}, args...)...); err == nil {
+			t.Fatalf("%v succeeded: %s", args, out)
+		}
+	}
+}
