@@ -294,6 +294,13 @@ func TestAuditUnwritableServesRequests(t *testing.T) {
 	if r := s.call(t, "read_files", rawReadArgs(), ""); !r.Success {
 		t.Fatalf("read_files: %+v", r.Error)
 	}
+	// Let the background writer commit that first row.
+	for i := 0; len(auditSessions(t, s)) == 0 || auditSessions(t, s)[0].TotalActions < 1; i++ {
+		if i == 200 {
+			t.Fatal("the first audit row was never written")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	err := s.a.Stores.Audit.DB().Writer.Do(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "PRAGMA query_only = 1")
 		return err

@@ -1,18 +1,22 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/kernel"
 )
@@ -177,4 +181,88 @@ func BenchmarkShellCommand(b *testing.B) {
 			call("run_shell", map[string]any{"project": "agent:local:bench", "session_id": id, "command": ":"})
 		}
 	})
+}
+
+// BenchmarkAuditThroughput measures REST tool calls per second through the
+// whole HTTP stack (auth, limits, audit middleware, kernel) from 32
+// concurrent clients, with the Action Audit trail recording every call
+// against the same server with the audit middleware left out, in one run.
+func BenchmarkAuditThroughput(b *testing.B) {
+	for _, mode := range []string{"audit=off", "audit=on"} {
+		b.Run(mode, func(b *testing.B) { benchAuditThroughput(b, mode == "audit=on") })
+	}
+}
+
+func benchAuditThroughput(b *testing.B, audited bool) {
+	ctx := context.Background()
+	proj := b.TempDir()
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hello\n"), 0o644)
+	cfg, _ := app.LoadConfig(b.TempDir(), func(k string) string {
+		if k == "WEBCODEX_LISTEN" {
+			return "127.0.0.1:0"
+		}
+		return ""
+	})
+	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := a.RegisterProjects(ctx, []string{"bench=" + proj}); err != nil {
+		b.Fatal(err)
+	}
+	if !audited {
+		a.AuditHTTP = nil // the same stack without the audit middleware
+	}
+	addr, err := a.Listen()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(sctx) }()
+	const clients = 32
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+	body := []byte(`{"tool":"read_files","arguments":{"project":"agent:local:bench","files":[{"path":"a.txt"}]}}`)
+	url := "http://" + addr.String() + "/api/tools/call"
+	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+a.AdminToken)
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !bytes.Contains(data, []byte(`"success":true`)) {
+				b.Errorf("HTTP %d %s", resp.StatusCode, data)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	b.StopTimer()
+	stop()
+	<-served
+	a.Close()
+	if !audited {
+		return
+	}
+	// A graceful stop leaves no call unrecorded.
+	st, err := app.OpenAudit(ctx, cfg.DataDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ss, _ := audit.NewService(st, nil).ListSessions(ctx, "", audit.MaxSessionsLimit)
+	var total int64
+	for _, s := range ss {
+		total += s.TotalActions
+	}
+	if total != int64(b.N) {
+		b.Fatalf("%d calls, %d audit events", b.N, total)
+	}
 }

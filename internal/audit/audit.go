@@ -169,6 +169,14 @@ type ResolveRequest struct {
 	NewID func() string
 }
 
+// Resolved is the session a Store picked for a request.
+type Resolved struct {
+	ID      string
+	Created bool
+	// UpdatedAt is the session's last activity (unix seconds) as stored.
+	UpdatedAt int64
+}
+
 // StatsQuery selects what Stats scans. Limits are already clamped.
 type StatsQuery struct {
 	SessionID        string // "" = the newest Sessions sessions
@@ -227,7 +235,7 @@ type Store interface {
 	// open when unknown), or the most recent open session whose last
 	// activity (updated_at) is less than IdleReuse before req.Now, or a
 	// new session with id req.NewID().
-	Resolve(ctx context.Context, req ResolveRequest) (id string, created bool, err error)
+	Resolve(ctx context.Context, req ResolveRequest) (Resolved, error)
 	// AppendEvents stores already sanitized events in one transaction
 	// (all or none), creating missing sessions, updating the session
 	// counters and keeping only the newest maxEvents events per session.

@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -99,7 +100,7 @@ func TestSanitizeSummary(t *testing.T) {
 		t.Fatalf("argv digest: %v", s)
 	}
 	n := out["nested"].(map[string]any)
-	if strings.Contains(n["note"].(string), "abcdefghijklmnop") || n["ok"] != true || n["n"].(json.Number) != "3" {
+	if strings.Contains(n["note"].(string), "abcdefghijklmnop") || n["ok"] != true || fmt.Sprint(n["n"]) != "3" {
 		t.Fatalf("nested: %v", n)
 	}
 	if _, ok := n["content"]; ok {
@@ -171,5 +172,22 @@ func TestEventViewHasNoAttribution(t *testing.T) {
 		if _, ok := m[k]; !ok {
 			t.Fatalf("missing %s", k)
 		}
+	}
+}
+
+// TestSanitizeTelemetry: typed telemetry in a summary is normalized and
+// redacted like any other value.
+func TestSanitizeTelemetry(t *testing.T) {
+	m := &audit.ModelErgonomics{ToolName: "ghp_" + strings.Repeat("a", 24), ToolCategory: "files", ErrorKind: "Bearer abcdefghijkl",
+		ExecutionState: audit.ExecCompleted, EditSurface: "canonical", EditOutcome: "applied"}
+	out := audit.SanitizeSummary(map[string]any{audit.SummaryErgonomics: m, audit.SummaryToolSurface: audit.ToolSurface{ProtocolEra: "wc_pat_0123456789abc"}})
+	b, _ := json.Marshal(out)
+	for _, bad := range []string{"ghp_", "Bearer", "wc_pat_"} {
+		if strings.Contains(string(b), bad) {
+			t.Fatalf("%q survived: %s", bad, b)
+		}
+	}
+	if !strings.Contains(string(b), `"schema_version":6`) || !strings.Contains(string(b), `"edit_outcome":"applied"`) || !strings.Contains(string(b), `"schema_version":1`) {
+		t.Fatalf("telemetry lost: %s", b)
 	}
 }

@@ -3,6 +3,8 @@ package audit
 import (
 	"slices"
 	"strings"
+
+	"github.com/webcodex/webcodex/internal/redact"
 )
 
 // Schema versions of the telemetry objects stored in an event's summary.
@@ -110,6 +112,25 @@ func (m ModelErgonomics) Normalized() ModelErgonomics {
 		m.DurationMS = 0
 	}
 	return m
+}
+
+// sanitized is the write-time form of m: normalized (closed sets and
+// label shapes only) and every string redacted, like any summary string.
+// Its keys are fixed, so the generic key checks are not needed.
+func (m ModelErgonomics) sanitized() ModelErgonomics {
+	m = m.Normalized()
+	for _, p := range []*string{&m.ToolName, &m.ToolCategory, &m.ErrorKind, &m.FailureKind, &m.RecoveryKind,
+		&m.ExecutionState, &m.EditSurface, &m.EditOutcome, &m.EditConflictKind} {
+		*p = redact.String(*p)
+	}
+	return m
+}
+
+// sanitized is the write-time form of s (its one string redacted).
+func (s ToolSurface) sanitized() ToolSurface {
+	s.SchemaVersion = ToolSurfaceSchemaVersion
+	s.ProtocolEra = redact.Bounded(s.ProtocolEra, MaxKindChars)
+	return s
 }
 
 // ToolSurface is summary.tool_surface of an MCP tools/list row: the size

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -77,21 +78,27 @@ func SanitizeSummary(summary map[string]any) map[string]any {
 	if len(summary) == 0 {
 		return map[string]any{}
 	}
-	b, err := json.Marshal(summary)
-	if err != nil {
-		return map[string]any{"sanitize_error": "summary not serializable"}
-	}
-	var v any
-	d := json.NewDecoder(strings.NewReader(string(b)))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
-		return map[string]any{"sanitize_error": "summary not serializable"}
-	}
-	out, _ := sanitizeValue(v, 0).(map[string]any)
+	out, _ := sanitizeValue(summary, 0).(map[string]any)
 	if out == nil {
 		out = map[string]any{}
 	}
 	return out
+}
+
+// jsonValue returns v in its generic JSON form (maps, slices, strings,
+// json.Number, bools, nil).
+func jsonValue(v any) (any, bool) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, false
+	}
+	var out any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if d.Decode(&out) != nil {
+		return nil, false
+	}
+	return out, true
 }
 
 func sanitizeValue(v any, depth int) any {
@@ -130,12 +137,42 @@ func sanitizeValue(v any, depth int) any {
 			out = append(out, TruncatedMarker)
 		}
 		return out
+	case []string:
+		items := make([]any, len(x))
+		for i, s := range x {
+			items[i] = s
+		}
+		return sanitizeValue(items, depth)
 	case string:
 		return redact.Bounded(x, MaxStringChars)
-	case json.Number, bool, nil:
+	case json.Number, bool, nil, int, int64, float64:
 		return x
+	case *int64:
+		if x == nil {
+			return nil
+		}
+		return *x
+	case *ModelErgonomics:
+		if x == nil {
+			return nil
+		}
+		return x.sanitized()
+	case ModelErgonomics:
+		return x.sanitized()
+	case *ToolSurface:
+		if x == nil {
+			return nil
+		}
+		return x.sanitized()
+	case ToolSurface:
+		return x.sanitized()
 	default:
-		return redact.Bounded(fmt.Sprint(x), MaxStringChars)
+		// Any other Go value is sanitized in its JSON form.
+		j, ok := jsonValue(x)
+		if !ok {
+			return "[unserializable]"
+		}
+		return sanitizeValue(j, depth)
 	}
 }
 

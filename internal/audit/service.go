@@ -21,6 +21,7 @@ type Service struct {
 
 	failures atomic.Int64
 	writer   writer
+	affinity affinityCache
 }
 
 // NewService returns a Service over store. now may be nil (time.Now).
@@ -71,11 +72,16 @@ func (s *Service) Affinity(ctx context.Context, explicit string) (id string, exp
 		return "", true, err
 	}
 	explicitGiven = id != ""
-	id, _, err = s.store.Resolve(ctx, ResolveRequest{Explicit: id, Now: s.now(), NewID: s.newID})
+	now := s.now()
+	if cached := s.affinity.lookup(id, now); cached != "" {
+		return cached, explicitGiven, nil
+	}
+	r, err := s.store.Resolve(ctx, ResolveRequest{Explicit: id, Now: now, NewID: s.newID})
 	if err != nil {
 		return "", explicitGiven, err
 	}
-	return id, explicitGiven, nil
+	s.affinity.store(id, r, now)
+	return r.ID, explicitGiven, nil
 }
 
 // Record sanitizes ev and appends it to session id with attribution,
@@ -101,6 +107,7 @@ func (s *Service) prepare(id string, ev Event, attr Attribution) (Event, error) 
 		return Event{}, failure.New(failure.InvalidArguments, "audit session id is required")
 	}
 	now := s.now()
+	s.affinity.touch(id, now)
 	ev.SessionID = id
 	ev.Attribution = attr
 	if ev.EventID == "" {
@@ -131,7 +138,9 @@ func (s *Service) CloseSession(ctx context.Context, id string) (Session, error) 
 	if id == "" {
 		return Session{}, failure.New(failure.InvalidArguments, "session_id is required")
 	}
-	return s.store.CloseSession(ctx, id, s.now())
+	sess, err := s.store.CloseSession(ctx, id, s.now())
+	s.affinity.forget()
+	return sess, err
 }
 
 // ClampLimit applies the limit rule: 0 => def, > max => max, < 0 =>

@@ -10,11 +10,17 @@ import (
 // Background writer bounds.
 const (
 	// QueueSize is how many sanitized events may wait for the background
-	// writer. When the queue is full, Submit writes synchronously instead:
-	// the caller slows down, nothing is dropped.
+	// writer. When the queue is full, Submit waits for room (the caller
+	// slows down to the writer's pace, which keeps writes batched) until
+	// its context ends, and then writes synchronously: nothing is dropped.
 	QueueSize = 4096
 	// MaxWriteBatch is the most queued events written in one transaction.
 	MaxWriteBatch = 256
+	// BatchWindow is how long the writer collects events after the first
+	// one of a batch before committing (unless the batch fills first): a
+	// commit costs an fsync, so under load one commit carries many rows,
+	// and an audit row is durable at most this much later than without.
+	BatchWindow = 5 * time.Millisecond
 	// writeTimeout bounds one background transaction.
 	writeTimeout = 30 * time.Second
 )
@@ -48,10 +54,11 @@ func (s *Service) Start(log *slog.Logger) {
 
 // Submit sanitizes ev for session id now (nothing unsanitized is held)
 // and hands it to the background writer, which commits queued events in
-// batches shortly after. Without a running writer, or when the queue is
-// full, it writes synchronously like Record. Events accepted before Stop
-// are all written by Stop; an event still queued when the process is
-// killed is lost (the call it describes has already been answered).
+// batches shortly after. When the queue is full it waits for room until
+// ctx ends; without a running writer, or when ctx ends first, it writes
+// synchronously like Record. Events accepted before Stop are all written
+// by Stop; an event still queued when the process is killed is lost (the
+// call it describes has already been answered).
 func (s *Service) Submit(ctx context.Context, id string, ev Event, attr Attribution) error {
 	ev, err := s.prepare(id, ev, attr)
 	if err != nil {
@@ -64,11 +71,14 @@ func (s *Service) Submit(ctx context.Context, id string, ev Event, attr Attribut
 		case w.queue <- ev:
 			w.mu.RUnlock()
 			return nil
-		default:
+		case <-ctx.Done():
 		}
 	}
 	w.mu.RUnlock()
-	if err := s.store.AppendEvents(ctx, []Event{ev}, MaxEventsPerSession, s.now()); err != nil {
+	// ctx may be over (it bounded the wait): the write gets its own bound.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	if err := s.store.AppendEvents(wctx, []Event{ev}, MaxEventsPerSession, s.now()); err != nil {
 		s.failures.Add(1)
 		return err
 	}
@@ -96,12 +106,16 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 }
 
-// drain writes queued events in batches until queue is closed and empty.
+// drain writes queued events in batches until queue is closed and empty:
+// each batch is what arrives within BatchWindow of its first event, at
+// most MaxWriteBatch events.
 func (s *Service) drain(queue <-chan Event, done chan<- struct{}) {
 	defer close(done)
 	batch := make([]Event, 0, MaxWriteBatch)
+	window := time.NewTimer(BatchWindow)
 	for ev := range queue {
 		batch = append(batch[:0], ev)
+		window.Reset(BatchWindow)
 	fill:
 		for len(batch) < MaxWriteBatch {
 			select {
@@ -110,7 +124,7 @@ func (s *Service) drain(queue <-chan Event, done chan<- struct{}) {
 					break fill
 				}
 				batch = append(batch, ev)
-			default:
+			case <-window.C:
 				break fill
 			}
 		}

@@ -18,42 +18,112 @@ import (
 // Marker replaces every redacted span.
 const Marker = "[REDACTED]"
 
-var patterns = []*regexp.Regexp{
+// rule is a credential pattern and the lower-case literals of which at
+// least one occurs in (the lower-cased form of) every text it can match:
+// a cheap necessary condition checked before the regular expression runs.
+type rule struct {
+	re      *regexp.Regexp
+	needles []string
+}
+
+var rules = []rule{
 	// PEM private keys, whole block.
-	regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)`),
+	{regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)`), []string{"private key"}},
 	// Authorization headers and bearer tokens.
-	regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`),
+	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`), []string{"bearer", "basic"}},
 	// WebCodex credentials and common vendor token shapes.
-	regexp.MustCompile(`wc_(pat|agent|pair|csec)_[A-Za-z0-9_-]{8,}`),
-	regexp.MustCompile(`wck_[A-Za-z0-9_-]{8,}`),
-	regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`),
-	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`),
-	regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`),
-	regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`),
-	regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`),
-	regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`),
+	{regexp.MustCompile(`wc_(pat|agent|pair|csec)_[A-Za-z0-9_-]{8,}`), []string{"wc_"}},
+	{regexp.MustCompile(`wck_[A-Za-z0-9_-]{8,}`), []string{"wck_"}},
+	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), []string{"sk-"}},
+	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`), []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
+	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), []string{"github_pat_"}},
+	{regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), []string{"xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"}},
+	{regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`), []string{"akia"}},
+	{regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`), []string{"aiza"}},
 }
 
 // secretAssign matches key=value and key: value where the key names a
 // secret; group 1 is the key and separator, kept in the output.
-var secretAssign = regexp.MustCompile(`(?i)\b([A-Za-z0-9_.-]*(?:password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?secret|credential)s?["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&"']+)`)
+var secretAssign = rule{
+	regexp.MustCompile(`(?i)\b([A-Za-z0-9_.-]*(?:password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?secret|credential)s?["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&"']+)`),
+	[]string{"password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
+		"privatekey", "private_key", "private-key", "credential"},
+}
+
+// byFirst indexes every needle by its first byte: byFirst[c] lists the
+// (rule, needle) pairs whose needle starts with c. Rule index len(rules)
+// is secretAssign.
+var byFirst = func() (t [256][]struct {
+	rule   int
+	needle string
+}) {
+	add := func(i int, r rule) {
+		for _, n := range r.needles {
+			t[n[0]] = append(t[n[0]], struct {
+				rule   int
+				needle string
+			}{i, n})
+		}
+	}
+	for i, r := range rules {
+		add(i, r)
+	}
+	add(len(rules), secretAssign)
+	return t
+}()
+
+// candidates returns which rules (bit i: rules[i]; bit len(rules):
+// secretAssign) may match s: those with a needle in the lower-cased s.
+// Non-ASCII text is a candidate for every rule: case-insensitive patterns
+// fold letters such as U+017F (ſ) to ASCII ones that lower-casing keeps.
+func candidates(s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return 1<<(len(rules)+1) - 1
+		}
+	}
+	lower := strings.ToLower(s)
+	var set uint64
+	for i := 0; i < len(lower); i++ {
+		for _, e := range byFirst[lower[i]] {
+			if strings.HasPrefix(lower[i:], e.needle) {
+				set |= 1 << e.rule
+			}
+		}
+	}
+	return set
+}
 
 // String returns s with every recognised credential replaced by Marker.
 func String(s string) string {
 	if s == "" {
 		return s
 	}
-	for _, p := range patterns {
-		s = p.ReplaceAllString(s, Marker)
+	set := candidates(s)
+	if set == 0 {
+		return s
 	}
-	s = secretAssign.ReplaceAllStringFunc(s, func(m string) string {
-		sub := secretAssign.FindStringSubmatch(m)
+	changed := false
+	for i, r := range rules {
+		if set&(1<<i) != 0 {
+			s = r.re.ReplaceAllString(s, Marker)
+			changed = true
+		}
+	}
+	if changed {
+		set = candidates(s) // a replacement can remove (never add) needles
+	}
+	if set&(1<<len(rules)) == 0 {
+		return s
+	}
+	re := secretAssign.re
+	return re.ReplaceAllStringFunc(s, func(m string) string {
+		sub := re.FindStringSubmatch(m)
 		if sub[2] == Marker {
 			return m
 		}
 		return sub[1] + Marker
 	})
-	return s
 }
 
 // Truncate returns s cut to at most max runes (not bytes) and whether it was

@@ -40,7 +40,7 @@ const (
 		summary_json, request_bytes, response_bytes, principal_kind, principal_user_id, oauth_client_id)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	sqlCounters = `UPDATE action_sessions SET
-		total_actions = total_actions + 1,
+		total_actions = total_actions + ?,
 		success_count = success_count + ?,
 		failed_count = failed_count + ?,
 		timeout_or_unknown_count = timeout_or_unknown_count + ?,
@@ -114,54 +114,59 @@ func wrapRead(err error) error {
 // idle-reusable session) are answered by one read; only a request that
 // must create a session takes the writer, where the check is repeated so
 // that concurrent requests create exactly one session.
-func (s *Store) Resolve(ctx context.Context, req audit.ResolveRequest) (id string, created bool, err error) {
+func (s *Store) Resolve(ctx context.Context, req audit.ResolveRequest) (audit.Resolved, error) {
 	now := req.Now.Unix()
 	cutoff := req.Now.Add(-audit.IdleReuse).Unix()
+	var r audit.Resolved
+	var err error
 	if req.Explicit != "" {
-		err = s.db.QueryRow(ctx, `SELECT session_id FROM action_sessions WHERE session_id = ?`, req.Explicit).Scan(&id)
+		err = s.db.QueryRow(ctx, `SELECT session_id, updated_at FROM action_sessions WHERE session_id = ?`, req.Explicit).Scan(&r.ID, &r.UpdatedAt)
 	} else {
-		err = s.db.QueryRow(ctx, sqlIdle, cutoff).Scan(&id)
+		err = s.db.QueryRow(ctx, sqlIdle, cutoff).Scan(&r.ID, &r.UpdatedAt)
 	}
 	if err == nil {
-		return id, false, nil
+		return r, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return "", false, wrapRead(err)
+		return audit.Resolved{}, wrapRead(err)
 	}
 	err = s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, created = "", false
+		r = audit.Resolved{UpdatedAt: now}
 		if req.Explicit != "" {
 			res, err := tx.StmtContext(ctx, s.stmts.ensure).ExecContext(ctx, req.Explicit, now, now)
 			if err != nil {
 				return err
 			}
 			n, _ := res.RowsAffected()
-			id, created = req.Explicit, n > 0
+			r.ID, r.Created = req.Explicit, n > 0
+			if !r.Created {
+				return tx.QueryRowContext(ctx, `SELECT updated_at FROM action_sessions WHERE session_id = ?`, r.ID).Scan(&r.UpdatedAt)
+			}
 			return nil
 		}
-		err := tx.QueryRowContext(ctx, sqlIdle, cutoff).Scan(&id)
+		err := tx.QueryRowContext(ctx, sqlIdle, cutoff).Scan(&r.ID, &r.UpdatedAt)
 		if err == nil {
 			return nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		id = req.NewID()
-		if _, err := tx.StmtContext(ctx, s.stmts.ensure).ExecContext(ctx, id, now, now); err != nil {
+		r.ID = req.NewID()
+		if _, err := tx.StmtContext(ctx, s.stmts.ensure).ExecContext(ctx, r.ID, now, now); err != nil {
 			return err
 		}
-		created = true
+		r.Created = true
 		return nil
 	})
 	if err != nil {
-		return "", false, wrapWrite(err)
+		return audit.Resolved{}, wrapWrite(err)
 	}
-	return id, created, nil
+	return r, nil
 }
 
 // sqlIdle selects the idle-reusable session: the most recent open session
 // active after the cutoff.
-const sqlIdle = `SELECT session_id FROM action_sessions
+const sqlIdle = `SELECT session_id, updated_at FROM action_sessions
 	WHERE status = 'open' AND updated_at > ? ORDER BY updated_at DESC, rowid DESC LIMIT 1`
 
 func nullable(s string) any {
@@ -229,18 +234,41 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 			return err
 		}
 	}
+	// One counter update per session of the batch, with summed deltas.
+	type deltas struct {
+		n, ok, failed, unknown, warning, durationMS, files, jobs int64
+		first, last                                              int64
+	}
+	order := []string{}
+	per := map[string]*deltas{}
+	for _, r := range rows {
+		ev := r.ev
+		d := per[ev.SessionID]
+		if d == nil {
+			d = &deltas{first: ev.EndedAt}
+			per[ev.SessionID] = d
+			order = append(order, ev.SessionID)
+		}
+		d.n++
+		d.ok += int64(b2i(ev.Status == audit.EventSuccess))
+		d.failed += int64(b2i(ev.Status == audit.EventFailed))
+		d.unknown += int64(b2i(ev.Status == audit.EventTimeoutOrUnknown))
+		d.warning += int64(b2i(ev.Status == audit.EventWarning))
+		d.durationMS += ev.DurationMS
+		d.files += int64(r.filesCount)
+		d.jobs += int64(r.jobIDsCount)
+		d.first, d.last = min(d.first, ev.EndedAt), max(d.last, ev.EndedAt)
+	}
 	at := now.Unix()
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		ensure, insert, counters := tx.StmtContext(ctx, s.stmts.ensure), tx.StmtContext(ctx, s.stmts.insert), tx.StmtContext(ctx, s.stmts.counters)
-		sessions := map[string]bool{}
+		ensure, insert := tx.StmtContext(ctx, s.stmts.ensure), tx.StmtContext(ctx, s.stmts.insert)
+		for _, id := range order {
+			if _, err := ensure.ExecContext(ctx, id, at, at); err != nil {
+				return err
+			}
+		}
 		for _, r := range rows {
 			ev := r.ev
-			if !sessions[ev.SessionID] {
-				if _, err := ensure.ExecContext(ctx, ev.SessionID, at, at); err != nil {
-					return err
-				}
-				sessions[ev.SessionID] = true
-			}
 			if _, err := insert.ExecContext(ctx,
 				ev.EventID, ev.SessionID, ev.StartedAt, ev.EndedAt, ev.DurationMS, ev.Endpoint, ev.Operation,
 				ev.ActionName, ev.Project, ev.Status, ev.HTTPStatus, ev.ErrorSummary, ev.WarningSummary,
@@ -249,15 +277,14 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 				nullable(ev.Attribution.OAuthClientID)); err != nil {
 				return err
 			}
-			if _, err := counters.ExecContext(ctx,
-				b2i(ev.Status == audit.EventSuccess), b2i(ev.Status == audit.EventFailed),
-				b2i(ev.Status == audit.EventTimeoutOrUnknown), b2i(ev.Status == audit.EventWarning),
-				ev.DurationMS, r.filesCount, r.jobIDsCount, ev.EndedAt, ev.EndedAt, at, ev.SessionID); err != nil {
+		}
+		counters, trim := tx.StmtContext(ctx, s.stmts.counters), tx.StmtContext(ctx, s.stmts.trim)
+		for _, id := range order {
+			d := per[id]
+			if _, err := counters.ExecContext(ctx, d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS,
+				d.files, d.jobs, d.first, d.last, at, id); err != nil {
 				return err
 			}
-		}
-		trim := tx.StmtContext(ctx, s.stmts.trim)
-		for id := range sessions {
 			if _, err := trim.ExecContext(ctx, id, id, maxEvents-1); err != nil {
 				return err
 			}

@@ -404,9 +404,10 @@ func TestAttributionStoredButNotInViews(t *testing.T) {
 }
 
 func TestRecordOnClosedStoreFails(t *testing.T) {
-	svc, st, _, _ := newService(t)
+	svc, st, c, _ := newService(t)
 	id, _, _ := svc.Affinity(ctx, "")
 	st.Close()
+	c.add(audit.AffinityCacheTTL) // past the cached answer
 	if err := svc.Record(ctx, id, audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{}); err == nil {
 		t.Fatal("Record on a closed store succeeded")
 	}

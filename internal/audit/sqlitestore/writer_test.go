@@ -89,8 +89,9 @@ func (g *gatedStore) AppendEvents(ctx context.Context, evs []audit.Event, max in
 	return g.Store.AppendEvents(ctx, evs, max, now)
 }
 
-// TestBackgroundWriter: Submit queues; a full queue writes synchronously
-// instead of dropping; Stop writes everything accepted.
+// TestBackgroundWriter: Submit queues; on a full queue it waits and then
+// writes synchronously instead of dropping; Stop writes everything
+// accepted.
 func TestBackgroundWriter(t *testing.T) {
 	st, _ := open(t)
 	g := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
@@ -108,8 +109,11 @@ func TestBackgroundWriter(t *testing.T) {
 	if n := countEvents(t, st); n != 0 {
 		t.Fatalf("%d events written while the writer is held, want 0 (queued)", n)
 	}
-	// The queue is full: this one is written before Submit returns.
-	if err := svc.Submit(ctx, "w", okEvent(), audit.Attribution{}); err != nil {
+	// The queue is full: Submit waits for room until its context ends,
+	// then writes the event itself before returning.
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := svc.Submit(short, "w", okEvent(), audit.Attribution{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := countEvents(t, st); n != 1 {
@@ -209,6 +213,139 @@ func TestUnwritableDatabase(t *testing.T) {
 			}
 			if _, err := svc.Stats(ctx, "", 0); err != nil {
 				t.Fatalf("stats: %v", err)
+			}
+		})
+	}
+}
+
+// TestBatchCounters: one batch spanning sessions updates each session's
+// counters by its own events only.
+func TestBatchCounters(t *testing.T) {
+	st, _ := open(t)
+	ev := func(id, eid, status string, ended, ms int64, files ...string) audit.Event {
+		return audit.Event{EventView: audit.EventView{EventID: eid, SessionID: id, Status: status, StartedAt: ended, EndedAt: ended,
+			DurationMS: ms, ChangedFiles: files, IDs: map[string]string{"job_id": "j-" + eid}}}
+	}
+	batch := []audit.Event{
+		ev("a", "1", audit.EventSuccess, 100, 5, "x.go"),
+		ev("b", "2", audit.EventFailed, 101, 7),
+		ev("a", "3", audit.EventTimeoutOrUnknown, 99, 11, "y.go", "z.go"),
+		ev("c", "4", audit.EventWarning, 102, 1),
+		ev("a", "5", audit.EventFailed, 103, 2),
+	}
+	if err := st.AppendEvents(ctx, batch, 2, time.Unix(200, 0)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]audit.Session{
+		"a": {TotalActions: 3, SuccessCount: 1, FailedCount: 1, TimeoutOrUnknownCount: 1, TotalDurationMS: 18, ChangedFilesCount: 3, JobIDsCount: 3},
+		"b": {TotalActions: 1, FailedCount: 1, TotalDurationMS: 7, JobIDsCount: 1},
+		"c": {TotalActions: 1, WarningCount: 1, TotalDurationMS: 1, JobIDsCount: 1},
+	}
+	firstLast := map[string][2]int64{"a": {99, 103}, "b": {101, 101}, "c": {102, 102}}
+	for id, w := range want {
+		s, evs, err := st.Session(ctx, id, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := audit.Session{TotalActions: s.TotalActions, SuccessCount: s.SuccessCount, FailedCount: s.FailedCount,
+			TimeoutOrUnknownCount: s.TimeoutOrUnknownCount, WarningCount: s.WarningCount, TotalDurationMS: s.TotalDurationMS,
+			ChangedFilesCount: s.ChangedFilesCount, JobIDsCount: s.JobIDsCount}
+		if got != w || *s.FirstEventAt != firstLast[id][0] || *s.LastEventAt != firstLast[id][1] || s.UpdatedAt != 200 {
+			t.Errorf("session %s: %+v", id, s)
+		}
+		if id == "a" && (len(evs) != 2 || evs[0].EventID != "3" || evs[1].EventID != "5") {
+			t.Errorf("session a keeps %d events (max 2): %+v", len(evs), evs)
+		}
+	}
+	// All or none: a batch with a duplicate event id writes nothing.
+	if err := st.AppendEvents(ctx, []audit.Event{ev("d", "6", audit.EventSuccess, 1, 1), ev("d", "5", audit.EventSuccess, 1, 1)}, 10, time.Unix(300, 0)); err == nil {
+		t.Fatal("duplicate event id accepted")
+	}
+	if _, _, err := st.Session(ctx, "d", 10); !failure.Is(err, failure.NotFound) {
+		t.Fatalf("a failed batch left session d: %v", err)
+	}
+}
+
+// countingStore counts Resolve calls that reach the store.
+type countingStore struct {
+	audit.Store
+	resolves int
+}
+
+func (c *countingStore) Resolve(ctx context.Context, req audit.ResolveRequest) (audit.Resolved, error) {
+	c.resolves++
+	return c.Store.Resolve(ctx, req)
+}
+
+// TestAffinityCache: repeated requests resolve from memory for
+// AffinityCacheTTL, and the cache never answers differently from the
+// store: activity in another session or a close sends the next request
+// to the store.
+func TestAffinityCache(t *testing.T) {
+	st, _ := open(t)
+	cs := &countingStore{Store: st}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	svc := audit.NewService(cs, clk.now)
+	idle, _, _ := svc.Affinity(ctx, "")
+	for range 5 {
+		if id, _, _ := svc.Affinity(ctx, ""); id != idle {
+			t.Fatalf("cached idle answer %s, want %s", id, idle)
+		}
+		svc.Record(ctx, idle, okEvent(), audit.Attribution{})
+	}
+	if cs.resolves != 1 {
+		t.Fatalf("%d store look-ups for 6 idle requests within the TTL, want 1", cs.resolves)
+	}
+	clk.add(audit.AffinityCacheTTL)
+	svc.Affinity(ctx, "")
+	if cs.resolves != 2 {
+		t.Fatalf("after the TTL: %d look-ups, want 2", cs.resolves)
+	}
+	// Activity in an explicit session makes it the most recent one.
+	clk.add(time.Second)
+	svc.Affinity(ctx, "explicit")
+	svc.Record(ctx, "explicit", okEvent(), audit.Attribution{})
+	if id, _, _ := svc.Affinity(ctx, ""); id != "explicit" {
+		t.Fatalf("idle reuse after activity elsewhere: %s, want the store's answer explicit", id)
+	}
+	if _, err := svc.CloseSession(ctx, "explicit"); err != nil {
+		t.Fatal(err)
+	}
+	if id, _, _ := svc.Affinity(ctx, ""); id != idle {
+		t.Fatalf("idle reuse after closing the cached session: %s, want %s", id, idle)
+	}
+}
+
+// BenchmarkAppendBatch measures the store's cost per event when the
+// background writer commits batches of 1 to 256 (one fsync per batch),
+// and sanitizing the same event, to show where an audited request's
+// cost goes.
+func BenchmarkAppendBatch(b *testing.B) {
+	ev := audit.Event{EventView: audit.EventView{Endpoint: "/api/tools/call", Operation: "tools_call", ActionName: "read_files",
+		Project: "agent:local:p", Status: audit.EventSuccess, HTTPStatus: 200, DurationMS: 1, RequestBytes: 90, ResponseBytes: 300,
+		Summary: map[string]any{"transport": "rest", "tool": "read_files", "model_ergonomics": audit.ModelErgonomics{
+			SchemaVersion: 6, ToolName: "read_files", ToolCategory: "files", Success: true, ExecutionState: "completed"}}}}
+	b.Run("sanitize", func(b *testing.B) {
+		for b.Loop() {
+			audit.Sanitize(ev)
+		}
+	})
+	for _, size := range []int{1, 16, 64, 256} {
+		b.Run(fmt.Sprintf("append/batch=%d", size), func(b *testing.B) {
+			st, _ := open(b)
+			s := audit.Sanitize(ev)
+			s.SessionID = "bench"
+			batch := make([]audit.Event, size)
+			n := 0
+			for b.Loop() {
+				s.EventID = fmt.Sprint("e", n)
+				batch[n%size] = s
+				n++
+				if n%size == 0 {
+					if err := st.AppendEvents(ctx, batch, audit.MaxEventsPerSession, time.Now()); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
 		})
 	}

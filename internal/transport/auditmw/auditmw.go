@@ -63,7 +63,8 @@ const (
 	TransportMCP  = "mcp"
 )
 
-// submitTimeout bounds a synchronous audit write (queue full).
+// submitTimeout bounds how long a request waits for room in a full audit
+// queue before writing its event itself.
 const submitTimeout = 10 * time.Second
 
 // responseSniff is how many response bytes are kept to read the top-level

@@ -14,7 +14,8 @@ import (
 
 // RegisterOperator adds the operator audit API to mux. Every route needs a
 // credential holding account:manage (admin implies it). The routes are not
-// tools: they are never listed in OpenAPI or MCP.
+// tools: they are never listed in OpenAPI or MCP. A nil m registers
+// nothing (audit disabled).
 //
 //	POST /api/audit/sessions  {limit?, status?}          → {sessions}
 //	POST /api/audit/session   {session_id, events_limit?} → {session, events}
@@ -22,6 +23,9 @@ import (
 //	POST /api/audit/tools     {limit?}                    → ToolReport
 //	POST /api/audit/close     {session_id}                → {session}
 func (m *Middleware) RegisterOperator(mux *httpserver.Mux) {
+	if m == nil || m.Audit == nil {
+		return
+	}
 	mux.Authenticated("POST /api/audit/sessions", m.operator(func(w http.ResponseWriter, r *http.Request, body []byte) error {
 		var req struct {
 			Limit  int          `json:"limit"`

@@ -1,0 +1,69 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+// fullScan is String without the needle prefilter: every pattern runs.
+func fullScan(s string) string {
+	if s == "" {
+		return s
+	}
+	for _, r := range rules {
+		s = r.re.ReplaceAllString(s, Marker)
+	}
+	re := secretAssign.re
+	return re.ReplaceAllStringFunc(s, func(m string) string {
+		sub := re.FindStringSubmatch(m)
+		if sub[2] == Marker {
+			return m
+		}
+		return sub[1] + Marker
+	})
+}
+
+var prefilterSeeds = []string{
+	"plain text", "Authorization: Bearer abcdefgh12345678", "BASIC dXNlcjpwYXNzd29yZA==",
+	"wc_pat_0123456789abcdef", "x wck_abcdefghij", "sk-ABCDEFGHIJKLMNOPQRST", "ghp_" + strings.Repeat("a", 24),
+	"github_pat_" + strings.Repeat("B", 22), "xoxb-1234567890-abc", "AKIAABCDEFGHIJKLMNOP", "AIza" + strings.Repeat("x", 35),
+	"PASSWORD=hunter2", "Api-Key: 'abc def'", "paſſword=hunter2", "client_secret=\"s3\"", "accessKey=zz",
+	"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "token: wc_pat_aaaaaaaaaaaa",
+}
+
+func TestPrefilterAgreesWithFullScan(t *testing.T) {
+	for _, s := range prefilterSeeds {
+		if got, want := String(s), fullScan(s); got != want {
+			t.Errorf("String(%q) = %q, full scan %q", s, got, want)
+		}
+	}
+}
+
+func FuzzPrefilterAgreesWithFullScan(f *testing.F) {
+	for _, s := range prefilterSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := String(s), fullScan(s); got != want {
+			t.Fatalf("String(%q) = %q, full scan %q", s, got, want)
+		}
+	})
+}
+
+func BenchmarkString(b *testing.B) {
+	for _, c := range []struct{ name, s string }{
+		{"label", "apply_text_edits"},
+		{"prose", "Refactor the parser so that nested groups are handled; see docs/parser.md for the grammar."},
+	} {
+		b.Run(c.name+"/prefiltered", func(b *testing.B) {
+			for b.Loop() {
+				String(c.s)
+			}
+		})
+		b.Run(c.name+"/full-scan", func(b *testing.B) {
+			for b.Loop() {
+				fullScan(c.s)
+			}
+		})
+	}
+}
