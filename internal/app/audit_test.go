@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -334,5 +336,101 @@ func TestAuditUnwritableServesRequests(t *testing.T) {
 	// session not created (that call is served unaudited).
 	if st.AuditWriteFailures != 3 {
 		t.Fatalf("audit_write_failures = %d, want 3", st.AuditWriteFailures)
+	}
+}
+
+// TestAuditStoresNoSecrets plants a token, a password and a private key
+// in arguments and in tool outputs (file contents, command output), over
+// REST and MCP, and scans every byte of audit.db afterwards.
+func TestAuditStoresNoSecrets(t *testing.T) {
+	data, proj := t.TempDir(), rawProjectDir(t)
+	const (
+		token    = "wc_pat_PlantedAuditToken0123456789"
+		password = "planted-audit-password-4471"
+		keyBody  = "MIIEplantedAuditPrivateKeyBody77"
+	)
+	pem := "-----BEGIN RSA PRIVATE KEY-----\n" + keyBody + "\n-----END RSA PRIVATE KEY-----\n"
+	if err := os.WriteFile(filepath.Join(proj, "secrets.txt"), []byte(pem+"password="+password+"\n"+token+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startApp(t, data, "p="+proj)
+	read := map[string]any{"project": rawProjectID, "files": []any{map[string]any{"path": "secrets.txt"}}}
+	if r := s.call(t, "read_files", read, ""); !r.Success {
+		t.Fatalf("read_files: %+v", r.Error)
+	}
+	rawCall(t, s, s.token, "read_files", read)
+	s.call(t, "run_process", map[string]any{"project": rawProjectID, "argv": []string{"echo", token, "password=" + password}}, "")
+	s.call(t, "write_project_file", map[string]any{"project": rawProjectID, "path": "out.txt", "content": pem}, "")
+	auditDo(t, s, s.token, "/api/actions/run_process?action_session_id=secrets", map[string]any{"project": rawProjectID,
+		"argv": []string{"sh", "-c", "echo " + password}}, map[string]string{"Authorization": "Bearer " + token})
+	for i := 0; ; i++ {
+		ss := auditSessions(t, s)
+		if len(ss) > 0 && ss[0].TotalActions >= 4 {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("the calls were not audited: %+v", ss)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.stop(t)
+	files, _ := filepath.Glob(filepath.Join(data, app.AuditDB+"*"))
+	if len(files) == 0 {
+		t.Fatal("no audit.db")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sec := range []string{token, password, keyBody, "PRIVATE KEY", s.token} {
+			if bytes.Contains(b, []byte(sec)) {
+				t.Errorf("%s contains %q", filepath.Base(f), sec)
+			}
+		}
+	}
+}
+
+// TestAuditAffinityInput: malformed and racing affinity requests.
+func TestAuditAffinityInput(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
+	defer s.stop(t)
+	// Sixteen first requests at once share one new idle session.
+	var wg sync.WaitGroup
+	ids := make([]string, 16)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, hdr, _ := auditDo(t, s, s.token, "/api/tools/list", map[string]any{}, nil)
+			ids[i] = hdr.Get("x-action-session-id")
+		}()
+	}
+	wg.Wait()
+	if ss := auditSessions(t, s); len(ss) != 1 {
+		t.Fatalf("%d audit sessions after 16 racing first requests, want 1", len(ss))
+	}
+	for _, id := range ids {
+		if id != ids[0] || id == "" {
+			t.Fatalf("racing requests got different sessions: %v", ids)
+		}
+	}
+	// Malformed ids are rejected before the handler and create nothing.
+	for _, path := range []string{"/api/tools/list?action_session_id=bad%01id", "/api/tools/list?action_session_id=" + strings.Repeat("é", 121)} {
+		code, _, body := auditDo(t, s, s.token, path, map[string]any{}, nil)
+		if code != 400 || !strings.Contains(string(body), "invalid_arguments") {
+			t.Fatalf("%s: HTTP %d %s", path, code, body)
+		}
+	}
+	// Surrounding spaces are trimmed; 120 characters is allowed.
+	long := strings.Repeat("é", 120)
+	for _, raw := range []string{"  spaced  ", long} {
+		_, hdr, _ := auditDo(t, s, s.token, "/api/tools/list?action_session_id="+url.QueryEscape(raw), map[string]any{}, nil)
+		if want := strings.TrimSpace(raw); hdr.Get("x-action-session-id") != want {
+			t.Fatalf("id %q: header %q", raw, hdr.Get("x-action-session-id"))
+		}
+	}
+	if ss := auditSessions(t, s); len(ss) != 3 {
+		t.Fatalf("%d audit sessions, want 3 (idle, spaced, long)", len(ss))
 	}
 }
