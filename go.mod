@@ -9,6 +9,8 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/spf13/cobra v1.10.2
+	github.com/transparency-dev/merkle v0.0.2
+	golang.org/x/mod v0.43.0
 	modernc.org/sqlite v1.62.0
 )
 

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+)
+
+// newEvidenceCmd is `webcodex evidence`: offline verification, export and
+// inspection of the tamper-evident invocation journal (evidence.db).
+func newEvidenceCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "evidence", Short: "Verify, export and inspect the tamper-evident invocation journal"}
+
+	var (
+		fromFile string
+		asJSON   bool
+		keys     []string
+		progress bool
+	)
+	verify := &cobra.Command{
+		Use:   "verify",
+		Short: "Verify the journal offline; exits non-zero on any finding",
+		Long: "Recomputes every leaf from the stored canonical bytes and columns, rebuilds the Merkle tree, checks every\n" +
+			"stored checkpoint's signature and root and, with --from, a consistency proof from a checkpoint you kept.\n" +
+			"Opens evidence.db read-only; a running server may keep appending.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			opts := evidence.VerifyOptions{TrustedKeys: keys}
+			if fromFile != "" {
+				if opts.From, err = os.ReadFile(fromFile); err != nil {
+					return err
+				}
+			}
+			errw := cmd.ErrOrStderr()
+			if progress || isTerminal(errw) {
+				opts.Progress = func(done, total uint64) {
+					fmt.Fprintf(errw, "\rverifying %d/%d records", done, total)
+					if done == total {
+						fmt.Fprintln(errw)
+					}
+				}
+			}
+			rep, err := sqlitestore.Verify(cmd.Context(), cfg.DataDir, opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
+					return err
+				}
+			} else {
+				printReport(cmd.OutOrStdout(), rep)
+			}
+			return reportErr(rep)
+		},
+	}
+	verify.Flags().StringVar(&fromFile, "from", "", "a signed checkpoint you kept earlier (`webcodex evidence checkpoint` output); the journal must extend it")
+	verify.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	verify.Flags().StringArrayVar(&keys, "key", nil, "trust only this public key (note verifier key; repeatable) instead of the data directory's "+evidence.PublicKeysFile)
+	verify.Flags().BoolVar(&progress, "progress", false, "print progress to standard error even when it is not a terminal")
+
+	var session, out string
+	export := &cobra.Command{
+		Use:   "export --session ID",
+		Short: "Write a self-contained evidence bundle (records, inclusion proofs, checkpoint, public keys) for one session",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if session == "" {
+				return fmt.Errorf("--session is required")
+			}
+			return withJournal(cmd.Context(), g, func(j *sqlitestore.Journal) error {
+				b, err := j.ExportBundle(cmd.Context(), session)
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if out != "" && out != "-" {
+					f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					w = f
+				}
+				return writeJSON(w, b)
+			})
+		},
+	}
+	export.Flags().StringVar(&session, "session", "", "the session id (claimed or verified)")
+	export.Flags().StringVarP(&out, "output", "o", "", "write to FILE instead of standard output")
+
+	var bundleJSON bool
+	var bundleKeys []string
+	verifyBundle := &cobra.Command{
+		Use:   "verify-bundle FILE",
+		Short: "Verify an evidence bundle with no database; exits non-zero on any finding",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			rep, err := evidence.VerifyBundleWith(b, bundleKeys)
+			if err != nil {
+				return err
+			}
+			if bundleJSON {
+				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
+					return err
+				}
+			} else {
+				printReport(cmd.OutOrStdout(), rep)
+			}
+			return reportErr(rep)
+		},
+	}
+	verifyBundle.Flags().BoolVar(&bundleJSON, "json", false, "print the report as JSON")
+	verifyBundle.Flags().StringArrayVar(&bundleKeys, "key", nil, "trust only this public key instead of the keys the bundle carries (repeatable)")
+
+	checkpoint := &cobra.Command{
+		Use:   "checkpoint",
+		Short: "Sign the journal head (if it grew) and print the signed checkpoint; keep it to verify with --from later",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withJournal(cmd.Context(), g, func(j *sqlitestore.Journal) error {
+				cp, err := j.Checkpoint(cmd.Context())
+				if err != nil {
+					return err
+				}
+				_, err = io.WriteString(cmd.OutOrStdout(), cp.Note)
+				return err
+			})
+		},
+	}
+
+	var (
+		listSession string
+		listLimit   int
+		listJSON    bool
+	)
+	list := &cobra.Command{
+		Use:   "list --session ID",
+		Short: "List a session's evidence records (claimed or verified), newest first, with binding counts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if listSession == "" {
+				return fmt.Errorf("--session is required")
+			}
+			return withJournal(cmd.Context(), g, func(j *sqlitestore.Journal) error {
+				es, err := j.SessionRecords(cmd.Context(), listSession, listLimit)
+				if err != nil {
+					return err
+				}
+				counts, err := j.SessionCounts(cmd.Context(), listSession)
+				if err != nil {
+					return err
+				}
+				return printEntries(cmd.OutOrStdout(), es, counts, listJSON)
+			})
+		},
+	}
+	list.Flags().StringVar(&listSession, "session", "", "the session id (claimed or verified)")
+	list.Flags().IntVar(&listLimit, "limit", evidence.DefaultSessionRecords, fmt.Sprintf("most records to list (max %d)", evidence.MaxSessionRecords))
+	list.Flags().BoolVar(&listJSON, "json", false, "print JSON")
+
+	cmd.AddCommand(verify, export, verifyBundle, checkpoint, list)
+	return cmd
+}
+
+func withJournal(ctx context.Context, g *globals, fn func(*sqlitestore.Journal) error) error {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	j, err := sqlitestore.Open(ctx, cfg.DataDir, evidence.Options{})
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	return fn(j)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// reportErr is the command's error for a report with findings (exit 1).
+func reportErr(rep evidence.Report) error {
+	if rep.Clean {
+		return nil
+	}
+	var n int64
+	for _, v := range rep.Totals {
+		n += v
+	}
+	return fmt.Errorf("evidence verification failed: %d finding(s): %v", n, rep.Kinds())
+}
+
+func printReport(w io.Writer, rep evidence.Report) {
+	status := "OK"
+	if !rep.Clean {
+		status = "FAILED"
+	}
+	fprintf(w, "Evidence verification: %s\n", status)
+	fprintf(w, "  journal     %s (%s)\n", rep.JournalID, rep.Origin)
+	fprintf(w, "  records     %d read, %d ok, %d unparseable\n", rep.Records, rep.OK, rep.Unparseable)
+	if rep.FirstIndex != nil {
+		fprintf(w, "  indexes     %d..%d\n", *rep.FirstIndex, *rep.LastIndex)
+	}
+	fprintf(w, "  head        size %d\n", rep.Head.Size)
+	if rep.LastCheckpoint != nil {
+		fprintf(w, "  checkpoint  size %d, key %s (%d checked); %d record(s) after it\n",
+			rep.LastCheckpoint.Size, rep.LastCheckpoint.KeyID, rep.Checkpoints, rep.Unanchored)
+	} else {
+		fprintf(w, "  checkpoint  none verified (%d checked)\n", rep.Checkpoints)
+	}
+	if rep.From != nil {
+		fprintf(w, "  --from      size %d: consistent\n", rep.From.Size)
+	}
+	fprintf(w, "  keys        %s\n", strings.Join(rep.TrustedKeys, ", "))
+	if rep.Clean {
+		return
+	}
+	tw := table(w)
+	fmt.Fprintln(tw, "SCOPE\tKIND\tINDEX\tINVOCATION\tDETAIL")
+	for _, f := range rep.Findings {
+		i := "-"
+		if f.Index != nil {
+			i = fmt.Sprint(*f.Index)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Scope, f.Kind, i, f.InvocationID, f.Detail)
+	}
+	tw.Flush()
+	if rep.FindingsTruncated {
+		fprintf(w, "(findings list truncated at %d; totals: %v)\n", evidence.MaxReportFindings, rep.Totals)
+	}
+}
+
+func printEntries(w io.Writer, es []evidence.Entry, c evidence.Counts, asJSON bool) error {
+	if asJSON {
+		return writeJSON(w, map[string]any{"records": es, "counts": c})
+	}
+	fprintf(w, "verified %d, sessionless %d, invalid_claim %d, unknown %d\n", c.Verified, c.Sessionless, c.InvalidClaim, c.Unknown)
+	if len(es) == 0 {
+		fprintf(w, "No records.\n")
+		return nil
+	}
+	tw := table(w)
+	fmt.Fprintln(tw, "INDEX\tAT\tTOOL\tSOURCE\tBINDING\tREASONS\tOUTCOME\tINVOCATION")
+	for _, e := range es {
+		r := e.Record
+		reasons := make([]string, len(r.Reasons))
+		for i, x := range r.Reasons {
+			reasons[i] = string(x)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Index, r.At.Local().Format("2006-01-02 15:04:05"), r.Tool, r.Source,
+			r.Binding, strings.Join(reasons, ","), r.Outcome, r.InvocationID)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,169 @@
+package evidence_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/transparency-dev/merkle/proof"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// golden is the record whose canonical encoding docs/evidence.md documents.
+func golden() evidence.Record {
+	return evidence.Record{
+		InvocationID: "inv-1", At: time.Unix(1767225600, 0).UTC(), Tool: "read_files",
+		Source: evidence.SourceMCP, TransportEra: "2025-11-25",
+		Claim:    evidence.Claim{RecordingSessionID: "wc_sess_1", Project: "p", PrincipalKind: "api_token"},
+		Verified: evidence.Verified{SessionID: "wc_sess_1", Project: "p", Authority: "a", Lifecycle: "active"},
+		Binding:  evidence.BindingVerified, Reasons: []evidence.Reason{evidence.ReasonStoreMatch},
+		CheckedKeys: []evidence.CheckKey{evidence.KeyRegistration, evidence.KeyAuthority, evidence.KeyProject},
+		SkippedKeys: []evidence.CheckKey{evidence.KeyLifecycle},
+		Outcome:     evidence.OutcomeOK, DurationMS: 12,
+		ArgumentsDigest: evidence.Digest([]byte(`{}`)),
+	}
+}
+
+// TestCanonicalGolden pins the version-1 encoding: an outside verifier
+// reimplementing docs/evidence.md must produce these bytes.
+func TestCanonicalGolden(t *testing.T) {
+	c, err := golden().Canonical("j1", "0a1b2c3d", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(c, []byte("WCEV\x00\x01\x00\x00\x00\x02j1\x00\x00\x00\x080a1b2c3d\x00\x00\x00\x00\x00\x00\x00\x07")) {
+		t.Fatalf("prefix % x", c[:40])
+	}
+	const wantLeaf = "5e53b3061d16a1770fb145b48247d9cb3c8205f72aa8a90878052b5aa1c139cf"
+	got := hex.EncodeToString(evidence.LeafHash(c))
+	t.Logf("golden canonical %d bytes, leaf %s", len(c), got)
+	if got != wantLeaf {
+		t.Fatalf("leaf %s, want %s", got, wantLeaf)
+	}
+	c0, _ := golden().Canonical("j1", "0a1b2c3d", 0)
+	if !bytes.Equal(evidence.SetCanonicalIndex(c0, 7), c) {
+		t.Fatal("SetCanonicalIndex differs from encoding with the index")
+	}
+	h, r, err := evidence.ParseCanonical(c)
+	if err != nil || h != (evidence.Header{Version: 1, JournalID: "j1", KeyID: "0a1b2c3d", Index: 7}) {
+		t.Fatalf("parse: %+v %v", h, err)
+	}
+	c2, _ := r.Canonical(h.JournalID, h.KeyID, h.Index)
+	if !bytes.Equal(c, c2) {
+		t.Fatal("round trip changed the bytes")
+	}
+	// Every truncation and any trailing byte is malformed.
+	for i := 0; i < len(c); i++ {
+		if _, _, err := evidence.ParseCanonical(c[:i]); !errors.Is(err, evidence.ErrMalformed) {
+			t.Fatalf("truncated at %d: %v", i, err)
+		}
+	}
+	if _, _, err := evidence.ParseCanonical(append(c, 0)); !errors.Is(err, evidence.ErrMalformed) {
+		t.Fatal("trailing byte accepted")
+	}
+	v2 := bytes.Clone(c)
+	v2[5] = 2
+	if _, _, err := evidence.ParseCanonical(v2); !errors.Is(err, evidence.ErrUnsupportedSchema) {
+		t.Fatalf("version 2: %v", err)
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	cases := map[string]func(r *evidence.Record){
+		"unknown source":           func(r *evidence.Record) { r.Source = "ftp" },
+		"unknown outcome":          func(r *evidence.Record) { r.Outcome = "maybe" },
+		"unknown binding":          func(r *evidence.Record) { r.Binding = "trusted" },
+		"unknown key":              func(r *evidence.Record) { r.CheckedKeys = append(r.CheckedKeys, "color") },
+		"checked and skipped":      func(r *evidence.Record) { r.SkippedKeys = []evidence.CheckKey{evidence.KeyProject} },
+		"verified wrong reason":    func(r *evidence.Record) { r.Reasons = []evidence.Reason{evidence.ReasonNotRegistered} },
+		"verified without session": func(r *evidence.Record) { r.Verified.SessionID = "" },
+		"no invocation id":         func(r *evidence.Record) { r.InvocationID = "" },
+		"verified another session": func(r *evidence.Record) { r.Verified.SessionID = "wc_sess_2" },
+		"zero time":                func(r *evidence.Record) { r.At = time.Time{} },
+		"bad digest":               func(r *evidence.Record) { r.ResultDigest = "abc" },
+		"long field":               func(r *evidence.Record) { r.Tool = string(bytes.Repeat([]byte("x"), evidence.MaxFieldBytes+1)) },
+		"negative duration":        func(r *evidence.Record) { r.DurationMS = -1 },
+		"duplicate reason":         func(r *evidence.Record) { r.Reasons = append(r.Reasons, r.Reasons[0]) },
+		"invalid_claim with verified": func(r *evidence.Record) {
+			r.Binding, r.Reasons = evidence.BindingInvalidClaim, []evidence.Reason{evidence.ReasonNotRegistered}
+		},
+		"invalid_claim with a sessionless reason": func(r *evidence.Record) {
+			r.Binding, r.Reasons, r.Verified = evidence.BindingInvalidClaim, []evidence.Reason{evidence.ReasonNoRecorderRequested}, evidence.Verified{}
+		},
+		"sessionless with a caller reason": func(r *evidence.Record) {
+			r.Binding, r.Reasons, r.Verified = evidence.BindingSessionless, []evidence.Reason{"caller_said_so"}, evidence.Verified{}
+			r.Claim.RecordingSessionID = ""
+		},
+		"sessionless with a claim": func(r *evidence.Record) {
+			r.Binding, r.Reasons, r.Verified = evidence.BindingSessionless, []evidence.Reason{evidence.ReasonNoRecorderRequested}, evidence.Verified{}
+		},
+	}
+	if err := golden().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range cases {
+		r := golden()
+		mut(&r)
+		if err := r.Validate(); failure.KindOf(err) != failure.InvalidArguments {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestTreeBuilderProofs(t *testing.T) {
+	leaves := make([][]byte, 37)
+	for i := range leaves {
+		leaves[i] = evidence.LeafHash([]byte(fmt.Sprint(i)))
+	}
+	for size := uint64(1); size <= uint64(len(leaves)); size++ {
+		tb := evidence.NewTreeBuilder()
+		for i := uint64(0); i < size; i++ {
+			tb.WantInclusion(i, size)
+		}
+		for s1 := uint64(0); s1 <= size; s1++ {
+			tb.WantConsistency(s1, size)
+			tb.WantRoot(s1)
+		}
+		for _, l := range leaves[:size] {
+			tb.Append(l)
+		}
+		root := tb.Root()
+		for i := uint64(0); i < size; i++ {
+			p, err := tb.InclusionProof(i, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := proof.VerifyInclusion(evidence.Hasher, i, size, leaves[i], p, root); err != nil {
+				t.Fatalf("inclusion %d/%d: %v", i, size, err)
+			}
+		}
+		for s1 := uint64(0); s1 <= size; s1++ {
+			r1, ok := tb.RootAt(s1)
+			p, err := tb.ConsistencyProof(s1, size)
+			if !ok || err != nil {
+				t.Fatalf("consistency %d/%d: %v", s1, size, err)
+			}
+			if err := proof.VerifyConsistency(evidence.Hasher, s1, size, p, r1, root); err != nil {
+				t.Fatalf("consistency %d/%d: %v", s1, size, err)
+			}
+		}
+	}
+}
+
+func TestCheckpointBody(t *testing.T) {
+	c := evidence.Checkpoint{Origin: "o.test/x", Size: 3, Root: make([]byte, 32)}
+	got, err := evidence.ParseCheckpointBody(c.Body())
+	if err != nil || !got.Equal(c) {
+		t.Fatalf("%+v %v", got, err)
+	}
+	for _, bad := range []string{"o\n", "o\n01\nAAAA\n", "o\n1\nAAAA\n", "\n1\n" + c.Body()[11:]} {
+		if _, err := evidence.ParseCheckpointBody(bad); !errors.Is(err, evidence.ErrMalformedCheckpoint) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

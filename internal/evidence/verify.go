@@ -1,0 +1,404 @@
+package evidence
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/transparency-dev/merkle/proof"
+)
+
+// FindingKind is a stable verification finding identifier.
+type FindingKind string
+
+// Per-record findings (scope "record"). A record with none is "ok" (counted
+// in Report.OK; FindingOK never appears in Findings).
+const (
+	FindingOK FindingKind = "ok"
+	// FindingMalformed: a row or canonical blob that cannot be decoded,
+	// or a decoded record outside the closed lists.
+	FindingMalformed FindingKind = "malformed"
+	// FindingBadLeaf: the stored leaf hash differs from the hash of the
+	// canonical bytes or of the re-encoded columns, or the canonical bytes
+	// name another journal, index or key id than the row.
+	FindingBadLeaf FindingKind = "bad_leaf"
+	// FindingUnknownKey: a record bound to, or a checkpoint signed by, a
+	// key outside the trusted set.
+	FindingUnknownKey FindingKind = "unknown_key"
+	// FindingUnsupportedSchema: canonical bytes of another schema version.
+	FindingUnsupportedSchema FindingKind = "unsupported_schema"
+	// FindingDuplicateID: an invocation id stored more than once (replay).
+	FindingDuplicateID FindingKind = "duplicate_id"
+	// FindingNotInTree: the record is not at its tree position (a gap
+	// before it), or its inclusion proof does not reach the checkpoint.
+	FindingNotInTree FindingKind = "not_in_tree"
+)
+
+// Journal-level findings (scopes "journal", "checkpoint", "from").
+const (
+	// FindingMissing: leaf indexes absent from the journal (deletion).
+	FindingMissing FindingKind = "missing"
+	// FindingBadSignature: a trusted key's signature does not verify.
+	FindingBadSignature FindingKind = "bad_signature"
+	// FindingMalformedCheckpoint: a checkpoint that cannot be parsed, or a
+	// checkpoint row whose columns disagree with its note.
+	FindingMalformedCheckpoint FindingKind = "malformed_checkpoint"
+	// FindingOriginMismatch: a checkpoint of another log.
+	FindingOriginMismatch FindingKind = "origin_mismatch"
+	// FindingRootMismatch: the rebuilt tree's root at a checkpoint's size
+	// differs from the signed root (rewritten, reordered or deleted rows).
+	FindingRootMismatch FindingKind = "root_mismatch"
+	// FindingTruncated: a stored checkpoint is larger than the journal
+	// (its tail was removed).
+	FindingTruncated FindingKind = "truncated"
+	// FindingRollback: the --from checkpoint is larger than the journal
+	// (the journal was rolled back or truncated).
+	FindingRollback FindingKind = "rollback"
+	// FindingInconsistent: the consistency proof from the --from
+	// checkpoint to the head fails (history rewritten).
+	FindingInconsistent FindingKind = "inconsistent"
+)
+
+// Finding scopes.
+const (
+	ScopeRecord     = "record"
+	ScopeJournal    = "journal"
+	ScopeCheckpoint = "checkpoint"
+	ScopeFrom       = "from"
+)
+
+// MaxReportFindings bounds the findings listed in a Report; Totals still
+// count every finding.
+const MaxReportFindings = 1000
+
+// Finding is one verification problem.
+type Finding struct {
+	Scope        string      `json:"scope"`
+	Kind         FindingKind `json:"kind"`
+	Index        *uint64     `json:"index,omitempty"`
+	InvocationID string      `json:"invocation_id,omitempty"`
+	Detail       string      `json:"detail"`
+}
+
+// CheckpointStatus describes a checkpoint that verified.
+type CheckpointStatus struct {
+	Size  uint64 `json:"size"`
+	Root  []byte `json:"root_hash"`
+	KeyID string `json:"key_id"`
+}
+
+// Report is the result of verifying a journal or a bundle.
+type Report struct {
+	JournalID string `json:"journal_id"`
+	Origin    string `json:"origin"`
+	// Records is the number of rows (or bundle records) read; OK how many
+	// of them have no record-scope finding; Unparseable how many could
+	// not be decoded at all.
+	Records     int64   `json:"records"`
+	OK          int64   `json:"ok"`
+	Unparseable int64   `json:"unparseable"`
+	FirstIndex  *uint64 `json:"first_index,omitempty"`
+	LastIndex   *uint64 `json:"last_index,omitempty"`
+	// Head is the tree rebuilt from the stored canonical bytes.
+	Head Checkpoint `json:"head"`
+	// Checkpoints is how many stored checkpoints were checked; Last is
+	// the largest one that verified; Unanchored the records after it.
+	Checkpoints           int               `json:"checkpoints"`
+	LastCheckpoint        *CheckpointStatus `json:"last_checkpoint,omitempty"`
+	Unanchored            uint64            `json:"unanchored"`
+	HeadMatchesCheckpoint bool              `json:"head_matches_checkpoint"`
+	// From is the user's earlier checkpoint, when one was given and it
+	// verified.
+	From              *CheckpointStatus     `json:"from,omitempty"`
+	TrustedKeys       []string              `json:"trusted_key_ids"`
+	Totals            map[FindingKind]int64 `json:"totals"`
+	Findings          []Finding             `json:"findings"`
+	FindingsTruncated bool                  `json:"findings_truncated"`
+	Clean             bool                  `json:"clean"`
+}
+
+func (r *Report) add(f Finding) {
+	if r.Totals == nil {
+		r.Totals = map[FindingKind]int64{}
+	}
+	r.Totals[f.Kind]++
+	if len(r.Findings) < MaxReportFindings {
+		r.Findings = append(r.Findings, f)
+	} else {
+		r.FindingsTruncated = true
+	}
+}
+
+// Has reports whether the report holds a finding of kind k.
+func (r Report) Has(k FindingKind) bool { return r.Totals[k] > 0 }
+
+// Kinds returns the finding kinds present, sorted.
+func (r Report) Kinds() []FindingKind {
+	out := []FindingKind{}
+	for k := range r.Totals {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func idx(i uint64) *uint64 { return &i }
+
+// VerifyOptions configure Verify.
+type VerifyOptions struct {
+	// From is the text of a signed checkpoint the user kept earlier; the
+	// journal must be a consistent extension of it.
+	From []byte
+	// TrustedKeys, when non-empty, are the only public keys trusted (note
+	// verifier keys); otherwise the data directory's keys are used (see
+	// TrustedKeys).
+	TrustedKeys []string
+	// Progress, when set, is called with rows done and the total, every
+	// ProgressEvery rows and at the end.
+	Progress func(done, total uint64)
+}
+
+// ProgressEvery is how many rows pass between Progress calls.
+const ProgressEvery = 4096
+
+// StoredRow is one journal row as read from storage.
+type StoredRow struct {
+	Index        uint64
+	InvocationID string
+	KeyID        string
+	// Columns is the record decoded from the row's columns; ColumnsErr
+	// is set when they could not be decoded.
+	Columns    Record
+	ColumnsErr error
+	Canonical  []byte
+	LeafHash   []byte
+}
+
+// StoredCheckpoint is one stored checkpoint row.
+type StoredCheckpoint struct {
+	Size  uint64
+	Root  []byte
+	KeyID string
+	Note  string
+}
+
+// CheckInput is what a Checker needs before the rows stream in.
+type CheckInput struct {
+	JournalID, Origin string
+	Keys              *KeySet
+	// Rows is the number of rows that will be streamed.
+	Rows        uint64
+	Checkpoints []StoredCheckpoint
+	From        []byte
+	// Duplicates are invocation ids stored more than once.
+	Duplicates map[string]bool
+	Progress   func(done, total uint64)
+}
+
+// Checker verifies a journal streamed row by row in index order, in
+// bounded memory.
+type Checker struct {
+	in     CheckInput
+	tree   *TreeBuilder
+	rep    Report
+	pos    uint64 // tree position of the next row
+	next   uint64 // index expected for the next row
+	from   *Checkpoint
+	fromID string
+}
+
+// NewChecker prepares the checks of in (verifying the From checkpoint's
+// signature at once).
+func NewChecker(in CheckInput) *Checker {
+	c := &Checker{in: in, tree: NewTreeBuilder()}
+	c.rep.JournalID, c.rep.Origin, c.rep.TrustedKeys = in.JournalID, in.Origin, in.Keys.IDs()
+	c.rep.Totals = map[FindingKind]int64{}
+	c.rep.Findings = []Finding{}
+	for _, cp := range in.Checkpoints {
+		c.tree.WantRoot(cp.Size)
+	}
+	if len(in.From) > 0 {
+		cp, keyID, err := OpenCheckpoint(in.From, in.Keys)
+		switch {
+		case err != nil:
+			c.rep.add(Finding{Scope: ScopeFrom, Kind: checkpointErrKind(err), Detail: err.Error()})
+		case cp.Origin != in.Origin:
+			c.rep.add(Finding{Scope: ScopeFrom, Kind: FindingOriginMismatch, Detail: fmt.Sprintf("checkpoint origin %q, journal origin %q", cp.Origin, in.Origin)})
+		default:
+			c.from, c.fromID = &cp, keyID
+			c.tree.WantRoot(cp.Size)
+			if cp.Size <= in.Rows {
+				c.tree.WantConsistency(cp.Size, in.Rows)
+			}
+		}
+	}
+	return c
+}
+
+func checkpointErrKind(err error) FindingKind {
+	switch {
+	case errors.Is(err, ErrUnknownKey):
+		return FindingUnknownKey
+	case errors.Is(err, ErrBadSignature):
+		return FindingBadSignature
+	default:
+		return FindingMalformedCheckpoint
+	}
+}
+
+// Row checks the next row and adds its canonical bytes to the tree.
+func (c *Checker) Row(r StoredRow) {
+	rep := &c.rep
+	rep.Records++
+	if rep.FirstIndex == nil {
+		rep.FirstIndex = idx(r.Index)
+	}
+	rep.LastIndex = idx(r.Index)
+	n0 := sumTotals(rep.Totals)
+	rec := func(k FindingKind, format string, args ...any) {
+		rep.add(Finding{Scope: ScopeRecord, Kind: k, Index: idx(r.Index), InvocationID: r.InvocationID, Detail: fmt.Sprintf(format, args...)})
+	}
+	if r.Index > c.next {
+		rep.add(Finding{Scope: ScopeJournal, Kind: FindingMissing, Index: idx(c.next),
+			Detail: fmt.Sprintf("indexes %d..%d are absent", c.next, r.Index-1)})
+	}
+	c.next = r.Index + 1
+	if r.Index != c.pos {
+		rec(FindingNotInTree, "stored at index %d but at tree position %d (a gap precedes it)", r.Index, c.pos)
+	}
+	// The tree is built from the canonical bytes: the content itself.
+	leaf := LeafHash(r.Canonical)
+	if err := c.tree.Append(leaf); err != nil {
+		rec(FindingMalformed, "tree: %v", err)
+	}
+	c.pos++
+
+	if r.ColumnsErr != nil {
+		rep.Unparseable++
+		rec(FindingMalformed, "columns: %v", r.ColumnsErr)
+	}
+	columnsOK := r.ColumnsErr == nil
+	v, err := SchemaOf(r.Canonical)
+	switch {
+	case err != nil:
+		rec(FindingMalformed, "canonical bytes do not start with %q and a version", Magic)
+		columnsOK = false
+	case v != SchemaVersion:
+		rec(FindingUnsupportedSchema, "canonical schema version %d; this build reads %d", v, SchemaVersion)
+		columnsOK = false
+	default:
+		h, _, err := ParseCanonical(r.Canonical)
+		if err != nil {
+			rec(FindingMalformed, "canonical bytes: %v", err)
+		} else {
+			switch {
+			case h.JournalID != c.in.JournalID:
+				rec(FindingBadLeaf, "canonical bytes belong to journal %q", h.JournalID)
+			case h.Index != r.Index:
+				rec(FindingBadLeaf, "canonical bytes name index %d", h.Index)
+			case h.KeyID != r.KeyID:
+				rec(FindingBadLeaf, "canonical bytes name key %s, the row %s", h.KeyID, r.KeyID)
+			}
+		}
+	}
+	if !bytes.Equal(leaf, r.LeafHash) {
+		rec(FindingBadLeaf, "stored leaf hash differs from the hash of the canonical bytes")
+	}
+	if columnsOK {
+		canon, err := r.Columns.Canonical(c.in.JournalID, r.KeyID, r.Index)
+		if err != nil {
+			rec(FindingMalformed, "columns: %v", err)
+		} else if !bytes.Equal(LeafHash(canon), r.LeafHash) || !bytes.Equal(canon, r.Canonical) {
+			rec(FindingBadLeaf, "the columns do not re-encode to the stored leaf")
+		}
+	}
+	if !c.in.Keys.Has(r.KeyID) {
+		rec(FindingUnknownKey, "record bound to key %s, which is not trusted", r.KeyID)
+	}
+	if c.in.Duplicates[r.InvocationID] {
+		rec(FindingDuplicateID, "invocation id %s is stored more than once", r.InvocationID)
+	}
+	if sumTotals(rep.Totals) == n0 {
+		rep.OK++
+	}
+	if p := c.in.Progress; p != nil && rep.Records%ProgressEvery == 0 {
+		p(uint64(rep.Records), c.in.Rows)
+	}
+}
+
+func sumTotals(m map[FindingKind]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// Finish checks the checkpoints and the From checkpoint against the rebuilt
+// tree and returns the report.
+func (c *Checker) Finish() Report {
+	rep := &c.rep
+	rep.Head = Checkpoint{Origin: c.in.Origin, Size: c.tree.Size(), Root: c.tree.Root()}
+	if c.tree.Size() != c.in.Rows {
+		rep.add(Finding{Scope: ScopeJournal, Kind: FindingMalformed, Detail: fmt.Sprintf("expected %d rows, read %d", c.in.Rows, c.tree.Size())})
+	}
+	var last *CheckpointStatus
+	for _, sc := range c.in.Checkpoints {
+		rep.Checkpoints++
+		f := Finding{Scope: ScopeCheckpoint, Index: idx(sc.Size)}
+		cp, keyID, err := OpenCheckpoint([]byte(sc.Note), c.in.Keys)
+		switch {
+		case err != nil:
+			f.Kind, f.Detail = checkpointErrKind(err), err.Error()
+		case cp.Origin != c.in.Origin:
+			f.Kind, f.Detail = FindingOriginMismatch, fmt.Sprintf("checkpoint origin %q, journal origin %q", cp.Origin, c.in.Origin)
+		case cp.Size != sc.Size || !bytes.Equal(cp.Root, sc.Root) || keyID != sc.KeyID:
+			f.Kind, f.Detail = FindingMalformedCheckpoint, "the checkpoint row's columns disagree with its signed note"
+		case cp.Size > rep.Head.Size:
+			f.Kind, f.Detail = FindingTruncated, fmt.Sprintf("signed checkpoint of size %d, but the journal has %d records", cp.Size, rep.Head.Size)
+		default:
+			root, _ := c.tree.RootAt(cp.Size)
+			if !bytes.Equal(root, cp.Root) {
+				f.Kind, f.Detail = FindingRootMismatch, fmt.Sprintf("the records do not hash to the signed root of size %d", cp.Size)
+			} else if last == nil || cp.Size >= last.Size {
+				last = &CheckpointStatus{Size: cp.Size, Root: cp.Root, KeyID: keyID}
+			}
+		}
+		if f.Kind != "" {
+			rep.add(f)
+		}
+	}
+	rep.LastCheckpoint = last
+	if last != nil {
+		rep.Unanchored = rep.Head.Size - last.Size
+		rep.HeadMatchesCheckpoint = rep.Unanchored == 0
+	} else {
+		rep.Unanchored = rep.Head.Size
+	}
+	if c.from != nil {
+		cp := *c.from
+		f := Finding{Scope: ScopeFrom, Index: idx(cp.Size)}
+		if cp.Size > rep.Head.Size {
+			f.Kind, f.Detail = FindingRollback, fmt.Sprintf("your checkpoint has %d records, the journal only %d: it was rolled back or truncated", cp.Size, rep.Head.Size)
+		} else {
+			p, err := c.tree.ConsistencyProof(cp.Size, rep.Head.Size)
+			if err == nil {
+				err = proof.VerifyConsistency(Hasher, cp.Size, rep.Head.Size, p, cp.Root, rep.Head.Root)
+			}
+			if err != nil {
+				f.Kind, f.Detail = FindingInconsistent, fmt.Sprintf("the journal is not an append-only extension of your checkpoint of size %d: %v", cp.Size, err)
+			}
+		}
+		if f.Kind != "" {
+			rep.add(f)
+		} else {
+			rep.From = &CheckpointStatus{Size: cp.Size, Root: cp.Root, KeyID: c.fromID}
+		}
+	}
+	if p := c.in.Progress; p != nil {
+		p(uint64(rep.Records), c.in.Rows)
+	}
+	rep.Clean = len(rep.Totals) == 0
+	return *rep
+}
