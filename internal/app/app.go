@@ -22,6 +22,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
+	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -29,6 +30,7 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
+	"github.com/webcodex/webcodex/internal/transport/evidenceapi"
 	"github.com/webcodex/webcodex/internal/transport/mcpserver"
 	"github.com/webcodex/webcodex/internal/transport/rest"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -56,6 +58,8 @@ type App struct {
 	Audit    *audit.Service
 	// AuditHTTP records audited requests and serves the operator audit API.
 	AuditHTTP *auditmw.Middleware
+	// Evidence is the tamper-evident invocation journal (evidence.db).
+	Evidence *evidencestore.Journal
 
 	// AdminToken is the first-start admin credential and AdminCreated
 	// whether this start created it (so it is printed exactly once).
@@ -63,6 +67,9 @@ type App struct {
 	AdminCreated bool
 
 	started time.Time
+	evSink  *evidenceSink
+	stopBG  context.CancelFunc // ends background loops (checkpoints)
+	bgDone  chan struct{}
 	mcp     *mcpserver.Server
 	server  *http.Server
 	ln      net.Listener
@@ -105,6 +112,13 @@ func (a *App) wire(ctx context.Context) error {
 	if a.Jobs, err = newJobs(ctx, a); err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
+	if a.Evidence, err = openEvidence(ctx, a); err != nil {
+		return err
+	}
+	a.evSink = newEvidenceSink(a, a.Evidence)
+	bg, stop := context.WithCancel(context.Background())
+	a.stopBG, a.bgDone = stop, make(chan struct{})
+	go func() { defer close(a.bgDone); a.Evidence.Run(bg) }()
 	a.Kernel = newKernel(a)
 	a.Audit, a.AuditHTTP = newAudit(a)
 	if rep := a.Stores.Workflow.Restored(); rep.Discarded > 0 {
@@ -122,6 +136,9 @@ func (a *App) Handler() http.Handler {
 	(&rest.Server{Kernel: a.Kernel, Status: a.Status, PublicURL: a.Config.PublicURL, Version: Version, Audit: a.AuditHTTP}).Register(mux)
 	mux.Authenticated("/mcp", a.AuditHTTP.Wrap(auditmw.OpMCP, a.MCP().Handler(httpserver.MaxBodyBytes)))
 	a.AuditHTTP.RegisterOperator(mux)
+	if a.Evidence != nil {
+		(&evidenceapi.API{Journal: a.Evidence, Sessions: a.Sessions}).Register(mux)
+	}
 	return mux.Handler()
 }
 
@@ -201,7 +218,19 @@ func (a *App) Close() error {
 			a.Log.Warn("audit: queued events not all written", "err", err)
 		}
 	}
-	return a.Stores.Close()
+	var errs []error
+	if a.Evidence != nil {
+		a.evSink.wait()
+		a.stopBG()
+		<-a.bgDone
+		// The head is signed at shutdown so that verify sees no unsigned tail.
+		if _, err := a.Evidence.Checkpoint(context.Background()); err != nil {
+			a.Log.Warn("evidence: checkpoint at shutdown", "err", err)
+		}
+		errs = append(errs, a.Evidence.Close())
+	}
+	errs = append(errs, a.Stores.Close())
+	return errors.Join(errs...)
 }
 
 // auditDrainTimeout bounds how long Close waits for queued audit events.

@@ -25,7 +25,7 @@ func TestArchitecture(t *testing.T) {
 		why       string
 	}{
 		{[]string{"internal/workflow", "internal/auth", "internal/project", "internal/failure", "internal/redact", "internal/filerev",
-			"internal/sqlitedb", "internal/runner", "internal/shell", "internal/jobs", "internal/testreport", "internal/audit"},
+			"internal/sqlitedb", "internal/runner", "internal/shell", "internal/jobs", "internal/testreport", "internal/audit", "internal/evidence"},
 			[]string{"internal/kernel", "internal/tools", "internal/transport", "internal/httpserver", "internal/app"},
 			"domains and infrastructure import no kernel, tool or transport"},
 		{[]string{"internal/kernel"}, []string{"internal/transport", "internal/httpserver", "internal/app", "internal/tools"},
@@ -35,6 +35,7 @@ func TestArchitecture(t *testing.T) {
 		{[]string{"internal/failure"}, []string{"internal/"}, "failure is a leaf"},
 		{[]string{"internal/audit"}, []string{"internal/workflow"}, "Action Audit Sessions never read or write Workflow Sessions"},
 		{[]string{"internal/workflow"}, []string{"internal/audit"}, "Workflow Sessions never read or write Action Audit Sessions"},
+		{[]string{"internal/evidence"}, []string{"internal/workflow", "internal/audit"}, "the evidence journal is its own system: it reads no session store"},
 	}
 	seen := 0
 	for dec.More() {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/tools/edit"
@@ -17,13 +18,30 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/validate"
 )
 
+// evidenceCheckpointTimeout bounds the checkpoint signed at session close.
+const evidenceCheckpointTimeout = 10 * time.Second
+
 // NewRegistry returns the registry of every tool, wired to the app's
 // services.
 func NewRegistry(a *App) *kernel.Registry {
 	reg := kernel.NewRegistry()
-	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions, OnClose: func(id string) {
+	// The journal behind interfaces: nil stays a nil interface.
+	var counter sessions.EvidenceCounter
+	var journal handofftools.Journal
+	if a.Evidence != nil {
+		counter, journal = a.Evidence, a.Evidence
+	}
+	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions, Evidence: counter, OnClose: func(id string) {
 		if a.Shells != nil {
 			a.Shells.CloseSession(id)
+		}
+		if a.Evidence != nil {
+			// A closed session's records are covered by a signed head.
+			ctx, cancel := context.WithTimeout(context.Background(), evidenceCheckpointTimeout)
+			defer cancel()
+			if _, err := a.Evidence.Checkpoint(ctx); err != nil {
+				a.Log.Warn("evidence: checkpoint at session close", "session", id, "err", err)
+			}
 		}
 	}})
 	files.Register(reg)
@@ -39,8 +57,8 @@ func NewRegistry(a *App) *kernel.Registry {
 	jobtools.Register(reg, jt)
 	shelltools.Register(reg, a.Shells)
 	validate.Register(reg, vt)
-	handofftools.Register(reg, &handofftools.Tools{Sessions: a.Sessions, Jobs: a.Jobs})
-	finishtools.Register(reg, &finishtools.Tools{Sessions: a.Sessions, Jobs: a.Jobs})
+	handofftools.Register(reg, &handofftools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal})
+	finishtools.Register(reg, &finishtools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal})
 	return reg
 }
 
@@ -49,20 +67,7 @@ func newKernel(a *App) *kernel.Kernel {
 		Registry: NewRegistry(a),
 		Projects: a.Projects,
 		Sessions: a.Sessions,
-		Evidence: evidenceLog(a),
+		Evidence: a.evSink.record,
 		Logger:   a.Log,
 	})
-}
-
-// evidenceLog is the evidence sink until the evidence journal exists: every
-// invalid recorder claim is logged as negative evidence (and counted by the
-// kernel); nothing about a claim is dropped or re-targeted.
-func evidenceLog(a *App) kernel.EvidenceSink {
-	return func(ctx context.Context, r kernel.Record) {
-		if r.Binding.State == kernel.InvalidClaim {
-			a.Log.Warn("evidence: invalid session claim",
-				"invocation", r.InvocationID, "tool", r.Tool, "source", r.Source,
-				"claimed_session_id", r.Binding.ClaimedSessionID, "reasons", r.Binding.Reasons)
-		}
-	}
 }

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -30,11 +31,31 @@ type Binding struct {
 	// ClaimedSessionID is the recording_session_id as the caller sent it
 	// (bounded), empty when none was sent.
 	ClaimedSessionID string `json:"claimed_session_id,omitempty"`
-	// VerifiedSessionID and VerifiedProject are copied from the store, only
-	// when State is Verified.
+	// VerifiedSessionID, VerifiedProject, VerifiedAuthority (the owner's
+	// authority fingerprint) and VerifiedLifecycle are copied from the
+	// store, only when State is Verified.
 	VerifiedSessionID string `json:"verified_session_id,omitempty"`
 	VerifiedProject   string `json:"verified_project,omitempty"`
+	VerifiedAuthority string `json:"verified_authority,omitempty"`
+	VerifiedLifecycle string `json:"verified_lifecycle,omitempty"`
+	// CheckedKeys were compared against the session store; SkippedKeys
+	// were not (not applicable, or the check stopped earlier). Both are
+	// empty when no claim was checked.
+	CheckedKeys []string `json:"checked_keys,omitempty"`
+	SkippedKeys []string `json:"skipped_keys,omitempty"`
+	// SessionDigest is the hex SHA-256 of the session record as read at
+	// check time ("" when none was read).
+	SessionDigest string `json:"session_digest,omitempty"`
 }
+
+// Check keys of a recorder verification.
+const (
+	KeyRegistration = "registration"
+	KeyAuthority    = "authority"
+	KeyProject      = "project"
+	KeyLifecycle    = "lifecycle"
+	KeyGuard        = "guard"
+)
 
 // Outcome of an invocation as evidence sees it.
 type Outcome string
@@ -60,17 +81,26 @@ type Record struct {
 	ClientName    string
 	UserAgent     string
 	Project       string
-	Binding       Binding
-	Outcome       Outcome
-	ErrorKind     string
-	Duration      time.Duration
-	ArgsSHA256    string
-	ResultSHA256  string
+	// BusinessSessionID is the session_id argument as decoded ("" when
+	// none, or when the arguments did not decode).
+	BusinessSessionID string
+	// Mutates is true for tools whose record must be durable before the
+	// result is returned.
+	Mutates      bool
+	Binding      Binding
+	Outcome      Outcome
+	ErrorKind    string
+	Duration     time.Duration
+	ArgsSHA256   string
+	ResultSHA256 string
 }
 
-// EvidenceSink receives one Record per invocation, including refused ones.
-// It must not block for long and must not fail the call.
-type EvidenceSink func(ctx context.Context, r Record)
+// EvidenceSink receives one Record per invocation, including refused ones,
+// before the result is returned. For a Mutates record it must return only
+// once the record is durable; an error is reported in the result as an
+// evidence_gap warning (the tool's own result is unchanged). Other records
+// may be written later; their failures are the sink's to count.
+type EvidenceSink func(ctx context.Context, r Record) error
 
 func reasonsOf(rs []workflow.Reason) []string {
 	out := make([]string, len(rs))
@@ -78,4 +108,37 @@ func reasonsOf(rs []workflow.Reason) []string {
 		out[i] = string(r)
 	}
 	return out
+}
+
+// checkedKeys splits the recorder check keys into those compared against
+// the store and those skipped, given the failing reasons: a malformed id
+// is compared with nothing, an unregistered one (or an unreadable store)
+// only by registration; the project is compared only when one was
+// resolved; the guard (session mode) is not part of a recorder check.
+func checkedKeys(reasons []workflow.Reason, hasProject bool) (checked, skipped []string) {
+	for _, r := range reasons {
+		switch r {
+		case workflow.ReasonMalformed:
+			return nil, []string{KeyRegistration, KeyAuthority, KeyProject, KeyLifecycle, KeyGuard}
+		case workflow.ReasonNotRegistered, workflow.ReasonStoreUnavailable:
+			return []string{KeyRegistration}, []string{KeyAuthority, KeyProject, KeyLifecycle, KeyGuard}
+		}
+	}
+	checked = []string{KeyRegistration, KeyAuthority, KeyLifecycle}
+	skipped = []string{KeyGuard}
+	if hasProject {
+		checked = append(checked, KeyProject)
+	} else {
+		skipped = append(skipped, KeyProject)
+	}
+	return checked, skipped
+}
+
+// sessionDigest is the hex SHA-256 of the session record as read.
+func sessionDigest(s workflow.Session) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return ""
+	}
+	return digest(b)
 }

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -66,13 +67,23 @@ type ErrorBody struct {
 	Message string       `json:"message"`
 }
 
+// Warning is one entry of Result.Warnings.
+type Warning struct {
+	Kind    failure.Kind `json:"kind"`
+	Message string       `json:"message"`
+}
+
 // Result is the ToolResult envelope every transport returns. Only
-// Success, Output and Error are the wire shape; the other fields are facts
+// Success, Output, Error and Warnings are the wire shape; the other fields are facts
 // the kernel observed for the transport (telemetry) and never serialized.
 type Result struct {
 	Success bool       `json:"success"`
 	Output  any        `json:"output"`
 	Error   *ErrorBody `json:"error,omitempty"`
+
+	// Warnings are facts about the call the model must not miss that are
+	// not the tool's own result, such as an evidence gap.
+	Warnings []Warning `json:"warnings,omitempty"`
 
 	// Refused is true when the call was rejected before the tool's handler
 	// ran (unknown tool, invalid arguments, scope, project, session
@@ -105,8 +116,11 @@ type Stats struct {
 	Failures       int64 `json:"failures"`
 	InvalidClaims  int64 `json:"invalid_recorder_claims"`
 	RecordFailures int64 `json:"record_failures"`
-	Interrupted    int64 `json:"interrupted"`
-	InFlight       int64 `json:"in_flight"`
+	// EvidenceGaps counts records the evidence sink reported as not
+	// written (mutating calls carry an evidence_gap warning).
+	EvidenceGaps int64 `json:"evidence_gaps"`
+	Interrupted  int64 `json:"interrupted"`
+	InFlight     int64 `json:"in_flight"`
 }
 
 // Kernel dispatches calls to registered tools.
@@ -118,7 +132,7 @@ type Kernel struct {
 	log      *slog.Logger
 	now      func() time.Time
 
-	calls, failures, invalidClaims, recordFailures, interrupted, inflight atomic.Int64
+	calls, failures, invalidClaims, recordFailures, evidenceFailures, interrupted, inflight atomic.Int64
 
 	mu       sync.Mutex
 	draining bool
@@ -136,7 +150,7 @@ func New(o Options) *Kernel {
 		o.Now = time.Now
 	}
 	if o.Evidence == nil {
-		o.Evidence = func(context.Context, Record) {}
+		o.Evidence = func(context.Context, Record) error { return nil }
 	}
 	stop, stopFn := context.WithCancel(context.Background())
 	return &Kernel{
@@ -153,7 +167,7 @@ func (k *Kernel) Stats() Stats {
 	return Stats{
 		Calls: k.calls.Load(), Failures: k.failures.Load(),
 		InvalidClaims: k.invalidClaims.Load(), RecordFailures: k.recordFailures.Load(),
-		Interrupted: k.interrupted.Load(), InFlight: k.inflight.Load(),
+		EvidenceGaps: k.evidenceFailures.Load(), Interrupted: k.interrupted.Load(), InFlight: k.inflight.Load(),
 	}
 }
 
@@ -195,6 +209,16 @@ func digest(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// argsDigest digests the arguments in compact JSON form (insignificant
+// whitespace removed), or as received when they are not valid JSON.
+func argsDigest(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) == nil {
+		return digest(buf.Bytes())
+	}
+	return digest(raw)
+}
+
 // Dispatch runs one call through the pipeline and returns its Result. It
 // never returns a Go error: every failure is a Result with success=false.
 func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
@@ -210,7 +234,7 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 		ClientWindow:  c.ClientWindow,
 		ClientName:    c.ClientName,
 		UserAgent:     c.UserAgent,
-		ArgsSHA256:    digest(c.Arguments),
+		ArgsSHA256:    argsDigest(c.Arguments),
 		Binding:       Binding{State: Sessionless, Reasons: []string{ReasonNoRecorderRequested}},
 	}
 	if c.RecordingSessionID != "" {
@@ -232,7 +256,14 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 	if res.Error != nil {
 		rec.ErrorKind = string(res.Error.Kind)
 	}
-	k.evidence(context.WithoutCancel(ctx), rec)
+	if err := k.evidence(context.WithoutCancel(ctx), rec); err != nil {
+		k.evidenceFailures.Add(1)
+		k.log.Warn("evidence record not written", "tool", rec.Tool, "invocation", rec.InvocationID, "err", err)
+		if rec.Mutates {
+			res.Warnings = append(res.Warnings, Warning{Kind: failure.EvidenceGap,
+				Message: "the evidence journal could not record this call (" + rec.InvocationID + "); its result above stands"})
+		}
+	}
 	return res
 }
 
@@ -333,6 +364,7 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 	if !ok {
 		return k.refuse(rec, failure.New(failure.UnknownTool, "no tool named %q", truncate(c.Tool, 64)))
 	}
+	rec.Mutates = tool.Mutates
 	// 2. Strict decoding.
 	in, err := tool.decode(c.Arguments)
 	if err != nil {
@@ -354,6 +386,7 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 	}
 	if ss, ok := in.(SessionScoped); ok {
 		businessID = ss.BusinessSessionID()
+		rec.BusinessSessionID = truncate(businessID, MaxRecordingSessionIDBytes)
 	}
 	if tool.Session == SessionRequired && businessID == "" {
 		return k.refuse(rec, failure.New(failure.InvalidArguments, "session_id is required"))
@@ -406,6 +439,10 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 		s, reasons, verr := k.sessions.Verify(ctx, c.RecordingSessionID, workflow.Check{
 			Fingerprint: fp, Project: projectID, Mutate: true,
 		})
+		rec.Binding.CheckedKeys, rec.Binding.SkippedKeys = checkedKeys(reasons, projectID != "")
+		if s.ID != "" {
+			rec.Binding.SessionDigest = sessionDigest(s)
+		}
 		if len(reasons) > 0 {
 			rec.Binding.Reasons = reasonsOf(reasons)
 			k.invalidClaims.Add(1)
@@ -417,10 +454,9 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 				WithDetail("binding_reasons", rec.Binding.Reasons)
 			return k.refuse(rec, ferr)
 		}
-		rec.Binding = Binding{
-			State: Verified, Reasons: []string{string(workflow.ReasonStoreMatch)},
-			ClaimedSessionID: c.RecordingSessionID, VerifiedSessionID: s.ID, VerifiedProject: s.Project,
-		}
+		rec.Binding.State, rec.Binding.Reasons = Verified, []string{string(workflow.ReasonStoreMatch)}
+		rec.Binding.VerifiedSessionID, rec.Binding.VerifiedProject = s.ID, s.Project
+		rec.Binding.VerifiedAuthority, rec.Binding.VerifiedLifecycle = s.OwnerFingerprint, string(s.Lifecycle)
 		recorder = &s
 	}
 

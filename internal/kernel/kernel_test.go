@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,7 @@ type env struct {
 	store   *sqlitestore.Store
 	root    string
 	records []kernel.Record
+	sinkErr error // what the evidence sink returns
 	mu      sync.Mutex
 	release chan struct{}
 }
@@ -92,7 +94,12 @@ func newEnv(t *testing.T) *env {
 		Registry: reg,
 		Projects: projects{projA: {ID: projA, Name: "a", Root: dir}, projB: {ID: projB, Name: "b", Root: dir}},
 		Sessions: e.svc,
-		Evidence: func(_ context.Context, r kernel.Record) { e.mu.Lock(); e.records = append(e.records, r); e.mu.Unlock() },
+		Evidence: func(_ context.Context, r kernel.Record) error {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.records = append(e.records, r)
+			return e.sinkErr
+		},
 	})
 	return e
 }
@@ -411,5 +418,67 @@ func TestCancelledCallIsNeverSuccess(t *testing.T) {
 	}
 	if r := e.records[len(e.records)-1]; r.Outcome != kernel.OutcomeUnknown {
 		t.Fatalf("evidence outcome %s, want unknown", r.Outcome)
+	}
+}
+
+// TestRecorderCheckKeys: every record states which keys were compared with
+// the session store, which were not, and the digest of the session as read.
+func TestRecorderCheckKeys(t *testing.T) {
+	e := newEnv(t)
+	id := e.start(t, "")
+	closed := e.start(t, "")
+	e.call(t, auth.LocalUser(), "close_session", `{"session_id":"`+closed+`"}`, "")
+	all := "registration,authority,lifecycle,project|guard"
+	cases := []struct {
+		name, recorder, project, keys string
+		p                             auth.Principal
+		digest                        bool
+	}{
+		{"verified", id, projA, all, auth.LocalUser(), true},
+		{"malformed", "wc_sess_nope", projA, "|registration,authority,project,lifecycle,guard", auth.LocalUser(), false},
+		{"unregistered", workflow.NewSessionID(), projA, "registration|authority,project,lifecycle,guard", auth.LocalUser(), false},
+		{"closed", closed, projA, all, auth.LocalUser(), true},
+		{"foreign", id, projA, all, mallory, true},
+		{"no claim", "", projA, "|", auth.LocalUser(), false},
+	}
+	for _, c := range cases {
+		args := `{"project":"` + c.project + `","text":"x"}`
+		e.call(t, c.p, "echo", args, c.recorder)
+		r := e.records[len(e.records)-1]
+		got := strings.Join(r.Binding.CheckedKeys, ",") + "|" + strings.Join(r.Binding.SkippedKeys, ",")
+		if got != c.keys || (r.Binding.SessionDigest != "") != c.digest {
+			t.Errorf("%s: keys %s (want %s), digest %q", c.name, got, c.keys, r.Binding.SessionDigest)
+		}
+	}
+	r := e.records[len(e.records)-6] // the verified one
+	if r.Binding.VerifiedAuthority != auth.LocalUser().AuthorityFingerprint() || r.Binding.VerifiedLifecycle != "active" {
+		t.Fatalf("verified values: %+v", r.Binding)
+	}
+	// The business session id is part of the claim.
+	e.call(t, auth.LocalUser(), "echo", `{"project":"`+projA+`","session_id":"`+id+`","text":"x"}`, "")
+	if r := e.records[len(e.records)-1]; r.BusinessSessionID != id || r.Mutates {
+		t.Fatalf("business claim: %+v", r)
+	}
+}
+
+// TestEvidenceGapIsReported: when the journal cannot take a mutating
+// call's record, the result says so; the tool's own result stands.
+func TestEvidenceGapIsReported(t *testing.T) {
+	e := newEnv(t)
+	e.sinkErr = errors.New("journal unavailable")
+	res := e.call(t, auth.LocalUser(), "write_echo", `{"project":"`+projA+`","text":"x"}`, "")
+	if !res.Success || len(res.Warnings) != 1 || res.Warnings[0].Kind != failure.EvidenceGap ||
+		!strings.Contains(res.Warnings[0].Message, e.records[len(e.records)-1].InvocationID) {
+		t.Fatalf("mutating call with an evidence gap: %+v", res)
+	}
+	if res := e.call(t, auth.LocalUser(), "echo", `{"project":"`+projA+`","text":"x"}`, ""); !res.Success || len(res.Warnings) != 0 {
+		t.Fatalf("read-only call: %+v", res)
+	}
+	if n := e.k.Stats().EvidenceGaps; n != 2 {
+		t.Fatalf("evidence gaps counted: %d, want 2", n)
+	}
+	b, _ := json.Marshal(res)
+	if !strings.Contains(string(b), `"warnings":[{"kind":"evidence_gap"`) {
+		t.Fatalf("wire form: %s", b)
 	}
 }

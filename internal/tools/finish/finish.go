@@ -28,6 +28,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
+	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
 )
@@ -87,6 +88,8 @@ const (
 type Tools struct {
 	Sessions *workflow.Service
 	Jobs     *jobs.Manager
+	// Evidence, when set, signs the journal head for the brief's basis.
+	Evidence handofftools.Journal
 }
 
 // Register adds finish_coding_task to reg.
@@ -419,6 +422,7 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 	brief, raw := handoff.Brief(handoff.BriefInput{
 		Session: sess, Events: evs, Feedback: &fb,
 		IncludeWorkspace: includeWorkspace, Workspace: bws, SessionChanged: changed,
+		Evidence: handofftools.BriefEvidence(ctx, t.Evidence, sess.ID),
 	})
 	out.SuggestedNextActions = append([]string{}, brief.NextActions...)
 	if len(out.SuggestedNextActions) > handoff.MaxSuggestedActions {

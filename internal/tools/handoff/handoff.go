@@ -17,10 +17,12 @@ package handoff
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"slices"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -40,6 +42,36 @@ const (
 type Tools struct {
 	Sessions *workflow.Service
 	Jobs     *jobs.Manager
+	// Evidence, when set, is the evidence journal: every brief signs its
+	// head and carries the session's binding counts in its basis.
+	Evidence Journal
+}
+
+// Journal is the evidence journal as a brief's basis needs it.
+type Journal interface {
+	Checkpoint(ctx context.Context) (evidence.SignedCheckpoint, error)
+	SessionCounts(ctx context.Context, sessionID string) (evidence.Counts, error)
+}
+
+// BriefEvidence signs the journal head and counts the session's records
+// by binding, for a brief's basis. It returns nil when j is nil or the
+// counts cannot be read; a checkpoint that cannot be signed leaves
+// Checkpoint nil. Records of the calls still running (this one included)
+// are not covered yet.
+func BriefEvidence(ctx context.Context, j Journal, sessionID string) *handoff.BriefEvidence {
+	if j == nil {
+		return nil
+	}
+	c, err := j.SessionCounts(ctx, sessionID)
+	if err != nil {
+		return nil
+	}
+	ev := &handoff.BriefEvidence{Verified: c.Verified, Sessionless: c.Sessionless, InvalidClaim: c.InvalidClaim, Unknown: c.Unknown}
+	if cp, err := j.Checkpoint(ctx); err == nil {
+		ev.Checkpoint = &handoff.BriefCheckpoint{Origin: cp.Origin, Size: cp.Size,
+			RootHash: base64.StdEncoding.EncodeToString(cp.Root), KeyID: cp.KeyID, Note: cp.Note}
+	}
+	return ev
 }
 
 // Register adds session_handoff_summary to reg.
@@ -121,6 +153,7 @@ func (t *Tools) summary(ctx context.Context, inv *kernel.Invocation, in Input) (
 		// that cannot be proven is reported unavailable.
 		IncludeWorkspace: includeWorkspace, Workspace: ws,
 		SessionChanged: changed,
+		Evidence:       BriefEvidence(ctx, t.Evidence, sess.ID),
 	})
 	out := Output{SessionID: sess.ID, Project: sess.Project, HandoffBrief: json.RawMessage(raw)}
 	if in.Diagnostic {

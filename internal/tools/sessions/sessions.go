@@ -10,6 +10,7 @@ import (
 	"context"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
@@ -21,8 +22,24 @@ import (
 type Tools struct {
 	Sessions *workflow.Service
 	// OnClose, when set, is called after a session was closed (for
-	// example to release its persistent shell).
+	// example to release its persistent shell, or to sign an evidence
+	// checkpoint).
 	OnClose func(sessionID string)
+	// Evidence, when set, counts the session's evidence journal records
+	// for session_summary.
+	Evidence EvidenceCounter
+}
+
+// EvidenceCounter counts a session's evidence journal records by binding.
+type EvidenceCounter interface {
+	SessionCounts(ctx context.Context, sessionID string) (evidence.Counts, error)
+}
+
+// EvidenceView is session_summary's evidence block.
+type EvidenceView struct {
+	evidence.Counts
+	// Proves states what a verified binding proves, and what it does not.
+	Proves string `json:"proves"`
 }
 
 // Register adds the session tools to reg.
@@ -229,6 +246,9 @@ type SummaryOutput struct {
 	// EventsComplete is false when older events exist beyond those returned
 	// or were removed by retention.
 	EventsComplete bool `json:"events_complete"`
+	// Evidence counts the session's evidence journal records by binding
+	// (null when the journal is not available).
+	Evidence *EvidenceView `json:"evidence"`
 }
 
 func (t *Tools) sessionSummary(ctx context.Context, inv *kernel.Invocation, in SummaryInput) (SummaryOutput, error) {
@@ -243,7 +263,13 @@ func (t *Tools) sessionSummary(ctx context.Context, inv *kernel.Invocation, in S
 		evs = []workflow.Event{}
 	}
 	complete := !sess.RetentionTruncated && (len(evs) == 0 || evs[0].Seq == 1)
-	return SummaryOutput{Session: View(sess), Events: evs, EventsReturned: len(evs), EventsComplete: complete}, nil
+	out := SummaryOutput{Session: View(sess), Events: evs, EventsReturned: len(evs), EventsComplete: complete}
+	if t.Evidence != nil {
+		if c, err := t.Evidence.SessionCounts(ctx, sess.ID); err == nil {
+			out.Evidence = &EvidenceView{Counts: c, Proves: handoff.EvidenceProves}
+		}
+	}
+	return out, nil
 }
 
 // ContextInput is the input of update_session_context.

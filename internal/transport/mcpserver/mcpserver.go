@@ -66,6 +66,8 @@ type ToolResult struct {
 	Success bool              `json:"success"`
 	Output  any               `json:"output"`
 	Error   *kernel.ErrorBody `json:"error,omitempty"`
+	// Warnings are the kernel's warnings (an evidence gap).
+	Warnings []kernel.Warning `json:"warnings,omitempty"`
 	// Context holds the materials asked for with context_request, added
 	// after the tool's effect; it never gates the call.
 	Context map[string]Material `json:"context,omitempty"`
@@ -195,7 +197,7 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 			}
 		}
 		res := s.opts.Kernel.Dispatch(ctx, call)
-		out := ToolResult{Success: res.Success, Output: res.Output, Error: res.Error}
+		out := ToolResult{Success: res.Success, Output: res.Output, Error: res.Error, Warnings: res.Warnings}
 		if len(w.context) > 0 {
 			out.Context = s.materials(ctx, p, args, w.context)
 		}

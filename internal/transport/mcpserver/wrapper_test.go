@@ -95,7 +95,12 @@ func TestKernelSeesOnlyTheHash(t *testing.T) {
 		})
 	})
 	k := kernel.New(kernel.Options{Registry: env.Kernel.Registry(), Projects: kerneltest.Projects{env.Project.ID: env.Project},
-		Evidence: func(_ context.Context, r kernel.Record) { mu.Lock(); records = append(records, r); mu.Unlock() }})
+		Evidence: func(_ context.Context, r kernel.Record) error {
+			mu.Lock()
+			records = append(records, r)
+			mu.Unlock()
+			return nil
+		}})
 	local := auth.LocalUser()
 	srv := New(Options{Kernel: k, Local: local, Version: "test"})
 	st, ct := mcp.NewInMemoryTransports()

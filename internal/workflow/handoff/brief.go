@@ -89,6 +89,37 @@ type BriefInput struct {
 	// SessionChanged reports that the snapshot fence moved while the
 	// evidence was gathered (or the session disappeared).
 	SessionChanged bool
+	// Evidence is the evidence journal's view of the session; nil when no
+	// journal was consulted (the basis then shows evidence: null).
+	Evidence *BriefEvidence
+}
+
+// EvidenceProves states, in every brief that carries evidence counts, what
+// a verified binding proves and what it does not.
+const EvidenceProves = "a verified binding proves which session a call was attributed to, never that the work was correct"
+
+// BriefEvidence is the basis's evidence block: how the session's journal
+// records are bound, and the signed checkpoint that covers them.
+type BriefEvidence struct {
+	Verified     int64 `json:"verified"`
+	Sessionless  int64 `json:"sessionless"`
+	InvalidClaim int64 `json:"invalid_claim"`
+	Unknown      int64 `json:"unknown"`
+	// Checkpoint is the journal head signed for this brief; nil when none
+	// could be signed.
+	Checkpoint *BriefCheckpoint `json:"checkpoint"`
+	Proves     string           `json:"proves"`
+}
+
+// BriefCheckpoint is a signed journal checkpoint: keep Note to check later,
+// offline, that the journal was not rolled back or rewritten
+// (webcodex evidence verify --from).
+type BriefCheckpoint struct {
+	Origin   string `json:"origin"`
+	Size     uint64 `json:"size"`
+	RootHash string `json:"root_hash"`
+	KeyID    string `json:"key_id"`
+	Note     string `json:"note"`
 }
 
 // HandoffBrief is handoff_brief version 1.
@@ -168,10 +199,12 @@ type BriefAttention struct {
 	OpenTodos           *int  `json:"open_todos"`
 }
 
-// BriefBasis says whether the brief rests on complete evidence.
+// BriefBasis says whether the brief rests on complete evidence, and
+// carries the evidence journal's counts and checkpoint.
 type BriefBasis struct {
-	Complete    bool     `json:"complete"`
-	ReasonCodes []string `json:"reason_codes"`
+	Complete    bool           `json:"complete"`
+	ReasonCodes []string       `json:"reason_codes"`
+	Evidence    *BriefEvidence `json:"evidence"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -292,6 +325,11 @@ func Brief(in BriefInput) (HandoffBrief, []byte) {
 	sort.Strings(reasons)
 	reasons = slices.Compact(reasons)
 	b.Basis = BriefBasis{Complete: len(reasons) == 0, ReasonCodes: append([]string{}, reasons...)}
+	if in.Evidence != nil {
+		ev := *in.Evidence
+		ev.Proves = EvidenceProves
+		b.Basis.Evidence = &ev
+	}
 
 	// Progress state, in precedence order.
 	openRisk := in.Guidance != nil && in.Guidance.OpenRisks > 0

@@ -107,6 +107,9 @@ func cases() []goldenCase {
 	full := func(in *handoff.BriefInput) {
 		in.IncludeWorkspace, in.Workspace = true, clean
 		in.Guidance = &handoff.GuidanceSnapshot{}
+		in.Evidence = &handoff.BriefEvidence{Verified: 3, Sessionless: 1, InvalidClaim: 1, Checkpoint: &handoff.BriefCheckpoint{
+			Origin: "webcodex.local/evidence/j1", Size: 5, RootHash: "n0H0Q2z2B8pcVjXhJ4BDwm8l0vF8hJIZ1p0o9Pp3m4c=", KeyID: "0a1b2c3d",
+			Note: "webcodex.local/evidence/j1\n5\nn0H0Q2z2B8pcVjXhJ4BDwm8l0vF8hJIZ1p0o9Pp3m4c=\n\n— webcodex.local/evidence/j1 CgsMDQ==\n"}}
 	}
 	return []goldenCase{
 		{name: "fresh_session", ledger: func() *ledger { return newLedger("Add a --verbose flag to the CLI.") },

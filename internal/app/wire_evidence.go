@@ -1,0 +1,149 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// EvidenceDB is the evidence journal's database file in the data directory
+// (beside it: evidence.key, 0600, and evidence.pub).
+const EvidenceDB = evidencestore.FileName
+
+// maxAsyncEvidence bounds the evidence appends of read-only calls in
+// flight at once; beyond it a read-only call appends synchronously.
+const maxAsyncEvidence = 256
+
+// evidenceSink writes the kernel's invocation records to the journal. A
+// mutating call's record is durable before its result is returned (the
+// append shares group commits with every other append); a read-only
+// call's record is appended concurrently with the response, and Close
+// waits for those appends.
+type evidenceSink struct {
+	journal *evidencestore.Journal
+	app     *App
+	slots   chan struct{}
+	pending sync.WaitGroup
+	// failures counts records that could not be appended.
+	failures atomic.Int64
+}
+
+func newEvidenceSink(a *App, j *evidencestore.Journal) *evidenceSink {
+	return &evidenceSink{journal: j, app: a, slots: make(chan struct{}, maxAsyncEvidence)}
+}
+
+// record is the kernel.EvidenceSink.
+func (s *evidenceSink) record(ctx context.Context, r kernel.Record) error {
+	rec := evidenceRecord(r)
+	if r.Binding.State == kernel.InvalidClaim {
+		s.app.Log.Warn("evidence: invalid session claim", "invocation", r.InvocationID, "tool", r.Tool,
+			"source", r.Source, "claimed_session_id", r.Binding.ClaimedSessionID, "reasons", r.Binding.Reasons)
+	}
+	if !r.Mutates {
+		select {
+		case s.slots <- struct{}{}:
+			s.pending.Add(1)
+			go func() {
+				defer func() { <-s.slots; s.pending.Done() }()
+				s.append(context.WithoutCancel(ctx), rec)
+			}()
+			return nil
+		default:
+		}
+	}
+	return s.append(ctx, rec)
+}
+
+func (s *evidenceSink) append(ctx context.Context, rec evidence.Record) error {
+	if _, err := s.journal.Append(ctx, rec); err != nil {
+		s.failures.Add(1)
+		s.app.Log.Error("evidence: append", "invocation", rec.InvocationID, "tool", rec.Tool, "err", err)
+		return err
+	}
+	return nil
+}
+
+// wait blocks until every asynchronous append has finished.
+func (s *evidenceSink) wait() { s.pending.Wait() }
+
+// evidenceRecord maps the kernel's record to the journal's: the claim as
+// presented, the verified values only for a verified binding, and a claim
+// that was never checked (the call was refused first) as unknown.
+func evidenceRecord(r kernel.Record) evidence.Record {
+	out := evidence.Record{
+		InvocationID: r.InvocationID, At: r.At, Tool: r.Tool, Source: evidence.Source(r.Source),
+		TransportEra: r.ProtocolEra,
+		Claim: evidence.Claim{
+			RecordingSessionID: r.Binding.ClaimedSessionID, BusinessSessionID: r.BusinessSessionID,
+			Project: r.Project, PrincipalKind: r.PrincipalKind, ClientWindow: r.ClientWindow,
+		},
+		SessionRecordDigest: r.Binding.SessionDigest,
+		Outcome:             evidence.Outcome(r.Outcome),
+		ErrorKind:           r.ErrorKind,
+		DurationMS:          r.Duration.Milliseconds(),
+		ArgumentsDigest:     r.ArgsSHA256,
+		ResultDigest:        r.ResultSHA256,
+	}
+	if out.Outcome == "" {
+		out.Outcome = evidence.OutcomeUnknown
+	}
+	for _, k := range r.Binding.CheckedKeys {
+		out.CheckedKeys = append(out.CheckedKeys, evidence.CheckKey(k))
+	}
+	for _, k := range r.Binding.SkippedKeys {
+		out.SkippedKeys = append(out.SkippedKeys, evidence.CheckKey(k))
+	}
+	switch b := r.Binding; {
+	case b.State == kernel.Verified:
+		out.Binding, out.Reasons = evidence.BindingVerified, []evidence.Reason{evidence.ReasonStoreMatch}
+		out.Verified = evidence.Verified{SessionID: b.VerifiedSessionID, Project: b.VerifiedProject,
+			Authority: b.VerifiedAuthority, Lifecycle: b.VerifiedLifecycle}
+	case b.State == kernel.Sessionless:
+		out.Binding, out.Reasons = evidence.BindingSessionless, []evidence.Reason{evidence.ReasonNoRecorderRequested}
+	case len(b.Reasons) == 0:
+		out.Binding, out.Reasons = evidence.BindingUnknown, []evidence.Reason{evidence.ReasonNotChecked}
+	default:
+		out.Binding = evidence.BindingInvalidClaim
+		for _, reason := range b.Reasons {
+			out.Reasons = append(out.Reasons, invalidReason(workflow.Reason(reason)))
+		}
+	}
+	return out
+}
+
+// invalidReason maps a workflow verification reason to the journal's.
+func invalidReason(r workflow.Reason) evidence.Reason {
+	switch r {
+	case workflow.ReasonMalformed:
+		return evidence.ReasonMalformedSessionID
+	case workflow.ReasonNotRegistered:
+		return evidence.ReasonNotRegistered
+	case workflow.ReasonClosed:
+		return evidence.ReasonSessionClosed
+	case workflow.ReasonAuthorityMismatch:
+		return evidence.ReasonAuthorityMismatch
+	case workflow.ReasonProjectMismatch:
+		return evidence.ReasonProjectMismatch
+	case workflow.ReasonModeDenied:
+		return evidence.ReasonGuardDenied
+	}
+	return evidence.ReasonStoreUnavailable
+}
+
+// openEvidence opens the data directory's evidence journal and starts its
+// periodic checkpoints (stopped by Close).
+func openEvidence(ctx context.Context, a *App) (*evidencestore.Journal, error) {
+	j, err := evidencestore.Open(ctx, a.Config.DataDir, evidence.Options{
+		OnError: func(err error) { a.Log.Warn("evidence: periodic checkpoint", "err", err) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("evidence journal: %w", err)
+	}
+	return j, nil
+}
