@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/evidence"
+	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
 )
@@ -148,6 +150,23 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 		}
 	}
 	t.Logf("acknowledged %d writes, %d finished in the ledger, %d outcome unknown", len(acked), len(finishedPath), unknown)
+
+	// Every acknowledged write has its evidence record, and the journal
+	// the crash cut off verifies (its newest records are just not yet
+	// covered by a checkpoint).
+	rep, err := evidencestore.Verify(ctx, data, evidence.VerifyOptions{})
+	if err != nil || !rep.Clean {
+		t.Fatalf("evidence verify after the crash: %v %+v", err, rep.Totals)
+	}
+	j, err := evidencestore.Open(ctx, data, evidence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := j.SessionCounts(ctx, start.SessionID)
+	j.Close()
+	if err != nil || counts.Verified < int64(len(acked)) {
+		t.Fatalf("%d verified evidence records for %d acknowledged writes (%v)", counts.Verified, len(acked), err)
+	}
 
 	// The restarted server serves the same session.
 	srv2 := startServe(t, "--data-dir", data)

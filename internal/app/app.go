@@ -251,6 +251,17 @@ func (a *App) release() {
 	}
 }
 
+func (a *App) evidenceStatus(ctx context.Context) EvidenceStatus {
+	if a.Evidence == nil {
+		return EvidenceStatus{}
+	}
+	st := EvidenceStatus{JournalID: a.Evidence.JournalID(), KeyID: a.Evidence.KeyID(), AppendFailures: a.evSink.failures.Load()}
+	if cp, err := a.Evidence.Latest(ctx); err == nil {
+		st.LastCheckpointSize = cp.Size
+	}
+	return st
+}
+
 // Status is the body of /api/status.
 type Status struct {
 	Version       string               `json:"version"`
@@ -262,6 +273,20 @@ type Status struct {
 	// AuditWriteFailures counts audit writes that failed (each logged; the
 	// audited responses were not changed).
 	AuditWriteFailures int64 `json:"audit_write_failures"`
+	// Evidence describes the evidence journal.
+	Evidence EvidenceStatus `json:"evidence"`
+}
+
+// EvidenceStatus is the evidence part of /api/status.
+type EvidenceStatus struct {
+	JournalID string `json:"journal_id"`
+	KeyID     string `json:"key_id"`
+	// LastCheckpointSize is the size of the newest signed checkpoint (0
+	// before the first).
+	LastCheckpointSize uint64 `json:"last_checkpoint_size"`
+	// AppendFailures counts records that could not be appended (mutating
+	// calls also carried an evidence_gap warning).
+	AppendFailures int64 `json:"append_failures"`
 }
 
 // Status reports the server's version, uptime and counts.
@@ -278,5 +303,6 @@ func (a *App) Status(ctx context.Context) (any, error) {
 		Version: Version, UptimeSeconds: int64(time.Since(a.started).Seconds()),
 		Workflow: wf, Projects: len(ps), Tools: len(a.Kernel.Registry().Tools()), Kernel: a.Kernel.Stats(),
 		AuditWriteFailures: a.AuditHTTP.WriteFailures(),
+		Evidence:           a.evidenceStatus(ctx),
 	}, nil
 }

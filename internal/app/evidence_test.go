@@ -179,6 +179,13 @@ func TestEvidenceScenarios(t *testing.T) {
 	}
 	note := brief.Basis.Evidence.Checkpoint.Note
 
+	code, stBody := s.do(t, s.token, "GET", "/api/status", nil)
+	var st app.Status
+	json.Unmarshal(stBody, &st)
+	if code != 200 || st.Evidence.JournalID == "" || st.Evidence.KeyID == "" || st.Evidence.LastCheckpointSize == 0 || st.Evidence.AppendFailures != 0 {
+		t.Fatalf("status: HTTP %d %s", code, stBody)
+	}
+
 	// Offline: the journal verifies, also from the checkpoint the brief
 	// handed out; one changed byte is found.
 	s.stop(t)
