@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/webcodex/webcodex/internal/evidence"
@@ -44,11 +46,15 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 			}
 			errw := cmd.ErrOrStderr()
 			if progress || isTerminal(errw) {
+				var bar *progressbar.ProgressBar
 				opts.Progress = func(done, total uint64) {
-					fmt.Fprintf(errw, "\rverifying %d/%d records", done, total)
-					if done == total {
-						fmt.Fprintln(errw)
+					if bar == nil {
+						bar = progressbar.NewOptions64(int64(total), progressbar.OptionSetWriter(errw),
+							progressbar.OptionSetDescription("verifying records"), progressbar.OptionShowCount(),
+							progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionSetPredictTime(true),
+							progressbar.OptionOnCompletion(func() { fmt.Fprintln(errw) }))
 					}
+					bar.Set64(int64(done))
 				}
 			}
 			rep, err := sqlitestore.Verify(cmd.Context(), cfg.DataDir, opts)

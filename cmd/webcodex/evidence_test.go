@@ -21,6 +21,13 @@ import (
 // directly; an error return is what makes main exit 1.
 func runEvidence(t *testing.T, dataDir string, args ...string) (string, error) {
 	t.Helper()
+	out, _, err := runEvidenceErr(t, dataDir, args...)
+	return out, err
+}
+
+// runEvidenceErr also returns what the command wrote to standard error.
+func runEvidenceErr(t *testing.T, dataDir string, args ...string) (string, string, error) {
+	t.Helper()
 	cmd := newEvidenceCmd(&globals{dataDir: dataDir})
 	var out, errOut bytes.Buffer
 	cmd.SetOut(&out)
@@ -28,7 +35,7 @@ func runEvidence(t *testing.T, dataDir string, args ...string) (string, error) {
 	cmd.SetArgs(args)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	err := cmd.ExecuteContext(context.Background())
-	return out.String(), err
+	return out.String(), errOut.String(), err
 }
 
 func evidenceRecord(i int, b evidence.Binding, sess string) evidence.Record {
@@ -91,6 +98,10 @@ func TestEvidenceCommands(t *testing.T) {
 	out, err = runEvidence(t, data, "verify", "--from", cpFile)
 	if err != nil || !strings.Contains(out, "Evidence verification: OK") || !strings.Contains(out, "--from      size 9: consistent") {
 		t.Fatalf("verify: %v\n%s", err, out)
+	}
+	_, stderr, err := runEvidenceErr(t, data, "verify", "--progress")
+	if err != nil || !strings.Contains(stderr, "verifying records") || !strings.Contains(stderr, "9/9") {
+		t.Fatalf("verify --progress: %v\n%q", err, stderr)
 	}
 	out, err = runEvidence(t, data, "verify", "--json")
 	var rep evidence.Report
