@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/evidence"
+	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -182,5 +186,36 @@ func TestSessionHandoffCommand(t *testing.T) {
 	}
 	if raw2 := mustRun(t, "--data-dir", data, "session", "handoff", s.ID, "--json"); raw2 != raw {
 		t.Fatal("the brief is not deterministic")
+	}
+	if strings.Contains(out, "Evidence") || brief["basis"].(map[string]any)["evidence"] != nil {
+		t.Fatal("a data directory without a journal shows evidence")
+	}
+	if _, err := os.Stat(filepath.Join(data, app.EvidenceDB)); err == nil {
+		t.Fatal("the handoff command created an evidence journal")
+	}
+
+	// With a journal: its counts and a signed head are in the basis.
+	j, err := evidencestore.Open(ctx, data, evidence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := evidence.Digest([]byte("x"))
+	for i, b := range []evidence.Binding{evidence.BindingVerified, evidence.BindingInvalidClaim} {
+		r := evidence.Record{InvocationID: fmt.Sprint("inv-", i), At: time.Unix(1, 0), Tool: "read_files", Source: evidence.SourceREST,
+			Claim: evidence.Claim{RecordingSessionID: s.ID}, Binding: b, Outcome: evidence.OutcomeOK, ArgumentsDigest: d, ResultDigest: d,
+			Reasons: []evidence.Reason{evidence.ReasonStoreMatch}}
+		if b == evidence.BindingVerified {
+			r.Verified = evidence.Verified{SessionID: s.ID, Project: "agent:local:demo"}
+		} else {
+			r.Reasons, r.Outcome = []evidence.Reason{evidence.ReasonAuthorityMismatch}, evidence.OutcomeRefused
+		}
+		if _, err := j.Append(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	out = mustRun(t, "--data-dir", data, "session", "handoff", s.ID)
+	if !strings.Contains(out, "Evidence  1 verified, 0 sessionless, 1 invalid claims, 0 unknown") || !strings.Contains(out, "at size 2") {
+		t.Fatalf("handoff with a journal:\n%s", out)
 	}
 }

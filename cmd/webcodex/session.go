@@ -5,11 +5,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/evidence"
+	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
 
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
@@ -151,7 +157,11 @@ func newSessionCmd(g *globals) *cobra.Command {
 					return err
 				}
 				fb := handoff.Feedback(sess, evs, handoff.FeedbackOptions{Profile: handoff.ProfileStandard})
-				brief, raw := handoff.Brief(handoff.BriefInput{Session: sess, Events: evs, Feedback: &fb})
+				ev, err := briefEvidence(cmd.Context(), g, id)
+				if err != nil {
+					return err
+				}
+				brief, raw := handoff.Brief(handoff.BriefInput{Session: sess, Events: evs, Feedback: &fb, Evidence: ev})
 				if handoffJSON {
 					_, err := cmd.OutOrStdout().Write(append(raw, '\n'))
 					return err
@@ -164,6 +174,25 @@ func newSessionCmd(g *globals) *cobra.Command {
 	ho.Flags().BoolVar(&handoffJSON, "json", false, "print the brief's JSON exactly as tools return it")
 	cmd.AddCommand(list, show, export, imp, ho)
 	return cmd
+}
+
+// briefEvidence signs the evidence journal's head and counts the session's
+// records for the brief, when the data directory has a journal (nil
+// otherwise; a brief never creates one).
+func briefEvidence(ctx context.Context, g *globals, id string) (*handoff.BriefEvidence, error) {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, app.EvidenceDB)); err != nil {
+		return nil, nil
+	}
+	j, err := evidencestore.Open(ctx, cfg.DataDir, evidence.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	return handofftools.BriefEvidence(ctx, j, id), nil
 }
 
 func printBrief(w io.Writer, s workflow.Session, b handoff.HandoffBrief) {
@@ -202,6 +231,13 @@ func printBrief(w io.Writer, s workflow.Session, b handoff.HandoffBrief) {
 		basis = "incomplete: " + strings.Join(b.Basis.ReasonCodes, ", ")
 	}
 	fprintf(w, "Basis     %s\n", basis)
+	if e := b.Basis.Evidence; e != nil {
+		fprintf(w, "Evidence  %d verified, %d sessionless, %d invalid claims, %d unknown (attribution only)\n",
+			e.Verified, e.Sessionless, e.InvalidClaim, e.Unknown)
+		if cp := e.Checkpoint; cp != nil {
+			fprintf(w, "Signed    %s at size %d, key %s\n", cp.Origin, cp.Size, cp.KeyID)
+		}
+	}
 }
 
 func runImport(ctx context.Context, svc *workflow.Service, r io.Reader, w io.Writer) error {
