@@ -119,12 +119,30 @@ func (m ModelErgonomics) Normalized() ModelErgonomics {
 // Its keys are fixed, so the generic key checks are not needed.
 func (m ModelErgonomics) sanitized() ModelErgonomics {
 	m = m.Normalized()
-	for _, p := range []*string{&m.ToolName, &m.ToolCategory, &m.ErrorKind, &m.FailureKind, &m.RecoveryKind,
-		&m.ExecutionState, &m.EditSurface, &m.EditOutcome, &m.EditConflictKind} {
+	for _, p := range []*string{&m.ToolName, &m.ToolCategory, &m.ErrorKind, &m.FailureKind, &m.RecoveryKind} {
 		*p = redact.String(*p)
+	}
+	if !closedSetsClean {
+		for _, p := range []*string{&m.ExecutionState, &m.EditSurface, &m.EditOutcome, &m.EditConflictKind} {
+			*p = redact.String(*p)
+		}
 	}
 	return m
 }
+
+// closedSetsClean is true when redaction leaves every member of the closed
+// sets unchanged; Normalized keeps only members (or ""), so redacting them
+// again is then a no-op that sanitized skips.
+var closedSetsClean = func() bool {
+	for _, set := range [][]string{execStates, editOutcomes, editSurfaces, EditConflictKinds} {
+		for _, v := range set {
+			if redact.String(v) != v {
+				return false
+			}
+		}
+	}
+	return true
+}()
 
 // sanitized is the write-time form of s (its one string redacted).
 func (s ToolSurface) sanitized() ToolSurface {

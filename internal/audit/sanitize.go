@@ -101,6 +101,21 @@ func jsonValue(v any) (any, bool) {
 	return out, true
 }
 
+// plainKeys are the summary keys the middleware and the telemetry write
+// on every event, each checked once here to take the default path of
+// sanitizeValue unchanged (not dropped, secret or digested, and its own
+// redacted, bounded form): they skip the per-key checks.
+var plainKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range []string{"transport", "tool", SummaryErgonomics, SummaryToolSurface} {
+		n := normKey(k)
+		if !droppedKeys[n] && !IsSecretKey(k) && !digestKeys[n] && redact.Bounded(k, MaxFieldChars) == k {
+			m[k] = true
+		}
+	}
+	return m
+}()
+
 func sanitizeValue(v any, depth int) any {
 	if depth >= MaxSummaryDepth {
 		return TruncatedMarker
@@ -112,6 +127,10 @@ func sanitizeValue(v any, depth int) any {
 			if len(out) >= MaxSummaryKeys {
 				out["_truncated"] = true
 				break
+			}
+			if plainKeys[k] {
+				out[k] = sanitizeValue(val, depth+1)
+				continue
 			}
 			n := normKey(k)
 			key := redact.Bounded(k, MaxFieldChars)

@@ -3,7 +3,7 @@ package audit
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
+	"encoding/hex"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -41,7 +41,17 @@ func NewID() string {
 	rand.Read(b[:]) // never fails (crypto/rand panics instead)
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], b[10:16])
+	return string(out[:])
 }
 
 // ValidateSessionID trims an explicit audit id and checks it: at most

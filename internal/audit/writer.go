@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,6 +33,11 @@ type writer struct {
 	queue   chan Event
 	done    chan struct{}
 	log     *slog.Logger
+	// need is how many queued events complete the batch the writer is
+	// collecting (0: it is not waiting); a Submit that queues the
+	// needed event wakes it through full.
+	need atomic.Int64
+	full chan struct{}
 }
 
 // Start starts the background writer used by Submit. Write failures are
@@ -48,7 +54,7 @@ func (s *Service) Start(log *slog.Logger) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	w.running, w.log = true, log
-	w.queue, w.done = make(chan Event, QueueSize), make(chan struct{})
+	w.queue, w.done, w.full = make(chan Event, QueueSize), make(chan struct{}), make(chan struct{}, 1)
 	go s.drain(w.queue, w.done)
 }
 
@@ -64,15 +70,46 @@ func (s *Service) Submit(ctx context.Context, id string, ev Event, attr Attribut
 	if err != nil {
 		return err
 	}
+	return s.submit(ctx, 0, ev)
+}
+
+// SubmitWait is Submit with the wait for room in a full queue bounded by
+// wait instead of by ctx (whose cancellation is ignored; its values are
+// kept): the bound costs nothing unless the queue is full.
+func (s *Service) SubmitWait(ctx context.Context, wait time.Duration, id string, ev Event, attr Attribution) error {
+	ev, err := s.prepare(id, ev, attr)
+	if err != nil {
+		return err
+	}
+	return s.submit(context.WithoutCancel(ctx), wait, ev)
+}
+
+// submit queues the prepared ev, waiting for room until ctx ends (and,
+// when wait > 0, at most wait), or writes it synchronously.
+func (s *Service) submit(ctx context.Context, wait time.Duration, ev Event) error {
 	w := &s.writer
 	w.mu.RLock()
 	if w.running {
 		select {
 		case w.queue <- ev:
+			w.queued()
 			w.mu.RUnlock()
 			return nil
-		case <-ctx.Done():
+		default:
 		}
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if wait > 0 {
+			wctx, cancel = context.WithTimeout(ctx, wait)
+		}
+		select {
+		case w.queue <- ev:
+			cancel()
+			w.queued()
+			w.mu.RUnlock()
+			return nil
+		case <-wctx.Done():
+		}
+		cancel()
 	}
 	w.mu.RUnlock()
 	// ctx may be over (it bounded the wait): the write gets its own bound.
@@ -96,6 +133,10 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	w.running = false
 	close(w.queue)
+	select {
+	case w.full <- struct{}{}: // end a collecting writer's wait now
+	default:
+	}
 	done := w.done
 	w.mu.Unlock()
 	select {
@@ -106,11 +147,25 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 }
 
+// queued wakes the writer when the event just queued completes its batch
+// (called with mu read-locked, after a send on queue).
+func (w *writer) queued() {
+	if n := w.need.Load(); n > 0 && int64(len(w.queue)) >= n {
+		select {
+		case w.full <- struct{}{}:
+		default: // already signalled
+		}
+	}
+}
+
 // drain writes queued events in batches until queue is closed and empty:
 // each batch is what arrives within BatchWindow of its first event, at
-// most MaxWriteBatch events.
+// most MaxWriteBatch events. While collecting, it sleeps until the window
+// ends or the queue holds the rest of a full batch, instead of waking for
+// every event.
 func (s *Service) drain(queue <-chan Event, done chan<- struct{}) {
 	defer close(done)
+	w := &s.writer
 	batch := make([]Event, 0, MaxWriteBatch)
 	window := time.NewTimer(BatchWindow)
 	for ev := range queue {
@@ -124,7 +179,37 @@ func (s *Service) drain(queue <-chan Event, done chan<- struct{}) {
 					break fill
 				}
 				batch = append(batch, ev)
+				continue
+			default:
+			}
+			// The queue is empty: sleep until the window ends or Submit
+			// queues what completes the batch. Setting need before looking
+			// at the queue again means that either that look or the
+			// Submit that queues the completing event sees the other.
+			need := int64(MaxWriteBatch - len(batch))
+			w.need.Store(need)
+			if int64(len(queue)) >= need {
+				w.need.Store(0)
+				continue
+			}
+			select {
+			case <-w.full:
+				w.need.Store(0)
 			case <-window.C:
+				w.need.Store(0)
+				// Take what arrived up to now, then commit.
+				for len(batch) < MaxWriteBatch {
+					select {
+					case ev, ok := <-queue:
+						if !ok {
+							break fill
+						}
+						batch = append(batch, ev)
+						continue
+					default:
+					}
+					break fill
+				}
 				break fill
 			}
 		}

@@ -29,6 +29,7 @@ var prefilterSeeds = []string{
 	"github_pat_" + strings.Repeat("B", 22), "xoxb-1234567890-abc", "AKIAABCDEFGHIJKLMNOP", "AIza" + strings.Repeat("x", 35),
 	"PASSWORD=hunter2", "Api-Key: 'abc def'", "paſſword=hunter2", "client_secret=\"s3\"", "accessKey=zz",
 	"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "token: wc_pat_aaaaaaaaaaaa",
+	"api_token", "password hunter2", "token\t=\tx", "secret\n:\nx",
 }
 
 func TestPrefilterAgreesWithFullScan(t *testing.T) {
@@ -65,5 +66,22 @@ func BenchmarkString(b *testing.B) {
 				fullScan(c.s)
 			}
 		})
+	}
+}
+
+// candidates relies on every needle being lower-case ASCII of at least two
+// bytes (it compares ASCII-lower-cased text pairwise).
+func TestNeedleShape(t *testing.T) {
+	for _, r := range append(rules[:len(rules):len(rules)], secretAssign) {
+		for _, n := range r.needles {
+			if len(n) < 2 || n != strings.ToLower(n) {
+				t.Errorf("needle %q: want lower-case, at least 2 bytes", n)
+			}
+			for i := 0; i < len(n); i++ {
+				if n[i] >= 0x80 {
+					t.Errorf("needle %q is not ASCII", n)
+				}
+			}
+		}
 	}
 }

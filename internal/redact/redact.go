@@ -72,21 +72,62 @@ var byFirst = func() (t [256][]struct {
 	return t
 }()
 
+// pairs has bit a<<8|b set when some needle starts with the bytes a, b:
+// most positions of a text start no needle, and this rules them out with
+// one load.
+var pairs = func() (t [1 << 16 / 64]uint64) {
+	for _, list := range byFirst {
+		for _, e := range list {
+			k := uint(e.needle[0])<<8 | uint(e.needle[1])
+			t[k/64] |= 1 << (k % 64)
+		}
+	}
+	return t
+}()
+
+// lower is ASCII lower-casing, which is what strings.ToLower does to
+// ASCII text.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// hasLowerPrefix reports whether the lower-cased ASCII s starts with
+// needle (lower-case).
+func hasLowerPrefix(s, needle string) bool {
+	if len(s) < len(needle) {
+		return false
+	}
+	for i := 0; i < len(needle); i++ {
+		if lower(s[i]) != needle[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // candidates returns which rules (bit i: rules[i]; bit len(rules):
 // secretAssign) may match s: those with a needle in the lower-cased s.
 // Non-ASCII text is a candidate for every rule: case-insensitive patterns
 // fold letters such as U+017F (ſ) to ASCII ones that lower-casing keeps.
 func candidates(s string) uint64 {
+	var set uint64
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return 1<<(len(rules)+1) - 1
 		}
-	}
-	lower := strings.ToLower(s)
-	var set uint64
-	for i := 0; i < len(lower); i++ {
-		for _, e := range byFirst[lower[i]] {
-			if strings.HasPrefix(lower[i:], e.needle) {
+		if i+1 == len(s) {
+			break // every needle is longer than one byte
+		}
+		a := lower(s[i])
+		k := uint(a)<<8 | uint(lower(s[i+1]))
+		if pairs[k/64]&(1<<(k%64)) == 0 {
+			continue
+		}
+		for _, e := range byFirst[a] {
+			if hasLowerPrefix(s[i:], e.needle) {
 				set |= 1 << e.rule
 			}
 		}
@@ -113,7 +154,10 @@ func String(s string) string {
 	if changed {
 		set = candidates(s) // a replacement can remove (never add) needles
 	}
-	if set&(1<<len(rules)) == 0 {
+	// secretAssign also needs its separator: a key=value or key: value
+	// pair cannot exist without a ':' or '=' (labels such as api_token
+	// hold a needle but never a separator).
+	if set&(1<<len(rules)) == 0 || !strings.ContainsAny(s, ":=") {
 		return s
 	}
 	re := secretAssign.re

@@ -178,7 +178,14 @@ func (w *Writer) run(batch []*job) {
 			results[i] = err
 			continue
 		}
-		results[i] = w.runSavepoint(j.ctx, tx, j.fn)
+		if len(batch) == 1 {
+			// Alone in its transaction: rolling the transaction back undoes
+			// exactly its changes, so no savepoint (and no statement
+			// journal copying every page it touches) is needed.
+			results[i] = runAlone(j.ctx, tx, j.fn)
+		} else {
+			results[i] = w.runSavepoint(j.ctx, tx, j.fn)
+		}
 		if results[i] == nil {
 			ran++
 		}
@@ -202,6 +209,17 @@ func (w *Writer) run(batch []*job) {
 		}
 		j.res <- results[i]
 	}
+}
+
+// runAlone runs fn as the only function of tx, which is rolled back when
+// fn fails or panics.
+func runAlone(ctx context.Context, tx *sql.Tx, fn TxFunc) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("sqlitedb: write function panicked: %v", p)
+		}
+	}()
+	return fn(context.WithoutCancel(ctx), tx)
 }
 
 func (w *Writer) runSavepoint(ctx context.Context, tx *sql.Tx, fn TxFunc) (err error) {

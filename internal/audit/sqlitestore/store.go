@@ -204,6 +204,16 @@ func encode(ev audit.Event) (encoded, error) {
 		summary = map[string]any{}
 	}
 	out := encoded{ev: ev, filesCount: len(files), jobIDsCount: audit.JobIDCount(ids)}
+	if len(files) == 0 && len(ids) == 0 {
+		// What json.Marshal writes for empty ones, without the reflection.
+		out.files, out.ids = "[]", "{}"
+		b, err := json.Marshal(summary)
+		if err != nil {
+			return encoded{}, failure.Wrap(failure.Internal, err, "encode summary")
+		}
+		out.summary = string(b)
+		return out, nil
+	}
 	for _, f := range []struct {
 		dst  *string
 		v    any

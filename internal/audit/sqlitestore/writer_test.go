@@ -350,3 +350,57 @@ func BenchmarkAppendBatch(b *testing.B) {
 		})
 	}
 }
+
+// batchStore records the size of every AppendEvents batch.
+type batchStore struct {
+	audit.Store
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (b *batchStore) AppendEvents(ctx context.Context, evs []audit.Event, max int, now time.Time) error {
+	b.mu.Lock()
+	b.sizes = append(b.sizes, len(evs))
+	b.mu.Unlock()
+	return b.Store.AppendEvents(ctx, evs, max, now)
+}
+
+// TestWriterBatchBounds: concurrent Submits are written in batches of at
+// most MaxWriteBatch, every event exactly once by Stop.
+func TestWriterBatchBounds(t *testing.T) {
+	st, _ := open(t)
+	bs := &batchStore{Store: st}
+	svc := audit.NewService(bs, nil)
+	svc.Start(nil)
+	const n = 3*audit.MaxWriteBatch + 7
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += 8 {
+				if err := svc.Submit(ctx, "b", okEvent(), audit.Attribution{}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := svc.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, s := range bs.sizes {
+		if s < 1 || s > audit.MaxWriteBatch {
+			t.Errorf("batch of %d events", s)
+		}
+		total += s
+	}
+	sess, _, err := svc.SessionWithEvents(ctx, "b", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != n || sess.TotalActions != n {
+		t.Fatalf("%d events in batches, total_actions %d, want %d", total, sess.TotalActions, n)
+	}
+}

@@ -22,7 +22,6 @@ package auditmw
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -111,6 +110,9 @@ func Explicit(r *http.Request) string {
 	if v := r.Header.Get(HeaderWebcodexSession); v != "" {
 		return v
 	}
+	if r.URL.RawQuery == "" {
+		return "" // nothing to parse
+	}
 	return r.URL.Query().Get(QueryActionSession)
 }
 
@@ -184,9 +186,7 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 		if p, ok := auth.PrincipalFrom(r.Context()); ok {
 			attr = audit.Attribution{PrincipalKind: string(p.Kind), PrincipalUserID: p.Owner}
 		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), submitTimeout)
-		defer cancel()
-		if err := m.Audit.Submit(sctx, id, ev, attr); err != nil {
+		if err := m.Audit.SubmitWait(r.Context(), submitTimeout, id, ev, attr); err != nil {
 			m.log().Warn("audit: record event", "err", err) // counted by the service
 		}
 	})
@@ -277,6 +277,12 @@ func outcome(rec *recorder) string {
 	if !strings.Contains(ct, "json") {
 		return audit.EventSuccess
 	}
+	if rec.led {
+		if rec.leading {
+			return audit.EventSuccess
+		}
+		return audit.EventFailed
+	}
 	if failedJSON(rec.sniff.Bytes()) {
 		return audit.EventFailed
 	}
@@ -286,6 +292,17 @@ func outcome(rec *recorder) string {
 // failedJSON scans only the top-level members of a JSON object: success
 // false, a non-null error member, or result.isError true mean failure.
 func failedJSON(b []byte) bool {
+	// Fast path: a ToolResult or error body opens with its success member,
+	// and the scan below stops at the first success member it meets, so
+	// this prefix decides exactly what the scan would.
+	if v, ok := leadingSuccess(b); ok {
+		return !v
+	}
+	return scanFailedJSON(b)
+}
+
+// scanFailedJSON is failedJSON without the fast path.
+func scanFailedJSON(b []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return false
@@ -331,6 +348,32 @@ func failedJSON(b []byte) bool {
 	return false
 }
 
+// leadingSuccess reads b when it opens exactly with {"success":true or
+// {"success":false followed by a delimiter; ok is false otherwise.
+func leadingSuccess(b []byte) (v, ok bool) {
+	const prefix = `{"success":`
+	rest, found := bytes.CutPrefix(b, []byte(prefix))
+	if !found {
+		return false, false
+	}
+	switch {
+	case bytes.HasPrefix(rest, []byte("true")):
+		v, rest = true, rest[len("true"):]
+	case bytes.HasPrefix(rest, []byte("false")):
+		rest = rest[len("false"):]
+	default:
+		return false, false
+	}
+	if len(rest) == 0 {
+		return false, false
+	}
+	switch rest[0] {
+	case ',', '}', ' ', '\t', '\n', '\r':
+		return v, true
+	}
+	return false, false
+}
+
 // recorder counts the response and keeps its first bytes: responseSniff,
 // or keep when larger.
 type recorder struct {
@@ -339,6 +382,9 @@ type recorder struct {
 	n     int64
 	keep  int
 	sniff bytes.Buffer
+	// led is true when the first write already decided failedJSON by its
+	// leading success member (leading), so nothing was kept.
+	led, leading bool
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -352,7 +398,12 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if r.code == 0 {
 		r.code = http.StatusOK
 	}
-	if room := max(responseSniff, r.keep) - r.sniff.Len(); room > 0 {
+	if r.n == 0 && r.keep == 0 && !r.led && r.sniff.Len() == 0 {
+		// The first bytes of the response: when they open with the
+		// success member, failedJSON is decided and needs no copy.
+		r.leading, r.led = leadingSuccess(b)
+	}
+	if room := max(responseSniff, r.keep) - r.sniff.Len(); room > 0 && !r.led {
 		r.sniff.Write(b[:min(room, len(b))])
 	}
 	n, err := r.ResponseWriter.Write(b)

@@ -31,3 +31,30 @@ func TestIsNotification(t *testing.T) {
 		}
 	}
 }
+
+var leadingSeeds = []string{
+	`{"success":true,"output":{"x":1}}`, `{"success":false,"error":{"kind":"x"}}`, `{"success":true}`,
+	`{"success":false}`, `{"success":true `, `{"success":true`, `{"success":truex`, `{"success":tru`,
+	`{"success":true]`, `{"success":false,`, `{"success": true,`, `{"success":"true"}`, `{"succes":true}`,
+	"{\"success\":true\n,\"error\":{}}", `{"success":true,"success":false}`, `{"success":null}`,
+}
+
+// The fast path answers only where the full scan gives the same answer.
+func TestLeadingSuccessAgreesWithScan(t *testing.T) {
+	for _, s := range leadingSeeds {
+		if v, ok := leadingSuccess([]byte(s)); ok && !v != scanFailedJSON([]byte(s)) {
+			t.Errorf("leadingSuccess(%s) = %v, scan failed = %v", s, v, scanFailedJSON([]byte(s)))
+		}
+	}
+}
+
+func FuzzLeadingSuccessAgreesWithScan(f *testing.F) {
+	for _, s := range leadingSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if v, ok := leadingSuccess(b); ok && !v != scanFailedJSON(b) {
+			t.Fatalf("leadingSuccess(%q) = %v, scan failed = %v", b, v, scanFailedJSON(b))
+		}
+	})
+}
