@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -192,6 +193,10 @@ func statFailure(err error, clean string) error {
 	}
 }
 
+// readers recycles the 64 KiB line readers: one per call would dominate
+// the allocation of small reads.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferBytes) }}
+
 // readOne streams one file: the whole file is hashed and its lines
 // counted, while at most budget bytes of the requested lines are kept.
 func readOne(ctx context.Context, p project.Project, r ReadRequest, budget int) (FileContent, error) {
@@ -206,7 +211,12 @@ func readOne(ctx context.Context, p project.Project, r ReadRequest, budget int) 
 		end = math.MaxInt
 	}
 	h := sha256.New()
-	br := bufio.NewReaderSize(io.TeeReader(f, h), readBufferBytes)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(io.TeeReader(f, h))
+	defer func() {
+		br.Reset(nil) // drop the file before the reader is reused
+		readers.Put(br)
+	}()
 	fc := FileContent{Path: clean}
 
 	head, _ := br.Peek(walk.BinarySniffBytes)
