@@ -431,6 +431,11 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 	id := str(t, w.Output["session_id"])
 	must(t, s.call(t, "work_on_project", map[string]any{"project": "agent:local:p", "session_id": id,
 		"instruction": "Authorization: Bearer " + cfg.BootstrapToken}, ""), "continue")
+	// A credential pasted as a session id is refused and kept as negative
+	// evidence, redacted.
+	if r := s.call(t, "list_sessions", map[string]any{}, secrets[1]); r.Success {
+		t.Fatal("a token accepted as recording_session_id")
+	}
 	s.stop(t)
 
 	redacted := false

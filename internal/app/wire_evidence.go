@@ -9,6 +9,7 @@ import (
 	"github.com/webcodex/webcodex/internal/evidence"
 	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/redact"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -79,8 +80,10 @@ func evidenceRecord(r kernel.Record) evidence.Record {
 	out := evidence.Record{
 		InvocationID: r.InvocationID, At: r.At, Tool: r.Tool, Source: evidence.Source(r.Source),
 		TransportEra: r.ProtocolEra,
+		// A claim is kept as presented, except that a credential pasted
+		// into a session id field is redacted before it is written.
 		Claim: evidence.Claim{
-			RecordingSessionID: r.Binding.ClaimedSessionID, BusinessSessionID: r.BusinessSessionID,
+			RecordingSessionID: redact.String(r.Binding.ClaimedSessionID), BusinessSessionID: redact.String(r.BusinessSessionID),
 			Project: r.Project, PrincipalKind: r.PrincipalKind, ClientWindow: r.ClientWindow,
 		},
 		SessionRecordDigest: r.Binding.SessionDigest,

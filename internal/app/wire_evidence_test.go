@@ -7,6 +7,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/redact"
 )
 
 // TestEvidenceRecordMapping: every binding the kernel produces maps to a
@@ -50,5 +51,18 @@ func TestEvidenceRecordMapping(t *testing.T) {
 			(got.Verified != evidence.Verified{}) != (c.want == evidence.BindingVerified) || got.Source != evidence.SourceMCP {
 			t.Errorf("%s: %+v", c.name, got)
 		}
+	}
+}
+
+// TestEvidenceClaimRedacted: a credential sent as a session id is kept as
+// negative evidence, but never written in the clear.
+func TestEvidenceClaimRedacted(t *testing.T) {
+	token := "wc_pat_" + strings.Repeat("S", 40)
+	r := evidenceRecord(kernel.Record{InvocationID: "inv_1", At: time.Unix(1, 0), Tool: "read_files", Source: kernel.SourceREST,
+		Outcome: kernel.OutcomeRefused, BusinessSessionID: token,
+		Binding: kernel.Binding{State: kernel.InvalidClaim, Reasons: []string{"malformed_session_id"}, ClaimedSessionID: token}})
+	if strings.Contains(r.Claim.RecordingSessionID+r.Claim.BusinessSessionID, token) ||
+		!strings.Contains(r.Claim.RecordingSessionID, redact.Marker) || r.Validate() != nil {
+		t.Fatalf("claim: %+v (%v)", r.Claim, r.Validate())
 	}
 }
