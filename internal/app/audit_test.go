@@ -204,9 +204,15 @@ func TestAuditTrail(t *testing.T) {
 	}
 
 	// Separation: an audit id is not a workflow session id ...
-	r := s.call(t, "work_on_project", map[string]any{"project": "agent:local:p", "session_id": idle, "instruction": "x"}, "")
+	// (Its own audit session, so that idle reuse, which follows the most
+	// recent activity, leaves the explicit sessions' counts alone.)
+	_, _, sepBody := auditDo(t, s, s.token, "/api/tools/call", map[string]any{"tool": "work_on_project",
+		"arguments": map[string]any{"project": "agent:local:p", "session_id": idle, "instruction": "x"}},
+		map[string]string{"x-action-session-id": "separation"})
+	var r result
+	json.Unmarshal(sepBody, &r)
 	if r.Success || r.Error == nil || (r.Error.Kind != "unknown_session_id" && r.Error.Kind != "invalid_session_id") {
-		t.Fatalf("audit id as a workflow session: %+v", r)
+		t.Fatalf("audit id as a workflow session: %s", sepBody)
 	}
 	// ... and a workflow id in the audit header only names an audit session.
 	wfBefore, _ := s.a.Sessions.Store().Status(ctx)
