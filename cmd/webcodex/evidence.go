@@ -90,16 +90,7 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				w := cmd.OutOrStdout()
-				if out != "" && out != "-" {
-					f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-					if err != nil {
-						return err
-					}
-					defer f.Close()
-					w = f
-				}
-				return writeJSON(w, b)
+				return writeJSONFile(cmd.OutOrStdout(), out, b)
 			})
 		},
 	}

@@ -32,6 +32,8 @@ import (
 	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/webcodex/webcodex/internal/failure"
 )
 
 // DB is an open SQLite database: a pool of read connections plus one
@@ -185,4 +187,23 @@ func migrate(ctx context.Context, db *sql.DB, migrations fs.FS) error {
 // IsConstraint reports whether err is an SQLite constraint violation.
 func IsConstraint(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "constraint failed")
+}
+
+// StoreError maps an error from a store built on this package to a stable
+// kind for its callers: a *failure.Error passes through; a cancelled or
+// expired context becomes failure.Interrupted (the request went away
+// before the store took it); anything else becomes failure.Unavailable.
+// store names the store in the message ("session store", ...).
+func StoreError(err error, store string) error {
+	if err == nil {
+		return nil
+	}
+	var fe *failure.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return failure.Wrap(failure.Interrupted, err, "the request was cancelled before the %s accepted it", store)
+	}
+	return failure.Wrap(failure.Unavailable, err, "%s unavailable", store)
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
 	"testing/fstest"
 
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 )
 
@@ -149,5 +151,27 @@ func TestMigrationsApplyOnce(t *testing.T) {
 	db.Read.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n)
 	if n != 2 {
 		t.Fatalf("%d migrations recorded, want 2", n)
+	}
+}
+
+func TestStoreError(t *testing.T) {
+	own := failure.New(failure.NotFound, "x")
+	for _, c := range []struct {
+		in   error
+		want failure.Kind
+	}{
+		{nil, ""},
+		{own, failure.NotFound},
+		{fmt.Errorf("wrapped: %w", context.Canceled), failure.Interrupted},
+		{context.DeadlineExceeded, failure.Interrupted},
+		{errors.New("disk I/O error"), failure.Unavailable},
+	} {
+		got := sqlitedb.StoreError(c.in, "test store")
+		if failure.KindOf(got) != c.want || (c.in == own && got != own) {
+			t.Errorf("StoreError(%v) = %v, want kind %q", c.in, got, c.want)
+		}
+	}
+	if msg := failure.MessageOf(sqlitedb.StoreError(errors.New("boom"), "test store")); msg != "test store unavailable" {
+		t.Errorf("message %q", msg)
 	}
 }

@@ -92,16 +92,7 @@ func (s *Store) Close() error { return s.db.Close() }
 // DB exposes the underlying database for tests and benchmarks.
 func (s *Store) DB() *sqlitedb.DB { return s.db }
 
-func wrapWrite(err error) error {
-	if err == nil {
-		return nil
-	}
-	var fe *failure.Error
-	if errors.As(err, &fe) {
-		return err
-	}
-	return failure.Wrap(failure.Unavailable, err, "audit store write failed")
-}
+func wrapWrite(err error) error { return sqlitedb.StoreError(err, "audit store") }
 
 func wrapRead(err error) error {
 	if err == nil {

@@ -243,19 +243,7 @@ func (j *Journal) KeyID() string { return j.key.ID }
 // Close closes the database after queued writes commit.
 func (j *Journal) Close() error { return j.db.Close() }
 
-func wrapWrite(err error) error {
-	if err == nil {
-		return nil
-	}
-	var fe *failure.Error
-	if errors.As(err, &fe) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return failure.Wrap(failure.Cancelled, err, "evidence journal write cancelled")
-	}
-	return failure.Wrap(failure.Unavailable, err, "evidence journal write failed")
-}
+func wrapWrite(err error) error { return sqlitedb.StoreError(err, "evidence journal") }
 
 func wrapRead(err error) error {
 	if err == nil {

@@ -70,19 +70,7 @@ func b2i(b bool) int {
 	return 0
 }
 
-func storeErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var fe *failure.Error
-	if errors.As(err, &fe) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return failure.Wrap(failure.Interrupted, err, "the request was cancelled before the job store accepted it")
-	}
-	return failure.Wrap(failure.Unavailable, err, "job store unavailable")
-}
+func storeErr(err error) error { return sqlitedb.StoreError(err, "job store") }
 
 // Create implements jobs.Store.
 func (s *Store) Create(ctx context.Context, j jobs.Job) error {

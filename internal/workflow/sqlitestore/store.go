@@ -244,19 +244,7 @@ func (s *Store) Create(ctx context.Context, sess workflow.Session, events []work
 	return sess, out, nil
 }
 
-func storeErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var fe *failure.Error
-	if errors.As(err, &fe) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return failure.Wrap(failure.Interrupted, err, "the request was cancelled before the session store accepted it")
-	}
-	return failure.Wrap(failure.Unavailable, err, "session store unavailable")
-}
+func storeErr(err error) error { return sqlitedb.StoreError(err, "session store") }
 
 func getHeader(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
