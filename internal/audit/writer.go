@@ -171,16 +171,10 @@ func (s *Service) drain(queue <-chan Event, done chan<- struct{}) {
 	for ev := range queue {
 		batch = append(batch[:0], ev)
 		window.Reset(BatchWindow)
-	fill:
-		for len(batch) < MaxWriteBatch {
-			select {
-			case ev, ok := <-queue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, ev)
-				continue
-			default:
+		for {
+			var closed bool
+			if batch, closed = takeQueued(queue, batch); closed || len(batch) == MaxWriteBatch {
+				break
 			}
 			// The queue is empty: sleep until the window ends or Submit
 			// queues what completes the batch. Setting need before looking
@@ -192,29 +186,37 @@ func (s *Service) drain(queue <-chan Event, done chan<- struct{}) {
 				w.need.Store(0)
 				continue
 			}
+			expired := false
 			select {
 			case <-w.full:
-				w.need.Store(0)
 			case <-window.C:
-				w.need.Store(0)
-				// Take what arrived up to now, then commit.
-				for len(batch) < MaxWriteBatch {
-					select {
-					case ev, ok := <-queue:
-						if !ok {
-							break fill
-						}
-						batch = append(batch, ev)
-						continue
-					default:
-					}
-					break fill
-				}
-				break fill
+				expired = true
+			}
+			w.need.Store(0)
+			if expired {
+				batch, _ = takeQueued(queue, batch) // what arrived up to now
+				break
 			}
 		}
 		s.writeBatch(batch)
 	}
+}
+
+// takeQueued appends the events queued now to batch, up to MaxWriteBatch,
+// without waiting; closed reports that the queue is closed and empty.
+func takeQueued(queue <-chan Event, batch []Event) (_ []Event, closed bool) {
+	for len(batch) < MaxWriteBatch {
+		select {
+		case ev, ok := <-queue:
+			if !ok {
+				return batch, true
+			}
+			batch = append(batch, ev)
+		default:
+			return batch, false
+		}
+	}
+	return batch, false
 }
 
 // writeBatch commits batch in one transaction; when that fails it retries
