@@ -49,6 +49,10 @@ func TestEvidenceScenarios(t *testing.T) {
 	}
 	a, b, closed := start(), start(), start()
 	must(t, s.call(t, "close_session", map[string]any{"session_id": closed}, ""), "close_session")
+	// Closing a session signs the head (the first checkpoint of this journal).
+	if cp, err := s.a.Evidence.Latest(ctx); err != nil || cp.Size < 3 {
+		t.Fatalf("no checkpoint signed at session close: %+v %v", cp, err)
+	}
 	read := func(project string) map[string]any {
 		return map[string]any{"project": project, "files": []any{map[string]any{"path": "a.txt"}}}
 	}
