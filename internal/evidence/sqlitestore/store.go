@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -193,12 +194,21 @@ func newJournalID() string {
 
 // reload rebuilds the compact range from the stored leaf hashes. j.mu held.
 func (j *Journal) reload(ctx context.Context, tx *sql.Tx) error {
-	rows, err := tx.QueryContext(ctx, `SELECT idx, leaf_hash FROM records ORDER BY idx`)
+	rng := evidence.RangeFactory.NewEmptyRange(0)
+	if err := extend(ctx, tx, rng); err != nil {
+		return err
+	}
+	j.rng = rng
+	return nil
+}
+
+// extend appends to rng the stored leaf hashes from rng.End() on.
+func extend(ctx context.Context, tx *sql.Tx, rng *compact.Range) error {
+	rows, err := tx.QueryContext(ctx, `SELECT idx, leaf_hash FROM records WHERE idx >= ? ORDER BY idx`, int64(rng.End()))
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	rng := evidence.RangeFactory.NewEmptyRange(0)
 	for rows.Next() {
 		var i int64
 		var leaf []byte
@@ -212,20 +222,31 @@ func (j *Journal) reload(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	j.rng = rng
-	return nil
+	return rows.Err()
 }
 
-// sync makes sure the range matches the table inside tx. j.mu held.
+// sync makes sure the range matches the table inside tx. j.mu held. When
+// another process appended since (a server and `webcodex mcp` sharing a
+// data directory), only the new leaves are read; a table shorter than the
+// range (a failed commit of ours) rebuilds it from the start.
 func (j *Journal) sync(ctx context.Context, tx *sql.Tx) error {
 	var next int64
 	if err := tx.StmtContext(ctx, j.stmts.next).QueryRowContext(ctx).Scan(&next); err != nil {
 		return err
 	}
-	if j.rng != nil && uint64(next) == j.rng.End() {
+	switch {
+	case j.rng != nil && uint64(next) == j.rng.End():
+		return nil
+	case j.rng != nil && uint64(next) > j.rng.End():
+		// A copy, so that a failed read leaves the range as it was.
+		grown, err := evidence.RangeFactory.NewRange(j.rng.Begin(), j.rng.End(), slices.Clone(j.rng.Hashes()))
+		if err != nil {
+			return err
+		}
+		if err := extend(ctx, tx, grown); err != nil {
+			return err
+		}
+		j.rng = grown
 		return nil
 	}
 	return j.reload(ctx, tx)

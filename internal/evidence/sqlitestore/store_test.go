@@ -681,3 +681,32 @@ func TestResyncAfterOutsideWrite(t *testing.T) {
 	}
 	wantKinds(t, verify(t, dir, evidence.VerifyOptions{}))
 }
+
+// TestTwoWritersShareAJournal: two journals open on one data directory
+// (a server and `webcodex mcp`) append in turns; each picks up the other's
+// leaves, indexes stay dense and the journal verifies.
+func TestTwoWritersShareAJournal(t *testing.T) {
+	dir := t.TempDir()
+	a := open(t, dir, evidence.Options{})
+	defer a.Close()
+	b := open(t, dir, evidence.Options{})
+	defer b.Close()
+	for i := 0; i < 20; i++ {
+		j := a
+		if i%3 == 0 {
+			j = b
+		}
+		if e := fill(t, j, i, 1, "s")[0]; e.Index != uint64(i) {
+			t.Fatalf("append %d got index %d", i, e.Index)
+		}
+	}
+	ca, err := a.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := b.Checkpoint(context.Background())
+	if err != nil || cb.Size != 20 || !bytes.Equal(ca.Root, cb.Root) {
+		t.Fatalf("the two writers disagree: %+v vs %+v (%v)", ca.Checkpoint, cb.Checkpoint, err)
+	}
+	wantKinds(t, verify(t, dir, evidence.VerifyOptions{}))
+}
