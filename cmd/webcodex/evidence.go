@@ -13,6 +13,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/workflow/handoff"
 )
 
 // newEvidenceCmd is `webcodex evidence`: offline verification, export and
@@ -251,9 +252,10 @@ func printReport(w io.Writer, rep evidence.Report) {
 
 func printEntries(w io.Writer, es []evidence.Entry, c evidence.Counts, asJSON bool) error {
 	if asJSON {
-		return writeJSON(w, map[string]any{"records": es, "counts": c})
+		return writeJSON(w, map[string]any{"records": es, "counts": c, "proves": handoff.EvidenceProves})
 	}
 	fprintf(w, "verified %d, sessionless %d, invalid_claim %d, unknown %d\n", c.Verified, c.Sessionless, c.InvalidClaim, c.Unknown)
+	fprintf(w, "(%s)\n", handoff.EvidenceProves)
 	if len(es) == 0 {
 		fprintf(w, "No records.\n")
 		return nil

@@ -76,7 +76,8 @@ func TestEvidenceCommands(t *testing.T) {
 	j.Close()
 
 	out, err := runEvidence(t, data, "list", "--session", "wc_sess_x")
-	if err != nil || !strings.Contains(out, "verified 3, sessionless 3, invalid_claim 3") || !strings.Contains(out, "not_registered") {
+	if err != nil || !strings.Contains(out, "verified 3, sessionless 3, invalid_claim 3") || !strings.Contains(out, "not_registered") ||
+		!strings.Contains(out, "never that the work was correct") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
 	out, _ = runEvidence(t, data, "list", "--session", "wc_sess_x", "--json", "--limit", "2")
