@@ -54,6 +54,8 @@ func OpenAPI(reg *kernel.Registry, serverURL, version string, only ...string) ma
 								"success": map[string]any{"type": "boolean"},
 								"output":  map[string]any{"oneOf": []any{kernel.SchemaMap(t.OutputSchema), map[string]any{"type": "object"}}},
 								"error":   errorSchema,
+								// Facts not part of the tool's result, e.g. an evidence gap.
+								"warnings": map[string]any{"type": "array", "items": errorSchema},
 							},
 						}}},
 					},
