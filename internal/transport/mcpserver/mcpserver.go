@@ -202,10 +202,10 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 			out.Context = s.materials(ctx, p, args, w.context)
 		}
 		r, final := result(out)
-		if out.Context != nil {
+		if out.Context != nil || out.Warnings != nil {
 			// The model-facing ToolResult is {success, output, error}; the
-			// context sidecar is not charged to the tool.
-			out.Context = nil
+			// context sidecar and warnings are not charged to the tool.
+			out.Context, out.Warnings = nil, nil
 			_, final = result(out)
 		}
 		auditmw.ReportTool(ctx, t, res, final)

@@ -166,7 +166,14 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req CallReques
 		body, _ = httpserver.EncodeJSON(res)
 	}
 	if t, ok := s.Kernel.Registry().Lookup(req.Tool); ok {
-		auditmw.ReportTool(r.Context(), t, res, body)
+		final := body
+		if len(res.Warnings) > 0 {
+			// The model-facing result is {success, output, error}.
+			bare := res
+			bare.Warnings = nil
+			final, _ = httpserver.EncodeJSON(bare)
+		}
+		auditmw.ReportTool(r.Context(), t, res, final)
 	}
 	httpserver.WriteJSONBytes(w, http.StatusOK, body)
 }
