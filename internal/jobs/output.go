@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/webcodex/webcodex/internal/redact"
 )
 
 // capFile is a job's output file: writes are stored until it holds limit
@@ -221,23 +223,10 @@ func readChunk(path string, cursor *int64, limit int, final bool) (Chunk, error)
 	// Keep an incomplete rune at the end for the next read, unless the
 	// stream is complete and nothing will finish it.
 	if !(final && end == size) {
-		buf = trimPartialRune(buf)
+		buf = redact.TrimIncompleteRune(buf)
 		end = start + int64(len(buf))
 	}
 	return Chunk{Cursor: start, NextCursor: end, Text: string(buf), More: end < size, FileBytes: size, Retained: true}, nil
-}
-
-// trimPartialRune drops an incomplete UTF-8 sequence at the end of b.
-func trimPartialRune(b []byte) []byte {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
-				return b[:i]
-			}
-			return b
-		}
-	}
-	return b
 }
 
 // fileSize returns the size of the file at path, 0 when absent.

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/redact"
 )
 
 // Bounds of the project instruction files read at the project root.
@@ -80,7 +81,7 @@ func (p Project) ReadInstructions() Instructions {
 		src := InstructionSource{Path: clean, SHA256: hex.EncodeToString(sum[:]), Bytes: st.Size(), Truncated: st.Size() > int64(len(body))}
 		content := body
 		if len(content) > MaxInstructionFileBytes {
-			content = trimUTF8(content[:MaxInstructionFileBytes])
+			content = redact.TrimIncompleteRune(content[:MaxInstructionFileBytes])
 			src.Truncated = true
 		}
 		src.Content = string(content)
@@ -88,28 +89,4 @@ func (p Project) ReadInstructions() Instructions {
 		out.Status = "loaded"
 	}
 	return out
-}
-
-// trimUTF8 drops a trailing incomplete UTF-8 sequence.
-func trimUTF8(b []byte) []byte {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-4; i-- {
-		c := b[i]
-		if c < 0x80 {
-			return b
-		}
-		if c >= 0xC0 {
-			need := 2
-			if c >= 0xE0 {
-				need = 3
-			}
-			if c >= 0xF0 {
-				need = 4
-			}
-			if len(b)-i < need {
-				return b[:i]
-			}
-			return b
-		}
-	}
-	return b
 }

@@ -188,6 +188,20 @@ func Truncate(s string, max int) (string, bool) {
 	return b.String(), true
 }
 
+// TrimIncompleteRune returns b without a trailing incomplete UTF-8
+// sequence (for a byte-bounded cut that must not split a character).
+func TrimIncompleteRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			return b
+		}
+	}
+	return b
+}
+
 // Bounded redacts s and then truncates it to max runes.
 func Bounded(s string, max int) string {
 	out, _ := Truncate(String(s), max)

@@ -75,3 +75,15 @@ func FuzzPlantedSecretNeverSurvives(f *testing.F) {
 		}
 	})
 }
+
+func TestTrimIncompleteRune(t *testing.T) {
+	euro := "€" // 3 bytes
+	for _, c := range []struct{ in, want string }{
+		{"", ""}, {"abc", "abc"}, {"a" + euro, "a" + euro},
+		{"a" + euro[:1], "a"}, {"a" + euro[:2], "a"}, {"😀"[:3], ""}, {"\xff", "\xff"},
+	} {
+		if got := string(redact.TrimIncompleteRune([]byte(c.in))); got != c.want {
+			t.Errorf("TrimIncompleteRune(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

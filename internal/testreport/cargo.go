@@ -61,26 +61,8 @@ type cargoParser struct {
 // are exact for the binaries that ran.
 func ParseCargoTest(r io.Reader) (Report, error) {
 	p := &cargoParser{b: newBuilder(ParserCargoTest)}
-	lr := newLineReader(r)
-	for {
-		line, cut, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		switch {
-		case cut:
-			p.b.problem(ProblemTruncatedOutput)
-		case !cleanLine(line):
-			p.b.problem(ProblemCorruptLine)
-		default:
-			p.line(string(line))
-		}
-		if err != nil {
-			p.b.problem(ProblemTruncatedOutput)
-			return p.finish(), err
-		}
-	}
-	return p.finish(), nil
+	err := feedTextLines(r, p.b, nil, p.line)
+	return p.finish(), err
 }
 
 func (p *cargoParser) line(line string) {

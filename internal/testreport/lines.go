@@ -57,6 +57,34 @@ func (l *lineReader) next() (line []byte, cut bool, err error) {
 	}
 }
 
+// feedTextLines reads r line by line and hands each clean line to line,
+// recording over-long lines (ProblemTruncatedOutput) and lines with
+// control characters (ProblemCorruptLine) on b instead. It stops at EOF,
+// when stop (if not nil) reports true, or at a read error, which it records
+// as ProblemTruncatedOutput and returns.
+func feedTextLines(r io.Reader, b *builder, stop func() bool, line func(string)) error {
+	lr := newLineReader(r)
+	for stop == nil || !stop() {
+		l, cut, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		switch {
+		case cut:
+			b.problem(ProblemTruncatedOutput)
+		case !cleanLine(l):
+			b.problem(ProblemCorruptLine)
+		default:
+			line(string(l))
+		}
+		if err != nil {
+			b.problem(ProblemTruncatedOutput)
+			return err
+		}
+	}
+	return nil
+}
+
 func trimEOL(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	return bytes.TrimSuffix(b, []byte("\r"))

@@ -80,26 +80,8 @@ type tapParser struct {
 // "Bail out!" stops parsing with ProblemBailOut.
 func ParseTAP(r io.Reader) (Report, error) {
 	p := &tapParser{b: newBuilder(ParserTAP), yaml: -1}
-	lr := newLineReader(r)
-	for !p.bailed {
-		line, cut, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		switch {
-		case cut:
-			p.b.problem(ProblemTruncatedOutput)
-		case !cleanLine(line):
-			p.b.problem(ProblemCorruptLine)
-		default:
-			p.line(string(line))
-		}
-		if err != nil {
-			p.b.problem(ProblemTruncatedOutput)
-			return p.finish(), err
-		}
-	}
-	return p.finish(), nil
+	err := feedTextLines(r, p.b, func() bool { return p.bailed }, p.line)
+	return p.finish(), err
 }
 
 func (p *tapParser) line(line string) {

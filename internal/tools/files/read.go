@@ -18,6 +18,7 @@ import (
 	"github.com/webcodex/webcodex/internal/filerev"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/redact"
 	"github.com/webcodex/webcodex/internal/tools/walk"
 )
 
@@ -345,21 +346,8 @@ func (lr *lineReader) endLine() {
 	if lr.lastLine == 0 && len(lr.pending) > 0 {
 		// Not even one line fits: return the part that does, so that the
 		// caller always makes progress.
-		lr.content = append(lr.content, cutUTF8(lr.pending)...)
+		lr.content = append(lr.content, redact.TrimIncompleteRune(lr.pending)...)
 		lr.lastLine = lr.line
 		lr.partial = true
 	}
-}
-
-// cutUTF8 drops an incomplete rune at the end of b.
-func cutUTF8(b []byte) []byte {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
-				return b[:i]
-			}
-			return b
-		}
-	}
-	return b
 }

@@ -160,38 +160,22 @@ type Output struct {
 	HandoffBrief any `json:"handoff_brief,omitempty" jsonschema:"handoff_brief version 1, as session_handoff_summary returns it"`
 }
 
-// PathList is a bounded list of paths.
-type PathList struct {
-	Items     []string `json:"items"`
-	Total     int      `json:"total"`
-	Returned  int      `json:"returned"`
-	Truncated bool     `json:"truncated"`
-}
-
-func bound(paths []string, max int) PathList {
-	l := PathList{Items: []string{}, Total: len(paths)}
-	n := min(len(paths), max)
-	l.Items = append(l.Items, paths[:n]...)
-	l.Returned, l.Truncated = n, n < len(paths)
-	return l
-}
-
 // Workspace is the workspace block.
 type Workspace struct {
-	Status       string    `json:"status"`
-	Branch       string    `json:"branch,omitempty"`
-	Head         string    `json:"head,omitempty"`
-	Dirty        *bool     `json:"dirty,omitempty"`
-	Conflicted   *bool     `json:"conflicted,omitempty"`
-	Ahead        *int      `json:"ahead,omitempty"`
-	Behind       *int      `json:"behind,omitempty"`
-	ChangedPaths *PathList `json:"changed_paths,omitempty"`
-	Conflicts    *PathList `json:"conflicts,omitempty"`
+	Status       string            `json:"status"`
+	Branch       string            `json:"branch,omitempty"`
+	Head         string            `json:"head,omitempty"`
+	Dirty        *bool             `json:"dirty,omitempty"`
+	Conflicted   *bool             `json:"conflicted,omitempty"`
+	Ahead        *int              `json:"ahead,omitempty"`
+	Behind       *int              `json:"behind,omitempty"`
+	ChangedPaths *handoff.PathList `json:"changed_paths,omitempty"`
+	Conflicts    *handoff.PathList `json:"conflicts,omitempty"`
 }
 
 // Changes is the changes block: paths changed in the session, newest first.
 type Changes struct {
-	PathList
+	handoff.PathList
 	LastChangeSeq int64 `json:"last_change_seq"`
 }
 
@@ -299,7 +283,7 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 	var bws *handoff.WorkspaceSnapshot
 	switch {
 	case snap != nil:
-		pl, cl := bound(snap.Paths, MaxWorkspacePaths), bound(snap.Conflicts, MaxWorkspacePaths)
+		pl, cl := handoff.BoundPaths(snap.Paths, MaxWorkspacePaths), handoff.BoundPaths(snap.Conflicts, MaxWorkspacePaths)
 		ws = Workspace{Status: Available, Branch: snap.Branch, Head: snap.Head, Dirty: &snap.Dirty, Conflicted: &snap.Conflicted,
 			Ahead: &snap.Ahead, Behind: &snap.Behind, ChangedPaths: &pl, Conflicts: &cl}
 		bws = &handoff.WorkspaceSnapshot{Branch: snap.Branch, Head: snap.Head, Dirty: snap.Dirty, Conflicted: snap.Conflicted,
@@ -342,7 +326,7 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 			classify(e, &tf)
 		}
 	}
-	changes := Changes{PathList: bound(paths, MaxChangedPaths), LastChangeSeq: lastChange}
+	changes := Changes{PathList: handoff.BoundPaths(paths, MaxChangedPaths), LastChangeSeq: lastChange}
 
 	fb := handoff.Feedback(sess, evs, handoff.FeedbackOptions{
 		Profile: handoff.ProfileFull, SkipValidation: !includeValidation, Jobs: jobSnap,

@@ -313,8 +313,8 @@ func Feedback(s workflow.Session, events []workflow.Event, opts FeedbackOptions)
 			}
 		}
 	}
-	a.Changes = bound(changed, MaxFeedbackChanges)
-	a.Exploration = Exploration{PathList: bound(explored, opts.Profile.Limit()), Complete: a.EventRange.Complete}
+	a.Changes = BoundPaths(changed, MaxFeedbackChanges)
+	a.Exploration = Exploration{PathList: BoundPaths(explored, opts.Profile.Limit()), Complete: a.EventRange.Complete}
 
 	// Validation over every retained event.
 	fb.Validation, fb.ValidationDelta, fb.ValidationDeltaReason = validation(s, events, opts.SkipValidation)
@@ -327,8 +327,8 @@ func Feedback(s workflow.Session, events []workflow.Event, opts FeedbackOptions)
 	return fb
 }
 
-// bound returns the first max items of paths with the list's counts.
-func bound(paths []string, max int) PathList {
+// BoundPaths returns the first max items of paths with the list's counts.
+func BoundPaths(paths []string, max int) PathList {
 	l := PathList{Total: len(paths), Items: []string{}}
 	n := min(len(paths), max)
 	l.Items = append(l.Items, paths[:n]...)
