@@ -70,6 +70,25 @@ func (w *Writer) Prepare(ctx context.Context, query string) (*sql.Stmt, error) {
 	return w.db.PrepareContext(ctx, query)
 }
 
+// Stmt names a query and where PrepareAll stores its statement.
+type Stmt struct {
+	Dst   **sql.Stmt
+	Query string
+}
+
+// PrepareAll prepares each query with Prepare into its destination and
+// returns the first error. Statements prepared before an error are closed
+// with the database.
+func (w *Writer) PrepareAll(ctx context.Context, stmts ...Stmt) error {
+	for _, st := range stmts {
+		var err error
+		if *st.Dst, err = w.Prepare(ctx, st.Query); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // exec runs a prepared statement of the writer in tx, or its text when it
 // could not be prepared.
 func exec(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, query string) error {

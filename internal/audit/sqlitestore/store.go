@@ -71,17 +71,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db}
-	for _, p := range []struct {
-		dst   **sql.Stmt
-		query string
-	}{
-		{&s.stmts.ensure, sqlEnsure}, {&s.stmts.insert, sqlInsert},
-		{&s.stmts.counters, sqlCounters}, {&s.stmts.trim, sqlTrim},
-	} {
-		if *p.dst, err = db.Writer.Prepare(ctx, p.query); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("audit sqlitestore: prepare: %w", err)
-		}
+	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.ensure, Query: sqlEnsure}, sqlitedb.Stmt{Dst: &s.stmts.insert, Query: sqlInsert},
+		sqlitedb.Stmt{Dst: &s.stmts.counters, Query: sqlCounters}, sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("audit sqlitestore: prepare: %w", err)
 	}
 	return s, nil
 }

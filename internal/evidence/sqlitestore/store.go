@@ -170,13 +170,9 @@ func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
 			filepath.Join(dataDir, evidence.KeyFile))
 	}
 	j.key = key
-	for _, p := range []struct {
-		dst **sql.Stmt
-		q   string
-	}{{&j.stmts.insert, sqlInsert}, {&j.stmts.next, sqlNext}, {&j.stmts.lastCP, sqlLastCP}, {&j.stmts.insertCP, sqlInsertCP}} {
-		if *p.dst, err = j.db.Writer.Prepare(ctx, p.q); err != nil {
-			return failure.Wrap(failure.Unavailable, err, "prepare evidence statements")
-		}
+	if err := j.db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &j.stmts.insert, Query: sqlInsert}, sqlitedb.Stmt{Dst: &j.stmts.next, Query: sqlNext},
+		sqlitedb.Stmt{Dst: &j.stmts.lastCP, Query: sqlLastCP}, sqlitedb.Stmt{Dst: &j.stmts.insertCP, Query: sqlInsertCP}); err != nil {
+		return failure.Wrap(failure.Unavailable, err, "prepare evidence statements")
 	}
 	// Load the tree state by streaming the leaf hashes.
 	return wrapWrite(j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {

@@ -72,17 +72,10 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 		now = time.Now
 	}
 	s := &Store{db: db, now: now}
-	for _, p := range []struct {
-		dst   **sql.Stmt
-		query string
-	}{
-		{&s.stmts.header, sqlHeader}, {&s.stmts.insertEvent, sqlInsertEvent},
-		{&s.stmts.trim, sqlTrim}, {&s.stmts.updateHeader, sqlUpdateHeader},
-	} {
-		if *p.dst, err = db.Writer.Prepare(ctx, p.query); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("sqlitestore: prepare: %w", err)
-		}
+	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.header, Query: sqlHeader}, sqlitedb.Stmt{Dst: &s.stmts.insertEvent, Query: sqlInsertEvent},
+		sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}, sqlitedb.Stmt{Dst: &s.stmts.updateHeader, Query: sqlUpdateHeader}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitestore: prepare: %w", err)
 	}
 	if err := s.restore(ctx); err != nil {
 		db.Close()
