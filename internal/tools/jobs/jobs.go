@@ -181,12 +181,9 @@ func (t *Tools) runJob(ctx context.Context, inv *kernel.Invocation, in RunInput)
 	if err := run.ValidatePurpose(in.Purpose); err != nil {
 		return RunOutput{}, err
 	}
-	timeout := DefaultJobTimeoutSeconds
-	if in.TimeoutSeconds != nil {
-		timeout = *in.TimeoutSeconds
-	}
-	if timeout < 1 || time.Duration(timeout)*time.Second > runner.MaxTimeout {
-		return RunOutput{}, failure.New(failure.InvalidArguments, "timeout_seconds must be 1-%d", int(runner.MaxTimeout/time.Second))
+	timeout, err := run.TimeoutSeconds(in.TimeoutSeconds, DefaultJobTimeoutSeconds)
+	if err != nil {
+		return RunOutput{}, err
 	}
 	if err := runner.ValidateEnv(in.Env); err != nil {
 		return RunOutput{}, failure.New(failure.InvalidArguments, "env: %v", err)

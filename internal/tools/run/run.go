@@ -226,6 +226,19 @@ func SelectShell(inv *kernel.Invocation, explicit workflow.Shell) (workflow.Shel
 	return sh, nil
 }
 
+// TimeoutSeconds returns the timeout a call asked for (def when given is
+// nil), checked against runner.MaxTimeout.
+func TimeoutSeconds(given *int, def int) (int, error) {
+	timeout := def
+	if given != nil {
+		timeout = *given
+	}
+	if timeout < 1 || time.Duration(timeout)*time.Second > runner.MaxTimeout {
+		return 0, failure.New(failure.InvalidArguments, "timeout_seconds must be 1-%d", int(runner.MaxTimeout/time.Second))
+	}
+	return timeout, nil
+}
+
 // ValidatePurpose checks a purpose.
 func ValidatePurpose(p string) error {
 	if utf8.RuneCountInString(p) > MaxPurposeChars {
@@ -317,12 +330,9 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 	if err := ValidatePurpose(c.Purpose); err != nil {
 		return Output{}, err
 	}
-	timeout := DefaultTimeoutSeconds
-	if c.TimeoutSeconds != nil {
-		timeout = *c.TimeoutSeconds
-	}
-	if timeout < 1 || time.Duration(timeout)*time.Second > runner.MaxTimeout {
-		return Output{}, failure.New(failure.InvalidArguments, "timeout_seconds must be 1-%d", int(runner.MaxTimeout/time.Second))
+	timeout, err := TimeoutSeconds(c.TimeoutSeconds, DefaultTimeoutSeconds)
+	if err != nil {
+		return Output{}, err
 	}
 	if err := runner.ValidateEnv(c.Env); err != nil {
 		return Output{}, failure.New(failure.InvalidArguments, "env: %v", err)

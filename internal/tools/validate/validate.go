@@ -32,6 +32,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/testreport"
+	runtools "github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -324,19 +325,14 @@ func checkList(what string, xs []string, max int) error {
 }
 
 func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, r run) (Output, error) {
-	exp := c.ResultExpectation
-	if exp == "" {
-		exp = "success"
+	e, err := runtools.ValidateExpectation(runtools.Expectation(c.ResultExpectation))
+	if err != nil {
+		return Output{}, err
 	}
-	if exp != "success" && exp != "failure" && exp != "observe" {
-		return Output{}, failure.New(failure.InvalidArguments, "result_expectation must be success, failure or observe")
-	}
-	timeout := DefaultTimeoutSeconds
-	if c.TimeoutSeconds != nil {
-		timeout = *c.TimeoutSeconds
-	}
-	if timeout < 1 || time.Duration(timeout)*time.Second > runner.MaxTimeout {
-		return Output{}, failure.New(failure.InvalidArguments, "timeout_seconds must be 1-%d", int(runner.MaxTimeout/time.Second))
+	exp := string(e)
+	timeout, err := runtools.TimeoutSeconds(c.TimeoutSeconds, DefaultTimeoutSeconds)
+	if err != nil {
+		return Output{}, err
 	}
 	if c.MinTests != nil {
 		if *c.MinTests < 0 || *c.MinTests > testreport.MaxMinTests {
