@@ -288,3 +288,17 @@ type Store interface {
 	// List returns every project ordered by id.
 	List(ctx context.Context) ([]Project, error)
 }
+
+// StatFailure maps an error from opening or stating the project path
+// clean (as Resolve returned it) to a stable kind, without exposing the
+// absolute path: not_found, permission_denied or operation_failed.
+func StatFailure(err error, clean string) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return failure.New(failure.NotFound, "%q does not exist", clean)
+	case errors.Is(err, fs.ErrPermission):
+		return failure.Wrap(failure.PermissionDenied, err, "%q is not readable", clean)
+	default:
+		return failure.Wrap(failure.OperationFailed, err, "%q cannot be read", clean)
+	}
+}

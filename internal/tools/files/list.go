@@ -113,7 +113,7 @@ func resolveDir(p project.Project, rel string) (string, error) {
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
-		return "", statFailure(err, clean)
+		return "", project.StatFailure(err, clean)
 	}
 	if !st.IsDir() {
 		return "", failure.New(failure.InvalidArguments, "%q is not a directory", clean)
@@ -130,7 +130,7 @@ func walkFailure(err error, dir string) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return cancelled(err)
 	default:
-		return statFailure(err, dir)
+		return project.StatFailure(err, dir)
 	}
 }
 

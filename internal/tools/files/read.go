@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"sync"
@@ -163,7 +162,7 @@ func openRegular(p project.Project, rel string) (*os.File, string, error) {
 	// effect on regular files.
 	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, clean, statFailure(err, clean)
+		return nil, clean, project.StatFailure(err, clean)
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -179,19 +178,6 @@ func openRegular(p project.Project, rel string) (*os.File, string, error) {
 		return nil, clean, failure.New(failure.InvalidArguments, "%q is not a regular file", clean)
 	}
 	return f, clean, nil
-}
-
-// statFailure maps an open or stat error of the project path clean to a
-// stable kind without exposing the absolute path.
-func statFailure(err error, clean string) error {
-	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return failure.New(failure.NotFound, "%q does not exist", clean)
-	case errors.Is(err, fs.ErrPermission):
-		return failure.Wrap(failure.PermissionDenied, err, "%q is not readable", clean)
-	default:
-		return failure.Wrap(failure.OperationFailed, err, "%q cannot be read", clean)
-	}
 }
 
 // readers recycles the 64 KiB line readers: one per call would dominate

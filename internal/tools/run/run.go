@@ -287,16 +287,33 @@ func (t *Tools) runScript(ctx context.Context, inv *kernel.Invocation, in Script
 	return t.execute(ctx, inv, in.Common, cwd, append([]string{prog, file}, in.Args...), nil, cleanup)
 }
 
+// Where a resolved working directory came from (CwdSource).
+const (
+	CwdExplicit       = "explicit"
+	CwdSessionDefault = "session_default"
+	CwdDefault        = "default"
+)
+
 // ResolveCwd resolves the absolute working directory of a run: the
 // explicit one, else the business session's default, else the project
 // root. It must exist inside the project and be a directory.
 func ResolveCwd(inv *kernel.Invocation, explicit string) (string, error) {
-	rel, inherited := explicit, false
-	if rel == "" && inv.Session != nil && inv.Session.ExecutionContext.DefaultCwd != "" {
-		rel, inherited = inv.Session.ExecutionContext.DefaultCwd, true
-	}
-	if rel == "" {
-		rel = "."
+	abs, _, err := CwdSource(inv, explicit)
+	return abs, err
+}
+
+// CwdSource is ResolveCwd that also says where the directory came from
+// (CwdExplicit, CwdSessionDefault or CwdDefault). An unusable session
+// default is failure.InvalidExecutionContext, never a fallback to the
+// project root.
+func CwdSource(inv *kernel.Invocation, explicit string) (abs, source string, err error) {
+	rel, source := explicit, CwdExplicit
+	switch {
+	case rel != "":
+	case inv.Session != nil && inv.Session.ExecutionContext.DefaultCwd != "":
+		rel, source = inv.Session.ExecutionContext.DefaultCwd, CwdSessionDefault
+	default:
+		rel, source = ".", CwdDefault
 	}
 	abs, clean, err := inv.Project.Resolve(rel)
 	if err == nil {
@@ -305,12 +322,12 @@ func ResolveCwd(inv *kernel.Invocation, explicit string) (string, error) {
 		}
 	}
 	if err != nil {
-		if inherited {
-			return "", failure.New(failure.InvalidExecutionContext, "the session's default_cwd %q cannot be used: %s", rel, failure.MessageOf(err))
+		if source == CwdSessionDefault {
+			return "", "", failure.New(failure.InvalidExecutionContext, "the session's default_cwd %q cannot be used: %s", rel, failure.MessageOf(err))
 		}
-		return "", err
+		return "", "", err
 	}
-	return abs, nil
+	return abs, source, nil
 }
 
 // execute runs argv. cleanup, when set, releases what the run needs (a

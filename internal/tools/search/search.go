@@ -333,7 +333,7 @@ func resolveGroups(p project.Project, qs []*compiled, in []Query) ([]*group, err
 		}
 		st, err := os.Stat(abs)
 		if err != nil {
-			return nil, statFailure(err, clean)
+			return nil, project.StatFailure(err, clean)
 		}
 		g := &group{rel: clean, abs: abs, queries: []*compiled{qs[i]}}
 		switch {
@@ -347,17 +347,6 @@ func resolveGroups(p project.Project, qs []*compiled, in []Query) ([]*group, err
 		groups = append(groups, g)
 	}
 	return groups, nil
-}
-
-func statFailure(err error, clean string) error {
-	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return failure.New(failure.NotFound, "%q does not exist", clean)
-	case errors.Is(err, fs.ErrPermission):
-		return failure.Wrap(failure.PermissionDenied, err, "%q is not readable", clean)
-	default:
-		return failure.Wrap(failure.OperationFailed, err, "%q cannot be read", clean)
-	}
 }
 
 func cancelled(err error) error {
@@ -385,7 +374,7 @@ func (s *scan) group(p project.Project, g *group) error {
 	case errors.As(err, &fe):
 		return err
 	default:
-		return statFailure(err, g.rel)
+		return project.StatFailure(err, g.rel)
 	}
 }
 
@@ -424,7 +413,7 @@ func (s *scan) file(e walk.Entry, queries []*compiled, walked bool) error {
 		if walked {
 			return nil // vanished or unreadable since the walk listed it
 		}
-		return statFailure(err, e.Path)
+		return project.StatFailure(err, e.Path)
 	}
 	if len(content) > MaxFileBytes {
 		s.large[e.Path] = true

@@ -19,7 +19,6 @@ package shell
 import (
 	"context"
 	"errors"
-	"os"
 	"strconv"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
 	pshell "github.com/webcodex/webcodex/internal/shell"
+	runtools "github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -222,7 +222,7 @@ func (t *tools) open(ctx context.Context, inv *kernel.Invocation, in OpenInput) 
 		return OpenOutput{}, err
 	}
 	inv.Fact("action", "open")
-	out := OpenOutput{CwdSource: "explicit", ShellSource: "explicit"}
+	out := OpenOutput{ShellSource: "explicit"}
 	sh := in.Shell
 	switch {
 	case sh != "":
@@ -234,27 +234,11 @@ func (t *tools) open(ctx context.Context, inv *kernel.Invocation, in OpenInput) 
 	default:
 		sh, out.ShellSource = workflow.ShellSh, "default"
 	}
-	rel, inherited := in.Cwd, false
-	switch {
-	case rel != "":
-	case sess.ExecutionContext.DefaultCwd != "":
-		rel, inherited, out.CwdSource = sess.ExecutionContext.DefaultCwd, true, "session_default"
-	default:
-		rel, out.CwdSource = ".", "default"
-	}
-	abs, clean, err := inv.Project.Resolve(rel)
-	if err == nil {
-		if st, serr := os.Stat(abs); serr != nil || !st.IsDir() {
-			err = failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
-		}
-	}
+	abs, source, err := runtools.CwdSource(inv, in.Cwd)
 	if err != nil {
-		if inherited {
-			// Never a fallback to the project root.
-			return OpenOutput{}, failure.New(failure.InvalidExecutionContext, "the session's default_cwd %q cannot be used: %s", rel, failure.MessageOf(err))
-		}
 		return OpenOutput{}, err
 	}
+	out.CwdSource = source
 	inv.Fact("shell", string(sh))
 	info, err := t.m.Open(ctx, pshell.OpenSpec{
 		SessionID: sess.ID, Project: inv.Project.ID, ProjectRoot: inv.Project.Root, Cwd: abs, Shell: pshell.Dialect(sh),
