@@ -60,66 +60,58 @@ func (s *Service) Start(log *slog.Logger) {
 
 // Submit sanitizes ev for session id now (nothing unsanitized is held)
 // and hands it to the background writer, which commits queued events in
-// batches shortly after. When the queue is full it waits for room until
-// ctx ends; without a running writer, or when ctx ends first, it writes
-// synchronously like Record. Events accepted before Stop are all written
-// by Stop; an event still queued when the process is killed is lost (the
-// call it describes has already been answered).
-func (s *Service) Submit(ctx context.Context, id string, ev Event, attr Attribution) error {
+// batches shortly after. When the queue is full it waits up to wait for
+// room; without a running writer, or when the wait runs out, it writes
+// synchronously like Record. ctx's cancellation is ignored (the call the
+// event describes is over); its values are kept. Events accepted before
+// Stop are all written by Stop; an event still queued when the process
+// is killed is lost (the call it describes has already been answered).
+func (s *Service) Submit(ctx context.Context, wait time.Duration, id string, ev Event, attr Attribution) error {
 	ev, err := s.prepare(id, ev, attr)
 	if err != nil {
 		return err
 	}
-	return s.submit(ctx, 0, ev)
-}
-
-// SubmitWait is Submit with the wait for room in a full queue bounded by
-// wait instead of by ctx (whose cancellation is ignored; its values are
-// kept): the bound costs nothing unless the queue is full.
-func (s *Service) SubmitWait(ctx context.Context, wait time.Duration, id string, ev Event, attr Attribution) error {
-	ev, err := s.prepare(id, ev, attr)
-	if err != nil {
-		return err
+	ctx = context.WithoutCancel(ctx)
+	if s.enqueue(ctx, wait, ev) {
+		return nil
 	}
-	return s.submit(context.WithoutCancel(ctx), wait, ev)
-}
-
-// submit queues the prepared ev, waiting for room until ctx ends (and,
-// when wait > 0, at most wait), or writes it synchronously.
-func (s *Service) submit(ctx context.Context, wait time.Duration, ev Event) error {
-	w := &s.writer
-	w.mu.RLock()
-	if w.running {
-		select {
-		case w.queue <- ev:
-			w.queued()
-			w.mu.RUnlock()
-			return nil
-		default:
-		}
-		wctx, cancel := ctx, context.CancelFunc(func() {})
-		if wait > 0 {
-			wctx, cancel = context.WithTimeout(ctx, wait)
-		}
-		select {
-		case w.queue <- ev:
-			cancel()
-			w.queued()
-			w.mu.RUnlock()
-			return nil
-		case <-wctx.Done():
-		}
-		cancel()
-	}
-	w.mu.RUnlock()
-	// ctx may be over (it bounded the wait): the write gets its own bound.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	if err := s.store.AppendEvents(wctx, []Event{ev}, MaxEventsPerSession, s.now()); err != nil {
 		s.failures.Add(1)
 		return err
 	}
 	return nil
+}
+
+// enqueue queues ev for the running writer, waiting up to wait for room;
+// it reports whether ev was queued. The timer exists only when the queue
+// is full.
+func (s *Service) enqueue(ctx context.Context, wait time.Duration, ev Event) bool {
+	w := &s.writer
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if !w.running {
+		return false
+	}
+	select {
+	case w.queue <- ev:
+		w.queued()
+		return true
+	default:
+	}
+	if wait <= 0 {
+		return false
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	select {
+	case w.queue <- ev:
+		w.queued()
+		return true
+	case <-wctx.Done():
+		return false
+	}
 }
 
 // Stop stops accepting queued events and waits until every queued event

@@ -97,23 +97,21 @@ func TestBackgroundWriter(t *testing.T) {
 	g := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
 	svc := audit.NewService(g, nil)
 	svc.Start(nil)
-	if err := svc.Submit(ctx, "w", okEvent(), audit.Attribution{}); err != nil {
+	if err := svc.Submit(ctx, time.Minute, "w", okEvent(), audit.Attribution{}); err != nil {
 		t.Fatal(err)
 	}
 	<-g.entered // the writer holds the first event
 	for i := 0; i < audit.QueueSize; i++ {
-		if err := svc.Submit(ctx, "w", okEvent(), audit.Attribution{}); err != nil {
+		if err := svc.Submit(ctx, time.Minute, "w", okEvent(), audit.Attribution{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := countEvents(t, st); n != 0 {
 		t.Fatalf("%d events written while the writer is held, want 0 (queued)", n)
 	}
-	// The queue is full: Submit waits for room until its context ends,
+	// The queue is full: Submit waits up to 50 ms for room,
 	// then writes the event itself before returning.
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if err := svc.Submit(short, "w", okEvent(), audit.Attribution{}); err != nil {
+	if err := svc.Submit(ctx, 50*time.Millisecond, "w", okEvent(), audit.Attribution{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := countEvents(t, st); n != 1 {
@@ -136,7 +134,7 @@ func TestBackgroundWriter(t *testing.T) {
 		t.Fatalf("write failures: %d", svc.WriteFailures())
 	}
 	// After Stop, Submit still writes (synchronously).
-	if err := svc.Submit(ctx, "w", okEvent(), audit.Attribution{}); err != nil {
+	if err := svc.Submit(ctx, time.Minute, "w", okEvent(), audit.Attribution{}); err != nil {
 		t.Fatal(err)
 	}
 	if sess, _, _ := svc.SessionWithEvents(ctx, "w", 1); sess.TotalActions != int64(audit.QueueSize+3) {
@@ -194,7 +192,7 @@ func TestUnwritableDatabase(t *testing.T) {
 			if _, _, err := svc.Affinity(ctx, "new-explicit"); c.smallWritesFail && !failure.Is(err, failure.Unavailable) {
 				t.Fatalf("creating a session = %v, want unavailable", err)
 			}
-			if err := svc.Submit(ctx, "kept", big, audit.Attribution{}); err != nil {
+			if err := svc.Submit(ctx, time.Minute, "kept", big, audit.Attribution{}); err != nil {
 				t.Fatal(err) // queued: the writer counts the failure
 			}
 			deadline := time.Now().Add(10 * time.Second)
@@ -379,7 +377,7 @@ func TestWriterBatchBounds(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := g; i < n; i += 8 {
-				if err := svc.Submit(ctx, "b", okEvent(), audit.Attribution{}); err != nil {
+				if err := svc.Submit(ctx, time.Minute, "b", okEvent(), audit.Attribution{}); err != nil {
 					t.Error(err)
 				}
 			}

@@ -186,7 +186,7 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 		if p, ok := auth.PrincipalFrom(r.Context()); ok {
 			attr = audit.Attribution{PrincipalKind: string(p.Kind), PrincipalUserID: p.Owner}
 		}
-		if err := m.Audit.SubmitWait(r.Context(), submitTimeout, id, ev, attr); err != nil {
+		if err := m.Audit.Submit(r.Context(), submitTimeout, id, ev, attr); err != nil {
 			m.log().Warn("audit: record event", "err", err) // counted by the service
 		}
 	})
