@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -28,7 +29,7 @@ const maxAsyncEvidence = 256
 // waits for those appends.
 type evidenceSink struct {
 	journal *evidencestore.Journal
-	app     *App
+	log     *slog.Logger
 	slots   chan struct{}
 	pending sync.WaitGroup
 	// failures counts records that could not be appended.
@@ -36,14 +37,14 @@ type evidenceSink struct {
 }
 
 func newEvidenceSink(a *App, j *evidencestore.Journal) *evidenceSink {
-	return &evidenceSink{journal: j, app: a, slots: make(chan struct{}, maxAsyncEvidence)}
+	return &evidenceSink{journal: j, log: a.Log, slots: make(chan struct{}, maxAsyncEvidence)}
 }
 
 // record is the kernel.EvidenceSink.
 func (s *evidenceSink) record(ctx context.Context, r kernel.Record) error {
 	rec := evidenceRecord(r)
 	if r.Binding.State == kernel.InvalidClaim {
-		s.app.Log.Warn("evidence: invalid session claim", "invocation", r.InvocationID, "tool", r.Tool,
+		s.log.Warn("evidence: invalid session claim", "invocation", r.InvocationID, "tool", r.Tool,
 			"source", r.Source, "claimed_session_id", r.Binding.ClaimedSessionID, "reasons", r.Binding.Reasons)
 	}
 	if !r.Mutates {
@@ -64,7 +65,7 @@ func (s *evidenceSink) record(ctx context.Context, r kernel.Record) error {
 func (s *evidenceSink) append(ctx context.Context, rec evidence.Record) error {
 	if _, err := s.journal.Append(ctx, rec); err != nil {
 		s.failures.Add(1)
-		s.app.Log.Error("evidence: append", "invocation", rec.InvocationID, "tool", rec.Tool, "err", err)
+		s.log.Error("evidence: append", "invocation", rec.InvocationID, "tool", rec.Tool, "err", err)
 		return err
 	}
 	return nil
