@@ -10,8 +10,6 @@ import (
 	"github.com/webcodex/webcodex/internal/evidence"
 	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
 	"github.com/webcodex/webcodex/internal/kernel"
-	"github.com/webcodex/webcodex/internal/redact"
-	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // EvidenceDB is the evidence journal's database file in the data directory
@@ -43,7 +41,7 @@ func newEvidenceSink(a *App, j *evidencestore.Journal) *evidenceSink {
 // record is the kernel.EvidenceSink.
 func (s *evidenceSink) record(ctx context.Context, r kernel.Record) error {
 	rec := evidenceRecord(r)
-	if r.Binding.State == kernel.InvalidClaim {
+	if r.Binding.State == evidence.BindingInvalidClaim {
 		s.log.Warn("evidence: invalid session claim", "invocation", r.InvocationID, "tool", r.Tool,
 			"source", r.Source, "claimed_session_id", r.Binding.ClaimedSessionID, "reasons", r.Binding.Reasons)
 	}
@@ -74,21 +72,24 @@ func (s *evidenceSink) append(ctx context.Context, rec evidence.Record) error {
 // wait blocks until every asynchronous append has finished.
 func (s *evidenceSink) wait() { s.pending.Wait() }
 
-// evidenceRecord maps the kernel's record to the journal's: the claim as
-// presented, the verified values only for a verified binding, and a claim
-// that was never checked (the call was refused first) as unknown.
+// evidenceRecord maps the kernel's record to the journal's. The kernel
+// decided the binding in the journal's own vocabulary and already bounded
+// and redacted the claims; this only moves fields.
 func evidenceRecord(r kernel.Record) evidence.Record {
 	out := evidence.Record{
 		InvocationID: r.InvocationID, At: r.At, Tool: r.Tool, Source: evidence.Source(r.Source),
 		TransportEra: r.ProtocolEra,
-		// A claim is kept as presented, except that a credential pasted
-		// into a session id field is redacted before it is written.
 		Claim: evidence.Claim{
-			RecordingSessionID: redact.String(r.Binding.ClaimedSessionID), BusinessSessionID: redact.String(r.BusinessSessionID),
+			RecordingSessionID: r.Binding.ClaimedSessionID, BusinessSessionID: r.BusinessSessionID,
 			Project: r.Project, PrincipalKind: r.PrincipalKind, ClientWindow: r.ClientWindow,
 		},
+		Verified:            r.Binding.Verified,
+		Binding:             r.Binding.State,
+		Reasons:             r.Binding.Reasons,
+		CheckedKeys:         r.Binding.CheckedKeys,
+		SkippedKeys:         r.Binding.SkippedKeys,
 		SessionRecordDigest: r.Binding.SessionDigest,
-		Outcome:             evidence.Outcome(r.Outcome),
+		Outcome:             r.Outcome,
 		ErrorKind:           r.ErrorKind,
 		DurationMS:          r.Duration.Milliseconds(),
 		ArgumentsDigest:     r.ArgsSHA256,
@@ -97,47 +98,7 @@ func evidenceRecord(r kernel.Record) evidence.Record {
 	if out.Outcome == "" {
 		out.Outcome = evidence.OutcomeUnknown
 	}
-	for _, k := range r.Binding.CheckedKeys {
-		out.CheckedKeys = append(out.CheckedKeys, evidence.CheckKey(k))
-	}
-	for _, k := range r.Binding.SkippedKeys {
-		out.SkippedKeys = append(out.SkippedKeys, evidence.CheckKey(k))
-	}
-	switch b := r.Binding; {
-	case b.State == kernel.Verified:
-		out.Binding, out.Reasons = evidence.BindingVerified, []evidence.Reason{evidence.ReasonStoreMatch}
-		out.Verified = evidence.Verified{SessionID: b.VerifiedSessionID, Project: b.VerifiedProject,
-			Authority: b.VerifiedAuthority, Lifecycle: b.VerifiedLifecycle}
-	case b.State == kernel.Sessionless:
-		out.Binding, out.Reasons = evidence.BindingSessionless, []evidence.Reason{evidence.ReasonNoRecorderRequested}
-	case len(b.Reasons) == 0:
-		out.Binding, out.Reasons = evidence.BindingUnknown, []evidence.Reason{evidence.ReasonNotChecked}
-	default:
-		out.Binding = evidence.BindingInvalidClaim
-		for _, reason := range b.Reasons {
-			out.Reasons = append(out.Reasons, invalidReason(workflow.Reason(reason)))
-		}
-	}
 	return out
-}
-
-// invalidReason maps a workflow verification reason to the journal's.
-func invalidReason(r workflow.Reason) evidence.Reason {
-	switch r {
-	case workflow.ReasonMalformed:
-		return evidence.ReasonMalformedSessionID
-	case workflow.ReasonNotRegistered:
-		return evidence.ReasonNotRegistered
-	case workflow.ReasonClosed:
-		return evidence.ReasonSessionClosed
-	case workflow.ReasonAuthorityMismatch:
-		return evidence.ReasonAuthorityMismatch
-	case workflow.ReasonProjectMismatch:
-		return evidence.ReasonProjectMismatch
-	case workflow.ReasonModeDenied:
-		return evidence.ReasonGuardDenied
-	}
-	return evidence.ReasonStoreUnavailable
 }
 
 // openEvidence opens the data directory's evidence journal and starts its

@@ -268,7 +268,13 @@ func (r Record) Validate() error {
 		if len(r.Reasons) != 1 || r.Reasons[0] != ReasonStoreMatch {
 			return bad("a verified binding has exactly the reason %s", ReasonStoreMatch)
 		}
-		if r.Verified.SessionID == "" || r.Verified.SessionID != r.Claim.RecordingSessionID {
+		// The verified values are the recorder's, or the business
+		// session's when no recorder was claimed.
+		claimed := r.Claim.RecordingSessionID
+		if claimed == "" {
+			claimed = r.Claim.BusinessSessionID
+		}
+		if r.Verified.SessionID == "" || r.Verified.SessionID != claimed {
 			return bad("a verified binding needs the verified session id equal to the claimed one")
 		}
 	case BindingSessionless:

@@ -37,3 +37,20 @@ func TestKindOf(t *testing.T) {
 		t.Fatal("detail lost through wrapping")
 	}
 }
+
+// TestEveryKindHasAClass: the presentation table covers every kind, and
+// every class names a known failure and recovery kind.
+func TestEveryKindHasAClass(t *testing.T) {
+	for _, k := range failure.Kinds {
+		c := failure.ClassOf(k)
+		if c.FailureKind == "" || c.RecoveryKind == "" || c.HTTPStatus < 400 || c.HTTPStatus > 599 {
+			t.Errorf("kind %s has no complete class: %+v", k, c)
+		}
+	}
+	if got := failure.ClassOf("no_such_kind"); got != failure.ClassOf(failure.Internal) {
+		t.Errorf("an unknown kind is presented as %+v, want internal's", got)
+	}
+	if c := failure.ClassOf(failure.EditConflict); c.FailureKind != failure.ClassStalePrecondition || c.RecoveryKind != failure.RecoverRereadAndRetry {
+		t.Errorf("edit_conflict is %+v", c)
+	}
+}

@@ -188,24 +188,6 @@ func WriteJSONBytes(w http.ResponseWriter, status int, b []byte) {
 	w.Write(append(b, '\n'))
 }
 
-// StatusFor maps an error kind to the HTTP status used when a request fails
-// outside a tool result.
-func StatusFor(k failure.Kind) int {
-	switch k {
-	case failure.InvalidArguments, failure.InvalidLedger, failure.InvalidSessionID:
-		return http.StatusBadRequest
-	case failure.Unauthenticated:
-		return http.StatusUnauthorized
-	case failure.InsufficientScope, failure.PermissionDenied, failure.SessionAuthorityDenied:
-		return http.StatusForbidden
-	case failure.NotFound, failure.UnknownTool, failure.UnknownSessionID, failure.UnknownProject:
-		return http.StatusNotFound
-	case failure.RequestTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case failure.Conflict:
-		return http.StatusConflict
-	case failure.Unavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
+// StatusFor is the HTTP status of a request that fails with kind k outside
+// a tool result (the status column of failure's one table).
+func StatusFor(k failure.Kind) int { return failure.ClassOf(k).HTTPStatus }

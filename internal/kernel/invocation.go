@@ -36,6 +36,7 @@ type Invocation struct {
 	changed  []string
 	facts    map[string]string
 	adopted  *workflow.Session
+	dryRun   bool
 }
 
 // Observe records project-relative paths a successful read or search
@@ -107,4 +108,18 @@ func (inv *Invocation) effects() (observed, changed []string, facts map[string]s
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	return inv.observed, inv.changed, inv.facts, inv.adopted
+}
+
+// MarkDryRun tells the kernel that the call planned but changed nothing
+// (an edit tool's dry_run); it is a typed fact of the Result.
+func (inv *Invocation) MarkDryRun() {
+	inv.mu.Lock()
+	inv.dryRun = true
+	inv.mu.Unlock()
+}
+
+func (inv *Invocation) isDryRun() bool {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.dryRun
 }

@@ -9,14 +9,15 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/redact"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -85,10 +86,37 @@ type Result struct {
 	// not the tool's own result, such as an evidence gap.
 	Warnings []Warning `json:"warnings,omitempty"`
 
+	// The fields below are facts the kernel decided about the call, typed,
+	// for transports and telemetry; they are never serialized, and no layer
+	// needs to parse the wire shape to recover them.
+
 	// Refused is true when the call was rejected before the tool's handler
 	// ran (unknown tool, invalid arguments, scope, project, session
 	// authorization, recorder claim, shutdown): a pre-result rejection.
 	Refused bool `json:"-"`
+	// FailureKind and RecoveryKind are output.failure_kind and
+	// output.recovery_kind of a failed result ("" on success), and
+	// StateChanged is output.state_changed.
+	FailureKind  string `json:"-"`
+	RecoveryKind string `json:"-"`
+	StateChanged bool   `json:"-"`
+	// ConflictKind is the conflict_kind of an edit_conflict failure.
+	ConflictKind string `json:"-"`
+	// ChangedPaths are the project-relative paths the tool reported
+	// changing (also on failure: what it managed to change).
+	ChangedPaths []string `json:"-"`
+	// DryRun is true when the tool reported the call as a dry run.
+	DryRun bool `json:"-"`
+	// Tool is the registered tool that was called ("" when the name is not
+	// registered); Project is the project the call resolved ("" when none).
+	Tool    string `json:"-"`
+	Project string `json:"-"`
+	// Body is the JSON of {success, output, error} exactly as the evidence
+	// record's result digest covers it: no HTML escaping, no insignificant
+	// whitespace, no trailing newline, members in that order. Transports
+	// send these bytes so that a client can check the digest. It is nil
+	// when the result could not be encoded.
+	Body []byte `json:"-"`
 	// Duration is the kernel's own timing of the call.
 	Duration time.Duration `json:"-"`
 }
@@ -227,7 +255,7 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 	rec := Record{
 		InvocationID:  newID("inv_"),
 		At:            start.UTC(),
-		Tool:          c.Tool,
+		Tool:          redact.String(truncate(c.Tool, MaxRecordingSessionIDBytes)),
 		Source:        c.Source,
 		ProtocolEra:   c.ProtocolEra,
 		PrincipalKind: string(c.Principal.Kind),
@@ -235,14 +263,10 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 		ClientName:    c.ClientName,
 		UserAgent:     c.UserAgent,
 		ArgsSHA256:    argsDigest(c.Arguments),
-		Binding:       Binding{State: Sessionless, Reasons: []string{ReasonNoRecorderRequested}},
+		Binding:       notChecked,
 	}
 	if c.RecordingSessionID != "" {
-		claim := c.RecordingSessionID
-		if len(claim) > MaxRecordingSessionIDBytes {
-			claim = claim[:MaxRecordingSessionIDBytes]
-		}
-		rec.Binding = Binding{State: InvalidClaim, ClaimedSessionID: claim}
+		rec.Binding.ClaimedSessionID = boundedClaim(c.RecordingSessionID)
 	}
 	res := k.dispatch(ctx, c, &rec)
 	if !res.Success {
@@ -250,8 +274,10 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 	}
 	rec.Duration = k.now().Sub(start)
 	res.Duration = rec.Duration
-	if b, err := json.Marshal(res); err == nil {
-		rec.ResultSHA256 = digest(b)
+	res.Project = rec.Project
+	res.Body = encodeBody(res)
+	if res.Body != nil {
+		rec.ResultSHA256 = digest(res.Body)
 	}
 	if res.Error != nil {
 		rec.ErrorKind = string(res.Error.Kind)
@@ -267,8 +293,17 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 	return res
 }
 
+// boundedClaim is a claimed session id as evidence and logs keep it:
+// bounded, and with anything shaped like a credential redacted.
+func boundedClaim(id string) string {
+	if len(id) > MaxRecordingSessionIDBytes {
+		id = id[:MaxRecordingSessionIDBytes]
+	}
+	return redact.String(id)
+}
+
 func (k *Kernel) refuse(rec *Record, err error) Result {
-	rec.Outcome = OutcomeRefused
+	rec.Outcome = evidence.OutcomeRefused
 	res := failed(err, false)
 	res.Refused = true
 	return res
@@ -280,77 +315,52 @@ func (k *Kernel) refuse(rec *Record, err error) Result {
 func Failure(err error) Result {
 	res := failed(err, false)
 	res.Refused = true
+	res.Body = encodeBody(res)
 	return res
+}
+
+// encodeBody returns the Body of res: {success, output, error} as compact
+// JSON without HTML escaping, or nil when it cannot be encoded.
+func encodeBody(res Result) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
+		Success bool       `json:"success"`
+		Output  any        `json:"output"`
+		Error   *ErrorBody `json:"error,omitempty"`
+	}{res.Success, res.Output, res.Error}); err != nil {
+		return nil
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 func failed(err error, stateChanged bool) Result {
 	kind := failure.KindOf(err)
+	class := failure.ClassOf(kind)
 	out := map[string]any{
-		"failure_kind":  failureKind(kind),
-		"recovery_kind": recoveryKind(kind),
+		"failure_kind":  class.FailureKind,
+		"recovery_kind": class.RecoveryKind,
 		"state_changed": stateChanged,
 	}
-	for key, v := range failure.DetailOf(err) {
+	detail := failure.DetailOf(err)
+	for key, v := range detail {
 		out[key] = v
 	}
-	return Result{Success: false, Output: out, Error: &ErrorBody{Kind: kind, Message: failure.MessageOf(err)}}
-}
-
-func failureKind(k failure.Kind) string {
-	switch k {
-	case failure.InvalidArguments, failure.UnknownTool, failure.RequestTooLarge, failure.InvalidSessionID,
-		failure.InvalidExecutionContext, failure.InvalidCodingInstruction, failure.UnknownProject:
-		return "invalid_arguments"
-	case failure.InsufficientScope, failure.PermissionDenied, failure.SessionAuthorityDenied,
-		failure.SessionGuardDenied, failure.Unauthenticated, failure.JobAuthorityDenied:
-		return "permission_denied"
-	case failure.EditConflict, failure.StalePrecondition, failure.Conflict:
-		return "stale_precondition"
-	case failure.OutcomeUnknown, failure.Interrupted, failure.Cancelled:
-		return "outcome_unknown"
-	case failure.UnknownSessionID, failure.SessionClosed, failure.SessionProjectMismatch, failure.NotFound,
-		failure.JobNotFound, failure.JobProjectMismatch:
-		return "not_started"
-	case failure.Unavailable, failure.ShellBusy:
-		return "capability_unavailable"
-	case failure.NotStarted:
-		return "not_started"
-	case failure.CommandFailed:
-		return "command_failed"
-	case failure.ValidationFailed:
-		return "validation_failed"
-	case failure.EvidenceGap:
-		return "evidence_gap"
-	case failure.TimedOut:
-		return "timeout"
-	case failure.ShellResetRequired, failure.ShellClosed:
-		return "reset_required"
+	res := Result{
+		Success: false, Output: out, Error: &ErrorBody{Kind: kind, Message: failure.MessageOf(err)},
+		FailureKind: class.FailureKind, RecoveryKind: class.RecoveryKind, StateChanged: stateChanged,
 	}
-	return "operation_failed"
-}
-
-func recoveryKind(k failure.Kind) string {
-	switch failureKind(k) {
-	case "invalid_arguments", "not_started":
-		return "fix_input"
-	case "permission_denied":
-		return "request_permission"
-	case "stale_precondition":
-		return "reread_and_retry"
-	case "outcome_unknown":
-		return "inspect_state"
-	case "capability_unavailable":
-		return "retry_later"
-	case "command_failed", "timeout", "validation_failed":
-		return "inspect_output"
-	case "evidence_gap":
-		return "rerun_with_complete_output"
-	case "reset_required":
-		return "reopen_shell"
+	if kind == failure.EditConflict {
+		res.ConflictKind, _ = detail["conflict_kind"].(string)
 	}
-	return "inspect_error"
+	return res
 }
 
+// dispatch runs the pipeline's steps: admission, lookup and decoding,
+// scopes, claims (project, business session and recorder, each session read
+// and judged once), durable started events, execution, finished events and
+// the outcome.
 func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 	if !k.admit() {
 		return k.refuse(rec, failure.New(failure.Unavailable, "server is shutting down"))
@@ -359,141 +369,216 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 	k.inflight.Add(1)
 	defer k.inflight.Add(-1)
 
-	// 1. Lookup.
+	tool, in, err := k.admitCall(c, rec)
+	if err != nil {
+		res := k.refuse(rec, err)
+		res.Tool = tool.nameOrEmpty()
+		return res
+	}
+	inv, recorder, err := k.checkClaims(ctx, c, tool, in, rec)
+	if err != nil {
+		res := k.refuse(rec, err)
+		res.Tool = tool.Name
+		return res
+	}
+	pairs, err := k.begin(ctx, tool, inv, recorder, rec)
+	if err != nil {
+		res := k.refuse(rec, err)
+		res.Tool = tool.Name
+		return res
+	}
+	out, runErr, interrupted := k.execute(ctx, tool, inv, in)
+	// A call whose caller went away (client disconnect, cancellation) is
+	// never recorded as a success: its outcome as the caller sees it is
+	// unknown, whatever the tool managed to do (changed paths are kept).
+	cancelled := !interrupted && ctx.Err() != nil
+	k.finish(ctx, tool, inv, pairs, runErr, interrupted, cancelled, rec)
+	res := k.outcome(tool, inv, out, runErr, interrupted, cancelled, rec)
+	res.Tool = tool.Name
+	return res
+}
+
+func (t *Tool) nameOrEmpty() string {
+	if t == nil {
+		return ""
+	}
+	return t.Name
+}
+
+// admitCall looks the tool up, decodes its arguments strictly and checks
+// the caller's scopes. The tool is returned whenever it is registered.
+func (k *Kernel) admitCall(c Call, rec *Record) (*Tool, any, error) {
 	tool, ok := k.reg.Lookup(c.Tool)
 	if !ok {
-		return k.refuse(rec, failure.New(failure.UnknownTool, "no tool named %q", truncate(c.Tool, 64)))
+		return nil, nil, failure.New(failure.UnknownTool, "no tool named %q", truncate(c.Tool, 64))
 	}
 	rec.Mutates = tool.Mutates
-	// 2. Strict decoding.
 	in, err := tool.decode(c.Arguments)
 	if err != nil {
-		return k.refuse(rec, err)
+		return tool, nil, err
 	}
-	// 3. Scopes.
 	for _, s := range tool.Scopes {
 		if !c.Principal.Has(s) {
-			return k.refuse(rec, failure.New(failure.InsufficientScope, "tool %s requires scope %s", tool.Name, s))
+			return tool, nil, failure.New(failure.InsufficientScope, "tool %s requires scope %s", tool.Name, s)
 		}
 	}
+	return tool, in, nil
+}
+
+// checkClaims resolves the call's project and judges every session it
+// names, reading each distinct id once: the business session_id (which
+// authorizes the call and may supply the project) and the
+// recording_session_id (provenance only). It sets the record's project and
+// binding and returns the invocation and the verified recorder.
+func (k *Kernel) checkClaims(ctx context.Context, c Call, tool *Tool, in any, rec *Record) (*Invocation, *workflow.Session, error) {
 	inv := &Invocation{ID: rec.InvocationID, Tool: tool.Name, Principal: c.Principal, progress: c.Progress}
 	fp := c.Principal.AuthorityFingerprint()
-
-	// 4. Project resolution; 5. business session authorization.
 	var projectID, businessID string
 	if ps, ok := in.(ProjectScoped); ok {
 		projectID = ps.ProjectID()
 	}
 	if ss, ok := in.(SessionScoped); ok {
 		businessID = ss.BusinessSessionID()
-		rec.BusinessSessionID = truncate(businessID, MaxRecordingSessionIDBytes)
+		rec.BusinessSessionID = boundedClaim(businessID)
 	}
 	if tool.Session == SessionRequired && businessID == "" {
-		return k.refuse(rec, failure.New(failure.InvalidArguments, "session_id is required"))
+		return nil, nil, failure.New(failure.InvalidArguments, "session_id is required")
 	}
-	if projectID == "" && businessID != "" {
-		if _, err := workflow.ParseSessionID(businessID); err != nil {
-			return k.refuse(rec, err)
-		}
-		s, err := k.sessions.Get(ctx, businessID)
-		if err != nil {
-			return k.refuse(rec, err)
-		}
-		if s.OwnerFingerprint != fp {
-			return k.refuse(rec, failure.New(failure.SessionAuthorityDenied, "session %s belongs to another authority group", businessID))
-		}
-		projectID = s.Project
+
+	// Each distinct id is read once; every check of it judges that read.
+	var business, recorder workflow.Claim
+	if businessID != "" {
+		business = k.sessions.ReadClaim(ctx, businessID)
 	}
-	if projectID != "" {
-		p, err := k.projects.Get(ctx, projectID)
+	switch {
+	case c.RecordingSessionID == "":
+	case c.RecordingSessionID == businessID:
+		recorder = business
+	default:
+		recorder = k.sessions.ReadClaim(ctx, c.RecordingSessionID)
+	}
+	if (business.Err() != nil || recorder.Err() != nil) && ctx.Err() != nil {
+		// The caller went away during the read: that says nothing about
+		// the claim, which stays unchecked.
+		return nil, nil, failure.New(failure.NotStarted, "the call was cancelled by its caller before it ran; nothing was done")
+	}
+	if businessID == "" && c.RecordingSessionID == "" {
+		rec.Binding = sessionless
+	}
+
+	resolve := func(id string) error {
+		p, err := k.projects.Get(ctx, id)
 		if err != nil {
-			return k.refuse(rec, err)
+			return err
 		}
 		inv.Project, inv.HasProject = p, true
 		rec.Project = p.ID
+		return nil
 	}
+	if projectID != "" {
+		if err := resolve(projectID); err != nil {
+			return nil, nil, err
+		}
+	}
+	var subject workflow.ClaimVerdict
 	if businessID != "" {
-		s, err := k.sessions.Authorize(ctx, businessID, workflow.Check{
-			Fingerprint: fp, Project: projectID, Mutate: tool.Mutates, Write: tool.Writes,
-		})
-		if err != nil {
+		v := business.Check(workflow.Check{Fingerprint: fp, Project: projectID, Mutate: tool.Mutates, Write: tool.Writes})
+		subject = v
+		if !v.Verified() {
+			rec.Binding = k.bind(rec, v)
+			err := v.Error()
 			if failure.Is(err, failure.SessionGuardDenied) {
-				// The denial is itself evidence in the guarded session.
-				if rerr := k.sessions.RecordDenial(context.WithoutCancel(ctx), businessID, workflow.Event{
-					Kind: workflow.EventGuardDenied, Tool: tool.Name, InvocationID: inv.ID,
-					Role: workflow.RoleBusiness, Outcome: workflow.OutcomeDenied,
-					ErrorKind: string(failure.SessionGuardDenied),
-				}); rerr != nil {
-					k.recordFailures.Add(1)
-					k.log.Warn("record guard denial", "tool", tool.Name, "err", rerr)
-				}
+				k.recordDenial(ctx, inv, businessID)
 			}
-			return k.refuse(rec, err)
+			return nil, nil, err
 		}
+		s := v.Claim.Session
 		inv.Session = &s
-	}
-
-	// 6. Recorder verification.
-	var recorder *workflow.Session
-	if c.RecordingSessionID != "" {
-		s, reasons, verr := k.sessions.Verify(ctx, c.RecordingSessionID, workflow.Check{
-			Fingerprint: fp, Project: projectID, Mutate: true,
-		})
-		rec.Binding.CheckedKeys, rec.Binding.SkippedKeys = checkedKeys(reasons, projectID != "")
-		if s.ID != "" {
-			rec.Binding.SessionDigest = sessionDigest(s)
+		if projectID == "" {
+			projectID = s.Project
+			if err := resolve(projectID); err != nil {
+				return nil, nil, err
+			}
 		}
-		if len(reasons) > 0 {
-			rec.Binding.Reasons = reasonsOf(reasons)
+	}
+	var verified *workflow.Session
+	if c.RecordingSessionID != "" {
+		v := recorder.Check(workflow.Check{Fingerprint: fp, Project: projectID, Mutate: true})
+		subject = v
+		if !v.Verified() {
+			rec.Binding = k.bind(rec, v)
 			k.invalidClaims.Add(1)
 			k.log.Warn("invalid recorder claim", "tool", tool.Name, "invocation", inv.ID,
-				"reasons", rec.Binding.Reasons, "err", verr)
-			kind := workflow.KindFor(reasons)
-			ferr := failure.New(kind, "recording_session_id was refused: %s", rec.Binding.Reasons[0]).
-				WithDetail("session_binding", string(InvalidClaim)).
-				WithDetail("binding_reasons", rec.Binding.Reasons)
-			return k.refuse(rec, ferr)
+				"claimed_session_id", rec.Binding.ClaimedSessionID, "reasons", v.Reasons, "err", recorder.Err())
+			return nil, nil, failure.New(v.Kind(), "recording_session_id was refused: %s", v.Reasons[0]).
+				WithDetail("session_binding", string(evidence.BindingInvalidClaim)).
+				WithDetail("binding_reasons", v.Reasons)
 		}
-		rec.Binding.State, rec.Binding.Reasons = Verified, []string{string(workflow.ReasonStoreMatch)}
-		rec.Binding.VerifiedSessionID, rec.Binding.VerifiedProject = s.ID, s.Project
-		rec.Binding.VerifiedAuthority, rec.Binding.VerifiedLifecycle = s.OwnerFingerprint, string(s.Lifecycle)
-		recorder = &s
+		s := v.Claim.Session
+		verified = &s
 	}
+	if businessID != "" || verified != nil {
+		rec.Binding = k.bind(rec, subject)
+	}
+	return inv, verified, nil
+}
 
-	// 7. Started events.
+// bind is the record's binding for verdict v, keeping the recorder claim.
+func (k *Kernel) bind(rec *Record, v workflow.ClaimVerdict) Binding {
+	b := bindingOf(v)
+	b.ClaimedSessionID = rec.Binding.ClaimedSessionID
+	return b
+}
+
+// recordDenial records a guard denial as evidence in the guarded session.
+func (k *Kernel) recordDenial(ctx context.Context, inv *Invocation, id string) {
+	if err := k.sessions.RecordDenial(context.WithoutCancel(ctx), id, workflow.Event{
+		Kind: workflow.EventGuardDenied, Tool: inv.Tool, InvocationID: inv.ID,
+		Role: workflow.RoleBusiness, Outcome: workflow.OutcomeDenied,
+		ErrorKind: string(failure.SessionGuardDenied),
+	}); err != nil {
+		k.recordFailures.Add(1)
+		k.log.Warn("record guard denial", "tool", inv.Tool, "err", err)
+	}
+}
+
+// begin chooses the sessions the call is recorded in and, for a mutating
+// tool, makes each one's tool_call_started durable before the tool runs.
+func (k *Kernel) begin(ctx context.Context, tool *Tool, inv *Invocation, recorder *workflow.Session, rec *Record) ([]pair, error) {
 	pairs := k.pairs(inv, recorder)
 	for _, p := range pairs {
-		if !slices.Contains(inv.recordIn, p.session) {
-			inv.recordIn = append(inv.recordIn, p.session)
-		}
+		inv.recordIn = append(inv.recordIn, p.session)
 	}
 	if tool.Mutates && len(pairs) > 0 {
 		if err := k.appendStarted(context.WithoutCancel(ctx), inv, pairs, rec.At); err != nil {
 			k.recordFailures.Add(1)
-			return k.refuse(rec, failure.Wrap(failure.Unavailable, err, "could not record tool_call_started; the tool did not run"))
+			return nil, failure.Wrap(failure.Unavailable, err, "could not record tool_call_started; the tool did not run")
 		}
 		for i := range pairs {
 			pairs[i].started = true
 		}
 	}
+	return pairs, nil
+}
 
-	// 8. Execute, cancelled if the kernel is force-stopped.
+// execute runs the handler, cancelled if the kernel is force-stopped; an
+// error of a call cut off that way is Interrupted.
+func (k *Kernel) execute(ctx context.Context, tool *Tool, inv *Invocation, in any) (out any, runErr error, interrupted bool) {
 	runCtx, cancel := context.WithCancel(ctx)
 	stopWatch := context.AfterFunc(k.stop, cancel)
-	out, runErr := k.run(runCtx, tool, inv, in)
+	out, runErr = k.run(runCtx, tool, inv, in)
 	stopWatch()
 	cancel()
-	interrupted := runErr != nil && k.stop.Err() != nil
-	if interrupted {
+	if runErr != nil && k.stop.Err() != nil {
 		k.interrupted.Add(1)
-		runErr = failure.Wrap(failure.Interrupted, runErr, "server shut down while the call was running; its outcome is unknown")
+		return out, failure.Wrap(failure.Interrupted, runErr, "server shut down while the call was running; its outcome is unknown"), true
 	}
-	// A call whose caller went away (client disconnect, cancellation) is
-	// never recorded as a success: its outcome as the caller sees it is
-	// unknown, whatever the tool managed to do (changed paths are kept).
-	cancelled := !interrupted && ctx.Err() != nil
+	return out, runErr, false
+}
 
-	// 9. Finished events.
+// finish records each session's tool_call_finished (and the session the
+// call itself created, if any).
+func (k *Kernel) finish(ctx context.Context, tool *Tool, inv *Invocation, pairs []pair, runErr error, interrupted, cancelled bool, rec *Record) {
 	observed, changed, facts, adopted := inv.effects()
 	if adopted != nil {
 		pairs = append(pairs, pair{session: adopted.ID, role: workflow.RoleBusiness, callID: newID("call_")})
@@ -521,25 +606,31 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 			k.log.Warn("record tool_call_finished", "tool", tool.Name, "invocation", inv.ID, "err", err)
 		}
 	}
+}
 
-	// 10/11. Outcome and envelope.
+// outcome is the call's Result and the record's outcome.
+func (k *Kernel) outcome(tool *Tool, inv *Invocation, out any, runErr error, interrupted, cancelled bool, rec *Record) Result {
+	var res Result
 	switch {
 	case cancelled:
-		rec.Outcome = OutcomeUnknown
-		return failed(failure.New(failure.Cancelled, "the call was cancelled by its caller; its outcome is unknown"), tool.Mutates)
+		rec.Outcome = evidence.OutcomeUnknown
+		res = failed(failure.New(failure.Cancelled, "the call was cancelled by its caller; its outcome is unknown"), tool.Mutates)
 	case runErr == nil:
-		rec.Outcome = OutcomeOK
-		return Result{Success: true, Output: out}
+		rec.Outcome = evidence.OutcomeOK
+		res = Result{Success: true, Output: out}
 	case interrupted:
-		rec.Outcome = OutcomeUnknown
-		return failed(runErr, tool.Mutates)
+		rec.Outcome = evidence.OutcomeUnknown
+		res = failed(runErr, tool.Mutates)
 	default:
-		rec.Outcome = OutcomeFailed
+		rec.Outcome = evidence.OutcomeFailed
 		if failure.KindOf(runErr) == failure.Internal {
 			k.log.Error("tool failed", "tool", tool.Name, "invocation", inv.ID, "err", runErr)
 		}
-		return failed(runErr, false)
+		res = failed(runErr, false)
 	}
+	_, res.ChangedPaths, _, _ = inv.effects()
+	res.DryRun = inv.isDryRun()
+	return res
 }
 
 func (k *Kernel) run(ctx context.Context, t *Tool, inv *Invocation, in any) (out any, err error) {
@@ -560,12 +651,16 @@ type pair struct {
 	started bool
 }
 
+// pairs are the event pairs of a call: the verified recorder's and the
+// authorized active business session's. When both name the same session
+// the call is one invocation there, recorded once by its business pair.
 func (k *Kernel) pairs(inv *Invocation, recorder *workflow.Session) []pair {
 	var ps []pair
-	if recorder != nil {
+	business := inv.Session != nil && inv.Session.Mutable()
+	if recorder != nil && !(business && recorder.ID == inv.Session.ID) {
 		ps = append(ps, pair{session: recorder.ID, role: workflow.RoleRecorder, callID: newID("call_")})
 	}
-	if inv.Session != nil && inv.Session.Mutable() {
+	if business {
 		ps = append(ps, pair{session: inv.Session.ID, role: workflow.RoleBusiness, callID: newID("call_")})
 	}
 	return ps

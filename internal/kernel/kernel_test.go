@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
@@ -167,7 +168,7 @@ func TestRecorderVerified(t *testing.T) {
 		t.Fatalf("pair not correlated or workset missing: %+v", evs)
 	}
 	r := e.records[len(e.records)-1]
-	if r.Binding.State != kernel.Verified || r.Binding.VerifiedSessionID != id || r.Binding.Reasons[0] != "runtime_session_store_match" {
+	if r.Binding.State != evidence.BindingVerified || r.Binding.Verified.SessionID != id || r.Binding.Reasons[0] != "runtime_session_store_match" {
 		t.Fatalf("binding %+v", r.Binding)
 	}
 	if r.InvocationID != evs[0].InvocationID {
@@ -182,7 +183,7 @@ func TestSessionlessBinding(t *testing.T) {
 		t.Fatal(res.Error)
 	}
 	r := e.records[0]
-	if r.Binding.State != kernel.Sessionless || r.Binding.Reasons[0] != kernel.ReasonNoRecorderRequested || r.Outcome != kernel.OutcomeOK {
+	if r.Binding.State != evidence.BindingSessionless || r.Binding.Reasons[0] != evidence.ReasonNoRecorderRequested || r.Outcome != evidence.OutcomeOK {
 		t.Fatalf("record %+v", r)
 	}
 }
@@ -219,7 +220,7 @@ func TestInvalidRecorderClaimWritesNothing(t *testing.T) {
 				t.Fatal("an invalid claim wrote into a session")
 			}
 			r := e.records[len(e.records)-1]
-			if r.Binding.State != kernel.InvalidClaim || strings.Join(r.Binding.Reasons, ",") != tc.reasons || r.Outcome != kernel.OutcomeRefused {
+			if r.Binding.State != evidence.BindingInvalidClaim || join(r.Binding.Reasons) != tc.reasons || r.Outcome != evidence.OutcomeRefused {
 				t.Fatalf("binding %+v outcome %s", r.Binding, r.Outcome)
 			}
 			if e.k.Stats().InvalidClaims != statsBefore.InvalidClaims+1 {
@@ -416,7 +417,7 @@ func TestCancelledCallIsNeverSuccess(t *testing.T) {
 	if last.Kind != workflow.EventToolCallFinished || last.Outcome != workflow.OutcomeCancelled {
 		t.Fatalf("last event %+v", last)
 	}
-	if r := e.records[len(e.records)-1]; r.Outcome != kernel.OutcomeUnknown {
+	if r := e.records[len(e.records)-1]; r.Outcome != evidence.OutcomeUnknown {
 		t.Fatalf("evidence outcome %s, want unknown", r.Outcome)
 	}
 }
@@ -445,13 +446,13 @@ func TestRecorderCheckKeys(t *testing.T) {
 		args := `{"project":"` + c.project + `","text":"x"}`
 		e.call(t, c.p, "echo", args, c.recorder)
 		r := e.records[len(e.records)-1]
-		got := strings.Join(r.Binding.CheckedKeys, ",") + "|" + strings.Join(r.Binding.SkippedKeys, ",")
+		got := join(r.Binding.CheckedKeys) + "|" + join(r.Binding.SkippedKeys)
 		if got != c.keys || (r.Binding.SessionDigest != "") != c.digest {
 			t.Errorf("%s: keys %s (want %s), digest %q", c.name, got, c.keys, r.Binding.SessionDigest)
 		}
 	}
 	r := e.records[len(e.records)-6] // the verified one
-	if r.Binding.VerifiedAuthority != auth.LocalUser().AuthorityFingerprint() || r.Binding.VerifiedLifecycle != "active" {
+	if r.Binding.Verified.Authority != auth.LocalUser().AuthorityFingerprint() || r.Binding.Verified.Lifecycle != "active" {
 		t.Fatalf("verified values: %+v", r.Binding)
 	}
 	// The business session id is part of the claim.
@@ -481,4 +482,13 @@ func TestEvidenceGapIsReported(t *testing.T) {
 	if !strings.Contains(string(b), `"warnings":[{"kind":"evidence_gap"`) {
 		t.Fatalf("wire form: %s", b)
 	}
+}
+
+// join renders a list of string-valued vocabulary items as a,b,c.
+func join[T ~string](xs []T) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return strings.Join(out, ",")
 }

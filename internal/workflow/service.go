@@ -11,34 +11,6 @@ import (
 	"github.com/webcodex/webcodex/internal/redact"
 )
 
-// Reason is one closed-list reason a session claim failed verification.
-type Reason string
-
-// Verification reasons. A verified claim carries ReasonStoreMatch alone.
-const (
-	ReasonStoreMatch        Reason = "runtime_session_store_match"
-	ReasonMalformed         Reason = "malformed_session_id"
-	ReasonNotRegistered     Reason = "not_registered"
-	ReasonClosed            Reason = "session_closed"
-	ReasonAuthorityMismatch Reason = "authority_mismatch"
-	ReasonProjectMismatch   Reason = "project_mismatch"
-	ReasonModeDenied        Reason = "mode_denied"
-	ReasonStoreUnavailable  Reason = "store_unavailable"
-)
-
-// Check is what a caller needs from a session.
-type Check struct {
-	// Fingerprint is the caller's authority-group fingerprint.
-	Fingerprint string
-	// Project is the resolved request project; empty skips the equality
-	// check (the caller then takes the session's project).
-	Project string
-	// Mutate requires an active session.
-	Mutate bool
-	// Write requires a mode that permits writes and shells.
-	Write bool
-}
-
 // Service is the Workflow Session API used by the kernel and the tools.
 type Service struct {
 	store Store
@@ -55,94 +27,6 @@ func NewService(store Store, now func() time.Time) *Service {
 
 // Store returns the underlying store.
 func (s *Service) Store() Store { return s.store }
-
-// Verify checks a session claim against the store and returns every failing
-// reason, in a fixed order. The session is returned whenever it exists. A
-// store error yields ReasonStoreUnavailable together with the error.
-func (s *Service) Verify(ctx context.Context, id string, c Check) (Session, []Reason, error) {
-	if _, err := ParseSessionID(id); err != nil {
-		return Session{}, []Reason{ReasonMalformed}, nil
-	}
-	sess, err := s.store.Get(ctx, id)
-	if failure.Is(err, failure.UnknownSessionID) {
-		return Session{}, []Reason{ReasonNotRegistered}, nil
-	}
-	if err != nil {
-		return Session{}, []Reason{ReasonStoreUnavailable}, err
-	}
-	var reasons []Reason
-	if c.Mutate && !sess.Mutable() {
-		reasons = append(reasons, ReasonClosed)
-	}
-	if sess.OwnerFingerprint != c.Fingerprint {
-		reasons = append(reasons, ReasonAuthorityMismatch)
-	}
-	if c.Project != "" && sess.Project != c.Project {
-		reasons = append(reasons, ReasonProjectMismatch)
-	}
-	if c.Write && sess.Mode == ModeReadOnly {
-		reasons = append(reasons, ReasonModeDenied)
-	}
-	return sess, reasons, nil
-}
-
-// KindFor maps verification reasons to the single error kind a caller sees.
-// Authority is reported before project, lifecycle and mode so that a foreign
-// session's state is never disclosed.
-func KindFor(reasons []Reason) failure.Kind {
-	order := []struct {
-		r Reason
-		k failure.Kind
-	}{
-		{ReasonMalformed, failure.InvalidSessionID},
-		{ReasonNotRegistered, failure.UnknownSessionID},
-		{ReasonStoreUnavailable, failure.Unavailable},
-		{ReasonAuthorityMismatch, failure.SessionAuthorityDenied},
-		{ReasonProjectMismatch, failure.SessionProjectMismatch},
-		{ReasonClosed, failure.SessionClosed},
-		{ReasonModeDenied, failure.SessionGuardDenied},
-	}
-	for _, o := range order {
-		for _, r := range reasons {
-			if r == o.r {
-				return o.k
-			}
-		}
-	}
-	return ""
-}
-
-// Authorize checks an exact business session id for a caller and returns the
-// session, or a *failure.Error whose kind is KindFor the failing reasons.
-func (s *Service) Authorize(ctx context.Context, id string, c Check) (Session, error) {
-	sess, reasons, err := s.Verify(ctx, id, c)
-	if err != nil {
-		return Session{}, failure.Wrap(failure.Unavailable, err, "session store unavailable")
-	}
-	if len(reasons) == 0 {
-		return sess, nil
-	}
-	k := KindFor(reasons)
-	return sess, failure.New(k, "%s", reasonMessage(k, id))
-}
-
-func reasonMessage(k failure.Kind, id string) string {
-	switch k {
-	case failure.InvalidSessionID:
-		return "session id is not of the form wc_sess_<32 lowercase hex>"
-	case failure.UnknownSessionID:
-		return "no Workflow Session " + id + " exists"
-	case failure.SessionAuthorityDenied:
-		return "session " + id + " belongs to another authority group"
-	case failure.SessionProjectMismatch:
-		return "session " + id + " is bound to a different project"
-	case failure.SessionClosed:
-		return "session " + id + " is closed; start a new session with work_on_project"
-	case failure.SessionGuardDenied:
-		return "session " + id + " is read_only: writes and shells are denied"
-	}
-	return string(k)
-}
 
 // StartParams describe a new session.
 type StartParams struct {

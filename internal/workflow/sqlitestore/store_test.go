@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
@@ -79,7 +80,7 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
-func TestAuthorize(t *testing.T) {
+func TestClaimCheck(t *testing.T) {
 	ctx := context.Background()
 	st := open(t, filepath.Join(t.TempDir(), "workflow.db"))
 	svc := workflow.NewService(st, nil)
@@ -109,17 +110,28 @@ func TestAuthorize(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := svc.Authorize(ctx, tc.id, tc.c)
+			err := svc.ReadClaim(ctx, tc.id).Check(tc.c).Error()
 			if got := failure.KindOf(err); got != tc.want {
 				t.Fatalf("got %q, want %q (%v)", got, tc.want, err)
 			}
 		})
 	}
 	// Every failing reason is reported, not just the first.
-	_, reasons, _ := svc.Verify(ctx, closed.ID, workflow.Check{Fingerprint: auth.Fingerprint("x"), Project: "agent:local:other", Mutate: true})
-	want := []workflow.Reason{workflow.ReasonClosed, workflow.ReasonAuthorityMismatch, workflow.ReasonProjectMismatch}
-	if diff := cmp.Diff(want, reasons); diff != "" {
+	v := svc.ReadClaim(ctx, closed.ID).Check(workflow.Check{Fingerprint: auth.Fingerprint("x"), Project: "agent:local:other", Mutate: true})
+	want := []evidence.Reason{evidence.ReasonSessionClosed, evidence.ReasonAuthorityMismatch, evidence.ReasonProjectMismatch}
+	if diff := cmp.Diff(want, v.Reasons); diff != "" {
 		t.Fatalf("reasons (-want +got):\n%s", diff)
+	}
+	// One read judged under two checks gives each its own keys.
+	c := svc.ReadClaim(ctx, ro.ID)
+	rec := c.Check(workflow.Check{Fingerprint: owner, Project: proj, Mutate: true})
+	bus := c.Check(workflow.Check{Fingerprint: owner, Mutate: true, Write: true})
+	if !rec.Verified() || bus.Verified() || bus.Kind() != failure.SessionGuardDenied {
+		t.Fatalf("recorder %+v, business %+v", rec, bus)
+	}
+	wantKeys := []evidence.CheckKey{evidence.KeyRegistration, evidence.KeyAuthority, evidence.KeyLifecycle, evidence.KeyGuard}
+	if diff := cmp.Diff(wantKeys, bus.Checked); diff != "" {
+		t.Fatalf("business checked keys (-want +got):\n%s", diff)
 	}
 }
 
