@@ -98,6 +98,7 @@ func applyTextEdits(ctx context.Context, inv *kernel.Invocation, in ApplyInput) 
 		}
 	}
 	if in.DryRun {
+		inv.MarkDryRun()
 		return out, nil
 	}
 	if err := ctx.Err(); err != nil {
