@@ -39,6 +39,8 @@ type env struct {
 	sinkErr error // what the evidence sink returns
 	mu      sync.Mutex
 	release chan struct{}
+	// entered receives once each time a blocking call's handler runs.
+	entered chan struct{}
 }
 
 const projA, projB = "agent:local:a", "agent:local:b"
@@ -62,7 +64,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := &env{svc: workflow.NewService(st, nil), store: st, root: dir, release: make(chan struct{})}
+	e := &env{svc: workflow.NewService(st, nil), store: st, root: dir, release: make(chan struct{}), entered: make(chan struct{}, 8)}
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: e.svc})
 	kernel.Register(reg, kernel.Spec[echoIn, echoOut]{
@@ -78,6 +80,7 @@ func newEnv(t *testing.T) *env {
 		Mutates: true, Writes: true, Session: kernel.SessionOptional,
 		Handler: func(ctx context.Context, inv *kernel.Invocation, in echoIn) (echoOut, error) {
 			if in.Text == "block" {
+				e.entered <- struct{}{}
 				select {
 				case <-e.release:
 				case <-ctx.Done():
@@ -335,9 +338,7 @@ func TestDrainRecordsInterrupted(t *testing.T) {
 	go func() {
 		done <- e.call(t, auth.LocalUser(), "write_echo", `{"project":"`+projA+`","text":"block"}`, id)
 	}()
-	for e.k.Stats().InFlight == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	<-e.entered // the handler runs: the claims were checked
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	e.k.Drain(ctx)
@@ -404,9 +405,7 @@ func TestCancelledCallIsNeverSuccess(t *testing.T) {
 		done <- e.k.Dispatch(ctx, kernel.Call{Tool: "write_echo", Arguments: json.RawMessage(`{"project":"` + projA + `","text":"block"}`),
 			RecordingSessionID: id, Principal: auth.LocalUser(), Source: kernel.SourceInternal})
 	}()
-	for e.k.Stats().InFlight == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	<-e.entered // the handler runs: the claims were checked
 	cancel()
 	res := <-done
 	if res.Success || res.Error.Kind != failure.Cancelled || res.Output.(map[string]any)["failure_kind"] != "outcome_unknown" {
