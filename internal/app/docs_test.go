@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -26,9 +27,11 @@ func TestDocsNameEveryTool(t *testing.T) {
 		}
 	}
 	b, _ := os.ReadFile("../../docs/tools.md")
-	for _, k := range []failure.Kind{failure.EditConflict, failure.SessionGuardDenied, failure.InsufficientScope} {
-		if !strings.Contains(string(b), string(k)) {
-			t.Errorf("docs/tools.md does not mention error kind %s", k)
+	for _, k := range failure.Kinds {
+		c := failure.ClassOf(k)
+		row := fmt.Sprintf("| `%s` | `%s` | `%s` | %d |", k, c.FailureKind, c.RecoveryKind, c.HTTPStatus)
+		if !strings.Contains(string(b), row) {
+			t.Errorf("docs/tools.md has no row %s", row)
 		}
 	}
 }
