@@ -131,6 +131,8 @@ type Expectation string
 // Expectations: success (default) requires an accepted exit code; failure
 // expects a completed run with another exit code; observe accepts any
 // completed run. A timeout, cancellation, stop, kill or loss never matches.
+// An expectation never changes a run's state, exit code or error: it only
+// says whether the result was the one declared beforehand (Met).
 const (
 	ExpectSuccess Expectation = "success"
 	ExpectFailure Expectation = "failure"
@@ -140,6 +142,22 @@ const (
 // Valid reports whether e is a known expectation.
 func (e Expectation) Valid() bool {
 	return e == ExpectSuccess || e == ExpectFailure || e == ExpectObserve
+}
+
+// Met reports whether a result meets e: completed says the run reached a
+// known business result (it exited, or a validation proved its verdict),
+// accepted that the result is the accepted one (an accepted exit code, a
+// validation that did not fail). It is the one expectation check of every
+// execution and validation tool.
+func (e Expectation) Met(completed, accepted bool) bool {
+	switch e {
+	case ExpectFailure:
+		return completed && !accepted
+	case ExpectObserve:
+		return completed
+	default:
+		return completed && accepted
+	}
 }
 
 // Stream names an output stream.
@@ -296,19 +314,20 @@ func (a Access) Check(j Job) error {
 	return nil
 }
 
-// Classify maps a finished execution to a terminal state and whether the
-// expectation was met.
+// Classify maps a finished execution to its terminal state and whether
+// the expectation was met. The state is the run's real outcome (succeeded
+// only for exit code 0); accepted (default [0]) and exp decide only the
+// match.
 func Classify(res runner.Result, accepted []int, exp Expectation) (State, bool) {
 	if len(accepted) == 0 {
 		accepted = []int{0}
 	}
 	completed := res.Ending == runner.Exited
-	ok := completed && slices.Contains(accepted, res.ExitCode)
 	var st State
 	switch res.Ending {
 	case runner.Exited:
 		st = Failed
-		if ok {
+		if res.ExitCode == 0 {
 			st = Succeeded
 		}
 	case runner.TimedOut:
@@ -320,14 +339,7 @@ func Classify(res runner.Result, accepted []int, exp Expectation) (State, bool) 
 	default: // signaled, process limit
 		st = Failed
 	}
-	switch exp {
-	case ExpectFailure:
-		return st, completed && !ok
-	case ExpectObserve:
-		return st, completed
-	default:
-		return st, ok
-	}
+	return st, exp.Met(completed, completed && slices.Contains(accepted, res.ExitCode))
 }
 
 // ListFilter selects jobs for Store.List.

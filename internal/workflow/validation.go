@@ -27,13 +27,22 @@ type Verdict string
 
 // Verdicts. A run is passed only when its output proves that at least one
 // test ran and none failed (and any requested minimum was met); failed when
-// a test failed or the tests did not build; otherwise it is an evidence
-// gap, which neither passes nor resolves anything.
+// a test failed or the tests did not build; no_tests when the runner exited
+// 0 and its output proves that no test ran, with no minimum asked (a
+// successful execution that proves nothing about the code); otherwise it
+// is an evidence gap. Neither no_tests nor an evidence gap passes or
+// resolves anything (Resolves).
 const (
 	VerdictPassed      Verdict = "passed"
 	VerdictFailed      Verdict = "failed"
+	VerdictNoTests     Verdict = "no_tests"
 	VerdictEvidenceGap Verdict = "evidence_gap"
 )
+
+// Resolves reports whether a run with verdict v can resolve an earlier
+// failure: only a run whose output proves its test results (passed or
+// failed) can show a test passing again.
+func (v Verdict) Resolves() bool { return v == VerdictPassed || v == VerdictFailed }
 
 // Validation is the evidence a structured validation run leaves in a
 // session (event kind validation_recorded). It holds counts, identities and
@@ -139,6 +148,10 @@ func (v Validation) Validate() error {
 	}
 	switch v.Verdict {
 	case VerdictPassed, VerdictFailed, VerdictEvidenceGap:
+	case VerdictNoTests:
+		if v.Passed+v.Failed > 0 || len(v.Resolved) > 0 {
+			return fmt.Errorf("validation: a no_tests run counts or resolves tests")
+		}
 	default:
 		return fmt.Errorf("validation: unknown verdict %q", v.Verdict)
 	}

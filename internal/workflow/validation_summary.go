@@ -71,15 +71,19 @@ func Validations(events []Event) []ValidationRun {
 // UnresolvedIn returns the identities of scope that are unresolved after
 // runs (in ledger order). Only runs that declared the success expectation
 // change the set: a failure expected by a failure or observe run is
-// neutral, and such a run resolves nothing.
+// neutral, and such a run resolves nothing. Nor does a run whose verdict
+// cannot resolve (no_tests, evidence_gap; Verdict.Resolves), whatever its
+// record says.
 func UnresolvedIn(runs []ValidationRun, scope string) map[string]int64 {
 	open := map[string]int64{}
 	for _, r := range runs {
 		if r.ScopeID != scope || r.Expectation != "success" {
 			continue
 		}
-		for _, id := range r.Resolved {
-			delete(open, id)
+		if r.Verdict.Resolves() {
+			for _, id := range r.Resolved {
+				delete(open, id)
+			}
 		}
 		for _, id := range r.Failures {
 			open[id] = r.Seq

@@ -25,7 +25,6 @@ import (
 	"sort"
 
 	"github.com/webcodex/webcodex/internal/auth"
-	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
@@ -236,13 +235,6 @@ type Jobs struct {
 	Blocking int    `json:"blocking"`
 }
 
-// unexpectedKinds are the fail-closed error kinds.
-var unexpectedKinds = map[string]bool{
-	string(failure.Internal): true, string(failure.OutcomeUnknown): true, string(failure.Interrupted): true,
-	string(failure.Cancelled): true, string(failure.TimedOut): true, string(failure.Unavailable): true,
-	string(failure.NotStarted): true,
-}
-
 func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (Output, error) {
 	includeWorkspace := in.IncludeWorkspace == nil || *in.IncludeWorkspace
 	includeValidation := in.IncludeValidation == nil || *in.IncludeValidation
@@ -307,12 +299,8 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 	for i := len(evs) - 1; i >= 0; i-- {
 		e := &evs[i]
 		switch e.Kind {
-		case workflow.EventGuardDenied:
-			tf.Actionable++
-		case workflow.EventValidationRecorded:
-			if v := e.Validation; v != nil && v.Expectation != "success" && v.ExpectationMatched && v.Verdict != workflow.VerdictPassed {
-				tf.NonActionable++
-			}
+		case workflow.EventGuardDenied, workflow.EventValidationRecorded:
+			classify(e, &tf)
 		case workflow.EventToolCallFinished:
 			if len(e.ChangedPaths) > 0 && lastChange == 0 {
 				lastChange = e.Seq
@@ -429,24 +417,16 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 	return out, nil
 }
 
-// classify counts a tool_call_finished event into its expectation class.
+// classify counts an event into its expectation class
+// (workflow.ClassifyFailure).
 func classify(e *workflow.Event, tf *ToolFailures) {
-	switch e.Outcome {
-	case workflow.OutcomeOK:
-		exp := e.Facts["expectation"]
-		if e.Facts["expectation_matched"] == "true" && (exp == "failure" || exp == "observe") {
-			if code := e.Facts["exit_code"]; code != "" && code != "0" {
-				tf.NonActionable++
-			}
-		}
-	case workflow.OutcomeInterrupted, workflow.OutcomeCancelled:
+	switch workflow.ClassifyFailure(*e) {
+	case workflow.FailureUnexpected:
 		tf.Unexpected++
-	default:
-		if unexpectedKinds[e.ErrorKind] {
-			tf.Unexpected++
-		} else {
-			tf.Actionable++
-		}
+	case workflow.FailureActionable:
+		tf.Actionable++
+	case workflow.FailureNonActionable:
+		tf.NonActionable++
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +215,37 @@ func TestReadOnlySessionCannotRunJob(t *testing.T) {
 	kerneltest.Fails(t, e.Call("run_job", map[string]any{"session_id": sid, "command": "touch x"}), failure.SessionGuardDenied)
 	if _, err := os.Stat(filepath.Join(e.Project.Root, "x")); err == nil {
 		t.Fatal("a read_only session started a job")
+	}
+}
+
+// TestExpectationNeverRewritesTheJobState reproduces issue 11 item 6 for
+// background runs: a job's state is its real outcome (succeeded only for
+// exit 0) and expectation_matched says whether the declared expectation
+// held — for run_job and for a run_process handed off after the grace.
+func TestExpectationNeverRewritesTheJobState(t *testing.T) {
+	e := newEnv(t)
+	sid := e.session()
+	terminal := func(id string) jobtools.View {
+		t.Helper()
+		return e.observe(map[string]any{"job_ids": []string{id}, "wait_seconds": 100, "wake_on": "all_terminal"}).Jobs[0].Job
+	}
+	ok := kerneltest.OK[jobtools.RunOutput](t, e.Call("run_job", map[string]any{"session_id": sid, "command": "exit 0", "result_expectation": "failure"}))
+	if j := terminal(ok.Job.JobID); j.State != jobs.Succeeded || *j.ExitCode != 0 || j.Expectation != jobs.ExpectFailure || *j.ExpectationMatch {
+		t.Fatalf("exit 0 expected to fail: %+v", j)
+	}
+	// Handed off after the 200 ms grace, with accepted_exit_codes.
+	for _, tc := range []struct {
+		code    int
+		state   jobs.State
+		matched bool
+	}{{1, jobs.Failed, true}, {0, jobs.Succeeded, false}} {
+		out := kerneltest.OK[run.Output](t, e.Call("run_process", map[string]any{"session_id": sid,
+			"argv": []string{"sh", "-c", "sleep 1; exit " + strconv.Itoa(tc.code)}, "accepted_exit_codes": []int{1}}))
+		if out.State != jobs.Running || out.JobID == "" {
+			t.Fatalf("not handed off: %+v", out)
+		}
+		if j := terminal(out.JobID); j.State != tc.state || *j.ExitCode != tc.code || *j.ExpectationMatch != tc.matched {
+			t.Fatalf("exit %d with accepted [1]: %+v", tc.code, j)
+		}
 	}
 }

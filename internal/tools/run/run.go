@@ -19,6 +19,12 @@
 // The ledger keeps the program's base name, exit code, ending, job id and
 // state and the expectation outcome — never arguments, command text, stdin
 // or output.
+//
+// A call's success, exit code and error are the run's real outcome: only
+// exit code 0 of a run that ended by itself succeeds. result_expectation
+// and accepted_exit_codes decide only expectation.matched, which the
+// ledger's expectation classification reads (an expected failure is not
+// actionable).
 package run
 
 import (
@@ -59,7 +65,9 @@ type Expectation = jobs.Expectation
 
 // Expectations: success (default) requires an accepted exit code; failure
 // expects a completed run with another exit code; observe accepts any
-// completed run. A timeout, cancellation or kill never matches.
+// completed run. A timeout, cancellation or kill never matches. They decide
+// only Output.Expectation (and the ledger's classification), never the
+// call's success, exit code or error.
 const (
 	ExpectSuccess = jobs.ExpectSuccess
 	ExpectFailure = jobs.ExpectFailure
@@ -82,7 +90,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[ProcessInput, Output]{
 		Name: "run_process",
 		Description: "Run a program with a literal argv (no shell) in the project. Returns exit code, duration and bounded stdout/stderr tails. " +
-			"A non-accepted exit code fails with command_failed unless result_expectation is failure or observe. " +
+			"A non-zero exit code fails with command_failed whatever result_expectation or accepted_exit_codes declare: they set only expectation.matched. " +
 			"A run still going after a few seconds continues as a background job: state running and a job_id for observe_jobs.",
 		Category: "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
 		Mutates: true, Writes: true, Session: kernel.SessionOptional,
@@ -115,7 +123,7 @@ type Common struct {
 	Env               map[string]string `json:"env,omitempty" jsonschema:"environment additions"`
 	Stdin             string            `json:"stdin,omitempty"`
 	TimeoutSeconds    *int              `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 120"`
-	ResultExpectation Expectation       `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe"`
+	ResultExpectation Expectation       `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets expectation.matched, never the result"`
 	Purpose           string            `json:"purpose,omitempty" jsonschema:"why you run it, e.g. test, build, diagnostic (evidence only)"`
 	MaxOutputBytes    int               `json:"max_output_bytes,omitempty" jsonschema:"tail kept per stream, default 16384, at most 262144"`
 }
@@ -124,7 +132,7 @@ type Common struct {
 type ProcessInput struct {
 	Common
 	Argv              []string `json:"argv" jsonschema:"program and arguments, taken literally"`
-	AcceptedExitCodes []int    `json:"accepted_exit_codes,omitempty" jsonschema:"exit codes that count as success (default [0])"`
+	AcceptedExitCodes []int    `json:"accepted_exit_codes,omitempty" jsonschema:"exit codes that meet the success expectation (default [0]); a non-zero code still fails the call"`
 }
 
 // ShellInput is the input of run_shell.
@@ -142,7 +150,8 @@ type ScriptInput struct {
 	Args        []string `json:"args,omitempty"`
 }
 
-// Expectation outcome as reported.
+// ExpectationResult is the pre-declared expectation and whether the run
+// met it. It is reported beside the result and never changes it.
 type ExpectationResult struct {
 	Declared Expectation `json:"declared"`
 	Matched  bool        `json:"matched"`
@@ -410,10 +419,12 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 	inv.Fact("exit_code", strconv.Itoa(res.ExitCode))
 	inv.Fact("ending", string(res.Ending))
 	inv.Fact("expectation_matched", strconv.FormatBool(out.Expectation.Matched))
-	if out.Expectation.Matched {
+	// The result is the run's real outcome: only exit code 0 of a run that
+	// ended by itself is a success, whatever was expected.
+	if out.State == jobs.Succeeded {
 		return out, nil
 	}
-	kind, msg := failure.CommandFailed, fmt.Sprintf("exit code %d did not meet the %s expectation", res.ExitCode, exp)
+	kind, msg := failure.CommandFailed, fmt.Sprintf("exit code %d", res.ExitCode)
 	switch res.Ending {
 	case runner.TimedOut:
 		kind, msg = failure.TimedOut, fmt.Sprintf("timed out after %ds; the process group was killed", timeout)
@@ -425,6 +436,9 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 		kind, msg = failure.CommandFailed, fmt.Sprintf("more than %d processes; the process group was killed", runner.MaxProcesses)
 	case runner.Signaled:
 		msg = "terminated by " + res.Signal
+	}
+	if out.Expectation.Matched {
+		msg += fmt.Sprintf(" (as declared: the %s expectation was met)", exp)
 	}
 	ferr := failure.New(kind, "%s", msg).WithDetail("execution", out).WithDetail("state_changed", true)
 	return Output{}, ferr

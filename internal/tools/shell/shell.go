@@ -19,6 +19,7 @@ package shell
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -45,7 +46,8 @@ type Expectation string
 
 // Expectations: success (default) requires exit code 0; failure expects a
 // completed command with another code; observe accepts any completed
-// command. A timeout, cancellation or reset never matches.
+// command. A timeout, cancellation or reset never matches. An expectation
+// decides only ExecOutput.Expectation, never the call's result.
 const (
 	ExpectSuccess Expectation = "success"
 	ExpectFailure Expectation = "failure"
@@ -78,7 +80,7 @@ func Register(reg *kernel.Registry, m *pshell.Manager) {
 		Description: "Run command text (at most 16,000 bytes) in the session's persistent shell and wait for it. Commands run one at a time " +
 			"(a concurrent call fails with shell_busy); stdin is empty; stdout and stderr are bounded tails. On timeout the command is " +
 			"interrupted; if the shell cannot be resynchronized it is killed and the call fails with shell_reset_required (open a new shell). " +
-			"A non-zero exit fails with command_failed unless result_expectation is failure or observe.",
+			"A non-zero exit fails with command_failed whatever result_expectation declares: it sets only expectation.matched.",
 		Category: "shell", Scopes: []auth.Scope{auth.ScopeProjectWrite, auth.ScopeJobRun},
 		Annotations: kernel.Annotations{Destructive: true},
 		Mutates:     true, Writes: true, Session: kernel.SessionRequired,
@@ -128,7 +130,7 @@ type ExecInput struct {
 	ShellID           string      `json:"shell_id" jsonschema:"the wc_shell_ id from open_session_shell"`
 	Command           string      `json:"command" jsonschema:"shell text, at most 16000 bytes"`
 	TimeoutSeconds    *int        `json:"timeout_seconds,omitempty" jsonschema:"1-3600, default 60"`
-	ResultExpectation Expectation `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe"`
+	ResultExpectation Expectation `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets expectation.matched, never the result"`
 }
 
 // ShellView is a shell as the tools show it.
@@ -310,16 +312,11 @@ func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) 
 		inv.Fact("reset_required", strconv.FormatBool(reset))
 		return ExecOutput{}, fe.WithDetail("execution", out).WithDetail("state_changed", true)
 	}
+	// The result is the command's real outcome (exit code 0 of a command
+	// that completed); the expectation only says whether it was declared.
 	completed := out.Ending == EndingExited || out.Ending == EndingShellExited
 	ok := completed && res.ExitCode == 0
-	switch exp {
-	case ExpectSuccess:
-		out.Expectation.Matched = ok
-	case ExpectFailure:
-		out.Expectation.Matched = completed && !ok
-	case ExpectObserve:
-		out.Expectation.Matched = completed
-	}
+	out.Expectation.Matched = runtools.Expectation(exp).Met(completed, ok)
 	inv.Fact("state", string(res.State))
 	inv.Fact("exit_code", strconv.Itoa(res.ExitCode))
 	inv.Fact("ending", out.Ending)
@@ -327,7 +324,7 @@ func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) 
 	inv.Fact("shell_exited", strconv.FormatBool(res.ShellExited))
 	inv.Fact("reset_required", "false")
 	inv.Fact("expectation_matched", strconv.FormatBool(out.Expectation.Matched))
-	if out.Expectation.Matched {
+	if ok {
 		return out, nil
 	}
 	var ferr *failure.Error
@@ -337,7 +334,10 @@ func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) 
 	case EndingCancelled:
 		ferr = failure.New(failure.Cancelled, "cancelled; the command was interrupted and the shell is %s", res.State)
 	default:
-		ferr = failure.New(failure.CommandFailed, "exit code %d did not meet the %s expectation", res.ExitCode, exp)
+		ferr = failure.New(failure.CommandFailed, "exit code %d", res.ExitCode)
+		if out.Expectation.Matched {
+			ferr.Message += fmt.Sprintf(" (as declared: the %s expectation was met)", exp)
+		}
 		if res.ShellExited {
 			ferr.Message += "; the command ended the shell, open a new one"
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -122,9 +123,11 @@ func TestLifecycle(t *testing.T) {
 	if ex := execution(t, res); ex.ExitCode != 1 || ex.Stderr.Text != "no\n" || ex.ShellState != "ready" {
 		t.Fatalf("failed execution: %+v", ex)
 	}
-	out = kerneltest.OK[shell.ExecOutput](t, e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": "false", "result_expectation": "failure"}))
-	if !out.Expectation.Matched || out.ExitCode != 1 {
-		t.Fatalf("expected failure: %+v", out)
+	// An expected failure is still a failure (TestExpectationNeverRewritesTheResult).
+	res = e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": "false", "result_expectation": "failure"})
+	kerneltest.Fails(t, res, failure.CommandFailed)
+	if ex := execution(t, res); !ex.Expectation.Matched || ex.ExitCode != 1 {
+		t.Fatalf("expected failure: %+v", ex)
 	}
 	kerneltest.Fails(t, e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": "true", "timeout_seconds": 0}), failure.InvalidArguments)
 	kerneltest.Fails(t, e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": strings.Repeat("x", pshell.MaxCommandBytes+1)}), failure.InvalidArguments)
@@ -350,6 +353,69 @@ func BenchmarkShellExec(b *testing.B) {
 	for b.Loop() {
 		if res := e.Raw(auth.LocalUser(), "session_shell_exec", raw); !res.Success {
 			b.Fatalf("%+v", res.Error)
+		}
+	}
+}
+
+// TestExpectationNeverRewritesTheResult reproduces issue 11 item 6 for
+// session_shell_exec: exit 0 with result_expectation failure succeeds with
+// the expectation not matched; exit 1 with failure fails with
+// command_failed and the expectation matched. The ledger, read back from
+// its SQLite store, records the real outcome and classifies it by the
+// expectation.
+func TestExpectationNeverRewritesTheResult(t *testing.T) {
+	e := newEnv(t, nil)
+	sess := e.start("")
+	id := e.open(sess, nil).Shell.ShellID
+	lastExec := func() workflow.Event {
+		t.Helper()
+		evs, err := e.svc.Store().Events(context.Background(), sess, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Kind == workflow.EventToolCallFinished && evs[i].Tool == "session_shell_exec" {
+				return evs[i]
+			}
+		}
+		t.Fatal("no session_shell_exec event")
+		return workflow.Event{}
+	}
+	for _, tc := range []struct {
+		command, expectation string
+		code                 int
+		success, matched     bool
+		class                workflow.FailureClass
+	}{
+		{"true", "failure", 0, true, false, workflow.FailureActionable},
+		{"false", "failure", 1, false, true, workflow.FailureNonActionable},
+		{"false", "observe", 1, false, true, workflow.FailureNonActionable},
+		{"true", "observe", 0, true, true, workflow.NoFailure},
+		{"false", "success", 1, false, false, workflow.FailureActionable},
+	} {
+		res := e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": tc.command, "result_expectation": tc.expectation})
+		var out shell.ExecOutput
+		if tc.success {
+			out = kerneltest.OK[shell.ExecOutput](t, res)
+		} else {
+			kerneltest.Fails(t, res, failure.CommandFailed)
+			out = execution(t, res)
+		}
+		if out.ExitCode != tc.code || out.Ending != shell.EndingExited ||
+			out.Expectation != (shell.ExpectationResult{Declared: shell.Expectation(tc.expectation), Matched: tc.matched}) {
+			t.Fatalf("%s/%s: result %+v", tc.command, tc.expectation, out)
+		}
+		ev := lastExec()
+		wantOutcome, wantKind := workflow.OutcomeOK, ""
+		if !tc.success {
+			wantOutcome, wantKind = workflow.OutcomeFailed, string(failure.CommandFailed)
+		}
+		if ev.Outcome != wantOutcome || ev.ErrorKind != wantKind || ev.Facts["exit_code"] != strconv.Itoa(tc.code) ||
+			ev.Facts["expectation"] != tc.expectation || ev.Facts["expectation_matched"] != strconv.FormatBool(tc.matched) {
+			t.Fatalf("%s/%s: ledger %s %s %v", tc.command, tc.expectation, ev.Outcome, ev.ErrorKind, ev.Facts)
+		}
+		if got := workflow.ClassifyFailure(ev); got != tc.class {
+			t.Fatalf("%s/%s: classification %q, want %q", tc.command, tc.expectation, got, tc.class)
 		}
 	}
 }

@@ -7,9 +7,16 @@
 // session the call is recorded in: counts, failing test identities, the
 // parser identity, the opaque scope identity, completeness and the
 // expectation outcome — never test output. A run proves a pass only when
-// its output proves at least one test ran and none failed; anything it
-// cannot prove is an evidence gap, which never resolves an earlier
-// failure. Validation tools never inherit a session's execution defaults.
+// its output proves at least one test ran and none failed; a runner that
+// exits 0 and proves that no test ran (no min_tests asked) is no_tests;
+// anything else it cannot prove is an evidence gap. Neither resolves an
+// earlier failure. Validation tools never inherit a session's execution
+// defaults.
+//
+// A call succeeds when its verdict is passed or no_tests; a failed verdict
+// is validation_failed and an unproven one evidence_gap (or timed_out,
+// cancelled), whatever result_expectation declares: the expectation sets
+// only expectation.matched and how the ledger classifies the run.
 package validate
 
 import (
@@ -108,8 +115,8 @@ type Common struct {
 	Cwd               string            `json:"cwd,omitempty" jsonschema:"project-relative directory; default the project root (session defaults do not apply)"`
 	Env               map[string]string `json:"env,omitempty"`
 	TimeoutSeconds    *int              `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 600"`
-	ResultExpectation string            `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe"`
-	MinTests          *int              `json:"min_tests,omitempty" jsonschema:"fewer proven tests is an evidence gap"`
+	ResultExpectation string            `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets expectation.matched, never the result"`
+	MinTests          *int              `json:"min_tests,omitempty" jsonschema:"fewer proven tests is an evidence gap; omitted, a run proving zero tests succeeds with verdict no_tests"`
 	Purpose           string            `json:"purpose,omitempty"`
 }
 
@@ -144,7 +151,8 @@ type RunTestsInput struct {
 	Args   []string `json:"args,omitempty" jsonschema:"extra arguments for the runner"`
 }
 
-// Expectation reports the declared expectation and whether it held.
+// Expectation reports the declared expectation and whether it held. It
+// is reported beside the result and never changes it.
 type Expectation struct {
 	Declared string `json:"declared"`
 	Matched  bool   `json:"matched"`
@@ -421,6 +429,7 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 		}
 		if res == nil {
 			inv.Fact("verdict", "pending")
+			inv.Fact("expectation", exp)
 			return Output{State: job.State, JobID: job.ID, Hint: HandoffHint, Tool: r.tool, ScopeID: meta.ScopeID,
 				Failures: []string{}, Resolved: []string{}, Problems: []string{}, ExitCode: -1,
 				Expectation: Expectation{Declared: exp}}, nil
@@ -450,7 +459,10 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 	inv.Fact("verdict", string(out.Verdict))
 	inv.Fact("passed", strconv.Itoa(out.Passed))
 	inv.Fact("failed", strconv.Itoa(out.Failed))
-	if out.Expectation.Matched {
+	inv.Fact("expectation", exp)
+	inv.Fact("expectation_matched", strconv.FormatBool(out.Expectation.Matched))
+	// The result is the validator's real outcome, whatever was expected.
+	if out.Verdict == workflow.VerdictPassed || out.Verdict == workflow.VerdictNoTests {
 		return out, nil
 	}
 	kind := failure.ValidationFailed
@@ -465,8 +477,9 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 		if out.CountCheck != "" && out.CountCheck != string(testreport.CountSatisfied) {
 			msg = "fewer tests than required were proven to run (" + out.CountCheck + ")"
 		}
-	case out.Verdict == workflow.VerdictPassed:
-		msg = "the tests passed, but result_expectation was " + exp
+	}
+	if out.Expectation.Matched {
+		msg += fmt.Sprintf(" (as declared: the %s expectation was met)", exp)
 	}
 	return Output{}, failure.New(kind, "%s", msg).WithDetail("validation", out).WithDetail("state_changed", true)
 }
@@ -541,14 +554,11 @@ func evaluate(m jobs.ValidationMeta, ex execution) (testreport.Report, Output) {
 		out.CountCheck = string(count)
 	}
 	out.Verdict = verdict(m.Parser, rep, ex, count)
-	switch m.Expectation {
-	case "failure":
-		out.Expectation.Matched = out.Verdict == workflow.VerdictFailed
-	case "observe":
-		out.Expectation.Matched = out.Verdict != workflow.VerdictEvidenceGap
-	default:
-		out.Expectation.Matched = out.Verdict == workflow.VerdictPassed
-	}
+	// A proven verdict is a completed result; passed and no_tests are the
+	// accepted ones.
+	completed := out.Verdict != workflow.VerdictEvidenceGap
+	accepted := out.Verdict == workflow.VerdictPassed || out.Verdict == workflow.VerdictNoTests
+	out.Expectation.Matched = jobs.Expectation(m.Expectation).Met(completed, accepted)
 	return rep, out
 }
 
@@ -613,6 +623,11 @@ func verdict(parser string, rep testreport.Report, ex execution, count testrepor
 		return workflow.VerdictFailed
 	case rep.Complete && rep.Executed() > 0 && count == testreport.CountSatisfied && ex.exitCode == 0:
 		return workflow.VerdictPassed
+	case ex.ending == runner.Exited && ex.exitCode == 0 && count == testreport.CountSatisfied &&
+		slices.Equal(rep.Problems, []testreport.Problem{testreport.ProblemNoTestsFound}):
+		// A proven zero with no minimum asked (a minimum makes it
+		// below_minimum): the run succeeded and proves no test ran.
+		return workflow.VerdictNoTests
 	}
 	return workflow.VerdictEvidenceGap
 }
@@ -621,7 +636,7 @@ func verdict(parser string, rep testreport.Report, ex execution, count testrepor
 // earlier failures of its scope there that this run proves passing.
 func (t *Tools) evidence(ctx context.Context, sid string, m jobs.ValidationMeta, rep testreport.Report, out Output) *workflow.Validation {
 	var resolved []string
-	if m.Expectation == "success" && t.Sessions != nil {
+	if m.Expectation == "success" && out.Verdict.Resolves() && t.Sessions != nil {
 		passing := map[string]bool{}
 		for _, c := range rep.Cases {
 			if c.Outcome == testreport.Passed {

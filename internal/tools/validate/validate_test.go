@@ -3,6 +3,7 @@ package validate_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -126,24 +127,72 @@ func TestEvidenceGaps(t *testing.T) {
 	}
 	e := newEnv(t, map[string]string{"go.mod": goMod, "calc.go": calc, "calc_test.go": calcTest})
 	kerneltest.Fails(t, e.Call("go_test", map[string]any{"session_id": e.id}), failure.ValidationFailed)
-	// Zero tests (a filter that matches nothing) is not a pass and resolves
-	// nothing.
-	res := e.Call("go_test", map[string]any{"session_id": e.id, "run": "^TestNothing$"})
-	kerneltest.Fails(t, res, failure.EvidenceGap)
-	if out := evidence(t, res); out.Verdict != workflow.VerdictEvidenceGap || !slices.Contains(out.Problems, "no_tests_found") {
-		t.Fatalf("zero tests: %+v", out)
-	}
-	sum := kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
-	if len(sum.Unresolved) != 1 || sum.DeltaReason != workflow.DeltaValidationScopeChanged {
-		t.Fatalf("after zero-test run: %+v", sum)
-	}
-	// min_tests above the proven count is an evidence gap even with exit 0.
+	// min_tests above the proven count is an evidence gap even with exit 0,
+	// and so is a proven zero when min_tests asks for tests.
 	e.Write("calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\n")
-	res = e.Call("go_test", map[string]any{"session_id": e.id, "min_tests": 5})
+	res := e.Call("go_test", map[string]any{"session_id": e.id, "min_tests": 5})
 	kerneltest.Fails(t, res, failure.EvidenceGap)
-	if out := evidence(t, res); out.CountCheck != "below_minimum" || out.Passed != 2 {
+	if out := evidence(t, res); out.CountCheck != "below_minimum" || out.Passed != 2 || out.Verdict != workflow.VerdictEvidenceGap {
 		t.Fatalf("min_tests: %+v", out)
 	}
+	res = e.Call("go_test", map[string]any{"session_id": e.id, "run": "^TestNothing$", "min_tests": 1})
+	kerneltest.Fails(t, res, failure.EvidenceGap)
+	if out := evidence(t, res); out.CountCheck != "below_minimum" || out.Passed != 0 || len(out.Resolved) != 0 {
+		t.Fatalf("zero tests with min_tests: %+v", out)
+	}
+	sum := kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
+	if len(sum.Unresolved) != 1 || sum.Unresolved[0].ID != "example.com/calc.TestAdd" {
+		t.Fatalf("an evidence gap resolved a failure: %+v", sum.Unresolved)
+	}
+}
+
+// TestZeroTestsIsASuccessThatResolvesNothing reproduces issue 11 item 6:
+// with min_tests omitted, a run whose report proves that zero tests ran is
+// a successful execution with passed=0, whose evidence (read back from
+// the SQLite ledger) says no tests ran and resolves nothing — even in the
+// very scope of an earlier failure.
+func TestZeroTestsIsASuccessThatResolvesNothing(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not on PATH")
+	}
+	e := newEnv(t, map[string]string{"go.mod": goMod, "calc.go": calc, "calc_test.go": calcTest})
+	kerneltest.Fails(t, e.Call("go_test", map[string]any{"session_id": e.id}), failure.ValidationFailed)
+	zero := func(args map[string]any) {
+		t.Helper()
+		args["session_id"] = e.id
+		out := kerneltest.OK[validate.Output](t, e.Call("go_test", args))
+		if out.Verdict != workflow.VerdictNoTests || out.Passed != 0 || out.Failed != 0 || out.ExitCode != 0 ||
+			!slices.Equal(out.Problems, []string{"no_tests_found"}) || len(out.Resolved) != 0 || out.CountCheck != "" ||
+			out.Expectation != (validate.Expectation{Declared: "success", Matched: true}) {
+			t.Fatalf("zero tests: %+v", out)
+		}
+		evs, err := e.svc.Store().Events(context.Background(), e.id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := evs[len(evs)-1].Validation
+		fin := evs[len(evs)-2]
+		if v == nil || v.Verdict != workflow.VerdictNoTests || v.Passed != 0 || len(v.Resolved) != 0 ||
+			!slices.Equal(v.Problems, []string{"no_tests_found"}) || v.Expectation != "success" || !v.ExpectationMatched {
+			t.Fatalf("zero-test evidence: %+v", v)
+		}
+		if fin.Kind != workflow.EventToolCallFinished || fin.Outcome != workflow.OutcomeOK || fin.Facts["verdict"] != "no_tests" ||
+			workflow.ClassifyFailure(fin) != workflow.NoFailure || workflow.ClassifyFailure(evs[len(evs)-1]) != workflow.NoFailure {
+			t.Fatalf("zero-test call: %+v", fin)
+		}
+		sum := kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
+		if len(sum.Unresolved) != 1 || sum.Unresolved[0].ID != "example.com/calc.TestAdd" {
+			t.Fatalf("a zero-test run resolved a failure: %+v", sum.Unresolved)
+		}
+	}
+	// A filter that matches nothing.
+	zero(map[string]any{"run": "^TestNothing$"})
+	// The same scope as the failure, with its tests gone: still nothing
+	// resolved, although TestAdd no longer fails.
+	if err := os.Remove(filepath.Join(e.Project.Root, "calc_test.go")); err != nil {
+		t.Fatal(err)
+	}
+	zero(map[string]any{})
 }
 
 func TestExpectedFailureIsNeutral(t *testing.T) {
@@ -151,13 +200,45 @@ func TestExpectedFailureIsNeutral(t *testing.T) {
 		t.Skip("go not on PATH")
 	}
 	e := newEnv(t, map[string]string{"go.mod": goMod, "calc.go": calc, "calc_test.go": calcTest})
-	out := kerneltest.OK[validate.Output](t, e.Call("go_test", map[string]any{"session_id": e.id, "result_expectation": "failure"}))
-	if !out.Expectation.Matched || out.Verdict != workflow.VerdictFailed {
+	// Reproduces issue 11 item 6: a failing run that was expected to fail
+	// is still validation_failed, with the expectation matched.
+	res := e.Call("go_test", map[string]any{"session_id": e.id, "result_expectation": "failure"})
+	kerneltest.Fails(t, res, failure.ValidationFailed)
+	out := evidence(t, res)
+	if out.Expectation != (validate.Expectation{Declared: "failure", Matched: true}) || out.Verdict != workflow.VerdictFailed || out.ExitCode != 1 {
 		t.Fatalf("expected failure: %+v", out)
 	}
 	sum := kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
 	if len(sum.Unresolved) != 0 {
 		t.Fatalf("an expected failure became unresolved: %+v", sum.Unresolved)
+	}
+	// ... and a passing run that was expected to fail is a success, with
+	// the expectation not matched.
+	e.Write("calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\n")
+	ok := kerneltest.OK[validate.Output](t, e.Call("go_test", map[string]any{"session_id": e.id, "result_expectation": "failure"}))
+	if ok.Expectation != (validate.Expectation{Declared: "failure", Matched: false}) || ok.Verdict != workflow.VerdictPassed || ok.ExitCode != 0 {
+		t.Fatalf("unexpected pass: %+v", ok)
+	}
+	// The ledger: the failed call records its real outcome; the expected
+	// failure counts once, as non-actionable, by its evidence; the
+	// unexpected pass is actionable.
+	evs, err := e.svc.Store().Events(context.Background(), e.id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var classes []workflow.FailureClass
+	var outcomes []string
+	for _, ev := range evs {
+		if ev.Kind == workflow.EventToolCallFinished && ev.Tool == "go_test" {
+			outcomes = append(outcomes, string(ev.Outcome)+"/"+ev.ErrorKind+"/"+ev.Facts["expectation_matched"])
+		}
+		if c := workflow.ClassifyFailure(ev); c != workflow.NoFailure {
+			classes = append(classes, c)
+		}
+	}
+	if !slices.Equal(outcomes, []string{"failed/validation_failed/true", "ok//false"}) ||
+		!slices.Equal(classes, []workflow.FailureClass{workflow.FailureNonActionable, workflow.FailureActionable}) {
+		t.Fatalf("ledger outcomes %v classes %v", outcomes, classes)
 	}
 }
 
