@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/command"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
-	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -143,14 +143,14 @@ func access(inv *kernel.Invocation) jobs.Access {
 type RunInput struct {
 	kernel.ProjectRef
 	kernel.SessionRef
-	Command           string            `json:"command" jsonschema:"shell text, at most 16000 bytes"`
-	Shell             workflow.Shell    `json:"shell,omitempty" jsonschema:"sh or bash; default the session's default_shell, else sh"`
-	Cwd               string            `json:"cwd,omitempty" jsonschema:"project-relative; default the session's default_cwd, else the root"`
-	Env               map[string]string `json:"env,omitempty"`
-	Stdin             string            `json:"stdin,omitempty"`
-	TimeoutSeconds    *int              `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 3600"`
-	ResultExpectation run.Expectation   `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe"`
-	Purpose           string            `json:"purpose,omitempty"`
+	Command           string              `json:"command" jsonschema:"shell text, at most 16000 bytes"`
+	Shell             workflow.Shell      `json:"shell,omitempty" jsonschema:"sh or bash; default the session's default_shell, else sh"`
+	Cwd               string              `json:"cwd,omitempty" jsonschema:"project-relative; default the session's default_cwd, else the root"`
+	Env               map[string]string   `json:"env,omitempty"`
+	Stdin             string              `json:"stdin,omitempty"`
+	TimeoutSeconds    *int                `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 3600"`
+	ResultExpectation command.Expectation `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe"`
+	Purpose           string              `json:"purpose,omitempty"`
 }
 
 // RunOutput is the result of run_job.
@@ -167,28 +167,28 @@ func (t *Tools) runJob(ctx context.Context, inv *kernel.Invocation, in RunInput)
 	if err != nil {
 		return RunOutput{}, err
 	}
-	if err := run.ValidateCommand(in.Command); err != nil {
+	if err := command.ValidateCommand(in.Command); err != nil {
 		return RunOutput{}, err
 	}
-	sh, err := run.SelectShell(inv, in.Shell)
+	sh, err := command.SelectShell(inv, in.Shell)
 	if err != nil {
 		return RunOutput{}, err
 	}
-	exp, err := run.ValidateExpectation(in.ResultExpectation)
+	exp, err := command.ValidateExpectation(in.ResultExpectation)
 	if err != nil {
 		return RunOutput{}, err
 	}
-	if err := run.ValidatePurpose(in.Purpose); err != nil {
+	if err := command.ValidatePurpose(in.Purpose); err != nil {
 		return RunOutput{}, err
 	}
-	timeout, err := run.TimeoutSeconds(in.TimeoutSeconds, DefaultJobTimeoutSeconds)
+	timeout, err := command.TimeoutSeconds(in.TimeoutSeconds, DefaultJobTimeoutSeconds)
 	if err != nil {
 		return RunOutput{}, err
 	}
 	if err := runner.ValidateEnv(in.Env); err != nil {
 		return RunOutput{}, failure.New(failure.InvalidArguments, "env: %v", err)
 	}
-	cwd, err := run.ResolveCwd(inv, in.Cwd)
+	cwd, err := command.ResolveCwd(inv, in.Cwd)
 	if err != nil {
 		return RunOutput{}, err
 	}
@@ -202,7 +202,7 @@ func (t *Tools) runJob(ctx context.Context, inv *kernel.Invocation, in RunInput)
 	if in.Purpose != "" {
 		inv.Fact("purpose", in.Purpose)
 	}
-	j, err := m.Start(ctx, run.StartSpec(inv, rel, in.Purpose, exp, nil, true, spec))
+	j, err := m.Start(ctx, command.StartSpec(inv, rel, in.Purpose, exp, nil, true, spec))
 	if j.ID != "" {
 		inv.Fact("job_id", j.ID)
 		inv.Fact("job_state", string(j.State))

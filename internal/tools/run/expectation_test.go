@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/command"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
@@ -47,33 +48,33 @@ func TestExpectationNeverRewritesTheResult(t *testing.T) {
 				code     int
 				success  bool
 				matched  bool
-				declared run.Expectation
+				declared command.Expectation
 				class    workflow.FailureClass
 			}{
 				{"Exit0Failure", "run_process", map[string]any{"argv": []string{"sh", "-c", "exit 0"}, "result_expectation": "failure"},
-					0, true, false, run.ExpectFailure, workflow.FailureActionable},
+					0, true, false, command.ExpectFailure, workflow.FailureActionable},
 				{"Exit1Failure", "run_process", map[string]any{"argv": []string{"sh", "-c", "exit 1"}, "result_expectation": "failure"},
-					1, false, true, run.ExpectFailure, workflow.FailureNonActionable},
+					1, false, true, command.ExpectFailure, workflow.FailureNonActionable},
 				{"Exit1Accepted", "run_process", map[string]any{"argv": []string{"sh", "-c", "exit 1"}, "accepted_exit_codes": []int{0, 1}},
-					1, false, true, run.ExpectSuccess, workflow.FailureNonActionable},
+					1, false, true, command.ExpectSuccess, workflow.FailureNonActionable},
 				{"Exit0NotAccepted", "run_process", map[string]any{"argv": []string{"sh", "-c", "exit 0"}, "accepted_exit_codes": []int{1}},
-					0, true, false, run.ExpectSuccess, workflow.FailureActionable},
+					0, true, false, command.ExpectSuccess, workflow.FailureActionable},
 				{"Exit1Observe", "run_process", map[string]any{"argv": []string{"sh", "-c", "exit 1"}, "result_expectation": "observe"},
-					1, false, true, run.ExpectObserve, workflow.FailureNonActionable},
+					1, false, true, command.ExpectObserve, workflow.FailureNonActionable},
 				{"Exit0Observe", "run_process", map[string]any{"argv": []string{"sh", "-c", "exit 0"}, "result_expectation": "observe"},
-					0, true, true, run.ExpectObserve, workflow.NoFailure},
+					0, true, true, command.ExpectObserve, workflow.NoFailure},
 				{"Exit1Success", "run_process", map[string]any{"argv": []string{"sh", "-c", "exit 1"}},
-					1, false, false, run.ExpectSuccess, workflow.FailureActionable},
+					1, false, false, command.ExpectSuccess, workflow.FailureActionable},
 				{"Exit0Success", "run_process", map[string]any{"argv": []string{"sh", "-c", "exit 0"}},
-					0, true, true, run.ExpectSuccess, workflow.NoFailure},
+					0, true, true, command.ExpectSuccess, workflow.NoFailure},
 				{"ShellExit0Failure", "run_shell", map[string]any{"command": "exit 0", "result_expectation": "failure"},
-					0, true, false, run.ExpectFailure, workflow.FailureActionable},
+					0, true, false, command.ExpectFailure, workflow.FailureActionable},
 				{"ShellExit1Failure", "run_shell", map[string]any{"command": "exit 1", "result_expectation": "failure"},
-					1, false, true, run.ExpectFailure, workflow.FailureNonActionable},
+					1, false, true, command.ExpectFailure, workflow.FailureNonActionable},
 				{"ScriptExit0Failure", "run_script", map[string]any{"interpreter": "sh", "script": "exit 0\n", "result_expectation": "failure"},
-					0, true, false, run.ExpectFailure, workflow.FailureActionable},
+					0, true, false, command.ExpectFailure, workflow.FailureActionable},
 				{"ScriptExit1Failure", "run_script", map[string]any{"interpreter": "sh", "script": "exit 1\n", "result_expectation": "failure"},
-					1, false, true, run.ExpectFailure, workflow.FailureNonActionable},
+					1, false, true, command.ExpectFailure, workflow.FailureNonActionable},
 			}
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {

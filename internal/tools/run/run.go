@@ -35,9 +35,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/command"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -45,34 +45,8 @@ import (
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
-// Bounds of the execution tools.
-const (
-	// MaxShellBytes bounds run_shell text (and, in the shell tools,
-	// session_shell_exec) in UTF-8 bytes.
-	MaxShellBytes = 16000
-	// MaxScriptBytes bounds a run_script body.
-	MaxScriptBytes = 256 << 10
-	// MaxAcceptedExitCodes bounds accepted_exit_codes.
-	MaxAcceptedExitCodes = 16
-	// MaxPurposeChars bounds purpose.
-	MaxPurposeChars = 64
-	// DefaultTimeoutSeconds is the timeout when a call sets none.
-	DefaultTimeoutSeconds = 120
-)
-
-// Expectation is a pre-declared result expectation.
-type Expectation = jobs.Expectation
-
-// Expectations: success (default) requires an accepted exit code; failure
-// expects a completed run with another exit code; observe accepts any
-// completed run. A timeout, cancellation or kill never matches. They decide
-// only Output.Expectation (and the ledger's classification), never the
-// call's success, exit code or error.
-const (
-	ExpectSuccess = jobs.ExpectSuccess
-	ExpectFailure = jobs.ExpectFailure
-	ExpectObserve = jobs.ExpectObserve
-)
+// MaxScriptBytes bounds a run_script body.
+const MaxScriptBytes = 256 << 10
 
 // Interpreters run_script accepts, with the program that runs them.
 var Interpreters = map[string]string{"sh": "sh", "bash": "bash", "python3": "python3", "node": "node"}
@@ -119,13 +93,13 @@ func Register(reg *kernel.Registry, t *Tools) {
 type Common struct {
 	kernel.ProjectRef
 	kernel.SessionRef
-	Cwd               string            `json:"cwd,omitempty" jsonschema:"project-relative working directory; default the session's default_cwd, else the project root"`
-	Env               map[string]string `json:"env,omitempty" jsonschema:"environment additions"`
-	Stdin             string            `json:"stdin,omitempty"`
-	TimeoutSeconds    *int              `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 120"`
-	ResultExpectation Expectation       `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets expectation.matched, never the result"`
-	Purpose           string            `json:"purpose,omitempty" jsonschema:"why you run it, e.g. test, build, diagnostic (evidence only)"`
-	MaxOutputBytes    int               `json:"max_output_bytes,omitempty" jsonschema:"tail kept per stream, default 16384, at most 262144"`
+	Cwd               string              `json:"cwd,omitempty" jsonschema:"project-relative working directory; default the session's default_cwd, else the project root"`
+	Env               map[string]string   `json:"env,omitempty" jsonschema:"environment additions"`
+	Stdin             string              `json:"stdin,omitempty"`
+	TimeoutSeconds    *int                `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 120"`
+	ResultExpectation command.Expectation `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets expectation.matched, never the result"`
+	Purpose           string              `json:"purpose,omitempty" jsonschema:"why you run it, e.g. test, build, diagnostic (evidence only)"`
+	MaxOutputBytes    int                 `json:"max_output_bytes,omitempty" jsonschema:"tail kept per stream, default 16384, at most 262144"`
 }
 
 // ProcessInput is the input of run_process.
@@ -153,8 +127,8 @@ type ScriptInput struct {
 // ExpectationResult is the pre-declared expectation and whether the run
 // met it. It is reported beside the result and never changes it.
 type ExpectationResult struct {
-	Declared Expectation `json:"declared"`
-	Matched  bool        `json:"matched"`
+	Declared command.Expectation `json:"declared"`
+	Matched  bool                `json:"matched"`
 }
 
 // Output is the result of every execution tool. While State is running
@@ -185,10 +159,10 @@ func (t *Tools) runProcess(ctx context.Context, inv *kernel.Invocation, in Proce
 	if len(in.Argv) == 0 || in.Argv[0] == "" {
 		return Output{}, failure.New(failure.InvalidArguments, "argv must name a program")
 	}
-	if len(in.AcceptedExitCodes) > MaxAcceptedExitCodes {
-		return Output{}, failure.New(failure.InvalidArguments, "accepted_exit_codes holds more than %d codes", MaxAcceptedExitCodes)
+	if len(in.AcceptedExitCodes) > command.MaxAcceptedExitCodes {
+		return Output{}, failure.New(failure.InvalidArguments, "accepted_exit_codes holds more than %d codes", command.MaxAcceptedExitCodes)
 	}
-	cwd, err := ResolveCwd(inv, in.Cwd)
+	cwd, err := command.ResolveCwd(inv, in.Cwd)
 	if err != nil {
 		return Output{}, err
 	}
@@ -196,76 +170,19 @@ func (t *Tools) runProcess(ctx context.Context, inv *kernel.Invocation, in Proce
 }
 
 func (t *Tools) runShell(ctx context.Context, inv *kernel.Invocation, in ShellInput) (Output, error) {
-	if err := ValidateCommand(in.Command); err != nil {
+	if err := command.ValidateCommand(in.Command); err != nil {
 		return Output{}, err
 	}
-	sh, err := SelectShell(inv, in.Shell)
+	sh, err := command.SelectShell(inv, in.Shell)
 	if err != nil {
 		return Output{}, err
 	}
-	cwd, err := ResolveCwd(inv, in.Cwd)
+	cwd, err := command.ResolveCwd(inv, in.Cwd)
 	if err != nil {
 		return Output{}, err
 	}
 	inv.Fact("shell", string(sh))
 	return t.execute(ctx, inv, in.Common, cwd, []string{string(sh), "-c", in.Command}, nil, nil)
-}
-
-// ValidateCommand checks run_shell / run_job command text.
-func ValidateCommand(cmd string) error {
-	if cmd == "" || len(cmd) > MaxShellBytes || !utf8.ValidString(cmd) {
-		return failure.New(failure.InvalidArguments, "command must be 1-%d bytes of UTF-8", MaxShellBytes)
-	}
-	return nil
-}
-
-// SelectShell returns the shell of a run: the explicit one, else the
-// business session's default_shell, else sh.
-func SelectShell(inv *kernel.Invocation, explicit workflow.Shell) (workflow.Shell, error) {
-	sh := explicit
-	if sh == "" && inv.Session != nil {
-		sh = inv.Session.ExecutionContext.DefaultShell
-	}
-	if sh == "" {
-		sh = workflow.ShellSh
-	}
-	if sh != workflow.ShellSh && sh != workflow.ShellBash {
-		return "", failure.New(failure.InvalidArguments, "shell must be sh or bash")
-	}
-	return sh, nil
-}
-
-// TimeoutSeconds returns the timeout a call asked for (def when given is
-// nil), checked against runner.MaxTimeout.
-func TimeoutSeconds(given *int, def int) (int, error) {
-	timeout := def
-	if given != nil {
-		timeout = *given
-	}
-	if timeout < 1 || time.Duration(timeout)*time.Second > runner.MaxTimeout {
-		return 0, failure.New(failure.InvalidArguments, "timeout_seconds must be 1-%d", int(runner.MaxTimeout/time.Second))
-	}
-	return timeout, nil
-}
-
-// ValidatePurpose checks a purpose.
-func ValidatePurpose(p string) error {
-	if utf8.RuneCountInString(p) > MaxPurposeChars {
-		return failure.New(failure.InvalidArguments, "purpose is longer than %d characters", MaxPurposeChars)
-	}
-	return nil
-}
-
-// ValidateExpectation checks a declared expectation and returns it with
-// its default.
-func ValidateExpectation(e Expectation) (Expectation, error) {
-	if e == "" {
-		return ExpectSuccess, nil
-	}
-	if !e.Valid() {
-		return "", failure.New(failure.InvalidArguments, "result_expectation must be success, failure or observe")
-	}
-	return e, nil
 }
 
 func (t *Tools) runScript(ctx context.Context, inv *kernel.Invocation, in ScriptInput) (Output, error) {
@@ -276,7 +193,7 @@ func (t *Tools) runScript(ctx context.Context, inv *kernel.Invocation, in Script
 	if in.Script == "" || len(in.Script) > MaxScriptBytes {
 		return Output{}, failure.New(failure.InvalidArguments, "script must be 1-%d bytes", MaxScriptBytes)
 	}
-	cwd, err := ResolveCwd(inv, in.Cwd)
+	cwd, err := command.ResolveCwd(inv, in.Cwd)
 	if err != nil {
 		return Output{}, err
 	}
@@ -296,49 +213,6 @@ func (t *Tools) runScript(ctx context.Context, inv *kernel.Invocation, in Script
 	return t.execute(ctx, inv, in.Common, cwd, append([]string{prog, file}, in.Args...), nil, cleanup)
 }
 
-// Where a resolved working directory came from (CwdSource).
-const (
-	CwdExplicit       = "explicit"
-	CwdSessionDefault = "session_default"
-	CwdDefault        = "default"
-)
-
-// ResolveCwd resolves the absolute working directory of a run: the
-// explicit one, else the business session's default, else the project
-// root. It must exist inside the project and be a directory.
-func ResolveCwd(inv *kernel.Invocation, explicit string) (string, error) {
-	abs, _, err := CwdSource(inv, explicit)
-	return abs, err
-}
-
-// CwdSource is ResolveCwd that also says where the directory came from
-// (CwdExplicit, CwdSessionDefault or CwdDefault). An unusable session
-// default is failure.InvalidExecutionContext, never a fallback to the
-// project root.
-func CwdSource(inv *kernel.Invocation, explicit string) (abs, source string, err error) {
-	rel, source := explicit, CwdExplicit
-	switch {
-	case rel != "":
-	case inv.Session != nil && inv.Session.ExecutionContext.DefaultCwd != "":
-		rel, source = inv.Session.ExecutionContext.DefaultCwd, CwdSessionDefault
-	default:
-		rel, source = ".", CwdDefault
-	}
-	abs, clean, err := inv.Project.Resolve(rel)
-	if err == nil {
-		if st, serr := os.Stat(abs); serr != nil || !st.IsDir() {
-			err = failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
-		}
-	}
-	if err != nil {
-		if source == CwdSessionDefault {
-			return "", "", failure.New(failure.InvalidExecutionContext, "the session's default_cwd %q cannot be used: %s", rel, failure.MessageOf(err))
-		}
-		return "", "", err
-	}
-	return abs, source, nil
-}
-
 // execute runs argv. cleanup, when set, releases what the run needs (a
 // script file) once nothing can use it any more: here, or by the job when
 // the run is handed to one.
@@ -349,14 +223,14 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 			cleanup()
 		}
 	}()
-	exp, err := ValidateExpectation(c.ResultExpectation)
+	exp, err := command.ValidateExpectation(c.ResultExpectation)
 	if err != nil {
 		return Output{}, err
 	}
-	if err := ValidatePurpose(c.Purpose); err != nil {
+	if err := command.ValidatePurpose(c.Purpose); err != nil {
 		return Output{}, err
 	}
-	timeout, err := TimeoutSeconds(c.TimeoutSeconds, DefaultTimeoutSeconds)
+	timeout, err := command.TimeoutSeconds(c.TimeoutSeconds, command.DefaultTimeoutSeconds)
 	if err != nil {
 		return Output{}, err
 	}
@@ -389,7 +263,7 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 			return Output{}, err
 		}
 	} else {
-		ss := StartSpec(inv, rel, c.Purpose, exp, accepted, false, spec)
+		ss := command.StartSpec(inv, rel, c.Purpose, exp, accepted, false, spec)
 		ss.Cleanup, handed = cleanup, true
 		job, r, err := t.Jobs.RunSync(ctx, ss, 0)
 		// A run answered inline has no job record (nothing to observe);
@@ -444,25 +318,12 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 	return Output{}, ferr
 }
 
-// StartSpec builds the job description of a run made by inv.
-func StartSpec(inv *kernel.Invocation, cwdRel, purpose string, exp Expectation, accepted []int, background bool, spec runner.Spec) jobs.StartSpec {
-	s := jobs.StartSpec{
-		Project: inv.Project.ID, Principal: inv.Principal.AuthorityFingerprint(), Tool: inv.Tool,
-		Purpose: purpose, Cwd: cwdRel, Background: background, Expectation: exp,
-		AcceptedExitCodes: accepted, Run: spec,
-	}
-	if inv.Session != nil {
-		s.SessionID = inv.Session.ID
-	}
-	return s
-}
-
 // HandoffHint is the next step a handed-off run tells its caller.
 const HandoffHint = "still running: it continues as a background job (not re-run). Call observe_jobs with this job_id and cursors to follow it, stop_job to stop it."
 
 // handoff answers a run that outlived the sync grace: the job continues;
 // the call succeeds with its id and the output so far.
-func (t *Tools) handoff(ctx context.Context, inv *kernel.Invocation, job jobs.Job, rel string, exp Expectation, tail int) (Output, error) {
+func (t *Tools) handoff(ctx context.Context, inv *kernel.Invocation, job jobs.Job, rel string, exp command.Expectation, tail int) (Output, error) {
 	if tail <= 0 {
 		tail = runner.DefaultTailBytes
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/command"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -111,7 +112,7 @@ func TestBadInput(t *testing.T) {
 		{"ErrEmptyArgv", "run_process", map[string]any{"argv": []string{}}, failure.InvalidArguments},
 		{"ErrEmptyProgram", "run_process", map[string]any{"argv": []string{""}}, failure.InvalidArguments},
 		{"ErrMissingBinary", "run_process", map[string]any{"argv": []string{"no-such-binary-xyz"}}, failure.NotStarted},
-		{"ErrShellTooLong", "run_shell", map[string]any{"command": strings.Repeat("x", run.MaxShellBytes+1)}, failure.InvalidArguments},
+		{"ErrShellTooLong", "run_shell", map[string]any{"command": strings.Repeat("x", command.MaxShellBytes+1)}, failure.InvalidArguments},
 		{"ErrCwdTraversal", "run_process", map[string]any{"argv": []string{"true"}, "cwd": "../x"}, failure.InvalidArguments},
 		{"ErrCwdSymlinkEscape", "run_process", map[string]any{"argv": []string{"true"}, "cwd": "out"}, failure.PermissionDenied},
 		{"ErrCwdMissing", "run_process", map[string]any{"argv": []string{"true"}, "cwd": "nope"}, failure.InvalidArguments},

@@ -24,11 +24,11 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/command"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
 	pshell "github.com/webcodex/webcodex/internal/shell"
-	runtools "github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -236,7 +236,7 @@ func (t *tools) open(ctx context.Context, inv *kernel.Invocation, in OpenInput) 
 	default:
 		sh, out.ShellSource = workflow.ShellSh, "default"
 	}
-	abs, source, err := runtools.CwdSource(inv, in.Cwd)
+	abs, source, err := command.CwdSource(inv, in.Cwd)
 	if err != nil {
 		return OpenOutput{}, err
 	}
@@ -316,7 +316,7 @@ func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) 
 	// that completed); the expectation only says whether it was declared.
 	completed := out.Ending == EndingExited || out.Ending == EndingShellExited
 	ok := completed && res.ExitCode == 0
-	out.Expectation.Matched = runtools.Expectation(exp).Met(completed, ok)
+	out.Expectation.Matched = command.Expectation(exp).Met(completed, ok)
 	inv.Fact("state", string(res.State))
 	inv.Fact("exit_code", strconv.Itoa(res.ExitCode))
 	inv.Fact("ending", out.Ending)

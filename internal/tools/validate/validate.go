@@ -34,12 +34,12 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/command"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/testreport"
-	runtools "github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -333,12 +333,12 @@ func checkList(what string, xs []string, max int) error {
 }
 
 func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, r run) (Output, error) {
-	e, err := runtools.ValidateExpectation(runtools.Expectation(c.ResultExpectation))
+	e, err := command.ValidateExpectation(command.Expectation(c.ResultExpectation))
 	if err != nil {
 		return Output{}, err
 	}
 	exp := string(e)
-	timeout, err := runtools.TimeoutSeconds(c.TimeoutSeconds, DefaultTimeoutSeconds)
+	timeout, err := command.TimeoutSeconds(c.TimeoutSeconds, DefaultTimeoutSeconds)
 	if err != nil {
 		return Output{}, err
 	}

@@ -1,0 +1,161 @@
+// Package command is the policy every tool that starts a process shares:
+// the bounds of a command request, its validation (command text, shell,
+// timeout, purpose, result expectation), the working directory of a run
+// (explicit, else the business session's default, else the project root;
+// never outside the project), and the job description of a run.
+//
+// It decides these once so that the run, job, shell and validation tools
+// cannot disagree; none of those tool packages imports another.
+package command
+
+import (
+	"os"
+	"time"
+	"unicode/utf8"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// Bounds of a command request.
+const (
+	// MaxShellBytes bounds run_shell text (and, in the shell tools,
+	// session_shell_exec) in UTF-8 bytes.
+	MaxShellBytes = 16000
+	// MaxAcceptedExitCodes bounds accepted_exit_codes.
+	MaxAcceptedExitCodes = 16
+	// MaxPurposeChars bounds purpose.
+	MaxPurposeChars = 64
+	// DefaultTimeoutSeconds is the timeout when a call sets none.
+	DefaultTimeoutSeconds = 120
+)
+
+// Expectation is a pre-declared result expectation.
+type Expectation = jobs.Expectation
+
+// Expectations: success (default) requires an accepted exit code; failure
+// expects a completed run with another exit code; observe accepts any
+// completed run. A timeout, cancellation or kill never matches. They decide
+// only Output.Expectation (and the ledger's classification), never the
+// call's success, exit code or error.
+const (
+	ExpectSuccess = jobs.ExpectSuccess
+	ExpectFailure = jobs.ExpectFailure
+	ExpectObserve = jobs.ExpectObserve
+)
+
+// ValidateCommand checks run_shell / run_job command text.
+func ValidateCommand(cmd string) error {
+	if cmd == "" || len(cmd) > MaxShellBytes || !utf8.ValidString(cmd) {
+		return failure.New(failure.InvalidArguments, "command must be 1-%d bytes of UTF-8", MaxShellBytes)
+	}
+	return nil
+}
+
+// SelectShell returns the shell of a run: the explicit one, else the
+// business session's default_shell, else sh.
+func SelectShell(inv *kernel.Invocation, explicit workflow.Shell) (workflow.Shell, error) {
+	sh := explicit
+	if sh == "" && inv.Session != nil {
+		sh = inv.Session.ExecutionContext.DefaultShell
+	}
+	if sh == "" {
+		sh = workflow.ShellSh
+	}
+	if sh != workflow.ShellSh && sh != workflow.ShellBash {
+		return "", failure.New(failure.InvalidArguments, "shell must be sh or bash")
+	}
+	return sh, nil
+}
+
+// TimeoutSeconds returns the timeout a call asked for (def when given is
+// nil), checked against runner.MaxTimeout.
+func TimeoutSeconds(given *int, def int) (int, error) {
+	timeout := def
+	if given != nil {
+		timeout = *given
+	}
+	if timeout < 1 || time.Duration(timeout)*time.Second > runner.MaxTimeout {
+		return 0, failure.New(failure.InvalidArguments, "timeout_seconds must be 1-%d", int(runner.MaxTimeout/time.Second))
+	}
+	return timeout, nil
+}
+
+// ValidatePurpose checks a purpose.
+func ValidatePurpose(p string) error {
+	if utf8.RuneCountInString(p) > MaxPurposeChars {
+		return failure.New(failure.InvalidArguments, "purpose is longer than %d characters", MaxPurposeChars)
+	}
+	return nil
+}
+
+// ValidateExpectation checks a declared expectation and returns it with
+// its default.
+func ValidateExpectation(e Expectation) (Expectation, error) {
+	if e == "" {
+		return ExpectSuccess, nil
+	}
+	if !e.Valid() {
+		return "", failure.New(failure.InvalidArguments, "result_expectation must be success, failure or observe")
+	}
+	return e, nil
+}
+
+// Where a resolved working directory came from (CwdSource).
+const (
+	CwdExplicit       = "explicit"
+	CwdSessionDefault = "session_default"
+	CwdDefault        = "default"
+)
+
+// ResolveCwd resolves the absolute working directory of a run: the
+// explicit one, else the business session's default, else the project
+// root. It must exist inside the project and be a directory.
+func ResolveCwd(inv *kernel.Invocation, explicit string) (string, error) {
+	abs, _, err := CwdSource(inv, explicit)
+	return abs, err
+}
+
+// CwdSource is ResolveCwd that also says where the directory came from
+// (CwdExplicit, CwdSessionDefault or CwdDefault). An unusable session
+// default is failure.InvalidExecutionContext, never a fallback to the
+// project root.
+func CwdSource(inv *kernel.Invocation, explicit string) (abs, source string, err error) {
+	rel, source := explicit, CwdExplicit
+	switch {
+	case rel != "":
+	case inv.Session != nil && inv.Session.ExecutionContext.DefaultCwd != "":
+		rel, source = inv.Session.ExecutionContext.DefaultCwd, CwdSessionDefault
+	default:
+		rel, source = ".", CwdDefault
+	}
+	abs, clean, err := inv.Project.Resolve(rel)
+	if err == nil {
+		if st, serr := os.Stat(abs); serr != nil || !st.IsDir() {
+			err = failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
+		}
+	}
+	if err != nil {
+		if source == CwdSessionDefault {
+			return "", "", failure.New(failure.InvalidExecutionContext, "the session's default_cwd %q cannot be used: %s", rel, failure.MessageOf(err))
+		}
+		return "", "", err
+	}
+	return abs, source, nil
+}
+
+// StartSpec builds the job description of a run made by inv.
+func StartSpec(inv *kernel.Invocation, cwdRel, purpose string, exp Expectation, accepted []int, background bool, spec runner.Spec) jobs.StartSpec {
+	s := jobs.StartSpec{
+		Project: inv.Project.ID, Principal: inv.Principal.AuthorityFingerprint(), Tool: inv.Tool,
+		Purpose: purpose, Cwd: cwdRel, Background: background, Expectation: exp,
+		AcceptedExitCodes: accepted, Run: spec,
+	}
+	if inv.Session != nil {
+		s.SessionID = inv.Session.ID
+	}
+	return s
+}
