@@ -24,7 +24,7 @@ func TestArchitecture(t *testing.T) {
 		forbidden []string
 		why       string
 	}{
-		{[]string{"internal/workflow", "internal/auth", "internal/project", "internal/failure", "internal/redact", "internal/filerev",
+		{[]string{"internal/workflow", "internal/auth", "internal/project", "internal/failure", "internal/redact",
 			"internal/sqlitedb", "internal/runner", "internal/shell", "internal/jobs", "internal/testreport", "internal/audit", "internal/evidence"},
 			[]string{"internal/kernel", "internal/tools", "internal/transport", "internal/httpserver", "internal/app"},
 			"domains and infrastructure import no kernel, tool or transport"},

@@ -15,7 +15,7 @@ import (
 	"syscall"
 
 	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/filerev"
+	"github.com/webcodex/webcodex/internal/project/filerev"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
 )

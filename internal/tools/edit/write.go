@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/filerev"
+	"github.com/webcodex/webcodex/internal/project/filerev"
 	"github.com/webcodex/webcodex/internal/kernel"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/tools/files"
-	"github.com/webcodex/webcodex/internal/tools/walk"
+	"github.com/webcodex/webcodex/internal/project/walk"
 )
 
 func listed(out files.ListOutput) []string {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
-	"github.com/webcodex/webcodex/internal/tools/walk"
+	"github.com/webcodex/webcodex/internal/project/walk"
 )
 
 // Bounds of project_overview.

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/tools/walk"
+	"github.com/webcodex/webcodex/internal/project/walk"
 )
 
 // write creates the file rel under root with content, making parents.
