@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,6 +20,11 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// ErrForeignKey is the cause of Open's (and RotateKey's) refusal of a
+// signing key that is not the journal's own (see checkKey).
+var ErrForeignKey = errors.New("it is not this journal's signing key and is never adopted; restore the journal's own " +
+	evidence.KeyFile + " from a backup, or move " + FileName + " aside to start a new journal")
+
 // maxListedSigners bounds the checkpoint signer ids a key refusal names.
 const maxListedSigners = 8
 
@@ -30,7 +34,8 @@ const maxListedSigners = 8
 // in evidence.pub, and the newest record must be bound to key or to a key
 // that signed a checkpoint; a journal with records and no checkpoint
 // needs its newest record bound to key. An empty journal accepts any key.
-// A refusal is failure.Unavailable naming the key's id and the journal's.
+// A refusal is failure.Unavailable wrapping ErrForeignKey, naming the
+// key's id and the journal's.
 // It only reads.
 func checkKey(ctx context.Context, q queryer, dataDir string, key *evidence.Key) error {
 	var recordKey string
@@ -46,9 +51,7 @@ func checkKey(ctx context.Context, q queryer, dataDir string, key *evidence.Key)
 	}
 	keyFile := filepath.Join(dataDir, evidence.KeyFile)
 	refuse := func(format string, args ...any) error {
-		return failure.New(failure.Unavailable, "%s: it is not this journal's signing key and is never adopted; "+
-			"restore this journal's own %s from a backup, or move %s aside to start a new journal",
-			fmt.Sprintf(format, args...), evidence.KeyFile, filepath.Join(dataDir, FileName))
+		return failure.Wrap(failure.Unavailable, ErrForeignKey, format, args...)
 	}
 	if !hasCheckpoints {
 		if hasRecords && recordKey != key.ID {

@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,7 +72,7 @@ func wantRefused(t *testing.T, dir string, ids ...string) {
 		j.Close()
 		t.Fatal("the journal opened with a key that is not its own")
 	}
-	if failure.KindOf(err) != failure.Unavailable || !strings.Contains(err.Error(), "is never adopted") {
+	if failure.KindOf(err) != failure.Unavailable || !errors.Is(err, sqlitestore.ErrForeignKey) {
 		t.Fatalf("open: %v", err)
 	}
 	for _, id := range ids {
@@ -285,7 +286,7 @@ func TestRotateKeyRefused(t *testing.T) {
 	other, _ := journal10(t)
 	copyFile(t, filepath.Join(other, evidence.KeyFile), filepath.Join(dir, evidence.KeyFile))
 	before = takeSnapshot(t, dir)
-	if _, err := sqlitestore.RotateKey(ctx, dir, time.Now); failure.KindOf(err) != failure.Unavailable || !strings.Contains(err.Error(), "is never adopted") {
+	if _, err := sqlitestore.RotateKey(ctx, dir, time.Now); failure.KindOf(err) != failure.Unavailable || !errors.Is(err, sqlitestore.ErrForeignKey) {
 		t.Fatalf("rotate with a foreign key: %v", err)
 	}
 	before.mustEqual(t, takeSnapshot(t, dir))
