@@ -255,7 +255,7 @@ func printReport(w io.Writer, rep evidence.Report) {
 	}
 	fprintf(w, "  head        size %d\n", rep.Head.Size)
 	if rep.LastCheckpoint != nil {
-		fprintf(w, "  checkpoint  size %d, key %s (%d checked); %d record(s) after it\n",
+		fprintf(w, "  checkpoint  size %d, key %s (%d checked); %d record(s) after it, not yet signed\n",
 			rep.LastCheckpoint.Size, rep.LastCheckpoint.KeyID, rep.Checkpoints, rep.Unanchored)
 	} else {
 		fprintf(w, "  checkpoint  none verified (%d checked)\n", rep.Checkpoints)
