@@ -172,7 +172,39 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 	list.Flags().IntVar(&listLimit, "limit", evidence.DefaultSessionRecords, fmt.Sprintf("most records to list (max %d)", evidence.MaxSessionRecords))
 	list.Flags().BoolVar(&listJSON, "json", false, "print JSON")
 
-	cmd.AddCommand(verify, export, verifyBundle, checkpoint, list)
+	rotate := &cobra.Command{
+		Use:   "rotate-key",
+		Short: "Replace the signing key, keeping the retired public key in " + evidence.PublicKeysFile + "; run with the server stopped",
+		Long: "Verifies the journal, signs its head with the current key and then with a new key, and replaces\n" +
+			evidence.KeyFile + " atomically (mode 0600). The retired public key stays in " + evidence.PublicKeysFile + ", so older\n" +
+			"checkpoints keep verifying, and the retired private key is kept as " + evidence.RetiredKeyFile("<id>") + ".\n" +
+			"Refused while another process (a running `webcodex serve` or `webcodex mcp`) has the journal open,\n" +
+			"and for a journal that does not verify.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			r, err := sqlitestore.RotateKey(cmd.Context(), cfg.DataDir, time.Now)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fprintf(w, "Evidence signing key rotated.\n")
+			fprintf(w, "  old key     %s (retired: public key kept in %s, private key in %s)\n", r.OldKeyID, evidence.PublicKeysFile, r.RetiredKeyFile)
+			fprintf(w, "  new key     %s\n", r.NewKeyID)
+			if r.OldCheckpoint != nil {
+				fprintf(w, "  checkpoint  size %d signed with the old key\n", r.OldCheckpoint.Size)
+			}
+			if r.NewCheckpoint != nil {
+				fprintf(w, "  checkpoint  size %d signed with the new key\n", r.NewCheckpoint.Size)
+			}
+			return nil
+		},
+	}
+
+	cmd.AddCommand(verify, export, verifyBundle, checkpoint, list, rotate)
 	return cmd
 }
 
@@ -223,7 +255,7 @@ func printReport(w io.Writer, rep evidence.Report) {
 	}
 	fprintf(w, "  head        size %d\n", rep.Head.Size)
 	if rep.LastCheckpoint != nil {
-		fprintf(w, "  checkpoint  size %d, key %s (%d checked); %d record(s) after it\n",
+		fprintf(w, "  checkpoint  size %d, key %s (%d checked); %d record(s) after it, not yet signed\n",
 			rep.LastCheckpoint.Size, rep.LastCheckpoint.KeyID, rep.Checkpoints, rep.Unanchored)
 	} else {
 		fprintf(w, "  checkpoint  none verified (%d checked)\n", rep.Checkpoints)

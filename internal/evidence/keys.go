@@ -39,6 +39,8 @@ type Key struct {
 	VerifierKey string
 	// ID is the key id: the note key hash as 8 lowercase hex digits.
 	ID string
+	// skey is the private key in note signer format, as KeyFile holds it.
+	skey string
 }
 
 // KeyID formats a note key hash as a key id.
@@ -82,7 +84,7 @@ func parseSignerKey(skey string) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Key{Signer: s, VerifierKey: vkey, ID: KeyID(s.KeyHash())}, nil
+	return &Key{Signer: s, VerifierKey: vkey, ID: KeyID(s.KeyHash()), skey: skey}, nil
 }
 
 // CreateKey generates a new Ed25519 key named name, writes it to KeyFile
@@ -90,34 +92,7 @@ func parseSignerKey(skey string) (*Key, error) {
 // PublicKeysFile. It fails if KeyFile already exists. Callers decide when
 // creating a key is allowed (only for an empty journal).
 func CreateKey(dataDir, name string) (*Key, error) {
-	return writeNewKey(dataDir, name)
-}
-
-// RotateKey replaces the signing key with a new one of the same name. The
-// old public key stays in PublicKeysFile, so checkpoints and records signed
-// with it keep verifying; the old private key is kept as
-// evidence.key.retired-<id>. Run it only while no journal is open on dataDir.
-func RotateKey(dataDir string) (*Key, error) {
-	old, err := LoadKey(dataDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := addPublicKey(dataDir, old.VerifierKey); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dataDir, KeyFile)
-	if err := os.Rename(path, path+".retired-"+old.ID); err != nil {
-		return nil, fmt.Errorf("evidence: retire key: %w", err)
-	}
-	return writeNewKey(dataDir, old.Signer.Name())
-}
-
-func writeNewKey(dataDir, name string) (*Key, error) {
-	skey, _, err := note.GenerateKey(rand.Reader, name)
-	if err != nil {
-		return nil, fmt.Errorf("evidence: generate key: %w", err)
-	}
-	k, err := parseSignerKey(skey)
+	k, err := GenerateKey(name)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +104,7 @@ func writeNewKey(dataDir, name string) (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evidence: create signing key: %w", err)
 	}
-	_, err = f.WriteString(skey + "\n")
+	_, err = f.WriteString(k.skey + "\n")
 	if err == nil {
 		err = f.Sync()
 	}
@@ -141,10 +116,84 @@ func writeNewKey(dataDir, name string) (*Key, error) {
 		return nil, fmt.Errorf("evidence: write signing key: %w", err)
 	}
 	syncDir(dataDir)
-	if err := addPublicKey(dataDir, k.VerifierKey); err != nil {
+	if err := AddPublicKey(dataDir, k.VerifierKey); err != nil {
 		return nil, err
 	}
 	return k, nil
+}
+
+// GenerateKey returns a new Ed25519 key named name, in memory only.
+func GenerateKey(name string) (*Key, error) {
+	skey, _, err := note.GenerateKey(rand.Reader, name)
+	if err != nil {
+		return nil, fmt.Errorf("evidence: generate key: %w", err)
+	}
+	return parseSignerKey(skey)
+}
+
+// RetiredKeyFile is the file name ReplaceKey keeps a retired private key
+// under.
+func RetiredKeyFile(id string) string { return KeyFile + ".retired-" + id }
+
+// ReplaceKey makes k the signing key of dataDir: it adds k's public key
+// to PublicKeysFile (the current key's is kept there), keeps the current
+// private key as RetiredKeyFile(id) and replaces KeyFile atomically (a
+// temporary file, mode 0600, fsync'd, renamed over KeyFile, directory
+// fsync'd), so that at every instant KeyFile is the old key or the new
+// one, whole. It returns the retired key. It changes only key files: a
+// journal's key is rotated by sqlitestore.RotateKey, which also signs the
+// head with the new key (a journal whose key never signed one of its
+// checkpoints does not open).
+func ReplaceKey(dataDir string, k *Key) (*Key, error) {
+	old, err := LoadKey(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if old.ID == k.ID {
+		return nil, fmt.Errorf("evidence: the new key is the current key %s", k.ID)
+	}
+	if err := AddPublicKey(dataDir, old.VerifierKey); err != nil {
+		return nil, err
+	}
+	if err := AddPublicKey(dataDir, k.VerifierKey); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(dataDir, RetiredKeyFile(old.ID), old.skey+"\n"); err != nil {
+		return nil, fmt.Errorf("evidence: retire key %s: %w", old.ID, err)
+	}
+	if err := writeFileAtomic(dataDir, KeyFile, k.skey+"\n"); err != nil {
+		return nil, fmt.Errorf("evidence: replace signing key: %w", err)
+	}
+	return old, nil
+}
+
+// writeFileAtomic replaces dir/name with data, mode 0600: written to a
+// temporary file in dir, fsync'd, renamed over name, and dir fsync'd.
+func writeFileAtomic(dir, name, data string) error {
+	f, err := os.CreateTemp(dir, name+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.WriteString(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	syncDir(dir)
+	return nil
 }
 
 // LoadPublicKeys returns the verifier keys listed in PublicKeysFile (none
@@ -167,7 +216,9 @@ func LoadPublicKeys(dataDir string) ([]string, error) {
 	return out, nil
 }
 
-func addPublicKey(dataDir, vkey string) error {
+// AddPublicKey appends vkey to PublicKeysFile unless it is listed already
+// (fsync'd).
+func AddPublicKey(dataDir, vkey string) error {
 	have, err := LoadPublicKeys(dataDir)
 	if err != nil {
 		return err

@@ -39,6 +39,11 @@ const (
 const (
 	// FindingMissing: leaf indexes absent from the journal (deletion).
 	FindingMissing FindingKind = "missing"
+	// FindingNoCheckpoint: the journal has records but no stored
+	// checkpoint at all, so no signature covers any of them (every
+	// checkpoint was deleted, or the journal was never signed). An empty
+	// journal without a checkpoint has nothing to prove and is clean.
+	FindingNoCheckpoint FindingKind = "no_checkpoint"
 	// FindingBadSignature: a trusted key's signature does not verify.
 	FindingBadSignature FindingKind = "bad_signature"
 	// FindingMalformedCheckpoint: a checkpoint that cannot be parsed, or a
@@ -103,7 +108,10 @@ type Report struct {
 	// Head is the tree rebuilt from the stored canonical bytes.
 	Head Checkpoint `json:"head"`
 	// Checkpoints is how many stored checkpoints were checked; Last is
-	// the largest one that verified; Unanchored the records after it.
+	// the largest one that verified; Unanchored the records after it (the
+	// unsigned tail, all records when none verified). A tail is reported,
+	// not a finding: a running journal always has one until its next
+	// checkpoint. Records with no checkpoint at all are FindingNoCheckpoint.
 	Checkpoints           int               `json:"checkpoints"`
 	LastCheckpoint        *CheckpointStatus `json:"last_checkpoint,omitempty"`
 	Unanchored            uint64            `json:"unanchored"`
@@ -342,6 +350,10 @@ func (c *Checker) Finish() Report {
 	rep.Head = Checkpoint{Origin: c.in.Origin, Size: c.tree.Size(), Root: c.tree.Root()}
 	if c.tree.Size() != c.in.Rows {
 		rep.add(Finding{Scope: ScopeJournal, Kind: FindingMalformed, Detail: fmt.Sprintf("expected %d rows, read %d", c.in.Rows, c.tree.Size())})
+	}
+	if len(c.in.Checkpoints) == 0 && rep.Head.Size > 0 {
+		rep.add(Finding{Scope: ScopeJournal, Kind: FindingNoCheckpoint,
+			Detail: fmt.Sprintf("%d record(s) and no signed checkpoint: no signature covers them, so they could have been rewritten or deleted undetectably", rep.Head.Size)})
 	}
 	var last *CheckpointStatus
 	for _, sc := range c.in.Checkpoints {

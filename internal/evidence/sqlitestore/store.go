@@ -18,7 +18,8 @@
 //
 // See docs/evidence.md. The signing key (evidence.key, 0600) is created only
 // when the journal has no records and no checkpoints and no key exists.
-// A journal with records whose key is missing or unreadable does not open.
+// A journal with records whose key is missing or unreadable, or is not the
+// journal's own (checkKey), does not open. [RotateKey] replaces the key.
 package sqlitestore
 
 import (
@@ -88,8 +89,11 @@ const (
 // Open opens (creating if needed) the journal in dataDir. A new journal gets
 // a random journal id, its origin (opts.Origin or evidence.OriginPrefix +
 // id) and a new signing key. An existing journal whose key file is missing
-// or unreadable fails with failure.Unavailable and a message telling the
-// operator what to do; no key is created in that case.
+// or unreadable, or that belongs to another journal (it signed none of this
+// journal's checkpoints, or the newest checkpoint does not verify with it or
+// a retired key), fails with failure.Unavailable and a message telling the
+// operator what to do and naming both key ids; no key is created or adopted
+// and nothing is written in that case.
 func Open(ctx context.Context, dataDir string, opts evidence.Options) (*Journal, error) {
 	if o := opts.Origin; o != "" && (len(o) > evidence.MaxFieldBytes || strings.ContainsAny(o, "+ \t\r\n") || !utf8.ValidString(o)) {
 		return nil, failure.New(failure.InvalidArguments, "evidence origin %q must be 1..%d bytes of UTF-8 without spaces or '+' (it names the signing key)", o, evidence.MaxFieldBytes)
@@ -168,6 +172,9 @@ func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
 		return failure.Wrap(failure.Unavailable, err,
 			"the evidence signing key %s cannot be used; restore it from a backup (it is never regenerated while the journal has records)",
 			filepath.Join(dataDir, evidence.KeyFile))
+	}
+	if err := checkKey(ctx, j.db.Read, dataDir, key); err != nil {
+		return err
 	}
 	j.key = key
 	if err := j.db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &j.stmts.insert, Query: sqlInsert}, sqlitedb.Stmt{Dst: &j.stmts.next, Query: sqlNext},

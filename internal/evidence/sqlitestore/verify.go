@@ -44,6 +44,11 @@ func Verify(ctx context.Context, dataDir string, opts evidence.VerifyOptions) (e
 		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read %s", path)
 	}
 	defer tx.Rollback()
+	return verifyTx(ctx, tx, path, keys, opts)
+}
+
+// verifyTx runs the checks of Verify inside tx, trusting keys.
+func verifyTx(ctx context.Context, tx *sql.Tx, path string, keys *evidence.KeySet, opts evidence.VerifyOptions) (evidence.Report, error) {
 	in := evidence.CheckInput{Keys: keys, From: opts.From, Progress: opts.Progress, Duplicates: map[string]bool{}}
 	if err := tx.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'journal_id'`).Scan(&in.JournalID); err != nil {
 		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "%s has no journal id", path)
