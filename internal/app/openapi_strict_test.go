@@ -226,7 +226,12 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("run_process", map[string]any{"project": proj, "argv": []string{"sh", "-c", "exit 3"}}, false)
 	act("session_summary", map[string]any{"session_id": "wc_sess_00000000000000000000000000"}, false)
 	act("git_status", map[string]any{"project": "agent:local:nope"}, false)
-	act("read_files", map[string]any{"project": nil, "files": []any{}}, false)
+	// The reproduction of the Go-internals leak: a null where a string is due.
+	nullArg := act("read_files", map[string]any{"project": nil, "files": []any{}}, false)
+	if msg := string(nullArg["error"]); !strings.Contains(msg, `"kind":"invalid_arguments"`) ||
+		!strings.Contains(msg, "at arguments.project: got null, want string") || strings.Contains(msg, "reflect") {
+		t.Errorf("project:null error: %s", msg)
+	}
 	act("write_project_file", map[string]any{"project": proj, "session_id": sess, "path": "x.txt", "content": "x"}, false)
 	// A body that is not an object never reaches the tool: the 400 schema.
 	code, data := s.do(t, s.token, "POST", "/api/actions/read_files", []byte(`[]`))
