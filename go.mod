@@ -8,10 +8,12 @@ require (
 	github.com/google/jsonschema-go v0.4.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/pelletier/go-toml/v2 v2.4.3
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/transparency-dev/merkle v0.0.2
 	golang.org/x/mod v0.43.0
+	golang.org/x/text v0.14.0
 	modernc.org/sqlite v1.62.0
 )
 

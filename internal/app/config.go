@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,7 +37,9 @@ type Config struct {
 	ShutdownTimeout Duration `toml:"shutdown_timeout"`
 	// AllowedOrigins lists browser origins allowed to call the API.
 	AllowedOrigins []string `toml:"allowed_origins"`
-	// PublicURL is the externally visible base URL, published in OpenAPI.
+	// PublicURL is the externally visible base URL (an http or https URL,
+	// e.g. a tunnel's), published in OpenAPI; its host is accepted by the
+	// DNS-rebinding check.
 	PublicURL string `toml:"public_url"`
 	// JobSyncGrace is how long a run waits before it continues as a
 	// background job.
@@ -202,6 +205,12 @@ func (c Config) Validate() error {
 	if c.JobConcurrency < 1 || c.JobConcurrency > 64 {
 		return &ConfigError{Source: "config", Key: "job_concurrency", Err: errors.New("must be 1-64")}
 	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return &ConfigError{Source: "config", Key: "public_url", Err: fmt.Errorf("%q is not an http(s) URL such as https://name.example", c.PublicURL)}
+		}
+	}
 	if c.BootstrapToken != "" && len(c.BootstrapToken) < 16 {
 		return &ConfigError{Source: "environment", Key: "WEBCODEX_TOKEN", Err: errors.New("must be at least 16 characters")}
 	}
@@ -215,6 +224,16 @@ func (c Config) SlogLevel() (slog.Level, error) {
 		return 0, fmt.Errorf("%q is not debug, info, warn or error", c.LogLevel)
 	}
 	return l, nil
+}
+
+// PublicHosts returns the host name of PublicURL (none when unset), which
+// the DNS-rebinding check accepts besides loopback names.
+func (c Config) PublicHosts() []string {
+	u, err := url.Parse(c.PublicURL)
+	if c.PublicURL == "" || err != nil || u.Hostname() == "" {
+		return nil
+	}
+	return []string{u.Hostname()}
 }
 
 // Loopback reports whether Listen binds only a loopback address.

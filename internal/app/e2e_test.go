@@ -353,7 +353,7 @@ func TestHTTPBoundaries(t *testing.T) {
 		}
 	})
 	t.Run("OpenAPIMatchesRegistry", func(t *testing.T) {
-		code, body := s.do(t, "", "GET", "/openapi.json", nil)
+		code, body := s.do(t, "", "GET", "/openapi.json?tools=all", nil)
 		if code != 200 {
 			t.Fatalf("openapi %d", code)
 		}

@@ -312,7 +312,7 @@ func TestToolSurfacesAgree(t *testing.T) {
 		} `json:"tools"`
 	}
 	json.Unmarshal(body, &rest)
-	_, body = s.do(t, "", "GET", "/openapi.json", nil)
+	_, body = s.do(t, "", "GET", "/openapi.json?tools=all", nil)
 	var doc struct {
 		Paths map[string]struct {
 			Post struct {

@@ -43,9 +43,13 @@ type Options struct {
 	// to call the API; requests without an Origin header are not affected.
 	AllowedOrigins []string
 	// LoopbackOnly enables DNS-rebinding protection: the Host header must
-	// name a loopback address or localhost.
+	// name a loopback address, localhost or one of PublicHosts.
 	LoopbackOnly bool
-	Logger       *slog.Logger
+	// PublicHosts are host names (no port; compared case-insensitively,
+	// on any port) the server is reached by besides loopback, e.g. the
+	// host of the configured public URL behind a tunnel.
+	PublicHosts []string
+	Logger      *slog.Logger
 }
 
 // Mux collects the routes of every transport.
@@ -80,7 +84,7 @@ func (m *Mux) Handler() http.Handler {
 			WriteError(w, http.StatusServiceUnavailable, failure.New(failure.Unavailable, "too many concurrent requests"))
 			return
 		}
-		if m.opts.LoopbackOnly && !loopbackHost(r.Host) {
+		if m.opts.LoopbackOnly && !loopbackHost(r.Host) && !m.publicHost(r.Host) {
 			WriteError(w, http.StatusForbidden, failure.New(failure.PermissionDenied, "host %q is not allowed (DNS-rebinding protection)", r.Host))
 			return
 		}
@@ -126,12 +130,23 @@ func (m *Mux) originAllowed(origin, host string) bool {
 	return err == nil && u.Host == host && (u.Scheme == "http" || u.Scheme == "https")
 }
 
-func loopbackHost(hostport string) bool {
+// publicHost reports whether the Host header names one of PublicHosts.
+func (m *Mux) publicHost(hostport string) bool {
+	host := hostName(hostport)
+	return slices.ContainsFunc(m.opts.PublicHosts, func(h string) bool { return strings.EqualFold(h, host) })
+}
+
+// hostName is the host of a Host header, without port or IPv6 brackets.
+func hostName(hostport string) string {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
-	host = strings.Trim(host, "[]")
+	return strings.Trim(host, "[]")
+}
+
+func loopbackHost(hostport string) bool {
+	host := hostName(hostport)
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -38,26 +38,51 @@ func decodeStrict(raw json.RawMessage, schema *jsonschema.Resolved, v any) error
 	if _, ok := plain.(map[string]any); !ok {
 		return failure.New(failure.InvalidArguments, "arguments must be a JSON object")
 	}
-	if err := schema.Validate(plain); err != nil {
-		return failure.New(failure.InvalidArguments, "arguments do not match the tool's schema: %s", schemaMessage(err))
+	msg, err := validateArguments(schema, schema.Schema(), plain)
+	if err != nil {
+		return failure.Wrap(failure.Internal, err, "the tool's input schema cannot be used")
+	}
+	if msg != "" {
+		return failure.New(failure.InvalidArguments, "arguments do not match the tool's schema: %s", msg)
 	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
-		return failure.New(failure.InvalidArguments, "arguments: %v", err)
+		return failure.New(failure.InvalidArguments, "arguments: %s", decodeMessage(err))
 	}
 	return nil
 }
 
-func schemaMessage(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, "validating root: "); i >= 0 {
-		msg = msg[i+len("validating root: "):]
+// decodeMessage describes an error of the typed decode (which the schema
+// check already passed, so it is a value out of the Go type's range) in
+// plain words with its JSON path, never Go type names.
+func decodeMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return "the value does not fit the tool's input"
 	}
-	if len(msg) > 300 {
-		msg = msg[:300] + "..."
+	path := "arguments"
+	if te.Field != "" {
+		path += "." + te.Field
 	}
-	return msg
+	want := "a value of another type"
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		want = fmt.Sprintf("an integer between %d and %d", int64(-1)<<(te.Type.Bits()-1), int64(1)<<(te.Type.Bits()-1)-1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = fmt.Sprintf("an integer between 0 and %d", uint64(1)<<te.Type.Bits()-1)
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.Map, reflect.Struct:
+		want = "an object"
+	}
+	return fmt.Sprintf("at %s: got %s, want %s", path, te.Value, want)
 }
 
 // checkDuplicates walks the token stream of a JSON document and reports the

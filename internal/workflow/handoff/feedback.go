@@ -379,9 +379,16 @@ const (
 	ActionReread        = "Older session evidence was removed by retention: re-read the files you need before editing."
 	ActionStart         = "Start the task: locate the relevant code with search_project_texts and read_files."
 	ActionContinue      = "Continue from the recently read files; re-read them before editing."
-	ActionReview        = "Review the changes with git_status or git_diff_hunks before finishing."
+	ActionReview        = "Review the changes with git_status or git_diff before finishing."
 	ActionClosed        = "This session is closed: start a new session with work_on_project to continue the task."
 )
+
+// ActionTemplates lists every suggested action template above, so a test
+// can check that each tool an action names is registered.
+var ActionTemplates = []string{
+	ActionFixTest, ActionFixValidation, ActionConflict, ActionObserveJobs, ActionValidate,
+	ActionRevalidate, ActionReread, ActionStart, ActionContinue, ActionReview, ActionClosed,
+}
 
 // suggest returns at most MaxSuggestedActions fixed-template actions; the
 // first names the first unresolved failing test when there is one.

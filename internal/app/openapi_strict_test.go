@@ -1,0 +1,323 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/webcodex/webcodex/internal/transport/rest"
+	"github.com/webcodex/webcodex/internal/workflow/handoff"
+)
+
+// openAPIDoc is the part of /openapi.json these tests read.
+type openAPIDoc struct {
+	Info struct {
+		Description string `json:"description"`
+	} `json:"info"`
+	Paths map[string]struct {
+		Post struct {
+			OperationID string `json:"operationId"`
+			Responses   map[string]struct {
+				Content map[string]struct {
+					Schema json.RawMessage `json:"schema"`
+				} `json:"content"`
+			} `json:"responses"`
+		} `json:"post"`
+	} `json:"paths"`
+}
+
+func fetchOpenAPI(t *testing.T, s *server, query string) openAPIDoc {
+	t.Helper()
+	code, body := s.do(t, "", "GET", "/openapi.json"+query, nil)
+	if code != 200 {
+		t.Fatalf("openapi.json%s: HTTP %d %s", query, code, body)
+	}
+	var doc openAPIDoc
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// responseSchemas compiles every operation's response schemas with a strict
+// JSON Schema 2020-12 validator, keyed by "tool status".
+func responseSchemas(t *testing.T, doc openAPIDoc) map[string]*jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.AssertContent()
+	out := map[string]*jsonschema.Schema{}
+	for path, op := range doc.Paths {
+		tool := strings.TrimPrefix(path, "/api/actions/")
+		for status, resp := range op.Post.Responses {
+			raw, ok := resp.Content["application/json"]
+			if !ok {
+				t.Fatalf("%s %s: no application/json schema", tool, status)
+			}
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw.Schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := fmt.Sprintf("mem:///%s/%s.json", tool, status)
+			if err := c.AddResource(url, v); err != nil {
+				t.Fatalf("%s %s: %v", tool, status, err)
+			}
+			sch, err := c.Compile(url)
+			if err != nil {
+				t.Fatalf("%s %s: schema does not compile: %v", tool, status, err)
+			}
+			out[tool+" "+status] = sch
+		}
+	}
+	return out
+}
+
+// strictProject is a git repository with a Go module, a node test and a
+// Rust crate, so every validation tool has something real to run.
+func strictProject(t *testing.T) string {
+	t.Helper()
+	dir := goCalcRepo(t)
+	files := map[string]string{
+		"calc.test.js":       "const test = require('node:test');\ntest('adds', () => {});\n",
+		"crate/Cargo.toml":   "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+		"crate/src/lib.rs":   "pub fn add(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 3), 5); }\n}\n",
+		".gitignore":         "target/\n",
+		"docs/notes/read.md": "notes\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestOpenAPIResponsesValidateStrictly calls every registered tool through
+// POST /api/actions/{tool}, with arguments that succeed and with arguments
+// that fail, and validates each response body against the operation's
+// response schema in /openapi.json?tools=all under a strict JSON Schema
+// 2020-12 validator.
+func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
+	repo := strictProject(t)
+	s := startApp(t, t.TempDir(), "calc="+repo)
+	defer s.stop(t)
+	const proj = "agent:local:calc"
+	schemas := responseSchemas(t, fetchOpenAPI(t, s, "?tools="+rest.AllTools))
+	have := func(bin string) bool { _, err := exec.LookPath(bin); return err == nil }
+
+	called := map[string]bool{}
+	// act posts args to the tool's action route, validates the response
+	// against the schema of its status, and returns the decoded body.
+	act := func(tool string, args any, wantSuccess bool) map[string]json.RawMessage {
+		t.Helper()
+		body, err := json.Marshal(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, data := s.do(t, s.token, "POST", "/api/actions/"+tool, body)
+		sch := schemas[fmt.Sprintf("%s %d", tool, code)]
+		if sch == nil {
+			t.Fatalf("%s: HTTP %d has no response schema: %s", tool, code, data)
+		}
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(inst); err != nil {
+			t.Errorf("%s: HTTP %d response does not validate: %v\n%s", tool, code, err, data)
+		}
+		var res map[string]json.RawMessage
+		json.Unmarshal(data, &res)
+		if code == 200 {
+			called[tool] = true
+			if got := string(res["success"]) == "true"; got != wantSuccess {
+				t.Errorf("%s: success=%v, want %v: %s", tool, got, wantSuccess, data)
+			}
+		}
+		return res
+	}
+	field := func(res map[string]json.RawMessage, path ...string) string {
+		t.Helper()
+		raw := res["output"]
+		for _, p := range path {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &m); err != nil {
+				var a []json.RawMessage
+				if err := json.Unmarshal(raw, &a); err != nil || len(a) == 0 {
+					t.Fatalf("no %v in %s", path, res["output"])
+				}
+				raw = a[0]
+				json.Unmarshal(raw, &m)
+			}
+			raw = m[p]
+		}
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatalf("%v is not a string in %s", path, res["output"])
+		}
+		return v
+	}
+
+	// Sessions, files, search, edit, git.
+	sess := field(act("work_on_project", map[string]any{"project": proj, "instruction": "Fix Add: it subtracts"}, true), "session_id")
+	act("list_sessions", map[string]any{"project": proj}, true)
+	act("session_summary", map[string]any{"session_id": sess}, true)
+	act("update_session_context", map[string]any{"session_id": sess, "default_shell": "sh"}, true)
+	act("project_overview", map[string]any{"project": proj, "session_id": sess}, true)
+	act("list_project_files", map[string]any{"project": proj, "session_id": sess}, true)
+	rv := field(act("read_files", map[string]any{"project": proj, "session_id": sess, "files": []any{map[string]any{"path": "calc.go"}}}, true), "files", "read_revision")
+	act("search_project_texts", map[string]any{"project": proj, "session_id": sess, "queries": []any{map[string]any{"query": "a - b"}}}, true)
+	act("apply_text_edits", map[string]any{"project": proj, "session_id": sess, "changes": []any{map[string]any{
+		"path": "calc.go", "op": "replace", "expected_read_revision": rv,
+		"edits": []any{map[string]any{"old_text": "a - b", "new_text": "a + b"}},
+	}}}, true)
+	act("write_project_file", map[string]any{"project": proj, "session_id": sess, "path": "NOTES.md", "content": "notes\n"}, true)
+	act("git_status", map[string]any{"project": proj, "session_id": sess}, true)
+	act("git_diff", map[string]any{"project": proj, "session_id": sess}, true)
+
+	// Processes and jobs.
+	act("run_process", map[string]any{"project": proj, "session_id": sess, "argv": []string{"git", "--version"}}, true)
+	act("run_shell", map[string]any{"project": proj, "session_id": sess, "command": "echo hi"}, true)
+	act("run_script", map[string]any{"project": proj, "session_id": sess, "interpreter": "sh", "script": "echo hi\n"}, true)
+	job := field(act("run_job", map[string]any{"project": proj, "session_id": sess, "command": "echo job"}, true), "job", "job_id")
+	act("observe_jobs", map[string]any{"project": proj, "session_id": sess, "job_ids": []string{job}, "wait_seconds": 30, "wake_on": "all_terminal"}, true)
+	act("read_job_tail", map[string]any{"project": proj, "session_id": sess, "job_id": job}, true)
+	act("list_jobs", map[string]any{"project": proj, "session_id": sess}, true)
+	act("stop_job", map[string]any{"project": proj, "session_id": sess, "job_id": job}, true)
+
+	// Validation.
+	act("go_test", map[string]any{"project": proj, "session_id": sess, "packages": []string{"./..."}}, true)
+	act("run_tests", map[string]any{"project": proj, "session_id": sess, "runner": "node"}, have("node"))
+	act("cargo_check", map[string]any{"project": proj, "session_id": sess, "cwd": "crate", "env": map[string]string{"CARGO_NET_OFFLINE": "true"}}, have("cargo"))
+	act("cargo_test", map[string]any{"project": proj, "session_id": sess, "cwd": "crate", "env": map[string]string{"CARGO_NET_OFFLINE": "true"}}, have("cargo"))
+	act("validation_summary", map[string]any{"session_id": sess}, true)
+
+	// Persistent shells.
+	shell := field(act("open_session_shell", map[string]any{"session_id": sess}, true), "shell", "shell_id")
+	act("session_shell_exec", map[string]any{"session_id": sess, "shell_id": shell, "command": "echo hi"}, true)
+	act("session_shell_status", map[string]any{"session_id": sess, "shell_id": shell}, true)
+	act("close_session_shell", map[string]any{"session_id": sess, "shell_id": shell}, true)
+
+	// Closeout.
+	act("session_handoff_summary", map[string]any{"session_id": sess}, true)
+	act("finish_coding_task", map[string]any{"project": proj, "session_id": sess}, true)
+	act("close_session", map[string]any{"session_id": sess}, true)
+
+	// Failures: each validates against the failure shape.
+	act("read_files", map[string]any{"project": proj, "files": []any{map[string]any{"path": "missing.go"}}}, false)
+	act("apply_text_edits", map[string]any{"project": proj, "changes": []any{map[string]any{
+		"path": "calc.go", "op": "replace", "expected_read_revision": rv,
+		"edits": []any{map[string]any{"old_text": "a + b", "new_text": "a * b"}},
+	}}}, false)
+	act("run_process", map[string]any{"project": proj, "argv": []string{"sh", "-c", "exit 3"}}, false)
+	act("session_summary", map[string]any{"session_id": "wc_sess_00000000000000000000000000"}, false)
+	act("git_status", map[string]any{"project": "agent:local:nope"}, false)
+	// The reproduction of the Go-internals leak: a null where a string is due.
+	nullArg := act("read_files", map[string]any{"project": nil, "files": []any{}}, false)
+	if msg := string(nullArg["error"]); !strings.Contains(msg, `"kind":"invalid_arguments"`) ||
+		!strings.Contains(msg, "at arguments.project: got null, want string") || strings.Contains(msg, "reflect") {
+		t.Errorf("project:null error: %s", msg)
+	}
+	act("write_project_file", map[string]any{"project": proj, "session_id": sess, "path": "x.txt", "content": "x"}, false)
+	// A body that is not an object never reaches the tool: the 400 schema.
+	code, data := s.do(t, s.token, "POST", "/api/actions/read_files", []byte(`[]`))
+	if code != 400 {
+		t.Fatalf("non-object body: HTTP %d %s", code, data)
+	}
+	inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err := schemas["read_files 400"].Validate(inst); err != nil {
+		t.Errorf("400 body does not validate: %v\n%s", err, data)
+	}
+
+	for _, tl := range s.a.Kernel.Registry().Tools() {
+		if !called[tl.Name] {
+			t.Errorf("tool %s was never called: add it to this test", tl.Name)
+		}
+	}
+}
+
+// TestOpenAPIDefaultWithinActionLimit checks that the default document
+// stays within a GPT Action's operations, names every tool it leaves out,
+// and that the ?tools= URL it gives describes exactly those.
+func TestOpenAPIDefaultWithinActionLimit(t *testing.T) {
+	s := startApp(t, t.TempDir())
+	defer s.stop(t)
+	if rest.MaxActionOperations != 30 {
+		t.Fatalf("MaxActionOperations = %d, GPT Actions accept 30", rest.MaxActionOperations)
+	}
+	def := fetchOpenAPI(t, s, "")
+	if len(def.Paths) == 0 || len(def.Paths) > rest.MaxActionOperations {
+		t.Fatalf("default document has %d operations, limit %d", len(def.Paths), rest.MaxActionOperations)
+	}
+	all := s.a.Kernel.Registry().Tools()
+	var left []string
+	for _, tl := range all {
+		if _, ok := def.Paths["/api/actions/"+tl.Name]; !ok {
+			left = append(left, tl.Name)
+		}
+	}
+	if len(left) == 0 {
+		t.Fatal("the registry fits in one action; nothing is left out to test")
+	}
+	want := s.base + "/openapi.json?tools=" + strings.Join(left, ",")
+	if !strings.Contains(def.Info.Description, want) || !strings.Contains(def.Info.Description, "?tools="+rest.AllTools) {
+		t.Fatalf("description does not give %s and ?tools=all:\n%s", want, def.Info.Description)
+	}
+	for _, name := range left {
+		if !strings.Contains(def.Info.Description, name+",") && !strings.Contains(def.Info.Description, name+".") {
+			t.Errorf("description does not name left-out tool %s", name)
+		}
+	}
+	rest2 := fetchOpenAPI(t, s, strings.TrimPrefix(want, s.base+"/openapi.json"))
+	if len(rest2.Paths) != len(left) {
+		t.Fatalf("the given URL describes %d tools, want %d", len(rest2.Paths), len(left))
+	}
+	for _, name := range left {
+		if _, ok := rest2.Paths["/api/actions/"+name]; !ok {
+			t.Errorf("the given URL leaves out %s", name)
+		}
+	}
+	if got := fetchOpenAPI(t, s, "?tools="+rest.AllTools); len(got.Paths) != len(all) {
+		t.Fatalf("?tools=all describes %d of %d tools", len(got.Paths), len(all))
+	}
+	if code, body := s.do(t, "", "GET", "/openapi.json?tools=read_files,nope", nil); code != 400 || !strings.Contains(string(body), `"kind":"invalid_arguments"`) {
+		t.Fatalf("unknown tool in ?tools=: HTTP %d %s", code, body)
+	}
+}
+
+// TestHandoffActionsNameRegisteredTools checks every tool name a suggested
+// next action can contain against the real registry.
+func TestHandoffActionsNameRegisteredTools(t *testing.T) {
+	s := startApp(t, t.TempDir())
+	defer s.stop(t)
+	reg := s.a.Kernel.Registry()
+	ident := regexp.MustCompile(`\b[a-z]+(?:_[a-z]+)+\b`)
+	var named []string
+	for _, tmpl := range handoff.ActionTemplates {
+		for _, name := range ident.FindAllString(tmpl, -1) {
+			if _, ok := reg.Lookup(name); !ok {
+				t.Errorf("action %q names %s, which is not a registered tool", tmpl, name)
+			}
+			if !slices.Contains(named, name) {
+				named = append(named, name)
+			}
+		}
+	}
+	if len(named) < 5 {
+		t.Fatalf("only %v found in the action templates", named)
+	}
+}
