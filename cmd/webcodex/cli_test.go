@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -217,5 +218,19 @@ func TestSessionHandoffCommand(t *testing.T) {
 	out = mustRun(t, "--data-dir", data, "session", "handoff", s.ID)
 	if !strings.Contains(out, "Evidence  1 verified, 0 sessionless, 1 invalid claims, 0 unknown") || !strings.Contains(out, "at size 2") {
 		t.Fatalf("handoff with a journal:\n%s", out)
+	}
+}
+
+// TestServePublicURLFlag: --public-url is checked like the config key,
+// before anything is opened.
+func TestServePublicURLFlag(t *testing.T) {
+	data := t.TempDir()
+	_, err := run(t, "--data-dir", data, "serve", "--listen", "127.0.0.1:0", "--public-url", "ftp://tunnel.example")
+	var ce *app.ConfigError
+	if !errors.As(err, &ce) || ce.Key != "public_url" {
+		t.Fatalf("got %v, want a ConfigError on public_url", err)
+	}
+	if entries, _ := os.ReadDir(data); len(entries) != 0 {
+		t.Fatalf("a refused serve left %d files in the data directory", len(entries))
 	}
 }

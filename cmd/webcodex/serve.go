@@ -14,8 +14,9 @@ import (
 
 func newServeCmd(g *globals) *cobra.Command {
 	var (
-		projects []string
-		listen   string
+		projects  []string
+		listen    string
+		publicURL string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -31,11 +32,15 @@ func newServeCmd(g *globals) *cobra.Command {
 			if listen != "" {
 				cfg.Listen = listen
 			}
+			if publicURL != "" {
+				cfg.PublicURL = publicURL
+			}
 			return runServe(cmd.Context(), cfg, projects, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringArrayVar(&projects, "project", nil, "register a project directory, as DIR or NAME=DIR (repeatable)")
 	cmd.Flags().StringVar(&listen, "listen", "", "listen address (default "+app.DefaultListen+")")
+	cmd.Flags().StringVar(&publicURL, "public-url", "", "externally visible base URL (e.g. a tunnel's https URL): published in OpenAPI, and its host passes the DNS-rebinding check")
 	return cmd
 }
 
