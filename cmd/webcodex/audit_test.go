@@ -90,3 +90,61 @@ func TestAuditCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditReadWhileServing is the reproduction across processes:
+// four calls to a running server (a child process), then at once
+// webcodex audit reads audit.db and sees all four events. An id the
+// server refuses is refused by the commands too, without echoing it.
+func TestAuditReadWhileServing(t *testing.T) {
+	data, dir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServe(t, "--data-dir", data, "--project", "p="+dir)
+	ctx := context.Background()
+	for i := 0; i < 4; i++ {
+		args := map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "a.txt"}}}
+		if r, err := callTool(ctx, srv.base, "read_files", args, ""); err != nil || !r.Success {
+			t.Fatalf("call %d: %+v %v", i, r, err)
+		}
+	}
+	var list struct{ Sessions []audit.Session }
+	if err := json.Unmarshal([]byte(mustRun(t, "--data-dir", data, "audit", "sessions", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sessions) != 1 || list.Sessions[0].TotalActions != 4 {
+		t.Fatalf("webcodex audit sessions right after four calls: %+v", list.Sessions)
+	}
+	var show struct {
+		Session audit.Session
+		Events  []audit.EventView
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "--data-dir", data, "audit", "show", list.Sessions[0].SessionID, "--json")), &show); err != nil {
+		t.Fatal(err)
+	}
+	if len(show.Events) != 4 {
+		t.Fatalf("webcodex audit show right after four calls: %d events", len(show.Events))
+	}
+	for _, e := range show.Events {
+		if e.ActionName != "read_files" || e.Status != audit.EventSuccess {
+			t.Fatalf("event %+v", e)
+		}
+	}
+	for _, c := range []struct{ id, why string }{
+		{"wc_sess_7f3c9a1e5b2d4c6a8e0f1a2b3c4d5e6f", "Workflow Session id"},
+		{"ghp_RefusedAuditIdGhp7f3c9a1e5b2d4c6a8e", "looks like a credential"},
+	} {
+		for _, args := range [][]string{{"audit", "show", c.id}, {"audit", "close", c.id}, {"audit", "stats", "--session", c.id}} {
+			out, err := run(t, append([]string{"--data-dir", data}, args...)...)
+			if err == nil || !strings.Contains(err.Error(), c.why) || strings.Contains(err.Error()+out, c.id) {
+				t.Fatalf("%v: %v\n%s", args, err, out)
+			}
+		}
+	}
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-srv.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("server did not stop")
+	}
+}

@@ -25,10 +25,11 @@ func ergonomicsOf(t *testing.T, e audit.EventView) *audit.ModelErgonomics {
 	return &m
 }
 
-// lastEvent waits for the n-th event of audit session id and returns it.
+// nthEvent returns the n-th event of audit session id, which is committed
+// once the response of the call it records was received.
 func nthEvent(t *testing.T, s *server, id string, n int) audit.EventView {
 	t.Helper()
-	got, raw := waitAudit(t, s, id, func(r auditSessionResp) bool { return len(r.Events) >= n })
+	got, raw := auditSession(t, s, id)
 	if len(got.Events) < n {
 		t.Fatalf("audit session %s: %d events, want %d: %s", id, len(got.Events), n, raw)
 	}

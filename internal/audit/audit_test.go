@@ -63,6 +63,43 @@ func TestValidateSessionID(t *testing.T) {
 	}
 }
 
+// refusedIDs are audit ids that must never become audit sessions, with
+// what the refusal must say.
+var refusedIDs = []struct{ id, why string }{
+	{"wc_sess_0123456789abcdef0123456789abcdef", "Workflow Session id"},
+	{"  WC_SESS_0123456789abcdef  ", "Workflow Session id"},
+	{"wc_pat_AuditIdToken0123456789abcdef", "looks like a credential"},
+	{"ghp_AuditIdToken0123456789abcdefABCD", "looks like a credential"},
+	{"github_pat_11AuditIdToken0123456789_abcdef", "looks like a credential"},
+	{"sk-AuditIdToken0123456789abcdef", "looks like a credential"},
+	{"xoxb-1234567890-AuditIdToken", "looks like a credential"},
+	{"AKIAAUDITID01234567Z", "looks like a credential"},
+	{"my-audit ghp_AuditIdToken0123456789abcdefABCD", "looks like a credential"},
+	{"Bearer AuditIdToken0123456789", "looks like a credential"},
+}
+
+// TestValidateSessionIDRefusesWorkflowIDsAndCredentials: each shape is
+// refused with invalid_arguments and a message that says why and never
+// repeats the id; look-alikes that are not those shapes stay accepted.
+func TestValidateSessionIDRefusesWorkflowIDsAndCredentials(t *testing.T) {
+	for _, c := range refusedIDs {
+		id, err := audit.ValidateSessionID(c.id)
+		if !failure.Is(err, failure.InvalidArguments) || id != "" {
+			t.Errorf("%q: %q %v, want invalid_arguments", c.id, id, err)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, c.why) || strings.Contains(msg, strings.TrimSpace(c.id)) ||
+			strings.Contains(msg, "0123456789") {
+			t.Errorf("%q: message %q must say %q and never echo the id", c.id, msg, c.why)
+		}
+	}
+	for _, ok := range []string{"wc_session-notes", "my wc_sess_ notes", "task-sk", "ghp-review", "akia", "audit-2026-05-01"} {
+		if id, err := audit.ValidateSessionID(ok); err != nil || id != ok {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+}
+
 func TestNewIDIsUUIDv4(t *testing.T) {
 	id := audit.NewID()
 	if len(id) != 36 || id[14] != '4' || strings.Count(id, "-") != 4 || id == audit.NewID() {

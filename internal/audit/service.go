@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/redact"
 )
 
 // Service applies the audit rules (affinity, sanitizing, bounds) over a
@@ -54,9 +55,23 @@ func NewID() string {
 	return string(out[:])
 }
 
-// ValidateSessionID trims an explicit audit id and checks it: at most
-// MaxSessionIDChars characters, printable, no control characters. An empty
-// result means "no explicit id".
+// workflowSessionPrefix starts every Workflow Session id (the workflow
+// domain's SessionIDPrefix; this package must not import it).
+const workflowSessionPrefix = "wc_sess_"
+
+// ValidateSessionID trims an explicit audit id and checks it; it is the one
+// place that decides whether a client-supplied audit id is acceptable, for
+// creating a session (Affinity) and for reading or closing one. An empty
+// result means "no explicit id". Refused with failure.InvalidArguments,
+// by a message that never repeats the id:
+//   - more than MaxSessionIDChars characters, or a control or non-printable
+//     character;
+//   - a Workflow Session id (wc_sess_…, any case): audit sessions are a
+//     separate namespace and a workflow id is never reused as one;
+//   - an id shaped like a credential (anything the redact package would
+//     redact: wc_pat_, ghp_, github_pat_, sk-, xoxb-, AKIA…, bearer
+//     tokens, key=value secrets), so that a secret pasted as an id is
+//     never stored or echoed back.
 func ValidateSessionID(raw string) (string, error) {
 	id := strings.TrimSpace(raw)
 	if n := len([]rune(id)); n > MaxSessionIDChars {
@@ -66,6 +81,14 @@ func ValidateSessionID(raw string) (string, error) {
 		if r == unicode.ReplacementChar || unicode.IsControl(r) || !unicode.IsPrint(r) {
 			return "", failure.New(failure.InvalidArguments, "audit session id contains a control or non-printable character")
 		}
+	}
+	if len(id) >= len(workflowSessionPrefix) && strings.EqualFold(id[:len(workflowSessionPrefix)], workflowSessionPrefix) {
+		return "", failure.New(failure.InvalidArguments, "audit session id is a Workflow Session id (%s…); audit sessions are separate: "+
+			"pass a Workflow Session as session_id or recording_session_id of a tool call, and choose another audit id or none", workflowSessionPrefix)
+	}
+	if redact.String(id) != id {
+		return "", failure.New(failure.InvalidArguments, "audit session id looks like a credential (a token or key); it was refused and not stored: "+
+			"never send a secret as an audit id, and revoke it if it was real")
 	}
 	return id, nil
 }

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -71,12 +73,15 @@ func TestIdleReuseClock(t *testing.T) {
 	})
 }
 
-// gatedStore blocks the first AppendEvents until released.
+// gatedStore blocks the first AppendEvents until released, and records
+// the size of every batch.
 type gatedStore struct {
 	audit.Store
 	once    sync.Once
 	entered chan struct{}
 	release chan struct{}
+	mu      sync.Mutex
+	sizes   []int
 }
 
 func (g *gatedStore) AppendEvents(ctx context.Context, evs []audit.Event, max int, now time.Time) error {
@@ -86,60 +91,93 @@ func (g *gatedStore) AppendEvents(ctx context.Context, evs []audit.Event, max in
 		close(g.entered)
 		<-g.release
 	}
+	g.mu.Lock()
+	g.sizes = append(g.sizes, len(evs))
+	g.mu.Unlock()
 	return g.Store.AppendEvents(ctx, evs, max, now)
 }
 
-// TestBackgroundWriter: Submit queues; on a full queue it waits and then
-// writes synchronously instead of dropping; Stop writes everything
-// accepted.
+// TestBackgroundWriter: Submit returns only once its event is committed;
+// what queues while a batch commits is committed as one batch (group
+// commit); on a full queue Submit waits and then writes synchronously
+// instead of dropping; Stop leaves nothing unwritten. The bubble's
+// synctest.Wait says when every Submit is blocked (queued or waiting).
 func TestBackgroundWriter(t *testing.T) {
-	st, _ := open(t)
-	g := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
-	svc := audit.NewService(g, nil)
-	svc.Start(nil)
-	if err := svc.Submit(ctx, time.Minute, "w", okEvent(), audit.Attribution{}); err != nil {
-		t.Fatal(err)
-	}
-	<-g.entered // the writer holds the first event
-	for i := 0; i < audit.QueueSize; i++ {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := sqlitestore.Open(ctx, filepath.Join(dir, sqlitestore.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		g := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+		svc := audit.NewService(g, nil)
+		svc.Start(nil)
+		var wg sync.WaitGroup
+		var returned atomic.Int64
+		submit := func() {
+			wg.Go(func() {
+				if err := svc.Submit(ctx, time.Minute, "w", okEvent(), audit.Attribution{}); err != nil {
+					t.Error(err)
+				}
+				returned.Add(1)
+			})
+		}
+		submit()
+		<-g.entered // the writer holds the first event
+		for i := 0; i < audit.QueueSize; i++ {
+			submit()
+		}
+		synctest.Wait() // every Submit is blocked: the queue is full
+		if n, r := countEvents(t, st), returned.Load(); n != 0 || r != 0 {
+			t.Fatalf("while the writer is held: %d events written, %d Submits returned; want 0 and 0", n, r)
+		}
+		// The queue is full: Submit waits up to 50 ms for room, then
+		// writes the event itself before returning.
+		if err := svc.Submit(ctx, 50*time.Millisecond, "w", okEvent(), audit.Attribution{}); err != nil {
+			t.Fatal(err)
+		}
+		if n := countEvents(t, st); n != 1 {
+			t.Fatalf("full queue: %d events written, want the 1 synchronous one", n)
+		}
+		close(g.release)
+		wg.Wait()
+		// Every Submit has returned, so every event is durable, without
+		// Stop. The session keeps the newest MaxEventsPerSession; its
+		// counter is cumulative.
+		sess, _, err := svc.SessionWithEvents(ctx, "w", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(audit.QueueSize + 2); sess.TotalActions != want || countEvents(t, st) != audit.MaxEventsPerSession {
+			t.Fatalf("after every Submit returned: total_actions %d (want %d), %d events kept", sess.TotalActions, want, countEvents(t, st))
+		}
+		// Batches: the held one, the synchronous one, then the queue
+		// in full batches.
+		g.mu.Lock()
+		sizes := slices.Clone(g.sizes)
+		g.mu.Unlock()
+		want := []int{1, 1}
+		for range audit.QueueSize / audit.MaxWriteBatch {
+			want = append(want, audit.MaxWriteBatch)
+		}
+		if !slices.Equal(sizes, want) {
+			t.Fatalf("batch sizes %v, want %v", sizes, want)
+		}
+		if err := svc.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if svc.WriteFailures() != 0 {
+			t.Fatalf("write failures: %d", svc.WriteFailures())
+		}
+		// After Stop, Submit still writes (synchronously).
 		if err := svc.Submit(ctx, time.Minute, "w", okEvent(), audit.Attribution{}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if n := countEvents(t, st); n != 0 {
-		t.Fatalf("%d events written while the writer is held, want 0 (queued)", n)
-	}
-	// The queue is full: Submit waits up to 50 ms for room,
-	// then writes the event itself before returning.
-	if err := svc.Submit(ctx, 50*time.Millisecond, "w", okEvent(), audit.Attribution{}); err != nil {
-		t.Fatal(err)
-	}
-	if n := countEvents(t, st); n != 1 {
-		t.Fatalf("full queue: %d events written, want the 1 synchronous one", n)
-	}
-	close(g.release)
-	if err := svc.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Every event was written, but the session keeps the newest
-	// MaxEventsPerSession; its counter is cumulative.
-	sess, _, err := svc.SessionWithEvents(ctx, "w", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := int64(audit.QueueSize + 2); sess.TotalActions != want || countEvents(t, st) != audit.MaxEventsPerSession {
-		t.Fatalf("after Stop: total_actions %d (want %d), %d events kept", sess.TotalActions, want, countEvents(t, st))
-	}
-	if svc.WriteFailures() != 0 {
-		t.Fatalf("write failures: %d", svc.WriteFailures())
-	}
-	// After Stop, Submit still writes (synchronously).
-	if err := svc.Submit(ctx, time.Minute, "w", okEvent(), audit.Attribution{}); err != nil {
-		t.Fatal(err)
-	}
-	if sess, _, _ := svc.SessionWithEvents(ctx, "w", 1); sess.TotalActions != int64(audit.QueueSize+3) {
-		t.Fatalf("Submit after Stop: total_actions %d", sess.TotalActions)
-	}
+		if sess, _, _ := svc.SessionWithEvents(ctx, "w", 1); sess.TotalActions != int64(audit.QueueSize+3) {
+			t.Fatalf("Submit after Stop: total_actions %d", sess.TotalActions)
+		}
+	})
 }
 
 // setPragma runs a PRAGMA on the store's only write connection.
@@ -192,12 +230,8 @@ func TestUnwritableDatabase(t *testing.T) {
 			if _, _, err := svc.Affinity(ctx, "new-explicit"); c.smallWritesFail && !failure.Is(err, failure.Unavailable) {
 				t.Fatalf("creating a session = %v, want unavailable", err)
 			}
-			if err := svc.Submit(ctx, time.Minute, "kept", big, audit.Attribution{}); err != nil {
-				t.Fatal(err) // queued: the writer counts the failure
-			}
-			deadline := time.Now().Add(10 * time.Second)
-			for svc.WriteFailures() < 2 && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
+			if err := svc.Submit(ctx, time.Minute, "kept", big, audit.Attribution{}); !failure.Is(err, failure.Unavailable) {
+				t.Fatalf("Submit = %v, want unavailable (the writer's commit failed)", err)
 			}
 			if got := svc.WriteFailures(); got != 2 {
 				t.Fatalf("%d failures counted, want 2 (Record, Submit)", got)
@@ -364,7 +398,8 @@ func (b *batchStore) AppendEvents(ctx context.Context, evs []audit.Event, max in
 }
 
 // TestWriterBatchBounds: concurrent Submits are written in batches of at
-// most MaxWriteBatch, every event exactly once by Stop.
+// most MaxWriteBatch, every event exactly once, each before its Submit
+// returns.
 func TestWriterBatchBounds(t *testing.T) {
 	st, _ := open(t)
 	bs := &batchStore{Store: st}
@@ -384,6 +419,10 @@ func TestWriterBatchBounds(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// Every Submit returned: every event is committed before Stop.
+	if sess, _, err := svc.SessionWithEvents(ctx, "b", 1); err != nil || sess.TotalActions != n {
+		t.Fatalf("after every Submit returned: total_actions %d (%v), want %d", sess.TotalActions, err, n)
+	}
 	if err := svc.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,12 @@
 // for an MCP tools/list, the tool_surface reported with
 // [ReportToolsList]. Arguments and results are never stored.
 //
-// Events are handed to the audit service's background writer after the
-// response is complete, so the audit write is off the response path; the
-// session id echoed in the response header is resolved (and a new
-// session created durably) before the handler runs.
+// When the handler returns, its event is committed by the audit service's
+// background writer (group commit) before the response is complete for
+// the client: the middleware holds the response's last bytes until then
+// (see holdWriter), so an audit read made after a response was received
+// includes its event. The session id echoed in the response header is
+// resolved (and a new session created durably) before the handler runs.
 package auditmw
 
 import (
@@ -63,7 +65,7 @@ const (
 )
 
 // submitTimeout bounds how long a request waits for room in a full audit
-// queue before writing its event itself.
+// queue before writing its event itself (it then waits for that write).
 const submitTimeout = 10 * time.Second
 
 // responseSniff is how many response bytes are kept to read the top-level
@@ -150,7 +152,9 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(rd)
 
-		rec := &recorder{ResponseWriter: w}
+		hold := &holdWriter{ResponseWriter: w}
+		defer hold.release() // after the event is committed (below)
+		rec := &recorder{ResponseWriter: hold}
 		if op == OpMCP && isMethod(body, "tools/list") {
 			rec.keep = MaxSurfaceCapture
 		}
@@ -186,9 +190,9 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 		if p, ok := auth.PrincipalFrom(r.Context()); ok {
 			attr = audit.Attribution{PrincipalKind: string(p.Kind), PrincipalUserID: p.Owner}
 		}
-		if err := m.Audit.Submit(r.Context(), submitTimeout, id, ev, attr); err != nil {
-			m.log().Warn("audit: record event", "err", err) // counted by the service
-		}
+		// Submit returns once the event is committed; only then does the
+		// deferred release let the response complete for the client.
+		m.Audit.Submit(r.Context(), submitTimeout, id, ev, attr) // a failure is counted and logged by the service
 	})
 }
 
