@@ -15,9 +15,9 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/project/filerev"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
+	"github.com/webcodex/webcodex/internal/project/filerev"
 	"github.com/webcodex/webcodex/internal/tools/edit"
 )
 

@@ -8,8 +8,8 @@ import (
 	"os"
 
 	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/project/filerev"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/project/filerev"
 )
 
 func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput) (WriteOutput, error) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
-	"github.com/webcodex/webcodex/internal/tools/files"
 	"github.com/webcodex/webcodex/internal/project/walk"
+	"github.com/webcodex/webcodex/internal/tools/files"
 )
 
 func listed(out files.ListOutput) []string {

@@ -14,11 +14,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/project/filerev"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
-	"github.com/webcodex/webcodex/internal/redact"
+	"github.com/webcodex/webcodex/internal/project/filerev"
 	"github.com/webcodex/webcodex/internal/project/walk"
+	"github.com/webcodex/webcodex/internal/redact"
 )
 
 // Bounds of read_files.
