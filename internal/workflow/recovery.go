@@ -59,9 +59,11 @@ type Recovery struct {
 // counted like any unsuccessful finish (tool_failures; tool_calls was
 // counted by the started event).
 //
-// It must run before the server admits calls: a call started by a running
-// server is open too. It reads only open calls (never the event tail), in
-// rounds of RecoveryBatch, so it is idempotent: a second run finds nothing.
+// The store returns only calls whose process is gone (never this
+// process's, nor those of another process serving the same ledger); the
+// app runs it at start, before calls are admitted. It reads only open
+// calls (never the event tail), in rounds of RecoveryBatch, and is
+// idempotent: a second run finds nothing.
 //
 // Before a round's finishes are appended, witness (when not nil) receives
 // its calls, so that what the finishes attest can be recorded elsewhere

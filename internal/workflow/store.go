@@ -62,7 +62,8 @@ type Store interface {
 	// ordered by invocation, session and call id. Open calls are tracked
 	// apart from the event tail, so a call whose started event retention
 	// removed is still returned; a finished event appended by any method
-	// closes its call.
+	// closes its call. Calls started by a process that still has the
+	// store open (this one included) are running and never returned.
 	OpenCalls(ctx context.Context, limit int) ([]OpenCall, error)
 }
 

@@ -178,7 +178,11 @@ func TestRecoverOpenCalls(t *testing.T) {
 // removed is still known open and still gets its finish.
 func TestRecoverOpenCallBeyondRetention(t *testing.T) {
 	ctx := context.Background()
-	st := open(t, filepath.Join(t.TempDir(), "workflow.db"))
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	st, err := sqlitestore.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc := workflow.NewService(st, nil)
 	s := start(t, svc)
 	appendEvents(t, svc, s.ID, started("run_process", "call_long", "inv_long", workflow.RoleBusiness))
@@ -193,6 +197,9 @@ func TestRecoverOpenCallBeyondRetention(t *testing.T) {
 			t.Fatal("the started event is still retained; the test needs it trimmed")
 		}
 	}
+	st.Close()
+	st = open(t, path)
+	svc = workflow.NewService(st, nil)
 	rec, err := svc.RecoverOpenCalls(ctx, nil)
 	if err != nil || len(rec.Calls) != 1 || rec.Calls[0].CallID != "call_long" || rec.Calls[0].StartedSeq != 3 {
 		t.Fatalf("recovery: %+v %v", rec, err)
@@ -233,5 +240,36 @@ func TestOpenCallsBackfilledByMigration(t *testing.T) {
 	calls, err := st.OpenCalls(ctx, 0)
 	if err != nil || len(calls) != 1 || calls[0].CallID != "call_open" || calls[0].Tool != "run_process" || calls[0].StartedSeq != 5 {
 		t.Fatalf("open calls after the upgrade: %+v %v", calls, err)
+	}
+}
+
+// TestOpenCallsOfALiveProcessAreNotRecovered: a second process opening the
+// same ledger (a stdio server beside an HTTP one) finishes nothing the first
+// is still running; once the first is gone, its cut-off call is recovered.
+func TestOpenCallsOfALiveProcessAreNotRecovered(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	first, err := sqlitestore.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := workflow.NewService(first, nil)
+	s := start(t, svc)
+	appendEvents(t, svc, s.ID, started("run_process", "call_live", "inv_live", workflow.RoleBusiness))
+	if own, err := first.OpenCalls(ctx, 0); err != nil || len(own) != 0 {
+		t.Fatalf("the process running a call sees it as cut off: %+v %v", own, err)
+	}
+	second := open(t, path)
+	rec, err := workflow.NewService(second, nil).RecoverOpenCalls(ctx, nil)
+	if err != nil || len(rec.Calls) != 0 {
+		t.Fatalf("recovery beside a live process: %+v %v", rec, err)
+	}
+	if n := get(t, second, s.ID).EventsObserved; n != 3 {
+		t.Fatalf("the live call's session has %d events, want 3 (no finish added)", n)
+	}
+	first.Close()
+	rec, err = workflow.NewService(second, nil).RecoverOpenCalls(ctx, nil)
+	if err != nil || len(rec.Calls) != 1 || rec.Calls[0].CallID != "call_live" {
+		t.Fatalf("recovery after the first process ended: %+v %v", rec, err)
 	}
 }

@@ -2,6 +2,8 @@
 -- appended. A row is inserted with its started event and deleted with its
 -- finished event, in the same commit, so recovery at start reads only the
 -- calls a crash cut off; the row outlives retention of the started event.
+-- instance names the process that started the call (its lock file under
+-- workflow.instances/); '' for calls found open at this upgrade.
 CREATE TABLE open_calls (
     session_id    TEXT NOT NULL,
     call_id       TEXT NOT NULL,
@@ -10,6 +12,7 @@ CREATE TABLE open_calls (
     role          TEXT NOT NULL,
     started_at    INTEGER NOT NULL,
     started_seq   INTEGER NOT NULL,
+    instance      TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (session_id, call_id)
 ) WITHOUT ROWID;
 
