@@ -71,6 +71,10 @@ const (
 	AdvisoryActiveJobsPresent            = "active_jobs_present"
 	AdvisoryUnexpectedToolFailures       = "unexpected_tool_failures"
 	AdvisorySessionChangedDuringSnapshot = "session_changed_during_snapshot"
+	// AdvisoryOutcomeUnknownCalls: calls whose outcome is unknown
+	// (interrupted, cancelled, or recovered after a crash) may have made
+	// changes no event records.
+	AdvisoryOutcomeUnknownCalls = "outcome_unknown_calls"
 
 	ReasonFreshPassingValidation = "fresh_passing_validation"
 )
@@ -131,6 +135,7 @@ type Counts struct {
 	ValidationRuns     int `json:"validation_runs"`
 	UnresolvedFailures int `json:"unresolved_failures"`
 	Unexpected         int `json:"tool_failures_unexpected"`
+	OutcomeUnknown     int `json:"outcome_unknown_calls"`
 	Actionable         int `json:"tool_failures_actionable"`
 	NonActionable      int `json:"tool_failures_non_actionable"`
 	ActiveJobs         int `json:"active_jobs"`
@@ -374,6 +379,10 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 	if tf.Unexpected > 0 {
 		adv = append(adv, AdvisoryUnexpectedToolFailures)
 	}
+	unknown := handoff.UnknownOutcomes(sess, evs, 0)
+	if unknown.Total > 0 {
+		adv = append(adv, AdvisoryOutcomeUnknownCalls)
+	}
 	if changed {
 		adv = append(adv, AdvisorySessionChangedDuringSnapshot)
 	}
@@ -415,7 +424,7 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 
 	out.Counts = Counts{
 		ChangedPaths: changes.Total, ValidationRuns: val.HistoricalRuns, UnresolvedFailures: val.UnresolvedN,
-		Unexpected: tf.Unexpected, Actionable: tf.Actionable, NonActionable: tf.NonActionable,
+		Unexpected: tf.Unexpected, OutcomeUnknown: unknown.Total, Actionable: tf.Actionable, NonActionable: tf.NonActionable,
 		ActiveJobs: jb.Active, BlockingJobs: jb.Blocking, HardBlockers: len(hard), Advisories: len(adv),
 	}
 	if in.SummaryOnly {
@@ -439,7 +448,7 @@ func classify(e *workflow.Event, tf *ToolFailures) {
 				tf.NonActionable++
 			}
 		}
-	case workflow.OutcomeInterrupted, workflow.OutcomeCancelled:
+	case workflow.OutcomeInterrupted, workflow.OutcomeCancelled, workflow.OutcomeUnknown:
 		tf.Unexpected++
 	default:
 		if unexpectedKinds[e.ErrorKind] {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -77,5 +78,20 @@ func (in *instance) alive(id string) bool {
 	}
 	os.Remove(name)
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// Shared reports whether another process has the ledger open now.
+func (s *Store) Shared() bool {
+	des, err := os.ReadDir(s.inst.dir)
+	if err != nil {
+		return true // unknown: assume it is
+	}
+	for _, de := range des {
+		id, ok := strings.CutSuffix(de.Name(), ".lock")
+		if ok && id != s.inst.id && s.inst.alive(id) {
+			return true
+		}
+	}
 	return false
 }
