@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/webcodex/webcodex/internal/evidence"
-	"github.com/webcodex/webcodex/internal/failure"
 	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/redact"
 	"github.com/webcodex/webcodex/internal/workflow"
