@@ -29,6 +29,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/shell"
+	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
 	"github.com/webcodex/webcodex/internal/transport/evidenceapi"
 	"github.com/webcodex/webcodex/internal/transport/mcpserver"
@@ -124,6 +125,40 @@ func (a *App) wire(ctx context.Context) error {
 	if rep := a.Stores.Workflow.Restored(); rep.Discarded > 0 {
 		a.Log.Warn("workflow ledger: malformed rows moved aside at restore", "discarded", rep.Discarded)
 	}
+	return a.recoverCrash(ctx)
+}
+
+// recoverCrash leaves an honest record of what a crash cut off, before any
+// call is admitted: every call started but never finished by a process
+// that is gone gets an outcome_unknown finish in its sessions and an
+// evidence record (written first), and the edit staging files left in
+// registered projects are removed (unless another process serves this
+// data directory and may be editing).
+func (a *App) recoverCrash(ctx context.Context) error {
+	rec, err := a.Sessions.RecoverOpenCalls(ctx, a.evSink.recordRecovered)
+	if err != nil {
+		return fmt.Errorf("recover open calls: %w", err)
+	}
+	if len(rec.Calls) > 0 {
+		a.Log.Warn("start: calls cut off by a crash recorded as outcome_unknown", "calls", len(rec.Calls), "sessions", rec.Sessions)
+	}
+	if a.Stores.Workflow.Shared() {
+		a.Log.Info("start: staging files not removed: another process serves this data directory")
+		return nil
+	}
+	ps, err := a.Projects.List(ctx)
+	if err != nil {
+		return fmt.Errorf("projects: %w", err)
+	}
+	removed := 0
+	for _, p := range ps {
+		n, complete, err := edit.RemoveStaging(ctx, p.Root)
+		removed += n
+		if err != nil || !complete {
+			a.Log.Warn("start: staging file scan incomplete", "project", p.ID, "removed", n, "err", err)
+		}
+	}
+	a.Log.Info("start: crash recovery", "outcome_unknown_calls", len(rec.Calls), "staging_files_removed", removed)
 	return nil
 }
 

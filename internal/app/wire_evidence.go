@@ -9,7 +9,9 @@ import (
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // EvidenceDB is the evidence journal's database file in the data directory
@@ -67,6 +69,56 @@ func (s *evidenceSink) append(ctx context.Context, rec evidence.Record) error {
 		return err
 	}
 	return nil
+}
+
+// recordRecovered writes one evidence record per invocation among calls
+// that recovery at start is about to finish as outcome_unknown. A record
+// that exists already (an earlier start wrote it, or the call's own record
+// was written though its ledger finish was not) is kept as it is.
+func (s *evidenceSink) recordRecovered(ctx context.Context, calls []workflow.OpenCall) {
+	for _, rec := range recoveredRecords(calls) {
+		if _, err := s.journal.Append(ctx, rec); err != nil && !failure.Is(err, failure.Conflict) {
+			s.failures.Add(1)
+			s.log.Error("evidence: record of a recovered call", "invocation", rec.InvocationID, "tool", rec.Tool, "err", err)
+		}
+	}
+}
+
+// recoveredRecords builds the evidence record of each invocation among
+// calls, in order of first appearance. It says only what the ledger's
+// started events know: the invocation id, tool, start time, and the
+// sessions the call was recorded in as recorder (the recording_session_id
+// claim) and as business session (with the session's project). The
+// binding is unknown (not_checked): the checks made when the call ran were
+// never recorded. Source is internal (the runtime wrote the record; the
+// transport the call came by is not in the ledger); principal, client
+// window, arguments digest, duration and result are unknown and empty.
+func recoveredRecords(calls []workflow.OpenCall) []evidence.Record {
+	var out []evidence.Record
+	at := map[string]int{}
+	for _, c := range calls {
+		i, ok := at[c.InvocationID]
+		if !ok {
+			i = len(out)
+			at[c.InvocationID] = i
+			out = append(out, evidence.Record{
+				InvocationID: c.InvocationID, At: c.StartedAt, Tool: c.Tool, Source: evidence.SourceInternal,
+				Binding: evidence.BindingUnknown, Reasons: []evidence.Reason{evidence.ReasonNotChecked},
+				Outcome: evidence.OutcomeUnknown, ErrorKind: string(failure.OutcomeUnknown),
+			})
+		}
+		r := &out[i]
+		if c.StartedAt.Before(r.At) {
+			r.At = c.StartedAt
+		}
+		switch c.Role {
+		case workflow.RoleRecorder:
+			r.Claim.RecordingSessionID = c.SessionID
+		case workflow.RoleBusiness:
+			r.Claim.BusinessSessionID, r.Claim.Project = c.SessionID, c.Project
+		}
+	}
+	return out
 }
 
 // wait blocks until every asynchronous append has finished.

@@ -55,7 +55,20 @@ const (
 	// OutcomeCancelled marks a call whose caller cancelled it or went
 	// away; what the tool did is unknown to the caller.
 	OutcomeCancelled Outcome = "cancelled"
+	// OutcomeUnknown marks a call found started but never finished when
+	// the server started again (a crash cut it off): whatever it did is
+	// unknown. It is appended by [Service.RecoverOpenCalls], never by a
+	// running call.
+	OutcomeUnknown Outcome = "outcome_unknown"
 )
+
+// Unknown reports whether o leaves what the call did unknown: it was
+// interrupted by a shutdown, cancelled by its caller, or recovered after a
+// crash. A mutating call with such an outcome may have made changes that
+// no event records.
+func (o Outcome) Unknown() bool {
+	return o == OutcomeInterrupted || o == OutcomeCancelled || o == OutcomeUnknown
+}
 
 // An Event is one bounded, redacted entry of a session's ledger. It never
 // holds file contents, command output, search patterns or secrets.

@@ -69,7 +69,7 @@ func ClassifyFailure(e Event) FailureClass {
 			return FailureNonActionable
 		}
 		return NoFailure
-	case OutcomeInterrupted, OutcomeCancelled:
+	case OutcomeInterrupted, OutcomeCancelled, OutcomeUnknown:
 		return FailureUnexpected
 	}
 	switch {

@@ -57,6 +57,14 @@ type Store interface {
 	Import(ctx context.Context, s Session, events []Event) error
 	// Status reports store-wide counts.
 	Status(ctx context.Context) (StoreStatus, error)
+	// OpenCalls returns at most limit open calls (a tool_call_started
+	// with no tool_call_finished of the same call_id in its session),
+	// ordered by invocation, session and call id. Open calls are tracked
+	// apart from the event tail, so a call whose started event retention
+	// removed is still returned; a finished event appended by any method
+	// closes its call. Calls started by a process that still has the
+	// store open (this one included) are running and never returned.
+	OpenCalls(ctx context.Context, limit int) ([]OpenCall, error)
 }
 
 // Apply advances s by appended events: it assigns each event the next seq,

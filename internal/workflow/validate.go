@@ -68,7 +68,7 @@ func ValidateEvent(e Event) error {
 		return fmt.Errorf("role: unknown %q", e.Role)
 	}
 	switch e.Outcome {
-	case "", OutcomeOK, OutcomeFailed, OutcomeDenied, OutcomeInterrupted, OutcomeCancelled:
+	case "", OutcomeOK, OutcomeFailed, OutcomeDenied, OutcomeInterrupted, OutcomeCancelled, OutcomeUnknown:
 	default:
 		return fmt.Errorf("outcome: unknown %q", e.Outcome)
 	}

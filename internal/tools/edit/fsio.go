@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/project/walk"
 )
 
 // pathLocks serializes writers of the same file across every registry in
@@ -201,12 +203,88 @@ func probeWritable(dir string) error {
 	return os.Remove(name)
 }
 
+// Staging file names: StagingPrefix, 16 lowercase hex digits,
+// StagingSuffix. Nothing else writes names of this form.
+const (
+	StagingPrefix = ".wc-edit-"
+	StagingSuffix = ".tmp"
+	stagingHex    = 16
+)
+
 // tempName is the name of a staging file: hidden, unique and short enough
 // for any file system.
 func tempName() string {
-	var b [8]byte
+	var b [stagingHex / 2]byte
 	rand.Read(b[:])
-	return ".wc-edit-" + hex.EncodeToString(b[:]) + ".tmp"
+	return StagingPrefix + hex.EncodeToString(b[:]) + StagingSuffix
+}
+
+// IsStagingName reports whether a file's base name is exactly of the form
+// this package gives its staging files.
+func IsStagingName(name string) bool {
+	mid, ok := strings.CutPrefix(name, StagingPrefix)
+	if !ok {
+		return false
+	}
+	mid, ok = strings.CutSuffix(mid, StagingSuffix)
+	if !ok || len(mid) != stagingHex {
+		return false
+	}
+	for _, c := range []byte(mid) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxStagingScanEntries bounds the entries one RemoveStaging walk visits.
+const MaxStagingScanEntries = 1_000_000
+
+// RemoveStaging removes the staging files a crash left beneath the project
+// rooted at root: regular files whose name IsStagingName. It visits the
+// directories the project tools walk (never .git, an ignored directory or
+// a symbolic link) and reads each one itself, so that a staging file is
+// found even where an ignore rule (such as *.tmp) hides it from listings.
+// It stops after MaxStagingScanEntries entries (complete is then false).
+// Call it only when no edit can be running on the project.
+func RemoveStaging(ctx context.Context, root string) (removed int, complete bool, err error) {
+	seen := 0
+	scan := func(dir string) error {
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			return nil // the walk reports unreadable directories; nothing to remove
+		}
+		for _, de := range des {
+			if seen++; seen > MaxStagingScanEntries {
+				return walk.SkipAll
+			}
+			if !de.Type().IsRegular() || !IsStagingName(de.Name()) {
+				continue
+			}
+			if err := os.Remove(filepath.Join(dir, de.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			removed++
+		}
+		return nil
+	}
+	err = scan(root)
+	if err == nil {
+		err = walk.Walk(ctx, root, ".", walk.Options{}, func(e walk.Entry) error {
+			if e.Kind != walk.KindDir {
+				if seen++; seen > MaxStagingScanEntries {
+					return walk.SkipAll
+				}
+				return nil
+			}
+			return scan(e.Abs)
+		})
+	}
+	if errors.Is(err, walk.SkipAll) {
+		err = nil
+	}
+	return removed, seen <= MaxStagingScanEntries, err
 }
 
 // syncDir makes the directory entries of dir durable. File systems that

@@ -70,6 +70,10 @@ const (
 	AdvisoryActiveJobsPresent            = "active_jobs_present"
 	AdvisoryUnexpectedToolFailures       = "unexpected_tool_failures"
 	AdvisorySessionChangedDuringSnapshot = "session_changed_during_snapshot"
+	// AdvisoryOutcomeUnknownCalls: calls whose outcome is unknown
+	// (interrupted, cancelled, or recovered after a crash) may have made
+	// changes no event records.
+	AdvisoryOutcomeUnknownCalls = "outcome_unknown_calls"
 
 	ReasonFreshPassingValidation = "fresh_passing_validation"
 )
@@ -130,6 +134,7 @@ type Counts struct {
 	ValidationRuns     int `json:"validation_runs"`
 	UnresolvedFailures int `json:"unresolved_failures"`
 	Unexpected         int `json:"tool_failures_unexpected"`
+	OutcomeUnknown     int `json:"outcome_unknown_calls"`
 	Actionable         int `json:"tool_failures_actionable"`
 	NonActionable      int `json:"tool_failures_non_actionable"`
 	ActiveJobs         int `json:"active_jobs"`
@@ -362,6 +367,10 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 	if tf.Unexpected > 0 {
 		adv = append(adv, AdvisoryUnexpectedToolFailures)
 	}
+	unknown := handoff.UnknownOutcomes(sess, evs, 0)
+	if unknown.Total > 0 {
+		adv = append(adv, AdvisoryOutcomeUnknownCalls)
+	}
 	if changed {
 		adv = append(adv, AdvisorySessionChangedDuringSnapshot)
 	}
@@ -403,7 +412,7 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 
 	out.Counts = Counts{
 		ChangedPaths: changes.Total, ValidationRuns: val.HistoricalRuns, UnresolvedFailures: val.UnresolvedN,
-		Unexpected: tf.Unexpected, Actionable: tf.Actionable, NonActionable: tf.NonActionable,
+		Unexpected: tf.Unexpected, OutcomeUnknown: unknown.Total, Actionable: tf.Actionable, NonActionable: tf.NonActionable,
 		ActiveJobs: jb.Active, BlockingJobs: jb.Blocking, HardBlockers: len(hard), Advisories: len(adv),
 	}
 	if in.SummaryOnly {

@@ -62,7 +62,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 	kernel.Register(reg, kernel.Spec[SummaryInput, SummaryOutput]{
 		Name:        "session_summary",
-		Description: "Show one Workflow Session: lifecycle, mode, execution context, counters and its newest events (default 50, max 200).",
+		Description: "One session: lifecycle, mode, execution context, counters, newest events (default 50, max 200).",
 		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Session:     kernel.SessionRequired,
@@ -235,7 +235,7 @@ func (t *Tools) listSessions(ctx context.Context, inv *kernel.Invocation, in Lis
 type SummaryInput struct {
 	kernel.RequiredSessionRef
 	kernel.OptionalProjectRef
-	Limit int `json:"limit,omitempty" jsonschema:"events to return, default 50, max 200"`
+	Limit int `json:"limit,omitempty" jsonschema:"events, default 50, max 200"`
 }
 
 // SummaryOutput is the result of session_summary.
@@ -249,6 +249,11 @@ type SummaryOutput struct {
 	// Evidence counts the session's evidence journal records by binding
 	// (null when the journal is not available).
 	Evidence *EvidenceView `json:"evidence"`
+	// OutcomeUnknown lists the retained calls whose outcome is unknown
+	// (interrupted, cancelled, or recovered as outcome_unknown after a
+	// crash): their count, tools and the newest of them. Typed loosely
+	// (a handoff.UnknownOutcomeCalls) to keep the published schema small.
+	OutcomeUnknown any `json:"outcome_unknown"`
 }
 
 func (t *Tools) sessionSummary(ctx context.Context, inv *kernel.Invocation, in SummaryInput) (SummaryOutput, error) {
@@ -264,6 +269,11 @@ func (t *Tools) sessionSummary(ctx context.Context, inv *kernel.Invocation, in S
 	}
 	complete := !sess.RetentionTruncated && (len(evs) == 0 || evs[0].Seq == 1)
 	out := SummaryOutput{Session: View(sess), Events: evs, EventsReturned: len(evs), EventsComplete: complete}
+	all, err := t.Sessions.Store().Events(ctx, sess.ID, 0)
+	if err != nil {
+		return SummaryOutput{}, err
+	}
+	out.OutcomeUnknown = handoff.UnknownOutcomes(sess, all, handoff.MaxUnknownCalls)
 	if t.Evidence != nil {
 		if c, err := t.Evidence.SessionCounts(ctx, sess.ID); err == nil {
 			out.Evidence = &EvidenceView{Counts: c, Proves: handoff.EvidenceProves}

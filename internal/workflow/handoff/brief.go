@@ -2,8 +2,10 @@ package handoff
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
+	"time"
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/redact"
@@ -169,6 +171,31 @@ type BriefProgress struct {
 	MeaningfulToolCalls int      `json:"meaningful_tool_calls"`
 	Changes             PathList `json:"changes"`
 	RecentFiles         PathList `json:"recent_files"`
+	// MayHaveChanged lists the calls whose outcome is unknown (at most
+	// BriefMaxUnknownCalls, newest first), except those of the read tools,
+	// which change nothing: what they changed, if anything, is not in
+	// Changes.
+	MayHaveChanged BriefUnknownCalls `json:"may_have_changed"`
+}
+
+// BriefUnknownCall is one call whose outcome is unknown.
+type BriefUnknownCall struct {
+	Tool    string           `json:"tool"`
+	Outcome workflow.Outcome `json:"outcome"`
+	// At is when the call's finish was recorded (for a call recovered
+	// after a crash, the restart).
+	At string `json:"at"`
+	// StartedAt is when the call started ("" when that event is no longer
+	// retained).
+	StartedAt string `json:"started_at"`
+}
+
+// BriefUnknownCalls is progress.may_have_changed.
+type BriefUnknownCalls struct {
+	Items     []BriefUnknownCall `json:"items"`
+	Total     int                `json:"total"`
+	Returned  int                `json:"returned"`
+	Truncated bool               `json:"truncated"`
 }
 
 // BriefFailures lists open failure identities.
@@ -248,6 +275,18 @@ func Brief(in BriefInput) (HandoffBrief, []byte) {
 				break
 			}
 		}
+	}
+
+	// Calls whose outcome is unknown.
+	unknown := UnknownOutcomes(s, mayChange(in.Events), BriefMaxUnknownCalls)
+	b.Progress.MayHaveChanged = BriefUnknownCalls{Items: []BriefUnknownCall{}, Total: unknown.Total,
+		Returned: unknown.Returned, Truncated: unknown.Truncated}
+	for _, c := range unknown.Items {
+		bc := BriefUnknownCall{Tool: c.Tool, Outcome: c.Outcome, At: c.At.UTC().Format(time.RFC3339Nano)}
+		if !c.StartedAt.IsZero() {
+			bc.StartedAt = c.StartedAt.UTC().Format(time.RFC3339Nano)
+		}
+		b.Progress.MayHaveChanged.Items = append(b.Progress.MayHaveChanged.Items, bc)
 	}
 
 	// Workspace.
@@ -353,6 +392,14 @@ func Brief(in BriefInput) (HandoffBrief, []byte) {
 	} else if !s.Mutable() {
 		b.NextActions = []string{ActionClosed}
 	}
+	if len(unknown.Items) > 0 {
+		// Right after the first failing test, when one is named.
+		at := 0
+		if len(b.Validation.OpenFailures.Items) > 0 && len(b.NextActions) > 0 {
+			at = 1
+		}
+		b.NextActions = slices.Insert(b.NextActions, at, fmt.Sprintf(ActionInspectUnknown, unknown.Items[0].Tool))
+	}
 	if len(b.NextActions) > BriefMaxNextActions {
 		b.NextActions = b.NextActions[:BriefMaxNextActions]
 	}
@@ -406,6 +453,15 @@ func fit(b *HandoffBrief) []byte {
 		func() bool { return popPath(&b.Progress.RecentFiles) },
 		func() bool { return popPath(&b.Progress.Changes) },
 		func() bool {
+			u := &b.Progress.MayHaveChanged
+			if len(u.Items) == 0 {
+				return false
+			}
+			u.Items = u.Items[:len(u.Items)-1]
+			u.Returned, u.Truncated = len(u.Items), true
+			return true
+		},
+		func() bool {
 			f := &b.Validation.OpenFailures
 			if len(f.Items) == 0 {
 				return false
@@ -437,6 +493,18 @@ func fit(b *HandoffBrief) []byte {
 			e.Text, e.Truncated = &t, true
 			out = encode(b)
 		}
+	}
+	return out
+}
+
+// mayChange returns events without the finishes of read tools.
+func mayChange(events []workflow.Event) []workflow.Event {
+	out := make([]workflow.Event, 0, len(events))
+	for _, e := range events {
+		if e.Kind == workflow.EventToolCallFinished && readTools[e.Tool] {
+			continue
+		}
+		out = append(out, e)
 	}
 	return out
 }

@@ -381,6 +381,8 @@ const (
 	ActionContinue      = "Continue from the recently read files; re-read them before editing."
 	ActionReview        = "Review the changes with git_status or git_diff before finishing."
 	ActionClosed        = "This session is closed: start a new session with work_on_project to continue the task."
+	// ActionInspectUnknown names the newest call whose outcome is unknown.
+	ActionInspectUnknown = "A %s call's outcome is unknown (see progress.may_have_changed): check the workspace with git_status and re-read what it may have changed before relying on it."
 )
 
 // ActionTemplates lists every suggested action template above, so a test

@@ -180,6 +180,17 @@ func cases() []goldenCase {
 			in.Feedback = nil
 		}, wantState: handoff.StateInsufficientEvidence,
 			wantCodes: []string{handoff.BasisContinuationUnavailable, handoff.BasisJobSummaryUnavailable, handoff.BasisValidationUnavailable}},
+		{name: "outcome_unknown_after_crash", ledger: func() *ledger {
+			// A write that finished, a run_process a crash cut off (recovered
+			// at start) and a cancelled read: both unknown outcomes are listed.
+			started := workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "run_process", CallID: "call_run", InvocationID: "inv_run", Role: workflow.RoleBusiness}
+			recovered := workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "run_process", CallID: "call_run", InvocationID: "inv_run",
+				Role: workflow.RoleBusiness, Outcome: workflow.OutcomeUnknown, ErrorKind: "outcome_unknown", At: t0.Add(time.Minute),
+				Facts: map[string]string{workflow.FactRecovery: workflow.RecoveryServerStart}}
+			return newLedger("Regenerate the fixtures.").add(write("gen.go"), started).add(recovered).
+				add(finished("read_files", workflow.OutcomeCancelled, "cancelled"))
+		}, opts: handoff.FeedbackOptions{Jobs: idle}, wantState: handoff.StateNeedsValidation,
+			wantCodes: []string{handoff.BasisGuidanceUnavailable, handoff.BasisWorkspaceNotRequested}},
 		{name: "workspace_unavailable", ledger: func() *ledger {
 			return newLedger("Secret-bearing task: token=abcd1234efgh5678 and Bearer abcdefghijklmnop; see C:\\repo\\main.go and `go test ./...`.").
 				add(read("main.go"))

@@ -112,6 +112,9 @@ func (s *Store) moveAside(ctx context.Context, bad []discard) error {
 				if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE session_id = ?`, d.session); err != nil {
 					return err
 				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM open_calls WHERE session_id = ?`, d.session); err != nil {
+					return err
+				}
 			case "events":
 				if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq = ?`, d.session, d.seq); err != nil {
 					return err

@@ -36,11 +36,13 @@ var migrations embed.FS
 type Store struct {
 	db  *sqlitedb.DB
 	now func() time.Time
+	// inst is this process's claim on the ledger; open calls carry it.
+	inst *instance
 	// restored describes the restore scan made by Open.
 	restored RestoreReport
 	// stmts are Update's statements, prepared once on the writer.
 	stmts struct {
-		header, insertEvent, trim, updateHeader *sql.Stmt
+		header, insertEvent, trim, updateHeader, openCall, closeCall *sql.Stmt
 	}
 }
 
@@ -49,6 +51,8 @@ const (
 	sqlInsertEvent  = `INSERT INTO events (session_id, ` + eventColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	sqlTrim         = `DELETE FROM events WHERE session_id = ? AND seq <= ?`
 	sqlUpdateHeader = `UPDATE sessions SET lifecycle = ?, updated_at = ?, retained = ?, header_json = ? WHERE session_id = ?`
+	sqlOpenCall     = `INSERT OR IGNORE INTO open_calls (session_id, call_id, invocation_id, tool, role, started_at, started_seq, instance) VALUES (?,?,?,?,?,?,?,?)`
+	sqlCloseCall    = `DELETE FROM open_calls WHERE session_id = ? AND call_id = ?`
 )
 
 var _ workflow.Store = (*Store)(nil)
@@ -71,21 +75,33 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{db: db, now: now}
-	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.header, Query: sqlHeader}, sqlitedb.Stmt{Dst: &s.stmts.insertEvent, Query: sqlInsertEvent},
-		sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}, sqlitedb.Stmt{Dst: &s.stmts.updateHeader, Query: sqlUpdateHeader}); err != nil {
+	inst, err := newInstance(path)
+	if err != nil {
 		db.Close()
+		return nil, err
+	}
+	s := &Store{db: db, now: now, inst: inst}
+	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.header, Query: sqlHeader}, sqlitedb.Stmt{Dst: &s.stmts.insertEvent, Query: sqlInsertEvent},
+		sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}, sqlitedb.Stmt{Dst: &s.stmts.updateHeader, Query: sqlUpdateHeader},
+		sqlitedb.Stmt{Dst: &s.stmts.openCall, Query: sqlOpenCall}, sqlitedb.Stmt{Dst: &s.stmts.closeCall, Query: sqlCloseCall}); err != nil {
+		db.Close()
+		inst.close()
 		return nil, fmt.Errorf("sqlitestore: prepare: %w", err)
 	}
 	if err := s.restore(ctx); err != nil {
 		db.Close()
+		inst.close()
 		return nil, err
 	}
 	return s, nil
 }
 
 // Close closes the database after queued writes commit.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	err := s.db.Close()
+	s.inst.close()
+	return err
+}
 
 // Restored returns the report of the restore scan made by Open.
 func (s *Store) Restored() RestoreReport { return s.restored }
@@ -198,6 +214,81 @@ func eventArgs(id string, e workflow.Event) []any {
 		jsonOrEmpty(e.Validation, e.Validation == nil)}
 }
 
+// trackCalls keeps open_calls in step with appended events: a started
+// event opens its call and a finished event closes it, unless both are in
+// the same append (the call was never open in a durable state).
+func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Event) error {
+	var started, finished map[string]bool
+	for _, e := range evs {
+		if e.CallID == "" {
+			continue
+		}
+		switch e.Kind {
+		case workflow.EventToolCallStarted:
+			if started == nil {
+				started = map[string]bool{}
+			}
+			started[e.CallID] = true
+		case workflow.EventToolCallFinished:
+			if finished == nil {
+				finished = map[string]bool{}
+			}
+			finished[e.CallID] = true
+		}
+	}
+	for _, e := range evs {
+		switch {
+		case e.Kind == workflow.EventToolCallStarted && started[e.CallID] && !finished[e.CallID]:
+			if _, err := tx.StmtContext(ctx, s.stmts.openCall).ExecContext(ctx, id, e.CallID, e.InvocationID, e.Tool,
+				string(e.Role), e.At.UnixNano(), e.Seq, s.inst.id); err != nil {
+				return err
+			}
+		case e.Kind == workflow.EventToolCallFinished && finished[e.CallID] && !started[e.CallID]:
+			if _, err := tx.StmtContext(ctx, s.stmts.closeCall).ExecContext(ctx, id, e.CallID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// OpenCalls implements workflow.Store. It reads the open_calls table only,
+// and leaves out the calls of processes that still have the ledger open
+// (this one included): those calls are running, not cut off.
+func (s *Store) OpenCalls(ctx context.Context, limit int) ([]workflow.OpenCall, error) {
+	if limit <= 0 {
+		limit = workflow.RecoveryBatch
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT o.session_id, s.project, o.call_id, o.invocation_id, o.tool, o.role, o.started_at, o.started_seq, o.instance
+		FROM open_calls o JOIN sessions s ON s.session_id = o.session_id
+		ORDER BY o.invocation_id, o.session_id, o.call_id`)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	defer rows.Close()
+	alive := map[string]bool{}
+	var out []workflow.OpenCall
+	for len(out) < limit && rows.Next() {
+		var c workflow.OpenCall
+		var role, inst string
+		var at int64
+		if err := rows.Scan(&c.SessionID, &c.Project, &c.CallID, &c.InvocationID, &c.Tool, &role, &at, &c.StartedSeq, &inst); err != nil {
+			return nil, storeErr(err)
+		}
+		live, ok := alive[inst]
+		if !ok {
+			live = s.inst.alive(inst)
+			alive[inst] = live
+		}
+		if live {
+			continue
+		}
+		c.Role, c.StartedAt = workflow.Role(role), time.Unix(0, at).UTC()
+		out = append(out, c)
+	}
+	return out, storeErr(rows.Err())
+}
+
 // Create implements workflow.Store.
 func (s *Store) Create(ctx context.Context, sess workflow.Session, events []workflow.Event) (workflow.Session, []workflow.Event, error) {
 	var out []workflow.Event
@@ -215,6 +306,9 @@ func (s *Store) Create(ctx context.Context, sess workflow.Session, events []work
 			return failure.New(failure.InvalidArguments, "invalid session: %v", err)
 		}
 		if err := insertEvents(ctx, tx, cp.ID, evs); err != nil {
+			return err
+		}
+		if err := s.trackCalls(ctx, tx, cp.ID, evs); err != nil {
 			return err
 		}
 		retained := int64(len(evs))
@@ -295,6 +389,9 @@ func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (
 				return err
 			}
 		} else if err := insertEvents(ctx, tx, id, evs); err != nil {
+			return err
+		}
+		if err := s.trackCalls(ctx, tx, id, evs); err != nil {
 			return err
 		}
 		retained += int64(len(evs))
@@ -423,6 +520,9 @@ func (s *Store) Import(ctx context.Context, sess workflow.Session, events []work
 			return failure.New(failure.Conflict, "session %s already exists", sess.ID)
 		}
 		if err := insertEvents(ctx, tx, sess.ID, events); err != nil {
+			return err
+		}
+		if err := s.trackCalls(ctx, tx, sess.ID, events); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json) VALUES (?,?,?,?,?,?,?)`,
