@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !race
 
 package main
 
@@ -35,6 +35,8 @@ func importMaxRSS(t *testing.T, data, file string) int64 {
 // import that holds the document (or its rows) in memory grows by at least
 // the file's size, so this cannot pass by accident; the bound leaves room
 // for the runtime's and SQLite's caches, which do not grow with the file.
+// It is left out of -race builds, whose shadow memory and tenfold slower
+// decoding add nothing to what it measures.
 func TestImportMemoryIsBoundedBySessionNotFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a 48 MB ledger")

@@ -54,6 +54,8 @@ func (c *newlineCounter) Write(p []byte) (int, error) {
 type LedgerReader struct {
 	src *ledgerSource
 	dec *json.Decoder
+	// rowMax bounds one row's JSON text (MaxLedgerRowBytes).
+	rowMax int64
 	// opened is true once the document's '{' is read; seen counts the
 	// top-level members read so far.
 	opened  bool
@@ -75,7 +77,7 @@ type LedgerReader struct {
 // NewLedgerReader returns a reader of the ledger r.
 func NewLedgerReader(r io.Reader) *LedgerReader {
 	src := &ledgerSource{r: r, limit: MaxLedgerRowBytes}
-	return &LedgerReader{src: src, dec: json.NewDecoder(src), seen: map[string]int{}}
+	return &LedgerReader{src: src, dec: json.NewDecoder(src), rowMax: MaxLedgerRowBytes, seen: map[string]int{}}
 }
 
 // Where names the row last read by Next: its line (1-based), its index
@@ -120,7 +122,7 @@ func (l *LedgerReader) next() (LedgerRow, error) {
 			return LedgerRow{}, io.EOF
 		}
 	}
-	l.src.limit = l.dec.InputOffset() + MaxLedgerRowBytes
+	l.src.limit = l.dec.InputOffset() + l.rowMax
 	if !l.dec.More() {
 		if _, err := l.dec.Token(); err != nil { // the closing ']'
 			return LedgerRow{}, l.syntax(err)
@@ -131,11 +133,11 @@ func (l *LedgerReader) next() (LedgerRow, error) {
 	l.row++
 	l.id = ""
 	l.line, l.after = l.lineAtOffset(), true
-	l.src.limit = l.dec.InputOffset() + MaxLedgerRowBytes
+	l.src.limit = l.dec.InputOffset() + l.rowMax
 	var raw json.RawMessage
 	if err := l.dec.Decode(&raw); err != nil {
 		if errors.Is(err, errRowTooLarge) {
-			return LedgerRow{}, failure.New(failure.InvalidLedger, "%s: longer than %d bytes", l.Where(), MaxLedgerRowBytes)
+			return LedgerRow{}, failure.New(failure.InvalidLedger, "%s: longer than %d bytes", l.Where(), l.rowMax)
 		}
 		return LedgerRow{}, failure.New(failure.InvalidLedger, "%s: not valid JSON: %v", l.Where(), err)
 	}
@@ -158,7 +160,7 @@ func (l *LedgerReader) rowError(err error) error {
 		return rowErr
 	}
 	for l.inRows {
-		l.src.limit = l.dec.InputOffset() + MaxLedgerRowBytes
+		l.src.limit = l.dec.InputOffset() + l.rowMax
 		if !l.dec.More() {
 			if _, err := l.dec.Token(); err != nil {
 				return rowErr
@@ -186,7 +188,7 @@ func (l *LedgerReader) lineAtOffset() int64 {
 
 func (l *LedgerReader) syntax(err error) error {
 	if errors.Is(err, errRowTooLarge) {
-		return failure.New(failure.InvalidLedger, "ledger member near line %d is longer than %d bytes", l.lineAtOffset(), MaxLedgerRowBytes)
+		return failure.New(failure.InvalidLedger, "ledger member near line %d is longer than %d bytes", l.lineAtOffset(), l.rowMax)
 	}
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
@@ -209,7 +211,7 @@ func (l *LedgerReader) readMembers() error {
 		l.opened = true
 	}
 	for {
-		l.src.limit = l.dec.InputOffset() + MaxLedgerRowBytes
+		l.src.limit = l.dec.InputOffset() + l.rowMax
 		tok, err := l.dec.Token()
 		if err != nil {
 			return l.syntax(err)
