@@ -129,6 +129,7 @@ func TestSessionCommands(t *testing.T) {
 	mustRun(t, "--data-dir", data, "session", "export", s.ID, "-o", ledger)
 
 	other := t.TempDir()
+	mustRun(t, "--data-dir", other, "project", "add", "demo="+t.TempDir())
 	if out := mustRun(t, "--data-dir", other, "session", "import", ledger); !strings.Contains(out, "Imported 1") {
 		t.Fatalf("import: %s", out)
 	}

@@ -115,17 +115,28 @@ func newSessionCmd(g *globals) *cobra.Command {
 	imp := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Import sessions from a version-2 JSON ledger",
-		Long:  "Import sessions from a version-2 JSON ledger. Older ledger versions are rejected; a row with an unknown member or an invalid field fails closed and is reported, while valid rows are imported.",
-		Args:  cobra.ExactArgs(1),
+		Long: "Import sessions from a version-2 JSON ledger (docs/ledger-format.md), all or nothing: " +
+			"the file is read one session at a time, titles and events are redacted and bounded as live writes store them, " +
+			"and the first invalid row, row of a project not registered here, or session id that already exists " +
+			"stops the import with an error naming its line; nothing of the file is then imported. Older ledger versions are rejected.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[0])
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			return withWorkflow(cmd.Context(), g, func(svc *workflow.Service) error {
-				return runImport(cmd.Context(), svc, f, cmd.OutOrStdout())
-			})
+			st, _, err := g.openStores(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			n, err := app.ImportLedger(cmd.Context(), st, f)
+			if err != nil {
+				return err
+			}
+			fprintf(cmd.OutOrStdout(), "Imported %d session(s).\n", n)
+			return nil
 		},
 	}
 	var handoffJSON bool
@@ -229,33 +240,6 @@ func printBrief(w io.Writer, s workflow.Session, b handoff.HandoffBrief) {
 			fprintf(w, "Signed    %s at size %d, key %s\n", cp.Origin, cp.Size, cp.KeyID)
 		}
 	}
-}
-
-func runImport(ctx context.Context, svc *workflow.Service, r io.Reader, w io.Writer) error {
-	rows, rejected, err := workflow.ParseLedger(r)
-	if err != nil {
-		return err
-	}
-	imported := 0
-	for _, row := range rows {
-		if err := svc.Store().Import(ctx, row.Session, row.Events); err != nil {
-			rejected = append(rejected, workflow.RowError{Index: -1, SessionID: row.ID, Reason: err.Error()})
-			continue
-		}
-		imported++
-	}
-	fprintf(w, "Imported %d session(s).\n", imported)
-	for _, re := range rejected {
-		id := re.SessionID
-		if id == "" {
-			id = "(no id)"
-		}
-		fprintf(w, "  rejected %s: %s\n", id, re.Reason)
-	}
-	if len(rejected) > 0 {
-		return fmt.Errorf("%d row(s) rejected", len(rejected))
-	}
-	return nil
 }
 
 func withWorkflow(ctx context.Context, g *globals, fn func(*workflow.Service) error) error {

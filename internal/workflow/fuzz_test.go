@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"bytes"
+	"io"
 	"regexp"
 	"testing"
 
@@ -29,19 +30,23 @@ func FuzzParseSessionID(f *testing.F) {
 	})
 }
 
-func FuzzParseLedger(f *testing.F) {
+func FuzzLedgerReader(f *testing.F) {
 	f.Add([]byte(`{"version":2,"kind":"webcodex.workflow_ledger","exported_at":"2026-01-01T00:00:00Z","sessions":[]}`))
 	f.Add([]byte(`{"version":1}`))
 	f.Add([]byte(`{"version":2,"kind":"webcodex.workflow_ledger","sessions":[{"session_id":"wc_sess_0123456789abcdef0123456789abcdef","project":"p","mode":"normal","lifecycle":"active","owner_authority_fingerprint":"` + string(bytes.Repeat([]byte("a"), 64)) + `","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","events_observed":1,"events":[{"seq":1,"at":"2026-01-01T00:00:00Z","kind":"task_instruction","text":"x"}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rows, _, err := workflow.ParseLedger(bytes.NewReader(data))
-		if err != nil {
-			if failure.KindOf(err) != failure.InvalidLedger {
-				t.Fatalf("error kind %q, want invalid_ledger", failure.KindOf(err))
+		lr := workflow.NewLedgerReader(bytes.NewReader(data))
+		for {
+			r, err := lr.Next()
+			if err == io.EOF {
+				return
 			}
-			return
-		}
-		for _, r := range rows {
+			if err != nil {
+				if failure.KindOf(err) != failure.InvalidLedger {
+					t.Fatalf("error kind %q, want invalid_ledger", failure.KindOf(err))
+				}
+				return
+			}
 			if err := workflow.ValidateSession(r.Session); err != nil {
 				t.Fatalf("accepted an invalid session: %v", err)
 			}

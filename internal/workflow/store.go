@@ -51,10 +51,14 @@ type Store interface {
 	// Events returns the newest limit retained events of a session in
 	// ascending seq order (all retained events when limit <= 0).
 	Events(ctx context.Context, id string, limit int) ([]Event, error)
-	// Import inserts a session with its retained events exactly as given
-	// (seq, counters and timestamps included). failure.Conflict when the id
-	// exists.
-	Import(ctx context.Context, s Session, events []Event) error
+	// Import inserts, in one transaction, every row next returns until it
+	// returns io.EOF: each session with its retained events exactly as
+	// given (seq, counters and timestamps included; [ImportLedger] has
+	// already redacted and bounded them). Any error (one next returns, an
+	// invalid row, failure.Conflict for a session id that exists, also
+	// earlier in the same import) rolls back the whole import: nothing is
+	// written. It returns how many sessions it imported.
+	Import(ctx context.Context, next func() (LedgerRow, error)) (int, error)
 	// Status reports store-wide counts.
 	Status(ctx context.Context) (StoreStatus, error)
 	// OpenCalls returns at most limit open calls (a tool_call_started

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -494,7 +495,35 @@ func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Ev
 }
 
 // Import implements workflow.Store.
-func (s *Store) Import(ctx context.Context, sess workflow.Session, events []workflow.Event) error {
+func (s *Store) Import(ctx context.Context, next func() (workflow.LedgerRow, error)) (int, error) {
+	var n int
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		n = 0
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			row, err := next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := s.importRow(ctx, tx, row.Session, row.Events); err != nil {
+				return err
+			}
+			n++
+		}
+	})
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	return n, nil
+}
+
+// importRow checks one imported session again and inserts it in tx.
+func (s *Store) importRow(ctx context.Context, tx *sql.Tx, sess workflow.Session, events []workflow.Event) error {
 	if err := workflow.ValidateSession(sess); err != nil {
 		return failure.New(failure.InvalidLedger, "session: %v", err)
 	}
@@ -511,25 +540,24 @@ func (s *Store) Import(ctx context.Context, sess workflow.Session, events []work
 		}
 		last = e.Seq
 	}
-	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE session_id = ?`, sess.ID).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return failure.New(failure.Conflict, "session %s already exists", sess.ID)
-		}
-		if err := insertEvents(ctx, tx, sess.ID, events); err != nil {
-			return err
-		}
-		if err := s.trackCalls(ctx, tx, sess.ID, events); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json) VALUES (?,?,?,?,?,?,?)`,
-			sess.ID, sess.Project, sess.OwnerFingerprint, string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), len(events), encodeHeader(sess))
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE session_id = ?`, sess.ID).Scan(&n); err != nil {
 		return err
-	})
-	return storeErr(err)
+	}
+	if n > 0 {
+		return failure.New(failure.Conflict, "session %s already exists (in the store or earlier in this ledger)", sess.ID)
+	}
+	if err := insertEvents(ctx, tx, sess.ID, events); err != nil {
+		return err
+	}
+	// Calls the ledger shows started and never finished are open here
+	// too: recovery at start finishes them as outcome_unknown.
+	if err := s.trackCalls(ctx, tx, sess.ID, events); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json) VALUES (?,?,?,?,?,?,?)`,
+		sess.ID, sess.Project, sess.OwnerFingerprint, string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), len(events), encodeHeader(sess))
+	return err
 }
 
 // Status implements workflow.Store.

@@ -290,6 +290,19 @@ func TestConcurrentAppends(t *testing.T) {
 	t.Logf("group commit: %d jobs in %d commits", jobs, commits)
 }
 
+// knownProj accepts only proj, as the project registry of a data directory
+// where proj alone is registered would.
+func knownProj(_ context.Context, id string) error {
+	if id != proj {
+		return failure.New(failure.UnknownProject, "project %q is not registered", id)
+	}
+	return nil
+}
+
+func importLedger(st workflow.Store, doc string) (int, error) {
+	return workflow.ImportLedger(context.Background(), st, strings.NewReader(doc), knownProj)
+}
+
 func TestLedgerRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	st := open(t, filepath.Join(t.TempDir(), "a.db"))
@@ -304,77 +317,98 @@ func TestLedgerRoundTrip(t *testing.T) {
 	data, _ := json.Marshal(l)
 
 	st2 := open(t, filepath.Join(t.TempDir(), "b.db"))
-	rows, rejected, err := workflow.ParseLedger(strings.NewReader(string(data)))
-	if err != nil || len(rejected) != 0 || len(rows) != 1 {
-		t.Fatalf("parse: rows=%d rejected=%v err=%v", len(rows), rejected, err)
-	}
-	if err := st2.Import(ctx, rows[0].Session, rows[0].Events); err != nil {
-		t.Fatal(err)
+	if n, err := importLedger(st2, string(data)); err != nil || n != 1 {
+		t.Fatalf("import: n=%d err=%v", n, err)
 	}
 	l2, _ := workflow.Export(ctx, st2, []string{s.ID}, s.CreatedAt)
 	data2, _ := json.Marshal(l2)
 	if string(data) != string(data2) {
 		t.Fatalf("re-export differs:\n%s\n%s", data, data2)
 	}
-	if err := st2.Import(ctx, rows[0].Session, rows[0].Events); failure.KindOf(err) != failure.Conflict {
-		t.Fatalf("second import: got %v, want conflict", err)
+	if _, err := importLedger(st2, string(data)); failure.KindOf(err) != failure.Conflict || !strings.Contains(err.Error(), "row 1, session "+s.ID) {
+		t.Fatalf("second import: got %v, want conflict naming the row", err)
 	}
 }
 
-func TestParseLedgerRejects(t *testing.T) {
+func TestLedgerImportRejects(t *testing.T) {
 	ctx := context.Background()
 	st := open(t, filepath.Join(t.TempDir(), "a.db"))
 	svc := workflow.NewService(st, nil)
-	s := start(t, svc)
-	l, _ := workflow.Export(ctx, st, []string{s.ID}, s.CreatedAt)
+	first, second := start(t, svc), start(t, svc)
+	l, _ := workflow.Export(ctx, st, []string{first.ID, second.ID}, first.CreatedAt)
 	data, _ := json.Marshal(l)
-	var doc map[string]any
-	json.Unmarshal(data, &doc)
-	row := doc["sessions"].([]any)[0].(map[string]any)
 
+	// mutate changes the second row; the first stays valid, so an import
+	// that is not all or nothing would leave it behind.
 	mutate := func(f func(doc, row map[string]any)) string {
 		var d map[string]any
 		json.Unmarshal(data, &d)
-		r := d["sessions"].([]any)[0].(map[string]any)
+		r := d["sessions"].([]any)[1].(map[string]any)
 		f(d, r)
 		b, _ := json.Marshal(d)
 		return string(b)
 	}
-	_ = row
-	t.Run("ErrOldVersion", func(t *testing.T) {
-		_, _, err := workflow.ParseLedger(strings.NewReader(mutate(func(d, r map[string]any) { d["version"] = 1 })))
-		if failure.KindOf(err) != failure.InvalidLedger || !strings.Contains(err.Error(), "version 1") {
-			t.Fatalf("got %v", err)
+	unchanged := func(t *testing.T, st *sqlitestore.Store) {
+		t.Helper()
+		if s, err := st.Status(ctx); err != nil || s.Sessions != 0 || s.Events != 0 {
+			t.Fatalf("store after a refused import: %+v %v, want empty", s, err)
 		}
-	})
-	t.Run("ErrNotJSON", func(t *testing.T) {
-		if _, _, err := workflow.ParseLedger(strings.NewReader("[1,2")); failure.KindOf(err) != failure.InvalidLedger {
-			t.Fatalf("got %v", err)
-		}
-	})
-	rowCases := map[string]func(d, r map[string]any){
-		"ErrUnknownMember": func(d, r map[string]any) { r["surprise"] = true },
-		"ErrInspectMode":   func(d, r map[string]any) { r["mode"] = "inspect" },
-		"ErrMissingFP":     func(d, r map[string]any) { delete(r, "owner_authority_fingerprint") },
-		"ErrBadEventKind": func(d, r map[string]any) {
-			r["events"].([]any)[0].(map[string]any)["kind"] = "nope"
-		},
-		"ErrEventUnknownMember": func(d, r map[string]any) {
-			r["events"].([]any)[0].(map[string]any)["stdout"] = "x"
-		},
 	}
-	for name, f := range rowCases {
+	cases := map[string]struct {
+		f    func(d, r map[string]any)
+		kind failure.Kind
+		msg  string
+	}{
+		"ErrOldVersion": {func(d, r map[string]any) { d["version"] = 1 }, failure.InvalidLedger, "version 1 is not supported"},
+		// Marshalled with sorted keys, "version" follows "sessions": a
+		// row it cannot read still reports the version.
+		"ErrOldVersionBadRow": {func(d, r map[string]any) { d["version"] = 1; r["mode"] = "inspect" }, failure.InvalidLedger, "version 1 is not supported"},
+		"ErrUnknownTop":       {func(d, r map[string]any) { d["extra"] = 1 }, failure.InvalidLedger, `unknown top-level member "extra"`},
+		"ErrUnknownMember":    {func(d, r map[string]any) { r["surprise"] = true }, failure.InvalidLedger, "row 2"},
+		"ErrInspectMode":      {func(d, r map[string]any) { r["mode"] = "inspect" }, failure.InvalidLedger, "row 2"},
+		"ErrMissingFP":        {func(d, r map[string]any) { delete(r, "owner_authority_fingerprint") }, failure.InvalidLedger, `missing member "owner_authority_fingerprint"`},
+		"ErrMissingEvents":    {func(d, r map[string]any) { delete(r, "events") }, failure.InvalidLedger, `missing member "events"`},
+		"ErrBadEventKind": {func(d, r map[string]any) {
+			r["events"].([]any)[0].(map[string]any)["kind"] = "nope"
+		}, failure.InvalidLedger, "row 2"},
+		"ErrEventUnknownMember": {func(d, r map[string]any) {
+			r["events"].([]any)[0].(map[string]any)["stdout"] = "x"
+		}, failure.InvalidLedger, "row 2"},
+		"ErrUnregisteredProject":        {func(d, r map[string]any) { r["project"] = "agent:local:elsewhere" }, failure.UnknownProject, `project "agent:local:elsewhere" is not registered`},
+		"ErrEventsObservedContradicted": {func(d, r map[string]any) { r["events_observed"] = 5 }, failure.InvalidLedger, "events_observed is 5 but 2 events are retained"},
+		"ErrTruncatedContradicted":      {func(d, r map[string]any) { r["retention_truncated"] = true }, failure.InvalidLedger, "retention_truncated is true"},
+		"ErrDuplicateID": {func(d, r map[string]any) {
+			r["session_id"] = d["sessions"].([]any)[0].(map[string]any)["session_id"]
+		}, failure.Conflict, "earlier in this ledger"},
+	}
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			rows, rejected, err := workflow.ParseLedger(strings.NewReader(mutate(f)))
-			if err != nil || len(rows) != 0 || len(rejected) != 1 {
-				t.Fatalf("rows=%d rejected=%v err=%v", len(rows), rejected, err)
+			st := open(t, filepath.Join(t.TempDir(), "b.db"))
+			n, err := importLedger(st, mutate(c.f))
+			if failure.KindOf(err) != c.kind || !strings.Contains(err.Error(), c.msg) || n != 0 {
+				t.Fatalf("got n=%d %v, want %s containing %q", n, err, c.kind, c.msg)
 			}
+			unchanged(t, st)
 		})
 	}
+	t.Run("ErrNotJSON", func(t *testing.T) {
+		st := open(t, filepath.Join(t.TempDir(), "b.db"))
+		if _, err := importLedger(st, "[1,2"); failure.KindOf(err) != failure.InvalidLedger {
+			t.Fatalf("got %v", err)
+		}
+		unchanged(t, st)
+	})
+	t.Run("ErrTruncatedDocument", func(t *testing.T) {
+		st := open(t, filepath.Join(t.TempDir(), "b.db"))
+		if _, err := importLedger(st, string(data[:len(data)-3])); failure.KindOf(err) != failure.InvalidLedger {
+			t.Fatalf("got %v", err)
+		}
+		unchanged(t, st)
+	})
 	t.Run("CompatSinkAccepted", func(t *testing.T) {
-		rows, rejected, err := workflow.ParseLedger(strings.NewReader(mutate(func(d, r map[string]any) { r["context_revision"] = 7 })))
-		if err != nil || len(rows) != 1 || len(rejected) != 0 {
-			t.Fatalf("rows=%d rejected=%v err=%v", len(rows), rejected, err)
+		st := open(t, filepath.Join(t.TempDir(), "b.db"))
+		if n, err := importLedger(st, mutate(func(d, r map[string]any) { r["context_revision"] = 7 })); err != nil || n != 2 {
+			t.Fatalf("n=%d err=%v", n, err)
 		}
 	})
 }

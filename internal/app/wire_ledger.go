@@ -1,0 +1,19 @@
+package app
+
+import (
+	"context"
+	"io"
+
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// ImportLedger imports the version-2 ledger read from r into the workflow
+// store of s, refusing every row whose project is not in the registry of s,
+// all or nothing ([workflow.ImportLedger]).
+func ImportLedger(ctx context.Context, s *Stores, r io.Reader) (int, error) {
+	projects := newProjects(s)
+	return workflow.ImportLedger(ctx, s.Workflow, r, func(ctx context.Context, id string) error {
+		_, err := projects.Get(ctx, id)
+		return err
+	})
+}
