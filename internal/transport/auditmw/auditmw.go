@@ -143,7 +143,7 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 		ctx, rep := withReport(r.Context(), start)
 		h.ServeHTTP(rec, r.WithContext(ctx))
 		f := rep.get()
-		if op == OpMCP && f.methodSeen && isNotification(f.method) {
+		if op == OpMCP && notification(f, rec.statusCode()) {
 			return // a JSON-RPC notification executes nothing: no row
 		}
 
@@ -169,6 +169,19 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 // isNotification reports whether an MCP method the SDK dispatched is a
 // notification: MCP names every notification notifications/...
 func isNotification(method string) bool { return strings.HasPrefix(method, "notifications/") }
+
+// notification reports whether an MCP request was a JSON-RPC
+// notification: the SDK dispatched a notifications/ method, or it
+// dispatched none and answered 202 Accepted, which Streamable HTTP
+// answers only to a POST that carries no request (the SDK handles some
+// notifications, such as notifications/cancelled, outside its method
+// handlers).
+func notification(f facts, status int) bool {
+	if f.methodSeen {
+		return isNotification(f.method)
+	}
+	return status == http.StatusAccepted
+}
 
 // describe builds the event of a request from what the transport reported
 // (f) and, for what no transport reports, the route: the GPT Actions path

@@ -41,7 +41,18 @@ func TestDescribeNamesWhatRan(t *testing.T) {
 	if ev.ActionName != "" || ev.Operation != OpMCP {
 		t.Fatalf("unreported: %+v", ev)
 	}
-	if !isNotification("notifications/initialized") || isNotification("tools/call") {
-		t.Fatal("isNotification")
+	for _, c := range []struct {
+		f      facts
+		status int
+		want   bool
+	}{
+		{facts{methodSeen: true, method: "notifications/initialized"}, 202, true},
+		{facts{methodSeen: true, method: "tools/call"}, 202, false},
+		{facts{}, 202, true},
+		{facts{}, 400, false},
+	} {
+		if got := notification(c.f, c.status); got != c.want {
+			t.Errorf("notification(%+v, %d) = %v", c.f, c.status, got)
+		}
 	}
 }
