@@ -4,9 +4,11 @@
 // and over stdio.
 //
 // The transport adds nothing to dispatch: a tools/call is stripped of its
-// wrapper metadata (recording_session_id, ack_session_message_ids,
-// context_request), turned into a kernel.Call and answered with the kernel's
-// ToolResult as structuredContent plus a JSON text block. Wrapper metadata
+// wrapper metadata (recording_session_id, ack_session_message_ids, and on
+// 2026-07-28 only context_request) by wrapper.Split, turned into a
+// kernel.Call and answered with the kernel's Result.Body as the first text
+// block (the bytes of the evidence result_digest), any warnings and context
+// as a second one, and the ToolResult as structuredContent. Wrapper metadata
 // exists only here; REST and OpenAPI never see it. No protocol session,
 // Mcp-Session-Id or host window ever selects a Workflow Session.
 package mcpserver
