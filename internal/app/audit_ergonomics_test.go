@@ -141,9 +141,21 @@ func TestAuditModelErgonomics(t *testing.T) {
 		var list struct{ Tools []json.RawMessage }
 		json.Unmarshal(r.Msg.Result, &list)
 		e := nthEvent(t, s, id, 1)
+		// The surface is measured from the ListToolsResult as the MCP
+		// server returns it to the SDK; in the modern era the SDK then
+		// adds resultType and _meta (serverInfo), which are not counted.
+		resultBytes := len(r.Msg.Result)
+		if era.version != "" {
+			for _, k := range []string{"resultType", "_meta"} {
+				if members[k] == nil {
+					t.Fatalf("modern tools/list lacks %s", k)
+				}
+				resultBytes -= len(`"`+k+`":`) + len(members[k]) + len(",")
+			}
+		}
 		want := map[string]any{"schema_version": float64(1), "protocol_era": era.want, "compact_schemas": false,
 			"tool_count": float64(len(list.Tools)), "serialized_tools_bytes": float64(len(toolsRaw)),
-			"serialized_result_bytes": float64(len(r.Msg.Result)), "gateway_tool_included": false}
+			"serialized_result_bytes": float64(resultBytes), "gateway_tool_included": false}
 		gb, _ := json.Marshal(e.Summary["tool_surface"])
 		wb, _ := json.Marshal(want)
 		if e.Endpoint != "/mcp" || e.ActionName != "toolsList" || e.Operation != "mcp_tools_list" || !bytes.Equal(gb, wb) ||

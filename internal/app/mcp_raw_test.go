@@ -264,10 +264,15 @@ func rawCall(t *testing.T, s *server, token, tool string, args any) rawCallResul
 	if err := json.Unmarshal(r.Msg.Result, &res); err != nil {
 		t.Fatalf("tools/call %s result: %v: %s", tool, err, r.Msg.Result)
 	}
-	// The text block is the same envelope for clients that only read
-	// content, and isError mirrors success.
-	if len(res.Content) != 1 || res.Content[0].Type != "text" {
+	// The first text block is the {success, output, error} envelope for
+	// clients that only read content (the digested bytes); a second one,
+	// only with warnings or context, is the sidecar; isError mirrors
+	// success.
+	if len(res.Content) < 1 || len(res.Content) > 2 || res.Content[0].Type != "text" {
 		t.Fatalf("tools/call %s content: %+v", tool, res.Content)
+	}
+	if hasSidecar := res.StructuredContent.Context != nil; hasSidecar != (len(res.Content) == 2) {
+		t.Fatalf("tools/call %s: context %v but %d content blocks", tool, res.StructuredContent.Context, len(res.Content))
 	}
 	var text rawToolResult
 	if err := json.Unmarshal([]byte(res.Content[0].Text), &text); err != nil || text.Success != res.StructuredContent.Success {

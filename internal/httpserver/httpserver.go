@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -118,8 +120,34 @@ func (m *Mux) Handler() http.Handler {
 			WriteError(w, http.StatusUnauthorized, failure.New(failure.Unauthenticated, "the bearer credential is not valid"))
 			return
 		}
-		m.authed.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+		// The body is read here, once: handlers get the bytes (Body) and a
+		// reader over the same bytes for code that wants one (the go-sdk).
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				WriteError(w, http.StatusRequestEntityTooLarge, failure.New(failure.RequestTooLarge, "request body exceeds %d bytes", mbe.Limit))
+				return
+			}
+			WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "cannot read request body"))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		ctx := context.WithValue(auth.WithPrincipal(r.Context(), p), bodyKey{}, body)
+		m.authed.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+type bodyKey struct{}
+
+// Body returns the body of an authenticated request as the Mux read it
+// (at most MaxBodyBytes; an oversized body was answered 413
+// request_too_large, an unreadable one 400, before any handler ran). It is
+// nil for a request that did not come through the Mux's authenticated
+// routes.
+func Body(r *http.Request) []byte {
+	b, _ := r.Context().Value(bodyKey{}).([]byte)
+	return b
 }
 
 func (m *Mux) originAllowed(origin, host string) bool {

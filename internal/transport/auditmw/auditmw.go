@@ -7,12 +7,17 @@
 // never import it.
 //
 // What is stored per request: endpoint (path), operation, action name (the
-// tool or MCP method), project (arguments.project when present), status,
-// HTTP status, duration and byte counts, the caller attribution, and a
-// summary of {transport, tool} plus, for a tool call, the
-// model_ergonomics the serving transport reported with [ReportTool], or,
-// for an MCP tools/list, the tool_surface reported with
-// [ReportToolsList]. Arguments and results are never stored.
+// tool or MCP method), project, status, HTTP status, duration and byte
+// counts, the caller attribution, and a summary of {transport, tool} plus,
+// for a tool call, the model_ergonomics, or, for an MCP tools/list, the
+// tool_surface. Arguments and results are never stored.
+//
+// The middleware never parses the request body or reads the response: the
+// method is what the go-sdk dispatched ([ReportMethod]), the tool, project
+// and outcome are what the transport and the kernel's Result say
+// ([ReportName], [ReportTool], [ReportToolsList]). A request no transport
+// reported on (malformed JSON-RPC, refused before dispatch) is recorded
+// from what the HTTP layer knows: its route, status and sizes.
 //
 // When the handler returns, its event is committed by the audit service's
 // background writer (group commit) before the response is complete for
@@ -23,9 +28,6 @@
 package auditmw
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -67,10 +69,6 @@ const (
 // submitTimeout bounds how long a request waits for room in a full audit
 // queue before writing its event itself (it then waits for that write).
 const submitTimeout = 10 * time.Second
-
-// responseSniff is how many response bytes are kept to read the top-level
-// success member (ToolResult and error bodies put it first).
-const responseSniff = 64 << 10
 
 // Middleware records audited requests. The zero value is not usable; set
 // Audit.
@@ -143,48 +141,24 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 		}
 		w.Header().Set(HeaderActionSession, id)
 
-		// Buffer the (already size-limited) body and hand the handler an
-		// identical reader, read error included.
-		body, rerr := io.ReadAll(r.Body)
-		var rd io.Reader = bytes.NewReader(body)
-		if rerr != nil {
-			rd = io.MultiReader(rd, errReader{rerr})
-		}
-		r.Body = io.NopCloser(rd)
-
 		hold := &holdWriter{ResponseWriter: w}
 		defer hold.release() // after the event is committed (below)
 		rec := &recorder{ResponseWriter: hold}
-		if op == OpMCP && isMethod(body, "tools/list") {
-			rec.keep = MaxSurfaceCapture
-		}
 		ctx, rep := withReport(r.Context(), start)
 		h.ServeHTTP(rec, r.WithContext(ctx))
-		if op == OpMCP && isNotification(body) {
+		f := rep.get()
+		if op == OpMCP && notification(f, rec.statusCode()) {
 			return // a JSON-RPC notification executes nothing: no row
 		}
 
-		ev := describe(op, r, body)
-		switch ergo, surface := rep.get(); {
-		case ergo != nil:
-			ev.Summary[audit.SummaryErgonomics] = ergo
-		case surface != nil:
-			ev.Operation, ev.ActionName = OpMCPToolsList, ActionToolsList
-			if rec.sniff.Len() < rec.keep {
-				measureSurface(surface, rec.Header().Get("Content-Type"), rec.sniff.Bytes())
-			}
-			ev.Summary[audit.SummaryToolSurface] = surface
-		}
+		ev := describe(op, r, f)
 		ev.Endpoint = r.URL.Path
-		if ev.Operation == "" {
-			ev.Operation = op
-		}
 		ev.HTTPStatus = rec.statusCode()
-		ev.Status = outcome(rec)
+		ev.Status = outcome(ev.HTTPStatus, f)
 		ev.DurationMS = time.Since(start).Milliseconds()
 		ev.StartedAt = start.Unix()
 		ev.EndedAt = time.Now().Unix()
-		ev.RequestBytes = int64(len(body))
+		ev.RequestBytes = int64(len(httpserver.Body(r)))
 		ev.ResponseBytes = rec.n
 		var attr audit.Attribution
 		if p, ok := auth.PrincipalFrom(r.Context()); ok {
@@ -196,199 +170,77 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 	})
 }
 
-// isMethod reports whether body is one JSON-RPC message calling method.
-func isMethod(body []byte, method string) bool {
-	var msg struct{ Method string }
-	return json.Unmarshal(body, &msg) == nil && msg.Method == method
-}
+// isNotification reports whether an MCP method the SDK dispatched is a
+// notification: MCP names every notification notifications/...
+func isNotification(method string) bool { return strings.HasPrefix(method, "notifications/") }
 
-// isNotification reports whether body is one JSON-RPC message without an
-// id (a notification).
-func isNotification(body []byte) bool {
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil {
-		return false
+// notification reports whether an MCP request was a JSON-RPC
+// notification: the SDK dispatched a notifications/ method, or it
+// dispatched none and answered 202 Accepted, which Streamable HTTP
+// answers only to a POST that carries no request (the SDK handles some
+// notifications, such as notifications/cancelled, outside its method
+// handlers).
+func notification(f facts, status int) bool {
+	if f.methodSeen {
+		return isNotification(f.method)
 	}
-	_, hasID := msg["id"]
-	_, hasMethod := msg["method"]
-	return hasMethod && !hasID
+	return status == http.StatusAccepted
 }
 
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
-
-// describe extracts the action name, project and summary from the request
-// body. Only names are kept, never argument values other than the project.
-func describe(op string, r *http.Request, body []byte) audit.Event {
+// describe builds the event of a request from what the transport reported
+// (f) and, for what no transport reports, the route: the GPT Actions path
+// names its tool. Only names are kept, never argument values; the project
+// is the one the kernel resolved.
+func describe(op string, r *http.Request, f facts) audit.Event {
 	var ev audit.Event
-	transport, tool := TransportREST, ""
+	ev.Operation = op
+	transport := TransportREST
 	switch op {
 	case OpAction:
 		ev.ActionName = r.PathValue("tool")
-		var args struct{ Project any }
-		json.Unmarshal(body, &args)
-		ev.Project = projectOf(args.Project)
-		tool = ev.ActionName
 	case OpToolsCall:
-		var req struct {
-			Tool      string
-			Arguments struct{ Project any }
-		}
-		json.Unmarshal(body, &req)
-		ev.ActionName, tool = req.Tool, req.Tool
-		ev.Project = projectOf(req.Arguments.Project)
+		ev.ActionName = f.name
 	case OpToolsList:
 		ev.ActionName = "tools_list"
 	case OpMCP:
 		transport = TransportMCP
-		var req struct {
-			Method string
-			Params struct {
-				Name      string
-				Arguments struct{ Project any }
-			}
-		}
-		json.Unmarshal(body, &req)
-		ev.ActionName = req.Method
-		if req.Method == "tools/call" {
-			ev.ActionName, tool = req.Params.Name, req.Params.Name
-			ev.Project = projectOf(req.Params.Arguments.Project)
+		ev.ActionName = f.method
+		if f.method == "tools/call" {
+			ev.ActionName = f.name
 		}
 	}
+	ev.Project = f.project
 	ev.Summary = map[string]any{"transport": transport}
-	if tool != "" {
-		ev.Summary["tool"] = tool
+	if f.name != "" && (op != OpMCP || f.method == "tools/call") {
+		ev.Summary["tool"] = f.name
+	}
+	switch {
+	case f.ergonomics != nil:
+		ev.Summary[audit.SummaryErgonomics] = f.ergonomics
+	case f.surface != nil:
+		ev.Operation, ev.ActionName = OpMCPToolsList, ActionToolsList
+		ev.Summary[audit.SummaryToolSurface] = f.surface
 	}
 	return ev
 }
 
-func projectOf(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-// outcome is success when the HTTP status is 2xx and the response does not
-// report failure: a JSON body whose top-level success member is false, or
-// (MCP) a JSON-RPC error or a tool result with isError. An MCP event stream
-// with HTTP 2xx counts as success.
-func outcome(rec *recorder) string {
-	code := rec.statusCode()
-	if code < 200 || code > 299 {
-		return audit.EventFailed
-	}
-	ct := rec.Header().Get("Content-Type")
-	if !strings.Contains(ct, "json") {
-		return audit.EventSuccess
-	}
-	if rec.led {
-		if rec.leading {
-			return audit.EventSuccess
-		}
-		return audit.EventFailed
-	}
-	if failedJSON(rec.sniff.Bytes()) {
+// outcome is failed when the HTTP status is not 2xx, when the SDK answered
+// a JSON-RPC error, or when the tool call the transport reported failed
+// (an MCP isError result, a REST success:false); success otherwise.
+func outcome(status int, f facts) string {
+	switch {
+	case status < 200 || status > 299, f.failed, f.toolSeen && !f.succeeded:
 		return audit.EventFailed
 	}
 	return audit.EventSuccess
 }
 
-// failedJSON scans only the top-level members of a JSON object: success
-// false, a non-null error member, or result.isError true mean failure.
-func failedJSON(b []byte) bool {
-	// Fast path: a ToolResult or error body opens with its success member,
-	// and the scan below stops at the first success member it meets, so
-	// this prefix decides exactly what the scan would.
-	if v, ok := leadingSuccess(b); ok {
-		return !v
-	}
-	return scanFailedJSON(b)
-}
-
-// scanFailedJSON is failedJSON without the fast path.
-func scanFailedJSON(b []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return false
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		key, _ := t.(string)
-		switch key {
-		case "success":
-			var ok bool
-			if dec.Decode(&ok) != nil {
-				return false
-			}
-			return !ok
-		case "error":
-			var v any
-			if dec.Decode(&v) != nil {
-				return false
-			}
-			if v != nil {
-				return true
-			}
-		case "result":
-			var res struct {
-				IsError bool `json:"isError"`
-			}
-			if dec.Decode(&res) != nil {
-				return false
-			}
-			if res.IsError {
-				return true
-			}
-		default:
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return false
-			}
-		}
-	}
-	return false
-}
-
-// leadingSuccess reads b when it opens exactly with {"success":true or
-// {"success":false followed by a delimiter; ok is false otherwise.
-func leadingSuccess(b []byte) (v, ok bool) {
-	const prefix = `{"success":`
-	rest, found := bytes.CutPrefix(b, []byte(prefix))
-	if !found {
-		return false, false
-	}
-	switch {
-	case bytes.HasPrefix(rest, []byte("true")):
-		v, rest = true, rest[len("true"):]
-	case bytes.HasPrefix(rest, []byte("false")):
-		rest = rest[len("false"):]
-	default:
-		return false, false
-	}
-	if len(rest) == 0 {
-		return false, false
-	}
-	switch rest[0] {
-	case ',', '}', ' ', '\t', '\n', '\r':
-		return v, true
-	}
-	return false, false
-}
-
-// recorder counts the response and keeps its first bytes: responseSniff,
-// or keep when larger.
+// recorder counts the response bytes and keeps the status; it never
+// reads what the handler writes.
 type recorder struct {
 	http.ResponseWriter
-	code  int
-	n     int64
-	keep  int
-	sniff bytes.Buffer
-	// led is true when the first write already decided failedJSON by its
-	// leading success member (leading), so nothing was kept.
-	led, leading bool
+	code int
+	n    int64
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -401,14 +253,6 @@ func (r *recorder) WriteHeader(code int) {
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.code == 0 {
 		r.code = http.StatusOK
-	}
-	if r.n == 0 && r.keep == 0 && !r.led && r.sniff.Len() == 0 {
-		// The first bytes of the response: when they open with the
-		// success member, failedJSON is decided and needs no copy.
-		r.leading, r.led = leadingSuccess(b)
-	}
-	if room := max(responseSniff, r.keep) - r.sniff.Len(); room > 0 && !r.led {
-		r.sniff.Write(b[:min(room, len(b))])
 	}
 	n, err := r.ResponseWriter.Write(b)
 	r.n += int64(n)

@@ -1,60 +1,58 @@
 package auditmw
 
-import "testing"
+import (
+	"net/http/httptest"
+	"testing"
 
-func TestFailedJSON(t *testing.T) {
-	for body, want := range map[string]bool{
-		`{"success":true,"output":{"x":1}}`:              false,
-		`{"success":false,"error":{"kind":"not_found"}}`: true,
-		`{"tools":[]}`: false,
-		`{"jsonrpc":"2.0","id":1,"result":{"isError":true}}`:            true,
-		`{"jsonrpc":"2.0","id":1,"error":{"code":-32601}}`:              true,
-		`{"jsonrpc":"2.0","id":1,"result":{"content":[]},"error":null}`: false,
-		`{"success":true,"output":"trunc`:                               false,
-		`not json`:                                                      false,
+	"github.com/webcodex/webcodex/internal/audit"
+)
+
+func TestOutcomeFromReports(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+		f      facts
+		want   string
+	}{
+		{"tool failed with HTTP 200 (MCP isError)", 200, facts{methodSeen: true, method: "tools/call", toolSeen: true}, audit.EventFailed},
+		{"tool succeeded", 200, facts{toolSeen: true, succeeded: true}, audit.EventSuccess},
+		{"JSON-RPC error with HTTP 200 (legacy stream)", 200, facts{methodSeen: true, method: "tools/call", failed: true}, audit.EventFailed},
+		{"no report, HTTP 400", 400, facts{}, audit.EventFailed},
+		{"no report, HTTP 200 (REST tools/list)", 200, facts{}, audit.EventSuccess},
+		{"tool succeeded but HTTP 500", 500, facts{toolSeen: true, succeeded: true}, audit.EventFailed},
 	} {
-		if got := failedJSON([]byte(body)); got != want {
-			t.Errorf("failedJSON(%s) = %v, want %v", body, got, want)
+		if got := outcome(c.status, c.f); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
 }
 
-func TestIsNotification(t *testing.T) {
-	for body, want := range map[string]bool{
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`: true,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`:         false,
-		`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`:      false,
-		`not json`: false,
+func TestDescribeNamesWhatRan(t *testing.T) {
+	r := httptest.NewRequest("POST", "/mcp", nil)
+	ev := describe(OpMCP, r, facts{methodSeen: true, method: "tools/call", name: "read_files", project: "agent:local:p", toolSeen: true, succeeded: true})
+	if ev.ActionName != "read_files" || ev.Project != "agent:local:p" || ev.Summary["tool"] != "read_files" || ev.Summary["transport"] != "mcp" {
+		t.Fatalf("tools/call: %+v", ev)
+	}
+	ev = describe(OpMCP, r, facts{methodSeen: true, method: "initialize"})
+	if ev.ActionName != "initialize" || ev.Project != "" || ev.Summary["tool"] != nil {
+		t.Fatalf("initialize: %+v", ev)
+	}
+	ev = describe(OpMCP, r, facts{})
+	if ev.ActionName != "" || ev.Operation != OpMCP {
+		t.Fatalf("unreported: %+v", ev)
+	}
+	for _, c := range []struct {
+		f      facts
+		status int
+		want   bool
+	}{
+		{facts{methodSeen: true, method: "notifications/initialized"}, 202, true},
+		{facts{methodSeen: true, method: "tools/call"}, 202, false},
+		{facts{}, 202, true},
+		{facts{}, 400, false},
 	} {
-		if got := isNotification([]byte(body)); got != want {
-			t.Errorf("isNotification(%s) = %v, want %v", body, got, want)
+		if got := notification(c.f, c.status); got != c.want {
+			t.Errorf("notification(%+v, %d) = %v", c.f, c.status, got)
 		}
 	}
-}
-
-var leadingSeeds = []string{
-	`{"success":true,"output":{"x":1}}`, `{"success":false,"error":{"kind":"x"}}`, `{"success":true}`,
-	`{"success":false}`, `{"success":true `, `{"success":true`, `{"success":truex`, `{"success":tru`,
-	`{"success":true]`, `{"success":false,`, `{"success": true,`, `{"success":"true"}`, `{"succes":true}`,
-	"{\"success\":true\n,\"error\":{}}", `{"success":true,"success":false}`, `{"success":null}`,
-}
-
-// The fast path answers only where the full scan gives the same answer.
-func TestLeadingSuccessAgreesWithScan(t *testing.T) {
-	for _, s := range leadingSeeds {
-		if v, ok := leadingSuccess([]byte(s)); ok && !v != scanFailedJSON([]byte(s)) {
-			t.Errorf("leadingSuccess(%s) = %v, scan failed = %v", s, v, scanFailedJSON([]byte(s)))
-		}
-	}
-}
-
-func FuzzLeadingSuccessAgreesWithScan(f *testing.F) {
-	for _, s := range leadingSeeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if v, ok := leadingSuccess(b); ok && !v != scanFailedJSON(b) {
-			t.Fatalf("leadingSuccess(%q) = %v, scan failed = %v", b, v, scanFailedJSON(b))
-		}
-	})
 }

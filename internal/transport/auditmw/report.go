@@ -1,10 +1,7 @@
 package auditmw
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,12 +11,23 @@ import (
 )
 
 // report is what the transport serving an audited request tells the
-// middleware about it, through the request context: the final ToolResult
-// facts of a tool call, or the surface of an MCP tools/list.
+// middleware about it, through the request context. The middleware never
+// reads the request body or the response to learn these facts.
 type report struct {
 	start time.Time
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// method is the MCP method the SDK dispatched (methodSeen when the SDK
+	// reported one); rpcFailed is true when it answered a JSON-RPC error.
+	method     string
+	methodSeen bool
+	rpcFailed  bool
+	// name is the tool name as the transport dispatched it.
+	name string
+	// tool facts from the kernel's Result (toolSeen when reported).
+	toolSeen   bool
+	success    bool
+	project    string
 	ergonomics *audit.ModelErgonomics
 	surface    *audit.ToolSurface
 }
@@ -36,23 +44,62 @@ func reportFrom(ctx context.Context) *report {
 	return r
 }
 
-// ReportTool finalizes the model_ergonomics of the audited request's tool
-// call from its final ToolResult: res as the kernel (or the transport's
-// own envelope check) returned it, and final, the exact JSON of the
-// {success, output, error} object the model receives. A request that is
-// not audited ignores it. The last report of a request wins.
-func ReportTool(ctx context.Context, t *kernel.Tool, res kernel.Result, final []byte) {
+// ReportMethod records the MCP method the SDK dispatched for the audited
+// request (from a receiving middleware, after the method returned), the
+// tool name it dispatched for a tools/call ("" otherwise), and whether the
+// answer was a JSON-RPC error. A method named notifications/... is a
+// notification: it executes nothing and gets no audit row. A request that
+// is not audited ignores it.
+func ReportMethod(ctx context.Context, method, tool string, rpcFailed bool) {
 	r := reportFrom(ctx)
-	if r == nil || t == nil {
+	if r == nil {
 		return
 	}
-	m := Ergonomics(t, res, final)
-	if res.Duration == 0 {
-		// Rejected before the kernel's timer: the transport's own.
-		m.DurationMS = time.Since(r.start).Milliseconds()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.method, r.methodSeen, r.rpcFailed = method, true, rpcFailed
+	if tool != "" {
+		r.name = tool
+	}
+}
+
+// ReportName records the tool name a REST request dispatched (from the
+// transport's own decoding of its envelope).
+func ReportName(ctx context.Context, tool string) {
+	r := reportFrom(ctx)
+	if r == nil {
+		return
 	}
 	r.mu.Lock()
-	r.ergonomics = &m
+	r.name = tool
+	r.mu.Unlock()
+}
+
+// ReportTool records the outcome of the audited request's tool call from
+// res, the kernel's Result (or kernel.Failure for the transport's own
+// envelope check): success, the project it resolved (res.Project) and,
+// when t (the registered tool) is known, its model_ergonomics, whose
+// serialized_result_bytes is len(res.Body). A request that is not audited
+// ignores it. The last report of a request wins.
+func ReportTool(ctx context.Context, t *kernel.Tool, res kernel.Result) {
+	r := reportFrom(ctx)
+	if r == nil {
+		return
+	}
+	var m *audit.ModelErgonomics
+	if t != nil {
+		e := Ergonomics(t, res)
+		if res.Duration == 0 {
+			// Rejected before the kernel's timer: the transport's own.
+			e.DurationMS = time.Since(r.start).Milliseconds()
+		}
+		m = &e
+	}
+	r.mu.Lock()
+	r.toolSeen, r.success, r.project, r.ergonomics = true, res.Success, res.Project, m
+	if t != nil {
+		r.name = t.Name
+	}
 	r.mu.Unlock()
 }
 
@@ -69,63 +116,58 @@ func ReportToolsList(ctx context.Context, s audit.ToolSurface) {
 	r.mu.Unlock()
 }
 
-func (r *report) get() (*audit.ModelErgonomics, *audit.ToolSurface) {
+// facts is a copy of a report, read after the handler returned.
+type facts struct {
+	method              string
+	methodSeen, failed  bool
+	name, project       string
+	toolSeen, succeeded bool
+	ergonomics          *audit.ModelErgonomics
+	surface             *audit.ToolSurface
+}
+
+func (r *report) get() facts {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.ergonomics, r.surface
+	return facts{
+		method: r.method, methodSeen: r.methodSeen, failed: r.rpcFailed,
+		name: r.name, project: r.project, toolSeen: r.toolSeen, succeeded: r.success,
+		ergonomics: r.ergonomics, surface: r.surface,
+	}
 }
 
-// resultFacts are the structured ToolResult members classification reads.
-type resultFacts struct {
-	Output struct {
-		FailureKind  string `json:"failure_kind"`
-		RecoveryKind string `json:"recovery_kind"`
-		StateChanged bool   `json:"state_changed"`
-		ConflictKind string `json:"conflict_kind"`
-		DryRun       bool   `json:"dry_run"`
-		ChangedPaths []any  `json:"changed_paths"`
-		Changed      *bool  `json:"changed"`
-	} `json:"output"`
-}
-
-// Ergonomics classifies one tool call from structured ToolResult fields
-// only (never from error prose). SerializedResultBytes is len(final), or
-// null when the call was refused before a result existed.
-func Ergonomics(t *kernel.Tool, res kernel.Result, final []byte) audit.ModelErgonomics {
+// Ergonomics classifies one tool call from the kernel's typed Result facts
+// only (never from error prose or the serialized result).
+// SerializedResultBytes is len(res.Body), the {success, output, error}
+// bytes the model receives, or null when the call was refused before a
+// result existed.
+func Ergonomics(t *kernel.Tool, res kernel.Result) audit.ModelErgonomics {
 	m := audit.ModelErgonomics{
 		ToolName: t.Name, ToolCategory: t.Category, Success: res.Success,
 		DurationMS: res.Duration.Milliseconds(), EditSurface: t.EditSurface,
 	}
 	if !res.Refused {
-		n := int64(len(final))
+		n := int64(len(res.Body))
 		m.SerializedResultBytes = &n
 	}
-	var facts resultFacts
-	if !res.Success || t.EditSurface != "" {
-		if final == nil {
-			final, _ = json.Marshal(res)
-		}
-		json.Unmarshal(final, &facts) // absent members stay zero
-	}
-	out := facts.Output
 	if res.Error != nil {
 		m.ErrorKind = string(res.Error.Kind)
-		m.FailureKind, m.RecoveryKind = out.FailureKind, out.RecoveryKind
+		m.FailureKind, m.RecoveryKind = res.FailureKind, res.RecoveryKind
 	}
 	switch {
 	case res.Success:
 		m.ExecutionState = audit.ExecCompleted
-	case out.FailureKind == "outcome_unknown":
+	case res.FailureKind == "outcome_unknown":
 		m.ExecutionState = audit.ExecOutcomeUnknown
-	case res.Refused || !out.StateChanged && noEffect(out.FailureKind):
+	case res.Refused || !res.StateChanged && noEffect(res.FailureKind):
 		m.ExecutionState = audit.ExecNotStarted
 	default:
 		m.ExecutionState = audit.ExecFailed
 	}
 	if t.EditSurface != "" {
-		m.EditOutcome = editOutcome(res, m.ExecutionState, out.DryRun, len(out.ChangedPaths) > 0 || out.Changed != nil && *out.Changed)
+		m.EditOutcome = editOutcome(res, m.ExecutionState, res.DryRun, len(res.ChangedPaths) > 0)
 		if m.ErrorKind == string(failure.EditConflict) {
-			m.EditConflictKind = out.ConflictKind
+			m.EditConflictKind = res.ConflictKind
 		}
 	}
 	return m.Normalized()
@@ -157,55 +199,4 @@ func editOutcome(res kernel.Result, state string, dryRun, changed bool) string {
 		return audit.EditRejected
 	}
 	return audit.EditFailed
-}
-
-// MaxSurfaceCapture bounds the response bytes kept to measure an MCP
-// tools/list result; a larger result keeps the sizes the MCP server
-// measured before the SDK added its response metadata.
-const MaxSurfaceCapture = 4 << 20
-
-// measureSurface finalizes s from the tools/list response as sent: the
-// JSON-RPC result object of body (application/json, or the data lines of
-// an event stream). It reports false when body holds no such result.
-func measureSurface(s *audit.ToolSurface, contentType string, body []byte) bool {
-	result, ok := rpcResult(contentType, body)
-	if !ok {
-		return false
-	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(result, &members) != nil {
-		return false
-	}
-	var tools []json.RawMessage
-	if json.Unmarshal(members["tools"], &tools) != nil {
-		return false
-	}
-	s.ToolCount = len(tools)
-	s.SerializedToolsBytes = int64(len(members["tools"]))
-	s.SerializedResultBytes = int64(len(result))
-	return true
-}
-
-// rpcResult returns the raw result member of the one JSON-RPC response in
-// body.
-func rpcResult(contentType string, body []byte) (json.RawMessage, bool) {
-	var msgs [][]byte
-	if strings.HasPrefix(contentType, "text/event-stream") {
-		for _, line := range bytes.Split(body, []byte("\n")) {
-			if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				msgs = append(msgs, bytes.TrimSpace(data))
-			}
-		}
-	} else {
-		msgs = [][]byte{body}
-	}
-	for _, m := range msgs {
-		var msg struct {
-			Result json.RawMessage `json:"result"`
-		}
-		if json.Unmarshal(m, &msg) == nil && len(msg.Result) > 0 {
-			return msg.Result, true
-		}
-	}
-	return nil, false
 }

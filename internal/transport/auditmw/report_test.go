@@ -16,11 +16,17 @@ func TestErgonomicsClassification(t *testing.T) {
 	failedWith := func(err *failure.Error, changed bool) kernel.Result {
 		r := kernel.Failure(err)
 		r.Refused = false
-		r.Output.(map[string]any)["state_changed"] = changed
+		r.StateChanged = changed
 		return r
 	}
 	ok := func(out any) kernel.Result {
-		return kernel.Result{Success: true, Output: out, Duration: 1500 * time.Millisecond}
+		r := kernel.Result{Success: true, Output: out, Duration: 1500 * time.Millisecond, Body: []byte(`{"success":true,"output":{}}`)}
+		if m, isMap := out.(map[string]any); isMap {
+			// The typed facts the kernel keeps beside the output.
+			r.DryRun, _ = m["dry_run"].(bool)
+			r.ChangedPaths, _ = m["changed_paths"].([]string)
+		}
+		return r
 	}
 	cases := []struct {
 		name string
@@ -57,12 +63,11 @@ func TestErgonomicsClassification(t *testing.T) {
 				ExecutionState: audit.ExecOutcomeUnknown, EditSurface: "canonical", EditOutcome: audit.EditUncertain}, false},
 	}
 	for _, c := range cases {
-		final, _ := json.Marshal(c.res)
-		got := Ergonomics(c.tool, c.res, final)
+		got := Ergonomics(c.tool, c.res)
 		want := c.want
 		want.SchemaVersion, want.ToolName, want.ToolCategory = audit.ErgonomicsSchemaVersion, c.tool.Name, c.tool.Category
 		if !c.null {
-			n := int64(len(final))
+			n := int64(len(c.res.Body))
 			want.SerializedResultBytes = &n
 		}
 		gb, _ := json.Marshal(got)
@@ -79,26 +84,5 @@ func TestNormalizedDropsProse(t *testing.T) {
 	if m.ErrorKind != "" || m.FailureKind != "x_y" || m.RecoveryKind != "" || m.ExecutionState != audit.ExecFailed ||
 		m.EditSurface != "" || m.EditOutcome != "" || m.EditConflictKind != "" || m.SchemaVersion != 6 {
 		t.Fatalf("normalized: %+v", m)
-	}
-}
-
-func TestMeasureSurface(t *testing.T) {
-	result := `{"tools":[{"name":"a","description":"<b>"},{"name":"b"}],"resultType":"complete"}`
-	for _, c := range []struct{ ct, body string }{
-		{"application/json", `{"jsonrpc":"2.0","id":1,"result":` + result + `}`},
-		{"text/event-stream", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":" + result + "}\n\n"},
-	} {
-		var s audit.ToolSurface
-		if !measureSurface(&s, c.ct, []byte(c.body)) {
-			t.Fatalf("%s: not measured", c.ct)
-		}
-		tools := `[{"name":"a","description":"<b>"},{"name":"b"}]`
-		if s.ToolCount != 2 || s.SerializedToolsBytes != int64(len(tools)) || s.SerializedResultBytes != int64(len(result)) {
-			t.Fatalf("%s: %+v", c.ct, s)
-		}
-	}
-	var s audit.ToolSurface
-	if measureSurface(&s, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":1}}`)) {
-		t.Fatal("an error response was measured")
 	}
 }

@@ -4,9 +4,11 @@
 // and over stdio.
 //
 // The transport adds nothing to dispatch: a tools/call is stripped of its
-// wrapper metadata (recording_session_id, ack_session_message_ids,
-// context_request), turned into a kernel.Call and answered with the kernel's
-// ToolResult as structuredContent plus a JSON text block. Wrapper metadata
+// wrapper metadata (recording_session_id, ack_session_message_ids, and on
+// 2026-07-28 only context_request) by wrapper.Split, turned into a
+// kernel.Call and answered with the kernel's Result.Body as the first text
+// block (the bytes of the evidence result_digest), any warnings and context
+// as a second one, and the ToolResult as structuredContent. Wrapper metadata
 // exists only here; REST and OpenAPI never see it. No protocol session,
 // Mcp-Session-Id or host window ever selects a Workflow Session.
 package mcpserver
@@ -25,6 +27,7 @@ import (
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
 )
@@ -58,6 +61,9 @@ type Server struct {
 	opts Options
 	mcp  *mcp.Server
 	log  *slog.Logger
+	// legacy holds each tool as a legacy (2025-11-25) client lists it:
+	// without the context_request wrapper member.
+	legacy map[string]*mcp.Tool
 }
 
 // ToolResult is the structuredContent of every tools/call: the kernel's
@@ -98,10 +104,12 @@ func New(o Options) *Server {
 			c.CacheScope = "public"
 		},
 	})
+	s.legacy = map[string]*mcp.Tool{}
 	for _, t := range o.Kernel.Registry().Tools() {
-		s.mcp.AddTool(mcpTool(t), s.handler(t))
+		s.mcp.AddTool(mcpTool(t, true), s.handler(t))
+		s.legacy[t.Name] = mcpTool(t, false)
 	}
-	s.mcp.AddReceivingMiddleware(reportToolsList)
+	s.mcp.AddReceivingMiddleware(report, s.listForEra)
 	return s
 }
 
@@ -110,30 +118,59 @@ func New(o Options) *Server {
 // models see every argument's documentation.
 const CompactInputSchemas = false
 
-// reportToolsList measures every successful tools/list result for the
-// audit trail: tool count and exact serialized sizes, never the tools.
-func reportToolsList(next mcp.MethodHandler) mcp.MethodHandler {
+// report tells the audit trail what the SDK dispatched: the method, the
+// tool of a tools/call (as the SDK parsed it) and whether the answer is a
+// JSON-RPC error. It is the outermost receiving middleware.
+func report(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		tool := ""
+		if ct, ok := req.(*mcp.CallToolRequest); ok && ct.Params != nil {
+			tool = ct.Params.Name
+		}
+		auditmw.ReportMethod(ctx, method, tool, err != nil)
+		return res, err
+	}
+}
+
+// listForEra serves each era its own tool list: a legacy (before
+// 2026-07-28) tools/list gets the input schemas without context_request.
+// It then measures the list for the audit trail: tool count and the sizes
+// of the result as the SDK encodes it (no HTML escaping), never the tools.
+func (s *Server) listForEra(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		lr, ok := res.(*mcp.ListToolsResult)
 		if err != nil || !ok || method != "tools/list" {
 			return res, err
 		}
-		whole, err1 := json.Marshal(lr)
-		tools, err2 := json.Marshal(lr.Tools)
-		if err1 == nil && err2 == nil {
-			version := ""
-			if lt, ok := req.(*mcp.ListToolsRequest); ok {
-				version = lt.ProtocolVersion()
+		version := ""
+		if lt, ok := req.(*mcp.ListToolsRequest); ok {
+			version = lt.ProtocolVersion()
+		}
+		listEra := era(version)
+		if listEra == EraLegacy {
+			legacy := *lr
+			legacy.Tools = make([]*mcp.Tool, len(lr.Tools))
+			for i, t := range lr.Tools {
+				legacy.Tools[i] = t
+				if lt, ok := s.legacy[t.Name]; ok {
+					legacy.Tools[i] = lt
+				}
 			}
+			lr = &legacy
+		}
+		whole, err1 := httpserver.EncodeJSON(lr)
+		tools, err2 := httpserver.EncodeJSON(lr.Tools)
+		if err1 == nil && err2 == nil {
 			auditmw.ReportToolsList(ctx, audit.ToolSurface{
-				ProtocolEra: era(version), CompactSchemas: CompactInputSchemas, ToolCount: len(lr.Tools),
+				ProtocolEra: listEra, CompactSchemas: CompactInputSchemas, ToolCount: len(lr.Tools),
 				SerializedToolsBytes: int64(len(tools)), SerializedResultBytes: int64(len(whole)),
 				// WebCodex lists its tools directly; it has no gateway tool.
 				GatewayToolIncluded: false,
 			})
 		}
-		return res, err
+		return lr, nil
 	}
 }
 
@@ -172,13 +209,14 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 		if !ok {
 			return refused(ctx, t, failure.New(failure.Unauthenticated, "no authenticated principal")), nil
 		}
-		args, w, err := splitArguments(req.Params.Arguments)
+		callEra := era(req.ProtocolVersion())
+		args, w, err := splitArguments(req.Params.Arguments, callEra == EraModern)
 		if err != nil {
 			return refused(ctx, t, err), nil
 		}
 		call := kernel.Call{
 			Tool: t.Name, Arguments: args, RecordingSessionID: w.recorder, AckMessageIDs: w.acks,
-			Principal: p, Source: kernel.SourceMCP, ProtocolEra: era(req.ProtocolVersion()),
+			Principal: p, Source: kernel.SourceMCP, ProtocolEra: callEra,
 			ClientWindow: clientWindow(req.Params.Meta, p),
 		}
 		if ci := req.ClientInfo(); ci != nil {
@@ -197,19 +235,12 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 			}
 		}
 		res := s.opts.Kernel.Dispatch(ctx, call)
-		out := ToolResult{Success: res.Success, Output: res.Output, Error: res.Error, Warnings: res.Warnings}
+		var materials map[string]Material
 		if len(w.context) > 0 {
-			out.Context = s.materials(ctx, p, args, w.context)
+			materials = s.materials(ctx, p, args, w.context)
 		}
-		r, final := result(out)
-		if out.Context != nil || out.Warnings != nil {
-			// The model-facing ToolResult is {success, output, error}; the
-			// context sidecar and warnings are not charged to the tool.
-			out.Context, out.Warnings = nil, nil
-			_, final = result(out)
-		}
-		auditmw.ReportTool(ctx, t, res, final)
-		return r, nil
+		auditmw.ReportTool(ctx, t, res)
+		return result(res, materials), nil
 	}
 }
 
@@ -244,33 +275,55 @@ func clipTo(s string, n int) string {
 // (a pre-result rejection for audit).
 func refused(ctx context.Context, t *kernel.Tool, err error) *mcp.CallToolResult {
 	res := kernel.Failure(err)
-	r, _ := result(ToolResult{Success: res.Success, Output: res.Output, Error: res.Error})
-	auditmw.ReportTool(ctx, t, res, nil)
+	auditmw.ReportTool(ctx, t, res)
+	return result(res, nil)
+}
+
+// Sidecar is the second text content block of a tools/call, present only
+// when the call has warnings or requested context: what is not the tool's
+// own {success, output, error}.
+type Sidecar struct {
+	Warnings []kernel.Warning    `json:"warnings,omitempty"`
+	Context  map[string]Material `json:"context,omitempty"`
+}
+
+// result renders a kernel Result as an MCP CallToolResult:
+//   - the first content block's text is res.Body verbatim, the
+//     {success, output, error} bytes whose SHA-256 is the evidence
+//     record's result_digest;
+//   - a second text block holds the Sidecar (warnings, context) when
+//     there is one;
+//   - structuredContent is the ToolResult: res.Body's members plus, when
+//     present, warnings and context;
+//   - isError is set when the call failed.
+func result(res kernel.Result, materials map[string]Material) *mcp.CallToolResult {
+	body := res.Body
+	if body == nil {
+		res = kernel.Failure(failure.New(failure.Internal, "result not serializable"))
+		body = res.Body
+	}
+	r := &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
+		StructuredContent: json.RawMessage(body),
+		IsError:           !res.Success,
+	}
+	if len(res.Warnings) == 0 && len(materials) == 0 {
+		return r
+	}
+	side, err1 := httpserver.EncodeJSON(Sidecar{Warnings: res.Warnings, Context: materials})
+	full, err2 := httpserver.EncodeJSON(ToolResult{Success: res.Success, Output: res.Output, Error: res.Error, Warnings: res.Warnings, Context: materials})
+	if err1 == nil && err2 == nil {
+		r.Content = append(r.Content, &mcp.TextContent{Text: string(side)})
+		r.StructuredContent = json.RawMessage(full)
+	}
 	return r
 }
 
-// result renders a ToolResult as an MCP CallToolResult: the structured
-// value, the same JSON as text for clients that only read content, and
-// isError when the call failed. It also returns that JSON.
-func result(tr ToolResult) (*mcp.CallToolResult, []byte) {
-	if tr.Output == nil {
-		tr.Output = map[string]any{}
-	}
-	b, err := json.Marshal(tr)
-	if err != nil {
-		b = []byte(`{"success":false,"output":{},"error":{"kind":"internal","message":"result not serializable"}}`)
-	}
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
-		StructuredContent: json.RawMessage(b),
-		IsError:           !tr.Success,
-	}, b
-}
-
 // mcpTool describes a kernel tool for tools/list: its input schema with the
-// wrapper members added, the ToolResult envelope as output schema, and its
-// annotations (local projects: never open-world).
-func mcpTool(t *kernel.Tool) *mcp.Tool {
+// wrapper members added (context_request only when modern), the ToolResult
+// envelope as output schema, and its annotations (local projects: never
+// open-world).
+func mcpTool(t *kernel.Tool, modern bool) *mcp.Tool {
 	closed := false
 	destructive := t.Annotations.Destructive
 	out := map[string]any{
@@ -280,11 +333,13 @@ func mcpTool(t *kernel.Tool) *mcp.Tool {
 			"success": map[string]any{"type": "boolean"},
 			"output":  map[string]any{"anyOf": []any{compact(t.OutputSchema), map[string]any{"type": "object"}}},
 			"error":   map[string]any{"type": "object"},
-			"context": map[string]any{"type": "object"},
 		},
 	}
+	if modern {
+		out["properties"].(map[string]any)["context"] = map[string]any{"type": "object"}
+	}
 	// Schemas are serialized once here, not on every tools/list.
-	in, _ := json.Marshal(inputSchema(t))
+	in, _ := json.Marshal(inputSchema(t, modern))
 	outB, _ := json.Marshal(out)
 	return &mcp.Tool{
 		Name:         t.Name,
@@ -300,7 +355,7 @@ func mcpTool(t *kernel.Tool) *mcp.Tool {
 	}
 }
 
-func inputSchema(t *kernel.Tool) map[string]any {
+func inputSchema(t *kernel.Tool, modern bool) map[string]any {
 	in := kernel.SchemaMap(t.InputSchema)
 	props, _ := in["properties"].(map[string]any)
 	props = maps.Clone(props)
@@ -311,9 +366,11 @@ func inputSchema(t *kernel.Tool) map[string]any {
 		"description": "wc_sess_ id to record this call in"}
 	props[fieldAcks] = map[string]any{"type": "array", "maxItems": MaxAckIDs,
 		"items": map[string]any{"type": "string", "pattern": ackIDRE.String()}}
-	props[fieldContext] = map[string]any{"type": "array", "maxItems": MaxContextKeys,
-		"items":       map[string]any{"type": "string", "maxLength": MaxContextKeyBytes},
-		"description": strings.Join(knownMaterials, ", ")}
+	if modern {
+		props[fieldContext] = map[string]any{"type": "array", "maxItems": MaxContextKeys,
+			"items":       map[string]any{"type": "string", "maxLength": MaxContextKeyBytes},
+			"description": strings.Join(knownMaterials, ", ")}
+	}
 	in["properties"] = props
 	return in
 }
@@ -348,8 +405,10 @@ func stripDescriptions(v any) {
 const principalKey = "webcodex.principal"
 
 // Handler returns the stateless Streamable HTTP handler for /mcp. It must be
-// mounted behind the HTTP stack's bearer authentication, which puts the
-// principal in the request context (auth.WithPrincipal).
+// mounted on the httpserver.Mux as an authenticated route: the Mux puts the
+// principal in the request context (auth.WithPrincipal) and reads the body
+// once (httpserver.Body); maxBody is the SDK's own bound over the same
+// bytes.
 func (s *Server) Handler(maxBody int64) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
@@ -357,5 +416,5 @@ func (s *Server) Handler(maxBody int64) http.Handler {
 		Logger:                       sdkLogger(s.log),
 		MaxRequestBodyBytes:          maxBody,
 	})
-	return sdkauth.RequireBearerToken(principalFromRequest, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(prefilter(h, maxBody))
+	return sdkauth.RequireBearerToken(principalFromRequest, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(prefilter(h))
 }

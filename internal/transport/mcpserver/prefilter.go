@@ -3,9 +3,9 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
+
+	"github.com/webcodex/webcodex/internal/httpserver"
 )
 
 // JSON-RPC error codes the pre-filter answers with.
@@ -19,24 +19,15 @@ const (
 // protocol in 2025-06-18; the SDK would still serve one for a request
 // without a version header, letting one HTTP request carry thousands of
 // tool calls past the server's concurrency bound), and a body that is not
-// JSON gets a JSON-RPC parse error rather than plain text. The body is
-// bounded by maxBody.
-func prefilter(next http.Handler, maxBody int64) http.Handler {
+// JSON gets a JSON-RPC parse error rather than plain text. The body is the
+// one the HTTP stack read (httpserver.Body, already bounded).
+func prefilter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-				return
-			}
-			http.Error(w, "cannot read request body", http.StatusBadRequest)
-			return
-		}
+		body := httpserver.Body(r)
 		trimmed := bytes.TrimLeft(body, " \t\r\n")
 		switch {
 		case len(trimmed) > 0 && trimmed[0] == '[':
@@ -46,8 +37,6 @@ func prefilter(next http.Handler, maxBody int64) http.Handler {
 			rpcError(w, codeParseError, "the request body is not valid JSON")
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
 }
@@ -55,7 +44,9 @@ func prefilter(next http.Handler, maxBody int64) http.Handler {
 func rpcError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
-	json.NewEncoder(w).Encode(map[string]any{
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(map[string]any{
 		"jsonrpc": "2.0", "id": nil,
 		"error": map[string]any{"code": code, "message": msg},
 	})

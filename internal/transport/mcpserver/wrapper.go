@@ -1,18 +1,17 @@
 package mcpserver
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/transport/wrapper"
 )
 
 // Bounds of the MCP wrapper metadata.
@@ -39,40 +38,39 @@ const (
 
 var ackIDRE = regexp.MustCompile(`^wc_msg_[0-9a-f]{32}$`)
 
-// wrapper is the MCP-only metadata of one tools/call.
-type wrapper struct {
+// wrapperMeta is the MCP-only metadata of one tools/call.
+type wrapperMeta struct {
 	recorder string
 	acks     []string
 	context  []string
 }
 
 // splitArguments removes the wrapper members from a tools/call arguments
-// object and validates them. Arguments that are not an object are returned
-// unchanged for the kernel to reject. A wrapper member of the wrong type or
-// over its bound is a failure.InvalidArguments.
-func splitArguments(raw json.RawMessage) (json.RawMessage, wrapper, error) {
-	var w wrapper
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return raw, w, nil
+// object (wrapper.Split: duplicate keys at any depth are refused) and
+// validates them. context_request is a wrapper member only when modern
+// (2026-07-28); a legacy call carrying it keeps it in its arguments, where
+// the tool's schema refuses it as an unknown argument. Arguments that are
+// not an object are returned unchanged for the kernel to reject. A wrapper
+// member of the wrong type or over its bound is a failure.InvalidArguments.
+func splitArguments(raw json.RawMessage, modern bool) (json.RawMessage, wrapperMeta, error) {
+	var w wrapperMeta
+	names := []string{fieldRecorder, fieldAcks}
+	if modern {
+		names = append(names, fieldContext)
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &members); err != nil {
-		return raw, w, nil // malformed: the kernel reports it
+	rest, members, err := wrapper.Split(raw, names...)
+	if err != nil {
+		return nil, w, err
 	}
-	found := false
 	if v, ok := members[fieldRecorder]; ok {
-		found = true
 		if err := json.Unmarshal(v, &w.recorder); err != nil {
 			return nil, w, failure.New(failure.InvalidArguments, "%s must be a string", fieldRecorder)
 		}
 		if len(w.recorder) > MaxRecordingSessionIDBytes {
 			return nil, w, failure.New(failure.InvalidArguments, "%s is longer than %d bytes", fieldRecorder, MaxRecordingSessionIDBytes)
 		}
-		delete(members, fieldRecorder)
 	}
 	if v, ok := members[fieldAcks]; ok {
-		found = true
 		if err := json.Unmarshal(v, &w.acks); err != nil {
 			return nil, w, failure.New(failure.InvalidArguments, "%s must be an array of message ids", fieldAcks)
 		}
@@ -84,10 +82,8 @@ func splitArguments(raw json.RawMessage) (json.RawMessage, wrapper, error) {
 				return nil, w, failure.New(failure.InvalidArguments, "%s: %q is not a wc_msg_ id", fieldAcks, clip(id))
 			}
 		}
-		delete(members, fieldAcks)
 	}
 	if v, ok := members[fieldContext]; ok {
-		found = true
 		if err := json.Unmarshal(v, &w.context); err != nil {
 			return nil, w, failure.New(failure.InvalidArguments, "%s must be an array of material keys", fieldContext)
 		}
@@ -99,16 +95,8 @@ func splitArguments(raw json.RawMessage) (json.RawMessage, wrapper, error) {
 				return nil, w, failure.New(failure.InvalidArguments, "%s keys must be 1-%d bytes", fieldContext, MaxContextKeyBytes)
 			}
 		}
-		delete(members, fieldContext)
 	}
-	if !found {
-		return raw, w, nil
-	}
-	out, err := json.Marshal(members)
-	if err != nil {
-		return nil, w, fmt.Errorf("mcpserver: re-encode arguments: %w", err)
-	}
-	return out, w, nil
+	return rest, w, nil
 }
 
 func clip(s string) string {

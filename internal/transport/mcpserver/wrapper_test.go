@@ -20,7 +20,7 @@ import (
 
 func TestSplitArguments(t *testing.T) {
 	ack := "wc_msg_" + strings.Repeat("a", 32)
-	args, w, err := splitArguments(json.RawMessage(`{"project":"p","recording_session_id":"wc_sess_x","ack_session_message_ids":["` + ack + `"],"context_request":["webcodex.workflow"]}`))
+	args, w, err := splitArguments(json.RawMessage(`{"project":"p","recording_session_id":"wc_sess_x","ack_session_message_ids":["`+ack+`"],"context_request":["webcodex.workflow"]}`), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestSplitArguments(t *testing.T) {
 	}
 	// Arguments without wrapper members pass through byte for byte.
 	in := json.RawMessage(`{"b":1, "a":2}`)
-	if out, _, _ := splitArguments(in); string(out) != string(in) {
+	if out, _, _ := splitArguments(in, true); string(out) != string(in) {
 		t.Fatalf("rewrote %s as %s", in, out)
 	}
 	many := make([]string, MaxAckIDs+1)
@@ -52,7 +52,7 @@ func TestSplitArguments(t *testing.T) {
 		"ErrContextKeyLong":  `{"context_request":["` + strings.Repeat("k", MaxContextKeyBytes+1) + `"]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, _, err := splitArguments(json.RawMessage(raw)); failure.KindOf(err) != failure.InvalidArguments {
+			if _, _, err := splitArguments(json.RawMessage(raw), true); failure.KindOf(err) != failure.InvalidArguments {
 				t.Fatalf("got %v, want invalid_arguments", err)
 			}
 		})

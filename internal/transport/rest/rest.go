@@ -21,8 +21,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -31,6 +29,7 @@ import (
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
+	"github.com/webcodex/webcodex/internal/transport/wrapper"
 )
 
 // StatusFunc reports the server status for /api/status.
@@ -95,27 +94,9 @@ type CallRequest struct {
 	RecordingSessionID string          `json:"recording_session_id,omitempty"`
 }
 
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			httpserver.WriteError(w, http.StatusRequestEntityTooLarge, failure.New(failure.RequestTooLarge, "request body exceeds %d bytes", httpserver.MaxBodyBytes))
-			return nil, false
-		}
-		httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "cannot read request body"))
-		return nil, false
-	}
-	return body, true
-}
-
 func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
-	body, ok := readBody(w, r)
-	if !ok {
-		return
-	}
 	var req CallRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
+	dec := json.NewDecoder(bytes.NewReader(httpserver.Body(r)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "request body must be {tool, arguments, recording_session_id?}: %v", err))
@@ -129,52 +110,57 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 }
 
 // callAction serves GPT Actions: the body is the tool's argument object,
-// which may also carry recording_session_id.
+// which may also carry recording_session_id (split off by wrapper.Split,
+// which refuses duplicate keys at any depth).
 func (s *Server) callAction(w http.ResponseWriter, r *http.Request) {
-	body, ok := readBody(w, r)
-	if !ok {
+	req := CallRequest{Tool: r.PathValue("tool")}
+	body := httpserver.Body(r)
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && (trimmed[0] != '{' || !json.Valid(body)) {
+		s.reject(w, r, req.Tool, failure.New(failure.InvalidArguments, "request body must be a JSON object"))
 		return
 	}
-	req := CallRequest{Tool: r.PathValue("tool"), Arguments: body}
-	if len(bytes.TrimSpace(body)) > 0 {
-		var members map[string]json.RawMessage
-		if err := json.Unmarshal(body, &members); err != nil {
-			s.reject(w, r, req.Tool, failure.New(failure.InvalidArguments, "request body must be a JSON object"))
+	args, members, err := wrapper.Split(body, fieldRecorder)
+	if err != nil {
+		s.reject(w, r, req.Tool, err)
+		return
+	}
+	req.Arguments = args
+	if raw, ok := members[fieldRecorder]; ok {
+		if err := json.Unmarshal(raw, &req.RecordingSessionID); err != nil {
+			s.reject(w, r, req.Tool, failure.New(failure.InvalidArguments, "%s must be a string", fieldRecorder))
 			return
-		}
-		if raw, ok := members["recording_session_id"]; ok {
-			if err := json.Unmarshal(raw, &req.RecordingSessionID); err != nil {
-				s.reject(w, r, req.Tool, failure.New(failure.InvalidArguments, "recording_session_id must be a string"))
-				return
-			}
-			delete(members, "recording_session_id")
-			req.Arguments, _ = json.Marshal(members)
 		}
 	}
 	s.dispatch(w, r, req)
 }
 
+// fieldRecorder is the one wrapper member of a GPT Actions body.
+const fieldRecorder = "recording_session_id"
+
+// dispatch runs req and writes its ToolResult. Without warnings the body
+// is exactly res.Body plus a newline, so sha256 of the body without its
+// final newline is the evidence record's result_digest; with warnings it
+// is {success, output, error, warnings}, whose first three members are
+// res.Body's.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req CallRequest) {
+	auditmw.ReportName(r.Context(), req.Tool)
 	p, _ := auth.PrincipalFrom(r.Context())
 	res := s.Kernel.Dispatch(r.Context(), kernel.Call{
 		Tool: req.Tool, Arguments: req.Arguments, RecordingSessionID: req.RecordingSessionID,
 		Principal: p, Source: kernel.SourceREST,
 	})
-	body, err := httpserver.EncodeJSON(res)
-	if err != nil {
-		res = kernel.Failure(failure.Wrap(failure.Internal, err, "tool result not serializable"))
-		body, _ = httpserver.EncodeJSON(res)
+	if res.Body == nil {
+		res = kernel.Failure(failure.New(failure.Internal, "tool result not serializable"))
 	}
-	if t, ok := s.Kernel.Registry().Lookup(req.Tool); ok {
-		final := body
-		if len(res.Warnings) > 0 {
-			// The model-facing result is {success, output, error}.
-			bare := res
-			bare.Warnings = nil
-			final, _ = httpserver.EncodeJSON(bare)
+	body := res.Body
+	if len(res.Warnings) > 0 {
+		var err error
+		if body, err = httpserver.EncodeJSON(res); err != nil {
+			body = res.Body
 		}
-		auditmw.ReportTool(r.Context(), t, res, final)
 	}
+	t, _ := s.Kernel.Registry().Lookup(req.Tool)
+	auditmw.ReportTool(r.Context(), t, res)
 	httpserver.WriteJSONBytes(w, http.StatusOK, body)
 }
 
@@ -182,9 +168,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req CallReques
 // dispatch; a registered tool still counts the call as a pre-result
 // rejection in its model_ergonomics.
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, tool string, err error) {
-	if t, ok := s.Kernel.Registry().Lookup(tool); ok {
-		auditmw.ReportTool(r.Context(), t, kernel.Failure(err), nil)
-	}
+	t, _ := s.Kernel.Registry().Lookup(tool)
+	auditmw.ReportTool(r.Context(), t, kernel.Failure(err))
 	httpserver.WriteError(w, http.StatusBadRequest, err)
 }
 
