@@ -305,10 +305,13 @@ func TestHandoffActionsNameRegisteredTools(t *testing.T) {
 	s := startApp(t, t.TempDir())
 	defer s.stop(t)
 	reg := s.a.Kernel.Registry()
-	ident := regexp.MustCompile(`\b[a-z]+(?:_[a-z]+)+\b`)
+	// A snake_case word is a tool name unless it is a member of a field
+	// path (progress.may_have_changed).
+	ident := regexp.MustCompile(`(?:^|[^.\w])([a-z]+(?:_[a-z]+)+)\b`)
 	var named []string
 	for _, tmpl := range handoff.ActionTemplates {
-		for _, name := range ident.FindAllString(tmpl, -1) {
+		for _, m := range ident.FindAllStringSubmatch(tmpl, -1) {
+			name := m[1]
 			if _, ok := reg.Lookup(name); !ok {
 				t.Errorf("action %q names %s, which is not a registered tool", tmpl, name)
 			}

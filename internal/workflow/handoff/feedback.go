@@ -389,7 +389,7 @@ const (
 // can check that each tool an action names is registered.
 var ActionTemplates = []string{
 	ActionFixTest, ActionFixValidation, ActionConflict, ActionObserveJobs, ActionValidate,
-	ActionRevalidate, ActionReread, ActionStart, ActionContinue, ActionReview, ActionClosed,
+	ActionRevalidate, ActionReread, ActionStart, ActionContinue, ActionReview, ActionClosed, ActionInspectUnknown,
 }
 
 // suggest returns at most MaxSuggestedActions fixed-template actions; the

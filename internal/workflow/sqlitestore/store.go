@@ -237,15 +237,32 @@ func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []wor
 			finished[e.CallID] = true
 		}
 	}
+	// A transaction's statement lives until it is closed or the
+	// transaction ends: bind each at most once per append and close it, so
+	// that a long transaction (an import) does not accumulate them.
+	var open, closing *sql.Stmt
+	defer func() {
+		for _, st := range []*sql.Stmt{open, closing} {
+			if st != nil {
+				st.Close()
+			}
+		}
+	}()
 	for _, e := range evs {
 		switch {
 		case e.Kind == workflow.EventToolCallStarted && started[e.CallID] && !finished[e.CallID]:
-			if _, err := tx.StmtContext(ctx, s.stmts.openCall).ExecContext(ctx, id, e.CallID, e.InvocationID, e.Tool,
+			if open == nil {
+				open = tx.StmtContext(ctx, s.stmts.openCall)
+			}
+			if _, err := open.ExecContext(ctx, id, e.CallID, e.InvocationID, e.Tool,
 				string(e.Role), e.At.UnixNano(), e.Seq, s.inst.id); err != nil {
 				return err
 			}
 		case e.Kind == workflow.EventToolCallFinished && finished[e.CallID] && !started[e.CallID]:
-			if _, err := tx.StmtContext(ctx, s.stmts.closeCall).ExecContext(ctx, id, e.CallID); err != nil {
+			if closing == nil {
+				closing = tx.StmtContext(ctx, s.stmts.closeCall)
+			}
+			if _, err := closing.ExecContext(ctx, id, e.CallID); err != nil {
 				return err
 			}
 		}
