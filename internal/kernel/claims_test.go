@@ -270,3 +270,26 @@ func TestResultFacts(t *testing.T) {
 		t.Fatalf("unknown tool facts %+v", unknown)
 	}
 }
+
+// TestTransportRefusalIsJournaled: an envelope the transport refused is
+// refused by the kernel, which runs nothing, writes no session event and
+// journals the refusal with the claim it carried, unchecked.
+func TestTransportRefusalIsJournaled(t *testing.T) {
+	e := newEnv(t)
+	id := e.start(t, "")
+	before := len(e.events(t, id))
+	refusal := failure.New(failure.InvalidArguments, "duplicate key \"a\" in arguments")
+	res := e.k.Dispatch(context.Background(), kernel.Call{Tool: "write_echo", Principal: auth.LocalUser(), Source: kernel.SourceMCP,
+		Arguments: json.RawMessage(`{"project":"` + projA + `","text":"x"}`), RecordingSessionID: id, Refusal: refusal})
+	r := e.records[len(e.records)-1]
+	if res.Success || !res.Refused || res.Error.Kind != failure.InvalidArguments || res.Tool != "write_echo" {
+		t.Fatalf("result %+v", res)
+	}
+	if r.Outcome != evidence.OutcomeRefused || r.Binding.State != evidence.BindingUnknown || r.Binding.ClaimedSessionID != id ||
+		!r.Mutates || r.Tool != "write_echo" || r.ErrorKind != string(failure.InvalidArguments) {
+		t.Fatalf("record %+v", r)
+	}
+	if got := len(e.events(t, id)); got != before {
+		t.Fatalf("%d events written", got-before)
+	}
+}

@@ -56,6 +56,10 @@ type Call struct {
 	// Progress, when set, receives the tool's progress reports (the
 	// transport forwards them to a client that asked for progress).
 	Progress ProgressFunc
+	// Refusal, when set, is why the transport refused the call's envelope
+	// (a duplicate key, a malformed wrapper member): the kernel runs
+	// nothing, and records the refusal like any other.
+	Refusal error
 }
 
 // ProgressFunc receives a progress report: progress increases, total is 0
@@ -369,6 +373,13 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 	k.inflight.Add(1)
 	defer k.inflight.Add(-1)
 
+	if c.Refusal != nil {
+		res := k.refuse(rec, c.Refusal)
+		if t, ok := k.reg.Lookup(c.Tool); ok {
+			rec.Mutates, res.Tool = t.Mutates, t.Name
+		}
+		return res
+	}
 	tool, in, err := k.admitCall(c, rec)
 	if err != nil {
 		res := k.refuse(rec, err)

@@ -211,13 +211,13 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 		}
 		callEra := era(req.ProtocolVersion())
 		args, w, err := splitArguments(req.Params.Arguments, callEra == EraModern)
-		if err != nil {
-			return refused(ctx, t, err), nil
-		}
 		call := kernel.Call{
 			Tool: t.Name, Arguments: args, RecordingSessionID: w.recorder, AckMessageIDs: w.acks,
 			Principal: p, Source: kernel.SourceMCP, ProtocolEra: callEra,
 			ClientWindow: clientWindow(req.Params.Meta, p),
+			// An envelope the splitter refused is refused by the kernel,
+			// which records it.
+			Refusal: err,
 		}
 		if ci := req.ClientInfo(); ci != nil {
 			call.ClientName = clipTo(ci.Name+"/"+ci.Version, 128)
@@ -236,7 +236,7 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 		}
 		res := s.opts.Kernel.Dispatch(ctx, call)
 		var materials map[string]Material
-		if len(w.context) > 0 {
+		if len(w.context) > 0 && err == nil {
 			materials = s.materials(ctx, p, args, w.context)
 		}
 		auditmw.ReportTool(ctx, t, res)

@@ -168,8 +168,10 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req CallReques
 // dispatch; a registered tool still counts the call as a pre-result
 // rejection in its model_ergonomics.
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, tool string, err error) {
+	p, _ := auth.PrincipalFrom(r.Context())
+	res := s.Kernel.Dispatch(r.Context(), kernel.Call{Tool: tool, Principal: p, Source: kernel.SourceREST, Refusal: err})
 	t, _ := s.Kernel.Registry().Lookup(tool)
-	auditmw.ReportTool(r.Context(), t, kernel.Failure(err))
+	auditmw.ReportTool(r.Context(), t, res)
 	httpserver.WriteError(w, http.StatusBadRequest, err)
 }
 
