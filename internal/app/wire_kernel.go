@@ -47,7 +47,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	files.Register(reg)
 	search.Register(reg)
 	edit.Register(reg)
-	git.Register(reg)
+	git.Register(reg, &git.Tools{Host: a.Runner})
 	run.Register(reg, &run.Tools{Host: a.Runner, Jobs: a.Jobs})
 	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs}
 	jt := &jobtools.Tools{Jobs: a.Jobs}
