@@ -57,8 +57,8 @@ func NewRegistry(a *App) *kernel.Registry {
 	jobtools.Register(reg, jt)
 	shelltools.Register(reg, a.Shells)
 	validate.Register(reg, vt)
-	handofftools.Register(reg, &handofftools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal})
-	finishtools.Register(reg, &finishtools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal})
+	handofftools.Register(reg, &handofftools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})
+	finishtools.Register(reg, &finishtools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})
 	return reg
 }
 
