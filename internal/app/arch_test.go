@@ -9,7 +9,7 @@ import (
 
 // TestArchitecture keeps DESIGN.md's layering true: arrows only point down.
 func TestArchitecture(t *testing.T) {
-	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", "github.com/webcodex/webcodex/...").Output()
+	out, err := exec.Command("go", "list", "-json=ImportPath,Deps,Imports", "github.com/webcodex/webcodex/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -18,6 +18,8 @@ func TestArchitecture(t *testing.T) {
 	type pkg struct {
 		ImportPath string
 		Deps       []string
+		// Imports are the direct (non-test) imports; Deps is transitive.
+		Imports []string
 	}
 	rules := []struct {
 		from      []string // package prefixes (relative to the module)
@@ -25,7 +27,8 @@ func TestArchitecture(t *testing.T) {
 		why       string
 	}{
 		{[]string{"internal/workflow", "internal/auth", "internal/project", "internal/failure", "internal/redact",
-			"internal/sqlitedb", "internal/runner", "internal/shell", "internal/jobs", "internal/testreport", "internal/audit", "internal/evidence"},
+			"internal/sqlitedb", "internal/runner", "internal/shell", "internal/jobs", "internal/testreport", "internal/audit", "internal/evidence",
+			"internal/gitrepo"},
 			[]string{"internal/kernel", "internal/tools", "internal/transport", "internal/httpserver", "internal/app"},
 			"domains and infrastructure import no kernel, tool or transport"},
 		{[]string{"internal/kernel"}, []string{"internal/transport", "internal/httpserver", "internal/app", "internal/tools"},
@@ -36,6 +39,14 @@ func TestArchitecture(t *testing.T) {
 		{[]string{"internal/audit"}, []string{"internal/workflow"}, "Action Audit Sessions never read or write Workflow Sessions"},
 		{[]string{"internal/workflow"}, []string{"internal/audit"}, "Workflow Sessions never read or write Action Audit Sessions"},
 		{[]string{"internal/evidence"}, []string{"internal/workflow", "internal/audit"}, "the evidence journal is its own system: it reads no session store"},
+	}
+	// Tool packages (internal/tools/<tool>) import no other tool package:
+	// what two tools share lives in a domain or infrastructure package.
+	// toolPairsPending lists the direct imports still to be removed.
+	toolPairsPending := map[[2]string]bool{
+		// Pending: tools/handoff and tools/finish merge into one closeout
+		// package with one workspace snapshot (issue 11, item 12).
+		{"internal/tools/finish", "internal/tools/handoff"}: true,
 	}
 	seen := 0
 	for dec.More() {
@@ -59,6 +70,16 @@ func TestArchitecture(t *testing.T) {
 				}
 			}
 		}
+		if tool := toolOf(rel); tool != "" {
+			for _, d := range p.Imports {
+				drel := strings.TrimPrefix(d, mod)
+				if other := toolOf(drel); other != "" && other != tool && strings.HasPrefix(d, mod) {
+					if !toolPairsPending[[2]string{rel, drel}] {
+						t.Errorf("%s imports %s: tools import no other tools package", rel, drel)
+					}
+				}
+			}
+		}
 		// Only the composition root opens concrete stores.
 		if !strings.HasPrefix(rel, "internal/app") && !strings.HasPrefix(rel, "cmd/") && !strings.Contains(rel, "sqlitestore") {
 			for _, d := range p.Deps {
@@ -71,6 +92,17 @@ func TestArchitecture(t *testing.T) {
 	if seen < 10 {
 		t.Fatalf("go list returned only %d packages", seen)
 	}
+}
+
+// toolOf returns the tool directory of a module-relative package under
+// internal/tools ("internal/tools/git" for internal/tools/git/...), or "".
+func toolOf(rel string) string {
+	rest, ok := strings.CutPrefix(rel, "internal/tools/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return "internal/tools/" + name
 }
 
 func hasPrefix(s string, prefixes []string) bool {

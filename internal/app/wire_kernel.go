@@ -47,7 +47,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	files.Register(reg)
 	search.Register(reg)
 	edit.Register(reg)
-	git.Register(reg)
+	git.Register(reg, &git.Tools{Host: a.Runner})
 	run.Register(reg, &run.Tools{Host: a.Runner, Jobs: a.Jobs})
 	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs}
 	jt := &jobtools.Tools{Jobs: a.Jobs}
@@ -57,8 +57,8 @@ func NewRegistry(a *App) *kernel.Registry {
 	jobtools.Register(reg, jt)
 	shelltools.Register(reg, a.Shells)
 	validate.Register(reg, vt)
-	handofftools.Register(reg, &handofftools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal})
-	finishtools.Register(reg, &finishtools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal})
+	handofftools.Register(reg, &handofftools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})
+	finishtools.Register(reg, &finishtools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})
 	return reg
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/runner"
 	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
@@ -93,6 +94,8 @@ type Tools struct {
 	Jobs     *jobs.Manager
 	// Evidence, when set, signs the journal head for the brief's basis.
 	Evidence handofftools.Journal
+	// Host runs git for the workspace snapshot (nil: runner.Local).
+	Host runner.Host
 }
 
 // Register adds finish_coding_task to reg.
@@ -257,7 +260,7 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 	jobSnap, jobsStatus := t.jobs(ctx, sess)
 	var snap *snapshot
 	if includeWorkspace && inv.HasProject {
-		snap = gitStatus(ctx, inv.Project.Root)
+		snap = gitStatus(ctx, t.Host, inv.Project.Root)
 	}
 	after, err := t.Sessions.Get(ctx, in.SessionID)
 	changed := err != nil || after.EventsObserved != sess.EventsObserved

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/gitrepo"
 	"github.com/webcodex/webcodex/internal/kernel"
 )
 
@@ -16,7 +17,7 @@ const MaxUntrackedOutputBytes = 1 << 20
 // hunk headers and line prefixes.
 const patchOverheadBytes = 256 << 10
 
-func gitDiff(ctx context.Context, inv *kernel.Invocation, in DiffInput) (DiffOutput, error) {
+func (t *Tools) gitDiff(ctx context.Context, inv *kernel.Invocation, in DiffInput) (DiffOutput, error) {
 	ctxLines, maxBytes := DefaultContextLines, DefaultDiffBytes
 	if in.ContextLines != nil {
 		if *in.ContextLines < 0 || *in.ContextLines > MaxContextLines {
@@ -45,17 +46,13 @@ func gitDiff(ctx context.Context, inv *kernel.Invocation, in DiffInput) (DiffOut
 		specs = []string{"."}
 	}
 
-	ctx, cancel := withTimeout(ctx, GitTimeout)
+	ctx, cancel := gitrepo.WithTimeout(ctx)
 	defer cancel()
-	r, err := newRunner(inv.Project.Root)
+	r, err := gitrepo.Open(ctx, t.Host, inv.Project.Root)
 	if err != nil {
 		return DiffOutput{}, err
 	}
-	info, err := r.probe(ctx)
-	if err != nil {
-		return DiffOutput{}, err
-	}
-	if !info.inside {
+	if !r.Inside {
 		return DiffOutput{}, failure.New(failure.InvalidArguments,
 			"the project is not inside a git work tree; git_status reports is_git_repo=false").
 			WithDetail("is_git_repo", false)
@@ -63,7 +60,7 @@ func gitDiff(ctx context.Context, inv *kernel.Invocation, in DiffInput) (DiffOut
 
 	if !in.Staged {
 		var cleanup func()
-		if r, cleanup, err = r.privateIndex(info); err != nil {
+		if r, cleanup, err = r.PrivateIndex(); err != nil {
 			return DiffOutput{}, err
 		}
 		defer cleanup()
@@ -76,19 +73,19 @@ func gitDiff(ctx context.Context, inv *kernel.Invocation, in DiffInput) (DiffOut
 		a := append(append(append([]string{}, base...), extra...), "--")
 		return append(a, specs...)
 	}
-	listOut, listTrunc, err := r.run(ctx, MaxDiffListBytes, args("--raw", "--numstat", "-z")...)
+	listOut, listTrunc, err := r.Run(ctx, MaxDiffListBytes, args("--raw", "--numstat", "-z")...)
 	if err != nil {
-		return DiffOutput{}, asFailure(err, "diff")
+		return DiffOutput{}, err
 	}
-	patchOut, patchTrunc, err := r.run(ctx, 2*maxBytes+patchOverheadBytes,
+	patchOut, patchTrunc, err := r.Run(ctx, 2*maxBytes+patchOverheadBytes,
 		args("--src-prefix=a/", "--dst-prefix=b/", "-U"+strconv.Itoa(ctxLines))...)
 	if err != nil {
-		return DiffOutput{}, asFailure(err, "diff")
+		return DiffOutput{}, err
 	}
-	untrackedOut, untrackedTrunc, err := r.run(ctx, MaxUntrackedOutputBytes,
+	untrackedOut, untrackedTrunc, err := r.Run(ctx, MaxUntrackedOutputBytes,
 		append([]string{"ls-files", "-z", "--others", "--exclude-standard", "--directory", "--no-empty-directory", "--"}, specs...)...)
 	if err != nil {
-		return DiffOutput{}, asFailure(err, "ls-files")
+		return DiffOutput{}, err
 	}
 
 	files := parseFileList(listOut)

@@ -2,14 +2,13 @@
 //
 // # Contract
 //
-// The tools run the git binary found on the server's PATH with a fixed
-// argv (no shell), in the project root, with a scrubbed environment (PATH,
-// HOME, LANG=C, LC_ALL=C, GIT_TERMINAL_PROMPT=0, GIT_OPTIONAL_LOCKS=0,
-// GIT_LITERAL_PATHSPECS=1, GIT_PAGER=cat; nothing else of the server's
-// environment), under GitTimeout and with every output bounded. They never
-// take optional locks or write the repository (git_diff gives git a private
-// copy of the index, which porcelain diff would otherwise refresh in
-// place), never run external diff or textconv drivers and disable
+// The tools read git through internal/gitrepo, which runs the git binary
+// found on the server's PATH through the runner host with a fixed argv (no
+// shell), in the project root, with a scrubbed environment (see the
+// gitrepo package), under GitTimeout and with every output bounded. They
+// never take optional locks or write the repository (git_diff gives git a
+// private copy of the index, which porcelain diff would otherwise refresh
+// in place), never run external diff or textconv drivers and disable
 // fsmonitor hooks. Paths are reported relative to the
 // project root, also when the project is a subdirectory of a larger
 // repository (changes outside the project are then not reported).
@@ -26,20 +25,20 @@
 package git
 
 import (
-	"time"
-
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/gitrepo"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/runner"
 )
 
 // Bounds.
 const (
 	// GitTimeout bounds one git tool call (all of its git processes).
-	GitTimeout = 30 * time.Second
+	GitTimeout = gitrepo.Timeout
 	// MaxStatusEntries bounds the entries of git_status.
-	MaxStatusEntries = 500
+	MaxStatusEntries = gitrepo.MaxStatusEntries
 	// MaxStatusOutputBytes bounds the raw output read from git status.
-	MaxStatusOutputBytes = 4 << 20
+	MaxStatusOutputBytes = gitrepo.MaxStatusOutputBytes
 	// MaxDiffPaths bounds the paths filter of git_diff.
 	MaxDiffPaths = 32
 	// DefaultContextLines and MaxContextLines bound git_diff context_lines.
@@ -57,19 +56,19 @@ const (
 	MaxUntracked = 100
 	// MaxIndexCopyBytes bounds the index git_diff copies so that git's
 	// opportunistic index refresh never writes the repository's index.
-	MaxIndexCopyBytes = 64 << 20
+	MaxIndexCopyBytes = gitrepo.MaxIndexCopyBytes
 	// MaxStderrBytes bounds the git diagnostics kept for an error message.
-	MaxStderrBytes = 4096
+	MaxStderrBytes = gitrepo.MaxStderrBytes
 )
 
-// Status entry kinds.
+// Status entry kinds (gitrepo's).
 const (
-	KindModified   = "modified"
-	KindAdded      = "added"
-	KindDeleted    = "deleted"
-	KindRenamed    = "renamed"
-	KindUntracked  = "untracked"
-	KindConflicted = "conflicted"
+	KindModified   = gitrepo.KindModified
+	KindAdded      = gitrepo.KindAdded
+	KindDeleted    = gitrepo.KindDeleted
+	KindRenamed    = gitrepo.KindRenamed
+	KindUntracked  = gitrepo.KindUntracked
+	KindConflicted = gitrepo.KindConflicted
 )
 
 // Diff file statuses.
@@ -83,8 +82,14 @@ const (
 	StatusUnmerged    = "unmerged"
 )
 
+// Tools holds the dependencies of the git tools.
+type Tools struct {
+	// Host runs git (nil: runner.Local).
+	Host runner.Host
+}
+
 // Register adds git_status and git_diff to reg.
-func Register(reg *kernel.Registry) {
+func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[StatusInput, StatusOutput]{
 		Name: "git_status",
 		Description: "Report the git state of the project: branch, HEAD, upstream with ahead/behind, and up to 500 " +
@@ -93,7 +98,7 @@ func Register(reg *kernel.Registry) {
 		Scopes:      []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Session:     kernel.SessionOptional,
-		Handler:     gitStatus,
+		Handler:     t.gitStatus,
 	})
 	kernel.Register(reg, kernel.Spec[DiffInput, DiffOutput]{
 		Name: "git_diff",
@@ -104,7 +109,7 @@ func Register(reg *kernel.Registry) {
 		Scopes:      []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Session:     kernel.SessionOptional,
-		Handler:     gitDiff,
+		Handler:     t.gitDiff,
 	})
 }
 
@@ -114,37 +119,11 @@ type StatusInput struct {
 	kernel.SessionRef
 }
 
-// StatusOutput is the output of git_status.
-type StatusOutput struct {
-	IsGitRepo bool `json:"is_git_repo"`
-	// Branch is the checked-out branch; empty when HEAD is detached.
-	Branch   string `json:"branch,omitempty"`
-	Detached bool   `json:"detached,omitempty"`
-	// Head is the commit HEAD names; empty before the first commit.
-	Head     string `json:"head,omitempty"`
-	Upstream string `json:"upstream,omitempty"`
-	Ahead    int    `json:"ahead"`
-	Behind   int    `json:"behind"`
-	// Entries holds at most MaxStatusEntries entries in git's order.
-	Entries []StatusEntry `json:"entries"`
-	// Total counts every entry read; Truncated says Entries (or git's
-	// output, in which case Total is a lower bound) was cut.
-	Total      int  `json:"total"`
-	Truncated  bool `json:"truncated"`
-	Clean      bool `json:"clean" jsonschema:"true when nothing is modified, staged, untracked or conflicted"`
-	Conflicted int  `json:"conflicted"`
-}
+// StatusOutput is the output of git_status: gitrepo's status.
+type StatusOutput = gitrepo.Status
 
 // StatusEntry is one path of git_status.
-type StatusEntry struct {
-	Path    string `json:"path" jsonschema:"project-relative; untracked directories end in /"`
-	OldPath string `json:"old_path,omitempty" jsonschema:"source path of a rename or copy"`
-	// IndexStatus and WorktreeStatus are git's X and Y status letters
-	// ("." for unchanged, "?" for untracked).
-	IndexStatus    string `json:"index_status"`
-	WorktreeStatus string `json:"worktree_status"`
-	Kind           string `json:"kind" jsonschema:"modified, added, deleted, renamed, untracked or conflicted"`
-}
+type StatusEntry = gitrepo.Entry
 
 // DiffInput is the input of git_diff.
 type DiffInput struct {

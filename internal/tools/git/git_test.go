@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/tools/git"
 )
 
@@ -97,8 +99,13 @@ func (r *repo) commitAll(msg string) {
 
 func dispatch(t *testing.T, root, tool string, args map[string]any) kernel.Result {
 	t.Helper()
+	return dispatchOn(t, &runner.Local{}, root, tool, args)
+}
+
+func dispatchOn(t *testing.T, host runner.Host, root, tool string, args map[string]any) kernel.Result {
+	t.Helper()
 	reg := kernel.NewRegistry()
-	git.Register(reg)
+	git.Register(reg, &git.Tools{Host: host})
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{projectID: {ID: projectID, Name: "repo", Root: root}}})
 	if args == nil {
 		args = map[string]any{}
@@ -158,7 +165,7 @@ func byPath(entries []git.StatusEntry) map[string]git.StatusEntry {
 
 func TestRegistration(t *testing.T) {
 	reg := kernel.NewRegistry()
-	git.Register(reg)
+	git.Register(reg, &git.Tools{Host: &runner.Local{}})
 	for _, name := range []string{"git_status", "git_diff"} {
 		tool, ok := reg.Lookup(name)
 		if !ok {
@@ -169,6 +176,46 @@ func TestRegistration(t *testing.T) {
 			tool.Annotations != (kernel.Annotations{ReadOnly: true, Idempotent: true}) {
 			t.Errorf("%s: unexpected declaration %+v", name, tool)
 		}
+	}
+}
+
+// recordingHost is a runner.Host that records the git subcommands it
+// starts.
+type recordingHost struct {
+	runner.Local
+	mu       sync.Mutex
+	commands []string
+}
+
+func (h *recordingHost) Start(ctx context.Context, s runner.Spec) (*runner.Process, error) {
+	h.mu.Lock()
+	for _, a := range s.Argv[1:] {
+		if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
+			h.commands = append(h.commands, a)
+			break
+		}
+	}
+	h.mu.Unlock()
+	return h.Local.Start(ctx, s)
+}
+
+// TestGitRunsThroughTheHost: every git process of both tools is started
+// by the Host the tools were given.
+func TestGitRunsThroughTheHost(t *testing.T) {
+	r := newRepo(t)
+	r.write("a.txt", "a\n")
+	r.commitAll("one")
+	r.write("a.txt", "b\n")
+	h := &recordingHost{}
+	if st := decode[git.StatusOutput](t, dispatchOn(t, h, r.dir, "git_status", nil)); st.Total != 1 {
+		t.Fatalf("status = %+v", st)
+	}
+	if d := decode[git.DiffOutput](t, dispatchOn(t, h, r.dir, "git_diff", nil)); d.TotalFiles != 1 {
+		t.Fatalf("diff = %+v", d)
+	}
+	want := []string{"rev-parse", "status", "rev-parse", "diff", "diff", "ls-files"}
+	if !slices.Equal(h.commands, want) {
+		t.Fatalf("host started %q, want %q", h.commands, want)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
 )
@@ -45,6 +46,8 @@ type Tools struct {
 	// Evidence, when set, is the evidence journal: every brief signs its
 	// head and carries the session's binding counts in its basis.
 	Evidence Journal
+	// Host runs git for the workspace snapshot (nil: runner.Local).
+	Host runner.Host
 }
 
 // Journal is the evidence journal as a brief's basis needs it.
@@ -139,7 +142,7 @@ func (t *Tools) summary(ctx context.Context, inv *kernel.Invocation, in Input) (
 	jobSnap := t.jobs(ctx, sess)
 	var ws *handoff.WorkspaceSnapshot
 	if includeWorkspace && inv.HasProject {
-		ws = workspace(ctx, inv.Project.Root)
+		ws = workspace(ctx, t.Host, inv.Project.Root)
 	}
 	after, err := t.Sessions.Get(ctx, in.SessionID)
 	changed := err != nil || after.EventsObserved != sess.EventsObserved

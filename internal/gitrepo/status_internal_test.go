@@ -1,4 +1,4 @@
-package git
+package gitrepo
 
 import (
 	"slices"
@@ -25,5 +25,20 @@ func TestParseStatusRecords(t *testing.T) {
 	if !slices.Equal(paths, []string{"a b.go", "new name.go", "c.go", "u.txt"}) || !slices.Equal(conflicts, []string{"c.go"}) ||
 		st.Clean || st.Conflicted != 1 || st.Branch != "" || !st.Detached || st.Head != "abc" || st.Ahead != 2 || st.Behind != 3 {
 		t.Fatalf("paths %q conflicts %q status %+v", paths, conflicts, st)
+	}
+}
+
+func TestParseStatusTruncatedOutput(t *testing.T) {
+	out := "# branch.oid abc\x00# branch.head main\x00? one.txt\x002 R. N... 100644 100644 100644 a b R100 new.txt\x00old.t"
+	st := parseStatus([]byte(out), true, "")
+	if st.Total != 1 || !st.Truncated || st.Clean || st.Entries[0].Path != "one.txt" || st.Head != "abc" {
+		t.Fatalf("status = %+v", st)
+	}
+	// With a prefix, paths are project-relative and a rename source
+	// outside the project is not reported.
+	out = "2 R. N... 100644 100644 100644 a b R100 sub/new.txt\x00elsewhere.txt\x00"
+	st = parseStatus([]byte(out), false, "sub/")
+	if st.Entries[0].Path != "new.txt" || st.Entries[0].OldPath != "" || st.Entries[0].Kind != KindRenamed {
+		t.Fatalf("status = %+v", st)
 	}
 }
