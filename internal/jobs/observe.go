@@ -1,3 +1,6 @@
+// Observation: one bounded wait over 1-MaxObserveJobs jobs, woken by their
+// supervisors, returning committed records and new output by cursor.
+
 package jobs
 
 import (
