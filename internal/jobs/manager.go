@@ -35,6 +35,25 @@ type Options struct {
 	Retain int
 	Now    func() time.Time
 	Logger *slog.Logger
+	// OnFinished, when set, is called exactly once for each terminal state
+	// this Manager commits to the Store: a supervised job's end
+	// (succeeded, failed, timed_out, cancelled, stopped), a queued job
+	// stopped or cancelled, a start failure (failed, not_started), a job
+	// lost at shutdown, and each record Recover marks lost. It receives
+	// the committed record and runs in the goroutine that committed it
+	// (the job's supervisor, Stop, Close or Recover), after the commit and
+	// before the job's waiters are woken: every read that reports the job
+	// terminal (Get, List, Wait, Observe, Stop, RunSync) returns after it.
+	// It is not called for a run answered inline (it has no record) nor
+	// when the terminal write fails (the record stays unfinished and
+	// Recover marks it lost at the next start, calling it then).
+	//
+	// A crash between the commit and the hook's return loses the call; the
+	// Manager does not replay it. A hook whose effect must survive that
+	// makes it idempotent and catches up at start over FinishedValidations
+	// (or Store.List). The hook must be bounded and must not read its own
+	// job through the Manager's reporting reads (they wait for it).
+	OnFinished func(ctx context.Context, j Job)
 }
 
 // A StartSpec describes one execution to supervise.
@@ -81,6 +100,7 @@ type Manager struct {
 	retain int
 	now    func() time.Time
 	log    *slog.Logger
+	hook   func(context.Context, Job)
 
 	mu       sync.Mutex
 	live     map[string]*entry // jobs of this process not yet terminal
@@ -168,7 +188,7 @@ func NewManager(o Options) (*Manager, error) {
 	}
 	return &Manager{
 		store: o.Store, host: o.Host, dir: o.Dir, limit: o.Concurrency, grace: o.SyncGrace,
-		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger,
+		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger, hook: o.OnFinished,
 		live: map[string]*entry{}, closed: make(chan struct{}),
 	}, nil
 }

@@ -32,8 +32,11 @@ func (m *Manager) DiscardOutput(ctx context.Context, id string) {
 // Workflow Session: the newest (at most limit) terminal background jobs,
 // of any owner, whose validation metadata names the session, newest first.
 // Only these may still become validation evidence in that session.
+//
+// Like FinishedValidations it does not wait for a job being finished, so
+// an OnFinished hook may call it.
 func (m *Manager) ValidationCandidates(ctx context.Context, sessionID string, limit int) ([]Job, error) {
-	all, _, err := m.store.List(ctx, ListFilter{AllOwners: true, BackgroundOnly: true})
+	all, err := m.FinishedValidations(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +45,24 @@ func (m *Manager) ValidationCandidates(ctx context.Context, sessionID string, li
 		if len(out) >= limit {
 			break
 		}
-		if j.State.Terminal() && j.Validation != nil && slices.Contains(j.Validation.Sessions, sessionID) {
+		if slices.Contains(j.Validation.Sessions, sessionID) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// FinishedValidations returns every retained terminal background job, of
+// any owner, that carries validation metadata, newest first: what an
+// OnFinished hook for validation evidence catches up over at start.
+func (m *Manager) FinishedValidations(ctx context.Context) ([]Job, error) {
+	all, _, err := m.store.List(ctx, ListFilter{AllOwners: true, BackgroundOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []Job
+	for _, j := range all {
+		if j.State.Terminal() && j.Validation != nil {
 			out = append(out, j)
 		}
 	}
@@ -61,6 +81,24 @@ func (m *Manager) Get(ctx context.Context, acc Access, id string) (Job, error) {
 	if err := acc.Check(j); err != nil {
 		return Job{}, err
 	}
+	return m.settled(ctx, j, nil)
+}
+
+// settled returns j once its finishing in this process is complete: a
+// terminal record whose entry is still live is being finished (its
+// OnFinished hook runs), so what a caller is told is terminal already has
+// the hook's consequences. Records of other jobs return at once.
+func (m *Manager) settled(ctx context.Context, j Job, err error) (Job, error) {
+	if err != nil || !j.State.Terminal() {
+		return j, err
+	}
+	if e := m.entry(j.ID); e != nil {
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			return Job{}, ctx.Err()
+		}
+	}
 	return j, nil
 }
 
@@ -72,7 +110,7 @@ func (m *Manager) Wait(ctx context.Context, id string, d time.Duration) (Job, er
 	for {
 		j, err := m.store.Get(ctx, id)
 		if err != nil || j.State.Terminal() {
-			return j, err
+			return m.settled(ctx, j, err)
 		}
 		var done <-chan struct{}
 		if e := m.entry(id); e != nil {
@@ -84,7 +122,8 @@ func (m *Manager) Wait(ctx context.Context, id string, d time.Duration) (Job, er
 		case <-poll.C:
 		case <-timer.C:
 			poll.Stop()
-			return m.store.Get(ctx, id)
+			j, err := m.store.Get(ctx, id)
+			return m.settled(ctx, j, err)
 		case <-ctx.Done():
 			poll.Stop()
 			return Job{}, ctx.Err()
@@ -101,7 +140,16 @@ func (m *Manager) List(ctx context.Context, acc Access, f ListFilter) ([]Job, in
 		f.Limit = DefaultListLimit
 	}
 	f.Limit = min(f.Limit, MaxListLimit)
-	return m.store.List(ctx, f)
+	js, n, err := m.store.List(ctx, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, j := range js {
+		if _, err := m.settled(ctx, j, nil); err != nil {
+			return nil, 0, err
+		}
+	}
+	return js, n, nil
 }
 
 // Read reads one output stream of a job by cursor (nil: the last max

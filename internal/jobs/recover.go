@@ -14,7 +14,8 @@ import (
 // Recover marks every queued or running record that no supervisor in this
 // process owns as lost (reason server_restart): its process died with a
 // previous server. Output files stay readable; their sizes are recorded.
-// It then prunes old records. It returns the records it marked lost.
+// Each record it marks lost is passed to Options.OnFinished. It then
+// prunes old records. It returns the records it marked lost.
 func (m *Manager) Recover(ctx context.Context) ([]Job, error) {
 	list, err := m.store.Unfinished(ctx)
 	if err != nil {
@@ -41,6 +42,9 @@ func (m *Manager) Recover(ctx context.Context) ([]Job, error) {
 		}
 		if err != nil {
 			return out, err
+		}
+		if m.hook != nil {
+			m.hook(ctx, got)
 		}
 		out = append(out, got)
 	}

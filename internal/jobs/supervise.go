@@ -142,6 +142,7 @@ func (m *Manager) finish(e *entry, res *runner.Result, st State, reason string) 
 	durable := e.durable
 	e.mu.Unlock()
 	var j Job
+	committed := false
 	if durable {
 		var err error
 		j, err = m.store.Update(context.Background(), e.id, func(j *Job) error {
@@ -151,6 +152,7 @@ func (m *Manager) finish(e *entry, res *runner.Result, st State, reason string) 
 			apply(j)
 			return nil
 		})
+		committed = err == nil
 		if err != nil && !errors.Is(err, ErrUnchanged) {
 			// Keep answering waiters in this process; the record stays
 			// unfinished and becomes lost at the next start.
@@ -170,6 +172,12 @@ func (m *Manager) finish(e *entry, res *runner.Result, st State, reason string) 
 	e.slot = false
 	e.mu.Unlock()
 	e.recMu.Unlock()
+
+	if committed && m.hook != nil {
+		// e stays live until done closes, so reads of the job wait for
+		// the hook (see Options.OnFinished).
+		m.hook(context.Background(), j)
+	}
 
 	m.mu.Lock()
 	delete(m.live, e.id)

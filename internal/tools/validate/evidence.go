@@ -1,12 +1,14 @@
 // Evidence: the validation_recorded events of a run answered inline, and
-// the reconciliation that turns terminal background validation jobs into
-// evidence once per session under their job markers.
+// the jobs hook (Evidence) that turns terminal background validation jobs
+// into evidence once per session under their job markers.
 
 package validate
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
@@ -17,9 +19,9 @@ import (
 
 // evidence builds the validation record of a run for session sid, with the
 // earlier failures of its scope there that this run proves passing.
-func (t *Tools) evidence(ctx context.Context, sid string, m jobs.ValidationMeta, rep testreport.Report, out Output) *workflow.Validation {
+func evidence(ctx context.Context, sessions *workflow.Service, sid string, m jobs.ValidationMeta, rep testreport.Report, out Output) *workflow.Validation {
 	var resolved []string
-	if m.Expectation == "success" && out.Verdict.Resolves() && t.Sessions != nil {
+	if m.Expectation == "success" && out.Verdict.Resolves() && sessions != nil {
 		passing := map[string]bool{}
 		for _, c := range rep.Cases {
 			if c.Outcome == testreport.Passed {
@@ -27,7 +29,7 @@ func (t *Tools) evidence(ctx context.Context, sid string, m jobs.ValidationMeta,
 			}
 		}
 		if len(passing) > 0 {
-			if evs, err := t.Sessions.Store().Events(ctx, sid, 0); err == nil {
+			if evs, err := sessions.Store().Events(ctx, sid, 0); err == nil {
 				for id := range workflow.UnresolvedIn(workflow.Validations(evs), out.ScopeID) {
 					if passing[id] {
 						resolved = append(resolved, id)
@@ -50,7 +52,7 @@ func (t *Tools) evidence(ctx context.Context, sid string, m jobs.ValidationMeta,
 // the call is recorded in and returns the resolved failures of the first.
 func (t *Tools) record(ctx context.Context, inv *kernel.Invocation, m jobs.ValidationMeta, rep testreport.Report, out Output) (first []string) {
 	for i, sid := range inv.RecordedIn() {
-		v := t.evidence(ctx, sid, m, rep, out)
+		v := evidence(ctx, t.Sessions, sid, m, rep, out)
 		if i == 0 {
 			first = v.Resolved
 		}
@@ -59,30 +61,79 @@ func (t *Tools) record(ctx context.Context, inv *kernel.Invocation, m jobs.Valid
 	return first
 }
 
-// ObserveTerminal materializes the evidence of the terminal background
-// validation jobs among js in the sessions their calls were recorded in
-// (observe_jobs, list_jobs and read_job_tail call it with what they
-// return). Best effort: a failure leaves the evidence for a later observer.
-func (t *Tools) ObserveTerminal(ctx context.Context, js []jobs.Job) {
-	for _, j := range js {
-		if !j.State.Terminal() || !j.Background || j.Validation == nil {
-			continue
-		}
-		t.materialize(ctx, j, j.Validation.Sessions)
+// Evidence turns terminal background validation jobs into validation
+// evidence: it is the jobs.Options.OnFinished hook of the runtime's job
+// manager (wired in internal/app), so a validation handed off to the
+// background becomes evidence when it ends, whether or not anyone observes
+// it. One Evidence serves one runtime: set Jobs to the manager it is the
+// hook of before the manager's Recover, and give the same Evidence to the
+// validation tools.
+type Evidence struct {
+	Sessions *workflow.Service
+	Jobs     *jobs.Manager
+
+	// mu serializes terminal reconciliation in this runtime, from the
+	// candidate snapshot through the marker/event commit, so that an older
+	// snapshot never evicts a marker established from a newer one.
+	mu sync.Mutex
+}
+
+// JobFinished is the jobs.Options.OnFinished hook: a terminal background
+// validation job becomes one validation_recorded event in each session its
+// call was recorded in (see Reconcile), at most once each. Other jobs are
+// ignored: a run answered inline was recorded by its call. Best effort: a
+// failure leaves the evidence to CatchUp at the next start.
+func (ev *Evidence) JobFinished(ctx context.Context, j jobs.Job) {
+	if !j.State.Terminal() || !j.Background || j.Validation == nil {
+		return
+	}
+	for _, sid := range j.Validation.Sessions {
+		ev.Reconcile(ctx, sid, j.ID)
 	}
 }
 
-// materialize records the evidence of terminal background job j in each
-// of sids, at most once each, and returns the resolved failures of the
-// first.
-func (t *Tools) materialize(ctx context.Context, j jobs.Job, sids []string) (first []string) {
-	for i, sid := range sids {
-		res, _ := t.Reconcile(ctx, sid, j.ID)
-		if i == 0 {
-			first = res
+// CatchUp reconciles every session named by a retained terminal background
+// validation job. Called at start after the manager's Recover, it turns
+// into evidence the jobs whose hook a crash cut short (their terminal
+// record was committed, their event not yet appended); jobs already
+// evidence are left as they are.
+func (ev *Evidence) CatchUp(ctx context.Context) error {
+	if ev.Jobs == nil || ev.Sessions == nil {
+		return nil
+	}
+	js, err := ev.Jobs.FinishedValidations(ctx)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var errs []error
+	for _, j := range js {
+		for _, sid := range j.Validation.Sessions {
+			if seen[sid] {
+				continue
+			}
+			seen[sid] = true
+			if _, err := ev.Reconcile(ctx, sid, ""); err != nil && failure.KindOf(err) != failure.UnknownSessionID {
+				errs = append(errs, err)
+			}
 		}
 	}
-	return first
+	return errors.Join(errs...)
+}
+
+// Resolved returns the failures the evidence of job id resolved in session
+// sid (nil when it is not evidence there).
+func (ev *Evidence) Resolved(ctx context.Context, sid, id string) []string {
+	evs, err := ev.Sessions.Store().Events(ctx, sid, 0)
+	if err != nil {
+		return nil
+	}
+	for _, e := range evs {
+		if e.Kind == workflow.EventValidationRecorded && e.Validation != nil && e.Validation.JobID == id {
+			return e.Validation.Resolved
+		}
+	}
+	return nil
 }
 
 // Reconcile materializes, in session sid, one validation_recorded event
@@ -94,18 +145,18 @@ func (t *Tools) materialize(ctx context.Context, j jobs.Job, sids []string) (fir
 // jobs whose validation metadata names sid. A job becomes evidence under
 // its exact id in the session's JobMarkers: the marker check, the marker
 // insertion and the event append are one store mutation, so concurrent
-// observers append once and a restart does not append again. Eviction
-// (only when the set is full) removes only markers absent from the
-// current snapshot, which this runtime acquires and commits under one
-// lock. The event's time is the job's finished_at; nothing is re-run and
+// reconcilers (the hook, CatchUp) append once and a restart does not
+// append again. Eviction (only when the set is full) removes only markers
+// absent from the current snapshot, which this runtime acquires and
+// commits under one lock. The event's time is the job's finished_at; nothing is re-run and
 // no output is stored.
-func (t *Tools) Reconcile(ctx context.Context, sid, only string) ([]string, error) {
-	if t.Jobs == nil || t.Sessions == nil {
+func (ev *Evidence) Reconcile(ctx context.Context, sid, only string) ([]string, error) {
+	if ev.Jobs == nil || ev.Sessions == nil {
 		return nil, nil
 	}
 	if only != "" {
 		// The common case costs one header read: already evidence.
-		sess, err := t.Sessions.Get(ctx, sid)
+		sess, err := ev.Sessions.Get(ctx, sid)
 		if err != nil {
 			return nil, err
 		}
@@ -113,13 +164,13 @@ func (t *Tools) Reconcile(ctx context.Context, sid, only string) ([]string, erro
 			return nil, nil
 		}
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	cands, err := t.Jobs.ValidationCandidates(ctx, sid, workflow.MaxJobMarkers)
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	cands, err := ev.Jobs.ValidationCandidates(ctx, sid, workflow.MaxJobMarkers)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := t.Sessions.Get(ctx, sid)
+	sess, err := ev.Sessions.Get(ctx, sid)
 	if err != nil {
 		return nil, err
 	}
@@ -136,21 +187,21 @@ func (t *Tools) Reconcile(ctx context.Context, sid, only string) ([]string, erro
 		if !sess.Mutable() {
 			return nil, nil
 		}
-		rep, out := evaluateJob(t.Jobs, j, nil)
-		v := t.evidence(ctx, sid, *j.Validation, rep, out)
+		rep, out := evaluateJob(ev.Jobs, j, nil)
+		v := evidence(ctx, ev.Sessions, sid, *j.Validation, rep, out)
 		v.JobID = j.ID
-		ev := workflow.Event{Kind: workflow.EventValidationRecorded, Tool: v.Tool, At: j.FinishedAt, Synthetic: !j.FinishedAt.IsZero(), Validation: v}
+		event := workflow.Event{Kind: workflow.EventValidationRecorded, Tool: v.Tool, At: j.FinishedAt, Synthetic: !j.FinishedAt.IsZero(), Validation: v}
 		skipped := false
-		updated, _, err := t.Sessions.Store().Update(ctx, sid, func(s *workflow.Session) ([]workflow.Event, error) {
+		updated, _, err := ev.Sessions.Store().Update(ctx, sid, func(s *workflow.Session) ([]workflow.Event, error) {
 			if !s.Mutable() || slices.Contains(s.JobMarkers, j.ID) {
 				skipped = true
 				return nil, errAlreadyEvidence
 			}
 			s.JobMarkers = addMarker(s.JobMarkers, j.ID, snapshot)
-			return []workflow.Event{ev}, nil
+			return []workflow.Event{event}, nil
 		})
 		if skipped {
-			if sess, err = t.Sessions.Get(ctx, sid); err != nil {
+			if sess, err = ev.Sessions.Get(ctx, sid); err != nil {
 				return nil, err
 			}
 			continue

@@ -142,9 +142,12 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 	}
 	if jobMeta != nil {
 		// Handed off, then finished before the call could return: the
-		// evidence is materialized once, under the job's marker.
-		if res := t.materialize(ctx, *jobMeta, meta.Sessions); res != nil {
-			out.Resolved = res
+		// jobs hook recorded the evidence once, under the job's marker,
+		// before RunSync returned.
+		if len(meta.Sessions) > 0 && t.Evidence != nil {
+			if res := t.Evidence.Resolved(ctx, meta.Sessions[0], jobMeta.ID); res != nil {
+				out.Resolved = res
+			}
 		}
 	} else if res := t.record(ctx, inv, meta, rep, out); res != nil {
 		out.Resolved = res
@@ -179,8 +182,8 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 
 // HandoffHint is what a validation handed off to the background tells its
 // caller.
-const HandoffHint = "still running: it continues as a background job (not re-run). Its evidence is recorded in the session once it is terminal " +
-	"and observed: call observe_jobs with this job_id, or validation_summary."
+const HandoffHint = "still running: it continues as a background job (not re-run). Its evidence is recorded in the session when it ends, " +
+	"observed or not: follow it with observe_jobs and this job_id, or read validation_summary."
 
 func humanTail(res runner.Result, stream string) runner.Output {
 	if stream == "stderr" {

@@ -25,9 +25,8 @@ type SummaryOutput struct {
 }
 
 func (t *Tools) summary(ctx context.Context, inv *kernel.Invocation, in SummaryInput) (SummaryOutput, error) {
-	// Terminal background validations become evidence before the
-	// projection (best effort: a failure leaves them for a later read).
-	t.Reconcile(ctx, in.SessionID, "")
+	// Terminal background validations are already evidence: the jobs
+	// hook (Evidence) recorded them when they ended.
 	sess, err := t.Sessions.Get(ctx, in.SessionID)
 	if err != nil {
 		return SummaryOutput{}, err

@@ -20,8 +20,6 @@
 package validate
 
 import (
-	"sync"
-
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -46,17 +44,16 @@ const (
 // Tools holds the dependencies of the validation tools. With a job
 // manager (Jobs), every validation run is a supervised job: one still
 // going after the sync grace continues in the background (the same
-// process, never re-run) and becomes evidence once it is terminal and
-// observed (see Reconcile).
+// process, never re-run) and becomes evidence once it is terminal, through
+// Evidence, the manager's OnFinished hook.
 type Tools struct {
 	Host     runner.Host
 	Sessions *workflow.Service
 	Jobs     *jobs.Manager
-
-	// mu serializes terminal reconciliation in this runtime, from the
-	// candidate snapshot through the marker/event commit, so that an older
-	// snapshot never evicts a marker established from a newer one.
-	mu sync.Mutex
+	// Evidence is the OnFinished hook of Jobs (required with Jobs): the
+	// tools read what it recorded for a job that ended before its call
+	// returned.
+	Evidence *Evidence
 }
 
 // Register adds the validation tools to reg.
@@ -147,7 +144,7 @@ type Expectation struct {
 // Output is the result of a validation tool. After a handoff (the run
 // continues as a background job) State is running or queued, JobID names
 // the job and Verdict is empty: the evidence is recorded once the job is
-// terminal and observed.
+// terminal.
 type Output struct {
 	State             jobs.State       `json:"state,omitempty"`
 	JobID             string           `json:"job_id,omitempty"`
