@@ -30,6 +30,7 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/tools/edit"
+	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
 	"github.com/webcodex/webcodex/internal/transport/evidenceapi"
 	"github.com/webcodex/webcodex/internal/transport/mcpserver"
@@ -74,6 +75,10 @@ type App struct {
 	mcp     *mcpserver.Server
 	server  *http.Server
 	ln      net.Listener
+
+	// validation is the jobs hook that records finished validation jobs
+	// as session evidence (wire_jobs.go); the validation tools share it.
+	validation *validate.Evidence
 }
 
 // Open opens the data directory described by cfg and builds the services.

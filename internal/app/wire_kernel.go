@@ -49,12 +49,8 @@ func NewRegistry(a *App) *kernel.Registry {
 	edit.Register(reg)
 	git.Register(reg, &git.Tools{Host: a.Runner})
 	run.Register(reg, &run.Tools{Host: a.Runner, Jobs: a.Jobs})
-	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs}
-	jt := &jobtools.Tools{Jobs: a.Jobs}
-	if a.Jobs != nil {
-		jt.Evidence = vt
-	}
-	jobtools.Register(reg, jt)
+	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs, Evidence: a.validation}
+	jobtools.Register(reg, &jobtools.Tools{Jobs: a.Jobs})
 	shelltools.Register(reg, a.Shells)
 	validate.Register(reg, vt)
 	handofftools.Register(reg, &handofftools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})

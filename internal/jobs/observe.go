@@ -1,3 +1,6 @@
+// Observation: one bounded wait over 1-MaxObserveJobs jobs, woken by their
+// supervisors, returning committed records and new output by cursor.
+
 package jobs
 
 import (
@@ -217,7 +220,7 @@ func (m *Manager) Observe(ctx context.Context, acc Access, req ObserveRequest) (
 	out := make([]Observation, n)
 	for i := range ws {
 		j, err := m.store.Get(ctx, ws[i].job.ID)
-		if err != nil {
+		if j, err = m.settled(ctx, j, err); err != nil {
 			return nil, "", err
 		}
 		c := req.Cursors[j.ID]

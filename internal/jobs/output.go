@@ -1,3 +1,6 @@
+// Output files: the capped, spill-to-disk writers of a job's streams and
+// reading them back by byte cursor.
+
 package jobs
 
 import (

@@ -25,28 +25,11 @@ import (
 // DefaultJobTimeoutSeconds is run_job's timeout when a call sets none.
 const DefaultJobTimeoutSeconds = 3600
 
-// Tools holds the job manager.
+// Tools holds the job manager. Observing a job records nothing beyond the
+// call's facts: a terminal validation job became evidence through the
+// manager's OnFinished hook (internal/app).
 type Tools struct {
 	Jobs *jobs.Manager
-	// Evidence, when set, is told about the jobs a tool reports, so that a
-	// terminal background validation job becomes validation evidence in
-	// its sessions (internal/tools/validate).
-	Evidence interface {
-		ObserveTerminal(ctx context.Context, js []jobs.Job)
-	}
-}
-
-// observed hands terminal jobs to Evidence.
-func (t *Tools) observed(ctx context.Context, js ...jobs.Job) {
-	if t.Evidence == nil {
-		return
-	}
-	for _, j := range js {
-		if j.State.Terminal() && j.Validation != nil {
-			t.Evidence.ObserveTerminal(ctx, js)
-			return
-		}
-	}
 }
 
 // Register adds the job tools to reg.
@@ -256,15 +239,12 @@ func (t *Tools) observe(ctx context.Context, inv *kernel.Invocation, in ObserveI
 	}
 	out := ObserveOutput{Jobs: make([]Observed, len(obs)), Woke: woke}
 	terminal := 0
-	all := make([]jobs.Job, len(obs))
 	for i, o := range obs {
 		out.Jobs[i] = Observed{Job: view(o.Job), Stdout: o.Stdout, Stderr: o.Stderr}
-		all[i] = o.Job
 		if o.Job.State.Terminal() {
 			terminal++
 		}
 	}
-	t.observed(ctx, all...)
 	inv.Fact("jobs_observed", strconv.Itoa(len(obs)))
 	inv.Fact("jobs_terminal", strconv.Itoa(terminal))
 	if len(obs) == 1 {
@@ -307,7 +287,6 @@ func (t *Tools) list(ctx context.Context, inv *kernel.Invocation, in ListInput) 
 	for i, j := range js {
 		out.Jobs[i] = view(j)
 	}
-	t.observed(ctx, js...)
 	return out, nil
 }
 
@@ -341,7 +320,6 @@ func (t *Tools) stop(ctx context.Context, inv *kernel.Invocation, in StopInput) 
 	if j.ExitCode != nil {
 		inv.Fact("exit_code", strconv.Itoa(*j.ExitCode))
 	}
-	t.observed(ctx, j)
 	return StopOutput{Job: view(j), AlreadyTerminal: was}, nil
 }
 
@@ -376,6 +354,5 @@ func (t *Tools) tail(ctx context.Context, inv *kernel.Invocation, in TailInput) 
 		return TailOutput{}, err
 	}
 	inv.Fact("job_id", j.ID)
-	t.observed(ctx, j)
 	return TailOutput{JobID: j.ID, State: j.State, Stream: in.Stream, Chunk: c}, nil
 }

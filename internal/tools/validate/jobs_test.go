@@ -33,8 +33,14 @@ type jobEnv struct {
 	svc  *workflow.Service
 	m    *jobs.Manager
 	vt   *validate.Tools
+	ev   *validate.Evidence
 	id   string
 	stop func()
+	// noHook opens the manager without its OnFinished hook (a server that
+	// crashed between a job's terminal record and its evidence).
+	noHook bool
+	// finished, when set, receives each job after the hook returned.
+	finished chan jobs.Job
 }
 
 // slowCalcTest fails TestAdd and outlives a short sync grace.
@@ -89,21 +95,39 @@ func (e *jobEnv) open(t *testing.T, p project.Project) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Wired as internal/app wires it: the evidence hook on the manager,
+	// recovery, then the catch-up.
+	e.svc = workflow.NewService(st, nil)
+	e.ev = &validate.Evidence{Sessions: e.svc}
 	o := e.opts
 	o.Store, o.Host, o.Dir = js, &runner.Local{}, filepath.Join(e.data, "jobs")
+	if !e.noHook {
+		ev, finished := e.ev, e.finished
+		o.OnFinished = func(ctx context.Context, j jobs.Job) {
+			ev.JobFinished(ctx, j)
+			if finished != nil {
+				finished <- j
+			}
+		}
+	}
 	m, err := jobs.NewManager(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.ev.Jobs, e.m = m, m
 	if _, err := m.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.svc, e.m = workflow.NewService(st, nil), m
-	e.vt = &validate.Tools{Host: &runner.Local{}, Sessions: e.svc, Jobs: m}
+	if !e.noHook {
+		if err := e.ev.CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.vt = &validate.Tools{Host: &runner.Local{}, Sessions: e.svc, Jobs: m, Evidence: e.ev}
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: e.svc})
 	validate.Register(reg, e.vt)
-	jobtools.Register(reg, &jobtools.Tools{Jobs: m, Evidence: e.vt})
+	jobtools.Register(reg, &jobtools.Tools{Jobs: m})
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: e.svc})
 	e.Env = &kerneltest.Env{T: t, Kernel: k, Project: p}
 	e.stop = func() {
@@ -166,19 +190,26 @@ func TestValidationHandoffBecomesEvidenceOnce(t *testing.T) {
 	if j.Validation == nil || j.Validation.Tool != "go_test" || j.Validation.ScopeID != out.ScopeID || !slices.Contains(j.Validation.Sessions, e.id) {
 		t.Fatalf("job metadata: %+v", j.Validation)
 	}
-	// Many observers at once, through every path: exactly one event.
+	// The hook recorded it when the job ended (Wait returns after it).
+	if n := len(e.events()); n != 1 {
+		t.Fatalf("%d validation events once the job ended, want 1", n)
+	}
+	// Many observers at once, through every path, racing repeated hook
+	// deliveries and start catch-ups: still exactly one event.
 	var wg sync.WaitGroup
-	for i := range 12 {
+	for i := range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			switch i % 3 {
+			switch i % 4 {
 			case 0:
 				e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}})
 			case 1:
 				e.Call("validation_summary", map[string]any{"session_id": e.id})
+			case 2:
+				e.ev.JobFinished(context.Background(), j)
 			default:
-				e.vt.ObserveTerminal(context.Background(), []jobs.Job{j})
+				e.ev.CatchUp(context.Background())
 			}
 		}()
 	}
@@ -222,6 +253,70 @@ func TestValidationHandoffBecomesEvidenceOnce(t *testing.T) {
 	if len(evs) != 2 || evs[1].Validation.Verdict != workflow.VerdictPassed ||
 		!slices.Equal(evs[1].Validation.Resolved, []string{"example.com/calc.TestAdd"}) || len(sum.Unresolved) != 0 {
 		t.Fatalf("pass after handoff: %+v, unresolved %v", evs[len(evs)-1].Validation, sum.Unresolved)
+	}
+}
+
+// TestUnobservedValidationJobBecomesEvidence: a validation handed off to
+// the background becomes evidence when it ends, with no tool observing it;
+// observing it afterwards, by every path, adds nothing.
+func TestUnobservedValidationJobBecomesEvidence(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not on PATH")
+	}
+	e := &jobEnv{data: t.TempDir(), opts: jobs.Options{SyncGrace: 50 * time.Millisecond}, finished: make(chan jobs.Job, 4)}
+	e.open(t, kerneltest.TempProject(t, map[string]string{"go.mod": goMod, "calc.go": calc, "calc_test.go": slowCalcTest}))
+	t.Cleanup(func() { e.stop() })
+	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": "make the tests pass"})).SessionID
+	out := e.handoff()
+	j := <-e.finished // the hook returned; nothing observed the job
+	if j.ID != out.JobID || j.State != jobs.Failed || !j.Background {
+		t.Fatalf("hook got %+v", j)
+	}
+	evs := e.events()
+	if len(evs) != 1 {
+		t.Fatalf("%d validation events after the job ended unobserved, want 1", len(evs))
+	}
+	v := evs[0].Validation
+	if v.JobID != out.JobID || v.Verdict != workflow.VerdictFailed || v.Failed != 1 || v.Passed != 1 || !v.Complete ||
+		!slices.Equal(v.Failures, []string{"example.com/calc.TestAdd"}) || !evs[0].At.Equal(j.FinishedAt) {
+		t.Fatalf("evidence: %+v at %v (job finished %v)", v, evs[0].At, j.FinishedAt)
+	}
+	kerneltest.OK[jobtools.ObserveOutput](t, e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}}))
+	e.Call("list_jobs", map[string]any{})
+	e.Call("read_job_tail", map[string]any{"job_id": out.JobID})
+	kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
+	if n := len(e.events()); n != 1 {
+		t.Fatalf("%d validation events after observing, want 1", n)
+	}
+}
+
+// TestCrashBeforeEvidenceIsCaughtUpAtStart: a server that committed a
+// validation job's terminal record but died before its hook appended the
+// evidence (here: a manager without the hook) leaves no event; the next
+// start appends it, once, and later starts add nothing.
+func TestCrashBeforeEvidenceIsCaughtUpAtStart(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not on PATH")
+	}
+	e := &jobEnv{data: t.TempDir(), opts: jobs.Options{SyncGrace: 50 * time.Millisecond}, noHook: true}
+	e.open(t, kerneltest.TempProject(t, map[string]string{"go.mod": goMod, "calc.go": calc, "calc_test.go": slowCalcTest}))
+	t.Cleanup(func() { e.stop() })
+	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": "make the tests pass"})).SessionID
+	out := e.handoff()
+	j := e.wait(out.JobID)
+	kerneltest.OK[jobtools.ObserveOutput](t, e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}}))
+	if n := len(e.events()); n != 0 {
+		t.Fatalf("%d validation events without the hook, want 0", n)
+	}
+	e.noHook = false
+	e.restart()
+	evs := e.events()
+	if len(evs) != 1 || evs[0].Validation.JobID != out.JobID || evs[0].Validation.Verdict != workflow.VerdictFailed || !evs[0].At.Equal(j.FinishedAt) {
+		t.Fatalf("caught-up evidence: %+v", evs)
+	}
+	e.restart()
+	if n := len(e.events()); n != 1 {
+		t.Fatalf("%d validation events after a second start, want 1", n)
 	}
 }
 

@@ -1,0 +1,106 @@
+// Lifecycle beyond one job: recovery of records a previous server left
+// unfinished, pruning of old records, and shutdown.
+
+package jobs
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/webcodex/webcodex/internal/runner"
+)
+
+// Recover marks every queued or running record that no supervisor in this
+// process owns as lost (reason server_restart): its process died with a
+// previous server. Output files stay readable; their sizes are recorded.
+// Each record it marks lost is passed to Options.OnFinished. It then
+// prunes old records. It returns the records it marked lost.
+func (m *Manager) Recover(ctx context.Context) ([]Job, error) {
+	list, err := m.store.Unfinished(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Job
+	now := m.now().UTC()
+	for _, j := range list {
+		if m.entry(j.ID) != nil {
+			continue
+		}
+		sb, eb := fileSize(outputPath(m.dir, j.ID, Stdout)), fileSize(outputPath(m.dir, j.ID, Stderr))
+		no := false
+		got, err := m.store.Update(ctx, j.ID, func(j *Job) error {
+			if j.State.Terminal() {
+				return ErrUnchanged
+			}
+			j.State, j.Reason, j.FinishedAt, j.Matched = Lost, ReasonServerRestart, now, &no
+			j.StdoutBytes, j.StderrBytes = sb, eb
+			return nil
+		})
+		if errors.Is(err, ErrUnchanged) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if m.hook != nil {
+			m.hook(ctx, got)
+		}
+		out = append(out, got)
+	}
+	m.prune(ctx)
+	return out, nil
+}
+
+func (m *Manager) prune(ctx context.Context) {
+	ids, err := m.store.Prune(ctx, m.retain)
+	if err != nil {
+		m.log.Warn("jobs: prune", "err", err)
+		return
+	}
+	for _, id := range ids {
+		os.RemoveAll(jobDir(m.dir, id))
+	}
+}
+
+// Close shuts the Manager down: queued jobs and running processes are
+// ended (process groups killed, never orphaned) and recorded lost with
+// reason server_shutdown, unless they finished on their own first. It
+// returns when every supervisor has recorded its outcome or ctx ends.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if !m.closing {
+		m.closing = true
+		close(m.closed)
+	}
+	queued := m.queue
+	m.queue = nil
+	all := make([]*entry, 0, len(m.live))
+	for _, e := range m.live {
+		all = append(all, e)
+	}
+	m.mu.Unlock()
+	for _, e := range all {
+		e.mu.Lock()
+		if e.stopReq == "" {
+			// A job already being stopped or cancelled keeps that outcome.
+			e.stopReq, e.shutdown = runner.Stopped, true
+		}
+		proc := e.proc
+		e.mu.Unlock()
+		if proc != nil {
+			proc.Stop()
+		}
+	}
+	for _, e := range queued {
+		m.finish(e, nil, Stopped, "")
+	}
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,185 @@
+// Starting a job: checking its StartSpec, creating its record and output
+// files, and admitting it to a concurrency slot or the queue.
+
+package jobs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/runner"
+)
+
+// Start records a job and starts it, or queues it when the concurrency
+// limit is reached. The returned job is running or queued. An error of
+// kind not_started means nothing ran (the record, if one was made, is
+// failed with reason not_started).
+func (m *Manager) Start(ctx context.Context, s StartSpec) (Job, error) {
+	e, err := m.start(ctx, s, false)
+	if e == nil {
+		return Job{}, err
+	}
+	return e.snapshot(), err
+}
+
+// start records (unless deferred) and starts or queues a job. deferRecord
+// (RunSync) leaves a run that starts at once without a record until it is
+// handed off.
+func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *entry, err error) {
+	if s.Cleanup != nil {
+		defer func() {
+			if e == nil {
+				s.Cleanup()
+			}
+		}()
+	}
+	if err := s.Run.Validate(); err != nil {
+		return nil, failure.New(failure.NotStarted, "%v", err)
+	}
+	if s.Expectation == "" {
+		s.Expectation = ExpectSuccess
+	}
+	if !s.Expectation.Valid() {
+		return nil, failure.New(failure.InvalidArguments, "result_expectation must be success, failure or observe")
+	}
+	timeout := s.Run.Timeout
+	if timeout == 0 {
+		timeout = runner.DefaultTimeout
+	}
+	id := s.ID
+	if id == "" {
+		id = NewID()
+	} else if _, err := ParseID(id); err != nil {
+		return nil, err
+	}
+	if err := s.Validation.validate(); err != nil {
+		return nil, err
+	}
+	now := m.now().UTC()
+	j := Job{
+		ID: id, Project: s.Project, SessionID: s.SessionID, Principal: s.Principal,
+		Tool: s.Tool, Program: filepath.Base(s.Run.Argv[0]), Purpose: s.Purpose, Cwd: s.Cwd,
+		Background: s.Background, TimeoutSeconds: int64(timeout / time.Second),
+		State: Queued, Expectation: s.Expectation, AcceptedExitCodes: slices.Clone(s.AcceptedExitCodes),
+		CreatedAt: now, Validation: s.Validation,
+	}
+	if j.Project == "" || j.Principal == "" {
+		return nil, failure.New(failure.InvalidArguments, "a job needs a project and a principal")
+	}
+	e = &entry{
+		id: j.ID, spec: s.Run, accepted: j.AcceptedExitCodes, exp: j.Expectation,
+		done: make(chan struct{}), background: s.Background, cleanup: s.Cleanup, keep: s.KeepOutput,
+	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	dir := jobDir(m.dir, j.ID)
+	mkdir := func() error {
+		e.dirMu.Lock()
+		defer e.dirMu.Unlock()
+		if e.dirMade {
+			return nil
+		}
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return err
+		}
+		e.dirMade = true
+		return nil
+	}
+	e.stdout = newCapFile(outputPath(m.dir, j.ID, Stdout), m.cap, DefaultMemOutputBytes, mkdir, e.signal)
+	e.stderr = newCapFile(outputPath(m.dir, j.ID, Stderr), m.cap, DefaultMemOutputBytes, mkdir, e.signal)
+	if !deferRecord || s.KeepOutput {
+		// Output anyone may read (and a caller's files in the job's
+		// directory) needs the files from the start.
+		if err := e.spill(); err != nil {
+			e.discard(dir)
+			return nil, failure.Wrap(failure.NotStarted, err, "cannot create the job's output files")
+		}
+	}
+
+	m.mu.Lock()
+	if m.closing {
+		m.mu.Unlock()
+		e.discard(dir)
+		return nil, failure.New(failure.Unavailable, "server is shutting down; nothing ran")
+	}
+	if m.running < m.limit && len(m.queue) == 0 {
+		m.running++
+		e.slot = true
+		j.State, j.StartedAt = Running, now
+	}
+	e.job = j
+	m.live[j.ID] = e
+	m.wg.Add(1)
+	m.mu.Unlock()
+
+	// The record of a background or queued job is durable before the
+	// process starts; a synchronous run that starts now gets one only if
+	// it is handed off.
+	if deferRecord && e.slot {
+		return e, m.launch(e)
+	}
+	e.durable = true
+	err = e.spill()
+	if err != nil {
+		err = failure.Wrap(failure.NotStarted, err, "cannot create the job's output files")
+	} else {
+		err = m.store.Create(ctx, j)
+	}
+	if err != nil {
+		m.mu.Lock()
+		delete(m.live, j.ID)
+		if e.slot {
+			m.running--
+		}
+		m.mu.Unlock()
+		e.discard(dir)
+		m.wg.Done()
+		m.dispatch()
+		if failure.KindOf(err) == failure.Internal {
+			err = failure.Wrap(failure.Unavailable, err, "could not record the job; nothing ran")
+		}
+		return nil, err
+	}
+	if e.slot {
+		return e, m.launch(e)
+	}
+	m.mu.Lock()
+	closing := m.closing
+	if !closing {
+		m.queue = append(m.queue, e)
+	}
+	m.mu.Unlock()
+	if closing {
+		m.finish(e, nil, Lost, ReasonServerShutdown)
+		return e, nil
+	}
+	m.dispatch()
+	return e, nil
+}
+
+func (e *entry) discard(dir string) {
+	e.stdout.Close()
+	e.stderr.Close()
+	if e.outputOnDisk() {
+		os.RemoveAll(dir)
+	}
+	e.cancel()
+}
+
+// spill moves both streams to their files.
+func (e *entry) spill() error {
+	if err := e.stdout.spill(); err != nil {
+		return err
+	}
+	return e.stderr.spill()
+}
+
+// outputOnDisk reports whether the job's directory may exist.
+func (e *entry) outputOnDisk() bool {
+	e.dirMu.Lock()
+	defer e.dirMu.Unlock()
+	return e.dirMade
+}

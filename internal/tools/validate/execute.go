@@ -1,0 +1,216 @@
+// Running a validation: checking the common arguments, then running it
+// directly or as a supervised job (with the handoff to the background), and
+// turning its verdict into the call's result.
+
+package validate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/command"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/testreport"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, r run) (Output, error) {
+	e, err := command.ValidateExpectation(command.Expectation(c.ResultExpectation))
+	if err != nil {
+		return Output{}, err
+	}
+	exp := string(e)
+	timeout, err := command.TimeoutSeconds(c.TimeoutSeconds, DefaultTimeoutSeconds)
+	if err != nil {
+		return Output{}, err
+	}
+	if c.MinTests != nil {
+		if *c.MinTests < 0 || *c.MinTests > testreport.MaxMinTests {
+			return Output{}, failure.New(failure.InvalidArguments, "min_tests must be 0-%d", testreport.MaxMinTests)
+		}
+		r.minTests = max(r.minTests, *c.MinTests)
+	}
+	if err := runner.ValidateEnv(c.Env); err != nil {
+		return Output{}, failure.New(failure.InvalidArguments, "env: %v", err)
+	}
+	rel := c.Cwd
+	if rel == "" {
+		rel = "."
+	}
+	abs, clean, err := inv.Project.Resolve(rel)
+	if err != nil {
+		return Output{}, err
+	}
+	if st, serr := os.Stat(abs); serr != nil || !st.IsDir() {
+		return Output{}, failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
+	}
+	r.scope.Cwd = clean
+	meta := jobs.ValidationMeta{
+		Tool: r.tool, ScopeID: testreport.ScopeID(r.scope), Packages: r.scope.Packages, Filter: r.scope.Filter,
+		Parser: r.parser, HumanStream: jobs.Stream(r.humanStream), Expectation: exp, MinTests: r.minTests,
+		Sessions: slices.Clone(inv.RecordedIn()),
+	}
+	spec := runner.Spec{Argv: r.argv, Dir: abs, Env: c.Env, Timeout: time.Duration(timeout) * time.Second, TailBytes: OutputTailBytes}
+	inv.Fact("program", r.argv[0])
+
+	var (
+		ex      execution
+		out     Output
+		rep     testreport.Report
+		jobMeta *jobs.Job // a job that became background: evidence goes through its marker
+	)
+	if t.Jobs == nil {
+		var reportFile string
+		if r.parseFile != "" {
+			dir, err := os.MkdirTemp("", "webcodex-validate-")
+			if err != nil {
+				return Output{}, failure.Wrap(failure.NotStarted, err, "cannot create a report directory")
+			}
+			defer os.RemoveAll(dir)
+			reportFile = filepath.Join(dir, r.parseFile)
+			spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
+		}
+		var stdout bytes.Buffer
+		stdoutCap := &capped{buf: &stdout, limit: jobs.MaxOutputFileBytes}
+		spec.Stdout = stdoutCap
+		res, err := runner.Run(ctx, t.Host, spec)
+		if err != nil {
+			if errors.Is(err, runner.ErrNotStarted) {
+				return Output{}, failure.New(failure.NotStarted, "%s: %v", r.tool, err)
+			}
+			return Output{}, err
+		}
+		ex = execution{ending: res.Ending, exitCode: res.ExitCode, duration: res.Duration,
+			stdout: bytes.NewReader(stdout.Bytes()), dropped: stdoutCap.dropped, reportFile: reportFile}
+		rep, out = evaluate(meta, ex)
+		out.Output = humanTail(res, r.humanStream)
+	} else {
+		id := jobs.NewID()
+		var reportFile string
+		if r.parseFile != "" {
+			// The report lives in the job's own directory, so a run
+			// handed off to the background can still be parsed later.
+			meta.ReportFile = r.parseFile
+			reportFile = filepath.Join(t.Jobs.JobDir(id), r.parseFile)
+			spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
+		}
+		ss := jobs.StartSpec{
+			ID: id, Project: inv.Project.ID, Principal: inv.Principal.AuthorityFingerprint(), Tool: inv.Tool,
+			Cwd: clean, Expectation: jobs.Expectation(exp), Run: spec, Validation: &meta, KeepOutput: true,
+		}
+		if inv.Session != nil {
+			ss.SessionID = inv.Session.ID
+		}
+		job, res, err := t.Jobs.RunSync(ctx, ss, 0)
+		if job.ID != "" && (res == nil || job.Background) {
+			inv.Fact("job_id", job.ID)
+			inv.Fact("job_state", string(job.State))
+		}
+		if err != nil {
+			return Output{}, err
+		}
+		if res == nil {
+			inv.Fact("verdict", "pending")
+			inv.Fact("expectation", exp)
+			return Output{State: job.State, JobID: job.ID, Hint: HandoffHint, Tool: r.tool, ScopeID: meta.ScopeID,
+				Failures: []string{}, Resolved: []string{}, Problems: []string{}, ExitCode: -1,
+				Expectation: Expectation{Declared: exp}}, nil
+		}
+		if job.Background {
+			jobMeta = &job
+		} else {
+			defer t.Jobs.DiscardOutput(context.WithoutCancel(ctx), job.ID)
+		}
+		rep, out = evaluateJob(t.Jobs, job, res)
+		out.Output = humanTail(*res, r.humanStream)
+		out.State = job.State
+		if job.Background {
+			out.JobID = job.ID
+		}
+		ex.ending = res.Ending
+	}
+	if jobMeta != nil {
+		// Handed off, then finished before the call could return: the
+		// jobs hook recorded the evidence once, under the job's marker,
+		// before RunSync returned.
+		if len(meta.Sessions) > 0 && t.Evidence != nil {
+			if res := t.Evidence.Resolved(ctx, meta.Sessions[0], jobMeta.ID); res != nil {
+				out.Resolved = res
+			}
+		}
+	} else if res := t.record(ctx, inv, meta, rep, out); res != nil {
+		out.Resolved = res
+	}
+	inv.Fact("verdict", string(out.Verdict))
+	inv.Fact("passed", strconv.Itoa(out.Passed))
+	inv.Fact("failed", strconv.Itoa(out.Failed))
+	inv.Fact("expectation", exp)
+	inv.Fact("expectation_matched", strconv.FormatBool(out.Expectation.Matched))
+	// The result is the validator's real outcome, whatever was expected.
+	if out.Verdict == workflow.VerdictPassed || out.Verdict == workflow.VerdictNoTests {
+		return out, nil
+	}
+	kind := failure.ValidationFailed
+	msg := fmt.Sprintf("%d failed, %d passed", out.Failed, out.Passed)
+	switch {
+	case ex.ending == runner.TimedOut:
+		kind, msg = failure.TimedOut, fmt.Sprintf("timed out after %ds", timeout)
+	case ex.ending == runner.Cancelled:
+		kind, msg = failure.Cancelled, "cancelled"
+	case out.Verdict == workflow.VerdictEvidenceGap:
+		kind, msg = failure.EvidenceGap, "the output does not prove the result: "+strings.Join(out.Problems, ", ")
+		if out.CountCheck != "" && out.CountCheck != string(testreport.CountSatisfied) {
+			msg = "fewer tests than required were proven to run (" + out.CountCheck + ")"
+		}
+	}
+	if out.Expectation.Matched {
+		msg += fmt.Sprintf(" (as declared: the %s expectation was met)", exp)
+	}
+	return Output{}, failure.New(kind, "%s", msg).WithDetail("validation", out).WithDetail("state_changed", true)
+}
+
+// HandoffHint is what a validation handed off to the background tells its
+// caller.
+const HandoffHint = "still running: it continues as a background job (not re-run). Its evidence is recorded in the session when it ends, " +
+	"observed or not: follow it with observe_jobs and this job_id, or read validation_summary."
+
+func humanTail(res runner.Result, stream string) runner.Output {
+	if stream == "stderr" {
+		return res.Stderr
+	}
+	return res.Stdout
+}
+
+// capped is a writer that keeps at most limit bytes and remembers whether
+// it dropped any.
+type capped struct {
+	buf     *bytes.Buffer
+	limit   int
+	dropped bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	room := c.limit - c.buf.Len()
+	if room <= 0 {
+		c.dropped = c.dropped || len(p) > 0
+		return len(p), nil
+	}
+	if len(p) > room {
+		c.buf.Write(p[:room])
+		c.dropped = true
+		return len(p), nil
+	}
+	c.buf.Write(p)
+	return len(p), nil
+}
