@@ -261,6 +261,11 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				c.mu.Unlock()
 				c.log.Debug(logInputEnded, "unanswered", unanswered, "err", in.end)
 			case in.refuse != nil:
+				c.mu.Lock()
+				if _, inFlight := c.pending[in.refuse.id]; inFlight {
+					in.refuse.id = jsonrpc.ID{} // not to be taken for that request's answer
+				}
+				c.mu.Unlock()
 				c.answer(in.refuse)
 			case c.accept(in.msg):
 				return in.msg, nil

@@ -300,8 +300,9 @@ type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errBroken }
 
-// TestStdioDuplicateIDInFlight: a request reusing the id of one still
-// running is refused with id null; the first is answered once.
+// TestStdioDuplicateIDInFlight: a request (or a malformed line) reusing
+// the id of one still running is refused with id null; the first is
+// answered once.
 func TestStdioDuplicateIDInFlight(t *testing.T) {
 	release := make(chan struct{})
 	srv := newBareServer()
@@ -316,6 +317,11 @@ func TestStdioDuplicateIDInFlight(t *testing.T) {
 	a := p.next(t) // the first call is blocked, so this is the refusal
 	if a.Error == nil || a.Error.Code != jsonrpc.CodeInvalidRequest || a.ID != nil {
 		t.Fatalf("duplicate id answered %s", a.raw)
+	}
+	// A malformed line naming the id in flight is refused with id null too.
+	p.send(t, `{"jsonrpc":"1.0","id":9,"method":"ping"}`)
+	if a := p.next(t); a.Error == nil || a.Error.Code != jsonrpc.CodeInvalidRequest || a.ID != nil || !strings.Contains(a.raw, "version") {
+		t.Fatalf("malformed line with the id in flight answered %s", a.raw)
 	}
 	close(release)
 	rest, err := p.end(t)
