@@ -15,7 +15,9 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Use:   "mcp",
 		Short: "Serve MCP on standard input and output",
 		Long: "Serve MCP (2026-07-28 and 2025-11-25 clients) on stdin/stdout as the local user, for clients that\n" +
-			"start their servers as child processes. Logs go to stderr; the server exits at end of input.",
+			"start their servers as child processes, one JSON-RPC message per line (at most 4 MiB). Logs go to stderr.\n" +
+			"A line that is not JSON gets a parse error and a longer line an error; the session goes on. At end of\n" +
+			"input the server answers every request it has read, then exits.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := g.loadConfig()

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"os"
 	"strings"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -198,9 +199,10 @@ func (h minLevel) WithGroup(g string) slog.Handler { return minLevel{h.Handler.W
 // MCP returns the underlying go-sdk server.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// ServeStdio serves MCP on standard input and output until EOF or ctx ends.
+// ServeStdio serves MCP on standard input and output until ctx ends or
+// input ends and every request read has been answered (see StdioTransport).
 func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.mcp.Run(ctx, &mcp.StdioTransport{})
+	return s.mcp.Run(ctx, &StdioTransport{In: os.Stdin, Out: os.Stdout, Logger: s.log})
 }
 
 func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
