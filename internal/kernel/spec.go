@@ -8,12 +8,15 @@
 // # Pipeline
 //
 // [Kernel.Dispatch] runs, in order: tool lookup; strict argument decoding
-// (unknown fields and wrong types rejected); scope check; project
-// resolution; business-session authorization; recorder verification
-// (producing an evidence [Binding]); a durable tool_call_started record
-// before any mutating tool runs; execution; tool_call_finished; the evidence
-// record; and the [Result] envelope. A failure at any step before execution
-// changes nothing but the evidence of the refusal.
+// (unknown fields and wrong types rejected); scope check; the claims (each
+// session id the call names read once and judged once: the business
+// session_id, which authorizes the call and may supply its project, and
+// the recording_session_id, provenance only, together yielding the
+// evidence [Binding]); project resolution; a durable tool_call_started
+// record before any mutating tool runs; execution; tool_call_finished; the
+// evidence record; and the [Result] envelope with its typed facts. A
+// failure at any step before execution changes nothing but the evidence of
+// the refusal.
 package kernel
 
 import (
