@@ -10,11 +10,11 @@ import (
 	finishtools "github.com/webcodex/webcodex/internal/tools/finish"
 	"github.com/webcodex/webcodex/internal/tools/git"
 	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
-	jobtools "github.com/webcodex/webcodex/internal/tools/jobs"
+	"github.com/webcodex/webcodex/internal/tools/jobctl"
 	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/search"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
-	shelltools "github.com/webcodex/webcodex/internal/tools/shell"
+	"github.com/webcodex/webcodex/internal/tools/sessionshell"
 	"github.com/webcodex/webcodex/internal/tools/validate"
 )
 
@@ -50,8 +50,8 @@ func NewRegistry(a *App) *kernel.Registry {
 	git.Register(reg, &git.Tools{Host: a.Runner})
 	run.Register(reg, &run.Tools{Host: a.Runner, Jobs: a.Jobs})
 	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs, Evidence: a.validation}
-	jobtools.Register(reg, &jobtools.Tools{Jobs: a.Jobs})
-	shelltools.Register(reg, a.Shells)
+	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs})
+	sessionshell.Register(reg, a.Shells)
 	validate.Register(reg, vt)
 	handofftools.Register(reg, &handofftools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})
 	finishtools.Register(reg, &finishtools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})

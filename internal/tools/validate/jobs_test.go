@@ -17,7 +17,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
-	jobtools "github.com/webcodex/webcodex/internal/tools/jobs"
+	"github.com/webcodex/webcodex/internal/tools/jobctl"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -127,7 +127,7 @@ func (e *jobEnv) open(t *testing.T, p project.Project) {
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: e.svc})
 	validate.Register(reg, e.vt)
-	jobtools.Register(reg, &jobtools.Tools{Jobs: m})
+	jobctl.Register(reg, &jobctl.Tools{Jobs: m})
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: e.svc})
 	e.Env = &kerneltest.Env{T: t, Kernel: k, Project: p}
 	e.stop = func() {
@@ -281,7 +281,7 @@ func TestUnobservedValidationJobBecomesEvidence(t *testing.T) {
 		!slices.Equal(v.Failures, []string{"example.com/calc.TestAdd"}) || !evs[0].At.Equal(j.FinishedAt) {
 		t.Fatalf("evidence: %+v at %v (job finished %v)", v, evs[0].At, j.FinishedAt)
 	}
-	kerneltest.OK[jobtools.ObserveOutput](t, e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}}))
+	kerneltest.OK[jobctl.ObserveOutput](t, e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}}))
 	e.Call("list_jobs", map[string]any{})
 	e.Call("read_job_tail", map[string]any{"job_id": out.JobID})
 	kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
@@ -304,7 +304,7 @@ func TestCrashBeforeEvidenceIsCaughtUpAtStart(t *testing.T) {
 	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": "make the tests pass"})).SessionID
 	out := e.handoff()
 	j := e.wait(out.JobID)
-	kerneltest.OK[jobtools.ObserveOutput](t, e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}}))
+	kerneltest.OK[jobctl.ObserveOutput](t, e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}}))
 	if n := len(e.events()); n != 0 {
 		t.Fatalf("%d validation events without the hook, want 0", n)
 	}
@@ -376,7 +376,7 @@ func TestPytestHandoffParsesTheReportInTheJobDir(t *testing.T) {
 	if j.Validation == nil || j.Validation.ReportFile != "junit.xml" {
 		t.Fatalf("metadata: %+v", j.Validation)
 	}
-	kerneltest.OK[jobtools.ObserveOutput](t, e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}}))
+	kerneltest.OK[jobctl.ObserveOutput](t, e.Call("observe_jobs", map[string]any{"job_ids": []string{out.JobID}}))
 	evs := e.events()
 	if len(evs) != 1 {
 		t.Fatalf("%d events", len(evs))

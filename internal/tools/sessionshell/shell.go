@@ -1,4 +1,4 @@
-// Package shell registers the persistent-shell tools: open_session_shell,
+// Package sessionshell registers the persistent-shell tools: open_session_shell,
 // session_shell_exec, session_shell_status and close_session_shell.
 //
 // A persistent shell is one real long-lived sh or bash process bound to
@@ -14,7 +14,7 @@
 // ending, timed_out, shell_exited, reset_required, expectation and
 // expectation_matched, changed (on close) — never command text, output,
 // paths or environment.
-package shell
+package sessionshell
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
-	pshell "github.com/webcodex/webcodex/internal/shell"
+	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -37,7 +37,7 @@ const (
 	// DefaultTimeoutSeconds is a command's timeout when the call sets none.
 	DefaultTimeoutSeconds = 60
 	// MaxTimeoutSeconds is the longest timeout a call may ask for.
-	MaxTimeoutSeconds = int(pshell.MaxTimeout / time.Second)
+	MaxTimeoutSeconds = int(shell.MaxTimeout / time.Second)
 )
 
 // Expectation is a pre-declared result expectation (the same values as
@@ -63,7 +63,7 @@ const (
 )
 
 // Register adds the persistent-shell tools to reg.
-func Register(reg *kernel.Registry, m *pshell.Manager) {
+func Register(reg *kernel.Registry, m *shell.Manager) {
 	t := &tools{m: m}
 	kernel.Register(reg, kernel.Spec[OpenInput, OpenOutput]{
 		Name: "open_session_shell",
@@ -106,7 +106,7 @@ func Register(reg *kernel.Registry, m *pshell.Manager) {
 	})
 }
 
-type tools struct{ m *pshell.Manager }
+type tools struct{ m *shell.Manager }
 
 // OpenInput is the input of open_session_shell.
 type OpenInput struct {
@@ -192,7 +192,7 @@ type CloseOutput struct {
 
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 
-func view(i pshell.Info) ShellView {
+func view(i shell.Info) ShellView {
 	v := ShellView{
 		ShellID: i.ShellID, SessionID: i.SessionID, Project: i.Project, Shell: string(i.Shell), Cwd: i.Cwd,
 		State: string(i.State), EndReason: i.EndReason, OpenedAt: i.OpenedAt.UTC().Format(timeFormat),
@@ -206,7 +206,7 @@ func view(i pshell.Info) ShellView {
 
 // factShellID records a well-formed shell id (never arbitrary caller text).
 func factShellID(inv *kernel.Invocation, id string) {
-	if pshell.ValidID(id) {
+	if shell.ValidID(id) {
 		inv.Fact("shell_id", id)
 	}
 }
@@ -242,8 +242,8 @@ func (t *tools) open(ctx context.Context, inv *kernel.Invocation, in OpenInput) 
 	}
 	out.CwdSource = source
 	inv.Fact("shell", string(sh))
-	info, err := t.m.Open(ctx, pshell.OpenSpec{
-		SessionID: sess.ID, Project: inv.Project.ID, ProjectRoot: inv.Project.Root, Cwd: abs, Shell: pshell.Dialect(sh),
+	info, err := t.m.Open(ctx, shell.OpenSpec{
+		SessionID: sess.ID, Project: inv.Project.ID, ProjectRoot: inv.Project.Root, Cwd: abs, Shell: shell.Dialect(sh),
 	})
 	if err != nil {
 		if id, ok := failure.DetailOf(err)["shell_id"].(string); ok {

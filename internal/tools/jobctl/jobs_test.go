@@ -1,4 +1,4 @@
-package jobs_test
+package jobctl_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/runner"
-	jobtools "github.com/webcodex/webcodex/internal/tools/jobs"
+	"github.com/webcodex/webcodex/internal/tools/jobctl"
 	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -57,7 +57,7 @@ func newEnv(t *testing.T) *env {
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: svc})
 	run.Register(reg, &run.Tools{Host: &runner.Local{}, Jobs: m})
-	jobtools.Register(reg, &jobtools.Tools{Jobs: m})
+	jobctl.Register(reg, &jobctl.Tools{Jobs: m})
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
 	return &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, m: m}
 }
@@ -66,9 +66,9 @@ func (e *env) session() string {
 	return kerneltest.OK[sessions.WorkOutput](e.T, e.Call("work_on_project", map[string]any{"instruction": "jobs"})).SessionID
 }
 
-func (e *env) observe(args map[string]any) jobtools.ObserveOutput {
+func (e *env) observe(args map[string]any) jobctl.ObserveOutput {
 	e.T.Helper()
-	return kerneltest.OK[jobtools.ObserveOutput](e.T, e.Call("observe_jobs", args))
+	return kerneltest.OK[jobctl.ObserveOutput](e.T, e.Call("observe_jobs", args))
 }
 
 // TestSyncHandoffThroughTools: a run_shell that outlives the grace returns
@@ -96,7 +96,7 @@ func TestRunJob(t *testing.T) {
 	e := newEnv(t)
 	sid := e.session()
 	const marker = "secret-marker-51c2"
-	res := kerneltest.OK[jobtools.RunOutput](t, e.Call("run_job", map[string]any{"session_id": sid, "command": "echo " + marker + "; echo e >&2; exit 2",
+	res := kerneltest.OK[jobctl.RunOutput](t, e.Call("run_job", map[string]any{"session_id": sid, "command": "echo " + marker + "; echo e >&2; exit 2",
 		"cwd": "sub", "result_expectation": "failure", "purpose": "test"}))
 	id := res.Job.JobID
 	if res.Job.SessionID != sid || res.Job.Cwd != "sub" || res.Job.Program != "sh" || !res.Job.Background {
@@ -107,15 +107,15 @@ func TestRunJob(t *testing.T) {
 	if j.State != jobs.Failed || *j.ExitCode != 2 || !*j.ExpectationMatch || obs.Woke != "condition" {
 		t.Fatalf("job %+v", j)
 	}
-	tail := kerneltest.OK[jobtools.TailOutput](t, e.Call("read_job_tail", map[string]any{"job_id": id, "stream": "stderr"}))
+	tail := kerneltest.OK[jobctl.TailOutput](t, e.Call("read_job_tail", map[string]any{"job_id": id, "stream": "stderr"}))
 	if tail.Text != "e\n" || tail.State != jobs.Failed || tail.Stream != jobs.Stderr {
 		t.Fatalf("tail %+v", tail)
 	}
-	tail = kerneltest.OK[jobtools.TailOutput](t, e.Call("read_job_tail", map[string]any{"job_id": id, "cursor": 7, "max_bytes": 5}))
+	tail = kerneltest.OK[jobctl.TailOutput](t, e.Call("read_job_tail", map[string]any{"job_id": id, "cursor": 7, "max_bytes": 5}))
 	if tail.Text != "marke" || tail.Cursor != 7 || tail.NextCursor != 12 || !tail.More {
 		t.Fatalf("cursor tail %+v", tail)
 	}
-	list := kerneltest.OK[jobtools.ListOutput](t, e.Call("list_jobs", map[string]any{}))
+	list := kerneltest.OK[jobctl.ListOutput](t, e.Call("list_jobs", map[string]any{}))
 	if list.Total != 1 || list.Jobs[0].JobID != id {
 		t.Fatalf("list %+v", list)
 	}
@@ -136,7 +136,7 @@ func TestRunJob(t *testing.T) {
 
 func TestStopJob(t *testing.T) {
 	e := newEnv(t)
-	id := kerneltest.OK[jobtools.RunOutput](t, e.Call("run_job", map[string]any{"command": "trap '' TERM; echo ready; sleep 30"})).Job.JobID
+	id := kerneltest.OK[jobctl.RunOutput](t, e.Call("run_job", map[string]any{"command": "trap '' TERM; echo ready; sleep 30"})).Job.JobID
 	// Without cursors a wait ends on new output; from cursor 0 any output
 	// counts.
 	cur := map[string]any{id: map[string]any{"stdout": 0}}
@@ -151,17 +151,17 @@ func TestStopJob(t *testing.T) {
 	kerneltest.Fails(t, e.CallAs(other, "stop_job", map[string]any{"job_id": id}), failure.JobAuthorityDenied)
 	kerneltest.Fails(t, e.CallAs(other, "observe_jobs", map[string]any{"job_ids": []string{id}}), failure.JobAuthorityDenied)
 	kerneltest.Fails(t, e.CallAs(other, "read_job_tail", map[string]any{"job_id": id}), failure.JobAuthorityDenied)
-	if l := kerneltest.OK[jobtools.ListOutput](t, e.CallAs(other, "list_jobs", map[string]any{})); l.Total != 0 {
+	if l := kerneltest.OK[jobctl.ListOutput](t, e.CallAs(other, "list_jobs", map[string]any{})); l.Total != 0 {
 		t.Fatalf("another owner lists %d jobs", l.Total)
 	}
 	reader := auth.Principal{Kind: auth.KindAPIToken, ID: "r", Owner: auth.DefaultOwner, Scopes: []auth.Scope{auth.ScopeProjectRead}}
 	kerneltest.Fails(t, e.CallAs(reader, "stop_job", map[string]any{"job_id": id}), failure.InsufficientScope)
 
-	st := kerneltest.OK[jobtools.StopOutput](t, e.Call("stop_job", map[string]any{"job_id": id}))
+	st := kerneltest.OK[jobctl.StopOutput](t, e.Call("stop_job", map[string]any{"job_id": id}))
 	if st.AlreadyTerminal || st.Job.State != jobs.Stopped || st.Job.Reason != jobs.ReasonStopJob {
 		t.Fatalf("stop %+v", st)
 	}
-	again := kerneltest.OK[jobtools.StopOutput](t, e.Call("stop_job", map[string]any{"job_id": id}))
+	again := kerneltest.OK[jobctl.StopOutput](t, e.Call("stop_job", map[string]any{"job_id": id}))
 	if !again.AlreadyTerminal || again.Job.State != jobs.Stopped || !again.Job.FinishedAt.Equal(st.Job.FinishedAt) {
 		t.Fatalf("second stop %+v", again)
 	}
@@ -169,7 +169,7 @@ func TestStopJob(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	e := newEnv(t)
-	id := kerneltest.OK[jobtools.RunOutput](t, e.Call("run_job", map[string]any{"command": "true"})).Job.JobID
+	id := kerneltest.OK[jobctl.RunOutput](t, e.Call("run_job", map[string]any{"command": "true"})).Job.JobID
 	nine := make([]string, 9)
 	for i := range nine {
 		nine[i] = jobs.NewID()
@@ -225,11 +225,11 @@ func TestReadOnlySessionCannotRunJob(t *testing.T) {
 func TestExpectationNeverRewritesTheJobState(t *testing.T) {
 	e := newEnv(t)
 	sid := e.session()
-	terminal := func(id string) jobtools.View {
+	terminal := func(id string) jobctl.View {
 		t.Helper()
 		return e.observe(map[string]any{"job_ids": []string{id}, "wait_seconds": 100, "wake_on": "all_terminal"}).Jobs[0].Job
 	}
-	ok := kerneltest.OK[jobtools.RunOutput](t, e.Call("run_job", map[string]any{"session_id": sid, "command": "exit 0", "result_expectation": "failure"}))
+	ok := kerneltest.OK[jobctl.RunOutput](t, e.Call("run_job", map[string]any{"session_id": sid, "command": "exit 0", "result_expectation": "failure"}))
 	if j := terminal(ok.Job.JobID); j.State != jobs.Succeeded || *j.ExitCode != 0 || j.Expectation != jobs.ExpectFailure || *j.ExpectationMatch {
 		t.Fatalf("exit 0 expected to fail: %+v", j)
 	}

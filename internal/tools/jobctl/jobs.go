@@ -1,4 +1,4 @@
-// Package jobs registers the background job tools: run_job (a shell
+// Package jobctl registers the background job tools: run_job (a shell
 // command started as a background job at once), observe_jobs (1-8 jobs,
 // one bounded wait, new output by cursor), list_jobs, stop_job and
 // read_job_tail.
@@ -6,7 +6,7 @@
 // Only the authority group that started a job, in the job's project, may
 // see or stop it. The ledger receives facts only (job id, state, exit
 // code), never command text or output.
-package jobs
+package jobctl
 
 import (
 	"context"

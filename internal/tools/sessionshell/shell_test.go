@@ -1,4 +1,4 @@
-package shell_test
+package sessionshell_test
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
-	pshell "github.com/webcodex/webcodex/internal/shell"
+	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
-	"github.com/webcodex/webcodex/internal/tools/shell"
+	"github.com/webcodex/webcodex/internal/tools/sessionshell"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
 )
@@ -26,7 +26,7 @@ import (
 type env struct {
 	*kerneltest.Env
 	svc *workflow.Service
-	m   *pshell.Manager
+	m   *shell.Manager
 	db  string
 }
 
@@ -49,12 +49,12 @@ func newEnv(t testing.TB, files map[string]string) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	svc := workflow.NewService(st, nil)
-	m := pshell.NewManager(pshell.Options{Getenv: getenv, ResyncWait: 400 * time.Millisecond})
+	m := shell.NewManager(shell.Options{Getenv: getenv, ResyncWait: 400 * time.Millisecond})
 	t.Cleanup(func() { m.Close() })
 	p := kerneltest.TempProject(t, files)
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: svc})
-	shell.Register(reg, m)
+	sessionshell.Register(reg, m)
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
 	return &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, m: m, db: db}
 }
@@ -68,25 +68,25 @@ func (e *env) start(mode workflow.Mode) string {
 	return kerneltest.OK[sessions.WorkOutput](e.T, e.Call("work_on_project", args)).SessionID
 }
 
-func (e *env) open(sess string, args map[string]any) shell.OpenOutput {
+func (e *env) open(sess string, args map[string]any) sessionshell.OpenOutput {
 	e.T.Helper()
 	if args == nil {
 		args = map[string]any{}
 	}
 	args["session_id"] = sess
-	return kerneltest.OK[shell.OpenOutput](e.T, e.Call("open_session_shell", args))
+	return kerneltest.OK[sessionshell.OpenOutput](e.T, e.Call("open_session_shell", args))
 }
 
-func (e *env) exec(sess, id, command string) shell.ExecOutput {
+func (e *env) exec(sess, id, command string) sessionshell.ExecOutput {
 	e.T.Helper()
-	return kerneltest.OK[shell.ExecOutput](e.T, e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": command}))
+	return kerneltest.OK[sessionshell.ExecOutput](e.T, e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": command}))
 }
 
 // execution decodes the partial execution a failed exec carries.
-func execution(t testing.TB, res kernel.Result) shell.ExecOutput {
+func execution(t testing.TB, res kernel.Result) sessionshell.ExecOutput {
 	t.Helper()
 	var out struct {
-		Execution shell.ExecOutput `json:"execution"`
+		Execution sessionshell.ExecOutput `json:"execution"`
 	}
 	if err := json.Unmarshal(kerneltest.OutputBytes(t, res), &out); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	id := o.Shell.ShellID
 	out := e.exec(sess, id, "cd .. && export WC_X=1; ls sub")
-	if out.ExitCode != 0 || out.Stdout.Text != "f.txt\n" || out.Cwd != "." || out.Ending != shell.EndingExited || out.ShellState != "ready" {
+	if out.ExitCode != 0 || out.Stdout.Text != "f.txt\n" || out.Cwd != "." || out.Ending != sessionshell.EndingExited || out.ShellState != "ready" {
 		t.Fatalf("exec: %+v", out)
 	}
 	out = e.exec(sess, id, "echo $WC_X; pwd")
@@ -130,19 +130,19 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("expected failure: %+v", ex)
 	}
 	kerneltest.Fails(t, e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": "true", "timeout_seconds": 0}), failure.InvalidArguments)
-	kerneltest.Fails(t, e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": strings.Repeat("x", pshell.MaxCommandBytes+1)}), failure.InvalidArguments)
+	kerneltest.Fails(t, e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": strings.Repeat("x", shell.MaxCommandBytes+1)}), failure.InvalidArguments)
 	// One shell per session.
 	kerneltest.Fails(t, e.Call("open_session_shell", map[string]any{"session_id": sess}), failure.Conflict)
 
-	st := kerneltest.OK[shell.ShellView](t, e.Call("session_shell_status", map[string]any{"session_id": sess, "shell_id": id}))
+	st := kerneltest.OK[sessionshell.ShellView](t, e.Call("session_shell_status", map[string]any{"session_id": sess, "shell_id": id}))
 	if st.State != "ready" || st.CommandsRun != 4 || st.Cwd != "sub" {
 		t.Fatalf("status: %+v", st)
 	}
-	cl := kerneltest.OK[shell.CloseOutput](t, e.Call("close_session_shell", map[string]any{"session_id": sess, "shell_id": id}))
+	cl := kerneltest.OK[sessionshell.CloseOutput](t, e.Call("close_session_shell", map[string]any{"session_id": sess, "shell_id": id}))
 	if !cl.Changed || cl.Shell.State != "closed" || cl.Shell.EndedAt == "" {
 		t.Fatalf("close: %+v", cl)
 	}
-	cl = kerneltest.OK[shell.CloseOutput](t, e.Call("close_session_shell", map[string]any{"session_id": sess, "shell_id": id}))
+	cl = kerneltest.OK[sessionshell.CloseOutput](t, e.Call("close_session_shell", map[string]any{"session_id": sess, "shell_id": id}))
 	if cl.Changed || cl.Shell.State != "closed" {
 		t.Fatalf("second close: %+v", cl)
 	}
@@ -160,7 +160,7 @@ func TestReadOnlySessionIsDenied(t *testing.T) {
 		t.Fatal("a read_only session opened a shell")
 	}
 	// A session switched to read_only after opening cannot execute,
-	// but can still look at and close its shell.
+	// but can still look at and close its sessionshell.
 	sess := e.start("")
 	id := e.open(sess, nil).Shell.ShellID
 	kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"session_id": sess, "instruction": "look only", "mode": "read_only"}))
@@ -169,8 +169,8 @@ func TestReadOnlySessionIsDenied(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a read_only session executed")
 	}
-	kerneltest.OK[shell.ShellView](t, e.Call("session_shell_status", map[string]any{"session_id": sess, "shell_id": id}))
-	if cl := kerneltest.OK[shell.CloseOutput](t, e.Call("close_session_shell", map[string]any{"session_id": sess, "shell_id": id})); !cl.Changed {
+	kerneltest.OK[sessionshell.ShellView](t, e.Call("session_shell_status", map[string]any{"session_id": sess, "shell_id": id}))
+	if cl := kerneltest.OK[sessionshell.CloseOutput](t, e.Call("close_session_shell", map[string]any{"session_id": sess, "shell_id": id})); !cl.Changed {
 		t.Fatalf("close: %+v", cl)
 	}
 	s, _ := e.svc.Get(context.Background(), sess)
@@ -190,7 +190,7 @@ func TestShellOfAnotherSessionIsRefused(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("another session's call ran a command")
 	}
-	if st := kerneltest.OK[shell.ShellView](t, e.Call("session_shell_status", map[string]any{"session_id": a, "shell_id": id})); st.State != "ready" || st.CommandsRun != 0 {
+	if st := kerneltest.OK[sessionshell.ShellView](t, e.Call("session_shell_status", map[string]any{"session_id": a, "shell_id": id})); st.State != "ready" || st.CommandsRun != 0 {
 		t.Fatalf("owner's shell changed: %+v", st)
 	}
 }
@@ -208,12 +208,12 @@ func TestSessionDefaultsAreInherited(t *testing.T) {
 	if out.Stdout.Text != filepath.Join(e.Project.Root, "cmd", "tool")+"\nbash=yes\n" {
 		t.Fatalf("exec: %q", out.Stdout.Text)
 	}
-	// Changing the defaults never moves an open shell.
+	// Changing the defaults never moves an open sessionshell.
 	kerneltest.OK[sessions.ContextOutput](t, e.Call("update_session_context", map[string]any{"session_id": sess}))
 	if out := e.exec(sess, o.Shell.ShellID, "pwd"); out.Cwd != "cmd/tool" {
 		t.Fatalf("moved: %+v", out)
 	}
-	kerneltest.OK[shell.CloseOutput](t, e.Call("close_session_shell", map[string]any{"session_id": sess, "shell_id": o.Shell.ShellID}))
+	kerneltest.OK[sessionshell.CloseOutput](t, e.Call("close_session_shell", map[string]any{"session_id": sess, "shell_id": o.Shell.ShellID}))
 
 	// A default_cwd that does not exist (or is a file) fails before
 	// start, without falling back to the root.
@@ -300,8 +300,8 @@ func TestTimeoutsThroughTheKernel(t *testing.T) {
 		t.Fatalf("reset: %+v", ex)
 	}
 	kerneltest.Fails(t, e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": "true"}), failure.ShellResetRequired)
-	st := kerneltest.OK[shell.ShellView](t, e.Call("session_shell_status", map[string]any{"session_id": sess, "shell_id": id}))
-	if st.State != "lost" || st.EndReason != pshell.EndResyncFailed {
+	st := kerneltest.OK[sessionshell.ShellView](t, e.Call("session_shell_status", map[string]any{"session_id": sess, "shell_id": id}))
+	if st.State != "lost" || st.EndReason != shell.EndResyncFailed {
 		t.Fatalf("status: %+v", st)
 	}
 	_, evs, _ := e.svc.Summary(context.Background(), sess, workflow.SummaryMax)
@@ -314,7 +314,7 @@ func TestTimeoutsThroughTheKernel(t *testing.T) {
 	if !found {
 		t.Fatal("no reset_required fact in the ledger")
 	}
-	// The session opens a fresh shell.
+	// The session opens a fresh sessionshell.
 	e.open(sess, nil)
 }
 
@@ -330,7 +330,7 @@ func TestBusyThroughTheKernel(t *testing.T) {
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		st := kerneltest.OK[shell.ShellView](t, e.Call("session_shell_status", map[string]any{"session_id": sess, "shell_id": id}))
+		st := kerneltest.OK[sessionshell.ShellView](t, e.Call("session_shell_status", map[string]any{"session_id": sess, "shell_id": id}))
 		if st.State == "busy" {
 			break
 		}
@@ -394,15 +394,15 @@ func TestExpectationNeverRewritesTheResult(t *testing.T) {
 		{"false", "success", 1, false, false, workflow.FailureActionable},
 	} {
 		res := e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": tc.command, "result_expectation": tc.expectation})
-		var out shell.ExecOutput
+		var out sessionshell.ExecOutput
 		if tc.success {
-			out = kerneltest.OK[shell.ExecOutput](t, res)
+			out = kerneltest.OK[sessionshell.ExecOutput](t, res)
 		} else {
 			kerneltest.Fails(t, res, failure.CommandFailed)
 			out = execution(t, res)
 		}
-		if out.ExitCode != tc.code || out.Ending != shell.EndingExited ||
-			out.Expectation != (shell.ExpectationResult{Declared: shell.Expectation(tc.expectation), Matched: tc.matched}) {
+		if out.ExitCode != tc.code || out.Ending != sessionshell.EndingExited ||
+			out.Expectation != (sessionshell.ExpectationResult{Declared: sessionshell.Expectation(tc.expectation), Matched: tc.matched}) {
 			t.Fatalf("%s/%s: result %+v", tc.command, tc.expectation, out)
 		}
 		ev := lastExec()
