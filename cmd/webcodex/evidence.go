@@ -11,8 +11,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/evidence"
-	"github.com/webcodex/webcodex/internal/evidence/sqlitestore"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
 )
 
@@ -58,7 +58,7 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 					bar.Set64(int64(done))
 				}
 			}
-			rep, err := sqlitestore.Verify(cmd.Context(), cfg.DataDir, opts)
+			rep, err := app.VerifyJournal(cmd.Context(), cfg.DataDir, opts)
 			if err != nil {
 				return err
 			}
@@ -86,7 +86,7 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 			if session == "" {
 				return fmt.Errorf("--session is required")
 			}
-			return withJournal(cmd.Context(), g, func(j *sqlitestore.Journal) error {
+			return withJournal(cmd.Context(), g, func(j journal) error {
 				b, err := j.ExportBundle(cmd.Context(), session)
 				if err != nil {
 					return err
@@ -131,7 +131,7 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 		Short: "Sign the journal head (if it grew) and print the signed checkpoint; keep it to verify with --from later",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withJournal(cmd.Context(), g, func(j *sqlitestore.Journal) error {
+			return withJournal(cmd.Context(), g, func(j journal) error {
 				cp, err := j.Checkpoint(cmd.Context())
 				if err != nil {
 					return err
@@ -155,7 +155,7 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 			if listSession == "" {
 				return fmt.Errorf("--session is required")
 			}
-			return withJournal(cmd.Context(), g, func(j *sqlitestore.Journal) error {
+			return withJournal(cmd.Context(), g, func(j journal) error {
 				es, err := j.SessionRecords(cmd.Context(), listSession, listLimit)
 				if err != nil {
 					return err
@@ -186,7 +186,7 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := sqlitestore.RotateKey(cmd.Context(), cfg.DataDir, time.Now)
+			r, err := app.RotateJournalKey(cmd.Context(), cfg.DataDir)
 			if err != nil {
 				return err
 			}
@@ -208,12 +208,22 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func withJournal(ctx context.Context, g *globals, fn func(*sqlitestore.Journal) error) error {
+// journal is the evidence journal as the offline evidence commands use it.
+type journal interface {
+	ExportBundle(ctx context.Context, sessionID string) (evidence.Bundle, error)
+	Checkpoint(ctx context.Context) (evidence.SignedCheckpoint, error)
+	SessionRecords(ctx context.Context, sessionID string, limit int) ([]evidence.Entry, error)
+	SessionCounts(ctx context.Context, sessionID string) (evidence.Counts, error)
+}
+
+// withJournal opens the data directory's evidence journal (app.OpenJournal)
+// for fn and closes it after.
+func withJournal(ctx context.Context, g *globals, fn func(journal) error) error {
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return err
 	}
-	j, err := sqlitestore.Open(ctx, cfg.DataDir, evidence.Options{})
+	j, err := app.OpenJournal(ctx, cfg.DataDir)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -13,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webcodex/webcodex/internal/app"
-	"github.com/webcodex/webcodex/internal/evidence"
-	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
 	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
 
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -186,10 +183,10 @@ func briefEvidence(ctx context.Context, g *globals, id string) (*handoff.BriefEv
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(cfg.DataDir, app.EvidenceDB)); err != nil {
+	if !app.HasJournal(cfg.DataDir) {
 		return nil, nil
 	}
-	j, err := evidencestore.Open(ctx, cfg.DataDir, evidence.Options{})
+	j, err := app.OpenJournal(ctx, cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func TestArchitecture(t *testing.T) {
 		// package with one workspace snapshot (issue 11, item 12).
 		{"internal/tools/finish", "internal/tools/handoff"}: true,
 	}
-	seen := 0
+	seen, cmds := 0, 0
 	for dec.More() {
 		var p pkg
 		if err := dec.Decode(&p); err != nil {
@@ -80,9 +80,23 @@ func TestArchitecture(t *testing.T) {
 				}
 			}
 		}
-		// Only the composition root opens concrete stores.
-		if !strings.HasPrefix(rel, "internal/app") && !strings.HasPrefix(rel, "cmd/") && !strings.Contains(rel, "sqlitestore") {
-			for _, d := range p.Deps {
+		// Only the composition root opens concrete stores. The commands
+		// (cmd/) are held to it too: they reach the stores only through
+		// internal/app, so their direct imports name no store and no
+		// database driver (their tests may read databases to check results;
+		// go list's Imports and Deps leave test files out).
+		if !hasPrefix(rel, []string{"internal/app"}) && !strings.HasSuffix(rel, "/sqlitestore") {
+			deps := p.Deps
+			if hasPrefix(rel, []string{"cmd"}) {
+				cmds++
+				deps = p.Imports
+				for _, d := range p.Imports {
+					if d == "database/sql" || hasPrefix(d, []string{"modernc.org/sqlite", mod + "internal/sqlitedb"}) {
+						t.Errorf("%s imports %s: commands open databases only through internal/app", rel, strings.TrimPrefix(d, mod))
+					}
+				}
+			}
+			for _, d := range deps {
 				if strings.HasPrefix(d, mod) && strings.HasSuffix(d, "/sqlitestore") {
 					t.Errorf("%s imports %s: only internal/app wires stores", rel, strings.TrimPrefix(d, mod))
 				}
@@ -91,6 +105,9 @@ func TestArchitecture(t *testing.T) {
 	}
 	if seen < 10 {
 		t.Fatalf("go list returned only %d packages", seen)
+	}
+	if cmds == 0 {
+		t.Fatal("go list returned no cmd/ package: the store rule for commands checked nothing")
 	}
 }
 

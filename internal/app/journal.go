@@ -1,0 +1,45 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+)
+
+// The offline evidence commands (`webcodex evidence ...`, the handoff
+// brief of `webcodex session handoff`) open the journal through these, so
+// that cmd/webcodex opens no store itself.
+
+// HasJournal reports whether dataDir holds an evidence journal, so that a
+// reader which must not create one can skip it.
+func HasJournal(dataDir string) bool {
+	_, err := os.Stat(filepath.Join(dataDir, EvidenceDB))
+	return err == nil
+}
+
+// OpenJournal opens the evidence journal in dataDir for an offline
+// command, creating it and its signing key when there is none. A key that
+// is not the journal's is refused as evidencestore.Open refuses it. No
+// periodic checkpoints run; the caller closes the journal.
+func OpenJournal(ctx context.Context, dataDir string) (*evidencestore.Journal, error) {
+	return evidencestore.Open(ctx, dataDir, evidence.Options{})
+}
+
+// VerifyJournal verifies the evidence journal in dataDir offline and
+// read-only (evidencestore.Verify): findings are in the report; an error
+// means the journal could not be read at all.
+func VerifyJournal(ctx context.Context, dataDir string, opts evidence.VerifyOptions) (evidence.Report, error) {
+	return evidencestore.Verify(ctx, dataDir, opts)
+}
+
+// RotateJournalKey replaces the signing key of the journal in dataDir,
+// keeping the retired public key (evidencestore.RotateKey; refused while
+// another process has the journal open). The checkpoints it signs are
+// stamped with the current time.
+func RotateJournalKey(ctx context.Context, dataDir string) (evidencestore.Rotation, error) {
+	return evidencestore.RotateKey(ctx, dataDir, time.Now)
+}
