@@ -15,7 +15,7 @@ import (
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/evidence"
 	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
-	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
+	"github.com/webcodex/webcodex/internal/tools/closeout"
 
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
@@ -194,7 +194,7 @@ func briefEvidence(ctx context.Context, g *globals, id string) (*handoff.BriefEv
 		return nil, err
 	}
 	defer j.Close()
-	return handofftools.BriefEvidence(ctx, j, id), nil
+	return closeout.BriefEvidence(ctx, j, id), nil
 }
 
 func printBrief(w io.Writer, s workflow.Session, b handoff.HandoffBrief) {
