@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webcodex/webcodex/internal/app"
-	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
+	"github.com/webcodex/webcodex/internal/tools/closeout"
 
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
@@ -191,7 +191,7 @@ func briefEvidence(ctx context.Context, g *globals, id string) (*handoff.BriefEv
 		return nil, err
 	}
 	defer j.Close()
-	return handofftools.BriefEvidence(ctx, j, id), nil
+	return closeout.BriefEvidence(ctx, j, id), nil
 }
 
 func printBrief(w io.Writer, s workflow.Session, b handoff.HandoffBrief) {

@@ -42,12 +42,6 @@ func TestArchitecture(t *testing.T) {
 	}
 	// Tool packages (internal/tools/<tool>) import no other tool package:
 	// what two tools share lives in a domain or infrastructure package.
-	// toolPairsPending lists the direct imports still to be removed.
-	toolPairsPending := map[[2]string]bool{
-		// Pending: tools/handoff and tools/finish merge into one closeout
-		// package with one workspace snapshot (issue 11, item 12).
-		{"internal/tools/finish", "internal/tools/handoff"}: true,
-	}
 	seen, cmds := 0, 0
 	for dec.More() {
 		var p pkg
@@ -70,13 +64,14 @@ func TestArchitecture(t *testing.T) {
 				}
 			}
 		}
+		// Tool packages (internal/tools/<tool>) import no other tool
+		// package: what two tools share lives in a domain or
+		// infrastructure package.
 		if tool := toolOf(rel); tool != "" {
 			for _, d := range p.Imports {
 				drel := strings.TrimPrefix(d, mod)
 				if other := toolOf(drel); other != "" && other != tool && strings.HasPrefix(d, mod) {
-					if !toolPairsPending[[2]string{rel, drel}] {
-						t.Errorf("%s imports %s: tools import no other tools package", rel, drel)
-					}
+					t.Errorf("%s imports %s: tools import no other tools package", rel, drel)
 				}
 			}
 		}

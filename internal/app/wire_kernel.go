@@ -5,11 +5,10 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/tools/closeout"
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/files"
-	finishtools "github.com/webcodex/webcodex/internal/tools/finish"
 	"github.com/webcodex/webcodex/internal/tools/git"
-	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
 	"github.com/webcodex/webcodex/internal/tools/jobctl"
 	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/search"
@@ -27,7 +26,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	reg := kernel.NewRegistry()
 	// The journal behind interfaces: nil stays a nil interface.
 	var counter sessions.EvidenceCounter
-	var journal handofftools.Journal
+	var journal closeout.Journal
 	if a.Evidence != nil {
 		counter, journal = a.Evidence, a.Evidence
 	}
@@ -53,8 +52,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs})
 	sessionshell.Register(reg, a.Shells)
 	validate.Register(reg, vt)
-	handofftools.Register(reg, &handofftools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})
-	finishtools.Register(reg, &finishtools.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})
+	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})
 	return reg
 }
 

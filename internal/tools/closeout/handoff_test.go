@@ -1,71 +1,24 @@
-package handoff_test
+package closeout_test
 
 import (
 	"context"
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
-	handofftool "github.com/webcodex/webcodex/internal/tools/handoff"
+	"github.com/webcodex/webcodex/internal/tools/closeout"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
-	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
 )
 
-// racyStore appends an event to the session right after every Events read,
-// as a concurrent writer would.
-type racyStore struct {
-	workflow.Store
-	race bool
-}
-
-func (s *racyStore) Events(ctx context.Context, id string, limit int) ([]workflow.Event, error) {
-	evs, err := s.Store.Events(ctx, id, limit)
-	if s.race {
-		s.Store.Update(ctx, id, func(*workflow.Session) ([]workflow.Event, error) {
-			return []workflow.Event{{Kind: workflow.EventToolCallFinished, Tool: "read_files", Outcome: workflow.OutcomeOK}}, nil
-		})
-	}
-	return evs, err
-}
-
-type env struct {
-	*kerneltest.Env
-	svc   *workflow.Service
-	store *racyStore
-	id    string
-}
-
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "workflow.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	rs := &racyStore{Store: st}
-	svc := workflow.NewService(rs, nil)
-	p := kerneltest.TempProject(t, map[string]string{"calc.go": "package calc\n"})
-	reg := kernel.NewRegistry()
-	sessions.Register(reg, &sessions.Tools{Sessions: svc})
-	handofftool.Register(reg, &handofftool.Tools{Sessions: svc})
-	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
-	e := &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, store: rs}
-	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{
-		"instruction": "Make the calculator tests pass. token=abcd1234secretvalue"})).SessionID
-	return e
-}
-
-// result decodes a session_handoff_summary output.
-type result struct {
+// handoffResult decodes a session_handoff_summary output.
+type handoffResult struct {
 	SessionID            string                        `json:"session_id"`
 	Project              string                        `json:"project"`
 	HandoffBrief         handoff.HandoffBrief          `json:"handoff_brief"`
@@ -73,7 +26,7 @@ type result struct {
 	Events               []workflow.Event              `json:"events"`
 }
 
-func (e *env) handoff(args map[string]any) (result, []byte) {
+func (e *env) handoff(args map[string]any) (handoffResult, []byte) {
 	e.T.Helper()
 	if args == nil {
 		args = map[string]any{}
@@ -81,7 +34,7 @@ func (e *env) handoff(args map[string]any) (result, []byte) {
 	args["session_id"] = e.id
 	delete(args, "project")
 	res := e.Raw(auth.LocalUser(), "session_handoff_summary", mustJSON(e.T, args))
-	out := kerneltest.OK[result](e.T, res)
+	out := kerneltest.OK[handoffResult](e.T, res)
 	var raw struct {
 		Brief json.RawMessage `json:"handoff_brief"`
 	}
@@ -89,18 +42,8 @@ func (e *env) handoff(args map[string]any) (result, []byte) {
 	return out, raw.Brief
 }
 
-func mustJSON(t testing.TB, v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-const scope = "validation_scope:v1:0000000000000000000000000000000000000000000000000000000000000000"
-
 func TestFailedValidationFirstAction(t *testing.T) {
-	e := newEnv(t)
+	e := newHandoffEnv(t)
 	ctx := context.Background()
 	_, _, err := e.svc.Append(ctx, e.id,
 		workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "read_files", Outcome: workflow.OutcomeOK, ObservedPaths: []string{"calc.go", "calc_test.go"}},
@@ -142,7 +85,7 @@ func TestFailedValidationFirstAction(t *testing.T) {
 }
 
 func TestDiagnosticAndFlags(t *testing.T) {
-	e := newEnv(t)
+	e := newHandoffEnv(t)
 	for range 120 {
 		e.svc.Append(context.Background(), e.id, workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "read_files", Outcome: workflow.OutcomeOK, ObservedPaths: []string{"calc.go"}})
 	}
@@ -156,7 +99,7 @@ func TestDiagnosticAndFlags(t *testing.T) {
 		t.Fatalf("flags: %+v %+v %+v", b.Validation, b.Workspace, b.Basis)
 	}
 	out, _ = e.handoff(map[string]any{"diagnostic": true, "limit": 1000})
-	if len(out.Events) != handofftool.MaxLimit || out.HandoffBrief.Validation.Status != handoff.ValidationNotRun {
+	if len(out.Events) != closeout.MaxEventLimit || out.HandoffBrief.Validation.Status != handoff.ValidationNotRun {
 		t.Fatalf("clamp: %d events, validation %s", len(out.Events), out.HandoffBrief.Validation.Status)
 	}
 	res := e.Raw(auth.LocalUser(), "session_handoff_summary", mustJSON(t, map[string]any{"session_id": e.id, "limit": -1}))
@@ -164,7 +107,7 @@ func TestDiagnosticAndFlags(t *testing.T) {
 }
 
 func TestClosedUnknownForeign(t *testing.T) {
-	e := newEnv(t)
+	e := newHandoffEnv(t)
 	kerneltest.OK[sessions.CloseOutput](t, e.Call("close_session", map[string]any{"session_id": e.id}))
 	out, _ := e.handoff(nil)
 	b := out.HandoffBrief
@@ -182,7 +125,7 @@ func TestClosedUnknownForeign(t *testing.T) {
 }
 
 func TestSnapshotFence(t *testing.T) {
-	e := newEnv(t)
+	e := newHandoffEnv(t)
 	out, _ := e.handoff(nil)
 	if slices.Contains(out.HandoffBrief.Basis.ReasonCodes, handoff.BasisSessionChangedDuringSnapshot) {
 		t.Fatalf("quiet session reported changed: %+v", out.HandoffBrief.Basis)
@@ -200,7 +143,7 @@ func TestWorkspaceSnapshot(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not on PATH")
 	}
-	e := newEnv(t)
+	e := newHandoffEnv(t)
 	// Not a repository: unavailable, never not_requested.
 	out, _ := e.handoff(map[string]any{"include_workspace": true})
 	if out.HandoffBrief.Workspace.Status != handoff.WorkspaceUnavailable {
@@ -230,7 +173,7 @@ func TestWorkspaceSnapshot(t *testing.T) {
 }
 
 func TestSameInputSameBytes(t *testing.T) {
-	e := newEnv(t)
+	e := newHandoffEnv(t)
 	_, a := e.handoff(nil)
 	// The first call's own recorder events changed the ledger; a brief of
 	// an unchanged ledger is byte-identical.

@@ -1,22 +1,4 @@
-// Package finish registers finish_coding_task: the deterministic,
-// read-only closeout snapshot of one Workflow Session.
-//
-// The tool reads the session header, its retained events and (when a Job
-// manager is wired) the caller's Job aggregate, optionally runs one
-// bounded, read-only `git status --porcelain=v2 --branch` in the project
-// root, and projects them into workspace, changes, validation, tool
-// failures, Jobs, hard blockers, advisories, a task_outcome and the shared
-// version-1 handoff_brief. It never closes the session, never runs a shell
-// or validation, appends no business event, works on closed sessions and
-// never claims that the work is correct: task_outcome only says what the
-// recorded evidence proves.
-//
-// Outcome rule: pass requires a passing validation run (verdict passed,
-// expectation success) whose ledger seq is greater than the seq of the
-// session's last change, and no hard blocker; any hard blocker
-// (unresolved validation failure, blocking jobs, workspace conflict) makes
-// it fail; everything else is warn.
-package finish
+package closeout
 
 import (
 	"context"
@@ -25,16 +7,10 @@ import (
 	"sort"
 
 	"github.com/webcodex/webcodex/internal/auth"
-	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
-	"github.com/webcodex/webcodex/internal/runner"
-	handofftools "github.com/webcodex/webcodex/internal/tools/handoff"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
 )
-
-// ToolName is the name of the closeout tool.
-const ToolName = "finish_coding_task"
 
 // Bounds of the closeout snapshot.
 const (
@@ -87,21 +63,23 @@ const (
 	NotConfigured = "not_configured"
 )
 
-// Tools holds the dependencies of finish_coding_task. Jobs may be nil: the
-// Job block is then reported as not_configured.
-type Tools struct {
-	Sessions *workflow.Service
-	Jobs     *jobs.Manager
-	// Evidence, when set, signs the journal head for the brief's basis.
-	Evidence handofftools.Journal
-	// Host runs git for the workspace snapshot (nil: runner.Local).
-	Host runner.Host
-}
-
-// Register adds finish_coding_task to reg.
-func Register(reg *kernel.Registry, t *Tools) {
-	kernel.Register(reg, kernel.Spec[Input, Output]{
-		Name: ToolName,
+// registerFinish adds finish_coding_task to reg.
+//
+// The tool reads the session header, its retained events and the caller's
+// Job aggregate, optionally the workspace snapshot (include_workspace,
+// default true), and projects them into workspace, changes, validation,
+// tool failures, Jobs, hard blockers, advisories, a task_outcome and the
+// shared version-1 handoff_brief. It never claims that the work is
+// correct: task_outcome only says what the recorded evidence proves.
+//
+// Outcome rule: pass requires a passing validation run (verdict passed,
+// expectation success) whose ledger seq is greater than the seq of the
+// session's last change, and no hard blocker; any hard blocker
+// (unresolved validation failure, blocking jobs, workspace conflict) makes
+// it fail; everything else is warn.
+func registerFinish(reg *kernel.Registry, t *Tools) {
+	kernel.Register(reg, kernel.Spec[FinishInput, FinishOutput]{
+		Name: FinishToolName,
 		Description: "Deterministic, read-only closeout snapshot of one Workflow Session: workspace, session changes, validation " +
 			"(historical, resolved, unresolved, current evidence), expectation-classified tool failures, jobs, hard_blockers, advisories, " +
 			"handoff_brief and task_outcome (pass only with a passing validation newer than the last change and no hard blocker). " +
@@ -113,8 +91,8 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 }
 
-// Input is the input of finish_coding_task.
-type Input struct {
+// FinishInput is the input of finish_coding_task.
+type FinishInput struct {
 	kernel.ProjectRef
 	kernel.RequiredSessionRef
 	SummaryOnly       bool  `json:"summary_only,omitempty" jsonschema:"return only task_outcome, counts and suggested_next_actions"`
@@ -146,11 +124,11 @@ type Counts struct {
 	Advisories         int `json:"advisories"`
 }
 
-// Output is the result of finish_coding_task. The large blocks are typed
+// FinishOutput is the result of finish_coding_task. The large blocks are typed
 // loosely (see the exported block types) so that the published output
 // schema stays within the per-tool tools/list budget; with summary_only
 // they are omitted.
-type Output struct {
+type FinishOutput struct {
 	Project              string      `json:"project"`
 	SessionID            string      `json:"session_id"`
 	TaskOutcome          TaskOutcome `json:"task_outcome"`
@@ -243,7 +221,7 @@ type Jobs struct {
 	Blocking int    `json:"blocking"`
 }
 
-func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (Output, error) {
+func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in FinishInput) (FinishOutput, error) {
 	includeWorkspace := in.IncludeWorkspace == nil || *in.IncludeWorkspace
 	includeValidation := in.IncludeValidation == nil || *in.IncludeValidation
 	includeHandoff := in.IncludeHandoff == nil || *in.IncludeHandoff
@@ -251,16 +229,16 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 	// Snapshot fence: events_observed before and after gathering.
 	sess, err := t.Sessions.Get(ctx, in.SessionID)
 	if err != nil {
-		return Output{}, err
+		return FinishOutput{}, err
 	}
 	all, err := t.Sessions.Store().Events(ctx, in.SessionID, 0)
 	if err != nil {
-		return Output{}, err
+		return FinishOutput{}, err
 	}
 	jobSnap, jobsStatus := t.jobs(ctx, sess)
 	var snap *snapshot
 	if includeWorkspace && inv.HasProject {
-		snap = gitStatus(ctx, t.Host, inv.Project.Root)
+		snap = workspace(ctx, t.Host, inv.Project.Root)
 	}
 	after, err := t.Sessions.Get(ctx, in.SessionID)
 	changed := err != nil || after.EventsObserved != sess.EventsObserved
@@ -269,13 +247,13 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 	// repeated closeouts byte-identical.
 	evs := make([]workflow.Event, 0, len(all))
 	for _, e := range all {
-		if e.Tool == ToolName && (e.Kind == workflow.EventToolCallStarted || e.Kind == workflow.EventToolCallFinished) {
+		if e.Tool == FinishToolName && (e.Kind == workflow.EventToolCallStarted || e.Kind == workflow.EventToolCallFinished) {
 			continue
 		}
 		evs = append(evs, e)
 	}
 
-	out := Output{Project: sess.Project, SessionID: sess.ID}
+	out := FinishOutput{Project: sess.Project, SessionID: sess.ID}
 	var hard, adv []string
 
 	// Workspace.
@@ -284,14 +262,14 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 	switch {
 	case snap != nil:
 		pl, cl := handoff.BoundPaths(snap.Paths, MaxWorkspacePaths), handoff.BoundPaths(snap.Conflicts, MaxWorkspacePaths)
-		ws = Workspace{Status: Available, Branch: snap.Branch, Head: snap.Head, Dirty: &snap.Dirty, Conflicted: &snap.Conflicted,
-			Ahead: &snap.Ahead, Behind: &snap.Behind, ChangedPaths: &pl, Conflicts: &cl}
-		bws = &handoff.WorkspaceSnapshot{Branch: snap.Branch, Head: snap.Head, Dirty: snap.Dirty, Conflicted: snap.Conflicted,
-			Ahead: snap.Ahead, Behind: snap.Behind}
-		if snap.Conflicted {
+		b := snap.brief()
+		ws = Workspace{Status: Available, Branch: b.Branch, Head: b.Head, Dirty: &b.Dirty, Conflicted: &b.Conflicted,
+			Ahead: &b.Ahead, Behind: &b.Behind, ChangedPaths: &pl, Conflicts: &cl}
+		bws = b
+		if b.Conflicted {
 			hard = append(hard, BlockerWorkspaceConflict)
 		}
-		if snap.Dirty {
+		if b.Dirty {
 			adv = append(adv, AdvisoryDirtyWorktree)
 		}
 	case includeWorkspace:
@@ -406,7 +384,7 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in Input) (O
 	brief, raw := handoff.Brief(handoff.BriefInput{
 		Session: sess, Events: evs, Feedback: &fb,
 		IncludeWorkspace: includeWorkspace, Workspace: bws, SessionChanged: changed,
-		Evidence: handofftools.BriefEvidence(ctx, t.Evidence, sess.ID),
+		Evidence: BriefEvidence(ctx, t.Evidence, sess.ID),
 	})
 	out.SuggestedNextActions = append([]string{}, brief.NextActions...)
 	if len(out.SuggestedNextActions) > handoff.MaxSuggestedActions {
@@ -487,38 +465,4 @@ func validation(status string, evs []workflow.Event, lastChange int64) Validatio
 		v.ReasonCode = "validation_unavailable"
 	}
 	return v
-}
-
-// jobs returns the Job counts it can prove over the caller's full active
-// aggregate in the session's project, with the block status.
-func (t *Tools) jobs(ctx context.Context, sess workflow.Session) (*handoff.JobsSnapshot, string) {
-	if t.Jobs == nil {
-		return nil, NotConfigured
-	}
-	acc := jobs.Access{Project: sess.Project, Fingerprint: sess.OwnerFingerprint}
-	active, total, err := t.Jobs.List(ctx, acc, jobs.ListFilter{Active: true, Limit: jobs.MaxListLimit})
-	if err != nil || total > len(active) {
-		return nil, Unavailable
-	}
-	snap := &handoff.JobsSnapshot{Active: total}
-	for _, j := range active {
-		if inSession(j, sess.ID) {
-			snap.Blocking++
-		}
-	}
-	bg, bgTotal, err := t.Jobs.List(ctx, acc, jobs.ListFilter{BackgroundOnly: true, Limit: jobs.MaxListLimit})
-	if err != nil || bgTotal > len(bg) {
-		return nil, Unavailable
-	}
-	for _, j := range bg {
-		if j.State.Terminal() && j.Validation != nil && inSession(j, sess.ID) && !slices.Contains(sess.JobMarkers, j.ID) {
-			snap.TerminalPending++
-		}
-	}
-	return snap, Available
-}
-
-// inSession reports whether job j was run in, or recorded in, session id.
-func inSession(j jobs.Job, id string) bool {
-	return j.SessionID == id || (j.Validation != nil && slices.Contains(j.Validation.Sessions, id))
 }

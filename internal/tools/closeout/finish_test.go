@@ -1,68 +1,40 @@
-package finish_test
+package closeout_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
-	"github.com/webcodex/webcodex/internal/tools/finish"
-	"github.com/webcodex/webcodex/internal/tools/sessions"
+	"github.com/webcodex/webcodex/internal/tools/closeout"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
-	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
 )
 
-type env struct {
-	*kerneltest.Env
-	svc *workflow.Service
-	id  string
+// finishResult decodes a full finish_coding_task output.
+type finishResult struct {
+	Project              string                 `json:"project"`
+	SessionID            string                 `json:"session_id"`
+	TaskOutcome          closeout.TaskOutcome   `json:"task_outcome"`
+	Counts               closeout.Counts        `json:"counts"`
+	SuggestedNextActions []string               `json:"suggested_next_actions"`
+	Workspace            *closeout.Workspace    `json:"workspace"`
+	Changes              *closeout.Changes      `json:"changes"`
+	Validation           *closeout.Validation   `json:"validation"`
+	ToolFailures         *closeout.ToolFailures `json:"tool_failures"`
+	Jobs                 *closeout.Jobs         `json:"jobs"`
+	HardBlockers         []string               `json:"hard_blockers"`
+	Advisories           []string               `json:"advisories"`
+	HandoffBrief         *handoff.HandoffBrief  `json:"handoff_brief"`
 }
 
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "workflow.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	svc := workflow.NewService(st, nil)
-	p := kerneltest.TempProject(t, map[string]string{"calc.go": "package calc\n"})
-	reg := kernel.NewRegistry()
-	sessions.Register(reg, &sessions.Tools{Sessions: svc})
-	finish.Register(reg, &finish.Tools{Sessions: svc})
-	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
-	e := &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc}
-	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": "Make the calculator tests pass."})).SessionID
-	return e
-}
-
-// result decodes a full finish_coding_task output.
-type result struct {
-	Project              string                `json:"project"`
-	SessionID            string                `json:"session_id"`
-	TaskOutcome          finish.TaskOutcome    `json:"task_outcome"`
-	Counts               finish.Counts         `json:"counts"`
-	SuggestedNextActions []string              `json:"suggested_next_actions"`
-	Workspace            *finish.Workspace     `json:"workspace"`
-	Changes              *finish.Changes       `json:"changes"`
-	Validation           *finish.Validation    `json:"validation"`
-	ToolFailures         *finish.ToolFailures  `json:"tool_failures"`
-	Jobs                 *finish.Jobs          `json:"jobs"`
-	HardBlockers         []string              `json:"hard_blockers"`
-	Advisories           []string              `json:"advisories"`
-	HandoffBrief         *handoff.HandoffBrief `json:"handoff_brief"`
-}
-
-func (e *env) finish(args map[string]any) (result, []byte) {
+func (e *env) finish(args map[string]any) (finishResult, []byte) {
 	e.T.Helper()
 	if args == nil {
 		args = map[string]any{}
@@ -70,8 +42,8 @@ func (e *env) finish(args map[string]any) (result, []byte) {
 	if _, ok := args["session_id"]; !ok {
 		args["session_id"] = e.id
 	}
-	res := e.Call(finish.ToolName, args)
-	return kerneltest.OK[result](e.T, res), kerneltest.OutputBytes(e.T, res)
+	res := e.Call(closeout.FinishToolName, args)
+	return kerneltest.OK[finishResult](e.T, res), kerneltest.OutputBytes(e.T, res)
 }
 
 func (e *env) append(evs ...workflow.Event) {
@@ -80,8 +52,6 @@ func (e *env) append(evs ...workflow.Event) {
 		e.T.Fatal(err)
 	}
 }
-
-const scope = "validation_scope:v1:0000000000000000000000000000000000000000000000000000000000000000"
 
 func change(path string) workflow.Event {
 	return workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "apply_text_edits", Outcome: workflow.OutcomeOK, ChangedPaths: []string{path}}
@@ -102,7 +72,7 @@ func passing(resolved ...string) workflow.Event {
 	}}
 }
 
-func wantOutcome(t *testing.T, r result, status string, blocking bool, reasons ...string) {
+func wantOutcome(t *testing.T, r finishResult, status string, blocking bool, reasons ...string) {
 	t.Helper()
 	o := r.TaskOutcome
 	if o.Status != status || o.Blocking != blocking {
@@ -119,9 +89,9 @@ func wantOutcome(t *testing.T, r result, status string, blocking bool, reasons .
 }
 
 func TestFreshSessionWarns(t *testing.T) {
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	r, _ := e.finish(nil)
-	wantOutcome(t, r, finish.StatusWarn, false, finish.AdvisoryValidationNotRun, finish.AdvisoryWorkspaceUnavailable)
+	wantOutcome(t, r, closeout.StatusWarn, false, closeout.AdvisoryValidationNotRun, closeout.AdvisoryWorkspaceUnavailable)
 	if r.Project != e.Project.ID || r.SessionID != e.id {
 		t.Fatalf("header: %+v", r)
 	}
@@ -129,10 +99,10 @@ func TestFreshSessionWarns(t *testing.T) {
 		t.Fatalf("validation: %+v", r.Validation)
 	}
 	// Not a git repository: the workspace is unavailable, not guessed.
-	if r.Workspace == nil || r.Workspace.Status != finish.Unavailable || r.Workspace.Dirty != nil {
+	if r.Workspace == nil || r.Workspace.Status != closeout.Unavailable || r.Workspace.Dirty != nil {
 		t.Fatalf("workspace: %+v", r.Workspace)
 	}
-	if r.Jobs == nil || r.Jobs.Status != finish.NotConfigured {
+	if r.Jobs == nil || r.Jobs.Status != closeout.NotConfigured {
 		t.Fatalf("jobs: %+v", r.Jobs)
 	}
 	if r.Changes == nil || r.Changes.Total != 0 || r.Changes.Items == nil || len(r.HardBlockers) != 0 || r.HardBlockers == nil {
@@ -147,10 +117,10 @@ func TestFreshSessionWarns(t *testing.T) {
 }
 
 func TestChangeThenFailingValidationFails(t *testing.T) {
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	e.append(change("calc.go"), failing("example.com/calc.TestAdd", "example.com/calc.TestZero"))
 	r, _ := e.finish(nil)
-	wantOutcome(t, r, finish.StatusFail, true, finish.BlockerUnresolvedValidationFailure, finish.AdvisoryNoValidationSinceLastChange)
+	wantOutcome(t, r, closeout.StatusFail, true, closeout.BlockerUnresolvedValidationFailure, closeout.AdvisoryNoValidationSinceLastChange)
 	if !strings.Contains(r.SuggestedNextActions[0], "example.com/calc.TestAdd") {
 		t.Fatalf("first next action does not name the failing test: %v", r.SuggestedNextActions)
 	}
@@ -168,10 +138,10 @@ func TestChangeThenFailingValidationFails(t *testing.T) {
 }
 
 func TestStalePassWarns(t *testing.T) {
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	e.append(change("calc.go"), failing("example.com/calc.TestAdd"), change("calc.go"), passing("example.com/calc.TestAdd"), change("calc_test.go"))
 	r, _ := e.finish(nil)
-	wantOutcome(t, r, finish.StatusWarn, false, finish.AdvisoryNoValidationSinceLastChange)
+	wantOutcome(t, r, closeout.StatusWarn, false, closeout.AdvisoryNoValidationSinceLastChange)
 	if r.Validation.FreshPassSeq != 0 || r.Validation.Current[0].AfterLastChange || r.Changes.LastChangeSeq <= r.Validation.Current[0].Seq {
 		t.Fatalf("validation %+v changes %+v", r.Validation, r.Changes)
 	}
@@ -184,10 +154,10 @@ func TestStalePassWarns(t *testing.T) {
 }
 
 func TestFreshPassPasses(t *testing.T) {
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	e.append(change("calc.go"), failing("example.com/calc.TestAdd"), change("calc.go"), passing("example.com/calc.TestAdd"))
 	r, first := e.finish(nil)
-	wantOutcome(t, r, finish.StatusPass, false, finish.ReasonFreshPassingValidation)
+	wantOutcome(t, r, closeout.StatusPass, false, closeout.ReasonFreshPassingValidation)
 	if r.Validation.Status != handoff.ValidationPassed || r.Validation.UnresolvedN != 0 ||
 		!slices.Equal(r.Validation.Resolved.Items, []string{"example.com/calc.TestAdd"}) || r.Validation.HistoricalRuns != 2 {
 		t.Fatalf("validation: %+v", r.Validation)
@@ -205,41 +175,41 @@ func TestFreshPassPasses(t *testing.T) {
 }
 
 func TestPassWithoutChanges(t *testing.T) {
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	e.append(passing())
 	r, _ := e.finish(nil)
-	wantOutcome(t, r, finish.StatusPass, false)
+	wantOutcome(t, r, closeout.StatusPass, false)
 }
 
 func TestEvidenceGapAndBuildFailure(t *testing.T) {
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	gap := passing()
 	gap.Validation.Verdict, gap.Validation.Complete, gap.Validation.Passed = workflow.VerdictEvidenceGap, false, 0
 	e.append(change("calc.go"), gap)
 	r, _ := e.finish(nil)
-	wantOutcome(t, r, finish.StatusWarn, false, finish.AdvisoryEvidenceGap, finish.AdvisoryNoValidationSinceLastChange)
+	wantOutcome(t, r, closeout.StatusWarn, false, closeout.AdvisoryEvidenceGap, closeout.AdvisoryNoValidationSinceLastChange)
 
 	// A failed run without identities (a build failure) still blocks.
 	build := failing()
 	e.append(build)
 	r, _ = e.finish(nil)
-	wantOutcome(t, r, finish.StatusFail, true, finish.BlockerUnresolvedValidationFailure)
+	wantOutcome(t, r, closeout.StatusFail, true, closeout.BlockerUnresolvedValidationFailure)
 }
 
 func TestExpectedFailureIsNeutral(t *testing.T) {
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	neg := failing("example.com/calc.TestAdd")
 	neg.Validation.Expectation, neg.Validation.ExpectationMatched = "failure", true
 	e.append(change("calc.go"), neg)
 	r, _ := e.finish(nil)
-	wantOutcome(t, r, finish.StatusWarn, false)
+	wantOutcome(t, r, closeout.StatusWarn, false)
 	if r.ToolFailures.NonActionable != 1 || r.Validation.UnresolvedN != 0 {
 		t.Fatalf("tool failures %+v validation %+v", r.ToolFailures, r.Validation)
 	}
 }
 
 func TestToolFailureClasses(t *testing.T) {
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	e.append(
 		workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "run_process", Outcome: workflow.OutcomeFailed, ErrorKind: string(failure.CommandFailed)},
 		workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "apply_text_edits", Outcome: workflow.OutcomeFailed, ErrorKind: string(failure.EditConflict)},
@@ -251,37 +221,37 @@ func TestToolFailureClasses(t *testing.T) {
 			Facts: map[string]string{"expectation": "success", "expectation_matched": "true", "exit_code": "0"}},
 	)
 	r, _ := e.finish(nil)
-	if *r.ToolFailures != (finish.ToolFailures{Unexpected: 2, Actionable: 2, NonActionable: 1}) {
+	if *r.ToolFailures != (closeout.ToolFailures{Unexpected: 2, Actionable: 2, NonActionable: 1}) {
 		t.Fatalf("tool failures: %+v", r.ToolFailures)
 	}
-	wantOutcome(t, r, finish.StatusWarn, false, finish.AdvisoryUnexpectedToolFailures)
+	wantOutcome(t, r, closeout.StatusWarn, false, closeout.AdvisoryUnexpectedToolFailures)
 }
 
 func TestClosedSessionWorks(t *testing.T) {
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	e.append(change("calc.go"), passing())
 	if _, _, err := e.svc.Close(context.Background(), e.id); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := e.finish(nil)
-	wantOutcome(t, r, finish.StatusPass, false)
+	wantOutcome(t, r, closeout.StatusPass, false)
 	if r.HandoffBrief.Session.Lifecycle != workflow.Closed || r.HandoffBrief.Progress.State != handoff.StateClosed {
 		t.Fatalf("brief: %+v", r.HandoffBrief.Session)
 	}
 }
 
 func TestSessionErrors(t *testing.T) {
-	e := newEnv(t)
-	kerneltest.Fails(t, e.Call(finish.ToolName, map[string]any{"session_id": "wc_sess_00000000000000000000000000000000"}), failure.UnknownSessionID)
-	kerneltest.Fails(t, e.Call(finish.ToolName, map[string]any{}), failure.InvalidArguments)
+	e := newFinishEnv(t)
+	kerneltest.Fails(t, e.Call(closeout.FinishToolName, map[string]any{"session_id": "wc_sess_00000000000000000000000000000000"}), failure.UnknownSessionID)
+	kerneltest.Fails(t, e.Call(closeout.FinishToolName, map[string]any{}), failure.InvalidArguments)
 	other := auth.Principal{Kind: auth.KindAPIToken, ID: "tok_x", Owner: "other", Scopes: []auth.Scope{auth.ScopeAdmin}}
-	kerneltest.Fails(t, e.CallAs(other, finish.ToolName, map[string]any{"session_id": e.id}), failure.SessionAuthorityDenied)
+	kerneltest.Fails(t, e.CallAs(other, closeout.FinishToolName, map[string]any{"session_id": e.id}), failure.SessionAuthorityDenied)
 }
 
 func TestSummaryOnlyShape(t *testing.T) {
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	e.append(change("calc.go"), failing("example.com/calc.TestAdd"))
-	res := e.Call(finish.ToolName, map[string]any{"session_id": e.id, "summary_only": true})
+	res := e.Call(closeout.FinishToolName, map[string]any{"session_id": e.id, "summary_only": true})
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(kerneltest.OutputBytes(t, res), &m); err != nil {
 		t.Fatal(err)
@@ -294,31 +264,31 @@ func TestSummaryOnlyShape(t *testing.T) {
 	if want := []string{"counts", "project", "session_id", "suggested_next_actions", "task_outcome"}; !slices.Equal(keys, want) {
 		t.Fatalf("summary_only keys %v, want %v", keys, want)
 	}
-	r := kerneltest.OK[result](t, res)
-	wantOutcome(t, r, finish.StatusFail, true)
+	r := kerneltest.OK[finishResult](t, res)
+	wantOutcome(t, r, closeout.StatusFail, true)
 	if r.Counts.UnresolvedFailures != 1 || !strings.Contains(r.SuggestedNextActions[0], "example.com/calc.TestAdd") {
 		t.Fatalf("summary: %+v", r)
 	}
 }
 
 func TestValidationNotRequested(t *testing.T) {
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	e.append(change("calc.go"), passing())
 	r, _ := e.finish(map[string]any{"include_validation": false, "include_handoff": false, "include_workspace": false})
 	if r.Validation.Status != handoff.ValidationNotRequested || r.Validation.Status == handoff.ValidationNotRun {
 		t.Fatalf("validation: %+v", r.Validation)
 	}
-	if r.HandoffBrief != nil || r.Workspace.Status != finish.NotRequested {
+	if r.HandoffBrief != nil || r.Workspace.Status != closeout.NotRequested {
 		t.Fatalf("handoff %+v workspace %+v", r.HandoffBrief, r.Workspace)
 	}
-	wantOutcome(t, r, finish.StatusWarn, false, finish.AdvisoryValidationNotRequested)
+	wantOutcome(t, r, closeout.StatusWarn, false, closeout.AdvisoryValidationNotRequested)
 }
 
 func TestWorkspace(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
-	e := newEnv(t)
+	e := newFinishEnv(t)
 	git := func(args ...string) {
 		t.Helper()
 		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
@@ -335,11 +305,11 @@ func TestWorkspace(t *testing.T) {
 	e.append(change("calc.go"), passing())
 	r, _ := e.finish(nil)
 	w := r.Workspace
-	if w.Status != finish.Available || w.Branch != "main" || w.Head == "" || !*w.Dirty || *w.Conflicted ||
+	if w.Status != closeout.Available || w.Branch != "main" || w.Head == "" || !*w.Dirty || *w.Conflicted ||
 		!slices.Equal(w.ChangedPaths.Items, []string{"calc.go", "new.go"}) {
 		t.Fatalf("workspace: %+v %+v", w, w.ChangedPaths)
 	}
-	wantOutcome(t, r, finish.StatusPass, false, finish.AdvisoryDirtyWorktree)
+	wantOutcome(t, r, closeout.StatusPass, false, closeout.AdvisoryDirtyWorktree)
 	if r.HandoffBrief.Workspace.Status != handoff.WorkspaceAvailable {
 		t.Fatalf("brief workspace: %+v", r.HandoffBrief.Workspace)
 	}

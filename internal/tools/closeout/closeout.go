@@ -1,0 +1,116 @@
+// Package closeout registers the two read-only views of one Workflow
+// Session that close a stretch of work: session_handoff_summary, the
+// recovery brief for a new window, a new agent or a human receiver, and
+// finish_coding_task, the deterministic closeout snapshot with a
+// task_outcome.
+//
+// Both read the session header, its retained events and (when a Job
+// manager is wired) the caller's Job aggregate, and both may read the
+// workspace through one snapshot (workspace.go): at most one bounded,
+// read-only `git status --porcelain=v2 --branch` in the project root per
+// call. Neither runs shells or validation, appends a business event or
+// closes the session; both work on closed sessions. A snapshot fence on the
+// session's events_observed, read before and after gathering, reports a
+// concurrent change as session_changed_during_snapshot.
+package closeout
+
+import (
+	"context"
+	"encoding/base64"
+	"slices"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/handoff"
+)
+
+// Tool names.
+const (
+	HandoffToolName = "session_handoff_summary"
+	FinishToolName  = "finish_coding_task"
+)
+
+// Tools holds the dependencies of both tools. Jobs may be nil: the handoff
+// brief then reports the Job summary as unavailable and the closeout's Job
+// block is not_configured.
+type Tools struct {
+	Sessions *workflow.Service
+	Jobs     *jobs.Manager
+	// Evidence, when set, is the evidence journal: every brief signs its
+	// head and carries the session's binding counts in its basis.
+	Evidence Journal
+	// Host runs git for the workspace snapshot (nil: runner.Local).
+	Host runner.Host
+}
+
+// Register adds session_handoff_summary and finish_coding_task to reg.
+func Register(reg *kernel.Registry, t *Tools) {
+	registerHandoff(reg, t)
+	registerFinish(reg, t)
+}
+
+// Journal is the evidence journal as a brief's basis needs it.
+type Journal interface {
+	Checkpoint(ctx context.Context) (evidence.SignedCheckpoint, error)
+	SessionCounts(ctx context.Context, sessionID string) (evidence.Counts, error)
+}
+
+// BriefEvidence signs the journal head and counts the session's records
+// by binding, for a brief's basis. It returns nil when j is nil or the
+// counts cannot be read; a checkpoint that cannot be signed leaves
+// Checkpoint nil. Records of the calls still running (this one included)
+// are not covered yet.
+func BriefEvidence(ctx context.Context, j Journal, sessionID string) *handoff.BriefEvidence {
+	if j == nil {
+		return nil
+	}
+	c, err := j.SessionCounts(ctx, sessionID)
+	if err != nil {
+		return nil
+	}
+	ev := &handoff.BriefEvidence{Verified: c.Verified, Sessionless: c.Sessionless, InvalidClaim: c.InvalidClaim, Unknown: c.Unknown}
+	if cp, err := j.Checkpoint(ctx); err == nil {
+		ev.Checkpoint = &handoff.BriefCheckpoint{Origin: cp.Origin, Size: cp.Size,
+			RootHash: base64.StdEncoding.EncodeToString(cp.Root), KeyID: cp.KeyID, Note: cp.Note}
+	}
+	return ev
+}
+
+// jobs returns the Job counts it can prove over the caller's full active
+// aggregate in the session's project, with the block status: Available
+// with the counts, NotConfigured without a Job manager, Unavailable when a
+// list fails or is cut short (the counts are then nil).
+func (t *Tools) jobs(ctx context.Context, sess workflow.Session) (*handoff.JobsSnapshot, string) {
+	if t.Jobs == nil {
+		return nil, NotConfigured
+	}
+	acc := jobs.Access{Project: sess.Project, Fingerprint: sess.OwnerFingerprint}
+	active, total, err := t.Jobs.List(ctx, acc, jobs.ListFilter{Active: true, Limit: jobs.MaxListLimit})
+	if err != nil || total > len(active) {
+		return nil, Unavailable
+	}
+	snap := &handoff.JobsSnapshot{Active: total}
+	for _, j := range active {
+		if inSession(j, sess.ID) {
+			snap.Blocking++
+		}
+	}
+	bg, bgTotal, err := t.Jobs.List(ctx, acc, jobs.ListFilter{BackgroundOnly: true, Limit: jobs.MaxListLimit})
+	if err != nil || bgTotal > len(bg) {
+		return nil, Unavailable
+	}
+	for _, j := range bg {
+		if j.State.Terminal() && j.Validation != nil && inSession(j, sess.ID) && !slices.Contains(sess.JobMarkers, j.ID) {
+			snap.TerminalPending++
+		}
+	}
+	return snap, Available
+}
+
+// inSession reports whether job j was run in, or recorded in, session id.
+func inSession(j jobs.Job, id string) bool {
+	return j.SessionID == id || (j.Validation != nil && slices.Contains(j.Validation.Sessions, id))
+}

@@ -1,0 +1,119 @@
+package closeout
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/handoff"
+)
+
+// Bounds of session_handoff_summary.
+const (
+	// DefaultEventLimit and MaxEventLimit bound the diagnostic events list.
+	DefaultEventLimit = 20
+	MaxEventLimit     = 100
+)
+
+// registerHandoff adds session_handoff_summary to reg.
+//
+// The tool reads the session header, its retained events
+// and the caller's Job aggregate, then projects them with
+// internal/workflow/handoff into the version-1 handoff_brief (hard-capped
+// at 8 KiB) and, with diagnostic, continuation_feedback and the newest
+// events. Only include_workspace=true reads the workspace snapshot. A
+// concurrent change of the session is reported as basis.complete=false
+// with session_changed_during_snapshot.
+func registerHandoff(reg *kernel.Registry, t *Tools) {
+	kernel.Register(reg, kernel.Spec[HandoffInput, HandoffOutput]{
+		Name: HandoffToolName,
+		Description: "Recover one Workflow Session by exact session_id: a deterministic handoff_brief (≤ 8 KiB) with the root and latest " +
+			"instructions, progress state, changed and recently read files, validation status and open failures, Job attention, " +
+			"next actions and basis completeness. diagnostic=true adds continuation_feedback and the newest events. Works on closed sessions; " +
+			"runs nothing except, with include_workspace=true, one read-only git status.",
+		Category: "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
+		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
+		Session:     kernel.SessionRequired,
+		Handler:     t.summary,
+	})
+}
+
+// HandoffInput is the input of session_handoff_summary.
+type HandoffInput struct {
+	kernel.RequiredSessionRef
+	kernel.OptionalProjectRef
+	IncludeWorkspace  *bool `json:"include_workspace,omitempty" jsonschema:"run git status in the project root and report branch, head, dirty, conflicted, ahead and behind; default false (reported as not_requested)"`
+	IncludeValidation *bool `json:"include_validation,omitempty" jsonschema:"report validation evidence; default true (false is reported as not_requested)"`
+	Limit             int   `json:"limit,omitempty" jsonschema:"diagnostic events to return, default 20, max 100"`
+	Diagnostic        bool  `json:"diagnostic,omitempty" jsonschema:"also return continuation_feedback and the newest events"`
+}
+
+// HandoffOutput is the result of session_handoff_summary.
+type HandoffOutput struct {
+	SessionID string `json:"session_id"`
+	Project   string `json:"project"`
+	// HandoffBrief holds the exact, size-capped encoding of the
+	// handoff.HandoffBrief (a json.RawMessage, at most
+	// handoff.BriefMaxBytes). It and the diagnostic fields are typed
+	// loosely so that the published output schema stays within the
+	// per-tool tools/list budget.
+	HandoffBrief any `json:"handoff_brief" jsonschema:"handoff_brief version 1 (at most 8192 bytes): version, deterministic, llm_summary, session, task, workspace, progress, validation, attention, next_actions, basis"`
+	// ContinuationFeedback (a handoff.ContinuationFeedback) and Events (the
+	// newest workflow.Events) are set with diagnostic only.
+	ContinuationFeedback any `json:"continuation_feedback,omitempty" jsonschema:"diagnostic only: the continuation_feedback projection"`
+	Events               any `json:"events,omitempty" jsonschema:"diagnostic only: the newest limit session events"`
+}
+
+func (t *Tools) summary(ctx context.Context, inv *kernel.Invocation, in HandoffInput) (HandoffOutput, error) {
+	if in.Limit < 0 {
+		return HandoffOutput{}, failure.New(failure.InvalidArguments, "limit must be 0-%d", MaxEventLimit)
+	}
+	limit := in.Limit
+	if limit == 0 {
+		limit = DefaultEventLimit
+	}
+	limit = min(limit, MaxEventLimit)
+	includeWorkspace := in.IncludeWorkspace != nil && *in.IncludeWorkspace
+	includeValidation := in.IncludeValidation == nil || *in.IncludeValidation
+
+	// Snapshot fence: events_observed before and after gathering.
+	sess, err := t.Sessions.Get(ctx, in.SessionID)
+	if err != nil {
+		return HandoffOutput{}, err
+	}
+	evs, err := t.Sessions.Store().Events(ctx, in.SessionID, 0)
+	if err != nil {
+		return HandoffOutput{}, err
+	}
+	jobSnap, _ := t.jobs(ctx, sess)
+	var ws *snapshot
+	if includeWorkspace && inv.HasProject {
+		ws = workspace(ctx, t.Host, inv.Project.Root)
+	}
+	after, err := t.Sessions.Get(ctx, in.SessionID)
+	changed := err != nil || after.EventsObserved != sess.EventsObserved
+
+	fb := handoff.Feedback(sess, evs, handoff.FeedbackOptions{
+		Profile: handoff.ProfileFull, SkipValidation: !includeValidation, Jobs: jobSnap,
+	})
+	_, raw := handoff.Brief(handoff.BriefInput{
+		Session: sess, Events: evs, Feedback: &fb,
+		// Git is queried only when include_workspace is true; a snapshot
+		// that cannot be proven is reported unavailable.
+		IncludeWorkspace: includeWorkspace, Workspace: ws.brief(),
+		SessionChanged: changed,
+		Evidence:       BriefEvidence(ctx, t.Evidence, sess.ID),
+	})
+	out := HandoffOutput{SessionID: sess.ID, Project: sess.Project, HandoffBrief: json.RawMessage(raw)}
+	if in.Diagnostic {
+		tail := evs[max(0, len(evs)-limit):]
+		if tail == nil {
+			tail = []workflow.Event{}
+		}
+		out.ContinuationFeedback, out.Events = &fb, tail
+	}
+	return out, nil
+}
