@@ -15,7 +15,7 @@ import (
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/evidence"
-	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -197,7 +197,7 @@ func TestSessionHandoffCommand(t *testing.T) {
 	}
 
 	// With a journal: its counts and a signed head are in the basis.
-	j, err := evidencestore.Open(ctx, data, evidence.Options{})
+	j, err := evidencedb.Open(ctx, data, evidence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

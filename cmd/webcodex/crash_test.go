@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
-	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 // TestCrashKeepsAcknowledgedEvents kills a real server with SIGKILL in the
@@ -94,7 +94,7 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	st, err := sqlitestore.Open(ctx, filepath.Join(data, "workflow.db"), nil)
+	st, err := workflowdb.Open(ctx, filepath.Join(data, "workflow.db"), nil)
 	if err != nil {
 		t.Fatalf("reopen after crash: %v", err)
 	}
@@ -157,12 +157,12 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 	// covered by a checkpoint); when the crash came before the first
 	// checkpoint, no signature covers any record and verify says exactly
 	// that (no_checkpoint).
-	rep, err := evidencestore.Verify(ctx, data, evidence.VerifyOptions{})
+	rep, err := evidencedb.Verify(ctx, data, evidence.VerifyOptions{})
 	if err != nil || (rep.Checkpoints > 0 && !rep.Clean) ||
 		(rep.Checkpoints == 0 && (len(rep.Totals) != 1 || rep.Totals[evidence.FindingNoCheckpoint] != 1)) {
 		t.Fatalf("evidence verify after the crash: %v %+v", err, rep.Totals)
 	}
-	j, err := evidencestore.Open(ctx, data, evidence.Options{})
+	j, err := evidencedb.Open(ctx, data, evidence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 		t.Fatalf("graceful shutdown: %v\n%s", err, srv2.out.String())
 	}
 	// The graceful shutdown signed the head: now the journal is clean.
-	if rep, err := evidencestore.Verify(ctx, data, evidence.VerifyOptions{}); err != nil || !rep.Clean || rep.Unanchored != 0 {
+	if rep, err := evidencedb.Verify(ctx, data, evidence.VerifyOptions{}); err != nil || !rep.Clean || rep.Unanchored != 0 {
 		t.Fatalf("evidence verify after a graceful shutdown: %v %+v", err, rep.Totals)
 	}
 }
@@ -322,7 +322,7 @@ func TestCrashDuringLongCallLeavesAnHonestRecord(t *testing.T) {
 	}
 	stop(t, srv3)
 
-	st, err := sqlitestore.Open(ctx, filepath.Join(data, "workflow.db"), nil)
+	st, err := workflowdb.Open(ctx, filepath.Join(data, "workflow.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,11 +352,11 @@ func TestCrashDuringLongCallLeavesAnHonestRecord(t *testing.T) {
 		t.Fatalf("recovered finish %+v for started %+v", f, runStarted)
 	}
 
-	rep, err := evidencestore.Verify(ctx, data, evidence.VerifyOptions{})
+	rep, err := evidencedb.Verify(ctx, data, evidence.VerifyOptions{})
 	if err != nil || !rep.Clean {
 		t.Fatalf("evidence verify after recovery: %v %+v", err, rep.Totals)
 	}
-	j, err := evidencestore.Open(ctx, data, evidence.Options{})
+	j, err := evidencedb.Open(ctx, data, evidence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,14 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
-	"github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 )
 
 // signedJournal makes a journal of n records with a checkpoint at n in
 // dataDir and returns its key.
 func signedJournal(t *testing.T, dataDir string, n int) *evidence.Key {
 	t.Helper()
-	j, err := sqlitestore.Open(context.Background(), dataDir, evidence.Options{})
+	j, err := evidencedb.Open(context.Background(), dataDir, evidence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestServeRefusesForeignEvidenceKey(t *testing.T) {
 	if err := os.WriteFile(copyTo, readFile(t, filepath.Join(other, evidence.KeyFile)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dbPath := filepath.Join(data, sqlitestore.FileName)
+	dbPath := filepath.Join(data, evidencedb.FileName)
 	before := sha256.Sum256(readFile(t, dbPath))
 
 	argv, _ := json.Marshal([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", data})

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
-	"github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 )
 
 // runEvidence runs `webcodex evidence ARGS` in-process against dataDir. The
@@ -63,7 +63,7 @@ func evidenceRecord(i int, b evidence.Binding, sess string) evidence.Record {
 
 func TestEvidenceCommands(t *testing.T) {
 	data := t.TempDir()
-	j, err := sqlitestore.Open(context.Background(), data, evidence.Options{})
+	j, err := evidencedb.Open(context.Background(), data, evidence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestEvidenceCommands(t *testing.T) {
 	}
 
 	// Tamper with one column: verify fails (non-zero exit) and names the record.
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, sqlitestore.FileName))
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, evidencedb.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}

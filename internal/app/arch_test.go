@@ -2,7 +2,12 @@ package app_test
 
 import (
 	"encoding/json"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -42,12 +47,30 @@ func TestArchitecture(t *testing.T) {
 	}
 	// Tool packages (internal/tools/<tool>) import no other tool package:
 	// what two tools share lives in a domain or infrastructure package.
-	seen, cmds := 0, 0
+	var pkgs []pkg
 	for dec.More() {
 		var p pkg
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
+		pkgs = append(pkgs, p)
+	}
+	// The concrete stores are the packages built directly on
+	// internal/sqlitedb (the workflowdb, auditdb, ... packages).
+	stores := map[string]bool{}
+	for _, p := range pkgs {
+		rel := strings.TrimPrefix(p.ImportPath, mod)
+		for _, d := range p.Imports {
+			if d == mod+"internal/sqlitedb" && !hasPrefix(rel, []string{"internal/app"}) {
+				stores[p.ImportPath] = true
+			}
+		}
+	}
+	if len(stores) < 6 {
+		t.Fatalf("found %d concrete stores (packages importing internal/sqlitedb), want the 6 domain databases", len(stores))
+	}
+	seen, cmds := 0, 0
+	for _, p := range pkgs {
 		seen++
 		rel := strings.TrimPrefix(p.ImportPath, mod)
 		for _, r := range rules {
@@ -80,7 +103,7 @@ func TestArchitecture(t *testing.T) {
 		// internal/app, so their direct imports name no store and no
 		// database driver (their tests may read databases to check results;
 		// go list's Imports and Deps leave test files out).
-		if !hasPrefix(rel, []string{"internal/app"}) && !strings.HasSuffix(rel, "/sqlitestore") {
+		if !hasPrefix(rel, []string{"internal/app"}) && !stores[p.ImportPath] {
 			deps := p.Deps
 			if hasPrefix(rel, []string{"cmd"}) {
 				cmds++
@@ -92,7 +115,7 @@ func TestArchitecture(t *testing.T) {
 				}
 			}
 			for _, d := range deps {
-				if strings.HasPrefix(d, mod) && strings.HasSuffix(d, "/sqlitestore") {
+				if stores[d] {
 					t.Errorf("%s imports %s: only internal/app wires stores", rel, strings.TrimPrefix(d, mod))
 				}
 			}
@@ -124,4 +147,41 @@ func hasPrefix(s string, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// TestNoImportAliases: package names are chosen so that no file of the
+// module needs an alias to import another of its packages.
+func TestNoImportAliases(t *testing.T) {
+	const mod = "github.com/webcodex/webcodex/"
+	fset := token.NewFileSet()
+	files := 0
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if im.Name != nil && im.Name.Name != "_" && strings.HasPrefix(p, mod) {
+				t.Errorf("%s imports %s as %s: the package name should need no alias", path, p, im.Name.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("read only %d Go files", files)
+	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/evidence"
-	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 	"github.com/webcodex/webcodex/internal/transport/evidenceapi"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
@@ -195,7 +195,7 @@ func TestEvidenceScenarios(t *testing.T) {
 	s.stop(t)
 	from := filepath.Join(t.TempDir(), "kept.note")
 	os.WriteFile(from, []byte(note), 0o600)
-	rep, err := evidencestore.Verify(ctx, data, evidence.VerifyOptions{From: mustRead(t, from)})
+	rep, err := evidencedb.Verify(ctx, data, evidence.VerifyOptions{From: mustRead(t, from)})
 	if err != nil || !rep.Clean || rep.Records < int64(len(cases)) || rep.From == nil {
 		t.Fatalf("verify: %v %+v", err, rep)
 	}
@@ -207,7 +207,7 @@ func TestEvidenceScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	rep, err = evidencestore.Verify(ctx, data, evidence.VerifyOptions{})
+	rep, err = evidencedb.Verify(ctx, data, evidence.VerifyOptions{})
 	if err != nil || rep.Clean || !rep.Has(evidence.FindingBadLeaf) {
 		t.Fatalf("a changed byte was not found: %v %+v", err, rep.Totals)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
-	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 )
 
 // The offline evidence commands (`webcodex evidence ...`, the handoff
@@ -23,23 +23,23 @@ func HasJournal(dataDir string) bool {
 
 // OpenJournal opens the evidence journal in dataDir for an offline
 // command, creating it and its signing key when there is none. A key that
-// is not the journal's is refused as evidencestore.Open refuses it. No
+// is not the journal's is refused as evidencedb.Open refuses it. No
 // periodic checkpoints run; the caller closes the journal.
-func OpenJournal(ctx context.Context, dataDir string) (*evidencestore.Journal, error) {
-	return evidencestore.Open(ctx, dataDir, evidence.Options{})
+func OpenJournal(ctx context.Context, dataDir string) (*evidencedb.Journal, error) {
+	return evidencedb.Open(ctx, dataDir, evidence.Options{})
 }
 
 // VerifyJournal verifies the evidence journal in dataDir offline and
-// read-only (evidencestore.Verify): findings are in the report; an error
+// read-only (evidencedb.Verify): findings are in the report; an error
 // means the journal could not be read at all.
 func VerifyJournal(ctx context.Context, dataDir string, opts evidence.VerifyOptions) (evidence.Report, error) {
-	return evidencestore.Verify(ctx, dataDir, opts)
+	return evidencedb.Verify(ctx, dataDir, opts)
 }
 
 // RotateJournalKey replaces the signing key of the journal in dataDir,
-// keeping the retired public key (evidencestore.RotateKey; refused while
+// keeping the retired public key (evidencedb.RotateKey; refused while
 // another process has the journal open). The checkpoints it signs are
 // stamped with the current time.
-func RotateJournalKey(ctx context.Context, dataDir string) (evidencestore.Rotation, error) {
-	return evidencestore.RotateKey(ctx, dataDir, time.Now)
+func RotateJournalKey(ctx context.Context, dataDir string) (evidencedb.Rotation, error) {
+	return evidencedb.RotateKey(ctx, dataDir, time.Now)
 }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/evidence"
-	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 // TestShutdownInterruptsLongCall: a run_process still running when the
@@ -71,7 +71,7 @@ func TestShutdownInterruptsLongCall(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(data, app.WorkflowDB), nil)
+	st, err := workflowdb.Open(ctx, filepath.Join(data, app.WorkflowDB), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +94,11 @@ func TestShutdownInterruptsLongCall(t *testing.T) {
 		t.Fatalf("ledger finish of the interrupted call: %+v", fin)
 	}
 
-	rep, err := evidencestore.Verify(ctx, data, evidence.VerifyOptions{})
+	rep, err := evidencedb.Verify(ctx, data, evidence.VerifyOptions{})
 	if err != nil || !rep.Clean {
 		t.Fatalf("evidence verify: %v %+v", err, rep.Totals)
 	}
-	j, err := evidencestore.Open(ctx, data, evidence.Options{})
+	j, err := evidencedb.Open(ctx, data, evidence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 
-	auditstore "github.com/webcodex/webcodex/internal/audit/sqlitestore"
-	authstore "github.com/webcodex/webcodex/internal/auth/sqlitestore"
-	jobstore "github.com/webcodex/webcodex/internal/jobs/sqlitestore"
-	projectstore "github.com/webcodex/webcodex/internal/project/sqlitestore"
-	workflowstore "github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+	"github.com/webcodex/webcodex/internal/audit/auditdb"
+	"github.com/webcodex/webcodex/internal/auth/authdb"
+	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
+	"github.com/webcodex/webcodex/internal/project/projectdb"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 // Database file names in the data directory. Each domain has its own file;
@@ -28,11 +28,11 @@ const (
 
 // Stores are the opened databases of a data directory.
 type Stores struct {
-	Workflow *workflowstore.Store
-	Auth     *authstore.Store
-	Projects *projectstore.Store
-	Jobs     *jobstore.Store
-	Audit    *auditstore.Store
+	Workflow *workflowdb.Store
+	Auth     *authdb.Store
+	Projects *projectdb.Store
+	Jobs     *jobsdb.Store
+	Audit    *auditdb.Store
 }
 
 // OpenStores creates the data directory (0700) if needed and opens every
@@ -43,22 +43,22 @@ func OpenStores(ctx context.Context, dataDir string) (*Stores, error) {
 	}
 	s := &Stores{}
 	var err error
-	if s.Workflow, err = workflowstore.Open(ctx, filepath.Join(dataDir, WorkflowDB), nil); err != nil {
+	if s.Workflow, err = workflowdb.Open(ctx, filepath.Join(dataDir, WorkflowDB), nil); err != nil {
 		return nil, fmt.Errorf("open %s: %w", WorkflowDB, err)
 	}
-	if s.Auth, err = authstore.Open(ctx, filepath.Join(dataDir, AuthDB)); err != nil {
+	if s.Auth, err = authdb.Open(ctx, filepath.Join(dataDir, AuthDB)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", AuthDB, err)
 	}
-	if s.Projects, err = projectstore.Open(ctx, filepath.Join(dataDir, ProjectsDB)); err != nil {
+	if s.Projects, err = projectdb.Open(ctx, filepath.Join(dataDir, ProjectsDB)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", ProjectsDB, err)
 	}
-	if s.Jobs, err = jobstore.Open(ctx, filepath.Join(dataDir, JobsDB)); err != nil {
+	if s.Jobs, err = jobsdb.Open(ctx, filepath.Join(dataDir, JobsDB)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", JobsDB, err)
 	}
-	if s.Audit, err = auditstore.Open(ctx, filepath.Join(dataDir, AuditDB)); err != nil {
+	if s.Audit, err = auditdb.Open(ctx, filepath.Join(dataDir, AuditDB)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", AuditDB, err)
 	}
@@ -67,8 +67,8 @@ func OpenStores(ctx context.Context, dataDir string) (*Stores, error) {
 
 // OpenAudit opens only the data directory's audit.db, for commands that
 // read the Action Audit trail and must not touch any other database.
-func OpenAudit(ctx context.Context, dataDir string) (*auditstore.Store, error) {
-	st, err := auditstore.Open(ctx, filepath.Join(dataDir, AuditDB))
+func OpenAudit(ctx context.Context, dataDir string) (*auditdb.Store, error) {
+	st, err := auditdb.Open(ctx, filepath.Join(dataDir, AuditDB))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", AuditDB, err)
 	}

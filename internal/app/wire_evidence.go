@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/webcodex/webcodex/internal/evidence"
-	evidencestore "github.com/webcodex/webcodex/internal/evidence/sqlitestore"
+	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -16,7 +16,7 @@ import (
 
 // EvidenceDB is the evidence journal's database file in the data directory
 // (beside it: evidence.key, 0600, and evidence.pub).
-const EvidenceDB = evidencestore.FileName
+const EvidenceDB = evidencedb.FileName
 
 // maxAsyncEvidence bounds the evidence appends of read-only calls in
 // flight at once; beyond it a read-only call appends synchronously.
@@ -28,7 +28,7 @@ const maxAsyncEvidence = 256
 // call's record is appended concurrently with the response, and Close
 // waits for those appends.
 type evidenceSink struct {
-	journal *evidencestore.Journal
+	journal *evidencedb.Journal
 	log     *slog.Logger
 	slots   chan struct{}
 	pending sync.WaitGroup
@@ -36,7 +36,7 @@ type evidenceSink struct {
 	failures atomic.Int64
 }
 
-func newEvidenceSink(a *App, j *evidencestore.Journal) *evidenceSink {
+func newEvidenceSink(a *App, j *evidencedb.Journal) *evidenceSink {
 	return &evidenceSink{journal: j, log: a.Log, slots: make(chan struct{}, maxAsyncEvidence)}
 }
 
@@ -155,8 +155,8 @@ func evidenceRecord(r kernel.Record) evidence.Record {
 
 // openEvidence opens the data directory's evidence journal and starts its
 // periodic checkpoints (stopped by Close).
-func openEvidence(ctx context.Context, a *App) (*evidencestore.Journal, error) {
-	j, err := evidencestore.Open(ctx, a.Config.DataDir, evidence.Options{
+func openEvidence(ctx context.Context, a *App) (*evidencedb.Journal, error) {
+	j, err := evidencedb.Open(ctx, a.Config.DataDir, evidence.Options{
 		OnError: func(err error) { a.Log.Warn("evidence: periodic checkpoint", "err", err) },
 	})
 	if err != nil {

@@ -10,7 +10,7 @@
 // # Tokens
 //
 // A [Service] issues, lists, revokes and authenticates API tokens over a
-// [Store] (auth/sqlitestore is the SQLite one). A raw token is "wc_pat_" plus
+// [Store] (auth/authdb is the SQLite one). A raw token is "wc_pat_" plus
 // 43 base64url characters (256 random bits); it is returned once by
 // [Service.CreateToken] and only its domain-separated SHA-256 ([HashToken])
 // is stored. [Service.EnsureAdmin] creates the first-start admin credential

@@ -15,14 +15,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/webcodex/webcodex/internal/auth"
-	"github.com/webcodex/webcodex/internal/auth/sqlitestore"
+	"github.com/webcodex/webcodex/internal/auth/authdb"
 	"github.com/webcodex/webcodex/internal/failure"
 )
 
 // env is a Service over a real auth.db in a temporary directory.
 type env struct {
 	dir   string
-	store *sqlitestore.Store
+	store *authdb.Store
 	svc   *auth.Service
 	clock *clock
 }
@@ -47,7 +47,7 @@ func (c *clock) Advance(d time.Duration) {
 func newEnv(t *testing.T, opts auth.Options) *env {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, sqlitestore.FileName))
+	st, err := authdb.Open(context.Background(), filepath.Join(dir, authdb.FileName))
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -69,7 +69,7 @@ func (e *env) dbBytes(t *testing.T) []byte {
 	t.Helper()
 	var all []byte
 	for _, suffix := range []string{"", "-wal", "-shm"} {
-		b, err := os.ReadFile(filepath.Join(e.dir, sqlitestore.FileName+suffix))
+		b, err := os.ReadFile(filepath.Join(e.dir, authdb.FileName+suffix))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}

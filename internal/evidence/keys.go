@@ -141,7 +141,7 @@ func RetiredKeyFile(id string) string { return KeyFile + ".retired-" + id }
 // temporary file, mode 0600, fsync'd, renamed over KeyFile, directory
 // fsync'd), so that at every instant KeyFile is the old key or the new
 // one, whole. It returns the retired key. It changes only key files: a
-// journal's key is rotated by sqlitestore.RotateKey, which also signs the
+// journal's key is rotated by evidencedb.RotateKey, which also signs the
 // head with the new key (a journal whose key never signed one of its
 // checkpoints does not open).
 func ReplaceKey(dataDir string, k *Key) (*Key, error) {

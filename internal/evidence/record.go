@@ -13,7 +13,7 @@
 //
 // This package owns no database. The SQLite journal that appends records,
 // keeps the Merkle tree state and signs checkpoints is
-// internal/evidence/sqlitestore; the format is specified in docs/evidence.md
+// internal/evidence/evidencedb; the format is specified in docs/evidence.md
 // so that an outside verifier can reimplement it.
 package evidence
 

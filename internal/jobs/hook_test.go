@@ -10,7 +10,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
-	"github.com/webcodex/webcodex/internal/jobs/sqlitestore"
+	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -37,7 +37,7 @@ func (c *calls) of(id string) []jobs.Job {
 
 // once checks that the hook got exactly one call for id, with the
 // committed record in state st.
-func (c *calls) once(t *testing.T, st *sqlitestore.Store, id string, state jobs.State, reason string) {
+func (c *calls) once(t *testing.T, st *jobsdb.Store, id string, state jobs.State, reason string) {
 	t.Helper()
 	got := c.of(id)
 	if len(got) != 1 {
@@ -112,7 +112,7 @@ func TestOnFinishedOncePerTerminalState(t *testing.T) {
 
 func TestOnFinishedForRecordsLostAtRecovery(t *testing.T) {
 	data := t.TempDir()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(data, "jobs.db"))
+	st, err := jobsdb.Open(context.Background(), filepath.Join(data, "jobs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

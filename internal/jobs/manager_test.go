@@ -13,7 +13,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
-	"github.com/webcodex/webcodex/internal/jobs/sqlitestore"
+	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -26,14 +26,14 @@ type env struct {
 	t     testing.TB
 	data  string
 	work  string
-	store *sqlitestore.Store
+	store *jobsdb.Store
 	m     *jobs.Manager
 }
 
 func newEnv(t testing.TB, o jobs.Options) *env {
 	t.Helper()
 	data := t.TempDir()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(data, "jobs.db"))
+	st, err := jobsdb.Open(context.Background(), filepath.Join(data, "jobs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 	e.waitStream(j.ID, jobs.Stderr, "err")
 	pid := readPID(t, pidFile)
 
-	st2, err := sqlitestore.Open(context.Background(), filepath.Join(e.data, "jobs.db"))
+	st2, err := jobsdb.Open(context.Background(), filepath.Join(e.data, "jobs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 type projects map[string]project.Project
@@ -33,7 +33,7 @@ func (p projects) Get(_ context.Context, id string) (project.Project, error) {
 type env struct {
 	k       *kernel.Kernel
 	svc     *workflow.Service
-	store   *sqlitestore.Store
+	store   *workflowdb.Store
 	root    string
 	records []kernel.Record
 	sinkErr error // what the evidence sink returns
@@ -59,7 +59,7 @@ type echoOut struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "workflow.db"), nil)
+	st, err := workflowdb.Open(context.Background(), filepath.Join(dir, "workflow.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@
 // # Registry
 //
 // [Registry] registers, looks up and removes projects over a [Store];
-// project/sqlitestore is the SQLite implementation.
+// project/projectdb is the SQLite implementation.
 package project
 
 import (

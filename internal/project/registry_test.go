@@ -12,14 +12,14 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
-	"github.com/webcodex/webcodex/internal/project/sqlitestore"
+	"github.com/webcodex/webcodex/internal/project/projectdb"
 )
 
 var regTime = time.Date(2026, 2, 3, 4, 5, 6, 7, time.UTC)
 
 func openRegistry(t *testing.T, dbPath string) *project.Registry {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), dbPath)
+	st, err := projectdb.Open(context.Background(), dbPath)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -38,7 +38,7 @@ func canonicalTemp(t *testing.T) string {
 
 func TestRegistry(t *testing.T) {
 	ctx := context.Background()
-	r := openRegistry(t, filepath.Join(t.TempDir(), sqlitestore.FileName))
+	r := openRegistry(t, filepath.Join(t.TempDir(), projectdb.FileName))
 	base := canonicalTemp(t)
 	demo := filepath.Join(base, "demo")
 	other := filepath.Join(base, "other")
@@ -114,7 +114,7 @@ func TestRegistry(t *testing.T) {
 
 func TestRegisterCanonicalizesSymlinkedRoot(t *testing.T) {
 	ctx := context.Background()
-	r := openRegistry(t, filepath.Join(t.TempDir(), sqlitestore.FileName))
+	r := openRegistry(t, filepath.Join(t.TempDir(), projectdb.FileName))
 	base := canonicalTemp(t)
 	real := filepath.Join(base, "real")
 	if err := os.Mkdir(real, 0o755); err != nil {
@@ -135,7 +135,7 @@ func TestRegisterCanonicalizesSymlinkedRoot(t *testing.T) {
 
 func TestRegisterInvalid(t *testing.T) {
 	ctx := context.Background()
-	r := openRegistry(t, filepath.Join(t.TempDir(), sqlitestore.FileName))
+	r := openRegistry(t, filepath.Join(t.TempDir(), projectdb.FileName))
 	base := canonicalTemp(t)
 	file := filepath.Join(base, "file.txt")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
@@ -162,10 +162,10 @@ func TestRegisterInvalid(t *testing.T) {
 
 func TestRegistryPersistsAcrossReopen(t *testing.T) {
 	ctx := context.Background()
-	dbPath := filepath.Join(t.TempDir(), sqlitestore.FileName)
+	dbPath := filepath.Join(t.TempDir(), projectdb.FileName)
 	dir := canonicalTemp(t)
 
-	st, err := sqlitestore.Open(ctx, dbPath)
+	st, err := projectdb.Open(ctx, dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@
 //
 // The package holds the domain types, the bounds of DESIGN.md §5, the
 // authorization checks, the [Service] that tools call, and the [Store]
-// interface that workflow/sqlitestore implements.
+// interface that workflow/workflowdb implements.
 package workflow
 
 import (

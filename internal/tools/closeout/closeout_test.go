@@ -11,7 +11,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/closeout"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 // racyStore appends an event to the session right after every Events read,
@@ -42,7 +42,7 @@ type env struct {
 
 func newEnv(t *testing.T, instruction string) *env {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "workflow.db"), nil)
+	st, err := workflowdb.Open(context.Background(), filepath.Join(t.TempDir(), "workflow.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

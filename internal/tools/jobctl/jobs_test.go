@@ -13,7 +13,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
-	jobstore "github.com/webcodex/webcodex/internal/jobs/sqlitestore"
+	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -21,7 +21,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 type env struct {
@@ -33,12 +33,12 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "workflow.db"), nil)
+	st, err := workflowdb.Open(context.Background(), filepath.Join(dir, "workflow.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	js, err := jobstore.Open(context.Background(), filepath.Join(dir, "jobs.db"))
+	js, err := jobsdb.Open(context.Background(), filepath.Join(dir, "jobs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
-	jobstore "github.com/webcodex/webcodex/internal/jobs/sqlitestore"
+	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -23,7 +23,7 @@ import (
 
 func newManager(t *testing.T, dir string, o jobs.Options) *jobs.Manager {
 	t.Helper()
-	js, err := jobstore.Open(context.Background(), filepath.Join(dir, "jobs.db"))
+	js, err := jobsdb.Open(context.Background(), filepath.Join(dir, "jobs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

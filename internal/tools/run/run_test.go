@@ -18,7 +18,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 type env struct {
@@ -34,7 +34,7 @@ func newEnv(t *testing.T) *env { return newEnvWith(t, true, jobs.Options{}) }
 func newEnvWith(t *testing.T, withJobs bool, o jobs.Options) *env {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "workflow.db"), nil)
+	st, err := workflowdb.Open(context.Background(), filepath.Join(dir, "workflow.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/tools/sessionshell"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 type env struct {
@@ -43,7 +43,7 @@ func getenv(k string) string {
 func newEnv(t testing.TB, files map[string]string) *env {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "workflow.db")
-	st, err := sqlitestore.Open(context.Background(), db, nil)
+	st, err := workflowdb.Open(context.Background(), db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/jobs"
-	jobstore "github.com/webcodex/webcodex/internal/jobs/sqlitestore"
+	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/project"
@@ -21,7 +21,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 // jobEnv is a kernel with the validation and job tools over a job manager,
@@ -87,11 +87,11 @@ func newJobEnvFiles(t *testing.T, o jobs.Options, files map[string]string) *jobE
 func (e *jobEnv) open(t *testing.T, p project.Project) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(e.data, "workflow.db"), nil)
+	st, err := workflowdb.Open(ctx, filepath.Join(e.data, "workflow.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := jobstore.Open(ctx, filepath.Join(e.data, "jobs.db"))
+	js, err := jobsdb.Open(ctx, filepath.Join(e.data, "jobs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

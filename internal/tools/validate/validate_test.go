@@ -17,7 +17,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/sqlitestore"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 type env struct {
@@ -28,7 +28,7 @@ type env struct {
 
 func newEnv(t *testing.T, files map[string]string) *env {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "workflow.db"), nil)
+	st, err := workflowdb.Open(context.Background(), filepath.Join(t.TempDir(), "workflow.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,508 @@
+// Package auditdb implements [audit.Store] on SQLite in its own
+// database file (audit.db, never shared with workflow.db). Every mutation
+// goes through the group-commit writer and is durable when it returns.
+package auditdb
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/sqlitedb"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// FileName is the conventional database file name.
+const FileName = "audit.db"
+
+var _ audit.Store = (*Store)(nil)
+
+// Store is the SQLite audit store.
+type Store struct {
+	db    *sqlitedb.DB
+	stmts struct {
+		ensure, insert, counters, trim *sql.Stmt
+	}
+}
+
+const (
+	sqlEnsure = `INSERT OR IGNORE INTO action_sessions (session_id, status, created_at, updated_at) VALUES (?, 'open', ?, ?)`
+	sqlInsert = `INSERT INTO action_events (event_id, session_id, started_at, ended_at, duration_ms, endpoint, operation,
+		action_name, project, status, http_status, error_summary, warning_summary, changed_files_json, ids_json,
+		summary_json, request_bytes, response_bytes, principal_kind, principal_user_id, oauth_client_id)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlCounters = `UPDATE action_sessions SET
+		total_actions = total_actions + ?,
+		success_count = success_count + ?,
+		failed_count = failed_count + ?,
+		timeout_or_unknown_count = timeout_or_unknown_count + ?,
+		warning_count = warning_count + ?,
+		total_duration_ms = total_duration_ms + ?,
+		changed_files_count = changed_files_count + ?,
+		job_ids_count = job_ids_count + ?,
+		first_event_at = COALESCE(first_event_at, ?),
+		last_event_at = MAX(COALESCE(last_event_at, 0), ?),
+		updated_at = MAX(updated_at, ?)
+		WHERE session_id = ?`
+	// sqlTrim deletes all but the newest ? events of a session.
+	sqlTrim = `DELETE FROM action_events WHERE session_id = ? AND seq < (
+		SELECT seq FROM action_events WHERE session_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`
+
+	sessionColumns = `session_id, title, note, status, created_at, updated_at, closed_at, first_event_at, last_event_at,
+		total_actions, success_count, failed_count, timeout_or_unknown_count, warning_count, total_duration_ms,
+		changed_files_count, job_ids_count`
+	eventColumns = `event_id, session_id, started_at, ended_at, duration_ms, endpoint, operation, action_name, project,
+		status, http_status, error_summary, warning_summary, changed_files_json, ids_json, summary_json,
+		request_bytes, response_bytes, principal_kind, principal_user_id, oauth_client_id`
+)
+
+// Open opens (creating if needed) the audit database at path.
+func Open(ctx context.Context, path string) (*Store, error) {
+	db, err := sqlitedb.Open(ctx, path, sqlitedb.Migrations(migrations, "migrations"))
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db}
+	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.ensure, Query: sqlEnsure}, sqlitedb.Stmt{Dst: &s.stmts.insert, Query: sqlInsert},
+		sqlitedb.Stmt{Dst: &s.stmts.counters, Query: sqlCounters}, sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("auditdb: prepare: %w", err)
+	}
+	return s, nil
+}
+
+// Close closes the database after queued writes commit.
+func (s *Store) Close() error { return s.db.Close() }
+
+// DB exposes the underlying database for tests and benchmarks.
+func (s *Store) DB() *sqlitedb.DB { return s.db }
+
+func wrapWrite(err error) error { return sqlitedb.StoreError(err, "audit store") }
+
+func wrapRead(err error) error {
+	if err == nil {
+		return nil
+	}
+	return failure.Wrap(failure.Unavailable, err, "audit store read failed")
+}
+
+// Resolve implements audit.Store. The common cases (a known explicit id, an
+// idle-reusable session) are answered by one read; only a request that
+// must create a session takes the writer, where the check is repeated so
+// that concurrent requests create exactly one session.
+func (s *Store) Resolve(ctx context.Context, req audit.ResolveRequest) (audit.Resolved, error) {
+	now := req.Now.Unix()
+	cutoff := req.Now.Add(-audit.IdleReuse).Unix()
+	var r audit.Resolved
+	var err error
+	if req.Explicit != "" {
+		err = s.db.QueryRow(ctx, `SELECT session_id, updated_at FROM action_sessions WHERE session_id = ?`, req.Explicit).Scan(&r.ID, &r.UpdatedAt)
+	} else {
+		err = s.db.QueryRow(ctx, sqlIdle, cutoff).Scan(&r.ID, &r.UpdatedAt)
+	}
+	if err == nil {
+		return r, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return audit.Resolved{}, wrapRead(err)
+	}
+	err = s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		r = audit.Resolved{UpdatedAt: now}
+		if req.Explicit != "" {
+			res, err := tx.StmtContext(ctx, s.stmts.ensure).ExecContext(ctx, req.Explicit, now, now)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			r.ID, r.Created = req.Explicit, n > 0
+			if !r.Created {
+				return tx.QueryRowContext(ctx, `SELECT updated_at FROM action_sessions WHERE session_id = ?`, r.ID).Scan(&r.UpdatedAt)
+			}
+			return nil
+		}
+		err := tx.QueryRowContext(ctx, sqlIdle, cutoff).Scan(&r.ID, &r.UpdatedAt)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		r.ID = req.NewID()
+		if _, err := tx.StmtContext(ctx, s.stmts.ensure).ExecContext(ctx, r.ID, now, now); err != nil {
+			return err
+		}
+		r.Created = true
+		return nil
+	})
+	if err != nil {
+		return audit.Resolved{}, wrapWrite(err)
+	}
+	return r, nil
+}
+
+// sqlIdle selects the idle-reusable session: the most recent open session
+// active after the cutoff.
+const sqlIdle = `SELECT session_id, updated_at FROM action_sessions
+	WHERE status = 'open' AND updated_at > ? ORDER BY updated_at DESC, rowid DESC LIMIT 1`
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// encoded is an event with its JSON columns encoded.
+type encoded struct {
+	ev                      audit.Event
+	files, ids, summary     string
+	filesCount, jobIDsCount int
+}
+
+func encode(ev audit.Event) (encoded, error) {
+	files := ev.ChangedFiles
+	if files == nil {
+		files = []string{}
+	}
+	ids := ev.IDs
+	if ids == nil {
+		ids = map[string]string{}
+	}
+	summary := ev.Summary
+	if summary == nil {
+		summary = map[string]any{}
+	}
+	out := encoded{ev: ev, filesCount: len(files), jobIDsCount: audit.JobIDCount(ids)}
+	if len(files) == 0 && len(ids) == 0 {
+		// What json.Marshal writes for empty ones, without the reflection.
+		out.files, out.ids = "[]", "{}"
+		b, err := json.Marshal(summary)
+		if err != nil {
+			return encoded{}, failure.Wrap(failure.Internal, err, "encode summary")
+		}
+		out.summary = string(b)
+		return out, nil
+	}
+	for _, f := range []struct {
+		dst  *string
+		v    any
+		name string
+	}{{&out.files, files, "changed_files"}, {&out.ids, ids, "ids"}, {&out.summary, summary, "summary"}} {
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return encoded{}, failure.Wrap(failure.Internal, err, "encode %s", f.name)
+		}
+		*f.dst = string(b)
+	}
+	return out, nil
+}
+
+// AppendEvents implements audit.Store: every event of evs in one
+// transaction (one fsync), each session trimmed once.
+func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents int, now time.Time) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if maxEvents <= 0 {
+		maxEvents = audit.MaxEventsPerSession
+	}
+	rows := make([]encoded, len(evs))
+	for i, ev := range evs {
+		var err error
+		if rows[i], err = encode(ev); err != nil {
+			return err
+		}
+	}
+	// One counter update per session of the batch, with summed deltas.
+	type deltas struct {
+		n, ok, failed, unknown, warning, durationMS, files, jobs int64
+		first, last                                              int64
+	}
+	order := []string{}
+	per := map[string]*deltas{}
+	for _, r := range rows {
+		ev := r.ev
+		d := per[ev.SessionID]
+		if d == nil {
+			d = &deltas{first: ev.EndedAt}
+			per[ev.SessionID] = d
+			order = append(order, ev.SessionID)
+		}
+		d.n++
+		d.ok += int64(b2i(ev.Status == audit.EventSuccess))
+		d.failed += int64(b2i(ev.Status == audit.EventFailed))
+		d.unknown += int64(b2i(ev.Status == audit.EventTimeoutOrUnknown))
+		d.warning += int64(b2i(ev.Status == audit.EventWarning))
+		d.durationMS += ev.DurationMS
+		d.files += int64(r.filesCount)
+		d.jobs += int64(r.jobIDsCount)
+		d.first, d.last = min(d.first, ev.EndedAt), max(d.last, ev.EndedAt)
+	}
+	at := now.Unix()
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		ensure, insert := tx.StmtContext(ctx, s.stmts.ensure), tx.StmtContext(ctx, s.stmts.insert)
+		for _, id := range order {
+			if _, err := ensure.ExecContext(ctx, id, at, at); err != nil {
+				return err
+			}
+		}
+		for _, r := range rows {
+			ev := r.ev
+			if _, err := insert.ExecContext(ctx,
+				ev.EventID, ev.SessionID, ev.StartedAt, ev.EndedAt, ev.DurationMS, ev.Endpoint, ev.Operation,
+				ev.ActionName, ev.Project, ev.Status, ev.HTTPStatus, ev.ErrorSummary, ev.WarningSummary,
+				r.files, r.ids, r.summary, ev.RequestBytes, ev.ResponseBytes,
+				nullable(ev.Attribution.PrincipalKind), nullable(ev.Attribution.PrincipalUserID),
+				nullable(ev.Attribution.OAuthClientID)); err != nil {
+				return err
+			}
+		}
+		counters, trim := tx.StmtContext(ctx, s.stmts.counters), tx.StmtContext(ctx, s.stmts.trim)
+		for _, id := range order {
+			d := per[id]
+			if _, err := counters.ExecContext(ctx, d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS,
+				d.files, d.jobs, d.first, d.last, at, id); err != nil {
+				return err
+			}
+			if _, err := trim.ExecContext(ctx, id, id, maxEvents-1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrapWrite(err)
+}
+
+// Ergonomics implements audit.Store: the newest limit model_ergonomics
+// records, newest first, and how many exist.
+func (s *Store) Ergonomics(ctx context.Context, limit int) ([]audit.ModelErgonomics, int64, error) {
+	var available int64
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM action_events
+		WHERE json_extract(summary_json, '$.model_ergonomics') IS NOT NULL`).Scan(&available); err != nil {
+		return nil, 0, wrapRead(err)
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT json_extract(summary_json, '$.model_ergonomics') FROM action_events
+		WHERE json_extract(summary_json, '$.model_ergonomics') IS NOT NULL ORDER BY seq DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, 0, wrapRead(err)
+	}
+	defer rows.Close()
+	out := []audit.ModelErgonomics{}
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, 0, wrapRead(err)
+		}
+		var m audit.ModelErgonomics
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			return nil, 0, wrapRead(fmt.Errorf("model_ergonomics: %w", err))
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, wrapRead(err)
+	}
+	return out, available, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanSession(r scanner) (audit.Session, error) {
+	var x audit.Session
+	var status string
+	var closed, first, last sql.NullInt64
+	err := r.Scan(&x.SessionID, &x.Title, &x.Note, &status, &x.CreatedAt, &x.UpdatedAt, &closed, &first, &last,
+		&x.TotalActions, &x.SuccessCount, &x.FailedCount, &x.TimeoutOrUnknownCount, &x.WarningCount,
+		&x.TotalDurationMS, &x.ChangedFilesCount, &x.JobIDsCount)
+	if err != nil {
+		return audit.Session{}, err
+	}
+	x.Status = audit.Status(status)
+	ptr := func(n sql.NullInt64) *int64 {
+		if !n.Valid {
+			return nil
+		}
+		v := n.Int64
+		return &v
+	}
+	x.ClosedAt, x.FirstEventAt, x.LastEventAt = ptr(closed), ptr(first), ptr(last)
+	return x, nil
+}
+
+func scanEvent(r scanner) (audit.Event, error) {
+	var e audit.Event
+	var files, ids, summary string
+	var pk, pu, oc sql.NullString
+	err := r.Scan(&e.EventID, &e.SessionID, &e.StartedAt, &e.EndedAt, &e.DurationMS, &e.Endpoint, &e.Operation,
+		&e.ActionName, &e.Project, &e.Status, &e.HTTPStatus, &e.ErrorSummary, &e.WarningSummary,
+		&files, &ids, &summary, &e.RequestBytes, &e.ResponseBytes, &pk, &pu, &oc)
+	if err != nil {
+		return audit.Event{}, err
+	}
+	if err := json.Unmarshal([]byte(files), &e.ChangedFiles); err != nil {
+		return audit.Event{}, fmt.Errorf("event %s changed_files_json: %w", e.EventID, err)
+	}
+	if err := json.Unmarshal([]byte(ids), &e.IDs); err != nil {
+		return audit.Event{}, fmt.Errorf("event %s ids_json: %w", e.EventID, err)
+	}
+	if err := json.Unmarshal([]byte(summary), &e.Summary); err != nil {
+		return audit.Event{}, fmt.Errorf("event %s summary_json: %w", e.EventID, err)
+	}
+	e.Attribution = audit.Attribution{PrincipalKind: pk.String, PrincipalUserID: pu.String, OAuthClientID: oc.String}
+	return e, nil
+}
+
+// CloseSession implements audit.Store.
+func (s *Store) CloseSession(ctx context.Context, id string, now time.Time) (audit.Session, error) {
+	at := now.Unix()
+	var sess audit.Session
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE action_sessions SET status = 'closed', closed_at = ?, updated_at = MAX(updated_at, ?)
+			WHERE session_id = ? AND status = 'open'`, at, at, id); err != nil {
+			return err
+		}
+		var err error
+		sess, err = scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM action_sessions WHERE session_id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return failure.New(failure.NotFound, "audit session %q not found", id)
+		}
+		return err
+	})
+	if err != nil {
+		return audit.Session{}, wrapWrite(err)
+	}
+	return sess, nil
+}
+
+// ListSessions implements audit.Store.
+func (s *Store) ListSessions(ctx context.Context, status audit.Status, limit int) ([]audit.Session, error) {
+	q := `SELECT ` + sessionColumns + ` FROM action_sessions`
+	args := []any{}
+	if status != "" {
+		q += ` WHERE status = ?`
+		args = append(args, string(status))
+	}
+	q += ` ORDER BY COALESCE(last_event_at, created_at) DESC, rowid DESC LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.db.Read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, wrapRead(err)
+	}
+	defer rows.Close()
+	out := []audit.Session{}
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, wrapRead(err)
+		}
+		out = append(out, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapRead(err)
+	}
+	return out, nil
+}
+
+// events returns the newest limit events of a session, oldest first.
+func (s *Store) events(ctx context.Context, id string, limit int) ([]audit.Event, error) {
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+eventColumns+` FROM (
+		SELECT seq, `+eventColumns+` FROM action_events WHERE session_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`, id, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []audit.Event{}
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Session implements audit.Store.
+func (s *Store) Session(ctx context.Context, id string, eventsLimit int) (audit.Session, []audit.Event, error) {
+	sess, err := scanSession(s.db.QueryRow(ctx, `SELECT `+sessionColumns+` FROM action_sessions WHERE session_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return audit.Session{}, nil, failure.New(failure.NotFound, "audit session %q not found", id)
+	}
+	if err != nil {
+		return audit.Session{}, nil, wrapRead(err)
+	}
+	evs, err := s.events(ctx, id, eventsLimit)
+	if err != nil {
+		return audit.Session{}, nil, wrapRead(err)
+	}
+	return sess, evs, nil
+}
+
+// Stats implements audit.Store. Any read error fails the whole call.
+func (s *Store) Stats(ctx context.Context, q audit.StatsQuery) (audit.Stats, error) {
+	var ids []string
+	var available int64
+	if q.SessionID != "" {
+		var n int
+		if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM action_sessions WHERE session_id = ?`, q.SessionID).Scan(&n); err != nil {
+			return audit.Stats{}, wrapRead(err)
+		}
+		if n == 0 {
+			return audit.Stats{}, failure.New(failure.NotFound, "audit session %q not found", q.SessionID)
+		}
+		ids, available = []string{q.SessionID}, 1
+	} else {
+		if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM action_sessions`).Scan(&available); err != nil {
+			return audit.Stats{}, wrapRead(err)
+		}
+		rows, err := s.db.Read.QueryContext(ctx, `SELECT session_id FROM action_sessions
+			ORDER BY COALESCE(last_event_at, created_at) DESC, rowid DESC LIMIT ?`, q.Sessions)
+		if err != nil {
+			return audit.Stats{}, wrapRead(err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return audit.Stats{}, wrapRead(err)
+			}
+			ids = append(ids, id)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return audit.Stats{}, wrapRead(err)
+		}
+	}
+	b := audit.NewStatsBuilder()
+	for _, id := range ids {
+		var n int64
+		if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM action_events WHERE session_id = ?`, id).Scan(&n); err != nil {
+			return audit.Stats{}, wrapRead(err)
+		}
+		evs, err := s.events(ctx, id, q.EventsPerSession)
+		if err != nil {
+			return audit.Stats{}, wrapRead(err)
+		}
+		b.AddSession(n, int64(len(evs)))
+		for _, e := range evs {
+			b.Add(e)
+		}
+	}
+	return b.Result(available), nil
+}

@@ -1,0 +1,443 @@
+package auditdb_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/audit/auditdb"
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+func countEvents(t *testing.T, st *auditdb.Store) int {
+	t.Helper()
+	var n int
+	if err := st.DB().Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM action_events`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func okEvent() audit.Event {
+	return audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}
+}
+
+// TestIdleReuseClock drives the 1,800 s idle window with the bubble's fake
+// clock: reuse strictly inside it, a new session at exactly the limit, and
+// activity (an event) restarting the window.
+func TestIdleReuseClock(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		// Opened inside the bubble: the writer goroutine belongs to it.
+		st, err := auditdb.Open(ctx, filepath.Join(dir, auditdb.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		svc := audit.NewService(st, nil) // time.Now is the bubble's clock
+		first, _, err := svc.Affinity(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Record(ctx, first, okEvent(), audit.Attribution{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(audit.IdleReuse - time.Second)
+		if id, _, _ := svc.Affinity(ctx, ""); id != first {
+			t.Fatalf("1 s inside the idle window: got %s, want reuse of %s", id, first)
+		}
+		if err := svc.Record(ctx, first, okEvent(), audit.Attribution{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(audit.IdleReuse - time.Second)
+		if id, _, _ := svc.Affinity(ctx, ""); id != first {
+			t.Fatalf("activity did not restart the idle window: got %s", id)
+		}
+		time.Sleep(time.Second)
+		second, _, err := svc.Affinity(ctx, "")
+		if err != nil || second == first {
+			t.Fatalf("idle for exactly %s: got %s (%v), want a new session", audit.IdleReuse, second, err)
+		}
+		if id, _, _ := svc.Affinity(ctx, ""); id != second {
+			t.Fatalf("the new session is not reused: %s", id)
+		}
+	})
+}
+
+// gatedStore blocks the first AppendEvents until released, and records
+// the size of every batch.
+type gatedStore struct {
+	audit.Store
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	sizes   []int
+}
+
+func (g *gatedStore) AppendEvents(ctx context.Context, evs []audit.Event, max int, now time.Time) error {
+	first := false
+	g.once.Do(func() { first = true })
+	if first {
+		close(g.entered)
+		<-g.release
+	}
+	g.mu.Lock()
+	g.sizes = append(g.sizes, len(evs))
+	g.mu.Unlock()
+	return g.Store.AppendEvents(ctx, evs, max, now)
+}
+
+// TestBackgroundWriter: Submit returns only once its event is committed;
+// what queues while a batch commits is committed as one batch (group
+// commit); on a full queue Submit waits and then writes synchronously
+// instead of dropping; Stop leaves nothing unwritten. The bubble's
+// synctest.Wait says when every Submit is blocked (queued or waiting).
+func TestBackgroundWriter(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := auditdb.Open(ctx, filepath.Join(dir, auditdb.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		g := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+		svc := audit.NewService(g, nil)
+		svc.Start(nil)
+		var wg sync.WaitGroup
+		var returned atomic.Int64
+		submit := func() {
+			wg.Go(func() {
+				if err := svc.Submit(ctx, time.Minute, "w", okEvent(), audit.Attribution{}); err != nil {
+					t.Error(err)
+				}
+				returned.Add(1)
+			})
+		}
+		submit()
+		<-g.entered // the writer holds the first event
+		for i := 0; i < audit.QueueSize; i++ {
+			submit()
+		}
+		synctest.Wait() // every Submit is blocked: the queue is full
+		if n, r := countEvents(t, st), returned.Load(); n != 0 || r != 0 {
+			t.Fatalf("while the writer is held: %d events written, %d Submits returned; want 0 and 0", n, r)
+		}
+		// The queue is full: Submit waits up to 50 ms for room, then
+		// writes the event itself before returning.
+		if err := svc.Submit(ctx, 50*time.Millisecond, "w", okEvent(), audit.Attribution{}); err != nil {
+			t.Fatal(err)
+		}
+		if n := countEvents(t, st); n != 1 {
+			t.Fatalf("full queue: %d events written, want the 1 synchronous one", n)
+		}
+		close(g.release)
+		wg.Wait()
+		// Every Submit has returned, so every event is durable, without
+		// Stop. The session keeps the newest MaxEventsPerSession; its
+		// counter is cumulative.
+		sess, _, err := svc.SessionWithEvents(ctx, "w", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(audit.QueueSize + 2); sess.TotalActions != want || countEvents(t, st) != audit.MaxEventsPerSession {
+			t.Fatalf("after every Submit returned: total_actions %d (want %d), %d events kept", sess.TotalActions, want, countEvents(t, st))
+		}
+		// Batches: the held one, the synchronous one, then the queue
+		// in full batches.
+		g.mu.Lock()
+		sizes := slices.Clone(g.sizes)
+		g.mu.Unlock()
+		want := []int{1, 1}
+		for range audit.QueueSize / audit.MaxWriteBatch {
+			want = append(want, audit.MaxWriteBatch)
+		}
+		if !slices.Equal(sizes, want) {
+			t.Fatalf("batch sizes %v, want %v", sizes, want)
+		}
+		if err := svc.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if svc.WriteFailures() != 0 {
+			t.Fatalf("write failures: %d", svc.WriteFailures())
+		}
+		// After Stop, Submit still writes (synchronously).
+		if err := svc.Submit(ctx, time.Minute, "w", okEvent(), audit.Attribution{}); err != nil {
+			t.Fatal(err)
+		}
+		if sess, _, _ := svc.SessionWithEvents(ctx, "w", 1); sess.TotalActions != int64(audit.QueueSize+3) {
+			t.Fatalf("Submit after Stop: total_actions %d", sess.TotalActions)
+		}
+	})
+}
+
+// setPragma runs a PRAGMA on the store's only write connection.
+func setPragma(t *testing.T, st *auditdb.Store, pragma string) {
+	t.Helper()
+	err := st.DB().Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "PRAGMA "+pragma)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("PRAGMA %s: %v", pragma, err)
+	}
+}
+
+// TestUnwritableDatabase: a read-only or full audit.db fails writes with
+// a counted unavailable error, leaves the stored data unchanged, and
+// reads keep working.
+func TestUnwritableDatabase(t *testing.T) {
+	for _, c := range []struct {
+		name, pragma string
+		// smallWritesFail: a full file may still take a tiny row in its
+		// free space; a read-only one takes none.
+		smallWritesFail bool
+	}{
+		{"read-only", "query_only = 1", true},
+		{"full", "max_page_count = 1", false}, // clamps to the current size
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, _ := open(t)
+			svc := audit.NewService(st, nil)
+			svc.Start(nil)
+			defer svc.Stop(ctx)
+			if err := svc.Record(ctx, "kept", okEvent(), audit.Attribution{}); err != nil {
+				t.Fatal(err)
+			}
+			setPragma(t, st, c.pragma)
+			// ~50 KB of summary: more than the free space of the file's
+			// pages, so that a full database must grow to take it.
+			big := okEvent()
+			big.Summary = map[string]any{}
+			for i := range 60 {
+				big.Summary[fmt.Sprintf("note_%02d", i)] = strings.Repeat("x", 900)
+			}
+			if err := svc.Record(ctx, "kept", big, audit.Attribution{}); !failure.Is(err, failure.Unavailable) {
+				t.Fatalf("Record = %v, want unavailable", err)
+			}
+			if id, _, err := svc.Affinity(ctx, ""); err != nil || id != "kept" {
+				t.Fatalf("idle reuse needs no write: %q %v", id, err)
+			}
+			if _, _, err := svc.Affinity(ctx, "new-explicit"); c.smallWritesFail && !failure.Is(err, failure.Unavailable) {
+				t.Fatalf("creating a session = %v, want unavailable", err)
+			}
+			if err := svc.Submit(ctx, time.Minute, "kept", big, audit.Attribution{}); !failure.Is(err, failure.Unavailable) {
+				t.Fatalf("Submit = %v, want unavailable (the writer's commit failed)", err)
+			}
+			if got := svc.WriteFailures(); got != 2 {
+				t.Fatalf("%d failures counted, want 2 (Record, Submit)", got)
+			}
+			sess, evs, err := svc.SessionWithEvents(ctx, "kept", 10)
+			if err != nil || sess.TotalActions != 1 || len(evs) != 1 || evs[0].Summary["note_00"] != nil {
+				t.Fatalf("the stored session changed or cannot be read: %+v %d %v", sess, len(evs), err)
+			}
+			if _, err := svc.ListSessions(ctx, "", 0); err != nil {
+				t.Fatalf("sessions: %v", err)
+			}
+			if _, err := svc.Stats(ctx, "", 0); err != nil {
+				t.Fatalf("stats: %v", err)
+			}
+		})
+	}
+}
+
+// TestBatchCounters: one batch spanning sessions updates each session's
+// counters by its own events only.
+func TestBatchCounters(t *testing.T) {
+	st, _ := open(t)
+	ev := func(id, eid, status string, ended, ms int64, files ...string) audit.Event {
+		return audit.Event{EventView: audit.EventView{EventID: eid, SessionID: id, Status: status, StartedAt: ended, EndedAt: ended,
+			DurationMS: ms, ChangedFiles: files, IDs: map[string]string{"job_id": "j-" + eid}}}
+	}
+	batch := []audit.Event{
+		ev("a", "1", audit.EventSuccess, 100, 5, "x.go"),
+		ev("b", "2", audit.EventFailed, 101, 7),
+		ev("a", "3", audit.EventTimeoutOrUnknown, 99, 11, "y.go", "z.go"),
+		ev("c", "4", audit.EventWarning, 102, 1),
+		ev("a", "5", audit.EventFailed, 103, 2),
+	}
+	if err := st.AppendEvents(ctx, batch, 2, time.Unix(200, 0)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]audit.Session{
+		"a": {TotalActions: 3, SuccessCount: 1, FailedCount: 1, TimeoutOrUnknownCount: 1, TotalDurationMS: 18, ChangedFilesCount: 3, JobIDsCount: 3},
+		"b": {TotalActions: 1, FailedCount: 1, TotalDurationMS: 7, JobIDsCount: 1},
+		"c": {TotalActions: 1, WarningCount: 1, TotalDurationMS: 1, JobIDsCount: 1},
+	}
+	firstLast := map[string][2]int64{"a": {99, 103}, "b": {101, 101}, "c": {102, 102}}
+	for id, w := range want {
+		s, evs, err := st.Session(ctx, id, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := audit.Session{TotalActions: s.TotalActions, SuccessCount: s.SuccessCount, FailedCount: s.FailedCount,
+			TimeoutOrUnknownCount: s.TimeoutOrUnknownCount, WarningCount: s.WarningCount, TotalDurationMS: s.TotalDurationMS,
+			ChangedFilesCount: s.ChangedFilesCount, JobIDsCount: s.JobIDsCount}
+		if got != w || *s.FirstEventAt != firstLast[id][0] || *s.LastEventAt != firstLast[id][1] || s.UpdatedAt != 200 {
+			t.Errorf("session %s: %+v", id, s)
+		}
+		if id == "a" && (len(evs) != 2 || evs[0].EventID != "3" || evs[1].EventID != "5") {
+			t.Errorf("session a keeps %d events (max 2): %+v", len(evs), evs)
+		}
+	}
+	// All or none: a batch with a duplicate event id writes nothing.
+	if err := st.AppendEvents(ctx, []audit.Event{ev("d", "6", audit.EventSuccess, 1, 1), ev("d", "5", audit.EventSuccess, 1, 1)}, 10, time.Unix(300, 0)); err == nil {
+		t.Fatal("duplicate event id accepted")
+	}
+	if _, _, err := st.Session(ctx, "d", 10); !failure.Is(err, failure.NotFound) {
+		t.Fatalf("a failed batch left session d: %v", err)
+	}
+}
+
+// countingStore counts Resolve calls that reach the store.
+type countingStore struct {
+	audit.Store
+	resolves int
+}
+
+func (c *countingStore) Resolve(ctx context.Context, req audit.ResolveRequest) (audit.Resolved, error) {
+	c.resolves++
+	return c.Store.Resolve(ctx, req)
+}
+
+// TestAffinityCache: repeated requests resolve from memory for
+// AffinityCacheTTL, and the cache never answers differently from the
+// store: activity in another session or a close sends the next request
+// to the store.
+func TestAffinityCache(t *testing.T) {
+	st, _ := open(t)
+	cs := &countingStore{Store: st}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	svc := audit.NewService(cs, clk.now)
+	idle, _, _ := svc.Affinity(ctx, "")
+	for range 5 {
+		if id, _, _ := svc.Affinity(ctx, ""); id != idle {
+			t.Fatalf("cached idle answer %s, want %s", id, idle)
+		}
+		svc.Record(ctx, idle, okEvent(), audit.Attribution{})
+	}
+	if cs.resolves != 1 {
+		t.Fatalf("%d store look-ups for 6 idle requests within the TTL, want 1", cs.resolves)
+	}
+	clk.add(audit.AffinityCacheTTL)
+	svc.Affinity(ctx, "")
+	if cs.resolves != 2 {
+		t.Fatalf("after the TTL: %d look-ups, want 2", cs.resolves)
+	}
+	// Activity in an explicit session makes it the most recent one.
+	clk.add(time.Second)
+	svc.Affinity(ctx, "explicit")
+	svc.Record(ctx, "explicit", okEvent(), audit.Attribution{})
+	if id, _, _ := svc.Affinity(ctx, ""); id != "explicit" {
+		t.Fatalf("idle reuse after activity elsewhere: %s, want the store's answer explicit", id)
+	}
+	if _, err := svc.CloseSession(ctx, "explicit"); err != nil {
+		t.Fatal(err)
+	}
+	if id, _, _ := svc.Affinity(ctx, ""); id != idle {
+		t.Fatalf("idle reuse after closing the cached session: %s, want %s", id, idle)
+	}
+}
+
+// BenchmarkAppendBatch measures the store's cost per event when the
+// background writer commits batches of 1 to 256 (one fsync per batch),
+// and sanitizing the same event, to show where an audited request's
+// cost goes.
+func BenchmarkAppendBatch(b *testing.B) {
+	ev := audit.Event{EventView: audit.EventView{Endpoint: "/api/tools/call", Operation: "tools_call", ActionName: "read_files",
+		Project: "agent:local:p", Status: audit.EventSuccess, HTTPStatus: 200, DurationMS: 1, RequestBytes: 90, ResponseBytes: 300,
+		Summary: map[string]any{"transport": "rest", "tool": "read_files", "model_ergonomics": audit.ModelErgonomics{
+			SchemaVersion: 6, ToolName: "read_files", ToolCategory: "files", Success: true, ExecutionState: "completed"}}}}
+	b.Run("sanitize", func(b *testing.B) {
+		for b.Loop() {
+			audit.Sanitize(ev)
+		}
+	})
+	for _, size := range []int{1, 16, 64, 256} {
+		b.Run(fmt.Sprintf("append/batch=%d", size), func(b *testing.B) {
+			st, _ := open(b)
+			s := audit.Sanitize(ev)
+			s.SessionID = "bench"
+			batch := make([]audit.Event, size)
+			n := 0
+			for b.Loop() {
+				s.EventID = fmt.Sprint("e", n)
+				batch[n%size] = s
+				n++
+				if n%size == 0 {
+					if err := st.AppendEvents(ctx, batch, audit.MaxEventsPerSession, time.Now()); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// batchStore records the size of every AppendEvents batch.
+type batchStore struct {
+	audit.Store
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (b *batchStore) AppendEvents(ctx context.Context, evs []audit.Event, max int, now time.Time) error {
+	b.mu.Lock()
+	b.sizes = append(b.sizes, len(evs))
+	b.mu.Unlock()
+	return b.Store.AppendEvents(ctx, evs, max, now)
+}
+
+// TestWriterBatchBounds: concurrent Submits are written in batches of at
+// most MaxWriteBatch, every event exactly once, each before its Submit
+// returns.
+func TestWriterBatchBounds(t *testing.T) {
+	st, _ := open(t)
+	bs := &batchStore{Store: st}
+	svc := audit.NewService(bs, nil)
+	svc.Start(nil)
+	const n = 3*audit.MaxWriteBatch + 7
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += 8 {
+				if err := svc.Submit(ctx, time.Minute, "b", okEvent(), audit.Attribution{}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// Every Submit returned: every event is committed before Stop.
+	if sess, _, err := svc.SessionWithEvents(ctx, "b", 1); err != nil || sess.TotalActions != n {
+		t.Fatalf("after every Submit returned: total_actions %d (%v), want %d", sess.TotalActions, err, n)
+	}
+	if err := svc.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, s := range bs.sizes {
+		if s < 1 || s > audit.MaxWriteBatch {
+			t.Errorf("batch of %d events", s)
+		}
+		total += s
+	}
+	sess, _, err := svc.SessionWithEvents(ctx, "b", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != n || sess.TotalActions != n {
+		t.Fatalf("%d events in batches, total_actions %d, want %d", total, sess.TotalActions, n)
+	}
+}

@@ -1,0 +1,192 @@
+// Package authdb is the SQLite implementation of [auth.Store]: API
+// token records in their own database file (auth.db).
+//
+// Only token hashes are stored. Every mutation goes through the database's
+// group-commit writer and returns only after its transaction has durably
+// committed.
+package authdb
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/sqlitedb"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// FileName is the conventional name of the token database inside the data
+// directory.
+const FileName = "auth.db"
+
+// Store is an auth.Store backed by one SQLite database file.
+type Store struct {
+	db *sqlitedb.DB
+}
+
+var _ auth.Store = (*Store)(nil)
+
+// Open opens (creating and migrating if needed) the token database at path.
+func Open(ctx context.Context, path string) (*Store, error) {
+	db, err := sqlitedb.Open(ctx, path, sqlitedb.Migrations(migrations, "migrations"))
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db}, nil
+}
+
+// Close waits for queued writes and closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+const columns = `id, name, owner, scopes, created_at, revoked_at, last_used_at`
+
+// Create inserts t with hash. Errors: failure.InvalidArguments when the id
+// or hash is empty; failure.Conflict when the id or the hash exists.
+func (s *Store) Create(ctx context.Context, t auth.Token, hash string) error {
+	if t.ID == "" || hash == "" {
+		return failure.New(failure.InvalidArguments, "a token needs an id and a hash")
+	}
+	scopes, err := json.Marshal(t.Scopes)
+	if err != nil {
+		return fmt.Errorf("tokens: encode scopes: %w", err)
+	}
+	return s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO tokens (id, name, owner, scopes, token_hash, created_at, revoked_at, last_used_at)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Name, t.Owner, string(scopes), hash, t.CreatedAt.UnixNano(), nanos(t.RevokedAt), nanos(t.LastUsedAt))
+		if sqlitedb.IsConstraint(err) {
+			return failure.New(failure.Conflict, "token %s already exists", t.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("tokens: insert %s: %w", t.ID, err)
+		}
+		return nil
+	})
+}
+
+// List returns every token ordered by creation time, then id.
+func (s *Store) List(ctx context.Context) ([]auth.Token, error) {
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+columns+` FROM tokens ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("tokens: list: %w", err)
+	}
+	defer rows.Close()
+	out := []auth.Token{}
+	for rows.Next() {
+		t, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("tokens: list: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tokens: list: %w", err)
+	}
+	return out, nil
+}
+
+// Revoke sets revoked_at once and returns the token. Errors:
+// failure.NotFound when id is unknown.
+func (s *Store) Revoke(ctx context.Context, id string, at time.Time) (auth.Token, error) {
+	var t auth.Token
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx,
+			`UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, at.UnixNano(), id); err != nil {
+			return fmt.Errorf("tokens: revoke %s: %w", id, err)
+		}
+		var err error
+		t, err = scan(tx.QueryRowContext(ctx, `SELECT `+columns+` FROM tokens WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(id)
+		}
+		if err != nil {
+			return fmt.Errorf("tokens: revoke %s: %w", id, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return auth.Token{}, err
+	}
+	return t, nil
+}
+
+// FindByHash returns the token with hash. Errors: failure.NotFound when no
+// token has it.
+func (s *Store) FindByHash(ctx context.Context, hash string) (auth.Token, error) {
+	t, err := scan(s.db.QueryRow(ctx, `SELECT `+columns+` FROM tokens WHERE token_hash = ?`, hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return auth.Token{}, failure.New(failure.NotFound, "no token has this hash")
+	}
+	if err != nil {
+		return auth.Token{}, fmt.Errorf("tokens: find: %w", err)
+	}
+	return t, nil
+}
+
+// Touch advances last_used_at to at. Errors: failure.NotFound when id is
+// unknown.
+func (s *Store) Touch(ctx context.Context, id string, at time.Time) error {
+	return s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var exists int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM tokens WHERE id = ?`, id).Scan(&exists)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(id)
+		}
+		if err != nil {
+			return fmt.Errorf("tokens: touch %s: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx,
+			`UPDATE tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
+			at.UnixNano(), id, at.UnixNano()); err != nil {
+			return fmt.Errorf("tokens: touch %s: %w", id, err)
+		}
+		return nil
+	})
+}
+
+func scan(row interface{ Scan(...any) error }) (auth.Token, error) {
+	var (
+		t                 auth.Token
+		scopes            string
+		created           int64
+		revoked, lastUsed sql.NullInt64
+	)
+	if err := row.Scan(&t.ID, &t.Name, &t.Owner, &scopes, &created, &revoked, &lastUsed); err != nil {
+		return auth.Token{}, err
+	}
+	if err := json.Unmarshal([]byte(scopes), &t.Scopes); err != nil {
+		return auth.Token{}, fmt.Errorf("token %s: decode scopes: %w", t.ID, err)
+	}
+	t.CreatedAt = time.Unix(0, created).UTC()
+	t.RevokedAt = timePtr(revoked)
+	t.LastUsedAt = timePtr(lastUsed)
+	return t, nil
+}
+
+func nanos(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func timePtr(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := time.Unix(0, n.Int64).UTC()
+	return &t
+}
+
+func notFound(id string) error {
+	return failure.New(failure.NotFound, "token %q does not exist", id)
+}

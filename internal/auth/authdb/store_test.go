@@ -1,0 +1,76 @@
+package authdb_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/auth/authdb"
+	"github.com/webcodex/webcodex/internal/auth/storetest"
+)
+
+func mustOpen(t *testing.T, path string) *authdb.Store {
+	t.Helper()
+	s, err := authdb.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	return s
+}
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) auth.Store {
+		s := mustOpen(t, filepath.Join(t.TempDir(), authdb.FileName))
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		return s
+	})
+}
+
+func TestPersistsAcrossReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), authdb.FileName)
+	s := mustOpen(t, path)
+	svc, err := auth.NewService(s, auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, tok, err := svc.CreateToken(ctx, "ci", "team-a", []auth.Scope{auth.ScopeProjectRead})
+	if err != nil {
+		t.Fatalf("CreateToken: %v", err)
+	}
+	revokedRaw, revoked, err := svc.CreateToken(ctx, "old", "team-a", []auth.Scope{auth.ScopeAdmin})
+	if err != nil {
+		t.Fatalf("CreateToken: %v", err)
+	}
+	if _, err := svc.RevokeToken(ctx, revoked.ID); err != nil {
+		t.Fatalf("RevokeToken: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s = mustOpen(t, path)
+	defer s.Close()
+	svc, err = auth.NewService(s, auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.Authenticate(ctx, raw)
+	if err != nil {
+		t.Fatalf("Authenticate after reopen: %v", err)
+	}
+	want := auth.Principal{Kind: auth.KindAPIToken, ID: tok.ID, Owner: "team-a", Scopes: []auth.Scope{auth.ScopeProjectRead}}
+	if diff := cmp.Diff(want, p); diff != "" {
+		t.Errorf("principal after reopen (-want +got):\n%s", diff)
+	}
+	if _, err := svc.Authenticate(ctx, revokedRaw); err == nil {
+		t.Errorf("revoked token authenticated after reopen")
+	}
+}

@@ -1,0 +1,261 @@
+package evidencedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// queryer is a *sql.DB or a *sql.Tx.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// ErrForeignKey is the cause of Open's (and RotateKey's) refusal of a
+// signing key that is not the journal's own (see checkKey).
+var ErrForeignKey = errors.New("it is not this journal's signing key and is never adopted; restore the journal's own " +
+	evidence.KeyFile + " from a backup, or move " + FileName + " aside to start a new journal")
+
+// maxListedSigners bounds the checkpoint signer ids a key refusal names.
+const maxListedSigners = 8
+
+// checkKey refuses a signing key that is not the journal's own. For a
+// journal with records or checkpoints, key must have signed at least one
+// stored checkpoint, the newest checkpoint must verify with key or a key
+// in evidence.pub, and the newest record must be bound to key or to a key
+// that signed a checkpoint; a journal with records and no checkpoint
+// needs its newest record bound to key. An empty journal accepts any key.
+// A refusal is failure.Unavailable wrapping ErrForeignKey, naming the
+// key's id and the journal's.
+// It only reads.
+func checkKey(ctx context.Context, q queryer, dataDir string, key *evidence.Key) error {
+	var recordKey string
+	err := q.QueryRowContext(ctx, `SELECT key_id FROM records ORDER BY idx DESC LIMIT 1`).Scan(&recordKey)
+	hasRecords := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return failure.Wrap(failure.Unavailable, err, "read evidence journal")
+	}
+	newest, err := scanCheckpoint(q.QueryRowContext(ctx, sqlLastCP))
+	hasCheckpoints := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return failure.Wrap(failure.Unavailable, err, "the newest evidence checkpoint cannot be read; run `webcodex evidence verify`")
+	}
+	keyFile := filepath.Join(dataDir, evidence.KeyFile)
+	refuse := func(format string, args ...any) error {
+		return failure.Wrap(failure.Unavailable, ErrForeignKey, format, args...)
+	}
+	if !hasCheckpoints {
+		if hasRecords && recordKey != key.ID {
+			return refuse("%s is key %s, but the journal's records are bound to key %s and no checkpoint was signed", keyFile, key.ID, recordKey)
+		}
+		return nil
+	}
+	signed := func(id string) (bool, error) {
+		var ok bool
+		err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM checkpoints WHERE key_id = ?)`, id).Scan(&ok)
+		return ok, err
+	}
+	keySigned, err := signed(key.ID)
+	if err != nil {
+		return failure.Wrap(failure.Unavailable, err, "read evidence checkpoints")
+	}
+	if !keySigned {
+		signers, err := checkpointSigners(ctx, q)
+		if err != nil {
+			return failure.Wrap(failure.Unavailable, err, "read evidence checkpoints")
+		}
+		return refuse("%s is key %s, but the journal's checkpoints are signed by key %s", keyFile, key.ID, signers)
+	}
+	trusted, err := evidence.TrustedKeys(dataDir, nil)
+	if err != nil {
+		return failure.Wrap(failure.Unavailable, err, "read the evidence public keys")
+	}
+	if _, _, err := evidence.OpenCheckpoint([]byte(newest.Note), trusted); err != nil {
+		return refuse("the newest checkpoint (size %d, key %s) does not verify with %s (key %s) or a retired key in %s: %v",
+			newest.Size, newest.KeyID, keyFile, key.ID, evidence.PublicKeysFile, err)
+	}
+	if hasRecords && recordKey != key.ID {
+		ok, err := signed(recordKey)
+		if err != nil {
+			return failure.Wrap(failure.Unavailable, err, "read evidence checkpoints")
+		}
+		if !ok {
+			return refuse("%s is key %s, but the newest record is bound to key %s, which signed no checkpoint", keyFile, key.ID, recordKey)
+		}
+	}
+	return nil
+}
+
+// checkpointSigners lists (bounded) the key ids of the stored checkpoints.
+func checkpointSigners(ctx context.Context, q queryer) (string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT key_id FROM checkpoints ORDER BY key_id LIMIT ?`, maxListedSigners+1)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return "", err
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) > maxListedSigners {
+		ids = append(ids[:maxListedSigners], "...")
+	}
+	return strings.Join(ids, ", "), rows.Err()
+}
+
+// Rotation is what RotateKey did.
+type Rotation struct {
+	OldKeyID, NewKeyID string
+	// RetiredKeyFile is the path the old private key is kept at.
+	RetiredKeyFile string
+	// OldCheckpoint is the head signed with the old key before the
+	// rotation, when it was not signed by it yet; NewCheckpoint the same
+	// head signed with the new key. Both are nil for an empty journal.
+	OldCheckpoint, NewCheckpoint *evidence.SignedCheckpoint
+}
+
+// RotateKey replaces the signing key of the journal in dataDir. It needs
+// the journal to itself: it opens evidence.db with SQLite's exclusive
+// locking mode and refuses (failure.Conflict, nothing changed) while any
+// other process or connection has it open (a running `webcodex serve` or
+// `webcodex mcp`), and any server started meanwhile waits for it. It
+// refuses a key that is not the journal's (as Open does) and a journal
+// that does not verify clean, except for FindingNoCheckpoint: the new key
+// must not vouch for records nobody checked. Then it signs the head with
+// the old key (unless that checkpoint exists), adds the new public key to
+// evidence.pub, signs the same head with the new key and commits both
+// checkpoints, and only then replaces evidence.key atomically, keeping
+// the old private key as evidence.RetiredKeyFile(id) and its public key
+// in evidence.pub. A crash before the replacement leaves the old key in
+// use with a valid journal; after it, the new one. now stamps the
+// checkpoints.
+func RotateKey(ctx context.Context, dataDir string, now func() time.Time) (Rotation, error) {
+	path := filepath.Join(dataDir, FileName)
+	if _, err := os.Stat(path); err != nil {
+		return Rotation{}, failure.Wrap(failure.NotFound, err, "no evidence journal at %s", path)
+	}
+	db, err := openExclusive(path)
+	if err != nil {
+		return Rotation{}, failure.Wrap(failure.Unavailable, err, "open %s", path)
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err == nil {
+		// The first write takes the exclusive lock, before anything is
+		// read or decided; it changes no value.
+		_, err = tx.ExecContext(ctx, `UPDATE meta SET v = v WHERE k = 'journal_id'`)
+		if err != nil {
+			tx.Rollback()
+		}
+	}
+	if err != nil {
+		if isBusy(err) {
+			return Rotation{}, failure.New(failure.Conflict,
+				"the evidence journal %s is open in another process (a running `webcodex serve` or `webcodex mcp`); stop it, then rotate the key", path)
+		}
+		return Rotation{}, failure.Wrap(failure.Unavailable, err, "lock %s", path)
+	}
+	defer tx.Rollback()
+	old, err := evidence.LoadKey(dataDir)
+	if err != nil {
+		return Rotation{}, failure.Wrap(failure.Unavailable, err, "the current signing key")
+	}
+	if err := checkKey(ctx, tx, dataDir, old); err != nil {
+		return Rotation{}, err
+	}
+	keys, err := evidence.TrustedKeys(dataDir, nil)
+	if err != nil {
+		return Rotation{}, failure.Wrap(failure.Unavailable, err, "trusted keys")
+	}
+	rep, err := verifyTx(ctx, tx, path, keys, evidence.VerifyOptions{})
+	if err != nil {
+		return Rotation{}, err
+	}
+	for _, k := range rep.Kinds() {
+		if k != evidence.FindingNoCheckpoint {
+			return Rotation{}, failure.New(failure.Conflict,
+				"the evidence journal does not verify (%v); run `webcodex evidence verify` and resolve the findings before rotating the key", rep.Kinds())
+		}
+	}
+	nk, err := evidence.GenerateKey(old.Signer.Name())
+	if err != nil {
+		return Rotation{}, failure.Wrap(failure.Internal, err, "generate key")
+	}
+	out := Rotation{OldKeyID: old.ID, NewKeyID: nk.ID, RetiredKeyFile: filepath.Join(dataDir, evidence.RetiredKeyFile(old.ID))}
+	if rep.Records > 0 || rep.Checkpoints > 0 {
+		head := rep.Head
+		if lc := rep.LastCheckpoint; lc == nil || lc.Size != head.Size || lc.KeyID != old.ID {
+			cp, err := insertCheckpoint(ctx, tx, head, old, now())
+			if err != nil {
+				return Rotation{}, err
+			}
+			out.OldCheckpoint = &cp
+		}
+		// The new public key is listed before its checkpoint commits, so
+		// that checkpoint always verifies.
+		if err := evidence.AddPublicKey(dataDir, old.VerifierKey); err != nil {
+			return Rotation{}, failure.Wrap(failure.Unavailable, err, "public keys")
+		}
+		if err := evidence.AddPublicKey(dataDir, nk.VerifierKey); err != nil {
+			return Rotation{}, failure.Wrap(failure.Unavailable, err, "public keys")
+		}
+		cp, err := insertCheckpoint(ctx, tx, head, nk, now())
+		if err != nil {
+			return Rotation{}, err
+		}
+		out.NewCheckpoint = &cp
+	}
+	if err := tx.Commit(); err != nil {
+		return Rotation{}, failure.Wrap(failure.Unavailable, err, "commit the rotation checkpoints")
+	}
+	if _, err := evidence.ReplaceKey(dataDir, nk); err != nil {
+		return Rotation{}, failure.Wrap(failure.Unavailable, err,
+			"the checkpoints are committed but %s was not replaced; the old key stays in use", evidence.KeyFile)
+	}
+	return out, nil
+}
+
+func insertCheckpoint(ctx context.Context, tx *sql.Tx, head evidence.Checkpoint, k *evidence.Key, at time.Time) (evidence.SignedCheckpoint, error) {
+	sc, err := evidence.SignCheckpoint(head, k, at)
+	if err != nil {
+		return sc, failure.Wrap(failure.Internal, err, "sign checkpoint")
+	}
+	if _, err := tx.ExecContext(ctx, sqlInsertCP, int64(sc.Size), sc.Root, sc.KeyID, sc.Note, sc.CreatedAt.UnixNano()); err != nil {
+		return sc, failure.Wrap(failure.Unavailable, err, "store checkpoint")
+	}
+	return sc, nil
+}
+
+// openExclusive opens path with one connection in SQLite's exclusive
+// locking mode, failing at once (SQLITE_BUSY) instead of waiting when
+// another connection holds the database.
+func openExclusive(path string) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", "locking_mode(EXCLUSIVE)")
+	q.Add("_pragma", "busy_timeout(0)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Set("_txlock", "exclusive")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+func isBusy(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
+}

@@ -1,0 +1,605 @@
+// Package evidencedb is the SQLite evidence journal (evidence.db): it
+// appends [evidence.Record]s as leaves of an RFC 6962 Merkle tree, signs
+// checkpoints with the data directory's key, answers per-session queries,
+// exports bundles, and verifies a data directory offline ([Verify]).
+//
+// # Durability and ordering
+//
+// Every append runs inside the database's group-commit writer
+// (sqlitedb.Writer.Do) and is durable when Append returns. The tree state (a
+// compact range: O(log n) hashes) is updated only inside those transaction
+// functions, which the writer runs one at a time, so the leaf index, the
+// stored row and the tree always advance together; concurrent appends are
+// batched into one fsync. Each transaction function first compares the
+// range's size with the table's next index and rebuilds the range by
+// streaming the leaf hashes if a failed commit left them apart.
+//
+// # Key policy
+//
+// See docs/evidence.md. The signing key (evidence.key, 0600) is created only
+// when the journal has no records and no checkpoints and no key exists.
+// A journal with records whose key is missing or unreadable, or is not the
+// journal's own (checkKey), does not open. [RotateKey] replaces the key.
+package evidencedb
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/transparency-dev/merkle/compact"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/sqlitedb"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// FileName is the journal database's file name in the data directory.
+const FileName = "evidence.db"
+
+var _ evidence.Appender = (*Journal)(nil)
+
+// Journal is the open evidence journal of one data directory.
+type Journal struct {
+	db        *sqlitedb.DB
+	key       *evidence.Key
+	journalID string
+	origin    string
+	now       func() time.Time
+	every     uint64
+	interval  time.Duration
+	onError   func(error)
+	stmts     struct{ insert, next, lastCP, insertCP *sql.Stmt }
+
+	mu  sync.Mutex // guards rng; held by the writer's transaction functions
+	rng *compact.Range
+}
+
+const recordColumns = `idx, invocation_id, key_id, at_ns, tool, source, transport_era,
+	claim_recording_session_id, claim_business_session_id, claim_project, claim_principal_kind, claim_client_window,
+	verified_session_id, verified_project, verified_authority, verified_lifecycle,
+	session_binding, binding_reasons, checked_keys, skipped_keys, session_record_digest,
+	outcome, error_kind, duration_ms, arguments_digest, result_digest, canonical, leaf_hash`
+
+const (
+	sqlInsert   = `INSERT INTO records (` + recordColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlNext     = `SELECT COALESCE(MAX(idx) + 1, 0) FROM records`
+	sqlLastCP   = `SELECT size, root, key_id, note, created_at_ns FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1`
+	sqlInsertCP = `INSERT INTO checkpoints (size, root, key_id, note, created_at_ns) VALUES (?,?,?,?,?)`
+	// sqlSession selects the idx of every record whose claimed or verified
+	// session is ?1.
+	sqlSession = `SELECT idx FROM records WHERE claim_recording_session_id = ?1
+		UNION SELECT idx FROM records WHERE claim_business_session_id = ?1
+		UNION SELECT idx FROM records WHERE verified_session_id = ?1`
+)
+
+// Open opens (creating if needed) the journal in dataDir. A new journal gets
+// a random journal id, its origin (opts.Origin or evidence.OriginPrefix +
+// id) and a new signing key. An existing journal whose key file is missing
+// or unreadable, or that belongs to another journal (it signed none of this
+// journal's checkpoints, or the newest checkpoint does not verify with it or
+// a retired key), fails with failure.Unavailable and a message telling the
+// operator what to do and naming both key ids; no key is created or adopted
+// and nothing is written in that case.
+func Open(ctx context.Context, dataDir string, opts evidence.Options) (*Journal, error) {
+	if o := opts.Origin; o != "" && (len(o) > evidence.MaxFieldBytes || strings.ContainsAny(o, "+ \t\r\n") || !utf8.ValidString(o)) {
+		return nil, failure.New(failure.InvalidArguments, "evidence origin %q must be 1..%d bytes of UTF-8 without spaces or '+' (it names the signing key)", o, evidence.MaxFieldBytes)
+	}
+	db, err := sqlitedb.Open(ctx, filepath.Join(dataDir, FileName), sqlitedb.Migrations(migrations, "migrations"))
+	if err != nil {
+		return nil, failure.Wrap(failure.Unavailable, err, "open evidence journal")
+	}
+	j := &Journal{db: db, now: opts.Now, every: opts.CheckpointEvery, interval: opts.CheckpointInterval, onError: opts.OnError}
+	if j.now == nil {
+		j.now = time.Now
+	}
+	if j.every == 0 {
+		j.every = evidence.CheckpointEvery
+	}
+	if j.interval <= 0 {
+		j.interval = evidence.CheckpointInterval
+	}
+	if err := j.init(ctx, dataDir, opts.Origin); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
+	// Journal identity: created once, in one transaction.
+	err := j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'journal_id'`).Scan(&j.journalID)
+		if errors.Is(err, sql.ErrNoRows) {
+			j.journalID = newJournalID()
+			if _, err := tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('journal_id', ?)`, j.journalID); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		err = tx.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'origin'`).Scan(&j.origin)
+		if errors.Is(err, sql.ErrNoRows) {
+			j.origin = origin
+			if j.origin == "" {
+				j.origin = evidence.OriginPrefix + j.journalID
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('origin', ?)`, j.origin)
+		}
+		return err
+	})
+	if err != nil {
+		return failure.Wrap(failure.Unavailable, err, "evidence journal metadata")
+	}
+	if origin != "" && origin != j.origin {
+		return failure.New(failure.InvalidArguments, "evidence journal origin is %q; it cannot change to %q", j.origin, origin)
+	}
+	var records, checkpoints int64
+	if err := j.db.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM records), (SELECT COUNT(*) FROM checkpoints)`).Scan(&records, &checkpoints); err != nil {
+		return failure.Wrap(failure.Unavailable, err, "read evidence journal")
+	}
+	key, err := evidence.LoadKey(dataDir)
+	switch {
+	case errors.Is(err, evidence.ErrNoKey) && records == 0 && checkpoints == 0:
+		key, err = evidence.CreateKey(dataDir, j.origin)
+		if errors.Is(err, os.ErrExist) { // another process created it first
+			key, err = evidence.LoadKey(dataDir)
+		}
+		if err != nil {
+			return failure.Wrap(failure.Unavailable, err, "create the evidence signing key")
+		}
+	case errors.Is(err, evidence.ErrNoKey):
+		return failure.New(failure.Unavailable,
+			"the evidence journal %s has %d records and %d checkpoints but its signing key %s is missing; "+
+				"restore %s from a backup (a new key is never generated for a non-empty journal), "+
+				"or move %s aside to start a new journal (the old one stays verifiable with `webcodex evidence verify` through %s)",
+			filepath.Join(dataDir, FileName), records, checkpoints, filepath.Join(dataDir, evidence.KeyFile),
+			evidence.KeyFile, FileName, evidence.PublicKeysFile)
+	case err != nil:
+		return failure.Wrap(failure.Unavailable, err,
+			"the evidence signing key %s cannot be used; restore it from a backup (it is never regenerated while the journal has records)",
+			filepath.Join(dataDir, evidence.KeyFile))
+	}
+	if err := checkKey(ctx, j.db.Read, dataDir, key); err != nil {
+		return err
+	}
+	j.key = key
+	if err := j.db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &j.stmts.insert, Query: sqlInsert}, sqlitedb.Stmt{Dst: &j.stmts.next, Query: sqlNext},
+		sqlitedb.Stmt{Dst: &j.stmts.lastCP, Query: sqlLastCP}, sqlitedb.Stmt{Dst: &j.stmts.insertCP, Query: sqlInsertCP}); err != nil {
+		return failure.Wrap(failure.Unavailable, err, "prepare evidence statements")
+	}
+	// Load the tree state by streaming the leaf hashes.
+	return wrapWrite(j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		return j.reload(ctx, tx)
+	}))
+}
+
+func newJournalID() string {
+	var b [12]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	return fmt.Sprintf("%x", b)
+}
+
+// reload rebuilds the compact range from the stored leaf hashes. j.mu held.
+func (j *Journal) reload(ctx context.Context, tx *sql.Tx) error {
+	rng := evidence.RangeFactory.NewEmptyRange(0)
+	if err := extend(ctx, tx, rng); err != nil {
+		return err
+	}
+	j.rng = rng
+	return nil
+}
+
+// extend appends to rng the stored leaf hashes from rng.End() on.
+func extend(ctx context.Context, tx *sql.Tx, rng *compact.Range) error {
+	rows, err := tx.QueryContext(ctx, `SELECT idx, leaf_hash FROM records WHERE idx >= ? ORDER BY idx`, int64(rng.End()))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i int64
+		var leaf []byte
+		if err := rows.Scan(&i, &leaf); err != nil {
+			return err
+		}
+		if uint64(i) != rng.End() {
+			return failure.New(failure.Unavailable, "evidence journal index %d is missing; run `webcodex evidence verify`", rng.End())
+		}
+		if err := rng.Append(leaf, nil); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// sync makes sure the range matches the table inside tx. j.mu held. When
+// another process appended since (a server and `webcodex mcp` sharing a
+// data directory), only the new leaves are read; a table shorter than the
+// range (a failed commit of ours) rebuilds it from the start.
+func (j *Journal) sync(ctx context.Context, tx *sql.Tx) error {
+	var next int64
+	if err := tx.StmtContext(ctx, j.stmts.next).QueryRowContext(ctx).Scan(&next); err != nil {
+		return err
+	}
+	switch {
+	case j.rng != nil && uint64(next) == j.rng.End():
+		return nil
+	case j.rng != nil && uint64(next) > j.rng.End():
+		// A copy, so that a failed read leaves the range as it was.
+		grown, err := evidence.RangeFactory.NewRange(j.rng.Begin(), j.rng.End(), slices.Clone(j.rng.Hashes()))
+		if err != nil {
+			return err
+		}
+		if err := extend(ctx, tx, grown); err != nil {
+			return err
+		}
+		j.rng = grown
+		return nil
+	}
+	return j.reload(ctx, tx)
+}
+
+// JournalID returns the journal's id.
+func (j *Journal) JournalID() string { return j.journalID }
+
+// Origin returns the checkpoint origin.
+func (j *Journal) Origin() string { return j.origin }
+
+// KeyID returns the current signing key's id.
+func (j *Journal) KeyID() string { return j.key.ID }
+
+// Close closes the database after queued writes commit.
+func (j *Journal) Close() error { return j.db.Close() }
+
+func wrapWrite(err error) error { return sqlitedb.StoreError(err, "evidence journal") }
+
+func wrapRead(err error) error {
+	if err == nil {
+		return nil
+	}
+	return failure.Wrap(failure.Unavailable, err, "evidence journal read failed")
+}
+
+func joinList[T ~string](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func splitList[T ~string](s string) []T {
+	if s == "" {
+		return nil
+	}
+	parts := strings.Split(s, ",")
+	out := make([]T, len(parts))
+	for i, p := range parts {
+		out[i] = T(p)
+	}
+	return out
+}
+
+// Append validates r, assigns the next leaf index, stores the row (columns,
+// canonical bytes, leaf hash) and extends the tree; when the new size is a
+// multiple of the checkpoint interval it also signs a checkpoint in the
+// same transaction. It returns after the commit is durable. A reused
+// invocation id is failure.Conflict; an invalid record
+// failure.InvalidArguments. If ctx is done before the writer runs the
+// append, nothing is written (failure.Cancelled): callers recording a call
+// whose own context may already be cancelled (a client disconnect) should
+// pass context.WithoutCancel.
+func (j *Journal) Append(ctx context.Context, r evidence.Record) (evidence.Entry, error) {
+	// Validate and encode outside the writer (index 0, patched inside):
+	// the writer goroutine is the journal's serial bottleneck.
+	canon, err := r.Canonical(j.journalID, j.key.ID, 0)
+	if err != nil {
+		return evidence.Entry{}, err
+	}
+	var e evidence.Entry
+	err = j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if err := j.sync(ctx, tx); err != nil {
+			return err
+		}
+		var err error
+		e, err = j.appendLocked(ctx, tx, r, canon)
+		return err
+	})
+	if err != nil {
+		return evidence.Entry{}, wrapWrite(err)
+	}
+	return e, nil
+}
+
+// appendLocked appends r, whose canonical encoding for index 0 is canon,
+// inside tx. j.mu held and the range in sync.
+func (j *Journal) appendLocked(ctx context.Context, tx *sql.Tx, r evidence.Record, canon []byte) (evidence.Entry, error) {
+	index := j.rng.End()
+	canon = evidence.SetCanonicalIndex(canon, index)
+	leaf := evidence.LeafHash(canon)
+	if _, err := tx.StmtContext(ctx, j.stmts.insert).ExecContext(ctx, insertArgs(index, j.key.ID, r, canon, leaf)...); err != nil {
+		if sqlitedb.IsConstraint(err) {
+			return evidence.Entry{}, failure.New(failure.Conflict, "evidence record %s already exists", r.InvocationID)
+		}
+		return evidence.Entry{}, err
+	}
+	// The range is extended last: a failure above leaves it untouched; a
+	// failure after this point (or of the commit) is repaired by sync.
+	if err := j.rng.Append(leaf, nil); err != nil {
+		return evidence.Entry{}, err
+	}
+	if j.rng.End()%j.every == 0 {
+		if _, err := j.checkpointLocked(ctx, tx); err != nil {
+			return evidence.Entry{}, err
+		}
+	}
+	return evidence.Entry{Index: index, KeyID: j.key.ID, Canonical: canon, LeafHash: leaf, Record: r}, nil
+}
+
+func insertArgs(index uint64, keyID string, r evidence.Record, canon, leaf []byte) []any {
+	return []any{int64(index), r.InvocationID, keyID, r.At.UnixNano(), r.Tool, string(r.Source), r.TransportEra,
+		r.Claim.RecordingSessionID, r.Claim.BusinessSessionID, r.Claim.Project, r.Claim.PrincipalKind, r.Claim.ClientWindow,
+		r.Verified.SessionID, r.Verified.Project, r.Verified.Authority, r.Verified.Lifecycle,
+		string(r.Binding), joinList(r.Reasons), joinList(r.CheckedKeys), joinList(r.SkippedKeys), r.SessionRecordDigest,
+		string(r.Outcome), r.ErrorKind, r.DurationMS, r.ArgumentsDigest, r.ResultDigest, canon, leaf}
+}
+
+// checkpointLocked signs the current head unless the newest checkpoint
+// already has its size. j.mu held, inside a writer transaction.
+func (j *Journal) checkpointLocked(ctx context.Context, tx *sql.Tx) (evidence.SignedCheckpoint, error) {
+	size := j.rng.End()
+	last, err := scanCheckpoint(tx.StmtContext(ctx, j.stmts.lastCP).QueryRowContext(ctx))
+	if err == nil && last.Size == size && last.KeyID == j.key.ID {
+		return last, nil
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return evidence.SignedCheckpoint{}, err
+	}
+	root, err := evidence.RootOf(j.rng)
+	if err != nil {
+		return evidence.SignedCheckpoint{}, err
+	}
+	sc, err := evidence.SignCheckpoint(evidence.Checkpoint{Origin: j.origin, Size: size, Root: root}, j.key, j.now())
+	if err != nil {
+		return evidence.SignedCheckpoint{}, err
+	}
+	if _, err := tx.StmtContext(ctx, j.stmts.insertCP).ExecContext(ctx, int64(size), root, sc.KeyID, sc.Note, sc.CreatedAt.UnixNano()); err != nil {
+		return evidence.SignedCheckpoint{}, err
+	}
+	return sc, nil
+}
+
+func scanCheckpoint(row interface{ Scan(...any) error }) (evidence.SignedCheckpoint, error) {
+	var sc evidence.SignedCheckpoint
+	var size, at int64
+	if err := row.Scan(&size, &sc.Root, &sc.KeyID, &sc.Note, &at); err != nil {
+		return sc, err
+	}
+	body, _, _ := strings.Cut(sc.Note, "\n\n")
+	cp, err := evidence.ParseCheckpointBody(body + "\n")
+	if err != nil {
+		return sc, err
+	}
+	sc.Checkpoint = cp
+	sc.CreatedAt = time.Unix(0, at).UTC()
+	if uint64(size) != cp.Size {
+		return sc, fmt.Errorf("checkpoint row size %d disagrees with its note", size)
+	}
+	return sc, nil
+}
+
+// Checkpoint signs the current head and stores the checkpoint. It is
+// idempotent: when the newest checkpoint already has the head's size (and
+// the current key), that checkpoint is returned unchanged.
+func (j *Journal) Checkpoint(ctx context.Context) (evidence.SignedCheckpoint, error) {
+	var sc evidence.SignedCheckpoint
+	err := j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if err := j.sync(ctx, tx); err != nil {
+			return err
+		}
+		var err error
+		sc, err = j.checkpointLocked(ctx, tx)
+		return err
+	})
+	return sc, wrapWrite(err)
+}
+
+// Run signs the head every checkpoint interval when it grew, until ctx is
+// done; it returns ctx.Err(). Errors go to Options.OnError.
+func (j *Journal) Run(ctx context.Context) error {
+	t := time.NewTicker(j.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if _, err := j.Checkpoint(ctx); err != nil && j.onError != nil && ctx.Err() == nil {
+				j.onError(err)
+			}
+		}
+	}
+}
+
+// Latest returns the newest (largest) stored checkpoint, or
+// failure.NotFound when none was signed yet.
+func (j *Journal) Latest(ctx context.Context) (evidence.SignedCheckpoint, error) {
+	sc, err := scanCheckpoint(j.db.QueryRow(ctx, sqlLastCP))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sc, failure.New(failure.NotFound, "no evidence checkpoint has been signed yet")
+	}
+	return sc, wrapRead(err)
+}
+
+// checkSessionID rejects the empty id, which would match every record
+// without a claimed session.
+func checkSessionID(id string) error {
+	if id == "" || len(id) > evidence.MaxFieldBytes {
+		return failure.New(failure.InvalidArguments, "session id must be 1..%d bytes", evidence.MaxFieldBytes)
+	}
+	return nil
+}
+
+// ClampLimit applies the SessionRecords limit rule.
+func ClampLimit(limit int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, failure.New(failure.InvalidArguments, "limit must not be negative")
+	case limit == 0:
+		return evidence.DefaultSessionRecords, nil
+	case limit > evidence.MaxSessionRecords:
+		return evidence.MaxSessionRecords, nil
+	}
+	return limit, nil
+}
+
+// SessionRecords returns up to limit records whose claimed (recording or
+// business) or verified session is sessionID, newest first. The records are
+// decoded from their canonical bytes.
+func (j *Journal) SessionRecords(ctx context.Context, sessionID string, limit int) ([]evidence.Entry, error) {
+	limit, err := ClampLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSessionID(sessionID); err != nil {
+		return nil, err
+	}
+	return j.sessionEntries(ctx, sessionID, `ORDER BY idx DESC LIMIT ?`, limit)
+}
+
+func (j *Journal) sessionEntries(ctx context.Context, sessionID, tail string, args ...any) ([]evidence.Entry, error) {
+	rows, err := j.db.Read.QueryContext(ctx, `SELECT idx, key_id, canonical, leaf_hash FROM records
+		WHERE idx IN (`+sqlSession+`) `+tail, append([]any{sessionID}, args...)...)
+	if err != nil {
+		return nil, wrapRead(err)
+	}
+	defer rows.Close()
+	out := []evidence.Entry{}
+	for rows.Next() {
+		var e evidence.Entry
+		var i int64
+		if err := rows.Scan(&i, &e.KeyID, &e.Canonical, &e.LeafHash); err != nil {
+			return nil, wrapRead(err)
+		}
+		e.Index = uint64(i)
+		_, r, err := evidence.ParseCanonical(e.Canonical)
+		if err != nil {
+			return nil, failure.Wrap(failure.Internal, err, "evidence record %d is corrupt; run `webcodex evidence verify`", i)
+		}
+		e.Record = r
+		out = append(out, e)
+	}
+	return out, wrapRead(rows.Err())
+}
+
+// SessionCounts counts the records of sessionID (claimed or verified) per
+// binding state.
+func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence.Counts, error) {
+	if err := checkSessionID(sessionID); err != nil {
+		return evidence.Counts{}, err
+	}
+	rows, err := j.db.Read.QueryContext(ctx, `SELECT session_binding, COUNT(*) FROM records
+		WHERE idx IN (`+sqlSession+`) GROUP BY session_binding`, sessionID)
+	if err != nil {
+		return evidence.Counts{}, wrapRead(err)
+	}
+	defer rows.Close()
+	var c evidence.Counts
+	for rows.Next() {
+		var b string
+		var n int64
+		if err := rows.Scan(&b, &n); err != nil {
+			return evidence.Counts{}, wrapRead(err)
+		}
+		c.Add(evidence.Binding(b), n)
+	}
+	return c, wrapRead(rows.Err())
+}
+
+// ExportBundle signs the head (idempotently) and returns a self-contained
+// bundle of sessionID's records (oldest first, at most
+// evidence.MaxBundleRecords) with inclusion proofs into that checkpoint.
+// Building the proofs streams the leaf hashes once (O(n) reads, O(k log n)
+// memory for k records). A session with no records is failure.NotFound.
+func (j *Journal) ExportBundle(ctx context.Context, sessionID string) (evidence.Bundle, error) {
+	if err := checkSessionID(sessionID); err != nil {
+		return evidence.Bundle{}, err
+	}
+	cp, err := j.Checkpoint(ctx)
+	if err != nil {
+		return evidence.Bundle{}, err
+	}
+	entries, err := j.sessionEntries(ctx, sessionID, `AND idx < ? ORDER BY idx LIMIT ?`, int64(cp.Size), evidence.MaxBundleRecords+1)
+	if err != nil {
+		return evidence.Bundle{}, err
+	}
+	if len(entries) == 0 {
+		return evidence.Bundle{}, failure.New(failure.NotFound, "no evidence records for session %q", sessionID)
+	}
+	b := evidence.Bundle{Format: evidence.BundleFormat, JournalID: j.journalID, Origin: j.origin, SessionID: sessionID,
+		Checkpoint: cp.Note, Records: []evidence.BundleRecord{}}
+	if len(entries) > evidence.MaxBundleRecords {
+		entries, b.Truncated = entries[:evidence.MaxBundleRecords], true
+	}
+	tb := evidence.NewTreeBuilder()
+	for _, e := range entries {
+		if err := tb.WantInclusion(e.Index, cp.Size); err != nil {
+			return evidence.Bundle{}, failure.Wrap(failure.Internal, err, "inclusion proof")
+		}
+	}
+	rows, err := j.db.Read.QueryContext(ctx, `SELECT leaf_hash FROM records WHERE idx < ? ORDER BY idx`, int64(cp.Size))
+	if err != nil {
+		return evidence.Bundle{}, wrapRead(err)
+	}
+	for rows.Next() {
+		var leaf []byte
+		if err := rows.Scan(&leaf); err != nil {
+			rows.Close()
+			return evidence.Bundle{}, wrapRead(err)
+		}
+		if err := tb.Append(leaf); err != nil {
+			rows.Close()
+			return evidence.Bundle{}, failure.Wrap(failure.Internal, err, "rebuild tree")
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return evidence.Bundle{}, wrapRead(err)
+	}
+	if tb.Size() != cp.Size || string(tb.Root()) != string(cp.Root) {
+		return evidence.Bundle{}, failure.New(failure.Internal, "the stored leaves do not match the signed checkpoint; run `webcodex evidence verify`")
+	}
+	for _, e := range entries {
+		p, err := tb.InclusionProof(e.Index, cp.Size)
+		if err != nil {
+			return evidence.Bundle{}, failure.Wrap(failure.Internal, err, "inclusion proof")
+		}
+		b.Records = append(b.Records, evidence.BundleRecord{Index: e.Index, KeyID: e.KeyID, Canonical: e.Canonical, Record: e.Record, InclusionProof: p})
+	}
+	keys, err := evidence.TrustedKeys(filepath.Dir(j.db.Path()), nil)
+	if err != nil {
+		return evidence.Bundle{}, failure.Wrap(failure.Unavailable, err, "read public keys")
+	}
+	b.PublicKeys = keys.VerifierKeys()
+	return b, nil
+}

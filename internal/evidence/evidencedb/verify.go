@@ -1,0 +1,211 @@
+package evidencedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// Verify checks the journal in dataDir offline, without a server and
+// without modifying any file: the database is opened read-only
+// (mode=ro, query_only; immutable when no WAL file exists, so that no
+// -wal or -shm file is created). It streams every row in index order (memory
+// O(log n) plus the reported findings and the list of checkpoints):
+// recomputes each leaf from the canonical bytes and from the columns,
+// rebuilds the tree, checks every stored checkpoint's signature and root,
+// and, with opts.From, checks a consistency proof from that earlier
+// checkpoint to the head. Findings are in the Report (Clean is false when
+// there is any); an error means the journal could not be read at all.
+func Verify(ctx context.Context, dataDir string, opts evidence.VerifyOptions) (evidence.Report, error) {
+	path := filepath.Join(dataDir, FileName)
+	if _, err := os.Stat(path); err != nil {
+		return evidence.Report{}, failure.Wrap(failure.NotFound, err, "no evidence journal at %s", path)
+	}
+	db, err := openReadOnly(path)
+	if err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "open %s read-only", path)
+	}
+	defer db.Close()
+	keys, err := evidence.TrustedKeys(dataDir, opts.TrustedKeys)
+	if err != nil {
+		return evidence.Report{}, failure.Wrap(failure.InvalidArguments, err, "trusted keys")
+	}
+	// One read transaction: a consistent snapshot even while a server appends.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read %s", path)
+	}
+	defer tx.Rollback()
+	return verifyTx(ctx, tx, path, keys, opts)
+}
+
+// verifyTx runs the checks of Verify inside tx, trusting keys.
+func verifyTx(ctx context.Context, tx *sql.Tx, path string, keys *evidence.KeySet, opts evidence.VerifyOptions) (evidence.Report, error) {
+	in := evidence.CheckInput{Keys: keys, From: opts.From, Progress: opts.Progress, Duplicates: map[string]bool{}}
+	if err := tx.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'journal_id'`).Scan(&in.JournalID); err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "%s has no journal id", path)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'origin'`).Scan(&in.Origin); err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "%s has no origin", path)
+	}
+	var n int64
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM records`).Scan(&n); err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "count records")
+	}
+	in.Rows = uint64(n)
+	if err := loadCheckpoints(ctx, tx, &in); err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read checkpoints")
+	}
+	// Duplicates are found by SQLite (a temp b-tree, not Go memory); the
+	// list kept is bounded.
+	dups, err := tx.QueryContext(ctx, `SELECT invocation_id FROM records GROUP BY invocation_id HAVING COUNT(*) > 1 LIMIT ?`, evidence.MaxReportFindings)
+	if err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "find duplicates")
+	}
+	for dups.Next() {
+		var id string
+		if err := dups.Scan(&id); err == nil {
+			in.Duplicates[id] = true
+		}
+	}
+	dups.Close()
+
+	c := evidence.NewChecker(in)
+	rows, err := tx.QueryContext(ctx, `SELECT `+recordColumns+` FROM records ORDER BY idx`)
+	if err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read records")
+	}
+	defer rows.Close()
+	vals := make([]any, 28)
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := ctx.Err(); err != nil {
+			return evidence.Report{}, failure.Wrap(failure.Cancelled, err, "verification cancelled")
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read records")
+		}
+		c.Row(decodeRow(vals))
+	}
+	if err := rows.Err(); err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read records")
+	}
+	return c.Finish(), nil
+}
+
+// openReadOnly opens the database without writing anything. When no WAL
+// file exists (no process has the journal open and it was closed cleanly)
+// it opens the file as immutable, so SQLite creates no -wal or -shm file
+// either; otherwise it joins the existing WAL read-only.
+func openReadOnly(path string) (*sql.DB, error) {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	if _, err := os.Stat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
+		q.Set("immutable", "1")
+	}
+	q.Add("_pragma", "query_only(1)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func loadCheckpoints(ctx context.Context, tx *sql.Tx, in *evidence.CheckInput) error {
+	rows, err := tx.QueryContext(ctx, `SELECT size, root, key_id, note FROM checkpoints ORDER BY size, id`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sc evidence.StoredCheckpoint
+		var size int64
+		if err := rows.Scan(&size, &sc.Root, &sc.KeyID, &sc.Note); err != nil {
+			return err
+		}
+		sc.Size = uint64(size)
+		in.Checkpoints = append(in.Checkpoints, sc)
+	}
+	return rows.Err()
+}
+
+// decodeRow converts one scanned row (recordColumns order) without trusting
+// its types: any value of the wrong type makes the row's columns
+// undecodable (ColumnsErr), never a panic.
+func decodeRow(v []any) evidence.StoredRow {
+	var row evidence.StoredRow
+	var errs []error
+	str := func(i int) string {
+		switch x := v[i].(type) {
+		case string:
+			return x
+		case []byte:
+			return string(x)
+		}
+		errs = append(errs, fmt.Errorf("column %d is %T, want text", i, v[i]))
+		return ""
+	}
+	num := func(i int) int64 {
+		if x, ok := v[i].(int64); ok {
+			return x
+		}
+		errs = append(errs, fmt.Errorf("column %d is %T, want integer", i, v[i]))
+		return 0
+	}
+	blob := func(i int) []byte {
+		switch x := v[i].(type) {
+		case []byte:
+			return append([]byte(nil), x...)
+		case string:
+			return []byte(x)
+		}
+		errs = append(errs, fmt.Errorf("column %d is %T, want blob", i, v[i]))
+		return nil
+	}
+	row.Index = uint64(num(0))
+	row.InvocationID = str(1)
+	row.KeyID = str(2)
+	r := &row.Columns
+	r.InvocationID = row.InvocationID
+	r.At = time.Unix(0, num(3)).UTC()
+	r.Tool = str(4)
+	r.Source = evidence.Source(str(5))
+	r.TransportEra = str(6)
+	r.Claim = evidence.Claim{RecordingSessionID: str(7), BusinessSessionID: str(8), Project: str(9), PrincipalKind: str(10), ClientWindow: str(11)}
+	r.Verified = evidence.Verified{SessionID: str(12), Project: str(13), Authority: str(14), Lifecycle: str(15)}
+	r.Binding = evidence.Binding(str(16))
+	r.Reasons = splitList[evidence.Reason](str(17))
+	r.CheckedKeys = splitList[evidence.CheckKey](str(18))
+	r.SkippedKeys = splitList[evidence.CheckKey](str(19))
+	r.SessionRecordDigest = str(20)
+	r.Outcome = evidence.Outcome(str(21))
+	r.ErrorKind = str(22)
+	r.DurationMS = num(23)
+	r.ArgumentsDigest = str(24)
+	r.ResultDigest = str(25)
+	row.Canonical = blob(26)
+	row.LeafHash = blob(27)
+	if len(errs) > 0 {
+		row.ColumnsErr = errors.Join(errs...)
+	} else if err := r.Validate(); err != nil {
+		row.ColumnsErr = err
+	}
+	return row
+}

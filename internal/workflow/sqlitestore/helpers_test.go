@@ -1,5 +1,0 @@
-package sqlitestore_test
-
-import "os"
-
-func readFile(p string) ([]byte, error) { return os.ReadFile(p) }

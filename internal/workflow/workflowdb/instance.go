@@ -1,0 +1,97 @@
+package workflowdb
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// instancesDir is the directory, beside workflow.db, holding one lock file
+// per process that has the ledger open.
+const instancesDir = "workflow.instances"
+
+// An instance is this process's claim on the ledger: an exclusive flock on
+// its own file, held until Close (or released by the kernel when the
+// process dies). Every open call is stamped with the instance that started
+// it, so recovery in one process never finishes the live calls of another
+// process serving the same data directory (a stdio server beside an HTTP
+// one).
+type instance struct {
+	id   string
+	dir  string
+	file *os.File
+}
+
+func newInstance(dbPath string) (*instance, error) {
+	dir := filepath.Join(filepath.Dir(dbPath), instancesDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("workflowdb: instances: %w", err)
+	}
+	var b [12]byte
+	rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	f, err := os.OpenFile(filepath.Join(dir, id+".lock"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("workflowdb: instance lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("workflowdb: instance lock: %w", err)
+	}
+	return &instance{id: id, dir: dir, file: f}, nil
+}
+
+// close releases the claim.
+func (in *instance) close() {
+	os.Remove(in.file.Name())
+	in.file.Close()
+}
+
+// alive reports whether the process of instance id (not this one) still
+// holds its lock. An empty id (a call opened before instances were
+// recorded) and a missing lock file are dead. A dead instance's lock file
+// is removed.
+func (in *instance) alive(id string) bool {
+	if id == "" || id == in.id {
+		return id == in.id
+	}
+	if len(id) != 24 {
+		return false
+	}
+	if _, err := hex.DecodeString(id); err != nil {
+		return false
+	}
+	name := filepath.Join(in.dir, id+".lock")
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	os.Remove(name)
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// Shared reports whether another process has the ledger open now.
+func (s *Store) Shared() bool {
+	des, err := os.ReadDir(s.inst.dir)
+	if err != nil {
+		return true // unknown: assume it is
+	}
+	for _, de := range des {
+		id, ok := strings.CutSuffix(de.Name(), ".lock")
+		if ok && id != s.inst.id && s.inst.alive(id) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,589 @@
+// Package workflowdb implements [workflow.Store] on SQLite (workflow.db).
+//
+// Session headers are kept as canonical JSON (the exact bytes restore
+// returns) beside a few indexed columns; events are stored column by column
+// so that restore can validate millions of rows without decoding a document
+// per row. Every mutation goes through the database's group-commit writer
+// and is durable (WAL, synchronous=FULL) when the method returns.
+//
+// # Restore
+//
+// [Open] scans every row once. A header or event that does not validate is
+// moved to the discarded_rows table (kept for forensics, never served) and
+// counted in [workflow.StoreStatus.DiscardedRows]; valid rows are unaffected.
+package workflowdb
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/sqlitedb"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is the SQLite Workflow Session store.
+type Store struct {
+	db  *sqlitedb.DB
+	now func() time.Time
+	// inst is this process's claim on the ledger; open calls carry it.
+	inst *instance
+	// restored describes the restore scan made by Open.
+	restored RestoreReport
+	// stmts are Update's statements, prepared once on the writer.
+	stmts struct {
+		header, insertEvent, trim, updateHeader, openCall, closeCall *sql.Stmt
+	}
+}
+
+const (
+	sqlHeader       = `SELECT header_json, retained FROM sessions WHERE session_id = ?`
+	sqlInsertEvent  = `INSERT INTO events (session_id, ` + eventColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlTrim         = `DELETE FROM events WHERE session_id = ? AND seq <= ?`
+	sqlUpdateHeader = `UPDATE sessions SET lifecycle = ?, updated_at = ?, retained = ?, header_json = ? WHERE session_id = ?`
+	sqlOpenCall     = `INSERT OR IGNORE INTO open_calls (session_id, call_id, invocation_id, tool, role, started_at, started_seq, instance) VALUES (?,?,?,?,?,?,?,?)`
+	sqlCloseCall    = `DELETE FROM open_calls WHERE session_id = ? AND call_id = ?`
+)
+
+var _ workflow.Store = (*Store)(nil)
+
+// RestoreReport describes the scan Open made.
+type RestoreReport struct {
+	Sessions  int64
+	Events    int64
+	Discarded int64
+	Duration  time.Duration
+}
+
+// Open opens (creating if needed) the ledger at path and restores it: every
+// row is validated and malformed rows are moved aside. now may be nil.
+func Open(ctx context.Context, path string, now func() time.Time) (*Store, error) {
+	db, err := sqlitedb.Open(ctx, path, sqlitedb.Migrations(migrations, "migrations"))
+	if err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	inst, err := newInstance(path)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Store{db: db, now: now, inst: inst}
+	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.header, Query: sqlHeader}, sqlitedb.Stmt{Dst: &s.stmts.insertEvent, Query: sqlInsertEvent},
+		sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}, sqlitedb.Stmt{Dst: &s.stmts.updateHeader, Query: sqlUpdateHeader},
+		sqlitedb.Stmt{Dst: &s.stmts.openCall, Query: sqlOpenCall}, sqlitedb.Stmt{Dst: &s.stmts.closeCall, Query: sqlCloseCall}); err != nil {
+		db.Close()
+		inst.close()
+		return nil, fmt.Errorf("workflowdb: prepare: %w", err)
+	}
+	if err := s.restore(ctx); err != nil {
+		db.Close()
+		inst.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database after queued writes commit.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	s.inst.close()
+	return err
+}
+
+// Restored returns the report of the restore scan made by Open.
+func (s *Store) Restored() RestoreReport { return s.restored }
+
+// DB exposes the underlying database for benchmarks and tests in this
+// module.
+func (s *Store) DB() *sqlitedb.DB { return s.db }
+
+func decodeHeader(b []byte) (workflow.Session, error) {
+	var sess workflow.Session
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&sess); err != nil {
+		return workflow.Session{}, fmt.Errorf("header: %v", err)
+	}
+	if err := workflow.ValidateSession(sess); err != nil {
+		return workflow.Session{}, err
+	}
+	return sess, nil
+}
+
+func encodeHeader(sess workflow.Session) string {
+	b, err := json.Marshal(sess)
+	if err != nil {
+		panic(err) // Session has only marshalable fields
+	}
+	return string(b)
+}
+
+const eventColumns = `seq, at, kind, tool, call_id, invocation_id, role, outcome, error_kind, duration_ms, text, observed_json, changed_json, facts_json, validation_json`
+
+type eventRow struct {
+	seq, at, durationMS                                              int64
+	kind, tool, callID, invocationID, role, outcome, errorKind, text string
+	observed, changed, facts, validation                             string
+}
+
+func (r *eventRow) dest() []any {
+	return []any{&r.seq, &r.at, &r.kind, &r.tool, &r.callID, &r.invocationID, &r.role, &r.outcome,
+		&r.errorKind, &r.durationMS, &r.text, &r.observed, &r.changed, &r.facts, &r.validation}
+}
+
+func (r *eventRow) event() (workflow.Event, error) {
+	e := workflow.Event{
+		Seq: r.seq, At: time.Unix(0, r.at).UTC(), Kind: workflow.EventKind(r.kind), Tool: r.tool,
+		CallID: r.callID, InvocationID: r.invocationID, Role: workflow.Role(r.role),
+		Outcome: workflow.Outcome(r.outcome), ErrorKind: r.errorKind, DurationMS: r.durationMS, Text: r.text,
+	}
+	if r.observed != "" {
+		if err := json.Unmarshal([]byte(r.observed), &e.ObservedPaths); err != nil {
+			return e, fmt.Errorf("observed_paths: %v", err)
+		}
+	}
+	if r.changed != "" {
+		if err := json.Unmarshal([]byte(r.changed), &e.ChangedPaths); err != nil {
+			return e, fmt.Errorf("changed_paths: %v", err)
+		}
+	}
+	if r.facts != "" {
+		if err := json.Unmarshal([]byte(r.facts), &e.Facts); err != nil {
+			return e, fmt.Errorf("facts: %v", err)
+		}
+	}
+	if r.validation != "" {
+		e.Validation = new(workflow.Validation)
+		if err := json.Unmarshal([]byte(r.validation), e.Validation); err != nil {
+			return e, fmt.Errorf("validation: %v", err)
+		}
+	}
+	if err := workflow.ValidateEvent(e); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+func jsonOrEmpty(v any, empty bool) string {
+	if empty {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func insertEvents(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	q.WriteString(`INSERT INTO events (session_id, ` + eventColumns + `) VALUES `)
+	args := make([]any, 0, len(evs)*16)
+	for i, e := range evs {
+		if i > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		args = append(args, eventArgs(id, e)...)
+	}
+	_, err := tx.ExecContext(ctx, q.String(), args...)
+	return err
+}
+
+// eventArgs are the values of one events row, in the order of
+// session_id, eventColumns.
+func eventArgs(id string, e workflow.Event) []any {
+	return []any{id, e.Seq, e.At.UnixNano(), string(e.Kind), e.Tool, e.CallID, e.InvocationID,
+		string(e.Role), string(e.Outcome), e.ErrorKind, e.DurationMS, e.Text,
+		jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0),
+		jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0),
+		jsonOrEmpty(e.Facts, len(e.Facts) == 0),
+		jsonOrEmpty(e.Validation, e.Validation == nil)}
+}
+
+// trackCalls keeps open_calls in step with appended events: a started
+// event opens its call and a finished event closes it, unless both are in
+// the same append (the call was never open in a durable state).
+func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Event) error {
+	var started, finished map[string]bool
+	for _, e := range evs {
+		if e.CallID == "" {
+			continue
+		}
+		switch e.Kind {
+		case workflow.EventToolCallStarted:
+			if started == nil {
+				started = map[string]bool{}
+			}
+			started[e.CallID] = true
+		case workflow.EventToolCallFinished:
+			if finished == nil {
+				finished = map[string]bool{}
+			}
+			finished[e.CallID] = true
+		}
+	}
+	// A transaction's statement lives until it is closed or the
+	// transaction ends: bind each at most once per append and close it, so
+	// that a long transaction (an import) does not accumulate them.
+	var open, closing *sql.Stmt
+	defer func() {
+		for _, st := range []*sql.Stmt{open, closing} {
+			if st != nil {
+				st.Close()
+			}
+		}
+	}()
+	for _, e := range evs {
+		switch {
+		case e.Kind == workflow.EventToolCallStarted && started[e.CallID] && !finished[e.CallID]:
+			if open == nil {
+				open = tx.StmtContext(ctx, s.stmts.openCall)
+			}
+			if _, err := open.ExecContext(ctx, id, e.CallID, e.InvocationID, e.Tool,
+				string(e.Role), e.At.UnixNano(), e.Seq, s.inst.id); err != nil {
+				return err
+			}
+		case e.Kind == workflow.EventToolCallFinished && finished[e.CallID] && !started[e.CallID]:
+			if closing == nil {
+				closing = tx.StmtContext(ctx, s.stmts.closeCall)
+			}
+			if _, err := closing.ExecContext(ctx, id, e.CallID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// OpenCalls implements workflow.Store. It reads the open_calls table only,
+// and leaves out the calls of processes that still have the ledger open
+// (this one included): those calls are running, not cut off.
+func (s *Store) OpenCalls(ctx context.Context, limit int) ([]workflow.OpenCall, error) {
+	if limit <= 0 {
+		limit = workflow.RecoveryBatch
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT o.session_id, s.project, o.call_id, o.invocation_id, o.tool, o.role, o.started_at, o.started_seq, o.instance
+		FROM open_calls o JOIN sessions s ON s.session_id = o.session_id
+		ORDER BY o.invocation_id, o.session_id, o.call_id`)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	defer rows.Close()
+	alive := map[string]bool{}
+	var out []workflow.OpenCall
+	for len(out) < limit && rows.Next() {
+		var c workflow.OpenCall
+		var role, inst string
+		var at int64
+		if err := rows.Scan(&c.SessionID, &c.Project, &c.CallID, &c.InvocationID, &c.Tool, &role, &at, &c.StartedSeq, &inst); err != nil {
+			return nil, storeErr(err)
+		}
+		live, ok := alive[inst]
+		if !ok {
+			live = s.inst.alive(inst)
+			alive[inst] = live
+		}
+		if live {
+			continue
+		}
+		c.Role, c.StartedAt = workflow.Role(role), time.Unix(0, at).UTC()
+		out = append(out, c)
+	}
+	return out, storeErr(rows.Err())
+}
+
+// Create implements workflow.Store.
+func (s *Store) Create(ctx context.Context, sess workflow.Session, events []workflow.Event) (workflow.Session, []workflow.Event, error) {
+	var out []workflow.Event
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE session_id = ?`, sess.ID).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return failure.New(failure.Conflict, "session %s already exists", sess.ID)
+		}
+		cp := sess
+		evs, drop := workflow.Apply(&cp, events, s.now().UTC(), 0)
+		if err := workflow.ValidateSession(cp); err != nil {
+			return failure.New(failure.InvalidArguments, "invalid session: %v", err)
+		}
+		if err := insertEvents(ctx, tx, cp.ID, evs); err != nil {
+			return err
+		}
+		if err := s.trackCalls(ctx, tx, cp.ID, evs); err != nil {
+			return err
+		}
+		retained := int64(len(evs))
+		if drop > 0 {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq <= ?`, cp.ID, cp.EventsObserved-workflow.TailLimit); err != nil {
+				return err
+			}
+			retained -= int64(drop)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json) VALUES (?,?,?,?,?,?,?)`,
+			cp.ID, cp.Project, cp.OwnerFingerprint, string(cp.Lifecycle), cp.UpdatedAt.UnixNano(), retained, encodeHeader(cp)); err != nil {
+			return err
+		}
+		sess, out = cp, evs
+		return nil
+	})
+	if err != nil {
+		return workflow.Session{}, nil, storeErr(err)
+	}
+	return sess, out, nil
+}
+
+func storeErr(err error) error { return sqlitedb.StoreError(err, "session store") }
+
+func getHeader(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, id string) (workflow.Session, int64, error) {
+	return scanHeader(q.QueryRowContext(ctx, sqlHeader, id), id)
+}
+
+func scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
+	var hdr string
+	var retained int64
+	err := row.Scan(&hdr, &retained)
+	if errors.Is(err, sql.ErrNoRows) {
+		return workflow.Session{}, 0, failure.New(failure.UnknownSessionID, "no Workflow Session %s exists", id)
+	}
+	if err != nil {
+		return workflow.Session{}, 0, err
+	}
+	sess, err := decodeHeader([]byte(hdr))
+	if err != nil {
+		// Restore moved malformed headers aside; one appearing later is a
+		// store fault, not a caller error.
+		return workflow.Session{}, 0, fmt.Errorf("session %s: %v", id, err)
+	}
+	return sess, retained, nil
+}
+
+// Get implements workflow.Store.
+func (s *Store) Get(ctx context.Context, id string) (workflow.Session, error) {
+	sess, _, err := scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
+	return sess, storeErr(err)
+}
+
+// Update implements workflow.Store.
+func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (workflow.Session, []workflow.Event, error) {
+	var (
+		outSess workflow.Session
+		outEvs  []workflow.Event
+	)
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		sess, retained, err := scanHeader(tx.StmtContext(ctx, s.stmts.header).QueryRowContext(ctx, id), id)
+		if err != nil {
+			return err
+		}
+		events, err := fn(&sess)
+		if err != nil {
+			return err
+		}
+		if err := workflow.ValidateSession(sess); err != nil {
+			return failure.New(failure.InvalidArguments, "invalid session: %v", err)
+		}
+		evs, drop := workflow.Apply(&sess, events, s.now().UTC(), int(retained))
+		if len(evs) == 1 {
+			// The common append: one event, through the prepared insert.
+			if _, err := tx.StmtContext(ctx, s.stmts.insertEvent).ExecContext(ctx, eventArgs(id, evs[0])...); err != nil {
+				return err
+			}
+		} else if err := insertEvents(ctx, tx, id, evs); err != nil {
+			return err
+		}
+		if err := s.trackCalls(ctx, tx, id, evs); err != nil {
+			return err
+		}
+		retained += int64(len(evs))
+		if drop > 0 {
+			res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, sess.EventsObserved-workflow.TailLimit)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			retained -= n
+		}
+		if _, err := tx.StmtContext(ctx, s.stmts.updateHeader).ExecContext(ctx,
+			string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, encodeHeader(sess), id); err != nil {
+			return err
+		}
+		outSess, outEvs = sess, evs
+		return nil
+	})
+	if err != nil {
+		return workflow.Session{}, nil, storeErr(err)
+	}
+	return outSess, outEvs, nil
+}
+
+// List implements workflow.Store.
+func (s *Store) List(ctx context.Context, f workflow.ListFilter) ([]workflow.Session, int, error) {
+	where := []string{"1=1"}
+	var args []any
+	if f.Project != "" {
+		where = append(where, "project = ?")
+		args = append(args, f.Project)
+	}
+	if f.Fingerprint != "" {
+		where = append(where, "owner_fp = ?")
+		args = append(args, f.Fingerprint)
+	}
+	if f.Lifecycle != "" {
+		where = append(where, "lifecycle = ?")
+		args = append(args, string(f.Lifecycle))
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := s.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE `+cond, args...).Scan(&total); err != nil {
+		return nil, 0, storeErr(err)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT header_json FROM sessions WHERE `+cond+` ORDER BY updated_at DESC, session_id LIMIT ? OFFSET ?`,
+		append(args, limit, max(f.Offset, 0))...)
+	if err != nil {
+		return nil, 0, storeErr(err)
+	}
+	defer rows.Close()
+	var out []workflow.Session
+	for rows.Next() {
+		var hdr string
+		if err := rows.Scan(&hdr); err != nil {
+			return nil, 0, storeErr(err)
+		}
+		sess, err := decodeHeader([]byte(hdr))
+		if err != nil {
+			continue // moved aside at the next restore; never served
+		}
+		out = append(out, sess)
+	}
+	return out, total, storeErr(rows.Err())
+}
+
+// Events implements workflow.Store.
+func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Event, error) {
+	if limit <= 0 {
+		limit = workflow.TailLimit
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT ?`, id, limit)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	defer rows.Close()
+	var out []workflow.Event
+	for rows.Next() {
+		var r eventRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, storeErr(err)
+		}
+		e, err := r.event()
+		if err != nil {
+			continue // moved aside at the next restore; never served
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeErr(err)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// Import implements workflow.Store.
+func (s *Store) Import(ctx context.Context, next func() (workflow.LedgerRow, error)) (int, error) {
+	var n int
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		n = 0
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			row, err := next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := s.importRow(ctx, tx, row.Session, row.Events); err != nil {
+				return err
+			}
+			n++
+		}
+	})
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	return n, nil
+}
+
+// importRow checks one imported session again and inserts it in tx.
+func (s *Store) importRow(ctx context.Context, tx *sql.Tx, sess workflow.Session, events []workflow.Event) error {
+	if err := workflow.ValidateSession(sess); err != nil {
+		return failure.New(failure.InvalidLedger, "session: %v", err)
+	}
+	if len(events) > workflow.TailLimit {
+		return failure.New(failure.InvalidLedger, "session %s holds more than %d events", sess.ID, workflow.TailLimit)
+	}
+	var last int64
+	for _, e := range events {
+		if err := workflow.ValidateEvent(e); err != nil {
+			return failure.New(failure.InvalidLedger, "event %d: %v", e.Seq, err)
+		}
+		if e.Seq <= last || e.Seq > sess.EventsObserved {
+			return failure.New(failure.InvalidLedger, "event seq %d out of order or beyond events_observed", e.Seq)
+		}
+		last = e.Seq
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE session_id = ?`, sess.ID).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return failure.New(failure.Conflict, "session %s already exists (in the store or earlier in this ledger)", sess.ID)
+	}
+	if err := insertEvents(ctx, tx, sess.ID, events); err != nil {
+		return err
+	}
+	// Calls the ledger shows started and never finished are open here
+	// too: recovery at start finishes them as outcome_unknown.
+	if err := s.trackCalls(ctx, tx, sess.ID, events); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json) VALUES (?,?,?,?,?,?,?)`,
+		sess.ID, sess.Project, sess.OwnerFingerprint, string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), len(events), encodeHeader(sess))
+	return err
+}
+
+// Status implements workflow.Store.
+func (s *Store) Status(ctx context.Context) (workflow.StoreStatus, error) {
+	var st workflow.StoreStatus
+	err := s.db.Read.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM sessions),
+		(SELECT COUNT(*) FROM sessions WHERE lifecycle = 'active'),
+		(SELECT COALESCE(SUM(retained), 0) FROM sessions),
+		(SELECT COUNT(*) FROM discarded_rows)`).Scan(&st.Sessions, &st.ActiveSessions, &st.Events, &st.DiscardedRows)
+	return st, storeErr(err)
+}

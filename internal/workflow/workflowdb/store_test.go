@@ -1,0 +1,414 @@
+package workflowdb_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
+)
+
+const proj = "agent:local:demo"
+
+var owner = auth.Fingerprint("local")
+
+func open(t testing.TB, path string) *workflowdb.Store {
+	t.Helper()
+	st, err := workflowdb.Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func start(t testing.TB, svc *workflow.Service) workflow.Session {
+	t.Helper()
+	s, err := svc.Start(context.Background(), workflow.StartParams{Project: proj, Fingerprint: owner, Instruction: "fix the flaky test"})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return s
+}
+
+func TestLifecycle(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "workflow.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	if !strings.HasPrefix(s.ID, workflow.SessionIDPrefix) || s.EventsObserved != 2 || s.Counters.Instructions != 1 {
+		t.Fatalf("unexpected new session: %+v", s)
+	}
+	if _, err := svc.Continue(ctx, s.ID, "now also update the docs", ""); err != nil {
+		t.Fatal(err)
+	}
+	closed, changed, err := svc.Close(ctx, s.ID)
+	if err != nil || !changed || closed.Lifecycle != workflow.Closed || closed.ClosedAt == nil {
+		t.Fatalf("close: %+v changed=%v err=%v", closed, changed, err)
+	}
+	again, changed, err := svc.Close(ctx, s.ID)
+	if err != nil || changed {
+		t.Fatalf("second close: changed=%v err=%v", changed, err)
+	}
+	if again.EventsObserved != closed.EventsObserved {
+		t.Fatalf("idempotent close appended: got %d events, want %d", again.EventsObserved, closed.EventsObserved)
+	}
+	if _, err := svc.Continue(ctx, s.ID, "more", ""); failure.KindOf(err) != failure.SessionClosed {
+		t.Fatalf("continue closed: got %v, want session_closed", err)
+	}
+	_, evs, err := svc.Summary(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []workflow.EventKind
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	want := []workflow.EventKind{workflow.EventSessionCreated, workflow.EventTaskInstruction, workflow.EventTaskInstruction, workflow.EventSessionClosed}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Fatalf("event kinds (-want +got):\n%s", diff)
+	}
+}
+
+func TestClaimCheck(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "workflow.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	ro, err := svc.Start(ctx, workflow.StartParams{Project: proj, Fingerprint: owner, Instruction: "look only", Mode: workflow.ModeReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := start(t, svc)
+	svc.Close(ctx, closed.ID)
+
+	cases := []struct {
+		name string
+		id   string
+		c    workflow.Check
+		want failure.Kind
+	}{
+		{"OK", s.ID, workflow.Check{Fingerprint: owner, Project: proj, Mutate: true, Write: true}, ""},
+		{"ErrMalformed", "wc_sess_XYZ", workflow.Check{Fingerprint: owner}, failure.InvalidSessionID},
+		{"ErrUnknown", workflow.NewSessionID(), workflow.Check{Fingerprint: owner}, failure.UnknownSessionID},
+		{"ErrForeign", s.ID, workflow.Check{Fingerprint: auth.Fingerprint("mallory"), Project: proj}, failure.SessionAuthorityDenied},
+		{"ErrProject", s.ID, workflow.Check{Fingerprint: owner, Project: "agent:local:other"}, failure.SessionProjectMismatch},
+		{"ErrClosed", closed.ID, workflow.Check{Fingerprint: owner, Mutate: true}, failure.SessionClosed},
+		{"ClosedReadOK", closed.ID, workflow.Check{Fingerprint: owner}, ""},
+		{"ErrReadOnlyWrite", ro.ID, workflow.Check{Fingerprint: owner, Mutate: true, Write: true}, failure.SessionGuardDenied},
+		{"ReadOnlyReadOK", ro.ID, workflow.Check{Fingerprint: owner, Mutate: true}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := svc.ReadClaim(ctx, tc.id).Check(tc.c).Error()
+			if got := failure.KindOf(err); got != tc.want {
+				t.Fatalf("got %q, want %q (%v)", got, tc.want, err)
+			}
+		})
+	}
+	// Every failing reason is reported, not just the first.
+	v := svc.ReadClaim(ctx, closed.ID).Check(workflow.Check{Fingerprint: auth.Fingerprint("x"), Project: "agent:local:other", Mutate: true})
+	want := []evidence.Reason{evidence.ReasonSessionClosed, evidence.ReasonAuthorityMismatch, evidence.ReasonProjectMismatch}
+	if diff := cmp.Diff(want, v.Reasons); diff != "" {
+		t.Fatalf("reasons (-want +got):\n%s", diff)
+	}
+	// One read judged under two checks gives each its own keys.
+	c := svc.ReadClaim(ctx, ro.ID)
+	rec := c.Check(workflow.Check{Fingerprint: owner, Project: proj, Mutate: true})
+	bus := c.Check(workflow.Check{Fingerprint: owner, Mutate: true, Write: true})
+	if !rec.Verified() || bus.Verified() || bus.Kind() != failure.SessionGuardDenied {
+		t.Fatalf("recorder %+v, business %+v", rec, bus)
+	}
+	wantKeys := []evidence.CheckKey{evidence.KeyRegistration, evidence.KeyAuthority, evidence.KeyLifecycle, evidence.KeyGuard}
+	if diff := cmp.Diff(wantKeys, bus.Checked); diff != "" {
+		t.Fatalf("business checked keys (-want +got):\n%s", diff)
+	}
+}
+
+func TestTailRetention(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	st := open(t, path)
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	// Append past the bound in batches.
+	extra := workflow.TailLimit + 37
+	batch := make([]workflow.Event, 0, 100)
+	for i := 0; i < extra; i++ {
+		batch = append(batch, workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "read_files", CallID: fmt.Sprint("c", i)})
+		if len(batch) == cap(batch) || i == extra-1 {
+			if _, _, err := svc.Append(ctx, s.ID, batch...); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	got, evs, err := svc.Summary(ctx, s.ID, workflow.SummaryMax+10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.EventsObserved != int64(extra+2) || !got.RetentionTruncated {
+		t.Fatalf("events_observed=%d truncated=%v, want %d true", got.EventsObserved, got.RetentionTruncated, extra+2)
+	}
+	if len(evs) != workflow.SummaryMax {
+		t.Fatalf("summary returned %d events, want the cap %d", len(evs), workflow.SummaryMax)
+	}
+	all, err := st.Events(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != workflow.TailLimit || all[0].Seq != got.EventsObserved-workflow.TailLimit+1 || all[len(all)-1].Seq != got.EventsObserved {
+		t.Fatalf("retained %d events seq %d..%d, want %d ending at %d", len(all), all[0].Seq, all[len(all)-1].Seq, workflow.TailLimit, got.EventsObserved)
+	}
+	if _, def, _ := svc.Summary(ctx, s.ID, 0); len(def) != workflow.SummaryDefault {
+		t.Fatalf("default summary %d events, want %d", len(def), workflow.SummaryDefault)
+	}
+	status, _ := st.Status(ctx)
+	if status.Events != workflow.TailLimit {
+		t.Fatalf("status events %d, want %d", status.Events, workflow.TailLimit)
+	}
+}
+
+func TestRestoreExactAndDiscardsMalformed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	st, err := workflowdb.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := workflow.NewService(st, nil)
+	good := start(t, svc)
+	svc.Append(ctx, good.ID, workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "read_files", Outcome: workflow.OutcomeOK,
+		ObservedPaths: []string{"a.go", "b/c.go"}, Facts: map[string]string{"files": "2"}})
+	victim := start(t, svc)
+	before, _ := workflow.Export(ctx, st, []string{good.ID}, good.CreatedAt)
+	// Corrupt one header and one event of another session behind the store's back.
+	db := st.DB()
+	if _, err := db.Read.Exec(`UPDATE sessions SET header_json = '{"session_id":"`+victim.ID+`","mode":"inspect"}' WHERE session_id = ?`, victim.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Read.Exec(`UPDATE events SET kind = 'bogus' WHERE session_id = ? AND seq = 1`, good.ID); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st2 := open(t, path)
+	rep := st2.Restored()
+	// victim: 1 header + its 2 events; good: 1 event.
+	if rep.Discarded != 4 || rep.Sessions != 1 {
+		t.Fatalf("restore report %+v, want 4 discarded and 1 session", rep)
+	}
+	status, _ := st2.Status(ctx)
+	if status.DiscardedRows != 4 || status.Sessions != 1 {
+		t.Fatalf("status %+v", status)
+	}
+	if _, err := st2.Get(ctx, victim.ID); failure.KindOf(err) != failure.UnknownSessionID {
+		t.Fatalf("discarded session served: %v", err)
+	}
+	after, err := workflow.Export(ctx, st2, []string{good.ID}, good.CreatedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every valid row is unchanged: the surviving events equal the originals
+	// minus the corrupted first one.
+	if diff := cmp.Diff(before.Sessions[0].Events[1:], after.Sessions[0].Events); diff != "" {
+		t.Fatalf("valid events changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(before.Sessions[0].Session, after.Sessions[0].Session); diff != "" {
+		t.Fatalf("header changed (-before +after):\n%s", diff)
+	}
+	// A third open finds nothing more to discard.
+	st2.Close()
+	st3 := open(t, path)
+	if st3.Restored().Discarded != 0 {
+		t.Fatalf("second restore discarded %d rows", st3.Restored().Discarded)
+	}
+}
+
+func TestRedactionBeforeWrite(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	st := open(t, path)
+	svc := workflow.NewService(st, nil)
+	secret := "wc_pat_" + strings.Repeat("Zq9", 14)
+	s, err := svc.Start(ctx, workflow.StartParams{Project: proj, Fingerprint: owner,
+		Instruction: "deploy with token " + secret + " and password=hunter2hunter2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Append(ctx, s.ID, workflow.Event{Kind: workflow.EventToolCallFinished, Facts: map[string]string{"note": "Authorization: Bearer " + secret}})
+	st.Close()
+	for _, f := range []string{path, path + "-wal"} {
+		b, _ := readFile(f)
+		if strings.Contains(string(b), secret) || strings.Contains(string(b), "hunter2hunter2") {
+			t.Fatalf("%s contains a planted secret", filepath.Base(f))
+		}
+	}
+}
+
+func TestConcurrentAppends(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "workflow.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	const writers, each = 16, 20
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if _, _, err := svc.Append(ctx, s.ID, workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "t"}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got, _ := st.Get(ctx, s.ID)
+	if got.EventsObserved != 2+writers*each || got.Counters.ToolCalls != writers*each {
+		t.Fatalf("events_observed=%d tool_calls=%d, want %d and %d", got.EventsObserved, got.Counters.ToolCalls, 2+writers*each, writers*each)
+	}
+	evs, _ := st.Events(ctx, s.ID, 0)
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: gaps or duplicates", i, e.Seq)
+		}
+	}
+	commits, jobs := st.DB().Writer.Stats()
+	t.Logf("group commit: %d jobs in %d commits", jobs, commits)
+}
+
+// knownProj accepts only proj, as the project registry of a data directory
+// where proj alone is registered would.
+func knownProj(_ context.Context, id string) error {
+	if id != proj {
+		return failure.New(failure.UnknownProject, "project %q is not registered", id)
+	}
+	return nil
+}
+
+func importLedger(st workflow.Store, doc string) (int, error) {
+	return workflow.ImportLedger(context.Background(), st, strings.NewReader(doc), knownProj)
+}
+
+func TestLedgerRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "a.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	svc.UpdateContext(ctx, s.ID, workflow.ExecutionContext{DefaultCwd: "cmd", DefaultShell: workflow.ShellBash})
+	svc.Close(ctx, s.ID)
+	l, err := workflow.Export(ctx, st, []string{s.ID}, s.CreatedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(l)
+
+	st2 := open(t, filepath.Join(t.TempDir(), "b.db"))
+	if n, err := importLedger(st2, string(data)); err != nil || n != 1 {
+		t.Fatalf("import: n=%d err=%v", n, err)
+	}
+	l2, _ := workflow.Export(ctx, st2, []string{s.ID}, s.CreatedAt)
+	data2, _ := json.Marshal(l2)
+	if string(data) != string(data2) {
+		t.Fatalf("re-export differs:\n%s\n%s", data, data2)
+	}
+	if _, err := importLedger(st2, string(data)); failure.KindOf(err) != failure.Conflict || !strings.Contains(err.Error(), "row 1, session "+s.ID) {
+		t.Fatalf("second import: got %v, want conflict naming the row", err)
+	}
+}
+
+func TestLedgerImportRejects(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "a.db"))
+	svc := workflow.NewService(st, nil)
+	first, second := start(t, svc), start(t, svc)
+	l, _ := workflow.Export(ctx, st, []string{first.ID, second.ID}, first.CreatedAt)
+	data, _ := json.Marshal(l)
+
+	// mutate changes the second row; the first stays valid, so an import
+	// that is not all or nothing would leave it behind.
+	mutate := func(f func(doc, row map[string]any)) string {
+		var d map[string]any
+		json.Unmarshal(data, &d)
+		r := d["sessions"].([]any)[1].(map[string]any)
+		f(d, r)
+		b, _ := json.Marshal(d)
+		return string(b)
+	}
+	unchanged := func(t *testing.T, st *workflowdb.Store) {
+		t.Helper()
+		if s, err := st.Status(ctx); err != nil || s.Sessions != 0 || s.Events != 0 {
+			t.Fatalf("store after a refused import: %+v %v, want empty", s, err)
+		}
+	}
+	cases := map[string]struct {
+		f    func(d, r map[string]any)
+		kind failure.Kind
+		msg  string
+	}{
+		"ErrOldVersion": {func(d, r map[string]any) { d["version"] = 1 }, failure.InvalidLedger, "version 1 is not supported"},
+		// Marshalled with sorted keys, "version" follows "sessions": a
+		// row it cannot read still reports the version.
+		"ErrOldVersionBadRow": {func(d, r map[string]any) { d["version"] = 1; r["mode"] = "inspect" }, failure.InvalidLedger, "version 1 is not supported"},
+		"ErrUnknownTop":       {func(d, r map[string]any) { d["extra"] = 1 }, failure.InvalidLedger, `unknown top-level member "extra"`},
+		"ErrUnknownMember":    {func(d, r map[string]any) { r["surprise"] = true }, failure.InvalidLedger, "row 2"},
+		"ErrInspectMode":      {func(d, r map[string]any) { r["mode"] = "inspect" }, failure.InvalidLedger, "row 2"},
+		"ErrMissingFP":        {func(d, r map[string]any) { delete(r, "owner_authority_fingerprint") }, failure.InvalidLedger, `missing member "owner_authority_fingerprint"`},
+		"ErrMissingEvents":    {func(d, r map[string]any) { delete(r, "events") }, failure.InvalidLedger, `missing member "events"`},
+		"ErrBadEventKind": {func(d, r map[string]any) {
+			r["events"].([]any)[0].(map[string]any)["kind"] = "nope"
+		}, failure.InvalidLedger, "row 2"},
+		"ErrEventUnknownMember": {func(d, r map[string]any) {
+			r["events"].([]any)[0].(map[string]any)["stdout"] = "x"
+		}, failure.InvalidLedger, "row 2"},
+		"ErrUnregisteredProject":        {func(d, r map[string]any) { r["project"] = "agent:local:elsewhere" }, failure.UnknownProject, `project "agent:local:elsewhere" is not registered`},
+		"ErrEventsObservedContradicted": {func(d, r map[string]any) { r["events_observed"] = 5 }, failure.InvalidLedger, "events_observed is 5 but 2 events are retained"},
+		"ErrTruncatedContradicted":      {func(d, r map[string]any) { r["retention_truncated"] = true }, failure.InvalidLedger, "retention_truncated is true"},
+		"ErrDuplicateID": {func(d, r map[string]any) {
+			r["session_id"] = d["sessions"].([]any)[0].(map[string]any)["session_id"]
+		}, failure.Conflict, "earlier in this ledger"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			st := open(t, filepath.Join(t.TempDir(), "b.db"))
+			n, err := importLedger(st, mutate(c.f))
+			if failure.KindOf(err) != c.kind || !strings.Contains(err.Error(), c.msg) || n != 0 {
+				t.Fatalf("got n=%d %v, want %s containing %q", n, err, c.kind, c.msg)
+			}
+			unchanged(t, st)
+		})
+	}
+	t.Run("ErrNotJSON", func(t *testing.T) {
+		st := open(t, filepath.Join(t.TempDir(), "b.db"))
+		if _, err := importLedger(st, "[1,2"); failure.KindOf(err) != failure.InvalidLedger {
+			t.Fatalf("got %v", err)
+		}
+		unchanged(t, st)
+	})
+	t.Run("ErrTruncatedDocument", func(t *testing.T) {
+		st := open(t, filepath.Join(t.TempDir(), "b.db"))
+		if _, err := importLedger(st, string(data[:len(data)-3])); failure.KindOf(err) != failure.InvalidLedger {
+			t.Fatalf("got %v", err)
+		}
+		unchanged(t, st)
+	})
+	t.Run("CompatSinkAccepted", func(t *testing.T) {
+		st := open(t, filepath.Join(t.TempDir(), "b.db"))
+		if n, err := importLedger(st, mutate(func(d, r map[string]any) { r["context_revision"] = 7 })); err != nil || n != 2 {
+			t.Fatalf("n=%d err=%v", n, err)
+		}
+	})
+}
