@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
@@ -92,11 +91,9 @@ func TestEvidenceScenarios(t *testing.T) {
 			continue // a sessionless record belongs to no session; checked below
 		}
 		// A read-only call's record is appended beside the response.
-		for i := 0; count(id) == before; i++ {
-			if i == 200 {
-				t.Fatalf("%s: no record", c.name)
-			}
-			time.Sleep(10 * time.Millisecond)
+		s.a.WaitEvidence()
+		if n := count(id); n != before+1 {
+			t.Fatalf("%s: %d records appended, want 1", c.name, n-before)
 		}
 		entries, err := s.a.Evidence.SessionRecords(ctx, id, 1) // newest first
 		if err != nil {

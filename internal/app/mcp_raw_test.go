@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -284,27 +283,6 @@ func rawCall(t *testing.T, s *server, token, tool string, args any) rawCallResul
 	return res
 }
 
-// rawWantError asserts an HTTP status and a JSON-RPC error code.
-func rawWantError(t *testing.T, r rawResp, status, code int) *rawRPCError {
-	t.Helper()
-	if r.Status != status || r.Msg == nil || r.Msg.Error == nil || r.Msg.Error.Code != code {
-		t.Fatalf("want HTTP %d with JSON-RPC error %d, got %s", status, code, r)
-	}
-	if len(r.Msg.Result) != 0 || r.Msg.JSONRPC != "2.0" {
-		t.Fatalf("malformed JSON-RPC error response: %s", r)
-	}
-	return r.Msg.Error
-}
-
-// rawWantPlain asserts an HTTP error whose body is not JSON-RPC (the SDK's
-// http.Error answers) and that mentions want.
-func rawWantPlain(t *testing.T, r rawResp, status int, want string) {
-	t.Helper()
-	if r.Status != status || r.Msg != nil || !strings.Contains(string(r.Body), want) {
-		t.Fatalf("want HTTP %d with a plain %q body, got %s", status, want, r)
-	}
-}
-
 func rawWantToolError(t *testing.T, res rawCallResult, kind string) {
 	t.Helper()
 	sc := res.StructuredContent
@@ -364,324 +342,29 @@ func rawEvents(t *testing.T, s *server, id string) int64 {
 	return sess.EventsObserved
 }
 
-// TestMCPRawProtocol covers the wire protocol of /mcp: both eras' happy
-// paths, every protocol-level rejection and the HTTP boundaries in front of
-// the SDK.
+// TestMCPRawProtocol covers what the transcripts of testdata/mcp
+// (TestMCPTranscripts) cannot show: the raw-response parser they rely on,
+// that two tools/list answers are byte-identical (the list a client may
+// cache), and a body over the HTTP stack's limit, which never reaches the
+// kernel.
 func TestMCPRawProtocol(t *testing.T) {
 	t.Run("OKParser", rawTestParse)
 
 	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
 	defer s.stop(t)
 
-	// --- modern (2026-07-28) ---
-	t.Run("OKToolsList", func(t *testing.T) {
+	t.Run("OKToolsListStable", func(t *testing.T) {
 		var first json.RawMessage
 		for i := range 2 {
 			r := rawModern(t, s, s.token, 1, "tools/list", nil)
-			if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil || string(r.Msg.ID) != "1" {
+			if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil || len(r.Msg.Result) == 0 {
 				t.Fatalf("tools/list: %s", r)
-			}
-			if r.Header.Get("Mcp-Session-Id") != "" {
-				t.Fatalf("modern response carries Mcp-Session-Id %q", r.Header.Get("Mcp-Session-Id"))
-			}
-			var res struct {
-				Tools []struct {
-					Name         string         `json:"name"`
-					InputSchema  map[string]any `json:"inputSchema"`
-					OutputSchema map[string]any `json:"outputSchema"`
-				} `json:"tools"`
-				NextCursor string         `json:"nextCursor"`
-				ResultType string         `json:"resultType"`
-				TTLMs      *int64         `json:"ttlMs"`
-				CacheScope string         `json:"cacheScope"`
-				Meta       map[string]any `json:"_meta"`
-			}
-			if err := json.Unmarshal(r.Msg.Result, &res); err != nil {
-				t.Fatal(err)
-			}
-			if res.ResultType != "complete" || res.TTLMs == nil || *res.TTLMs <= 0 || res.CacheScope == "" || res.NextCursor != "" {
-				t.Fatalf("tools/list cache hints: resultType=%q ttlMs=%v cacheScope=%q nextCursor=%q", res.ResultType, res.TTLMs, res.CacheScope, res.NextCursor)
-			}
-			if _, ok := res.Meta["io.modelcontextprotocol/serverInfo"]; !ok {
-				t.Fatalf("tools/list result _meta has no serverInfo: %v", res.Meta)
-			}
-			var names []string
-			for _, tl := range res.Tools {
-				names = append(names, tl.Name)
-				props, _ := tl.InputSchema["properties"].(map[string]any)
-				for _, w := range []string{"recording_session_id", "ack_session_message_ids", "context_request"} {
-					if props[w] == nil {
-						t.Errorf("%s inputSchema lacks wrapper member %s", tl.Name, w)
-					}
-				}
-				if tl.OutputSchema == nil {
-					t.Errorf("%s has no outputSchema", tl.Name)
-				}
-			}
-			var want []string
-			for _, tl := range s.a.Kernel.Registry().Tools() {
-				want = append(want, tl.Name)
-			}
-			slices.Sort(want)
-			if !slices.IsSorted(names) || !slices.Equal(names, want) {
-				t.Fatalf("tools/list names %v, want sorted %v", names, want)
 			}
 			if i == 0 {
 				first = r.Msg.Result
 			} else if !bytes.Equal(first, r.Msg.Result) {
 				t.Fatalf("tools/list differs between two calls:\n%.300s\n%.300s", first, r.Msg.Result)
 			}
-		}
-	})
-	t.Run("OKServerDiscover", func(t *testing.T) {
-		r := rawModern(t, s, s.token, 2, "server/discover", nil)
-		if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil {
-			t.Fatalf("server/discover: %s", r)
-		}
-		var res struct {
-			SupportedVersions []string                   `json:"supportedVersions"`
-			Capabilities      map[string]json.RawMessage `json:"capabilities"`
-			Instructions      string                     `json:"instructions"`
-			ResultType        string                     `json:"resultType"`
-			TTLMs             *int64                     `json:"ttlMs"`
-			CacheScope        string                     `json:"cacheScope"`
-		}
-		if err := json.Unmarshal(r.Msg.Result, &res); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range []string{rawModernVersion, rawLegacyVersion} {
-			if !slices.Contains(res.SupportedVersions, v) {
-				t.Errorf("supportedVersions %v lacks %s", res.SupportedVersions, v)
-			}
-		}
-		for _, c := range []string{"tools", "prompts", "resources"} {
-			if res.Capabilities[c] == nil {
-				t.Errorf("capabilities lack %s: %s", c, r.Msg.Result)
-			}
-		}
-		if res.Capabilities["logging"] != nil {
-			t.Errorf("capabilities declare logging: %s", res.Capabilities["logging"])
-		}
-		if res.ResultType != "complete" || res.TTLMs == nil || res.CacheScope == "" || !strings.Contains(res.Instructions, "work_on_project") {
-			t.Errorf("server/discover: %s", r.Msg.Result)
-		}
-	})
-	t.Run("OKReadFiles", func(t *testing.T) {
-		res := rawCall(t, s, s.token, "read_files", rawReadArgs())
-		if !res.StructuredContent.Success {
-			t.Fatalf("read_files: %+v", res.StructuredContent.Error)
-		}
-		var files []struct{ Path, Content string }
-		json.Unmarshal(res.StructuredContent.Output["files"], &files)
-		if len(files) != 1 || files[0].Path != "a.txt" || files[0].Content != "hello\n" {
-			t.Fatalf("read_files output: %s", res.StructuredContent.Output["files"])
-		}
-		if res.StructuredContent.Context != nil {
-			t.Fatalf("context without context_request: %v", res.StructuredContent.Context)
-		}
-	})
-	t.Run("OKNotificationAccepted", func(t *testing.T) {
-		// A notification has no response: 202 and no body.
-		body := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)
-		r := rawPost(t, s, s.token, body, map[string]string{"MCP-Protocol-Version": rawModernVersion, "Mcp-Method": "notifications/cancelled"})
-		if r.Status != http.StatusAccepted || len(bytes.TrimSpace(r.Body)) != 0 {
-			t.Fatalf("notification: %s", r)
-		}
-	})
-
-	// --- legacy (2025-11-25) ---
-	t.Run("OKLegacyInitialize", func(t *testing.T) {
-		body := rawBody(1, "initialize", map[string]any{
-			"protocolVersion": rawLegacyVersion, "capabilities": map[string]any{},
-			"clientInfo": map[string]any{"name": "legacy", "version": "1"},
-		}, "")
-		r := rawPost(t, s, s.token, body, nil)
-		if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil {
-			t.Fatalf("initialize: %s", r)
-		}
-		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
-			t.Fatalf("stateless server minted Mcp-Session-Id %q", id)
-		}
-		var res struct {
-			ProtocolVersion string                     `json:"protocolVersion"`
-			Capabilities    map[string]json.RawMessage `json:"capabilities"`
-			ServerInfo      struct{ Name string }      `json:"serverInfo"`
-		}
-		json.Unmarshal(r.Msg.Result, &res)
-		if res.ProtocolVersion != rawLegacyVersion || res.ServerInfo.Name != "webcodex" || res.Capabilities["tools"] == nil {
-			t.Fatalf("initialize result: %s", r.Msg.Result)
-		}
-	})
-	t.Run("OKLegacyToolsList", func(t *testing.T) {
-		r := rawPost(t, s, s.token, rawBody(2, "tools/list", nil, ""), map[string]string{"MCP-Protocol-Version": rawLegacyVersion})
-		if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil || r.Header.Get("Mcp-Session-Id") != "" {
-			t.Fatalf("legacy tools/list: %s", r)
-		}
-		var res struct {
-			Tools []struct{ Name string } `json:"tools"`
-		}
-		json.Unmarshal(r.Msg.Result, &res)
-		if len(res.Tools) != len(s.a.Kernel.Registry().Tools()) {
-			t.Fatalf("legacy tools/list has %d tools", len(res.Tools))
-		}
-	})
-	t.Run("OKLegacyToolsCall", func(t *testing.T) {
-		body := rawBody(3, "tools/call", map[string]any{"name": "read_files", "arguments": rawReadArgs()}, "")
-		r := rawPost(t, s, s.token, body, map[string]string{"MCP-Protocol-Version": rawLegacyVersion})
-		if r.Status != http.StatusOK || r.Msg == nil || r.Msg.Error != nil {
-			t.Fatalf("legacy tools/call: %s", r)
-		}
-		var res rawCallResult
-		json.Unmarshal(r.Msg.Result, &res)
-		if res.IsError || !res.StructuredContent.Success {
-			t.Fatalf("legacy read_files: %s", r.Msg.Result)
-		}
-	})
-	for _, m := range []string{http.MethodGet, http.MethodDelete} {
-		t.Run("ErrLegacy"+m, func(t *testing.T) {
-			r := rawDo(t, rawRequest(t, s, m, s.token, nil, map[string]string{
-				"MCP-Protocol-Version": rawLegacyVersion, "Mcp-Session-Id": "abc", "Content-Type": ""}))
-			if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "POST" {
-				t.Fatalf("%s /mcp: %s (Allow %q)", m, r, r.Header.Get("Allow"))
-			}
-		})
-	}
-
-	// --- protocol-level rejections ---
-	t.Run("ErrMalformedJSON", func(t *testing.T) {
-		r := rawPost(t, s, s.token, []byte(`{"jsonrpc":"2.0","id":1,"method":`), rawHeaders("tools/list", ""))
-		rawWantError(t, r, http.StatusBadRequest, -32700)
-	})
-	t.Run("ErrBatch", func(t *testing.T) {
-		calls := s.a.Kernel.Stats().Calls
-		for name, hdr := range map[string]map[string]string{
-			"modern":    rawHeaders("tools/list", ""),
-			"legacy":    {"MCP-Protocol-Version": rawLegacyVersion},
-			"noVersion": nil,
-		} {
-			ver := rawModernVersion
-			if name != "modern" {
-				ver = ""
-			}
-			batch := []byte("[" + string(rawBody(1, "tools/call", map[string]any{"name": "read_files", "arguments": rawReadArgs()}, ver)) + "," +
-				string(rawBody(2, "tools/list", nil, ver)) + "]")
-			r := rawPost(t, s, s.token, batch, hdr)
-			rawWantError(t, r, http.StatusBadRequest, -32600)
-		}
-		if got := s.a.Kernel.Stats().Calls; got != calls {
-			t.Fatalf("a batch reached the kernel (%d -> %d calls)", calls, got)
-		}
-	})
-	t.Run("ErrMissingClientCapabilities", func(t *testing.T) {
-		body := rawBody(1, "tools/list", map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": rawModernVersion}}, rawModernVersion)
-		e := rawWantError(t, rawPost(t, s, s.token, body, rawHeaders("tools/list", "")), http.StatusBadRequest, -32602)
-		if !strings.Contains(e.Message, "clientCapabilities") {
-			t.Fatalf("message: %q", e.Message)
-		}
-	})
-	for _, tc := range []struct {
-		name string
-		body []byte
-		hdr  map[string]string
-	}{
-		{"ErrVersionHeaderVsMeta", rawBody(1, "tools/list", nil, rawLegacyVersion), rawHeaders("tools/list", "")},
-		{"ErrVersionHeaderMissing", rawBody(1, "tools/list", nil, rawModernVersion), map[string]string{"Mcp-Method": "tools/list"}},
-		{"ErrMethodHeaderMismatch", rawBody(1, "tools/list", nil, rawModernVersion), rawHeaders("prompts/list", "")},
-		{"ErrMethodHeaderMissing", rawBody(1, "tools/list", nil, rawModernVersion), map[string]string{"MCP-Protocol-Version": rawModernVersion}},
-		{"ErrNameHeaderMissing", rawBody(1, "tools/call", map[string]any{"name": "read_files", "arguments": rawReadArgs()}, rawModernVersion), rawHeaders("tools/call", "")},
-		{"ErrNameHeaderMismatch", rawBody(1, "tools/call", map[string]any{"name": "read_files", "arguments": rawReadArgs()}, rawModernVersion), rawHeaders("tools/call", "write_project_file")},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			calls := s.a.Kernel.Stats().Calls
-			rawWantError(t, rawPost(t, s, s.token, tc.body, tc.hdr), http.StatusBadRequest, -32020)
-			if got := s.a.Kernel.Stats().Calls; got != calls {
-				t.Fatalf("a rejected request reached the kernel (%d -> %d calls)", calls, got)
-			}
-		})
-	}
-	t.Run("ErrUnsupportedVersion", func(t *testing.T) {
-		const future = "2099-01-01"
-		hdr := rawHeaders("tools/list", "")
-		hdr["MCP-Protocol-Version"] = future
-		e := rawWantError(t, rawPost(t, s, s.token, rawBody(1, "tools/list", nil, future), hdr), http.StatusBadRequest, -32022)
-		var data struct {
-			Supported []string `json:"supported"`
-			Requested string   `json:"requested"`
-		}
-		if err := json.Unmarshal(e.Data, &data); err != nil || data.Requested != future ||
-			!slices.Contains(data.Supported, rawModernVersion) || !slices.Contains(data.Supported, rawLegacyVersion) {
-			t.Fatalf("error.data: %s (%v)", e.Data, err)
-		}
-	})
-	t.Run("ErrUnknownPastVersionHeader", func(t *testing.T) {
-		// An unknown version older than 2026-07-28 is refused by the SDK
-		// before any JSON-RPC processing, as plain text naming the
-		// supported versions.
-		r := rawPost(t, s, s.token, rawBody(1, "tools/list", nil, ""), map[string]string{"MCP-Protocol-Version": "2024-01-01"})
-		rawWantPlain(t, r, http.StatusBadRequest, rawModernVersion)
-	})
-	for _, m := range []string{"initialize", "ping", "logging/setLevel", "no/such/method"} {
-		t.Run("ErrMethodNotFound_"+strings.ReplaceAll(m, "/", "_"), func(t *testing.T) {
-			params := map[string]any{}
-			switch m {
-			case "initialize":
-				params = map[string]any{"protocolVersion": rawModernVersion, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "x", "version": "1"}}
-			case "logging/setLevel":
-				params = map[string]any{"level": "debug"}
-			}
-			rawWantError(t, rawModern(t, s, s.token, 5, m, params), http.StatusNotFound, -32601)
-		})
-	}
-	t.Run("ErrUnknownTool", func(t *testing.T) {
-		// The SDK answers an unregistered tool name with a JSON-RPC
-		// -32602 (HTTP 400 in the modern era), before any handler runs.
-		calls := s.a.Kernel.Stats().Calls
-		e := rawWantError(t, rawModern(t, s, s.token, 1, "tools/call", map[string]any{"name": "no_such_tool", "arguments": map[string]any{}}),
-			http.StatusBadRequest, -32602)
-		if !strings.Contains(e.Message, "no_such_tool") {
-			t.Fatalf("message: %q", e.Message)
-		}
-		if got := s.a.Kernel.Stats().Calls; got != calls {
-			t.Fatalf("an unknown tool reached the kernel (%d -> %d calls)", calls, got)
-		}
-	})
-	t.Run("ErrContentType", func(t *testing.T) {
-		hdr := rawHeaders("tools/list", "")
-		hdr["Content-Type"] = "text/plain"
-		rawWantPlain(t, rawPost(t, s, s.token, rawBody(1, "tools/list", nil, rawModernVersion), hdr), http.StatusUnsupportedMediaType, "Content-Type")
-	})
-	t.Run("ErrAcceptWithoutEventStream", func(t *testing.T) {
-		hdr := rawHeaders("tools/list", "")
-		hdr["Accept"] = "application/json"
-		rawWantPlain(t, rawPost(t, s, s.token, rawBody(1, "tools/list", nil, rawModernVersion), hdr), http.StatusBadRequest, "Accept")
-	})
-
-	// --- the HTTP stack in front of the SDK ---
-	okBody := rawBody(1, "tools/list", nil, rawModernVersion)
-	t.Run("ErrNoBearer", func(t *testing.T) {
-		r := rawPost(t, s, "", okBody, rawHeaders("tools/list", ""))
-		if r.Status != http.StatusUnauthorized || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") || r.Msg != nil {
-			t.Fatalf("no bearer: %s (WWW-Authenticate %q)", r, r.Header.Get("WWW-Authenticate"))
-		}
-	})
-	t.Run("ErrBadBearer", func(t *testing.T) {
-		r := rawPost(t, s, "wc_pat_nottherealtoken0000000000000000000000000", okBody, rawHeaders("tools/list", ""))
-		if r.Status != http.StatusUnauthorized || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
-			t.Fatalf("bad bearer: %s", r)
-		}
-	})
-	t.Run("ErrForeignOrigin", func(t *testing.T) {
-		hdr := rawHeaders("tools/list", "")
-		hdr["Origin"] = "https://evil.example"
-		if r := rawPost(t, s, s.token, okBody, hdr); r.Status != http.StatusForbidden {
-			t.Fatalf("cross-origin: %s", r)
-		}
-	})
-	t.Run("ErrDNSRebinding", func(t *testing.T) {
-		req := rawRequest(t, s, http.MethodPost, s.token, okBody, rawHeaders("tools/list", ""))
-		req.Host = "evil.example.com"
-		if r := rawDo(t, req); r.Status != http.StatusForbidden {
-			t.Fatalf("rebinding host: %s", r)
 		}
 	})
 	t.Run("ErrOversized", func(t *testing.T) {
@@ -835,58 +518,16 @@ func TestMCPRawToolErrors(t *testing.T) {
 	})
 }
 
-// TestMCPRawContextAndREST covers the context_request sidecar and checks
-// that MCP wrapper members never reach REST.
+// TestMCPRawContextAndREST covers the context_request sidecar for a caller
+// without project:read (the materials of an admin caller are in the
+// testdata/mcp context_request transcripts) and checks that MCP wrapper
+// members never reach REST.
 func TestMCPRawContextAndREST(t *testing.T) {
 	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
 	defer s.stop(t)
 	ctx := context.Background()
 	sess := rawStartSession(t, s, s.token, "context sidecar")
 
-	t.Run("OKMaterials", func(t *testing.T) {
-		res := rawCall(t, s, s.token, "read_files", rawWith(rawReadArgs(), "context_request",
-			[]any{"webcodex.workflow", "project.instructions", "no.such.key"}))
-		sc := res.StructuredContent
-		if !sc.Success || len(sc.Context) != 3 {
-			t.Fatalf("read_files with context: %+v %v", sc.Error, sc.Context)
-		}
-		wf := sc.Context["webcodex.workflow"]
-		if wf.Status != "available" || !strings.Contains(rawString(t, wf.Content), "work_on_project") {
-			t.Fatalf("webcodex.workflow: %+v", wf)
-		}
-		ins := sc.Context["project.instructions"]
-		var body struct {
-			Status  string `json:"status"`
-			Sources []struct {
-				Path    string `json:"path"`
-				Content string `json:"content"`
-			} `json:"sources"`
-		}
-		json.Unmarshal(ins.Content, &body)
-		if ins.Status != "available" || body.Status != "loaded" || !strings.Contains(string(ins.Content), "AGENTS.md") ||
-			!strings.Contains(string(ins.Content), strings.TrimSpace(rawAgentsMD)) {
-			t.Fatalf("project.instructions: %+v %s", ins, ins.Content)
-		}
-		if u := sc.Context["no.such.key"]; u.Status != "unavailable" || u.Reason != "unknown_material" || u.Content != nil {
-			t.Fatalf("no.such.key: %+v", u)
-		}
-	})
-	t.Run("OKInstructionsNeedExplicitProject", func(t *testing.T) {
-		// session_summary names only a session; the session's project is
-		// never used to infer project.instructions.
-		res := rawCall(t, s, s.token, "session_summary", map[string]any{"session_id": sess,
-			"context_request": []any{"project.instructions", "webcodex.workflow"}})
-		sc := res.StructuredContent
-		if !sc.Success {
-			t.Fatalf("session_summary: %+v", sc.Error)
-		}
-		if ins := sc.Context["project.instructions"]; ins.Status != "unavailable" || ins.Reason != "project_required" || ins.Content != nil {
-			t.Fatalf("project.instructions without a project argument: %+v", ins)
-		}
-		if sc.Context["webcodex.workflow"].Status != "available" {
-			t.Fatalf("webcodex.workflow: %+v", sc.Context["webcodex.workflow"])
-		}
-	})
 	t.Run("ErrInstructionsNeedScope", func(t *testing.T) {
 		// A caller without project:read fails the tool and gets no
 		// instructions; the public workflow guide is still attached.
@@ -903,15 +544,6 @@ func TestMCPRawContextAndREST(t *testing.T) {
 			t.Fatalf("webcodex.workflow: %+v", res.StructuredContent.Context)
 		}
 	})
-	t.Run("ErrUnknownProjectInstructions", func(t *testing.T) {
-		args := map[string]any{"project": "agent:local:nope", "files": []any{map[string]any{"path": "a.txt"}}, "context_request": []any{"project.instructions"}}
-		res := rawCall(t, s, s.token, "read_files", args)
-		rawWantToolError(t, res, "unknown_project")
-		if ins := res.StructuredContent.Context["project.instructions"]; ins.Status != "unavailable" || ins.Reason != "unknown_project" {
-			t.Fatalf("project.instructions of an unknown project: %+v", ins)
-		}
-	})
-
 	// Wrapper members exist only on MCP: REST passes arguments to the
 	// kernel unchanged, whose strict decoding refuses them.
 	for _, tc := range []struct {

@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
+	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -274,12 +273,9 @@ func TestMCPProgress(t *testing.T) {
 	}
 	s := startApp(t, t.TempDir(), "p="+proj)
 	defer s.stop(t)
-	var mu sync.Mutex
-	var got []float64
+	got := make(chan float64, 16)
 	cs := connectMCP(t, s, "", &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		mu.Lock()
-		got = append(got, r.Params.Progress)
-		mu.Unlock()
+		got <- r.Params.Progress
 	}})
 	params := &mcp.CallToolParams{Name: "search_project_texts", Arguments: map[string]any{"project": "agent:local:p", "queries": []any{map[string]any{"query": "needle"}}, "max_matches": 1}}
 	params.SetProgressToken("tok-1")
@@ -288,20 +284,9 @@ func TestMCPProgress(t *testing.T) {
 		t.Fatalf("search: %v %+v", err, res)
 	}
 	// Notifications are handled on the client's own goroutine and may
-	// arrive just after the result: wait for them (bounded).
-	for i := 0; i < 500; i++ {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) < 2 || got[0] != 200 || got[1] != 400 {
-		t.Fatalf("progress notifications %v, want 200, 400", got)
+	// arrive just after the result: wait for the first two.
+	if first, second := <-got, <-got; first != 200 || second != 400 {
+		t.Fatalf("progress notifications %v, %v, want 200, 400", first, second)
 	}
 }
 
@@ -371,6 +356,13 @@ func TestToolSurfacesAgree(t *testing.T) {
 // TestMCPDisconnectCancelsAndIsNeverSuccess cancels a running mutating call
 // from the client side: the tool's process is killed and the ledger records
 // the call as cancelled, never as a success.
+//
+// It waits on real signals only: the process itself says it runs by opening
+// a FIFO the test reads (so the call is past its claims and its durable
+// started event: a cancel that lands earlier is a not-started refusal that
+// records nothing, which is what a wait on the kernel's in-flight count let
+// through), and Kernel.Drain returns once the cancelled call has recorded
+// its finish.
 func TestMCPDisconnectCancelsAndIsNeverSuccess(t *testing.T) {
 	proj := t.TempDir()
 	s := startApp(t, t.TempDir(), "p="+proj)
@@ -380,33 +372,50 @@ func TestMCPDisconnectCancelsAndIsNeverSuccess(t *testing.T) {
 	var id string
 	json.Unmarshal(w.Output["session_id"], &id)
 
+	// Outside the project, so no workspace walk ever opens it.
+	running := filepath.Join(t.TempDir(), "running")
+	if err := syscall.Mkfifo(running, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_process", Arguments: map[string]any{
-			"project": "agent:local:p", "argv": []string{"sh", "-c", "sleep 30; touch finished"}, "recording_session_id": id}})
+			"project": "agent:local:p", "argv": []string{"sh", "-c", `echo running > "$1"; sleep 30; touch finished`, "sh", running},
+			"recording_session_id": id}})
 		done <- err
 	}()
-	// Wait until the call is running (bounded), then go away.
-	for i := 0; i < 500 && s.a.Kernel.Stats().InFlight == 0; i++ {
-		time.Sleep(10 * time.Millisecond)
+	started := make(chan error, 1)
+	go func() {
+		// Opening a FIFO for reading blocks until the process opens it
+		// for writing; EOF comes when it has written and closed it.
+		b, err := os.ReadFile(running)
+		if err == nil && string(b) != "running\n" {
+			err = fmt.Errorf("read %q from the FIFO", b)
+		}
+		started <- err
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case err := <-done:
+		t.Fatalf("run_process returned before its process ran: %v", err)
 	}
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("the cancelled call returned a result")
 	}
-	var last workflow.Event
-	for i := 0; i < 3000; i++ {
-		evs, err := s.a.Sessions.Store().Events(context.Background(), id, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if last = evs[0]; last.Kind == workflow.EventToolCallFinished && last.Tool == "run_process" {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	// The test's own calls are over: wait for the cancelled one to finish
+	// recording (Drain stops admitting calls and waits for in-flight ones).
+	s.a.Kernel.Drain(context.Background())
+
+	evs, err := s.a.Sessions.Store().Events(context.Background(), id, 1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if last.Tool != "run_process" || last.Outcome != workflow.OutcomeCancelled {
+	if last := evs[0]; last.Kind != workflow.EventToolCallFinished || last.Tool != "run_process" || last.Outcome != workflow.OutcomeCancelled {
 		t.Fatalf("last event %+v, want run_process finished as cancelled", last)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "finished")); err == nil {

@@ -31,10 +31,16 @@ func TestShutdownInterruptsLongCall(t *testing.T) {
 		r   result
 		err error
 	}
+	// The process writes its pid to a FIFO outside the project: reading it
+	// blocks until the process runs (no polling).
+	pidFIFO := filepath.Join(t.TempDir(), "pid")
+	if err := syscall.Mkfifo(pidFIFO, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	answered := make(chan answer, 1)
 	go func() {
 		body, _ := json.Marshal(map[string]any{"tool": "run_process", "arguments": map[string]any{"project": "agent:local:demo", "session_id": id,
-			"argv": []string{"sh", "-c", "echo $$ > pid; exec sleep 60"}}})
+			"argv": []string{"sh", "-c", `echo $$ > "$1"; exec sleep 60`, "sh", pidFIFO}}})
 		req, _ := http.NewRequest("POST", s.base+"/api/tools/call", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+s.token)
 		resp, err := http.DefaultClient.Do(req)
@@ -46,14 +52,19 @@ func TestShutdownInterruptsLongCall(t *testing.T) {
 		var r result
 		answered <- answer{r: r, err: json.NewDecoder(resp.Body).Decode(&r)}
 	}()
-	pidFile := filepath.Join(proj, "pid")
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 1 {
-			break
+	pidRead := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(pidFIFO)
+		pidRead <- b
+	}()
+	var pid int
+	select {
+	case b := <-pidRead:
+		if err := json.Unmarshal(bytes.TrimSpace(b), &pid); err != nil || pid <= 0 {
+			t.Fatalf("pid %q from the process: %v", b, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("run_process never started its process")
-		}
+	case a := <-answered:
+		t.Fatalf("run_process answered before its process ran: %+v (%v)", a.r, a.err)
 	}
 	s.a.Config.ShutdownTimeout = app.Duration(50 * time.Millisecond)
 	s.stop(t)
@@ -61,11 +72,7 @@ func TestShutdownInterruptsLongCall(t *testing.T) {
 	if a.err != nil || a.r.Success || a.r.Error == nil || a.r.Error.Kind != "interrupted" || string(a.r.Output["state_changed"]) != "true" {
 		t.Fatalf("interrupted call answered %+v (%v)", a.r, a.err)
 	}
-	var pid int
-	if b, err := os.ReadFile(pidFile); err == nil {
-		json.Unmarshal(bytes.TrimSpace(b), &pid)
-	}
-	if pid > 0 && syscall.Kill(pid, 0) == nil {
+	if syscall.Kill(pid, 0) == nil {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		t.Errorf("the interrupted call's process %d outlived the shutdown", pid)
 	}
