@@ -46,6 +46,9 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 		sent  = map[string]bool{}
 	)
 	stop := make(chan struct{})
+	// enough is closed when the 60th write is acknowledged.
+	const beforeKill = 60
+	enough := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
@@ -73,19 +76,20 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 				}
 				mu.Lock()
 				acked[path] = true
+				if len(acked) == beforeKill {
+					close(enough)
+				}
 				mu.Unlock()
 			}
 		}()
 	}
 	// Let the stream run, then kill the server without warning.
-	for {
-		mu.Lock()
-		n := len(acked)
-		mu.Unlock()
-		if n >= 60 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	writersGone := make(chan struct{})
+	go func() { wg.Wait(); close(writersGone) }()
+	select {
+	case <-enough:
+	case <-writersGone:
+		t.Fatalf("the writers stopped before %d writes were acknowledged", beforeKill)
 	}
 	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
