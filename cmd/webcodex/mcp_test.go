@@ -10,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // TestMCPStdio drives `webcodex mcp` as a child process through the go-sdk
@@ -67,6 +71,19 @@ func TestMCPStdio(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("read_files: %v %+v", err, res)
 			}
+			// A failing run whose recorder is its business session counts
+			// once; a business claim of a session that does not exist is
+			// refused and journaled invalid (checked after both eras).
+			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_process", Arguments: map[string]any{
+				"project": "agent:local:demo", "session_id": sessionID, "argv": []any{"false"}, "recording_session_id": sessionID}})
+			if err != nil || !res.IsError {
+				t.Fatalf("run_process false: %v %+v", err, res)
+			}
+			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "work_on_project", Arguments: map[string]any{
+				"project": "agent:local:demo", "instruction": "continue it", "session_id": forgedSession}})
+			if err != nil || !res.IsError {
+				t.Fatalf("work_on_project forged: %v %+v", err, res)
+			}
 			// Closing stdin ends the server: it exits on EOF, cleanly.
 			if err := cs.Close(); err != nil {
 				t.Fatalf("close: %v\n%s", err, stderr.String())
@@ -79,4 +96,38 @@ func TestMCPStdio(t *testing.T) {
 			}
 		})
 	}
+
+	ctx := context.Background()
+	stores, err := app.OpenStores(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stores.Close()
+	sess, err := workflow.NewService(stores.Workflow, nil).Get(ctx, sessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per era: work_on_project, read_files, run_process; the failure is
+	// run_process's alone.
+	if sess.Counters.ToolCalls != 6 || sess.Counters.ToolFailures != 2 {
+		t.Fatalf("counters %+v, want 6 calls and 2 failures over two eras", sess.Counters)
+	}
+	j, err := app.OpenJournal(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	entries, err := j.SessionRecords(ctx, forgedSession, 10)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("records of the forged business claim: %d %v", len(entries), err)
+	}
+	for _, e := range entries {
+		r := e.Record
+		if r.Tool != "work_on_project" || r.Binding != evidence.BindingInvalidClaim || len(r.Reasons) != 1 || r.Reasons[0] != evidence.ReasonNotRegistered {
+			t.Fatalf("forged business claim record %+v", r)
+		}
+	}
 }
+
+// forgedSession is a well-formed session id that is never registered.
+var forgedSession = "wc_sess_" + strings.Repeat("0", 32)
