@@ -48,9 +48,19 @@ type child struct {
 // print its address.
 func startServe(t *testing.T, args ...string) *child {
 	t.Helper()
+	return startServeCmd(t, nil, args...)
+}
+
+// startServeCmd is startServe with setup, when not nil, adjusting the
+// command (environment, credentials) before it starts.
+func startServeCmd(t *testing.T, setup func(*exec.Cmd), args ...string) *child {
+	t.Helper()
 	argv, _ := json.Marshal(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv), "WEBCODEX_TOKEN="+testToken)
+	if setup != nil {
+		setup(cmd)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,9 @@ func newMCPCmd(g *globals) *cobra.Command {
 			"input the server answers every request it has read, then exits.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.secureServer(); err != nil {
+				return err
+			}
 			cfg, err := g.loadConfig()
 			if err != nil {
 				return err

@@ -43,9 +43,16 @@ type pipeAnswer struct {
 // the answers by id (a null id under "null"), its stderr and its exit.
 func pipeMCP(t *testing.T, data, proj, input string) (map[string]pipeAnswer, string, error) {
 	t.Helper()
+	return pipeMCPEnv(t, nil, data, proj, input)
+}
+
+// pipeMCPEnv is pipeMCP with env (NAME=VALUE) added to the child's
+// environment.
+func pipeMCPEnv(t *testing.T, env []string, data, proj, input string) (map[string]pipeAnswer, string, error) {
+	t.Helper()
 	argv, _ := json.Marshal([]string{"mcp", "--data-dir", data, "--project", "demo=" + proj})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv))
+	cmd.Env = append(append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv)), env...)
 	cmd.Stdin = strings.NewReader(input)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -17,6 +17,9 @@ import (
 // globals are the flags every command shares.
 type globals struct {
 	dataDir string
+	// getenv reads the environment the configuration is loaded from (nil:
+	// os.Getenv); serve and mcp set it from secureServerProcess.
+	getenv func(string) string
 }
 
 func newRoot() *cobra.Command {
@@ -35,7 +38,23 @@ func newRoot() *cobra.Command {
 
 // loadConfig loads the configuration for the data directory in g.
 func (g *globals) loadConfig() (app.Config, error) {
-	return app.LoadConfig(g.dataDir, os.Getenv)
+	getenv := g.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return app.LoadConfig(g.dataDir, getenv)
+}
+
+// secureServer makes this serve or mcp process non-dumpable and free of
+// credentials in its environment (secureServerProcess), before the
+// configuration is loaded.
+func (g *globals) secureServer() error {
+	getenv, err := secureServerProcess()
+	if err != nil {
+		return err
+	}
+	g.getenv = getenv
+	return nil
 }
 
 // openStores opens the data directory's stores for an offline command.

@@ -25,6 +25,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			"Each --project DIR (or NAME=DIR) is registered as agent:local:<name>.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.secureServer(); err != nil {
+				return err
+			}
 			cfg, err := g.loadConfig()
 			if err != nil {
 				return err

@@ -51,6 +51,12 @@ type Config struct {
 	BootstrapToken string `toml:"-"`
 }
 
+// CredentialEnv returns the names of the environment variables whose values
+// are credentials the server accepts (WEBCODEX_TOKEN). serve and mcp take
+// them out of their process environment at start and keep them in memory
+// only (docs/decisions/0019-no-credentials-in-the-server-environment.md).
+func CredentialEnv() []string { return []string{"WEBCODEX_TOKEN"} }
+
 // Duration is a time.Duration written in TOML as a Go duration string
 // ("15s") or a number of seconds.
 type Duration time.Duration

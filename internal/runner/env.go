@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -24,13 +25,22 @@ var inherited = []string{
 
 var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
+// InheritedNames returns the names of the server environment variables a
+// child may see (values that look like credentials excepted). The server
+// keeps no more than these, plus its own configuration, in its environment.
+func InheritedNames() []string { return slices.Clone(inherited) }
+
 // secretish reports whether an environment variable name looks like it
 // holds a credential.
 func secretish(key string) bool {
+	return strings.HasPrefix(strings.ToUpper(key), "WEBCODEX_") || CredentialName(key)
+}
+
+// CredentialName reports whether an environment variable name says it
+// holds a credential (TOKEN, SECRET, PASSWORD, API_KEY, AUTH, …, in any
+// case).
+func CredentialName(key string) bool {
 	k := strings.ToUpper(key)
-	if strings.HasPrefix(k, "WEBCODEX_") {
-		return true
-	}
 	for _, w := range []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "PRIVATE_KEY", "CREDENTIAL", "AUTH"} {
 		if strings.Contains(k, w) {
 			return true
