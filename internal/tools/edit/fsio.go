@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/project/walk"
 )
 
@@ -75,24 +76,28 @@ func lockPaths(ctx context.Context, keys []string) (func(), error) {
 	return release, nil
 }
 
-// commit writes the plans. It first stages every new content in a synced
-// temporary file next to its target (creating missing directories) and
-// proves that every directory of a delete is writable; a failure while
-// staging undoes the staging and changes nothing. It then renames and
-// removes in change order and syncs the touched directories. It returns
-// the project-relative paths it changed; a failure after the first rename
-// is an outcome_unknown failure listing them.
-func commit(plans []*plan) (written []string, err error) {
+// commit writes the plans through tree. It first stages every new content
+// in a synced temporary file next to its target (creating missing
+// directories) and proves that every directory of a delete is writable; a
+// failure while staging undoes the staging and changes nothing. It then
+// renames and removes in change order and syncs the touched directories.
+// Every directory, staging file, rename and removal goes through the
+// tree's root handle, so none of them can land outside the project, even
+// when a directory is swapped for a symlink meanwhile. It returns the
+// project-relative paths it changed; a failure after the first rename is an
+// outcome_unknown failure listing them.
+func commit(tree *project.Tree, plans []*plan) (written []string, err error) {
+	root := tree.Root()
 	var createdDirs []string
 	cleanup := func() {
 		for _, p := range plans {
 			if p.tmp != "" {
-				os.Remove(p.tmp)
+				root.Remove(p.tmp)
 				p.tmp = ""
 			}
 		}
 		for i := len(createdDirs) - 1; i >= 0; i-- {
-			os.Remove(createdDirs[i]) // only succeeds while empty
+			root.Remove(createdDirs[i]) // only succeeds while empty
 		}
 	}
 	for _, p := range plans {
@@ -100,24 +105,24 @@ func commit(plans []*plan) (written []string, err error) {
 			continue
 		}
 		for _, d := range p.dirs {
-			if err := os.Mkdir(d, 0o777); err != nil {
+			if err := root.Mkdir(d, 0o777); err != nil {
 				if errors.Is(err, fs.ErrExist) {
 					continue
 				}
 				cleanup()
-				return nil, withChange(ioFailure(err, p.t.rel), p.index, p.t.rel)
+				return nil, withChange(ioFailure(tree, err, p.t.rel), p.index, p.t.rel)
 			}
 			createdDirs = append(createdDirs, d)
 		}
 		switch p.op {
 		case OpDelete:
-			err = probeWritable(filepath.Dir(p.t.abs))
+			err = probeWritable(root, filepath.Dir(p.t.loc))
 		default:
-			p.tmp, err = stage(filepath.Dir(p.t.abs), p.content, p.mode, p.op != OpCreate)
+			p.tmp, err = stage(root, filepath.Dir(p.t.loc), p.content, p.mode, p.op != OpCreate)
 		}
 		if err != nil {
 			cleanup()
-			return nil, withChange(ioFailure(err, p.t.rel), p.index, p.t.rel)
+			return nil, withChange(ioFailure(tree, err, p.t.rel), p.index, p.t.rel)
 		}
 	}
 
@@ -127,9 +132,9 @@ func commit(plans []*plan) (written []string, err error) {
 			continue
 		}
 		if p.op == OpDelete {
-			err = os.Remove(p.t.abs)
+			err = root.Remove(p.t.loc)
 		} else {
-			err = os.Rename(p.tmp, p.t.abs)
+			err = root.Rename(p.tmp, p.t.loc)
 			if err == nil {
 				p.tmp = ""
 			}
@@ -137,7 +142,7 @@ func commit(plans []*plan) (written []string, err error) {
 		if err != nil {
 			cleanup()
 			if len(written) == 0 {
-				return nil, withChange(ioFailure(err, p.t.rel), p.index, p.t.rel)
+				return nil, withChange(ioFailure(tree, err, p.t.rel), p.index, p.t.rel)
 			}
 			return written, failure.Wrap(failure.OutcomeUnknown, err,
 				"writing %q failed after %d other file(s) of this call were written; inspect the files before retrying", p.t.rel, len(written)).
@@ -147,23 +152,23 @@ func commit(plans []*plan) (written []string, err error) {
 				WithDetail("state_changed", true)
 		}
 		written = append(written, p.t.rel)
-		dirs[filepath.Dir(p.t.abs)] = true
+		dirs[filepath.Dir(p.t.loc)] = true
 	}
 	for _, d := range createdDirs {
 		dirs[filepath.Dir(d)] = true
 	}
 	for d := range dirs {
-		syncDir(d)
+		syncDir(root, d)
 	}
 	return written, nil
 }
 
-// stage writes content to a new synced temporary file in dir. With keep
-// the file gets mode; otherwise it is created 0666 minus the umask, as any
-// new file.
-func stage(dir string, content []byte, mode fs.FileMode, keep bool) (string, error) {
+// stage writes content to a new synced temporary file in the directory
+// dir of root and returns its location. With keep the file gets mode;
+// otherwise it is created 0666 minus the umask, as any new file.
+func stage(root *os.Root, dir string, content []byte, mode fs.FileMode, keep bool) (string, error) {
 	name := filepath.Join(dir, tempName())
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return "", err
 	}
@@ -171,7 +176,7 @@ func stage(dir string, content []byte, mode fs.FileMode, keep bool) (string, err
 	defer func() {
 		if !ok {
 			f.Close()
-			os.Remove(name)
+			root.Remove(name)
 		}
 	}()
 	if keep {
@@ -192,15 +197,16 @@ func stage(dir string, content []byte, mode fs.FileMode, keep bool) (string, err
 	return name, nil
 }
 
-// probeWritable proves that entries of dir can be created and removed.
-func probeWritable(dir string) error {
+// probeWritable proves that entries of the directory dir of root can be
+// created and removed.
+func probeWritable(root *os.Root, dir string) error {
 	name := filepath.Join(dir, tempName())
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
 	f.Close()
-	return os.Remove(name)
+	return root.Remove(name)
 }
 
 // Staging file names: StagingPrefix, 16 lowercase hex digits,
@@ -246,14 +252,31 @@ const MaxStagingScanEntries = 1_000_000
 // directories the project tools walk (never .git, an ignored directory or
 // a symbolic link) and reads each one itself, so that a staging file is
 // found even where an ignore rule (such as *.tmp) hides it from listings.
-// It stops after MaxStagingScanEntries entries (complete is then false).
-// Call it only when no edit can be running on the project.
+// Every directory is read and every file removed through a root handle on
+// root, so nothing outside the project is touched. It stops after
+// MaxStagingScanEntries entries (complete is then false). Call it only
+// when no edit can be running on the project.
 func RemoveStaging(ctx context.Context, root string) (removed int, complete bool, err error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return 0, false, err
+	}
+	defer r.Close()
 	seen := 0
-	scan := func(dir string) error {
-		des, err := os.ReadDir(dir)
+	scan := func(loc string) error {
+		dir, err := r.OpenRoot(loc)
 		if err != nil {
 			return nil // the walk reports unreadable directories; nothing to remove
+		}
+		defer dir.Close()
+		f, err := dir.Open(".")
+		if err != nil {
+			return nil
+		}
+		des, err := f.ReadDir(-1)
+		f.Close()
+		if err != nil {
+			return nil
 		}
 		for _, de := range des {
 			if seen++; seen > MaxStagingScanEntries {
@@ -262,23 +285,23 @@ func RemoveStaging(ctx context.Context, root string) (removed int, complete bool
 			if !de.Type().IsRegular() || !IsStagingName(de.Name()) {
 				continue
 			}
-			if err := os.Remove(filepath.Join(dir, de.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := dir.Remove(de.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			removed++
 		}
 		return nil
 	}
-	err = scan(root)
+	err = scan(".")
 	if err == nil {
-		err = walk.Walk(ctx, root, ".", walk.Options{}, func(e walk.Entry) error {
+		err = walk.Walk(ctx, r, ".", ".", walk.Options{}, func(e walk.Entry) error {
 			if e.Kind != walk.KindDir {
 				if seen++; seen > MaxStagingScanEntries {
 					return walk.SkipAll
 				}
 				return nil
 			}
-			return scan(e.Abs)
+			return scan(e.Loc)
 		})
 	}
 	if errors.Is(err, walk.SkipAll) {
@@ -287,10 +310,11 @@ func RemoveStaging(ctx context.Context, root string) (removed int, complete bool
 	return removed, seen <= MaxStagingScanEntries, err
 }
 
-// syncDir makes the directory entries of dir durable. File systems that
-// cannot sync a directory are tolerated: the rename itself is atomic.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
+// syncDir makes the directory entries of the directory dir of root
+// durable. File systems that cannot sync a directory are tolerated: the
+// rename itself is atomic.
+func syncDir(root *os.Root, dir string) {
+	d, err := root.Open(dir)
 	if err != nil {
 		return
 	}
