@@ -81,18 +81,30 @@ func lockPaths(ctx context.Context, keys []string) (func(), error) {
 // directories) and proves that every directory of a delete is writable; a
 // failure while staging undoes the staging and changes nothing. It then
 // renames and removes in change order and syncs the touched directories.
-// Every directory, staging file, rename and removal goes through the
-// tree's root handle, so none of them can land outside the project, even
-// when a directory is swapped for a symlink meanwhile. It returns the
-// project-relative paths it changed; a failure after the first rename is an
-// outcome_unknown failure listing them.
+//
+// Every directory is created, and every target's directory opened, through
+// the tree's root handle; the staging file is then created, renamed over
+// the target (or the target removed) and the directory synced through that
+// one directory handle. So none of these can land outside the project,
+// even when a directory is swapped for a symlink meanwhile, and a staging
+// file is always renamed within the directory it was created in. It
+// returns the project-relative paths it changed; a failure after the first
+// rename is an outcome_unknown failure listing them.
 func commit(tree *project.Tree, plans []*plan) (written []string, err error) {
 	root := tree.Root()
 	var createdDirs []string
+	defer func() {
+		for _, p := range plans {
+			if p.dir != nil {
+				p.dir.Close()
+				p.dir = nil
+			}
+		}
+	}()
 	cleanup := func() {
 		for _, p := range plans {
 			if p.tmp != "" {
-				root.Remove(p.tmp)
+				p.dir.Remove(p.tmp)
 				p.tmp = ""
 			}
 		}
@@ -114,11 +126,14 @@ func commit(tree *project.Tree, plans []*plan) (written []string, err error) {
 			}
 			createdDirs = append(createdDirs, d)
 		}
-		switch p.op {
-		case OpDelete:
-			err = probeWritable(root, filepath.Dir(p.t.loc))
-		default:
-			p.tmp, err = stage(root, filepath.Dir(p.t.loc), p.content, p.mode, p.op != OpCreate)
+		p.dir, err = root.OpenRoot(filepath.Dir(p.t.loc))
+		if err == nil {
+			switch p.op {
+			case OpDelete:
+				err = probeWritable(p.dir)
+			default:
+				p.tmp, err = stage(p.dir, p.content, p.mode, p.op != OpCreate)
+			}
 		}
 		if err != nil {
 			cleanup()
@@ -126,15 +141,16 @@ func commit(tree *project.Tree, plans []*plan) (written []string, err error) {
 		}
 	}
 
-	dirs := map[string]bool{}
+	var synced []*os.Root
 	for _, p := range plans {
 		if !p.changed {
 			continue
 		}
+		base := filepath.Base(p.t.loc)
 		if p.op == OpDelete {
-			err = root.Remove(p.t.loc)
+			err = p.dir.Remove(base)
 		} else {
-			err = root.Rename(p.tmp, p.t.loc)
+			err = p.dir.Rename(p.tmp, base)
 			if err == nil {
 				p.tmp = ""
 			}
@@ -152,23 +168,27 @@ func commit(tree *project.Tree, plans []*plan) (written []string, err error) {
 				WithDetail("state_changed", true)
 		}
 		written = append(written, p.t.rel)
-		dirs[filepath.Dir(p.t.loc)] = true
+		synced = append(synced, p.dir)
 	}
+	for _, d := range synced {
+		syncDir(d, ".")
+	}
+	parents := map[string]bool{}
 	for _, d := range createdDirs {
-		dirs[filepath.Dir(d)] = true
+		parents[filepath.Dir(d)] = true
 	}
-	for d := range dirs {
+	for d := range parents {
 		syncDir(root, d)
 	}
 	return written, nil
 }
 
 // stage writes content to a new synced temporary file in the directory
-// dir of root and returns its location. With keep the file gets mode;
-// otherwise it is created 0666 minus the umask, as any new file.
-func stage(root *os.Root, dir string, content []byte, mode fs.FileMode, keep bool) (string, error) {
-	name := filepath.Join(dir, tempName())
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+// dir and returns its name. With keep the file gets mode; otherwise it is
+// created 0666 minus the umask, as any new file.
+func stage(dir *os.Root, content []byte, mode fs.FileMode, keep bool) (string, error) {
+	name := tempName()
+	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return "", err
 	}
@@ -176,7 +196,7 @@ func stage(root *os.Root, dir string, content []byte, mode fs.FileMode, keep boo
 	defer func() {
 		if !ok {
 			f.Close()
-			root.Remove(name)
+			dir.Remove(name)
 		}
 	}()
 	if keep {
@@ -197,16 +217,16 @@ func stage(root *os.Root, dir string, content []byte, mode fs.FileMode, keep boo
 	return name, nil
 }
 
-// probeWritable proves that entries of the directory dir of root can be
-// created and removed.
-func probeWritable(root *os.Root, dir string) error {
-	name := filepath.Join(dir, tempName())
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// probeWritable proves that entries of the directory dir can be created
+// and removed.
+func probeWritable(dir *os.Root) error {
+	name := tempName()
+	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
 	f.Close()
-	return root.Remove(name)
+	return dir.Remove(name)
 }
 
 // Staging file names: StagingPrefix, 16 lowercase hex digits,

@@ -44,7 +44,10 @@ type plan struct {
 	dirs   []string
 	result FileResult
 
-	tmp string // location of the staged temporary file
+	// dir is the target's directory, opened through the Tree while
+	// committing; tmp is the name of the staged temporary file in it.
+	dir *os.Root
+	tmp string
 }
 
 func applyTextEdits(ctx context.Context, inv *kernel.Invocation, in ApplyInput) (ApplyOutput, error) {
