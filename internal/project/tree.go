@@ -92,6 +92,40 @@ func (t *Tree) ResolveEntry(rel string) (loc, clean string, err error) {
 	return filepath.Join(t.loc(parent), path.Base(clean)), clean, nil
 }
 
+// OpenFile opens the project path rel through the root with flag (never
+// O_CREATE) and returns the file and rel's canonical form, with exactly the
+// errors of [Tree.Resolve] for a path the policy refuses and [StatFailure]'s
+// kinds for one that cannot be opened.
+//
+// It is the fast path of Resolve followed by an open: rel is cleaned (no
+// I/O) and opened through the root at once, which already refuses every
+// way out of the root; only when that open fails does the policy walk run,
+// to report the refusal as the policy would have, or to open the expanded
+// location of a path whose symlinks stay inside the root but that the root
+// handle alone does not follow (an absolute symlink, or one that leaves the
+// root and re-enters it by name).
+func (t *Tree) OpenFile(rel string, flag int) (*os.File, string, error) {
+	clean, err := Clean(rel)
+	if err != nil {
+		return nil, "", err
+	}
+	name := filepath.FromSlash(clean)
+	f, err := t.root.OpenFile(name, flag, 0)
+	if err == nil {
+		return f, clean, nil
+	}
+	loc, _, perr := t.Resolve(clean)
+	if perr != nil {
+		return nil, clean, perr
+	}
+	if loc != name {
+		if f, err = t.root.OpenFile(loc, flag, 0); err == nil {
+			return f, clean, nil
+		}
+	}
+	return nil, clean, StatFailure(err, clean)
+}
+
 func (t *Tree) loc(resolved string) string {
 	r, err := filepath.Rel(t.p.Root, resolved)
 	if err != nil { // confine returned a path inside the root

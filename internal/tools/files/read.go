@@ -160,15 +160,11 @@ func validateRequest(i int, r ReadRequest) error {
 // directory or not a regular file, and the path policy's kinds otherwise
 // (also when a symlink to the outside appeared after the check).
 func openRegular(t *project.Tree, rel string) (*os.File, string, error) {
-	loc, clean, err := t.Resolve(rel)
-	if err != nil {
-		return nil, "", err
-	}
 	// O_NONBLOCK keeps a named pipe from blocking the open; it has no
 	// effect on regular files.
-	f, err := t.Root().OpenFile(loc, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, clean, err := t.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
-		return nil, clean, t.Failure(err, clean)
+		return nil, clean, err
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -198,6 +194,12 @@ func readOne(ctx context.Context, t *project.Tree, r ReadRequest, budget int) (F
 		return FileContent{}, err
 	}
 	defer f.Close()
+	return readOpen(ctx, f, clean, r, budget)
+}
+
+// readOpen streams the open regular file f, whose canonical path is clean,
+// for readOne.
+func readOpen(ctx context.Context, f *os.File, clean string, r ReadRequest, budget int) (FileContent, error) {
 	start := max(r.StartLine, 1)
 	end := r.EndLine
 	if end == 0 {
