@@ -10,7 +10,9 @@
 // absolute paths, drive or URI forms, invalid UTF-8, control characters and
 // any ".." component with [failure.InvalidArguments] before any I/O, and
 // rejects a path whose existing part resolves (through symlinks, including
-// dangling ones) outside the root with [failure.PermissionDenied].
+// dangling ones) outside the root with [failure.PermissionDenied]. The file
+// tools do their I/O through a [Tree], a per-call handle on the root that
+// repeats the confinement in every system call.
 //
 // # Registry
 //
