@@ -45,24 +45,33 @@ type Instructions struct {
 }
 
 // ReadInstructions reads the project's instruction files through the path
-// policy: a file that resolves outside the root is reported unavailable and
-// never read. Bodies are cut to MaxInstructionFileBytes on a UTF-8
+// policy and a [Tree]: a file that resolves outside the root is reported
+// unavailable and never read. Bodies are cut to MaxInstructionFileBytes on a UTF-8
 // boundary.
 func (p Project) ReadInstructions() Instructions {
 	out := Instructions{Status: "not_found", Sources: []InstructionSource{}}
+	t, err := p.OpenTree()
+	if err != nil {
+		return out
+	}
+	defer t.Close()
 	for _, rel := range InstructionFiles {
-		abs, clean, err := p.Resolve(rel)
+		loc, clean, err := t.Resolve(rel)
 		if err != nil {
 			if failure.Is(err, failure.PermissionDenied) {
 				out.Sources = append(out.Sources, InstructionSource{Path: rel, Unavailable: "outside_project_root"})
 			}
 			continue
 		}
-		f, err := os.Open(abs)
+		f, err := t.Root().Open(loc)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
+			if t.Escaped(clean) != nil {
+				out.Sources = append(out.Sources, InstructionSource{Path: rel, Unavailable: "outside_project_root"})
+				continue
+			}
 			out.Sources = append(out.Sources, InstructionSource{Path: clean, Unavailable: "unreadable"})
 			continue
 		}

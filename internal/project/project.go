@@ -10,7 +10,9 @@
 // absolute paths, drive or URI forms, invalid UTF-8, control characters and
 // any ".." component with [failure.InvalidArguments] before any I/O, and
 // rejects a path whose existing part resolves (through symlinks, including
-// dangling ones) outside the root with [failure.PermissionDenied].
+// dangling ones) outside the root with [failure.PermissionDenied]. The file
+// tools do their I/O through a [Tree], a per-call handle on the root that
+// repeats the confinement in every system call.
 //
 // # Registry
 //
@@ -167,13 +169,15 @@ func hasDrive(p string) bool {
 // Resolve requires p.Root to be canonical (see [CanonicalRoot]); a root that
 // is not its own real path fails closed. The check is a point-in-time check:
 // it does not protect against a concurrent process that swaps a component for
-// a symlink between Resolve and the caller's I/O.
+// a symlink between Resolve and the caller's I/O. The file tools therefore do
+// their I/O through a [Tree], which repeats the confinement in every system
+// call.
 func (p Project) Resolve(rel string) (abs, clean string, err error) {
 	clean, err = Clean(rel)
 	if err != nil {
 		return "", "", err
 	}
-	if err := p.confine(clean); err != nil {
+	if _, err := p.confine(clean); err != nil {
 		return "", "", err
 	}
 	return filepath.Join(p.Root, filepath.FromSlash(clean)), clean, nil
@@ -183,9 +187,11 @@ func (p Project) Resolve(rel string) (abs, clean string, err error) {
 // like the kernel's ELOOP limit.
 const MaxSymlinkHops = 40
 
-// confine resolves clean (an output of Clean) against the root and checks
-// that the location it names is inside the root.
-func (p Project) confine(clean string) error {
+// confine resolves clean (an output of Clean) against the root, checks that
+// the location it names is inside the root and returns that location: an
+// absolute path with every existing symlink expanded (the part that does
+// not exist is applied lexically).
+func (p Project) confine(clean string) (string, error) {
 	outside := func() error {
 		return failure.New(failure.PermissionDenied, "path %q resolves outside the project root", clean)
 	}
@@ -209,7 +215,7 @@ func (p Project) confine(clean string) error {
 		fi, err := os.Lstat(next)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-				return failure.Wrap(failure.PermissionDenied, err, "path %q cannot be resolved", clean)
+				return "", failure.Wrap(failure.PermissionDenied, err, "path %q cannot be resolved", clean)
 			}
 			// Nothing exists below here: the remaining components are
 			// what a creating tool would make, so apply them lexically.
@@ -232,11 +238,11 @@ func (p Project) confine(clean string) error {
 		}
 		hops++
 		if hops > MaxSymlinkHops {
-			return failure.New(failure.PermissionDenied, "path %q has too many levels of symbolic links", clean)
+			return "", failure.New(failure.PermissionDenied, "path %q has too many levels of symbolic links", clean)
 		}
 		target, err := os.Readlink(next)
 		if err != nil || target == "" {
-			return failure.New(failure.PermissionDenied, "path %q cannot be resolved", clean)
+			return "", failure.New(failure.PermissionDenied, "path %q cannot be resolved", clean)
 		}
 		if filepath.IsAbs(target) {
 			vol := filepath.VolumeName(target)
@@ -248,9 +254,9 @@ func (p Project) confine(clean string) error {
 		pending = append(strings.Split(filepath.ToSlash(target), "/"), pending...)
 	}
 	if !within(p.Root, resolved) {
-		return outside()
+		return "", outside()
 	}
-	return nil
+	return resolved, nil
 }
 
 // within reports whether p is root or lies below it. Both must be clean.

@@ -8,8 +8,9 @@
 // case-sensitive. Global git excludes are not read, so the result does not
 // depend on the host's git configuration. A directory named .git is never
 // reported or entered, ignore rules or not. Symbolic links are reported as
-// links and never followed, so a walk never leaves the directory tree it
-// starts in.
+// links and never followed. Every directory, ignore file and entry is read
+// through an [os.Root] on the project root, so a walk never leaves the
+// root, even when a directory is swapped for a symlink while it runs.
 //
 // Entries arrive depth-first in a deterministic order: the byte order of
 // their project-relative paths, where a directory's path is compared as if
@@ -56,8 +57,9 @@ const (
 type Entry struct {
 	// Path is the project-relative, slash-separated path.
 	Path string
-	// Abs is the absolute path under the root Walk was given.
-	Abs  string
+	// Loc is the entry's location in the root Walk was given, in the
+	// operating system's form, for opening it through that root.
+	Loc  string
 	Kind Kind
 	// Size is the size in bytes of a regular file, 0 for other kinds.
 	Size int64
@@ -78,39 +80,41 @@ var SkipDir = fs.SkipDir
 var SkipAll = fs.SkipAll
 
 // Walk calls fn for every entry beneath the directory start of the project
-// rooted at root, in the order described in the package documentation.
+// whose root is open as root, in the order described in the package
+// documentation.
 //
-// root must be the project's absolute root and start a clean,
-// slash-separated project-relative directory path ("." for the root) that
-// the caller has already confined to the project. The ignore files of root
-// and of every directory from root down to start apply; start itself is
-// walked even when an ignore rule names it, because the caller asked for
-// it explicitly. Subdirectories that cannot be read are reported but their
-// contents are skipped.
+// start is a clean, slash-separated project-relative directory path ("."
+// for the root) that the caller has already confined to the project, and
+// loc its location in root (as project.Tree.Resolve returns it; start
+// itself when no symlink leads to it). Entry paths are reported below
+// start. The ignore files of the root and of every directory from the root
+// down to start apply; start itself is walked even when an ignore rule
+// names it, because the caller asked for it explicitly. Subdirectories
+// that cannot be read are reported but their contents are skipped.
 //
 // Walk returns nil when the walk completes or fn returns SkipAll, the
 // context's error when ctx ends, the error of reading start, or any other
 // error fn returns.
-func Walk(ctx context.Context, root, start string, opts Options, fn func(Entry) error) error {
+func Walk(ctx context.Context, root *os.Root, start, loc string, opts Options, fn func(Entry) error) error {
 	var rules []rule
 	if !opts.IncludeIgnored {
-		rules = appendRules(rules, filepath.Join(root, GitDirName, "info", "exclude"), "")
-		rules = appendRules(rules, filepath.Join(root, IgnoreFileName), "")
+		rules = appendRules(rules, root, filepath.Join(GitDirName, "info", "exclude"), "")
+		rules = appendRules(rules, root, IgnoreFileName, "")
 		if start != "." {
 			parts := strings.Split(start, "/")
-			for i := range parts {
+			for i := range parts[:len(parts)-1] {
 				dir := strings.Join(parts[:i+1], "/")
-				rules = appendRules(rules, filepath.Join(root, filepath.FromSlash(dir), IgnoreFileName), dir)
+				rules = appendRules(rules, root, filepath.Join(filepath.FromSlash(dir), IgnoreFileName), dir)
 			}
+			rules = appendRules(rules, root, filepath.Join(loc, IgnoreFileName), start)
 		}
 	}
-	abs := filepath.Join(root, filepath.FromSlash(start))
-	des, err := os.ReadDir(abs)
+	des, err := readDir(root, loc)
 	if err != nil {
 		return err
 	}
 	w := &walker{ctx: ctx, root: root, opts: opts, fn: fn}
-	err = w.dir(start, abs, des, rules)
+	err = w.dir(start, loc, des, rules)
 	if errors.Is(err, SkipAll) || errors.Is(err, SkipDir) {
 		return nil
 	}
@@ -119,54 +123,88 @@ func Walk(ctx context.Context, root, start string, opts Options, fn func(Entry) 
 
 type walker struct {
 	ctx  context.Context
-	root string
+	root *os.Root
 	opts Options
 	fn   func(Entry) error
 }
 
-type sortable struct {
-	de   fs.DirEntry
-	key  string
+// dirEntry is one entry of a directory read by readDir.
+type dirEntry struct {
+	name string
 	kind Kind
+	size int64
 }
 
-func (w *walker) dir(rel, abs string, des []fs.DirEntry, rules []rule) error {
+// readDir reads the directory at loc in root: the names, kinds and (for
+// regular files) sizes of its entries. The directory is opened through
+// root and each entry is stated through a root on the directory itself,
+// so neither can be redirected outside.
+func readDir(root *os.Root, loc string) ([]dirEntry, error) {
+	dir, err := root.OpenRoot(loc)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	f, err := dir.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	des, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dirEntry, 0, len(des))
+	for _, de := range des {
+		e := dirEntry{name: de.Name(), kind: kindOf(de.Type())}
+		if e.kind == KindFile {
+			info, err := dir.Lstat(e.name)
+			if err != nil {
+				continue // vanished since the directory was read
+			}
+			if e.kind = kindOf(info.Mode().Type()); e.kind == KindFile {
+				e.size = info.Size()
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+type sortable struct {
+	de  dirEntry
+	key string
+}
+
+func (w *walker) dir(rel, loc string, des []dirEntry, rules []rule) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
 	items := make([]sortable, 0, len(des))
 	for _, de := range des {
-		if de.Name() == GitDirName {
+		if de.name == GitDirName {
 			continue
 		}
-		k := kindOf(de.Type())
-		key := de.Name()
-		if k == KindDir {
+		key := de.name
+		if de.kind == KindDir {
 			key += "/"
 		}
-		items = append(items, sortable{de: de, key: key, kind: k})
+		items = append(items, sortable{de: de, key: key})
 	}
 	slices.SortFunc(items, func(a, b sortable) int { return strings.Compare(a.key, b.key) })
 	for _, it := range items {
-		name := it.de.Name()
+		name, kind := it.de.name, it.de.kind
 		p := name
 		if rel != "." {
 			p = rel + "/" + name
 		}
-		if !w.opts.IncludeIgnored && ignored(rules, p, it.kind == KindDir) {
+		if !w.opts.IncludeIgnored && ignored(rules, p, kind == KindDir) {
 			continue
 		}
-		e := Entry{Path: p, Abs: filepath.Join(abs, name), Kind: it.kind}
-		if it.kind == KindFile {
-			info, err := it.de.Info()
-			if err != nil {
-				continue // vanished since the directory was read
-			}
-			e.Size = info.Size()
-		}
+		e := Entry{Path: p, Loc: filepath.Join(loc, name), Kind: kind, Size: it.de.size}
 		err := w.fn(e)
 		if errors.Is(err, SkipDir) {
-			if it.kind == KindDir {
+			if kind == KindDir {
 				continue
 			}
 			return nil
@@ -174,18 +212,18 @@ func (w *walker) dir(rel, abs string, des []fs.DirEntry, rules []rule) error {
 		if err != nil {
 			return err
 		}
-		if it.kind != KindDir {
+		if kind != KindDir {
 			continue
 		}
-		sub, err := os.ReadDir(e.Abs)
+		sub, err := readDir(w.root, e.Loc)
 		if err != nil {
 			continue // unreadable: reported, not entered
 		}
 		subRules := rules
 		if !w.opts.IncludeIgnored {
-			subRules = appendRules(rules[:len(rules):len(rules)], filepath.Join(e.Abs, IgnoreFileName), p)
+			subRules = appendRules(rules[:len(rules):len(rules)], w.root, filepath.Join(e.Loc, IgnoreFileName), p)
 		}
-		if err := w.dir(p, e.Abs, sub, subRules); err != nil {
+		if err := w.dir(p, e.Loc, sub, subRules); err != nil {
 			return err
 		}
 	}
@@ -205,22 +243,25 @@ func kindOf(m fs.FileMode) Kind {
 	}
 }
 
-// appendRules appends the rules of the ignore file at abs, located in the
-// project-relative directory base, to rules. A missing, unreadable or
-// non-regular file (a symbolic link included) contributes nothing.
-func appendRules(rules []rule, abs, base string) []rule {
+// appendRules appends the rules of the ignore file at loc in root, located
+// in the project-relative directory base, to rules. A missing, unreadable
+// or non-regular file (a symbolic link included) contributes nothing.
+func appendRules(rules []rule, root *os.Root, loc, base string) []rule {
 	if base == "." {
 		base = ""
 	}
-	info, err := os.Lstat(abs)
+	info, err := root.Lstat(loc)
 	if err != nil || !info.Mode().IsRegular() {
 		return rules
 	}
-	f, err := os.Open(abs)
+	f, err := root.Open(loc)
 	if err != nil {
 		return rules
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !os.SameFile(st, info) {
+		return rules // replaced since the Lstat
+	}
 	content, err := io.ReadAll(io.LimitReader(f, MaxIgnoreFileBytes))
 	if err != nil {
 		return rules

@@ -34,11 +34,22 @@ func mkdir(t *testing.T, root, rel string) {
 	}
 }
 
+// walkIn walks start (no symlink leads to it) in a root opened on root.
+func walkIn(t *testing.T, ctx context.Context, root, start string, opts walk.Options, fn func(walk.Entry) error) error {
+	t.Helper()
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	return walk.Walk(ctx, r, start, filepath.FromSlash(start), opts, fn)
+}
+
 // collect walks start and returns "path kind" lines.
 func collect(t *testing.T, root, start string, opts walk.Options) []string {
 	t.Helper()
 	var got []string
-	err := walk.Walk(context.Background(), root, start, opts, func(e walk.Entry) error {
+	err := walkIn(t, context.Background(), root, start, opts, func(e walk.Entry) error {
 		got = append(got, e.Path+" "+string(e.Kind))
 		return nil
 	})
@@ -159,7 +170,7 @@ func TestWalkReportsSymlinksWithoutFollowing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var entries []walk.Entry
-	err := walk.Walk(context.Background(), root, ".", walk.Options{}, func(e walk.Entry) error {
+	err := walkIn(t, context.Background(), root, ".", walk.Options{}, func(e walk.Entry) error {
 		entries = append(entries, e)
 		return nil
 	})
@@ -170,7 +181,7 @@ func TestWalkReportsSymlinksWithoutFollowing(t *testing.T) {
 		t.Fatalf("entries = %+v", entries)
 	}
 	if entries[0].Path != "f.txt" || entries[0].Kind != walk.KindFile || entries[0].Size != 5 ||
-		entries[0].Abs != filepath.Join(root, "f.txt") {
+		entries[0].Loc != "f.txt" {
 		t.Errorf("file entry = %+v", entries[0])
 	}
 	if entries[1].Path != "out" || entries[1].Kind != walk.KindSymlink || entries[1].Size != 0 {
@@ -210,7 +221,7 @@ func TestWalkSkipDirAndSkipAll(t *testing.T) {
 	write(t, root, "c", "")
 	write(t, root, "d", "")
 	var got []string
-	err := walk.Walk(context.Background(), root, ".", walk.Options{}, func(e walk.Entry) error {
+	err := walkIn(t, context.Background(), root, ".", walk.Options{}, func(e walk.Entry) error {
 		got = append(got, e.Path)
 		if e.Path == "a" {
 			return walk.SkipDir
@@ -232,7 +243,7 @@ func TestWalkSkipDirAndSkipAll(t *testing.T) {
 	// SkipDir on a file skips the rest of its directory.
 	got = nil
 	write(t, root, "b/z", "")
-	err = walk.Walk(context.Background(), root, ".", walk.Options{}, func(e walk.Entry) error {
+	err = walkIn(t, context.Background(), root, ".", walk.Options{}, func(e walk.Entry) error {
 		got = append(got, e.Path)
 		if e.Path == "b/y" {
 			return walk.SkipDir
@@ -252,17 +263,17 @@ func TestWalkReturnsVisitErrorAndContextError(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, "a/b", "")
 	boom := errors.New("boom")
-	err := walk.Walk(context.Background(), root, ".", walk.Options{}, func(walk.Entry) error { return boom })
+	err := walkIn(t, context.Background(), root, ".", walk.Options{}, func(walk.Entry) error { return boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err = walk.Walk(ctx, root, ".", walk.Options{}, func(walk.Entry) error { return nil })
+	err = walkIn(t, ctx, root, ".", walk.Options{}, func(walk.Entry) error { return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	err = walk.Walk(context.Background(), root, "missing", walk.Options{}, func(walk.Entry) error { return nil })
+	err = walkIn(t, context.Background(), root, "missing", walk.Options{}, func(walk.Entry) error { return nil })
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err = %v, want not exist", err)
 	}
@@ -427,7 +438,7 @@ func TestWalkAgreesWithGit(t *testing.T) {
 		}
 	}
 	var got []string
-	err = walk.Walk(context.Background(), root, ".", walk.Options{}, func(e walk.Entry) error {
+	err = walkIn(t, context.Background(), root, ".", walk.Options{}, func(e walk.Entry) error {
 		if e.Kind == walk.KindFile {
 			got = append(got, e.Path)
 		}

@@ -11,12 +11,27 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/project"
 )
 
 func mkPlan(t *testing.T, root, rel, op, content string, index int) *plan {
 	t.Helper()
-	abs := filepath.Join(root, rel)
-	return &plan{index: index, op: op, t: target{rel: rel, abs: abs, key: abs}, changed: true, content: []byte(content), mode: 0o644}
+	return &plan{index: index, op: op, t: target{rel: rel, loc: rel, key: filepath.Join(root, rel)}, changed: true, content: []byte(content), mode: 0o644}
+}
+
+// openTree opens a Tree on a new canonical temporary project root.
+func openTree(t *testing.T) (string, *project.Tree) {
+	t.Helper()
+	root, err := project.CanonicalRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := project.Project{ID: project.LocalID("c"), Name: "c", Root: root}.OpenTree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tree.Close() })
+	return root, tree
 }
 
 func entries(t *testing.T, dir string) []string {
@@ -35,7 +50,7 @@ func entries(t *testing.T, dir string) []string {
 // A rename that fails after another file of the call was written is
 // outcome_unknown and names what was written.
 func TestCommitFailureAfterAWriteIsOutcomeUnknown(t *testing.T) {
-	root := t.TempDir()
+	root, tree := openTree(t)
 	// The second target is a non-empty directory: staging its temporary
 	// file succeeds, the rename over the directory fails (also for root).
 	if err := os.MkdirAll(filepath.Join(root, "blocker", "child"), 0o755); err != nil {
@@ -45,7 +60,7 @@ func TestCommitFailureAfterAWriteIsOutcomeUnknown(t *testing.T) {
 		mkPlan(t, root, "first.txt", OpCreate, "first\n", 0),
 		mkPlan(t, root, "blocker", OpReplace, "second\n", 1),
 	}
-	written, err := commit(plans)
+	written, err := commit(tree, plans)
 	if !failure.Is(err, failure.OutcomeUnknown) {
 		t.Fatalf("err = %v, want outcome_unknown", err)
 	}
@@ -70,14 +85,14 @@ func TestCommitFailureAfterAWriteIsOutcomeUnknown(t *testing.T) {
 // A rename that fails before anything was written changes nothing and
 // removes its staging files and created directories.
 func TestCommitFailureBeforeAnyWriteChangesNothing(t *testing.T) {
-	root := t.TempDir()
+	root, tree := openTree(t)
 	if err := os.MkdirAll(filepath.Join(root, "blocker", "child"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	p0 := mkPlan(t, root, "blocker", OpReplace, "x", 0)
 	p1 := mkPlan(t, root, "newdir/n.txt", OpCreate, "n", 1)
-	p1.dirs = []string{filepath.Join(root, "newdir")}
-	written, err := commit([]*plan{p0, p1})
+	p1.dirs = []string{"newdir"}
+	written, err := commit(tree, []*plan{p0, p1})
 	if err == nil || failure.Is(err, failure.OutcomeUnknown) || len(written) != 0 {
 		t.Fatalf("err = %v, written = %v", err, written)
 	}

@@ -10,6 +10,10 @@
 // memory and checked first; a conflict or invalid argument writes nothing.
 // Files are replaced atomically (a temporary file in the same directory,
 // fsync, rename, fsync of the directory) and keep their permission bits.
+// Every directory creation, staging file, rename and removal goes through
+// the call's handle on the project root ([project.Tree]); the staging file
+// is created, renamed and cleaned up through one handle on the target's
+// directory, so it never lands, or is left, outside the project.
 //
 // Calls that touch the same file serialize on a per-path lock held from the
 // fence check to the last write, so of two calls fenced by the same revision
@@ -18,7 +22,7 @@
 //
 // # Path policy
 //
-// Paths go through project.Project.Resolve. In addition these tools refuse
+// Paths go through the path policy (project.Tree.ResolveEntry). In addition these tools refuse
 // (permission_denied) any path with a ".git" component, so that repository
 // metadata (hooks, config, filters) cannot be rewritten through them, and
 // refuse (invalid_arguments) a path whose last component is a symbolic link,

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/project/walk"
 )
 
@@ -75,24 +76,40 @@ func lockPaths(ctx context.Context, keys []string) (func(), error) {
 	return release, nil
 }
 
-// commit writes the plans. It first stages every new content in a synced
-// temporary file next to its target (creating missing directories) and
-// proves that every directory of a delete is writable; a failure while
-// staging undoes the staging and changes nothing. It then renames and
-// removes in change order and syncs the touched directories. It returns
-// the project-relative paths it changed; a failure after the first rename
-// is an outcome_unknown failure listing them.
-func commit(plans []*plan) (written []string, err error) {
+// commit writes the plans through tree. It first stages every new content
+// in a synced temporary file next to its target (creating missing
+// directories) and proves that every directory of a delete is writable; a
+// failure while staging undoes the staging and changes nothing. It then
+// renames and removes in change order and syncs the touched directories.
+//
+// Every directory is created, and every target's directory opened, through
+// the tree's root handle; the staging file is then created, renamed over
+// the target (or the target removed) and the directory synced through that
+// one directory handle. So none of these can land outside the project,
+// even when a directory is swapped for a symlink meanwhile, and a staging
+// file is always renamed within the directory it was created in. It
+// returns the project-relative paths it changed; a failure after the first
+// rename is an outcome_unknown failure listing them.
+func commit(tree *project.Tree, plans []*plan) (written []string, err error) {
+	root := tree.Root()
 	var createdDirs []string
+	defer func() {
+		for _, p := range plans {
+			if p.dir != nil {
+				p.dir.Close()
+				p.dir = nil
+			}
+		}
+	}()
 	cleanup := func() {
 		for _, p := range plans {
 			if p.tmp != "" {
-				os.Remove(p.tmp)
+				p.dir.Remove(p.tmp)
 				p.tmp = ""
 			}
 		}
 		for i := len(createdDirs) - 1; i >= 0; i-- {
-			os.Remove(createdDirs[i]) // only succeeds while empty
+			root.Remove(createdDirs[i]) // only succeeds while empty
 		}
 	}
 	for _, p := range plans {
@@ -100,36 +117,40 @@ func commit(plans []*plan) (written []string, err error) {
 			continue
 		}
 		for _, d := range p.dirs {
-			if err := os.Mkdir(d, 0o777); err != nil {
+			if err := root.Mkdir(d, 0o777); err != nil {
 				if errors.Is(err, fs.ErrExist) {
 					continue
 				}
 				cleanup()
-				return nil, withChange(ioFailure(err, p.t.rel), p.index, p.t.rel)
+				return nil, withChange(ioFailure(tree, err, p.t.rel), p.index, p.t.rel)
 			}
 			createdDirs = append(createdDirs, d)
 		}
-		switch p.op {
-		case OpDelete:
-			err = probeWritable(filepath.Dir(p.t.abs))
-		default:
-			p.tmp, err = stage(filepath.Dir(p.t.abs), p.content, p.mode, p.op != OpCreate)
+		p.dir, err = root.OpenRoot(filepath.Dir(p.t.loc))
+		if err == nil {
+			switch p.op {
+			case OpDelete:
+				err = probeWritable(p.dir)
+			default:
+				p.tmp, err = stage(p.dir, p.content, p.mode, p.op != OpCreate)
+			}
 		}
 		if err != nil {
 			cleanup()
-			return nil, withChange(ioFailure(err, p.t.rel), p.index, p.t.rel)
+			return nil, withChange(ioFailure(tree, err, p.t.rel), p.index, p.t.rel)
 		}
 	}
 
-	dirs := map[string]bool{}
+	var synced []*os.Root
 	for _, p := range plans {
 		if !p.changed {
 			continue
 		}
+		base := filepath.Base(p.t.loc)
 		if p.op == OpDelete {
-			err = os.Remove(p.t.abs)
+			err = p.dir.Remove(base)
 		} else {
-			err = os.Rename(p.tmp, p.t.abs)
+			err = p.dir.Rename(p.tmp, base)
 			if err == nil {
 				p.tmp = ""
 			}
@@ -137,7 +158,7 @@ func commit(plans []*plan) (written []string, err error) {
 		if err != nil {
 			cleanup()
 			if len(written) == 0 {
-				return nil, withChange(ioFailure(err, p.t.rel), p.index, p.t.rel)
+				return nil, withChange(ioFailure(tree, err, p.t.rel), p.index, p.t.rel)
 			}
 			return written, failure.Wrap(failure.OutcomeUnknown, err,
 				"writing %q failed after %d other file(s) of this call were written; inspect the files before retrying", p.t.rel, len(written)).
@@ -147,23 +168,27 @@ func commit(plans []*plan) (written []string, err error) {
 				WithDetail("state_changed", true)
 		}
 		written = append(written, p.t.rel)
-		dirs[filepath.Dir(p.t.abs)] = true
+		synced = append(synced, p.dir)
 	}
+	for _, d := range synced {
+		syncDir(d, ".")
+	}
+	parents := map[string]bool{}
 	for _, d := range createdDirs {
-		dirs[filepath.Dir(d)] = true
+		parents[filepath.Dir(d)] = true
 	}
-	for d := range dirs {
-		syncDir(d)
+	for d := range parents {
+		syncDir(root, d)
 	}
 	return written, nil
 }
 
-// stage writes content to a new synced temporary file in dir. With keep
-// the file gets mode; otherwise it is created 0666 minus the umask, as any
-// new file.
-func stage(dir string, content []byte, mode fs.FileMode, keep bool) (string, error) {
-	name := filepath.Join(dir, tempName())
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+// stage writes content to a new synced temporary file in the directory
+// dir and returns its name. With keep the file gets mode; otherwise it is
+// created 0666 minus the umask, as any new file.
+func stage(dir *os.Root, content []byte, mode fs.FileMode, keep bool) (string, error) {
+	name := tempName()
+	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return "", err
 	}
@@ -171,7 +196,7 @@ func stage(dir string, content []byte, mode fs.FileMode, keep bool) (string, err
 	defer func() {
 		if !ok {
 			f.Close()
-			os.Remove(name)
+			dir.Remove(name)
 		}
 	}()
 	if keep {
@@ -192,15 +217,16 @@ func stage(dir string, content []byte, mode fs.FileMode, keep bool) (string, err
 	return name, nil
 }
 
-// probeWritable proves that entries of dir can be created and removed.
-func probeWritable(dir string) error {
-	name := filepath.Join(dir, tempName())
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// probeWritable proves that entries of the directory dir can be created
+// and removed.
+func probeWritable(dir *os.Root) error {
+	name := tempName()
+	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
 	f.Close()
-	return os.Remove(name)
+	return dir.Remove(name)
 }
 
 // Staging file names: StagingPrefix, 16 lowercase hex digits,
@@ -246,14 +272,31 @@ const MaxStagingScanEntries = 1_000_000
 // directories the project tools walk (never .git, an ignored directory or
 // a symbolic link) and reads each one itself, so that a staging file is
 // found even where an ignore rule (such as *.tmp) hides it from listings.
-// It stops after MaxStagingScanEntries entries (complete is then false).
-// Call it only when no edit can be running on the project.
+// Every directory is read and every file removed through a root handle on
+// root, so nothing outside the project is touched. It stops after
+// MaxStagingScanEntries entries (complete is then false). Call it only
+// when no edit can be running on the project.
 func RemoveStaging(ctx context.Context, root string) (removed int, complete bool, err error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return 0, false, err
+	}
+	defer r.Close()
 	seen := 0
-	scan := func(dir string) error {
-		des, err := os.ReadDir(dir)
+	scan := func(loc string) error {
+		dir, err := r.OpenRoot(loc)
 		if err != nil {
 			return nil // the walk reports unreadable directories; nothing to remove
+		}
+		defer dir.Close()
+		f, err := dir.Open(".")
+		if err != nil {
+			return nil
+		}
+		des, err := f.ReadDir(-1)
+		f.Close()
+		if err != nil {
+			return nil
 		}
 		for _, de := range des {
 			if seen++; seen > MaxStagingScanEntries {
@@ -262,23 +305,23 @@ func RemoveStaging(ctx context.Context, root string) (removed int, complete bool
 			if !de.Type().IsRegular() || !IsStagingName(de.Name()) {
 				continue
 			}
-			if err := os.Remove(filepath.Join(dir, de.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := dir.Remove(de.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			removed++
 		}
 		return nil
 	}
-	err = scan(root)
+	err = scan(".")
 	if err == nil {
-		err = walk.Walk(ctx, root, ".", walk.Options{}, func(e walk.Entry) error {
+		err = walk.Walk(ctx, r, ".", ".", walk.Options{}, func(e walk.Entry) error {
 			if e.Kind != walk.KindDir {
 				if seen++; seen > MaxStagingScanEntries {
 					return walk.SkipAll
 				}
 				return nil
 			}
-			return scan(e.Abs)
+			return scan(e.Loc)
 		})
 	}
 	if errors.Is(err, walk.SkipAll) {
@@ -287,10 +330,11 @@ func RemoveStaging(ctx context.Context, root string) (removed int, complete bool
 	return removed, seen <= MaxStagingScanEntries, err
 }
 
-// syncDir makes the directory entries of dir durable. File systems that
-// cannot sync a directory are tolerated: the rename itself is atomic.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
+// syncDir makes the directory entries of the directory dir of root
+// durable. File systems that cannot sync a directory are tolerated: the
+// rename itself is atomic.
+func syncDir(root *os.Root, dir string) {
+	d, err := root.Open(dir)
 	if err != nil {
 		return
 	}

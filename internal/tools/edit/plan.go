@@ -22,9 +22,12 @@ import (
 
 // target is a validated, resolved path.
 type target struct {
-	rel, abs string
-	// key identifies the file for locking: abs with its existing prefix
-	// resolved through symlinks, so that aliases share one lock.
+	// rel is the canonical project-relative path; loc is the entry's
+	// location in the project's Tree (its parent's symlinks expanded, its
+	// last component not), used only through the Tree's root.
+	rel, loc string
+	// key identifies the file for locking: the absolute form of loc, so
+	// that aliases through symlinked directories share one lock.
 	key string
 }
 
@@ -36,23 +39,31 @@ type plan struct {
 	changed bool
 	content []byte      // new bytes (create and replace)
 	mode    fs.FileMode // mode bits kept by a replace
-	// dirs are the missing parent directories of a create, outermost
-	// first.
+	// dirs are the locations of the missing parent directories of a
+	// create, outermost first.
 	dirs   []string
 	result FileResult
 
-	tmp string // staged temporary file
+	// dir is the target's directory, opened through the Tree while
+	// committing; tmp is the name of the staged temporary file in it.
+	dir *os.Root
+	tmp string
 }
 
 func applyTextEdits(ctx context.Context, inv *kernel.Invocation, in ApplyInput) (ApplyOutput, error) {
 	if err := validateApply(in); err != nil {
 		return ApplyOutput{}, err
 	}
+	tree, err := inv.Project.OpenTree()
+	if err != nil {
+		return ApplyOutput{}, err
+	}
+	defer tree.Close()
 	targets := make([]target, len(in.Changes))
 	seenRel := map[string]int{}
 	seenKey := map[string]int{}
 	for i, c := range in.Changes {
-		t, err := resolve(inv.Project, c.Path)
+		t, err := resolve(tree, c.Path)
 		if err != nil {
 			return ApplyOutput{}, withChange(err, i, c.Path)
 		}
@@ -80,7 +91,7 @@ func applyTextEdits(ctx context.Context, inv *kernel.Invocation, in ApplyInput) 
 
 	plans := make([]*plan, len(in.Changes))
 	for i, c := range in.Changes {
-		p, err := planChange(i, c, targets[i])
+		p, err := planChange(tree, i, c, targets[i])
 		if err != nil {
 			return ApplyOutput{}, err
 		}
@@ -104,7 +115,7 @@ func applyTextEdits(ctx context.Context, inv *kernel.Invocation, in ApplyInput) 
 	if err := ctx.Err(); err != nil {
 		return ApplyOutput{}, failure.Wrap(failure.Interrupted, err, "call was cancelled before anything was written")
 	}
-	written, err := commit(plans)
+	written, err := commit(tree, plans)
 	if len(written) > 0 {
 		inv.Change(written...)
 	}
@@ -228,8 +239,8 @@ func fenceHolds(rev, sum string, content []byte) bool {
 
 // resolve applies the path policy and this package's extra rules, and
 // computes the lock key.
-func resolve(p project.Project, rel string) (target, error) {
-	abs, clean, err := p.Resolve(rel)
+func resolve(tree *project.Tree, rel string) (target, error) {
+	loc, clean, err := tree.ResolveEntry(rel)
 	if err != nil {
 		return target{}, err
 	}
@@ -241,32 +252,15 @@ func resolve(p project.Project, rel string) (target, error) {
 			return target{}, failure.New(failure.PermissionDenied, "path %q is inside git metadata; edit tools never write there", clean)
 		}
 	}
-	return target{rel: clean, abs: abs, key: lockKey(abs)}, nil
-}
-
-// lockKey resolves the longest existing prefix of abs through symlinks and
-// appends the rest.
-func lockKey(abs string) string {
-	probe, rest := abs, ""
-	for {
-		if real, err := filepath.EvalSymlinks(probe); err == nil {
-			return filepath.Join(real, rest)
-		}
-		parent := filepath.Dir(probe)
-		if parent == probe {
-			return abs
-		}
-		rest = filepath.Join(filepath.Base(probe), rest)
-		probe = parent
-	}
+	return target{rel: clean, loc: loc, key: filepath.Join(tree.Project().Root, loc)}, nil
 }
 
 // planChange computes change i in memory. It reads but never writes.
-func planChange(i int, c Change, t target) (*plan, error) {
+func planChange(tree *project.Tree, i int, c Change, t target) (*plan, error) {
 	p := &plan{index: i, op: c.Op, t: t, result: FileResult{Path: t.rel, Op: c.Op}}
 	switch c.Op {
 	case OpCreate:
-		dirs, err := planCreate(t)
+		dirs, err := planCreate(tree, t)
 		if err != nil {
 			return nil, withChange(err, i, t.rel)
 		}
@@ -279,7 +273,7 @@ func planChange(i int, c Change, t target) (*plan, error) {
 		return p, nil
 	}
 
-	old, mode, err := readExisting(t)
+	old, mode, err := readExisting(tree, t)
 	if err != nil {
 		return nil, withChange(err, i, t.rel)
 	}
@@ -316,20 +310,21 @@ func planChange(i int, c Change, t target) (*plan, error) {
 }
 
 // planCreate checks that t does not exist and that its parent is, or can
-// become, a directory. It returns the missing parent directories,
-// outermost first.
-func planCreate(t target) ([]string, error) {
-	if _, err := os.Lstat(t.abs); err == nil {
+// become, a directory. It returns the locations of the missing parent
+// directories, outermost first.
+func planCreate(tree *project.Tree, t target) ([]string, error) {
+	root := tree.Root()
+	if _, err := root.Lstat(t.loc); err == nil {
 		return nil, conflictNoIndex(ConflictSHA256Mismatch,
 			"%q already exists; read it and use op=replace (or write_project_file with a fence)", t.rel).
 			WithDetail("reason", ReasonAlreadyExists)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, ioFailure(err, t.rel)
+		return nil, ioFailure(tree, err, t.rel)
 	}
 	var missing []string
-	dir := filepath.Dir(t.abs)
+	dir := filepath.Dir(t.loc)
 	for {
-		fi, err := os.Stat(dir)
+		fi, err := root.Stat(dir)
 		if err == nil {
 			if !fi.IsDir() {
 				return nil, failure.New(failure.InvalidArguments, "a parent of %q is not a directory", t.rel)
@@ -337,14 +332,13 @@ func planCreate(t target) ([]string, error) {
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, ioFailure(err, t.rel)
+			return nil, ioFailure(tree, err, t.rel)
 		}
-		missing = append([]string{dir}, missing...)
-		parent := filepath.Dir(dir)
-		if parent == dir {
+		if dir == "." {
 			return nil, failure.New(failure.InvalidArguments, "no existing parent directory for %q", t.rel)
 		}
-		dir = parent
+		missing = append([]string{dir}, missing...)
+		dir = filepath.Dir(dir)
 	}
 	return missing, nil
 }
@@ -353,15 +347,18 @@ func planCreate(t target) ([]string, error) {
 // returns its bytes and the mode bits to keep. A missing file is a
 // sha256_mismatch conflict (reason missing) without change index; callers
 // add it.
-func readExisting(t target) ([]byte, fs.FileMode, error) {
-	fi, err := os.Lstat(t.abs)
+func readExisting(tree *project.Tree, t target) ([]byte, fs.FileMode, error) {
+	fi, err := tree.Root().Lstat(t.loc)
 	if errors.Is(err, fs.ErrNotExist) {
+		if e := tree.Escaped(t.rel); e != nil {
+			return nil, 0, e
+		}
 		return nil, 0, conflictNoIndex(ConflictSHA256Mismatch,
 			"%q does not exist (it was deleted or moved since it was read)", t.rel).
 			WithDetail("reason", ReasonMissing)
 	}
 	if err != nil {
-		return nil, 0, ioFailure(err, t.rel)
+		return nil, 0, ioFailure(tree, err, t.rel)
 	}
 	if err := checkRegular(fi, t.rel); err != nil {
 		return nil, 0, err
@@ -369,14 +366,17 @@ func readExisting(t target) ([]byte, fs.FileMode, error) {
 	if fi.Size() > MaxFileBytes {
 		return nil, 0, failure.New(failure.InvalidArguments, "%q is %d bytes; these tools edit files of at most %d bytes", t.rel, fi.Size(), MaxFileBytes)
 	}
-	f, err := os.Open(t.abs)
+	f, err := tree.Root().OpenFile(t.loc, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, 0, ioFailure(err, t.rel)
+		return nil, 0, ioFailure(tree, err, t.rel)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !os.SameFile(st, fi) {
+		return nil, 0, failure.New(failure.OperationFailed, "%q was replaced while it was read; read it again", t.rel)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
-		return nil, 0, ioFailure(err, t.rel)
+		return nil, 0, ioFailure(tree, err, t.rel)
 	}
 	if len(b) > MaxFileBytes {
 		return nil, 0, failure.New(failure.InvalidArguments, "%q is larger than %d bytes", t.rel, MaxFileBytes)
@@ -708,9 +708,14 @@ func withEdit(err error, j int) error {
 	return err
 }
 
-// ioFailure maps an I/O error on rel to a stable kind without exposing the
-// absolute path.
-func ioFailure(err error, rel string) error {
+// ioFailure maps an I/O error on rel through tree to a stable kind without
+// exposing the absolute path. When rel now resolves outside the root (a
+// symlink appeared after the check, and the root handle refused it), it is
+// the path policy's permission_denied.
+func ioFailure(tree *project.Tree, err error, rel string) error {
+	if e := tree.Escaped(rel); e != nil {
+		return e
+	}
 	if errors.Is(err, syscall.ENOTDIR) {
 		return failure.Wrap(failure.InvalidArguments, err, "a parent of %q is not a directory", rel)
 	}

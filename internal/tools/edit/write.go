@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -19,7 +18,12 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 	if len(in.Content) > MaxContentBytes {
 		return WriteOutput{}, failure.New(failure.InvalidArguments, "content is %d bytes; the limit is %d", len(in.Content), MaxContentBytes)
 	}
-	t, err := resolve(inv.Project, in.Path)
+	tree, err := inv.Project.OpenTree()
+	if err != nil {
+		return WriteOutput{}, err
+	}
+	defer tree.Close()
+	t, err := resolve(tree, in.Path)
 	if err != nil {
 		return WriteOutput{}, err
 	}
@@ -32,22 +36,22 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 	fenced := in.ExpectedReadRevision != "" || in.ExpectedSHA256 != ""
 	content := []byte(in.Content)
 	p := &plan{index: -1, t: t, content: content, changed: true}
-	_, statErr := os.Lstat(t.abs)
+	_, statErr := tree.Root().Lstat(t.loc)
 	switch {
-	case errors.Is(statErr, fs.ErrNotExist):
+	case errors.Is(statErr, fs.ErrNotExist) && tree.Escaped(t.rel) == nil:
 		if fenced {
 			return WriteOutput{}, conflictNoIndex(ConflictSHA256Mismatch,
 				"%q does not exist, but a fence was given; omit the fence to create it", t.rel).
 				WithDetail("path", t.rel).WithDetail("reason", ReasonMissing)
 		}
 		p.op = OpCreate
-		if p.dirs, err = planCreate(t); err != nil {
+		if p.dirs, err = planCreate(tree, t); err != nil {
 			return WriteOutput{}, err
 		}
 	case statErr != nil:
-		return WriteOutput{}, ioFailure(statErr, t.rel)
+		return WriteOutput{}, ioFailure(tree, statErr, t.rel)
 	default:
-		old, mode, err := readExisting(t)
+		old, mode, err := readExisting(tree, t)
 		if err != nil {
 			return WriteOutput{}, err
 		}
@@ -70,7 +74,7 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 	if err := ctx.Err(); err != nil {
 		return WriteOutput{}, failure.Wrap(failure.Interrupted, err, "call was cancelled before anything was written")
 	}
-	written, err := commit([]*plan{p})
+	written, err := commit(tree, []*plan{p})
 	if len(written) > 0 {
 		inv.Change(written...)
 	}

@@ -1,8 +1,10 @@
 // Package files provides the read-only file tools: read_files,
 // list_project_files and project_overview.
 //
-// Every path argument goes through the project path policy
-// ([project.Project.Resolve]) before any I/O. Listings and the overview are
+// Every path argument goes through the project path policy before any
+// I/O, and every open, stat and directory read goes through the call's
+// root handle ([project.Tree]), so nothing outside the project is read even
+// when a directory is swapped for a symlink meanwhile. Listings and the overview are
 // gitignore-aware (see package walk). read_files is the only one of these
 // tools that observes paths: a successful call records the paths it read
 // with [kernel.Invocation.Observe]; enumerations record nothing.

@@ -3,7 +3,6 @@ package files
 import (
 	"context"
 	"errors"
-	"os"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -72,13 +71,18 @@ func listFiles(ctx context.Context, p project.Project, in ListInput, maxScan int
 	if err != nil {
 		return ListOutput{}, err
 	}
-	dir, err := resolveDir(p, in.Path)
+	t, err := p.OpenTree()
+	if err != nil {
+		return ListOutput{}, err
+	}
+	defer t.Close()
+	loc, dir, err := resolveDir(t, in.Path)
 	if err != nil {
 		return ListOutput{}, err
 	}
 	out := ListOutput{Path: dir, Entries: []ListEntry{}}
 	visited := 0
-	err = walk.Walk(ctx, p.Root, dir, walk.Options{IncludeIgnored: in.IncludeIgnored}, func(e walk.Entry) error {
+	err = walk.Walk(ctx, t.Root(), dir, loc, walk.Options{IncludeIgnored: in.IncludeIgnored}, func(e walk.Entry) error {
 		if visited == maxScan {
 			out.TotalIsLowerBound = true
 			return walk.SkipAll
@@ -94,35 +98,36 @@ func listFiles(ctx context.Context, p project.Project, in ListInput, maxScan int
 		return nil
 	})
 	if err != nil {
-		return ListOutput{}, walkFailure(err, dir)
+		return ListOutput{}, walkFailure(t, err, dir)
 	}
 	out.Truncated = out.Total > len(out.Entries) || out.TotalIsLowerBound
 	return out, nil
 }
 
 // resolveDir resolves the project-relative directory rel ("" means the
-// root) and returns its canonical form. It fails with not_found when it
-// does not exist and invalid_arguments when it is not a directory.
-func resolveDir(p project.Project, rel string) (string, error) {
+// root) and returns its location in t and its canonical form. It fails
+// with not_found when it does not exist and invalid_arguments when it is
+// not a directory.
+func resolveDir(t *project.Tree, rel string) (loc, clean string, err error) {
 	if rel == "" {
 		rel = "."
 	}
-	abs, clean, err := p.Resolve(rel)
+	loc, clean, err = t.Resolve(rel)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	st, err := os.Stat(abs)
+	st, err := t.Root().Stat(loc)
 	if err != nil {
-		return "", project.StatFailure(err, clean)
+		return "", "", t.Failure(err, clean)
 	}
 	if !st.IsDir() {
-		return "", failure.New(failure.InvalidArguments, "%q is not a directory", clean)
+		return "", "", failure.New(failure.InvalidArguments, "%q is not a directory", clean)
 	}
-	return clean, nil
+	return loc, clean, nil
 }
 
-// walkFailure maps an error of walk.Walk over directory dir.
-func walkFailure(err error, dir string) error {
+// walkFailure maps an error of walk.Walk over directory dir of t.
+func walkFailure(t *project.Tree, err error, dir string) error {
 	var fe *failure.Error
 	switch {
 	case errors.As(err, &fe):
@@ -130,7 +135,7 @@ func walkFailure(err error, dir string) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return cancelled(err)
 	default:
-		return project.StatFailure(err, dir)
+		return t.Failure(err, dir)
 	}
 }
 

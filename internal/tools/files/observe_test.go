@@ -42,7 +42,12 @@ func TestReadCancelled(t *testing.T) {
 	p := testProject(t, map[string]string{"f": "x\n"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := readOne(ctx, p, ReadRequest{Path: "f"}, DefaultReadBytes)
+	tree, err := p.OpenTree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	_, err = readOne(ctx, tree, ReadRequest{Path: "f"}, DefaultReadBytes)
 	if failure.KindOf(err) != failure.Interrupted {
 		t.Fatalf("err = %v, want interrupted", err)
 	}

@@ -3,7 +3,6 @@ package files
 import (
 	"cmp"
 	"context"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -68,17 +67,22 @@ func overviewHandler(ctx context.Context, inv *kernel.Invocation, _ OverviewInpu
 // overview runs project_overview, its counting walk visiting at most
 // maxScan entries.
 func overview(ctx context.Context, p project.Project, maxScan int) (OverviewOutput, error) {
+	t, err := p.OpenTree()
+	if err != nil {
+		return OverviewOutput{}, err
+	}
+	defer t.Close()
 	out := OverviewOutput{
 		Project:          p.ID,
 		RootName:         filepath.Base(p.Root),
 		TopLevel:         []ListEntry{},
 		Languages:        []Language{},
-		InstructionFiles: instructionFiles(p),
+		InstructionFiles: instructionFiles(t),
 	}
-	if _, err := os.Lstat(filepath.Join(p.Root, walk.GitDirName)); err == nil {
+	if _, err := t.Root().Lstat(walk.GitDirName); err == nil {
 		out.IsGitRepo = true
 	}
-	err := walk.Walk(ctx, p.Root, ".", walk.Options{}, func(e walk.Entry) error {
+	err = walk.Walk(ctx, t.Root(), ".", ".", walk.Options{}, func(e walk.Entry) error {
 		if len(out.TopLevel) == MaxOverviewTopLevel {
 			out.TopLevelTruncated = true
 			return walk.SkipAll
@@ -90,12 +94,12 @@ func overview(ctx context.Context, p project.Project, maxScan int) (OverviewOutp
 		return nil
 	})
 	if err != nil {
-		return OverviewOutput{}, walkFailure(err, ".")
+		return OverviewOutput{}, walkFailure(t, err, ".")
 	}
 
 	langs := map[string]*Language{}
 	visited := 0
-	err = walk.Walk(ctx, p.Root, ".", walk.Options{}, func(e walk.Entry) error {
+	err = walk.Walk(ctx, t.Root(), ".", ".", walk.Options{}, func(e walk.Entry) error {
 		if visited == maxScan {
 			out.Truncated = true
 			return walk.SkipAll
@@ -120,7 +124,7 @@ func overview(ctx context.Context, p project.Project, maxScan int) (OverviewOutp
 		return nil
 	})
 	if err != nil {
-		return OverviewOutput{}, walkFailure(err, ".")
+		return OverviewOutput{}, walkFailure(t, err, ".")
 	}
 	for _, l := range langs {
 		out.Languages = append(out.Languages, *l)
@@ -138,22 +142,24 @@ func overview(ctx context.Context, p project.Project, maxScan int) (OverviewOutp
 // and the top-level files whose name starts with "README" in any letter
 // case. A symbolic link counts when it resolves to a regular file inside
 // the project. Ignore rules do not apply.
-func instructionFiles(p project.Project) []string {
+func instructionFiles(t *project.Tree) []string {
 	candidates := slices.Clone(instructionPaths)
-	if des, err := os.ReadDir(p.Root); err == nil {
-		for _, de := range des {
-			if strings.HasPrefix(strings.ToUpper(de.Name()), "README") {
-				candidates = append(candidates, de.Name())
+	if d, err := t.Root().Open("."); err == nil {
+		names, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, name := range names {
+			if strings.HasPrefix(strings.ToUpper(name), "README") {
+				candidates = append(candidates, name)
 			}
 		}
 	}
 	found := []string{}
 	for _, c := range candidates {
-		abs, clean, err := p.Resolve(c)
+		loc, clean, err := t.Resolve(c)
 		if err != nil {
 			continue
 		}
-		if st, err := os.Stat(abs); err == nil && st.Mode().IsRegular() {
+		if st, err := t.Root().Stat(loc); err == nil && st.Mode().IsRegular() {
 			found = append(found, clean)
 		}
 	}

@@ -111,6 +111,11 @@ func readFiles(ctx context.Context, p project.Project, in ReadFilesInput) (ReadF
 			return ReadFilesOutput{}, nil, err
 		}
 	}
+	t, err := p.OpenTree()
+	if err != nil {
+		return ReadFilesOutput{}, nil, err
+	}
+	defer t.Close()
 	out := ReadFilesOutput{Files: make([]FileContent, 0, len(in.Files))}
 	var observed []string
 	seen := map[string]bool{}
@@ -121,7 +126,7 @@ func readFiles(ctx context.Context, p project.Project, in ReadFilesInput) (ReadF
 			budget = DefaultReadBytes
 		}
 		budget = min(budget, remaining)
-		fc, err := readOne(ctx, p, r, budget)
+		fc, err := readOne(ctx, t, r, budget)
 		if err != nil {
 			return ReadFilesOutput{}, nil, err
 		}
@@ -150,19 +155,16 @@ func validateRequest(i int, r ReadRequest) error {
 	return nil
 }
 
-// openRegular resolves rel and opens it for reading. It fails with
-// not_found when it does not exist, invalid_arguments when it is a
-// directory or not a regular file, and the path policy's kinds otherwise.
-func openRegular(p project.Project, rel string) (*os.File, string, error) {
-	abs, clean, err := p.Resolve(rel)
-	if err != nil {
-		return nil, "", err
-	}
+// openRegular resolves rel and opens it for reading through t. It fails
+// with not_found when it does not exist, invalid_arguments when it is a
+// directory or not a regular file, and the path policy's kinds otherwise
+// (also when a symlink to the outside appeared after the check).
+func openRegular(t *project.Tree, rel string) (*os.File, string, error) {
 	// O_NONBLOCK keeps a named pipe from blocking the open; it has no
 	// effect on regular files.
-	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, clean, err := t.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
-		return nil, clean, project.StatFailure(err, clean)
+		return nil, clean, err
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -186,12 +188,18 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBu
 
 // readOne streams one file: the whole file is hashed and its lines
 // counted, while at most budget bytes of the requested lines are kept.
-func readOne(ctx context.Context, p project.Project, r ReadRequest, budget int) (FileContent, error) {
-	f, clean, err := openRegular(p, r.Path)
+func readOne(ctx context.Context, t *project.Tree, r ReadRequest, budget int) (FileContent, error) {
+	f, clean, err := openRegular(t, r.Path)
 	if err != nil {
 		return FileContent{}, err
 	}
 	defer f.Close()
+	return readOpen(ctx, f, clean, r, budget)
+}
+
+// readOpen streams the open regular file f, whose canonical path is clean,
+// for readOne.
+func readOpen(ctx context.Context, f *os.File, clean string, r ReadRequest, budget int) (FileContent, error) {
 	start := max(r.StartLine, 1)
 	end := r.EndLine
 	if end == 0 {

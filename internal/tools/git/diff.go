@@ -2,16 +2,49 @@ package git
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/gitrepo"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/project"
 )
 
 // MaxUntrackedOutputBytes bounds the raw untracked listing read from git.
 const MaxUntrackedOutputBytes = 1 << 20
+
+// checkPaths validates the paths handed to git: each goes through the path
+// policy and is then looked up through the project's root handle, so that
+// a path that leads outside the root now (a symlink swapped in after the
+// policy check included) is refused before git runs. A path that does not
+// exist is allowed: git diffs deleted files. It returns the canonical
+// paths.
+func checkPaths(p project.Project, paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	tree, err := p.OpenTree()
+	if err != nil {
+		return nil, err
+	}
+	defer tree.Close()
+	specs := make([]string, 0, len(paths))
+	for _, rel := range paths {
+		loc, clean, err := tree.ResolveEntry(rel)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tree.Root().Lstat(loc); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return nil, tree.Failure(err, clean)
+		}
+		specs = append(specs, clean)
+	}
+	return specs, nil
+}
 
 // patchOverheadBytes is read beyond max_bytes of patch text, for file and
 // hunk headers and line prefixes.
@@ -34,13 +67,9 @@ func (t *Tools) gitDiff(ctx context.Context, inv *kernel.Invocation, in DiffInpu
 	if len(in.Paths) > MaxDiffPaths {
 		return DiffOutput{}, failure.New(failure.InvalidArguments, "paths may hold at most %d entries, got %d", MaxDiffPaths, len(in.Paths))
 	}
-	specs := make([]string, 0, len(in.Paths))
-	for _, p := range in.Paths {
-		_, clean, err := inv.Project.Resolve(p)
-		if err != nil {
-			return DiffOutput{}, err
-		}
-		specs = append(specs, clean)
+	specs, err := checkPaths(inv.Project, in.Paths)
+	if err != nil {
+		return DiffOutput{}, err
 	}
 	if len(specs) == 0 {
 		specs = []string{"."}

@@ -13,6 +13,20 @@
 // project root, also when the project is a subdirectory of a larger
 // repository (changes outside the project are then not reported).
 //
+// # Paths handed to git
+//
+// git_diff's paths go through the path policy and are then checked through
+// the project's root handle (project.Tree) at call time, just before git
+// runs: a path whose existing part leads outside the root, also through a
+// symlink that appeared after the policy check, is permission_denied and
+// git is not run. git then opens the paths itself, with
+// GIT_LITERAL_PATHSPECS=1 and --relative; it does not follow symbolic
+// links in the work tree (it diffs a link as a link and treats a path
+// beyond one as not being in the work tree). What is not guaranteed: a
+// swap made after the check and before git's own lookup is seen by git,
+// not by this package, so the confinement there is git's rule, not the
+// root handle's.
+//
 // A project that is not inside a git work tree is not an error for
 // git_status (is_git_repo=false); git_diff fails with invalid_arguments
 // and the detail is_git_repo=false. A missing git binary is unavailable;

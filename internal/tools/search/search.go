@@ -6,7 +6,8 @@
 // terminator and without one '\r' before it, so a pattern never spans
 // lines. Binary files (a NUL byte in the first 8 KiB) and files larger than
 // MaxFileBytes are skipped and counted; symbolic links met by the walk are
-// not followed. A query's path (a directory or a file) is searched even when
+// not followed. Every directory and file is read through the project's
+// root handle (project.Tree), so a search never reads outside the project. A query's path (a directory or a file) is searched even when
 // an ignore rule names it, since the caller asked for it; ignore rules still
 // apply beneath it. Queries are case-sensitive unless case_sensitive is
 // false. Matches are ordered by query index, then path (git tree order),
@@ -199,7 +200,7 @@ func (q *compiled) find(line []byte) int {
 // group is the queries sharing one search path.
 type group struct {
 	rel     string
-	abs     string
+	loc     string
 	isFile  bool
 	size    int64
 	queries []*compiled
@@ -207,6 +208,7 @@ type group struct {
 
 type scan struct {
 	ctx                    context.Context
+	tree                   *project.Tree
 	includeIgnored         bool
 	contextLines           int
 	maxMatches             int
@@ -255,16 +257,21 @@ func search(ctx context.Context, p project.Project, in Input, maxReads int, prog
 		}
 		qs[i] = c
 	}
-	groups, err := resolveGroups(p, qs, in.Queries)
+	t, err := p.OpenTree()
+	if err != nil {
+		return Output{}, nil, err
+	}
+	defer t.Close()
+	groups, err := resolveGroups(t, qs, in.Queries)
 	if err != nil {
 		return Output{}, nil, err
 	}
 	s := &scan{
-		ctx: ctx, includeIgnored: in.IncludeIgnored, contextLines: ctxLines, maxMatches: maxMatches, maxReads: maxReads,
+		ctx: ctx, tree: t, includeIgnored: in.IncludeIgnored, contextLines: ctxLines, maxMatches: maxMatches, maxReads: maxReads,
 		scanned: map[string]bool{}, binary: map[string]bool{}, large: map[string]bool{}, progress: progress,
 	}
 	for _, g := range groups {
-		if err := s.group(p, g); err != nil {
+		if err := s.group(g); err != nil {
 			return Output{}, nil, err
 		}
 	}
@@ -315,7 +322,7 @@ func compile(i int, q Query) (*compiled, error) {
 
 // resolveGroups resolves every query path before any search runs and
 // groups the queries by canonical path, in order of first appearance.
-func resolveGroups(p project.Project, qs []*compiled, in []Query) ([]*group, error) {
+func resolveGroups(t *project.Tree, qs []*compiled, in []Query) ([]*group, error) {
 	var groups []*group
 	byPath := map[string]*group{}
 	for i, q := range in {
@@ -323,7 +330,7 @@ func resolveGroups(p project.Project, qs []*compiled, in []Query) ([]*group, err
 		if rel == "" {
 			rel = "."
 		}
-		abs, clean, err := p.Resolve(rel)
+		loc, clean, err := t.Resolve(rel)
 		if err != nil {
 			return nil, err
 		}
@@ -331,11 +338,11 @@ func resolveGroups(p project.Project, qs []*compiled, in []Query) ([]*group, err
 			g.queries = append(g.queries, qs[i])
 			continue
 		}
-		st, err := os.Stat(abs)
+		st, err := t.Root().Stat(loc)
 		if err != nil {
-			return nil, project.StatFailure(err, clean)
+			return nil, t.Failure(err, clean)
 		}
-		g := &group{rel: clean, abs: abs, queries: []*compiled{qs[i]}}
+		g := &group{rel: clean, loc: loc, queries: []*compiled{qs[i]}}
 		switch {
 		case st.IsDir():
 		case st.Mode().IsRegular():
@@ -353,12 +360,12 @@ func cancelled(err error) error {
 	return failure.Wrap(failure.Interrupted, err, "the call was cancelled before it finished")
 }
 
-func (s *scan) group(p project.Project, g *group) error {
+func (s *scan) group(g *group) error {
 	var err error
 	if g.isFile {
-		err = s.file(walk.Entry{Path: g.rel, Abs: g.abs, Kind: walk.KindFile, Size: g.size}, g.queries, false)
+		err = s.file(walk.Entry{Path: g.rel, Loc: g.loc, Kind: walk.KindFile, Size: g.size}, g.queries, false)
 	} else {
-		err = walk.Walk(s.ctx, p.Root, g.rel, walk.Options{IncludeIgnored: s.includeIgnored}, func(e walk.Entry) error {
+		err = walk.Walk(s.ctx, s.tree.Root(), g.rel, g.loc, walk.Options{IncludeIgnored: s.includeIgnored}, func(e walk.Entry) error {
 			if e.Kind != walk.KindFile {
 				return nil
 			}
@@ -374,7 +381,7 @@ func (s *scan) group(p project.Project, g *group) error {
 	case errors.As(err, &fe):
 		return err
 	default:
-		return project.StatFailure(err, g.rel)
+		return s.tree.Failure(err, g.rel)
 	}
 }
 
@@ -408,12 +415,12 @@ func (s *scan) file(e walk.Entry, queries []*compiled, walked bool) error {
 	if s.progress != nil && s.reads%ProgressEvery == 0 {
 		s.progress(s.reads)
 	}
-	content, err := readSmall(e.Abs, walked)
+	content, err := readSmall(s.tree.Root(), e.Loc)
 	if err != nil {
 		if walked {
-			return nil // vanished or unreadable since the walk listed it
+			return nil // vanished, replaced or unreadable since the walk listed it
 		}
-		return project.StatFailure(err, e.Path)
+		return s.tree.Failure(err, e.Path)
 	}
 	if len(content) > MaxFileBytes {
 		s.large[e.Path] = true
@@ -437,15 +444,11 @@ func (s *scan) file(e walk.Entry, queries []*compiled, walked bool) error {
 	return nil
 }
 
-// readSmall reads at most MaxFileBytes+1 bytes of the regular file abs.
-// When walked is set, abs came from the walk, which saw a regular file, so
-// a symbolic link found there now is refused rather than followed.
-func readSmall(abs string, walked bool) ([]byte, error) {
-	flags := os.O_RDONLY | syscall.O_NONBLOCK
-	if walked {
-		flags |= noFollow
-	}
-	f, err := os.OpenFile(abs, flags, 0)
+// readSmall reads at most MaxFileBytes+1 bytes of the regular file at loc
+// in root. A symlink found there (a walked file replaced since the walk
+// listed it) is followed only within root.
+func readSmall(root *os.Root, loc string) ([]byte, error) {
+	f, err := root.OpenFile(loc, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
