@@ -229,7 +229,11 @@ func (c *Containment) Start(cmd *exec.Cmd, id string) (*Unit, error) {
 	u := &Unit{c: c, id: id, known: map[int]uint64{}}
 	if c.mech == MechCgroup {
 		leaf := filepath.Join(c.parent, "run-"+id)
-		if err := os.Mkdir(leaf, 0o755); err != nil {
+		err := os.Mkdir(leaf, 0o755)
+		if errors.Is(err, os.ErrNotExist) && os.Mkdir(c.parent, 0o755) == nil {
+			err = os.Mkdir(leaf, 0o755) // someone removed the parent
+		}
+		if err != nil {
 			return nil, fmt.Errorf("cgroup: %w", err)
 		}
 		fd, err := unix.Open(leaf, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -366,9 +370,12 @@ type proc struct {
 }
 
 // members returns the live processes of u among ps: its process group
-// (started no earlier than the leader, and before notAfter when set), its
-// leader while unreaped, the descendants recorded by Track, those carrying
-// the marker (withEnv) and every descendant of any of them.
+// (started no earlier than the leader, and before notAfter when set: a
+// group id can be reused once the group is empty), its leader while
+// unreaped (or, with its start time, after a crash), the descendants
+// recorded by Track, those started no earlier than the leader that carry
+// the marker (withEnv; a marker is a random id, never reused) and every
+// descendant of any of them.
 func (u *Unit) members(ps []proc, withEnv bool, notAfter uint64) []proc {
 	self := os.Getpid()
 	in := map[int]bool{}
@@ -381,11 +388,11 @@ func (u *Unit) members(ps []proc, withEnv bool, notAfter uint64) []proc {
 		}
 		byPid[p.pid] = p
 		children[p.ppid] = append(children[p.ppid], p.pid)
-		inWindow := p.start >= u.start && (notAfter == 0 || p.start < notAfter)
-		root := (p.pgid == u.pid && inWindow) ||
+		later := p.start >= u.start
+		root := (p.pgid == u.pid && later && (notAfter == 0 || p.start < notAfter)) ||
 			(!u.reaped && p.pid == u.pid && p.start == u.start) ||
 			(u.known[p.pid] == p.start && p.start != 0) ||
-			(withEnv && inWindow && hasMarker(p.pid, u.id))
+			(withEnv && later && hasMarker(p.pid, u.id))
 		if root {
 			in[p.pid] = true
 			queue = append(queue, p.pid)
@@ -411,8 +418,8 @@ func (u *Unit) members(ps []proc, withEnv bool, notAfter uint64) []proc {
 // KillIdentity kills what survives of a run a previous server started (a
 // job found unfinished at start): its cgroup leaf, when one was recorded
 // and still exists, and every process descendant tracking finds for the
-// identity (the leader if its pid still has its start time, the process
-// group and the marker, counting only processes started before this
+// identity (the leader if its pid still has its start time, the marker,
+// and the process group counting only processes started before this
 // server). It returns how many processes it killed.
 func KillIdentity(id Identity) int {
 	Setup()
@@ -447,7 +454,7 @@ func KillIdentity(id Identity) int {
 	}
 	if u.leaf != "" && os.Remove(u.leaf) == nil {
 		parent := filepath.Dir(u.leaf)
-		if strings.HasPrefix(filepath.Base(parent), "webcodex-") {
+		if strings.HasPrefix(filepath.Base(parent), "webcodex-") && parent != Setup().parent {
 			os.Remove(parent) // fails while another run of that server remains
 		}
 	}
