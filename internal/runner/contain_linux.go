@@ -140,11 +140,13 @@ func cgroup2Dir() (string, error) {
 
 // makeCgroupParent creates <own cgroup>/webcodex-<pid> and proves that a
 // process can be started into a leaf below it and killed with cgroup.kill.
+// It first removes the empty directories of servers that are gone.
 func makeCgroupParent() (string, error) {
 	own, err := cgroup2Dir()
 	if err != nil {
 		return "", err
 	}
+	sweepStale(own)
 	dir := filepath.Join(own, "webcodex-"+strconv.Itoa(os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
@@ -155,6 +157,30 @@ func makeCgroupParent() (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// sweepStale removes the webcodex-<pid> directories below own whose
+// server is gone, with their empty leaves. A leaf that still holds
+// processes stays: the next start on its data directory kills them
+// (KillIdentity), and until then the directory stays too.
+func sweepStale(own string) {
+	dirs, _ := filepath.Glob(filepath.Join(own, "webcodex-*"))
+	for _, dir := range dirs {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), "webcodex-"))
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := unix.Kill(pid, 0); err == nil || errors.Is(err, unix.EPERM) {
+			continue // its server may still run
+		}
+		leaves, _ := filepath.Glob(filepath.Join(dir, "run-*"))
+		for _, leaf := range leaves {
+			if !cgroupPopulated(leaf) {
+				os.Remove(leaf)
+			}
+		}
+		os.Remove(dir)
+	}
 }
 
 // check starts `true` in a leaf of c and ends it.
@@ -620,4 +646,13 @@ func Live(pids []int) []int {
 		}
 	}
 	return out
+}
+
+// Tidy removes the server's cgroup directory when no run's leaf is left in
+// it (at shutdown, after every run was killed); a later Start creates it
+// again.
+func (c *Containment) Tidy() {
+	if c.parent != "" {
+		os.Remove(c.parent)
+	}
 }
