@@ -54,9 +54,6 @@ type App struct {
 	Auth     *auth.Service
 	Projects *project.Registry
 	Runner   runner.Host
-	// Contain kills every descendant of a run or shell when it ends
-	// (subreaper, cgroup v2 when one can be created).
-	Contain *runner.Containment
 	Jobs     *jobs.Manager
 	Shells   *shell.Manager
 	Kernel   *kernel.Kernel
@@ -65,6 +62,9 @@ type App struct {
 	AuditHTTP *auditmw.Middleware
 	// Evidence is the tamper-evident invocation journal (evidence.db).
 	Evidence *evidencedb.Journal
+	// Contain kills every descendant of a run or shell when it ends
+	// (subreaper, cgroup v2 when one can be created).
+	Contain *runner.Containment
 
 	// AdminToken is the first-start admin credential and AdminCreated
 	// whether this start created it (so it is printed exactly once).
