@@ -560,6 +560,9 @@ func TestRecoverKillsSurvivors(t *testing.T) {
 	if len(pids) != 2 || pids[1] != rec.Process.PID {
 		t.Fatalf("pids %v, leader %d", pids, rec.Process.PID)
 	}
+	// The crashed server can no longer write: its supervisor's late
+	// terminal write fails (the record stays for Recover).
+	e.store.Close()
 
 	st2, err := jobsdb.Open(context.Background(), filepath.Join(e.data, "jobs.db"))
 	if err != nil {

@@ -14,8 +14,9 @@ const (
 	// MechCgroup: every run is started in its own cgroup v2 leaf under a
 	// cgroup the server created below its own; ending the run writes
 	// cgroup.kill, which kills every process in the leaf, whatever it did
-	// with sessions, process groups or its parent. Descendant tracking
-	// (below) runs as well, for a process that moved itself out.
+	// with sessions, process groups or its parent. Only a process allowed
+	// to write the cgroup filesystem (root without a sandbox) can move
+	// itself out.
 	MechCgroup Mechanism = "cgroup"
 	// MechSubreaper: no cgroup could be created; the server is a child
 	// subreaper, so orphaned descendants reparent to it, and ending a run

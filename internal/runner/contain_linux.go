@@ -314,30 +314,29 @@ func (u *Unit) Identity() Identity {
 // PID is the leader's pid (and process group id).
 func (u *Unit) PID() int { return u.pid }
 
-// Track scans /proc once, remembers the unit's descendants (so that an
-// orphan that later leaves the process group and the ppid chain is still
-// found) and returns how many live processes the unit has (the process
-// limit's count).
+// Track returns how many live processes the unit has (the process limit's
+// count): under MechCgroup those in its leaf; under MechSubreaper it scans
+// /proc once and remembers the unit's descendants, so that an orphan that
+// later leaves the process group and the ppid chain is still found.
 func (u *Unit) Track() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.gone {
 		return 0
 	}
+	if u.cgroup != "" {
+		return countLines(filepath.Join(u.cgroup, "cgroup.procs"))
+	}
 	m := u.members(scanProcs(), false, 0)
 	for _, p := range m {
 		u.known[p.pid] = p.start
 	}
-	n := len(m)
-	if u.leaf != "" {
-		n = max(n, countLines(filepath.Join(u.leaf, "cgroup.procs")))
-	}
-	return n
+	return len(m)
 }
 
 // Kill SIGKILLs every process of the unit, repeating until none is left
-// (at most killRounds rounds): under MechCgroup through cgroup.kill, and
-// under both mechanisms every process descendant tracking finds. It
+// (at most killRounds rounds): under MechCgroup through cgroup.kill, under
+// MechSubreaper every process descendant tracking finds. It
 // returns how many processes it killed (the leader included while it was
 // alive). Once the leader is reaped and nothing is left, the cgroup leaf
 // is removed and later calls do nothing.
@@ -356,7 +355,10 @@ func (u *Unit) Kill() int {
 			}
 			os.WriteFile(filepath.Join(u.leaf, "cgroup.kill"), []byte("1"), 0)
 		}
-		m := u.members(scanProcs(), true, 0)
+		var m []proc
+		if u.cgroup == "" {
+			m = u.members(scanProcs(), true, 0)
+		}
 		populated := u.leaf != "" && cgroupPopulated(u.leaf)
 		if len(m) == 0 && !populated {
 			break
