@@ -72,6 +72,7 @@ func runServe(ctx context.Context, cfg app.Config, projects []string, stdout, st
 	fprintf(stdout, "  openapi   %s/openapi.json\n", base)
 	fprintf(stdout, "  health    %s/healthz\n", base)
 	fprintf(stdout, "  data      %s\n", cfg.DataDir)
+	fprintf(stdout, "  containment: %s (%s)\n", a.Contain.Mechanism(), a.Contain.Detail())
 	fprintf(stdout, "  evidence  journal %s, signing key %s (check offline: webcodex evidence verify)\n", a.Evidence.JournalID(), a.Evidence.KeyID())
 	ps, err := a.Projects.List(ctx)
 	if err != nil {

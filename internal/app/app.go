@@ -62,6 +62,9 @@ type App struct {
 	AuditHTTP *auditmw.Middleware
 	// Evidence is the tamper-evident invocation journal (evidence.db).
 	Evidence *evidencedb.Journal
+	// Contain kills every descendant of a run or shell when it ends
+	// (subreaper, cgroup v2 when one can be created).
+	Contain *runner.Containment
 
 	// AdminToken is the first-start admin credential and AdminCreated
 	// whether this start created it (so it is printed exactly once).
@@ -113,8 +116,10 @@ func (a *App) wire(ctx context.Context) error {
 		return fmt.Errorf("admin credential: %w", err)
 	}
 	a.Projects = newProjects(a.Stores)
-	a.Runner = &runner.Local{}
-	a.Shells = shell.NewManager(shell.Options{})
+	a.Contain = runner.Setup()
+	a.Log.Info("start: process containment", "mechanism", a.Contain.Mechanism(), "detail", a.Contain.Detail())
+	a.Runner = &runner.Local{Contain: a.Contain}
+	a.Shells = shell.NewManager(shell.Options{Contain: a.Contain})
 	if a.Jobs, err = newJobs(ctx, a); err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -251,6 +256,9 @@ func (a *App) Serve(ctx context.Context) error {
 // queued, and releases the stores. Call it after Serve returns.
 func (a *App) Close() error {
 	a.release()
+	if a.Contain != nil {
+		a.Contain.Tidy()
+	}
 	if a.Audit != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), auditDrainTimeout)
 		defer cancel()
@@ -315,6 +323,11 @@ type Status struct {
 	AuditWriteFailures int64 `json:"audit_write_failures"`
 	// Evidence describes the evidence journal.
 	Evidence EvidenceStatus `json:"evidence"`
+	// Containment is how a run's descendants are killed: cgroup or
+	// subreaper (runner.Mechanism); ContainmentDetail says where the
+	// cgroups live or why none is used.
+	Containment       runner.Mechanism `json:"containment"`
+	ContainmentDetail string           `json:"containment_detail"`
 }
 
 // EvidenceStatus is the evidence part of /api/status.
@@ -344,5 +357,6 @@ func (a *App) Status(ctx context.Context) (any, error) {
 		Workflow: wf, Projects: len(ps), Tools: len(a.Kernel.Registry().Tools()), Kernel: a.Kernel.Stats(),
 		AuditWriteFailures: a.AuditHTTP.WriteFailures(),
 		Evidence:           a.evidenceStatus(ctx),
+		Containment:        a.Contain.Mechanism(), ContainmentDetail: a.Contain.Detail(),
 	}, nil
 }

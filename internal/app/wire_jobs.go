@@ -26,6 +26,9 @@ func newJobs(ctx context.Context, a *App) (*jobs.Manager, error) {
 		Store: a.Stores.Jobs, Host: a.Runner, Dir: filepath.Join(a.Config.DataDir, JobsDir), Logger: a.Log,
 		SyncGrace: time.Duration(a.Config.JobSyncGrace), Concurrency: a.Config.JobConcurrency,
 		OnFinished: ev.JobFinished,
+		// Survivors of a crash are killed unless another server may be
+		// running them.
+		KillSurvivors: !a.Stores.Workflow.Shared(),
 	})
 	if err != nil {
 		return nil, err

@@ -67,6 +67,8 @@ func TestEnvironmentIsScrubbed(t *testing.T) {
 			switch k, _, _ := strings.Cut(l, "="); k {
 			case "PWD", "SHLVL", "_", "OLDPWD":
 				continue // set by the shell itself
+			case runner.MarkerEnv:
+				continue // the runner's containment marker (a run id)
 			}
 			env = append(env, l)
 		}

@@ -21,9 +21,11 @@
 // A terminal state is final: the first terminal write wins and later ones
 // (a second stop, a supervisor finishing after recovery marked the record
 // lost) change nothing. lost means no supervisor can report the outcome:
-// the server shut down while the job ran (reason server_shutdown; the
-// process group was killed, never orphaned) or the server died and a later
-// start found the record unfinished (reason server_restart). A lost job
+// the server shut down while the job ran (reason server_shutdown; every
+// process of the job was killed, never orphaned) or the server died and a
+// later start found the record unfinished (reason server_restart; the
+// processes that survived the crash are killed then, found by the identity
+// the record holds, and killed_group says whether any was). A lost job
 // keeps its last known output.
 //
 // # Output
@@ -220,6 +222,11 @@ type Job struct {
 	// Validation is set on a structured validation run: what is needed to
 	// turn its terminal record into evidence later, without re-running it.
 	Validation *ValidationMeta `json:"validation,omitempty"`
+
+	// Process identifies the job's processes (marker, leader pid and start
+	// time, cgroup) once it started, so that a start after a crash can
+	// kill what survived (Manager.Recover).
+	Process *runner.Identity `json:"process,omitempty"`
 }
 
 // MaxValidationSessions bounds ValidationMeta.Sessions.

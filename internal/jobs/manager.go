@@ -54,6 +54,10 @@ type Options struct {
 	// (or Store.List). The hook must be bounded and must not read its own
 	// job through the Manager's reporting reads (they wait for it).
 	OnFinished func(ctx context.Context, j Job)
+	// KillSurvivors makes Recover kill the processes that survived of each
+	// job it marks lost (runner.KillIdentity). Leave it false when another
+	// server may be running those jobs (a shared data directory).
+	KillSurvivors bool
 }
 
 // A StartSpec describes one execution to supervise.
@@ -101,6 +105,7 @@ type Manager struct {
 	now    func() time.Time
 	log    *slog.Logger
 	hook   func(context.Context, Job)
+	kill   bool
 
 	mu       sync.Mutex
 	live     map[string]*entry // jobs of this process not yet terminal
@@ -188,7 +193,7 @@ func NewManager(o Options) (*Manager, error) {
 	}
 	return &Manager{
 		store: o.Store, host: o.Host, dir: o.Dir, limit: o.Concurrency, grace: o.SyncGrace,
-		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger, hook: o.OnFinished,
+		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger, hook: o.OnFinished, kill: o.KillSurvivors,
 		live: map[string]*entry{}, closed: make(chan struct{}),
 	}, nil
 }

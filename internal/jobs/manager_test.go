@@ -534,3 +534,53 @@ func TestPrune(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoverKillsSurvivors: a job whose server "crashed" (a second
+// manager recovers while the first is abandoned) left a setsid sleep and
+// its own leader running; Recover with KillSurvivors kills both, found by
+// the identity the running record holds, and records killed_group.
+func TestRecoverKillsSurvivors(t *testing.T) {
+	e := newEnv(t, jobs.Options{})
+	pidFile := filepath.Join(e.work, "pids")
+	j := e.start("setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > " + pidFile + "; echo $$ >> " + pidFile + "; echo ready; sleep 1000")
+	e.waitOutput(j.ID, "ready")
+	rec, err := e.store.Get(context.Background(), j.ID)
+	if err != nil || rec.Process == nil || rec.Process.Marker != j.ID || rec.Process.PID <= 0 || rec.Process.StartTicks == 0 {
+		t.Fatalf("running record lacks the process identity: %+v %v", rec.Process, err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, _ := strconv.Atoi(f)
+		pids = append(pids, pid)
+	}
+	if len(pids) != 2 || pids[1] != rec.Process.PID {
+		t.Fatalf("pids %v, leader %d", pids, rec.Process.PID)
+	}
+	// The crashed server can no longer write: its supervisor's late
+	// terminal write fails (the record stays for Recover).
+	e.store.Close()
+
+	st2, err := jobsdb.Open(context.Background(), filepath.Join(e.data, "jobs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	m2, err := jobs.NewManager(jobs.Options{Store: st2, Host: &runner.Local{}, Dir: filepath.Join(e.data, "jobs"), KillSurvivors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := m2.Recover(context.Background())
+	if err != nil || len(lost) != 1 || lost[0].ID != j.ID || lost[0].State != jobs.Lost || !lost[0].KilledGroup {
+		t.Fatalf("recover: %+v %v", lost, err)
+	}
+	if live := runner.Live(pids); len(live) > 0 {
+		t.Fatalf("processes %v of the lost job survived recovery", live)
+	}
+	if sv := runner.Survivors(j.ID); len(sv) > 0 {
+		t.Fatalf("processes %v carrying the job's marker survived", sv)
+	}
+}

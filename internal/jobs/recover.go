@@ -12,8 +12,11 @@ import (
 )
 
 // Recover marks every queued or running record that no supervisor in this
-// process owns as lost (reason server_restart): its process died with a
-// previous server. Output files stay readable; their sizes are recorded.
+// process owns as lost (reason server_restart): its supervisor died with a
+// previous server. With Options.KillSurvivors, the processes of such a job
+// that survived (found by its recorded runner.Identity) are killed first,
+// and killed_group records whether there were any. Output files stay
+// readable; their sizes are recorded.
 // Each record it marks lost is passed to Options.OnFinished. It then
 // prunes old records. It returns the records it marked lost.
 func (m *Manager) Recover(ctx context.Context) ([]Job, error) {
@@ -27,6 +30,12 @@ func (m *Manager) Recover(ctx context.Context) ([]Job, error) {
 		if m.entry(j.ID) != nil {
 			continue
 		}
+		killed := 0
+		if m.kill && j.Process != nil {
+			if killed = runner.KillIdentity(*j.Process); killed > 0 {
+				m.log.Warn("jobs: killed processes a crashed server left running", "job", j.ID, "processes", killed)
+			}
+		}
 		sb, eb := fileSize(outputPath(m.dir, j.ID, Stdout)), fileSize(outputPath(m.dir, j.ID, Stderr))
 		no := false
 		got, err := m.store.Update(ctx, j.ID, func(j *Job) error {
@@ -35,6 +44,7 @@ func (m *Manager) Recover(ctx context.Context) ([]Job, error) {
 			}
 			j.State, j.Reason, j.FinishedAt, j.Matched = Lost, ReasonServerRestart, now, &no
 			j.StdoutBytes, j.StderrBytes = sb, eb
+			j.KilledGroup = j.KilledGroup || killed > 0
 			return nil
 		})
 		if errors.Is(err, ErrUnchanged) {

@@ -70,6 +70,8 @@ func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *
 	if j.Project == "" || j.Principal == "" {
 		return nil, failure.New(failure.InvalidArguments, "a job needs a project and a principal")
 	}
+	// The job id names the run's containment unit (its marker).
+	s.Run.RunID = j.ID
 	e = &entry{
 		id: j.ID, spec: s.Run, accepted: j.AcceptedExitCodes, exp: j.Expectation,
 		done: make(chan struct{}), background: s.Background, cleanup: s.Cleanup, keep: s.KeepOutput,

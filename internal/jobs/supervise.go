@@ -76,10 +76,13 @@ func (m *Manager) launch(e *entry) error {
 		m.finish(e, nil, Failed, ReasonNotStarted)
 		return failure.Wrap(failure.NotStarted, err, "%s", msg)
 	}
+	ident := proc.Identity()
 	e.mu.Lock()
 	e.proc = proc
+	e.job.Process = &ident
 	req = e.stopReq
 	e.mu.Unlock()
+	m.recordIdentity(e, ident)
 	switch req {
 	case runner.Stopped:
 		proc.Stop()
@@ -91,6 +94,39 @@ func (m *Manager) launch(e *entry) error {
 		m.finish(e, &res, "", "")
 	}()
 	return nil
+}
+
+// recordIdentity adds the identity of the started process to a durable
+// record that is not terminal yet (a record made later, at a handoff, is
+// made from e.job, which holds it already). When the write fails the
+// record has none, and a start after a crash cannot kill the survivors.
+func (m *Manager) recordIdentity(e *entry, ident runner.Identity) {
+	e.recMu.Lock()
+	defer e.recMu.Unlock()
+	e.mu.Lock()
+	durable, finished := e.durable, e.finished
+	e.mu.Unlock()
+	if !durable || finished {
+		return
+	}
+	j, err := m.store.Update(context.Background(), e.id, func(j *Job) error {
+		if j.State.Terminal() {
+			return ErrUnchanged
+		}
+		j.Process = &ident
+		return nil
+	})
+	if err != nil {
+		if !errors.Is(err, ErrUnchanged) {
+			m.log.Warn("jobs: could not record the process identity", "job", e.id, "err", err)
+		}
+		return
+	}
+	e.mu.Lock()
+	if !e.finished {
+		e.job = j
+	}
+	e.mu.Unlock()
 }
 
 func stateFor(req runner.Ending) State {

@@ -3,6 +3,10 @@
 // keeps of their output, enforces timeouts and a process-count limit, and
 // kills the whole group on timeout, cancellation or Stop.
 //
+// Every process is started as a contained [Unit] (see [Setup]): when the
+// execution ends, however it ends, every descendant is killed, including
+// those that left the process group (setsid, double forks, daemons).
+//
 // The [Host] interface is what tools use, so that a remote runner can serve
 // the same calls later. [Local] implements it on this machine.
 package runner
@@ -70,6 +74,9 @@ type Spec struct {
 	// Stdout and Stderr, when set, also receive the full streams (a job's
 	// output files).
 	Stdout, Stderr io.Writer
+	// RunID names the execution's containment unit (its MarkerEnv value;
+	// a job's id); empty means a fresh one.
+	RunID string
 }
 
 // Validate checks a Spec's bounds. It does not look at the filesystem.
@@ -99,6 +106,9 @@ func (s Spec) Validate() error {
 	if len(s.Stdin) > MaxStdinBytes {
 		return fmt.Errorf("stdin is longer than %d bytes", MaxStdinBytes)
 	}
+	if s.RunID != "" && !runIDRE.MatchString(s.RunID) {
+		return errors.New("run id must be 1-80 letters, digits or _")
+	}
 	return ValidateEnv(s.Env)
 }
 
@@ -121,7 +131,8 @@ type Result struct {
 	ExitCode int    `json:"exit_code"`
 	Signal   string `json:"signal,omitempty"`
 	Ending   Ending `json:"ending"`
-	// KilledGroup is true when the runner had to kill the process group.
+	// KilledGroup is true when the runner had to kill the process group
+	// or any other process of the execution's unit.
 	KilledGroup bool          `json:"killed_group"`
 	Duration    time.Duration `json:"-"`
 	Stdout      Output        `json:"stdout"`
@@ -141,6 +152,8 @@ type Local struct {
 	// Getenv reads the server environment that children may inherit (nil:
 	// os.Getenv).
 	Getenv func(string) string
+	// Contain contains the processes (nil: Setup's).
+	Contain *Containment
 }
 
 var _ Host = (*Local)(nil)
@@ -148,6 +161,7 @@ var _ Host = (*Local)(nil)
 // A Process is a started execution.
 type Process struct {
 	cmd     *exec.Cmd
+	unit    *Unit
 	pgid    int
 	started time.Time
 	stdout  *Tail
@@ -197,10 +211,9 @@ func (l *Local) Start(ctx context.Context, s Spec) (*Process, error) {
 	}
 	cmd.WaitDelay = outputDrain
 	p.started = time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := p.start(l.Contain, s.RunID); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
 	}
-	p.pgid = cmd.Process.Pid
 	go p.supervise(ctx, s.Timeout)
 	return p, nil
 }
@@ -253,16 +266,15 @@ loop:
 		case <-ctx.Done():
 			p.kill(Cancelled)
 		case <-guard.C:
-			if CountGroup(p.pgid) > MaxProcesses {
+			if p.unit.Track() > MaxProcesses {
 				p.kill(ProcessLimit)
 			}
 		}
 	}
-	// The leader is gone; anything it left in its group goes with it.
-	// kill(-pgid, 0) asks the kernel whether the group has any member,
-	// without scanning /proc.
-	if syscall.Kill(-p.pgid, 0) == nil {
-		syscall.Kill(-p.pgid, syscall.SIGKILL)
+	// The leader is gone; everything it left (in its group or not) goes
+	// with it.
+	p.unit.Release()
+	if p.unit.Kill() > 0 {
 		p.mu.Lock()
 		p.killed = true
 		p.mu.Unlock()
@@ -285,16 +297,18 @@ func (p *Process) kill(why Ending) {
 		select {
 		case <-p.done:
 		case <-time.After(KillGrace):
-			syscall.Kill(-p.pgid, syscall.SIGKILL)
+			p.unit.Kill()
 		}
 	}()
 	if why == ProcessLimit {
 		// A fork bomb gets no grace.
-		syscall.Kill(-p.pgid, syscall.SIGKILL)
+		p.unit.Kill()
 	}
 }
 
-// Stop kills the execution's process group (a stop_job or a closed shell).
+// Stop kills the execution: SIGTERM to its process group, then, when the
+// leader exits or after KillGrace, SIGKILL to every process of its unit (a
+// stop_job or a shutdown).
 func (p *Process) Stop() { p.kill(Stopped) }
 
 func (p *Process) finish(err error) {
@@ -346,6 +360,9 @@ func (p *Process) Snapshot() (stdout, stderr Output) { return p.stdout.Snapshot(
 
 // PID is the process id of the group leader.
 func (p *Process) PID() int { return p.pgid }
+
+// Identity identifies the execution's processes (see Identity).
+func (p *Process) Identity() Identity { return p.unit.Identity() }
 
 // Run starts an execution and waits for it.
 func Run(ctx context.Context, h Host, s Spec) (Result, error) {

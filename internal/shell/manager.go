@@ -76,7 +76,9 @@
 // exec, a failure under set -e) returns its result with ShellExited set and
 // the shell's exit status, and the shell is lost. Closing a shell, closing
 // its session or project, idle expiry and Manager.Close release the process
-// group (TERM, then KILL after runner.KillGrace) and close every pipe.
+// group (TERM, then KILL after runner.KillGrace), kill every other process
+// the shell started (runner.Unit.Kill: setsid, double-forked and daemonized
+// ones too) and close every pipe.
 //
 // Memory is bounded: each stream keeps a tail of at most TailBytes per
 // command, and at most MaxRememberedEnded ended shells are remembered so
@@ -192,6 +194,9 @@ type Options struct {
 	// os.Getenv); only runner's allow-list of names is read.
 	Getenv func(string) string
 	Now    func() time.Time
+	// Contain contains each shell's processes (nil: runner.Setup's); the
+	// shell id is its unit's marker.
+	Contain *runner.Containment
 }
 
 // OpenSpec describes a shell to open. The caller has authorized the

@@ -29,7 +29,8 @@ type shell struct {
 	openedAt time.Time
 
 	cmd      *exec.Cmd
-	pid      int // also the process group id
+	unit     *runner.Unit // every process of the shell (runner containment)
+	pid      int          // also the process group id
 	stdin    *os.File
 	ctrlR    *os.File
 	ctrl     chan string // lines read from the control channel
@@ -98,7 +99,11 @@ func (s *shell) start(cwd string) (err error) {
 		ExtraFiles:  []*os.File{ctlW, outW, errW},
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	if err = cmd.Start(); err != nil {
+	contain := s.m.opt.Contain
+	if contain == nil {
+		contain = runner.Setup()
+	}
+	if s.unit, err = contain.Start(cmd, s.id); err != nil {
 		return failure.Wrap(failure.NotStarted, err, "cannot start %s", s.dialect)
 	}
 	// The child holds its ends now.
@@ -120,6 +125,7 @@ func (s *shell) start(cwd string) (err error) {
 	go func() {
 		defer s.m.wg.Done()
 		cmd.Wait()
+		s.unit.Release()
 		s.exitCode = cmd.ProcessState.ExitCode()
 		close(s.exited)
 		// A shell that ended on its own (exit, a signal from outside)
@@ -277,7 +283,7 @@ wait:
 		case <-damaged:
 			return s.fail(&res, finish, EndDesync, "the shell's control channel failed")
 		case <-guard.C:
-			if runner.CountGroup(s.pid) > runner.MaxProcesses {
+			if s.unit.Track() > runner.MaxProcesses {
 				return s.fail(&res, finish, EndProcessLimit, "more than "+strconv.Itoa(runner.MaxProcesses)+" processes")
 			}
 		}
@@ -338,7 +344,8 @@ func (s *shell) currentDir() (rel string, outside bool) {
 }
 
 // release kills the process group (TERM first when graceful, KILL after
-// runner.KillGrace) and closes every pipe. It runs once per shell.
+// runner.KillGrace), then every other process of the shell's containment
+// unit, and closes every pipe. It runs once per shell.
 func (s *shell) release(graceful bool) {
 	close(s.dying)
 	if graceful {
@@ -354,8 +361,9 @@ func (s *shell) release(graceful bool) {
 	case <-s.exited:
 	case <-time.After(5 * time.Second):
 	}
-	// Whatever the shell left in its group goes with it.
-	syscall.Kill(-s.pid, syscall.SIGKILL)
+	// Whatever the shell left goes with it: in its group or not (setsid,
+	// double forks, daemons), see runner.Unit.Kill.
+	s.unit.Kill()
 	drained := make(chan struct{})
 	t := time.AfterFunc(outputDrain, func() { close(drained) })
 	for _, d := range []<-chan struct{}{s.out.done, s.errs.done} {

@@ -1,0 +1,26 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/runner"
+)
+
+// BenchmarkRunTrue runs `true` under each containment mechanism: the cost
+// of a unit (cgroup leaf or tracking scan) on the shortest run.
+func BenchmarkRunTrue(b *testing.B) {
+	for name, c := range map[string]*runner.Containment{"setup": runner.Setup(), "tracking": runner.Tracking()} {
+		b.Run(name, func(b *testing.B) {
+			l := &runner.Local{Getenv: func(k string) string { return map[string]string{"PATH": os.Getenv("PATH")}[k] }, Contain: c}
+			dir := b.TempDir()
+			for b.Loop() {
+				res, err := runner.Run(context.Background(), l, runner.Spec{Argv: []string{"true"}, Dir: dir})
+				if err != nil || res.ExitCode != 0 {
+					b.Fatal(res, err)
+				}
+			}
+		})
+	}
+}

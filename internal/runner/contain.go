@@ -1,0 +1,77 @@
+package runner
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+)
+
+// Mechanism names how a run's descendants are contained (see
+// docs/decisions/0018-process-containment.md).
+type Mechanism string
+
+// Mechanisms.
+const (
+	// MechCgroup: every run is started in its own cgroup v2 leaf under a
+	// cgroup the server created below its own; ending the run writes
+	// cgroup.kill, which kills every process in the leaf, whatever it did
+	// with sessions, process groups or its parent. Only a process allowed
+	// to write the cgroup filesystem (root without a sandbox) can move
+	// itself out.
+	MechCgroup Mechanism = "cgroup"
+	// MechSubreaper: no cgroup could be created; the server is a child
+	// subreaper, so orphaned descendants reparent to it, and ending a run
+	// kills every process found by descendant tracking: its process
+	// group, the ppid chain below its leader, the descendants recorded
+	// while it ran, and every process whose environment carries the run's
+	// marker (MarkerEnv). A descendant that clears its environment and
+	// leaves the process group between two guard scans is the known gap.
+	MechSubreaper Mechanism = "subreaper"
+	// MechGroup: only the process group is killed (not Linux).
+	MechGroup Mechanism = "process_group"
+)
+
+// MarkerEnv is the environment variable every child of a run carries:
+// WEBCODEX_RUN=<run id>. Children inherit it across setsid, double forks
+// and daemonizing, which is how descendant tracking finds them; it names
+// the run, never a credential.
+const MarkerEnv = "WEBCODEX_RUN"
+
+// Identity is what identifies a run's processes after the server that
+// started them is gone: recorded with a job so that the next start can kill
+// what survived a crash.
+type Identity struct {
+	// Marker is the run id carried in MarkerEnv.
+	Marker string `json:"marker"`
+	// PID is the leader's pid, also its process group id.
+	PID int `json:"pid"`
+	// StartTicks is the leader's start time (clock ticks since boot, from
+	// /proc/<pid>/stat), so that a recycled pid is not mistaken for it.
+	StartTicks uint64 `json:"start_ticks"`
+	// Cgroup is the run's cgroup v2 leaf, when MechCgroup was in force.
+	Cgroup string `json:"cgroup,omitempty"`
+}
+
+func randomHex() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("runner: crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// start starts p.cmd as a contained unit of c (nil: Setup's) named id
+// (empty: a fresh one).
+func (p *Process) start(c *Containment, id string) error {
+	if c == nil {
+		c = Setup()
+	}
+	if id == "" {
+		id = NewRunID()
+	}
+	u, err := c.Start(p.cmd, id)
+	if err != nil {
+		return err
+	}
+	p.unit, p.pgid = u, u.PID()
+	return nil
+}
