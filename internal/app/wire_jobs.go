@@ -25,7 +25,7 @@ func newJobs(ctx context.Context, a *App) (*jobs.Manager, error) {
 	m, err := jobs.NewManager(jobs.Options{
 		Store: a.Stores.Jobs, Host: a.Runner, Dir: filepath.Join(a.Config.DataDir, JobsDir), Logger: a.Log,
 		SyncGrace: time.Duration(a.Config.JobSyncGrace), Concurrency: a.Config.JobConcurrency,
-		OnFinished: ev.JobFinished,
+		QueuedPerOwner: a.Config.JobQueuePerOwner, OnFinished: ev.JobFinished,
 	})
 	if err != nil {
 		return nil, err

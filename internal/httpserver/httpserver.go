@@ -47,8 +47,11 @@ const (
 	// in flight: one caller cannot take all MaxConcurrent slots.
 	MaxPerPrincipal = 16
 	// MaxAuthenticating bounds requests in the credential check (a
-	// credential store lookup; no body has been read).
+	// credential store lookup; no body has been read). A request waits
+	// up to AuthWait for one of these slots (the check itself is short;
+	// a burst of requests must not be refused for it), then gets 503.
 	MaxAuthenticating = 32
+	AuthWait          = 5 * time.Second
 	// MaxPublic bounds requests to public routes (openapi.json); routes
 	// registered with Always take no slot at all.
 	MaxPublic = 16
@@ -97,7 +100,7 @@ type Mux struct {
 	public *http.ServeMux
 	authed *http.ServeMux
 
-	authenticating *admission.Pool
+	authenticating chan struct{}
 	publicSlots    *admission.Pool
 	requests       *admission.Pool
 	waiters        *admission.Pool
@@ -113,7 +116,7 @@ func NewMux(o Options) *Mux {
 	}
 	return &Mux{
 		opts: o, always: http.NewServeMux(), public: http.NewServeMux(), authed: http.NewServeMux(),
-		authenticating: admission.NewPool("credential checks", MaxAuthenticating, 0),
+		authenticating: make(chan struct{}, MaxAuthenticating),
 		publicSlots:    admission.NewPool("public request slots", MaxPublic, 0),
 		requests:       admission.NewPool("request slots", MaxConcurrent, MaxPerPrincipal),
 		waiters:        admission.NewPool("waiting calls", MaxWaiters, MaxWaitersPerPrincipal),
@@ -200,13 +203,18 @@ func (m *Mux) Handler() http.Handler {
 // authenticate checks the credential in one of the MaxAuthenticating
 // slots, answering the request itself when it fails.
 func (m *Mux) authenticate(w http.ResponseWriter, r *http.Request, raw string) (auth.Principal, bool) {
-	release, err := m.authenticating.Acquire("")
-	if err != nil {
-		refuse(w, r, err)
+	wait := time.NewTimer(AuthWait)
+	defer wait.Stop()
+	select {
+	case m.authenticating <- struct{}{}:
+	case <-wait.C:
+		refuse(w, r, failure.New(failure.Unavailable, "all %d credential checks are in use; retry shortly", MaxAuthenticating))
+		return auth.Principal{}, false
+	case <-r.Context().Done():
 		return auth.Principal{}, false
 	}
 	p, err := m.opts.Auth.Authenticate(r.Context(), raw)
-	release()
+	<-m.authenticating
 	if err == nil {
 		return p, true
 	}

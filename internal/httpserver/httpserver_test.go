@@ -264,3 +264,48 @@ func TestBodyTimeout(t *testing.T) {
 		t.Fatalf("after the timeouts: %+v", a)
 	}
 }
+
+// gated is an Authenticator whose checks block until the gate opens.
+type gated struct {
+	in   chan struct{}
+	gate chan struct{}
+}
+
+func (g gated) Authenticate(ctx context.Context, raw string) (auth.Principal, error) {
+	g.in <- struct{}{}
+	<-g.gate
+	return auth.Principal{Kind: auth.KindAPIToken, ID: raw, Owner: raw}, nil
+}
+
+// TestCredentialChecksWait: a burst of requests beyond MaxAuthenticating
+// waits for a credential-check slot instead of being refused; no more
+// than MaxAuthenticating checks run at once.
+func TestCredentialChecksWait(t *testing.T) {
+	g := gated{in: make(chan struct{}, 1024), gate: make(chan struct{})}
+	m := httpserver.NewMux(httpserver.Options{Auth: g})
+	m.Authenticated("POST /ok", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	const n = httpserver.MaxAuthenticating + 8
+	out := make(chan answer, n)
+	s := &stack{url: srv.URL}
+	for i := range n {
+		go func() { out <- s.post(fmt.Sprintf("tok-%d", i), "/ok", "{}") }()
+	}
+	for range httpserver.MaxAuthenticating {
+		<-g.in
+	}
+	select {
+	case <-g.in:
+		t.Fatalf("more than %d credential checks at once", httpserver.MaxAuthenticating)
+	case a := <-out:
+		t.Fatalf("answered while the checks are blocked: %+v", a)
+	default:
+	}
+	close(g.gate)
+	for range n {
+		if a := <-out; a.status != 200 {
+			t.Fatalf("burst request: %+v", a)
+		}
+	}
+}
