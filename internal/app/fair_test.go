@@ -149,7 +149,7 @@ func TestFairShareUnderLongPollsAndSlowBodies(t *testing.T) {
 			t.Fatalf("slow body beyond the share: %+v", a)
 		}
 	}
-	if a := s.tool(s.token, "list_jobs", map[string]any{"project": p}); a.status != 429 {
+	if a := s.tool(s.token, "list_jobs", map[string]any{"project": p, "include_inline": true}); a.status != 429 {
 		t.Fatalf("the attacking token with its share held: %+v", a)
 	}
 
@@ -237,7 +237,7 @@ func TestFairJobQueueHTTP(t *testing.T) {
 		t.FailNow()
 	}
 	total := func() int {
-		a := s.tool(s.token, "list_jobs", map[string]any{"project": p})
+		a := s.tool(s.token, "list_jobs", map[string]any{"project": p, "include_inline": true})
 		var n int
 		json.Unmarshal(a.output["total"], &n)
 		return n
@@ -248,6 +248,10 @@ func TestFairJobQueueHTTP(t *testing.T) {
 	a := s.tool(s.token, "run_job", map[string]any{"project": p, "command": "sleep 600"})
 	if a.status != 200 || a.success || a.kind != failure.QueueFull {
 		t.Fatalf("the 301st queued job: %+v", a)
+	}
+	a = s.tool(s.token, "run_process", map[string]any{"project": p, "argv": []string{"true"}})
+	if a.status != 200 || a.success || a.kind != failure.QueueFull {
+		t.Fatalf("run_process beyond the queue bound: %+v", a)
 	}
 	if n := total(); n != queued+2 {
 		t.Fatalf("after queue_full: %d jobs listed, want %d (nothing recorded)", n, queued+2)
