@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/webcodex/webcodex/internal/jobs"
 )
 
 // ConfigFile is the name of the configuration file in the data directory.
@@ -46,6 +48,10 @@ type Config struct {
 	JobSyncGrace Duration `toml:"job_sync_grace"`
 	// JobConcurrency bounds the runs executing at once; more are queued.
 	JobConcurrency int `toml:"job_concurrency"`
+	// JobQueuePerOwner bounds one authority group's queued jobs (0:
+	// jobs.DefaultQueuedPerOwner); a further run that would queue fails
+	// with queue_full.
+	JobQueuePerOwner int `toml:"job_queue_per_owner"`
 	// BootstrapToken is WEBCODEX_TOKEN: an admin credential accepted as is
 	// and never stored or logged. Environment only.
 	BootstrapToken string `toml:"-"`
@@ -187,6 +193,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		}
 		c.JobConcurrency = n
 	}
+	if v := getenv("WEBCODEX_JOB_QUEUE_PER_OWNER"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return &ConfigError{Source: "environment", Key: "WEBCODEX_JOB_QUEUE_PER_OWNER", Err: err}
+		}
+		c.JobQueuePerOwner = n
+	}
 	if v := getenv("WEBCODEX_PUBLIC_URL"); v != "" {
 		c.PublicURL = v
 	}
@@ -210,6 +223,9 @@ func (c Config) Validate() error {
 	}
 	if c.JobConcurrency < 1 || c.JobConcurrency > 64 {
 		return &ConfigError{Source: "config", Key: "job_concurrency", Err: errors.New("must be 1-64")}
+	}
+	if c.JobQueuePerOwner < 0 || c.JobQueuePerOwner > jobs.MaxQueuedPerOwner {
+		return &ConfigError{Source: "config", Key: "job_queue_per_owner", Err: fmt.Errorf("must be 1-%d", jobs.MaxQueuedPerOwner)}
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)

@@ -51,6 +51,8 @@ func TestLoadConfig(t *testing.T) {
 			"level":   {"WEBCODEX_LOG_LEVEL": "loud"},
 			"timeout": {"WEBCODEX_SHUTDOWN_TIMEOUT": "soon"},
 			"token":   {"WEBCODEX_TOKEN": "short"},
+			"queue":   {"WEBCODEX_JOB_QUEUE_PER_OWNER": "1001"},
+			"queue-":  {"WEBCODEX_JOB_QUEUE_PER_OWNER": "-1"},
 		} {
 			if _, err := app.LoadConfig(t.TempDir(), env(e)); err == nil {
 				t.Errorf("%s: accepted %v", name, e)

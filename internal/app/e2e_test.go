@@ -29,12 +29,21 @@ type server struct {
 
 func startApp(t *testing.T, dataDir string, projects ...string) *server {
 	t.Helper()
+	return startAppWith(t, dataDir, nil, projects...)
+}
+
+// startAppWith is startApp with tune, when set, changing the configuration.
+func startAppWith(t *testing.T, dataDir string, tune func(*app.Config), projects ...string) *server {
+	t.Helper()
 	cfg, err := app.LoadConfig(dataDir, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Listen = "127.0.0.1:0"
 	cfg.ShutdownTimeout = app.Duration(5 * time.Second)
+	if tune != nil {
+		tune(&cfg)
+	}
 	ctx := context.Background()
 	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

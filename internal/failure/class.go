@@ -49,6 +49,7 @@ const (
 	statusNotFound    = 404
 	statusConflict    = 409
 	statusTooLarge    = 413
+	statusTooMany     = 429
 	statusInternal    = 500
 	statusUnavailable = 503
 )
@@ -93,6 +94,8 @@ var classes = map[Kind]Class{
 	JobNotFound:              {ClassNotStarted, RecoverFixInput, statusNotFound},
 	JobAuthorityDenied:       {ClassPermissionDenied, RecoverRequestPermission, statusForbidden},
 	JobProjectMismatch:       {ClassNotStarted, RecoverFixInput, statusConflict},
+	QueueFull:                {ClassCapabilityUnavailable, RecoverRetryLater, statusTooMany},
+	TooManyRequests:          {ClassCapabilityUnavailable, RecoverRetryLater, statusTooMany},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

@@ -54,6 +54,8 @@ const (
 	JobNotFound              Kind = "job_not_found"
 	JobAuthorityDenied       Kind = "job_authority_denied"
 	JobProjectMismatch       Kind = "job_project_mismatch"
+	QueueFull                Kind = "queue_full"
+	TooManyRequests          Kind = "too_many_requests"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -68,6 +70,7 @@ var Kinds = []Kind{
 	NotStarted, CommandFailed, TimedOut, ShellBusy, ShellResetRequired, ShellClosed,
 	ValidationFailed, EvidenceGap,
 	JobNotFound, JobAuthorityDenied, JobProjectMismatch,
+	QueueFull, TooManyRequests,
 }
 
 // Error is a failure with a stable kind, a human message and optional

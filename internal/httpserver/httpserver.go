@@ -2,9 +2,12 @@
 // Origin and DNS-rebinding protection, bearer authentication and bounded
 // concurrency, around the routes the transports register.
 //
-// Transports register their routes on a [Mux]; routes are public (no
-// credential, e.g. /healthz) or authenticated (the principal is in the
-// request context, see [auth.PrincipalFrom]).
+// Transports register their routes on a [Mux]; routes are always served
+// (/healthz, outside every limit), public (no credential, e.g.
+// /openapi.json) or authenticated (the principal is in the request
+// context, see [auth.PrincipalFrom]). An authenticated request holds a
+// slot of its principal's share from the end of the credential check to
+// its response, except while its call waits (see [admission.BeginWait]).
 package httpserver
 
 import (
@@ -17,19 +20,53 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/webcodex/webcodex/internal/admission"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 )
 
-// Limits of the HTTP surface.
+// Limits of the HTTP surface. Every pool refuses at once (never queues):
+// a caller over its share gets 429 too_many_requests, a full pool 503
+// unavailable, both with Retry-After. A principal here is an authority
+// group (auth.Principal.Owner): its credentials share one share.
 const (
 	// MaxBodyBytes bounds one request body (4 MiB).
 	MaxBodyBytes = 4 << 20
-	// MaxConcurrent bounds requests served at once; more get 503.
+	// MaxConcurrent bounds the authenticated requests served at once, all
+	// principals together, from the end of the credential check (the body
+	// read included) to the response.
 	MaxConcurrent = 64
+	// MaxPerPrincipal bounds the authenticated requests one principal has
+	// in flight: one caller cannot take all MaxConcurrent slots.
+	MaxPerPrincipal = 16
+	// MaxAuthenticating bounds requests in the credential check (a
+	// credential store lookup; no body has been read). A request waits
+	// up to AuthWait for one of these slots (the check itself is short;
+	// a burst of requests must not be refused for it), then gets 503.
+	MaxAuthenticating = 32
+	AuthWait          = 5 * time.Second
+	// MaxPublic bounds requests to public routes (openapi.json); routes
+	// registered with Always take no slot at all.
+	MaxPublic = 16
+	// MaxWaiters bounds the bounded waits in progress (see
+	// admission.BeginWait), all principals together; a waiting call holds
+	// a waiter slot instead of its request slot.
+	MaxWaiters = 256
+	// MaxWaitersPerPrincipal bounds one principal's waits in progress.
+	MaxWaitersPerPrincipal = 8
+	// BodyTimeout bounds the time from the end of the credential check to
+	// the last byte of the body: a slow body holds its principal's slot at
+	// most this long and is then answered 408.
+	BodyTimeout = 20 * time.Second
+	// RetryAfterSeconds is the Retry-After of a refusal by a pool.
+	RetryAfterSeconds = 1
 )
 
 // Authenticator turns a raw bearer credential into a principal, returning
@@ -51,15 +88,22 @@ type Options struct {
 	// on any port) the server is reached by besides loopback, e.g. the
 	// host of the configured public URL behind a tunnel.
 	PublicHosts []string
+	// BodyTimeout overrides the package's BodyTimeout when positive.
+	BodyTimeout time.Duration
 	Logger      *slog.Logger
 }
 
 // Mux collects the routes of every transport.
 type Mux struct {
 	opts   Options
+	always *http.ServeMux
 	public *http.ServeMux
 	authed *http.ServeMux
-	sem    chan struct{}
+
+	authenticating chan struct{}
+	publicSlots    *admission.Pool
+	requests       *admission.Pool
+	waiters        *admission.Pool
 }
 
 // NewMux returns an empty Mux.
@@ -67,10 +111,25 @@ func NewMux(o Options) *Mux {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Mux{opts: o, public: http.NewServeMux(), authed: http.NewServeMux(), sem: make(chan struct{}, MaxConcurrent)}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = BodyTimeout
+	}
+	return &Mux{
+		opts: o, always: http.NewServeMux(), public: http.NewServeMux(), authed: http.NewServeMux(),
+		authenticating: make(chan struct{}, MaxAuthenticating),
+		publicSlots:    admission.NewPool("public request slots", MaxPublic, 0),
+		requests:       admission.NewPool("request slots", MaxConcurrent, MaxPerPrincipal),
+		waiters:        admission.NewPool("waiting calls", MaxWaiters, MaxWaitersPerPrincipal),
+	}
 }
 
-// Public registers a route that needs no credential.
+// Always registers a public route that is served before and outside every
+// pool, so that it is never refused for capacity: its handler must be
+// cheap and bounded (e.g. /healthz).
+func (m *Mux) Always(pattern string, h http.Handler) { m.always.Handle(pattern, h) }
+
+// Public registers a route that needs no credential; at most MaxPublic
+// such requests are served at once.
 func (m *Mux) Public(pattern string, h http.Handler) { m.public.Handle(pattern, h) }
 
 // Authenticated registers a route that needs a valid bearer credential.
@@ -79,63 +138,175 @@ func (m *Mux) Authenticated(pattern string, h http.Handler) { m.authed.Handle(pa
 // Handler returns the complete handler stack.
 func (m *Mux) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case m.sem <- struct{}{}:
-			defer func() { <-m.sem }()
-		default:
-			WriteError(w, http.StatusServiceUnavailable, failure.New(failure.Unavailable, "too many concurrent requests"))
-			return
-		}
 		if m.opts.LoopbackOnly && !loopbackHost(r.Host) && !m.publicHost(r.Host) {
-			WriteError(w, http.StatusForbidden, failure.New(failure.PermissionDenied, "host %q is not allowed (DNS-rebinding protection)", r.Host))
+			writeUnread(w, r, http.StatusForbidden, failure.New(failure.PermissionDenied, "host %q is not allowed (DNS-rebinding protection)", r.Host))
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !m.originAllowed(origin, r.Host) {
-			WriteError(w, http.StatusForbidden, failure.New(failure.PermissionDenied, "origin %q is not allowed", origin))
+			writeUnread(w, r, http.StatusForbidden, failure.New(failure.PermissionDenied, "origin %q is not allowed", origin))
+			return
+		}
+		if h, pattern := m.always.Handler(r); pattern != "" {
+			h.ServeHTTP(w, r)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		if h, pattern := m.public.Handler(r); pattern != "" {
+			release, err := m.publicSlots.Acquire("")
+			if err != nil {
+				refuse(w, r, err)
+				return
+			}
+			defer release()
 			h.ServeHTTP(w, r)
 			return
 		}
 		if _, pattern := m.authed.Handler(r); pattern == "" {
-			WriteError(w, http.StatusNotFound, failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+			writeUnread(w, r, http.StatusNotFound, failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 			return
 		}
 		raw, ok := auth.ParseBearer(r.Header.Get("Authorization"))
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex"`)
-			WriteError(w, http.StatusUnauthorized, failure.New(failure.Unauthenticated, "a bearer credential is required"))
+			writeUnread(w, r, http.StatusUnauthorized, failure.New(failure.Unauthenticated, "a bearer credential is required"))
 			return
 		}
-		p, err := m.opts.Auth.Authenticate(r.Context(), raw)
+		p, ok := m.authenticate(w, r, raw)
+		if !ok {
+			return
+		}
+		// The principal's request slot is taken before its body is read:
+		// a slow body holds a slot of its own principal's share, for at
+		// most the body timeout.
+		h := &hold{waiters: m.waiters, key: p.Owner}
+		release, err := m.requests.Acquire(h.key)
 		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex", error="invalid_token"`)
-			if failure.KindOf(err) != failure.Unauthenticated {
-				m.opts.Logger.Error("authenticate", "err", err)
-				WriteError(w, http.StatusServiceUnavailable, failure.New(failure.Unavailable, "credential store unavailable"))
-				return
-			}
-			WriteError(w, http.StatusUnauthorized, failure.New(failure.Unauthenticated, "the bearer credential is not valid"))
+			refuse(w, r, err)
+			return
+		}
+		h.request = release
+		defer h.release()
+		body, ok := m.readBody(w, r)
+		if !ok {
 			return
 		}
 		// The body is read here, once: handlers get the bytes (Body) and a
 		// reader over the same bytes for code that wants one (the go-sdk).
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-				WriteError(w, http.StatusRequestEntityTooLarge, failure.New(failure.RequestTooLarge, "request body exceeds %d bytes", mbe.Limit))
-				return
-			}
-			WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "cannot read request body"))
-			return
-		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		ctx := context.WithValue(auth.WithPrincipal(r.Context(), p), bodyKey{}, body)
+		ctx = admission.WithWaiter(ctx, h)
 		m.authed.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// authenticate checks the credential in one of the MaxAuthenticating
+// slots, answering the request itself when it fails.
+func (m *Mux) authenticate(w http.ResponseWriter, r *http.Request, raw string) (auth.Principal, bool) {
+	wait := time.NewTimer(AuthWait)
+	defer wait.Stop()
+	select {
+	case m.authenticating <- struct{}{}:
+	case <-wait.C:
+		refuse(w, r, failure.New(failure.Unavailable, "all %d credential checks are in use; retry shortly", MaxAuthenticating))
+		return auth.Principal{}, false
+	case <-r.Context().Done():
+		return auth.Principal{}, false
+	}
+	p, err := m.opts.Auth.Authenticate(r.Context(), raw)
+	<-m.authenticating
+	if err == nil {
+		return p, true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex", error="invalid_token"`)
+	if failure.KindOf(err) != failure.Unauthenticated {
+		m.opts.Logger.Error("authenticate", "err", err)
+		writeUnread(w, r, http.StatusServiceUnavailable, failure.New(failure.Unavailable, "credential store unavailable"))
+		return auth.Principal{}, false
+	}
+	writeUnread(w, r, http.StatusUnauthorized, failure.New(failure.Unauthenticated, "the bearer credential is not valid"))
+	return auth.Principal{}, false
+}
+
+// readBody reads the whole body within the body timeout, answering the
+// request itself when it cannot.
+func (m *Mux) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.ContentLength != 0 {
+		// Only a request with a body to read gets the deadline: net/http
+		// clears it when the body hits EOF; without a body, its
+		// background read would be cut off by it instead.
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(m.opts.BodyTimeout))
+	}
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		return body, true
+	}
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		WriteError(w, http.StatusRequestEntityTooLarge, failure.New(failure.RequestTooLarge, "request body exceeds %d bytes", mbe.Limit))
+		return nil, false
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		writeUnread(w, r, http.StatusRequestTimeout, failure.New(failure.InvalidArguments, "the request body did not arrive within %s", m.opts.BodyTimeout))
+		return nil, false
+	}
+	writeUnread(w, r, http.StatusBadRequest, failure.New(failure.InvalidArguments, "cannot read request body"))
+	return nil, false
+}
+
+// refuse answers a request a pool refused (429 or 503, with Retry-After),
+// without reading its body.
+func refuse(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	writeUnread(w, r, StatusFor(failure.KindOf(err)), err)
+}
+
+// writeUnread answers a request whose body is not read (or not wholly):
+// the connection is closed after the answer and nothing more is read from
+// it, so that a slow body holds nothing once refused (net/http would
+// otherwise read the rest of a small body before answering).
+func writeUnread(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	WriteError(w, status, err)
+}
+
+// hold is what one authenticated request holds: its request slot and,
+// once its call begins a bounded wait, a waiter slot instead. Both are
+// given back when the request ends.
+type hold struct {
+	waiters *admission.Pool
+	key     string
+
+	mu      sync.Mutex
+	request func()
+	waiter  func()
+}
+
+// BeginWait implements admission.Waiter.
+func (h *hold) BeginWait() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.waiter != nil {
+		return nil
+	}
+	release, err := h.waiters.Acquire(h.key)
+	if err != nil {
+		return err
+	}
+	h.waiter = release
+	h.request()
+	return nil
+}
+
+func (h *hold) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.request()
+	if h.waiter != nil {
+		h.waiter()
+	}
 }
 
 type bodyKey struct{}

@@ -71,6 +71,12 @@ const (
 	DefaultConcurrency = 4
 	// MaxConcurrency bounds Options.Concurrency.
 	MaxConcurrency = 64
+	// DefaultQueuedPerOwner is how many queued (not yet started) jobs one
+	// owner (authority group) may have; a further one that would queue
+	// fails with queue_full and is neither started nor recorded.
+	DefaultQueuedPerOwner = 64
+	// MaxQueuedPerOwner bounds Options.QueuedPerOwner.
+	MaxQueuedPerOwner = 1000
 	// DefaultSyncGrace is how long a synchronous run is waited for before
 	// it continues as a background job.
 	DefaultSyncGrace = 8 * time.Second

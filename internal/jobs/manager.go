@@ -24,8 +24,15 @@ type Options struct {
 	// created 0700.
 	Dir string
 	// Concurrency is how many executions run at once (0 =
-	// DefaultConcurrency); further ones queue in arrival order.
+	// DefaultConcurrency); further ones queue. A freed slot goes to the
+	// owner with the fewest running jobs among those with queued jobs
+	// (among equals, the one served least recently; its oldest queued job
+	// first), so that one owner's queue delays another owner's run by at
+	// most one slot's turn.
 	Concurrency int
+	// QueuedPerOwner bounds one owner's queued jobs (0 =
+	// DefaultQueuedPerOwner, at most MaxQueuedPerOwner).
+	QueuedPerOwner int
 	// SyncGrace is how long RunSync waits before a run continues as a
 	// background job (0 = DefaultSyncGrace).
 	SyncGrace time.Duration
@@ -99,6 +106,7 @@ type Manager struct {
 	host   runner.Host
 	dir    string
 	limit  int
+	qlimit int
 	grace  time.Duration
 	cap    int64
 	retain int
@@ -114,6 +122,14 @@ type Manager struct {
 	closing  bool
 	closed   chan struct{} // closed when Close begins (wakes observers)
 	finished int
+
+	// runningBy and queuedBy count, under mu, each owner's slots held and
+	// jobs admitted to the queue; served is the grant number of each
+	// active owner's latest slot (see Manager.next).
+	runningBy map[string]int
+	queuedBy  map[string]int
+	served    map[string]uint64
+	grants    uint64
 
 	wg sync.WaitGroup // one per live entry, plus prunes
 }
@@ -156,6 +172,11 @@ type entry struct {
 	background bool
 	finished   bool
 	result     *runner.Result
+
+	// owner is the job's Principal (authority fingerprint); queued is
+	// set, under Manager.mu, while e counts in queuedBy.
+	owner  string
+	queued bool
 }
 
 // NewManager returns a Manager. Call Recover before serving, and Close at
@@ -169,6 +190,12 @@ func NewManager(o Options) (*Manager, error) {
 	}
 	if o.Concurrency < 1 || o.Concurrency > MaxConcurrency {
 		return nil, fmt.Errorf("jobs: concurrency must be 1-%d", MaxConcurrency)
+	}
+	if o.QueuedPerOwner == 0 {
+		o.QueuedPerOwner = DefaultQueuedPerOwner
+	}
+	if o.QueuedPerOwner < 1 || o.QueuedPerOwner > MaxQueuedPerOwner {
+		return nil, fmt.Errorf("jobs: queued jobs per owner must be 1-%d", MaxQueuedPerOwner)
 	}
 	if o.SyncGrace == 0 {
 		o.SyncGrace = DefaultSyncGrace
@@ -192,9 +219,9 @@ func NewManager(o Options) (*Manager, error) {
 		return nil, fmt.Errorf("jobs: output directory: %w", err)
 	}
 	return &Manager{
-		store: o.Store, host: o.Host, dir: o.Dir, limit: o.Concurrency, grace: o.SyncGrace,
+		store: o.Store, host: o.Host, dir: o.Dir, limit: o.Concurrency, qlimit: o.QueuedPerOwner, grace: o.SyncGrace,
 		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger, hook: o.OnFinished, kill: o.KillSurvivors,
-		live: map[string]*entry{}, closed: make(chan struct{}),
+		live: map[string]*entry{}, runningBy: map[string]int{}, queuedBy: map[string]int{}, served: map[string]uint64{}, closed: make(chan struct{}),
 	}, nil
 }
 

@@ -41,6 +41,11 @@ type ObserveRequest struct {
 	WakeOn WakeOn
 	// MaxBytes bounds each stream's chunk (0: DefaultReadBytes).
 	MaxBytes int
+	// BeforeWait, when set, is called once, after every check and only
+	// when the call is about to wait (the condition does not hold yet);
+	// an error ends the call with that error, without waiting. The tools
+	// pass admission.BeginWait here.
+	BeforeWait func() error
 }
 
 // An Observation is one job's committed record and new output.
@@ -189,12 +194,19 @@ func (m *Manager) Observe(ctx context.Context, acc Access, req ObserveRequest) (
 			defer t.Stop()
 			poll = t.C
 		}
+		waiting := false
 	wait:
 		for {
 			if ok, all := satisfied(); ok || all {
 				woke = WokeCondition
 				break
 			}
+			if !waiting && req.BeforeWait != nil {
+				if err := req.BeforeWait(); err != nil {
+					return nil, "", err
+				}
+			}
+			waiting = true
 			select {
 			case <-wake:
 			case <-poll:

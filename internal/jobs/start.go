@@ -73,7 +73,7 @@ func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *
 	// The job id names the run's containment unit (its marker).
 	s.Run.RunID = j.ID
 	e = &entry{
-		id: j.ID, spec: s.Run, accepted: j.AcceptedExitCodes, exp: j.Expectation,
+		id: j.ID, owner: j.Principal, spec: s.Run, accepted: j.AcceptedExitCodes, exp: j.Expectation,
 		done: make(chan struct{}), background: s.Background, cleanup: s.Cleanup, keep: s.KeepOutput,
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
@@ -107,10 +107,17 @@ func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *
 		e.discard(dir)
 		return nil, failure.New(failure.Unavailable, "server is shutting down; nothing ran")
 	}
-	if m.running < m.limit && len(m.queue) == 0 {
-		m.running++
-		e.slot = true
+	switch {
+	case m.running < m.limit && len(m.queue) == 0:
+		m.takeSlot(e)
 		j.State, j.StartedAt = Running, now
+	case m.queuedBy[e.owner] >= m.qlimit:
+		m.mu.Unlock()
+		e.discard(dir)
+		return nil, failure.New(failure.QueueFull, "you already have %d queued jobs (the most allowed); nothing was started or recorded: retry when one has started", m.qlimit)
+	default:
+		m.queuedBy[e.owner]++
+		e.queued = true
 	}
 	e.job = j
 	m.live[j.ID] = e
@@ -134,8 +141,9 @@ func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *
 		m.mu.Lock()
 		delete(m.live, j.ID)
 		if e.slot {
-			m.running--
+			m.putSlot(e)
 		}
+		m.unqueue(e)
 		m.mu.Unlock()
 		e.discard(dir)
 		m.wg.Done()
@@ -160,6 +168,77 @@ func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *
 	}
 	m.dispatch()
 	return e, nil
+}
+
+// Scheduling state; every function below runs with m.mu held.
+
+// takeSlot gives e a concurrency slot.
+func (m *Manager) takeSlot(e *entry) {
+	m.running++
+	m.runningBy[e.owner]++
+	m.grants++
+	m.served[e.owner] = m.grants
+	e.mu.Lock()
+	e.slot = true
+	e.mu.Unlock()
+}
+
+// putSlot gives back the slot e held.
+func (m *Manager) putSlot(e *entry) {
+	m.running--
+	if m.runningBy[e.owner]--; m.runningBy[e.owner] <= 0 {
+		delete(m.runningBy, e.owner)
+	}
+	m.forget(e.owner)
+}
+
+// unqueue stops counting e among its owner's queued jobs (once; later
+// calls do nothing).
+func (m *Manager) unqueue(e *entry) {
+	if !e.queued {
+		return
+	}
+	e.queued = false
+	if m.queuedBy[e.owner]--; m.queuedBy[e.owner] <= 0 {
+		delete(m.queuedBy, e.owner)
+	}
+	m.forget(e.owner)
+}
+
+// forget drops the scheduling history of an owner with nothing running
+// or queued, so that the maps hold active owners only.
+func (m *Manager) forget(owner string) {
+	if m.runningBy[owner] == 0 && m.queuedBy[owner] == 0 {
+		delete(m.served, owner)
+	}
+}
+
+// next removes from the queue and returns the job a free slot goes to,
+// with its slot taken: of the owners with queued jobs, the one with the
+// fewest running jobs, among equals the one served least recently (round
+// robin), and of that owner's queued jobs the oldest. It is never first
+// in, first out across owners: a job of an owner with nothing running
+// waits for one slot's turn at most. m.queue is not empty.
+func (m *Manager) next() *entry {
+	best := 0
+	for i, e := range m.queue {
+		if m.before(e.owner, m.queue[best].owner) {
+			best = i
+		}
+	}
+	e := m.queue[best]
+	m.queue = slices.Delete(m.queue, best, best+1)
+	m.unqueue(e)
+	m.takeSlot(e)
+	return e
+}
+
+// before reports whether owner a's next job goes before owner b's.
+func (m *Manager) before(a, b string) bool {
+	if ra, rb := m.runningBy[a], m.runningBy[b]; ra != rb {
+		return ra < rb
+	}
+	return m.served[a] < m.served[b]
 }
 
 func (e *entry) discard(dir string) {

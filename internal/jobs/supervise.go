@@ -15,7 +15,7 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
-// dispatch launches queued jobs while slots are free.
+// dispatch launches queued jobs while slots are free, each chosen by next.
 func (m *Manager) dispatch() {
 	for {
 		m.mu.Lock()
@@ -23,13 +23,8 @@ func (m *Manager) dispatch() {
 			m.mu.Unlock()
 			return
 		}
-		e := m.queue[0]
-		m.queue = m.queue[1:]
-		m.running++
+		e := m.next()
 		m.mu.Unlock()
-		e.mu.Lock()
-		e.slot = true
-		e.mu.Unlock()
 		go m.launch(e)
 	}
 }
@@ -220,8 +215,9 @@ func (m *Manager) finish(e *entry, res *runner.Result, st State, reason string) 
 	if i := slices.Index(m.queue, e); i >= 0 {
 		m.queue = slices.Delete(m.queue, i, i+1)
 	}
+	m.unqueue(e)
 	if slot {
-		m.running--
+		m.putSlot(e)
 	}
 	prune := false
 	if durable {
@@ -261,6 +257,7 @@ func (m *Manager) interrupt(e *entry, why runner.Ending) {
 	queued := false
 	if i := slices.Index(m.queue, e); i >= 0 {
 		m.queue = slices.Delete(m.queue, i, i+1)
+		m.unqueue(e)
 		queued = true
 	}
 	m.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/admission"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/command"
 	"github.com/webcodex/webcodex/internal/failure"
@@ -45,7 +46,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[ObserveInput, ObserveOutput]{
 		Name: "observe_jobs",
 		Description: "Observe 1-8 jobs: state, exit code and new output since your cursors. wait_seconds (0-100) waits once until wake_on " +
-			"(change, terminal or all_terminal) or every job is terminal. Pass back next_cursor values to read on.",
+			"(change, terminal or all_terminal) or every job is terminal; a caller already waiting its share of waits gets too_many_requests (HTTP). Pass back next_cursor values to read on.",
 		Category: "exec", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Session:     kernel.SessionOptional,
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
@@ -233,6 +234,9 @@ func (t *Tools) observe(ctx context.Context, inv *kernel.Invocation, in ObserveI
 	obs, woke, err := m.Observe(ctx, access(inv), jobs.ObserveRequest{
 		IDs: in.JobIDs, Cursors: in.Cursors, Wait: time.Duration(in.WaitSeconds) * time.Second,
 		WakeOn: in.WakeOn, MaxBytes: in.MaxBytes,
+		// The wait holds no request slot: it takes one of the caller's
+		// bounded waiter slots instead, or is refused (too_many_requests).
+		BeforeWait: func() error { return admission.BeginWait(ctx) },
 	})
 	if err != nil {
 		return ObserveOutput{}, err

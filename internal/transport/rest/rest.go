@@ -50,7 +50,7 @@ type Server struct {
 
 // Register adds the REST routes to m.
 func (s *Server) Register(m *httpserver.Mux) {
-	m.Public("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	m.Always("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
 	m.Public("GET /openapi.json", http.HandlerFunc(s.openAPI))
