@@ -70,6 +70,9 @@ type Spec struct {
 	// Stdout and Stderr, when set, also receive the full streams (a job's
 	// output files).
 	Stdout, Stderr io.Writer
+	// Sandbox is what the execution asks of its confinement; the Local's
+	// Policy decides the mode in force (sandbox.go).
+	Sandbox Sandbox
 }
 
 // Validate checks a Spec's bounds. It does not look at the filesystem.
@@ -126,6 +129,8 @@ type Result struct {
 	Duration    time.Duration `json:"-"`
 	Stdout      Output        `json:"stdout"`
 	Stderr      Output        `json:"stderr"`
+	// Sandbox is the sandbox mode in force for the execution.
+	Sandbox Mode `json:"sandbox"`
 }
 
 // Host runs executions. Local is the implementation on this machine; a
@@ -141,6 +146,9 @@ type Local struct {
 	// Getenv reads the server environment that children may inherit (nil:
 	// os.Getenv).
 	Getenv func(string) string
+	// Policy confines every child (nil: none is confined, and each
+	// Result says Off).
+	Policy *Policy
 }
 
 var _ Host = (*Local)(nil)
@@ -154,6 +162,7 @@ type Process struct {
 	stderr  *Tail
 	done    chan struct{}
 	result  Result
+	conf    *Confinement
 
 	mu     sync.Mutex
 	ending Ending // why the runner killed the group, if it did
@@ -187,9 +196,14 @@ func (l *Local) Start(ctx context.Context, s Spec) (*Process, error) {
 	if st, err := os.Stat(s.Dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%w: working directory does not exist", ErrNotStarted)
 	}
-	cmd := &exec.Cmd{Path: path, Args: s.Argv, Dir: s.Dir, Env: env}
+	conf, err := l.Policy.Confine(s.Sandbox)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
+	}
+	defer conf.Close(l.Policy)
+	cmd := &exec.Cmd{Path: path, Args: s.Argv, Dir: s.Dir, Env: conf.Env(env)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &Process{cmd: cmd, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{})}
+	p := &Process{cmd: cmd, conf: conf, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{})}
 	cmd.Stdout = tee(p.stdout, s.Stdout)
 	cmd.Stderr = tee(p.stderr, s.Stderr)
 	if s.Stdin != nil {
@@ -197,7 +211,7 @@ func (l *Local) Start(ctx context.Context, s Spec) (*Process, error) {
 	}
 	cmd.WaitDelay = outputDrain
 	p.started = time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := conf.Start(cmd); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
 	}
 	p.pgid = cmd.Process.Pid
@@ -298,7 +312,7 @@ func (p *Process) kill(why Ending) {
 func (p *Process) Stop() { p.kill(Stopped) }
 
 func (p *Process) finish(err error) {
-	r := Result{Duration: time.Since(p.started), Stdout: p.stdout.Snapshot(), Stderr: p.stderr.Snapshot(), ExitCode: -1}
+	r := Result{Duration: time.Since(p.started), Stdout: p.stdout.Snapshot(), Stderr: p.stderr.Snapshot(), ExitCode: -1, Sandbox: p.conf.Mode()}
 	p.mu.Lock()
 	r.KilledGroup = p.killed
 	ending := p.ending
@@ -343,6 +357,9 @@ func (p *Process) Wait(ctx context.Context) (Result, error) {
 
 // Snapshot returns the output so far of a running or finished execution.
 func (p *Process) Snapshot() (stdout, stderr Output) { return p.stdout.Snapshot(), p.stderr.Snapshot() }
+
+// Sandbox is the sandbox mode in force for the execution.
+func (p *Process) Sandbox() Mode { return p.conf.Mode() }
 
 // PID is the process id of the group leader.
 func (p *Process) PID() int { return p.pgid }
