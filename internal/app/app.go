@@ -54,6 +54,9 @@ type App struct {
 	Auth     *auth.Service
 	Projects *project.Registry
 	Runner   runner.Host
+	// Sandbox confines every process agents start (runs, jobs,
+	// validations, git, persistent shells).
+	Sandbox *runner.Policy
 	Jobs     *jobs.Manager
 	Shells   *shell.Manager
 	Kernel   *kernel.Kernel
@@ -113,8 +116,9 @@ func (a *App) wire(ctx context.Context) error {
 		return fmt.Errorf("admin credential: %w", err)
 	}
 	a.Projects = newProjects(a.Stores)
-	a.Runner = &runner.Local{}
-	a.Shells = shell.NewManager(shell.Options{})
+	a.Sandbox = a.Config.SandboxPolicy()
+	a.Runner = &runner.Local{Policy: a.Sandbox}
+	a.Shells = shell.NewManager(shell.Options{Sandbox: a.Sandbox})
 	if a.Jobs, err = newJobs(ctx, a); err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -289,6 +293,7 @@ func (a *App) release() {
 	if err := a.Jobs.Close(ctx); err != nil {
 		a.Log.Warn("jobs: shutdown did not finish", "err", err)
 	}
+	a.Sandbox.Close()
 }
 
 func (a *App) evidenceStatus(ctx context.Context) EvidenceStatus {
@@ -315,6 +320,10 @@ type Status struct {
 	AuditWriteFailures int64 `json:"audit_write_failures"`
 	// Evidence describes the evidence journal.
 	Evidence EvidenceStatus `json:"evidence"`
+	// Sandbox is the default sandbox in force for agents' processes:
+	// its mode (off or unavailable included), the kernel's Landlock ABI
+	// and the network setting.
+	Sandbox runner.Status `json:"sandbox"`
 }
 
 // EvidenceStatus is the evidence part of /api/status.
@@ -344,5 +353,6 @@ func (a *App) Status(ctx context.Context) (any, error) {
 		Workflow: wf, Projects: len(ps), Tools: len(a.Kernel.Registry().Tools()), Kernel: a.Kernel.Stats(),
 		AuditWriteFailures: a.AuditHTTP.WriteFailures(),
 		Evidence:           a.evidenceStatus(ctx),
+		Sandbox:            a.Sandbox.Status(),
 	}, nil
 }

@@ -70,7 +70,10 @@ type Sandbox struct {
 	// under WorkspaceWrite.
 	Project string
 	// Write lists paths writable under every mode but Off (a private git
-	// index directory).
+	// index directory, a validation job's report directory). They are
+	// the server's own choice, so one may lie inside a denied path (a
+	// job's directory in the data directory); a denied path inside one
+	// stays denied.
 	Write []string
 }
 
@@ -113,6 +116,28 @@ func (p *Policy) Status() Status {
 		return Status{Mode: Off, ABI: abi, Network: NetworkOn}
 	}
 	return Status{Mode: inForce(p.Mode, abi), ABI: abi, Network: netInForce(p.Network, abi)}
+}
+
+// String describes the status in one line, for the server's banner:
+// "workspace-write (Landlock ABI 7)", "off (explicitly disabled)" or
+// "unavailable (...)", with the network setting when it is not on.
+func (s Status) String() string {
+	var out string
+	switch s.Mode {
+	case Off:
+		out = "off (explicitly disabled)"
+	case Unavailable:
+		out = "unavailable (no Landlock on this kernel or system: processes run unconfined)"
+	default:
+		out = fmt.Sprintf("%s (Landlock ABI %d)", s.Mode, s.ABI)
+	}
+	switch s.Network {
+	case NetworkOff:
+		out += ", network off"
+	case NetworkUnavailable:
+		out += ", network off unavailable (Landlock ABI < 4: TCP stays open)"
+	}
+	return out
 }
 
 func inForce(m Mode, abi int) Mode {
@@ -184,7 +209,7 @@ func (p *Policy) Confine(req Sandbox) (*Confinement, error) {
 	if err != nil {
 		return nil, err
 	}
-	write := append([]string(nil), req.Write...)
+	var write []string
 	read := []string{"/"}
 	if req.Project != "" {
 		read = append(read, req.Project)
@@ -201,12 +226,18 @@ func (p *Policy) Confine(req Sandbox) (*Confinement, error) {
 		}
 		write = append(write, c.tmp)
 	}
-	in := inputs{read: read, write: write, deny: deny, network: c.network == NetworkOff}
+	in := inputs{read: read, write: write, explicit: req.Write, deny: deny, network: c.network == NetworkOff}
 	key := in.key()
 	set := p.cache[key]
 	if set == nil || !set.fresh() {
 		if set != nil {
 			set.release()
+		}
+		if len(p.cache) >= maxCompiled {
+			for k, s := range p.cache {
+				s.release()
+				delete(p.cache, k)
+			}
 		}
 		if set, err = compile(in); err != nil {
 			delete(p.cache, key)
@@ -305,12 +336,32 @@ func (c *Confinement) Close(p *Policy) {
 
 // inputs are what a compiled ruleset is built from.
 type inputs struct {
-	read, write, deny []string
-	network           bool // refuse TCP (and, from ABI 10, UDP)
+	read, write, explicit, deny []string
+	network                     bool // refuse TCP (and, from ABI 10, UDP)
 }
 
+// maxCompiled bounds the cached rulesets of a policy (each holds a file
+// descriptor); beyond it the cache starts over.
+const maxCompiled = 64
+
 func (in inputs) key() string {
-	return fmt.Sprintf("%q|%q|%q|%t", in.read, in.write, in.deny, in.network)
+	return fmt.Sprintf("%q|%q|%q|%q|%t", in.read, in.write, in.explicit, in.deny, in.network)
+}
+
+// writes carves the write grants: the mode's grants around every denied
+// path, the explicit ones only around the denied paths inside them.
+func (in inputs) writes(watch *[]watched) []string {
+	out := carve(in.write, in.deny, watch)
+	for _, g := range in.explicit {
+		var inside []string
+		for _, d := range in.deny {
+			if within(d, filepath.Clean(g)) {
+				inside = append(inside, d)
+			}
+		}
+		out = append(out, carve([]string{g}, inside, watch)...)
+	}
+	return out
 }
 
 // watched is a path whose change invalidates a compiled ruleset: a

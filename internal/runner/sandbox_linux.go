@@ -52,7 +52,7 @@ type compiled struct {
 // ruleset.
 func compile(in inputs) (*compiled, error) {
 	c := &compiled{}
-	r := rules{read: carve(in.read, in.deny, &c.watch), write: carve(in.write, in.deny, &c.watch), network: in.network}
+	r := rules{read: carve(in.read, in.deny, &c.watch), write: in.writes(&c.watch), network: in.network}
 	fd, flags, err := ruleset(r)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)

@@ -169,6 +169,19 @@ func TestSandboxWrites(t *testing.T) {
 	if err != nil || res2.ExitCode != 0 {
 		t.Errorf("read-only with a write path: %+v %v", res2, err)
 	}
+	// An explicit write path inside the data directory (a job's own
+	// directory) is writable; the rest of the data directory is not.
+	jobDir := filepath.Join(e.data, "jobs", "wc_job_1")
+	if err := os.MkdirAll(jobDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	res2, err = runner.Run(context.Background(), l, runner.Spec{
+		Argv: []string{"sh", "-c", "echo r > " + filepath.Join(jobDir, "report.xml") + " && cat " + filepath.Join(e.data, "evidence.key")}, Dir: e.project,
+		Sandbox: runner.Sandbox{Project: e.project, Write: []string{jobDir}},
+	})
+	if b, _ := os.ReadFile(filepath.Join(jobDir, "report.xml")); err != nil || string(b) != "r\n" || res2.ExitCode == 0 || strings.Contains(res2.Stdout.Text, "secret") {
+		t.Errorf("a job directory in the data directory: %+v %v %q", res2, err, b)
+	}
 }
 
 func TestSandboxNetworkOff(t *testing.T) {

@@ -27,6 +27,10 @@ type shell struct {
 	cwdRel   string
 	dialect  Dialect
 	openedAt time.Time
+	// sandbox is what the shell asked of its confinement, mode the mode
+	// in force (set by start).
+	sandbox runner.Sandbox
+	mode    runner.Mode
 
 	cmd      *exec.Cmd
 	pid      int // also the process group id
@@ -55,6 +59,12 @@ func (s *shell) start(cwd string) (err error) {
 	if err != nil {
 		return failure.New(failure.NotStarted, "%s: not found on PATH", s.dialect)
 	}
+	conf, err := s.m.opt.Sandbox.Confine(s.sandbox)
+	if err != nil {
+		return failure.Wrap(failure.NotStarted, err, "cannot confine the shell")
+	}
+	defer conf.Close(s.m.opt.Sandbox)
+	env = conf.Env(env)
 	argv := []string{string(s.dialect)}
 	if s.dialect == Bash {
 		argv = append(argv, "--noprofile", "--norc")
@@ -98,9 +108,10 @@ func (s *shell) start(cwd string) (err error) {
 		ExtraFiles:  []*os.File{ctlW, outW, errW},
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	if err = cmd.Start(); err != nil {
+	if err = conf.Start(cmd); err != nil {
 		return failure.Wrap(failure.NotStarted, err, "cannot start %s", s.dialect)
 	}
+	s.mode = conf.Mode()
 	// The child holds its ends now.
 	for _, f := range []*os.File{inR, outW, errW, ctlW} {
 		f.Close()
