@@ -57,10 +57,10 @@ type App struct {
 	// Sandbox confines every process agents start (runs, jobs,
 	// validations, git, persistent shells).
 	Sandbox *runner.Policy
-	Jobs     *jobs.Manager
-	Shells   *shell.Manager
-	Kernel   *kernel.Kernel
-	Audit    *audit.Service
+	Jobs    *jobs.Manager
+	Shells  *shell.Manager
+	Kernel  *kernel.Kernel
+	Audit   *audit.Service
 	// AuditHTTP records audited requests and serves the operator audit API.
 	AuditHTTP *auditmw.Middleware
 	// Evidence is the tamper-evident invocation journal (evidence.db).

@@ -194,7 +194,7 @@ type Options struct {
 	// Sandbox confines every shell (and so everything it runs); nil
 	// confines none (each Info says off).
 	Sandbox *runner.Policy
-	Now    func() time.Time
+	Now     func() time.Time
 }
 
 // OpenSpec describes a shell to open. The caller has authorized the
@@ -219,14 +219,14 @@ type Info struct {
 	Project   string
 	Shell     Dialect
 	// Cwd is the initial directory, project-relative.
-	Cwd         string
-	State       State
-	EndReason   string
-	OpenedAt    time.Time
-	LastUsedAt  time.Time
-	EndedAt     time.Time
+	Cwd        string
+	State      State
+	EndReason  string
+	OpenedAt   time.Time
+	LastUsedAt time.Time
+	EndedAt    time.Time
 	// Sandbox is the sandbox mode in force for the shell.
-	Sandbox runner.Mode
+	Sandbox     runner.Mode
 	CommandsRun int64
 }
 
