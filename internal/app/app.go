@@ -54,17 +54,17 @@ type App struct {
 	Auth     *auth.Service
 	Projects *project.Registry
 	Runner   runner.Host
-	// Sandbox confines every process agents start (runs, jobs,
-	// validations, git, persistent shells).
-	Sandbox *runner.Policy
-	Jobs    *jobs.Manager
-	Shells  *shell.Manager
-	Kernel  *kernel.Kernel
-	Audit   *audit.Service
+	Jobs     *jobs.Manager
+	Shells   *shell.Manager
+	Kernel   *kernel.Kernel
+	Audit    *audit.Service
 	// AuditHTTP records audited requests and serves the operator audit API.
 	AuditHTTP *auditmw.Middleware
 	// Evidence is the tamper-evident invocation journal (evidence.db).
 	Evidence *evidencedb.Journal
+	// Sandbox confines every process agents start (runs, jobs,
+	// validations, git, persistent shells).
+	Sandbox *runner.Policy
 
 	// AdminToken is the first-start admin credential and AdminCreated
 	// whether this start created it (so it is printed exactly once).
