@@ -388,6 +388,6 @@ func (s *shell) info() Info {
 	return Info{
 		ShellID: s.id, SessionID: s.session, Project: s.project, Shell: s.dialect, Cwd: s.cwdRel,
 		State: s.state, EndReason: s.endReason, OpenedAt: s.openedAt, LastUsedAt: s.lastUsed,
-		EndedAt: s.endedAt, CommandsRun: s.commands,
+		EndedAt: s.endedAt, CommandsRun: s.commands, Sandbox: s.mode,
 	}
 }
