@@ -38,6 +38,7 @@ func TestSandboxedGitWritesOnlyItsPrivateIndex(t *testing.T) {
 	before, _ := os.ReadFile(index)
 
 	host := &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{t.TempDir()}}}
+	defer host.Policy.Close()
 	repo, err := gitrepo.Open(context.Background(), host, dir)
 	if err != nil {
 		t.Fatal(err)

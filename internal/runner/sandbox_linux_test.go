@@ -20,6 +20,7 @@ var secrets = []string{"admin-token", "evidence.key", "workflow.db", "config.tom
 // sandboxEnv is a data directory holding the secrets, a project and an
 // outside directory, all real directories under the test's temp dir.
 type sandboxEnv struct {
+	t                      testing.TB
 	data, project, outside string
 }
 
@@ -28,7 +29,7 @@ func newSandboxEnv(t *testing.T) sandboxEnv {
 	if runner.LandlockABI() < 1 {
 		t.Skip("Landlock is unavailable on this kernel")
 	}
-	e := sandboxEnv{data: t.TempDir(), project: t.TempDir(), outside: t.TempDir()}
+	e := sandboxEnv{t: t, data: t.TempDir(), project: t.TempDir(), outside: t.TempDir()}
 	for _, f := range secrets {
 		if err := os.WriteFile(filepath.Join(e.data, f), []byte("secret "+f), 0o600); err != nil {
 			t.Fatal(err)
@@ -41,7 +42,14 @@ func newSandboxEnv(t *testing.T) sandboxEnv {
 }
 
 func (e sandboxEnv) local(mode runner.Mode, network runner.Network) *runner.Local {
-	return &runner.Local{Policy: &runner.Policy{Mode: mode, Deny: []string{e.data}, Network: network}}
+	return closing(e.t, &runner.Local{Policy: &runner.Policy{Mode: mode, Deny: []string{e.data}, Network: network}})
+}
+
+// closing closes l's policy (removing the projects' temporary
+// directories) when the test ends.
+func closing(t testing.TB, l *runner.Local) *runner.Local {
+	t.Cleanup(l.Policy.Close)
+	return l
 }
 
 func (e sandboxEnv) sh(t *testing.T, l *runner.Local, mode runner.Mode, script string) runner.Result {
@@ -310,7 +318,7 @@ func TestCarveKeepsSymlinksClearOfTheDataDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(inner, "evidence.key"), []byte("inner key"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l := &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{e.data, inner}}}
+	l := closing(t, &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{e.data, inner}}})
 	res := e.sh(t, l, runner.WorkspaceWrite, "cat "+filepath.Join(link, "admin-token"))
 	if res.ExitCode == 0 || strings.Contains(res.Stdout.Text, "secret") {
 		t.Errorf("read through a symlink to the data directory: %+v", res)
@@ -344,7 +352,7 @@ func BenchmarkStartTrue(b *testing.B) {
 		l    *runner.Local
 	}{
 		{"unsandboxed", &runner.Local{}},
-		{"sandboxed", &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{data}}}},
+		{"sandboxed", closing(b, &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{data}}})},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
