@@ -12,6 +12,7 @@ import (
 
 func newProjectCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "project", Short: "Register, list and remove local projects"}
+	var sandbox string
 	add := &cobra.Command{
 		Use:   "add [NAME=]DIR",
 		Short: "Register a directory as agent:local:<name>",
@@ -19,15 +20,19 @@ func newProjectCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withProjects(cmd.Context(), g, func(r *project.Registry) error {
 				name, dir := project.ParseSpec(args[0])
-				p, err := r.Register(cmd.Context(), name, dir)
+				p, err := r.RegisterSandboxed(cmd.Context(), name, dir, sandbox)
 				if err != nil {
 					return err
 				}
 				fprintf(cmd.OutOrStdout(), "Registered %s -> %s\n", p.ID, p.Root)
+				if p.Sandbox != "" {
+					fprintf(cmd.OutOrStdout(), "Sandbox: %s\n", p.Sandbox)
+				}
 				return nil
 			})
 		},
 	}
+	add.Flags().StringVar(&sandbox, "sandbox", "", "sandbox mode for the project's processes: workspace-write, read-only or off (default: the server's)")
 	var asJSON bool
 	list := &cobra.Command{
 		Use:   "list",
@@ -51,9 +56,13 @@ func newProjectCmd(g *globals) *cobra.Command {
 					return nil
 				}
 				tw := table(w)
-				fmt.Fprintln(tw, "ID\tROOT\tADDED")
+				fmt.Fprintln(tw, "ID\tROOT\tADDED\tSANDBOX")
 				for _, p := range ps {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", p.ID, p.Root, p.AddedAt.Format("2006-01-02 15:04"))
+					sb := p.Sandbox
+					if sb == "" {
+						sb = "default"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Root, p.AddedAt.Format("2006-01-02 15:04"), sb)
 				}
 				return tw.Flush()
 			})

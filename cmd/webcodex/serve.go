@@ -72,7 +72,8 @@ func runServe(ctx context.Context, cfg app.Config, projects []string, stdout, st
 	fprintf(stdout, "  openapi   %s/openapi.json\n", base)
 	fprintf(stdout, "  health    %s/healthz\n", base)
 	fprintf(stdout, "  data      %s\n", cfg.DataDir)
-	fprintf(stdout, "  containment: %s (%s)\n", a.Contain.Mechanism(), a.Contain.Detail())
+	fprintf(stdout, "  sandbox   %s\n", a.Sandbox.Status())
+	fprintf(stdout, "  contain   %s (%s)\n", a.Contain.Mechanism(), a.Contain.Detail())
 	fprintf(stdout, "  evidence  journal %s, signing key %s (check offline: webcodex evidence verify)\n", a.Evidence.JournalID(), a.Evidence.KeyID())
 	ps, err := a.Projects.List(ctx)
 	if err != nil {
@@ -84,7 +85,11 @@ func runServe(ctx context.Context, cfg app.Config, projects []string, stdout, st
 		fprintf(stdout, "Projects:\n")
 		tw := table(stdout)
 		for _, p := range ps {
-			fmt.Fprintf(tw, "  %s\t%s\n", p.ID, p.Root)
+			if p.Sandbox != "" {
+				fmt.Fprintf(tw, "  %s\t%s\tsandbox %s\n", p.ID, p.Root, p.Sandbox)
+			} else {
+				fmt.Fprintf(tw, "  %s\t%s\n", p.ID, p.Root)
+			}
 		}
 		tw.Flush()
 	}

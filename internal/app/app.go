@@ -65,6 +65,9 @@ type App struct {
 	// Contain kills every descendant of a run or shell when it ends
 	// (subreaper, cgroup v2 when one can be created).
 	Contain *runner.Containment
+	// Sandbox confines every process agents start (runs, jobs,
+	// validations, git, persistent shells).
+	Sandbox *runner.Policy
 
 	// AdminToken is the first-start admin credential and AdminCreated
 	// whether this start created it (so it is printed exactly once).
@@ -118,8 +121,9 @@ func (a *App) wire(ctx context.Context) error {
 	a.Projects = newProjects(a.Stores)
 	a.Contain = runner.Setup()
 	a.Log.Info("start: process containment", "mechanism", a.Contain.Mechanism(), "detail", a.Contain.Detail())
-	a.Runner = &runner.Local{Contain: a.Contain}
-	a.Shells = shell.NewManager(shell.Options{Contain: a.Contain})
+	a.Sandbox = a.Config.SandboxPolicy()
+	a.Runner = &runner.Local{Contain: a.Contain, Policy: a.Sandbox}
+	a.Shells = shell.NewManager(shell.Options{Contain: a.Contain, Sandbox: a.Sandbox})
 	if a.Jobs, err = newJobs(ctx, a); err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -297,6 +301,7 @@ func (a *App) release() {
 	if err := a.Jobs.Close(ctx); err != nil {
 		a.Log.Warn("jobs: shutdown did not finish", "err", err)
 	}
+	a.Sandbox.Close()
 }
 
 func (a *App) evidenceStatus(ctx context.Context) EvidenceStatus {
@@ -328,6 +333,10 @@ type Status struct {
 	// cgroups live or why none is used.
 	Containment       runner.Mechanism `json:"containment"`
 	ContainmentDetail string           `json:"containment_detail"`
+	// Sandbox is the default sandbox in force for agents' processes:
+	// its mode (off or unavailable included), the kernel's Landlock ABI
+	// and the network setting.
+	Sandbox runner.Status `json:"sandbox"`
 }
 
 // EvidenceStatus is the evidence part of /api/status.
@@ -358,5 +367,6 @@ func (a *App) Status(ctx context.Context) (any, error) {
 		AuditWriteFailures: a.AuditHTTP.WriteFailures(),
 		Evidence:           a.evidenceStatus(ctx),
 		Containment:        a.Contain.Mechanism(), ContainmentDetail: a.Contain.Detail(),
+		Sandbox: a.Sandbox.Status(),
 	}, nil
 }

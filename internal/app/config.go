@@ -16,6 +16,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/runner"
 )
 
 // ConfigFile is the name of the configuration file in the data directory.
@@ -52,6 +53,20 @@ type Config struct {
 	// jobs.DefaultQueuedPerOwner); a further run that would queue fails
 	// with queue_full.
 	JobQueuePerOwner int `toml:"job_queue_per_owner"`
+	// Sandbox is the default sandbox mode of the processes agents start:
+	// workspace-write (the default), read-only or off (announced at start).
+	// A project's own mode (project add --sandbox) takes precedence,
+	// except that off here turns the sandbox off for every project.
+	Sandbox string `toml:"sandbox"`
+	// SandboxNetwork off refuses the sandboxed processes TCP (Landlock ABI
+	// >= 4); default on.
+	SandboxNetwork string `toml:"sandbox_network"`
+	// SandboxExtraWrite lists absolute paths writable under
+	// workspace-write besides the project and its temporary directory.
+	// The default is the user's cache directory (os.UserCacheDir: the Go
+	// build cache, pip's and others live there); set it, even to [], to
+	// replace it.
+	SandboxExtraWrite []string `toml:"sandbox_extra_write"`
 	// BootstrapToken is WEBCODEX_TOKEN: an admin credential accepted as is
 	// and never stored or logged. Environment only.
 	BootstrapToken string `toml:"-"`
@@ -88,13 +103,24 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 // DefaultConfig returns the built-in defaults.
 func DefaultConfig() Config {
 	return Config{
-		DataDir:         DefaultDataDir(),
-		Listen:          DefaultListen,
-		LogLevel:        "info",
-		ShutdownTimeout: Duration(15 * time.Second),
-		JobSyncGrace:    Duration(8 * time.Second),
-		JobConcurrency:  4,
+		DataDir:           DefaultDataDir(),
+		Listen:            DefaultListen,
+		LogLevel:          "info",
+		ShutdownTimeout:   Duration(15 * time.Second),
+		JobSyncGrace:      Duration(8 * time.Second),
+		JobConcurrency:    4,
+		Sandbox:           string(runner.WorkspaceWrite),
+		SandboxNetwork:    string(runner.NetworkOn),
+		SandboxExtraWrite: defaultExtraWrite(),
 	}
+}
+
+// defaultExtraWrite is the user's cache directory, when there is one.
+func defaultExtraWrite() []string {
+	if d, err := os.UserCacheDir(); err == nil && filepath.IsAbs(d) {
+		return []string{d}
+	}
+	return nil
 }
 
 // DefaultDataDir is $WEBCODEX_DATA, else $XDG_DATA_HOME/webcodex, else
@@ -233,10 +259,31 @@ func (c Config) Validate() error {
 			return &ConfigError{Source: "config", Key: "public_url", Err: fmt.Errorf("%q is not an http(s) URL such as https://name.example", c.PublicURL)}
 		}
 	}
+	if m, err := runner.ParseMode(c.Sandbox); err != nil || m == "" {
+		return &ConfigError{Source: "config", Key: "sandbox", Err: fmt.Errorf("%q is not workspace-write, read-only or off", c.Sandbox)}
+	}
+	if n, err := runner.ParseNetwork(c.SandboxNetwork); err != nil || n == "" {
+		return &ConfigError{Source: "config", Key: "sandbox_network", Err: fmt.Errorf("%q is not on or off", c.SandboxNetwork)}
+	}
+	for _, p := range c.SandboxExtraWrite {
+		if !filepath.IsAbs(p) {
+			return &ConfigError{Source: "config", Key: "sandbox_extra_write", Err: fmt.Errorf("%q is not an absolute path", p)}
+		}
+	}
 	if c.BootstrapToken != "" && len(c.BootstrapToken) < 16 {
 		return &ConfigError{Source: "environment", Key: "WEBCODEX_TOKEN", Err: errors.New("must be at least 16 characters")}
 	}
 	return nil
+}
+
+// SandboxPolicy returns the sandbox policy of the configuration: its mode,
+// network and extra paths, with the data directory (databases, keys, the
+// admin token and config.toml) denied to every sandboxed child.
+func (c Config) SandboxPolicy() *runner.Policy {
+	return &runner.Policy{
+		Mode: runner.Mode(c.Sandbox), Network: runner.Network(c.SandboxNetwork),
+		Deny: []string{c.DataDir}, ExtraWrite: c.SandboxExtraWrite,
+	}
 }
 
 // SlogLevel returns the configured log level.

@@ -60,3 +60,33 @@ func TestLoadConfig(t *testing.T) {
 		}
 	})
 }
+
+func TestSandboxConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := app.LoadConfig(dir, env(nil))
+	if err != nil || cfg.Sandbox != "workspace-write" || cfg.SandboxNetwork != "on" {
+		t.Fatalf("defaults: %+v %v", cfg, err)
+	}
+	os.WriteFile(filepath.Join(dir, app.ConfigFile), []byte("sandbox = \"read-only\"\nsandbox_network = \"off\"\nsandbox_extra_write = [\"/var/cache/build\"]\n"), 0o600)
+	cfg, err = app.LoadConfig(dir, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.SandboxPolicy()
+	if p.Mode != "read-only" || p.Network != "off" || len(p.ExtraWrite) != 1 || p.ExtraWrite[0] != "/var/cache/build" || len(p.Deny) != 1 || p.Deny[0] != dir {
+		t.Fatalf("policy %+v", p)
+	}
+	for key, body := range map[string]string{
+		"sandbox":             "sandbox = \"none\"\n",
+		"sandbox_network":     "sandbox_network = \"maybe\"\n",
+		"sandbox_extra_write": "sandbox_extra_write = [\"relative/dir\"]\n",
+	} {
+		d := t.TempDir()
+		os.WriteFile(filepath.Join(d, app.ConfigFile), []byte(body), 0o600)
+		_, err := app.LoadConfig(d, env(nil))
+		var ce *app.ConfigError
+		if !errors.As(err, &ce) || ce.Key != key {
+			t.Errorf("%s: got %v, want a ConfigError naming %s", key, err, key)
+		}
+	}
+}

@@ -147,6 +147,12 @@ func CwdSource(inv *kernel.Invocation, explicit string) (abs, source string, err
 	return abs, source, nil
 }
 
+// Sandbox is what a process started by inv asks of its sandbox: the
+// project's mode (empty: the server's default) over the project's root.
+func Sandbox(inv *kernel.Invocation) runner.Sandbox {
+	return runner.Sandbox{Mode: runner.Mode(inv.Project.Sandbox), Project: inv.Project.Root}
+}
+
 // StartSpec builds the job description of a run made by inv.
 func StartSpec(inv *kernel.Invocation, cwdRel, purpose string, exp Expectation, accepted []int, background bool, spec runner.Spec) jobs.StartSpec {
 	s := jobs.StartSpec{

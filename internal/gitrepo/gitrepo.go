@@ -26,8 +26,9 @@
 // stopped at once. Diagnostics keep the first MaxStderrBytes. A call is
 // bounded by [Timeout] (see [WithTimeout]).
 //
-// Because git runs through runner.Host, whatever confines the host's
-// processes (the coming sandbox) confines git too.
+// Because git runs through runner.Host, the host's sandbox confines git
+// too: git runs read-only (whatever the project's mode), and may write
+// only the private index directory.
 //
 // Errors: a missing git is failure.Unavailable; a git that exits
 // unsuccessfully (for example on a repository it refuses as of dubious
@@ -102,8 +103,9 @@ type git struct {
 	host runner.Host
 	path string
 	dir  string
-	// index, when set, is the GIT_INDEX_FILE of a private index copy.
-	index string
+	// index, when set, is the GIT_INDEX_FILE of a private index copy, in
+	// the private directory indexDir.
+	index, indexDir string
 }
 
 // newGit finds git on the server's PATH (the PATH runner.Local gives its
@@ -129,6 +131,16 @@ func (g git) env() map[string]string {
 		env["GIT_INDEX_FILE"] = g.index
 	}
 	return env
+}
+
+// sandbox is git's confinement: read-only over its directory, writable
+// only in the private index directory.
+func (g git) sandbox() runner.Sandbox {
+	sb := runner.Sandbox{Mode: runner.ReadOnly, Project: g.dir}
+	if g.indexDir != "" {
+		sb.Write = []string{g.indexDir}
+	}
+	return sb
 }
 
 // exitError is a git process that exited unsuccessfully.
@@ -157,6 +169,7 @@ func (g git) run(ctx context.Context, limit int, args ...string) (out []byte, tr
 		Env:     g.env(),
 		Timeout: Timeout, TailBytes: 1,
 		Stdout: stdout, Stderr: stderr,
+		Sandbox: g.sandbox(),
 	})
 	if err != nil {
 		return nil, false, failure.Wrap(failure.OperationFailed, err, "cannot run git")

@@ -73,7 +73,8 @@ func (r Repo) Run(ctx context.Context, limit int, args ...string) (out []byte, t
 	return out, truncated, nil
 }
 
-// PrivateIndex copies the repository's index to a temporary file and
+// PrivateIndex copies the repository's index to a file in a private
+// temporary directory (the one place a sandboxed git may write) and
 // returns a Repo whose git uses the copy, and a cleanup function.
 //
 // Porcelain `git diff` refreshes the stat information of the index and
@@ -103,13 +104,15 @@ func (r Repo) PrivateIndex() (Repo, func(), error) {
 	if err != nil || fi.Size() > MaxIndexCopyBytes {
 		return r, noop, nil
 	}
-	tmp, err := os.CreateTemp("", "webcodex-git-index-*")
+	dir, err := os.MkdirTemp("", "webcodex-git-index-")
 	if err != nil {
 		return r, noop, failure.Wrap(failure.OperationFailed, err, "cannot copy the git index")
 	}
-	cleanup := func() {
-		os.Remove(tmp.Name())
-		os.Remove(tmp.Name() + ".lock")
+	cleanup := func() { os.RemoveAll(dir) }
+	tmp, err := os.OpenFile(filepath.Join(dir, "index"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		cleanup()
+		return r, noop, failure.Wrap(failure.OperationFailed, err, "cannot copy the git index")
 	}
 	_, err = io.Copy(tmp, in)
 	if cerr := tmp.Close(); err == nil {
@@ -126,6 +129,6 @@ func (r Repo) PrivateIndex() (Repo, func(), error) {
 		cleanup()
 		return r, noop, failure.Wrap(failure.OperationFailed, err, "cannot copy the git index")
 	}
-	r.git.index = tmp.Name()
+	r.git.index, r.git.indexDir = tmp.Name(), dir
 	return r, cleanup, nil
 }

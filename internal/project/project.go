@@ -52,6 +52,10 @@ type Project struct {
 	Name    string    `json:"name"`
 	Root    string    `json:"root"`
 	AddedAt time.Time `json:"added_at"`
+	// Sandbox is the project's sandbox mode for the processes agents
+	// start in it (workspace-write, read-only or off); empty takes the
+	// server's default.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // LocalID returns the project id for a local project name.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/runner"
 )
 
 // A Registry registers local projects over a [Store]. It is safe for
@@ -37,6 +38,18 @@ func NewRegistry(store Store, now func() time.Time) *Registry {
 // empty or not an existing directory; [failure.Conflict] when the name is registered with
 // a different root.
 func (r *Registry) Register(ctx context.Context, name, dir string) (Project, error) {
+	return r.RegisterSandboxed(ctx, name, dir, "")
+}
+
+// RegisterSandboxed is Register with the project's sandbox mode
+// (workspace-write, read-only or off; "" keeps the registered mode, or
+// the server's default for a new project). Registering the same name and
+// root again with a mode sets it. Errors as Register, and
+// [failure.InvalidArguments] for an unknown mode.
+func (r *Registry) RegisterSandboxed(ctx context.Context, name, dir, sandbox string) (Project, error) {
+	if _, err := runner.ParseMode(sandbox); err != nil {
+		return Project{}, failure.New(failure.InvalidArguments, "%v", err)
+	}
 	if dir == "" {
 		return Project{}, failure.New(failure.InvalidArguments, "project directory must not be empty")
 	}
@@ -55,6 +68,7 @@ func (r *Registry) Register(ctx context.Context, name, dir string) (Project, err
 		Name:    name,
 		Root:    root,
 		AddedAt: r.now().UTC().Round(0),
+		Sandbox: sandbox,
 	}
 	if err := r.store.Add(ctx, p); err != nil {
 		return Project{}, err

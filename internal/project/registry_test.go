@@ -218,3 +218,35 @@ func wantKind(t *testing.T, what string, err error, k failure.Kind) {
 		t.Errorf("%s: kind %q (%v), want %q", what, got, err, k)
 	}
 }
+
+func TestRegistrySandboxMode(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), projectdb.FileName)
+	r := openRegistry(t, db)
+	dir := canonicalTemp(t)
+	_, err := r.RegisterSandboxed(ctx, "demo", dir, "none")
+	if !failure.Is(err, failure.InvalidArguments) {
+		t.Fatalf("unknown mode: %v", err)
+	}
+	if ps, _ := r.List(ctx); len(ps) != 0 {
+		t.Fatalf("a project was registered with an unknown mode: %+v", ps)
+	}
+	p, err := r.RegisterSandboxed(ctx, "demo", dir, "read-only")
+	if err != nil || p.Sandbox != "read-only" {
+		t.Fatalf("register read-only: %+v %v", p, err)
+	}
+	// Again without a mode keeps it; with one sets it.
+	if p, err = r.Register(ctx, "demo", dir); err != nil || p.Sandbox != "read-only" {
+		t.Fatalf("re-register without a mode: %+v %v", p, err)
+	}
+	if p, err = r.RegisterSandboxed(ctx, "demo", dir, "off"); err != nil || p.Sandbox != "off" || !p.AddedAt.Equal(regTime.Round(0)) {
+		t.Fatalf("re-register with off: %+v %v", p, err)
+	}
+	if _, err = r.RegisterSandboxed(ctx, "demo", dir, "bogus"); !failure.Is(err, failure.InvalidArguments) {
+		t.Fatalf("re-register with an unknown mode: %v", err)
+	}
+	r2 := openRegistry(t, db)
+	if got, err := r2.Get(ctx, p.ID); err != nil || got.Sandbox != "off" {
+		t.Fatalf("stored mode: %+v %v", got, err)
+	}
+}

@@ -3,6 +3,7 @@ package runner
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"os/exec"
 )
 
 // Mechanism names how a run's descendants are contained (see
@@ -61,14 +62,14 @@ func randomHex() string {
 
 // start starts p.cmd as a contained unit of c (nil: Setup's) named id
 // (empty: a fresh one).
-func (p *Process) start(c *Containment, id string) error {
+func (p *Process) start(c *Containment, id string, start func(*exec.Cmd) error) error {
 	if c == nil {
 		c = Setup()
 	}
 	if id == "" {
 		id = NewRunID()
 	}
-	u, err := c.Start(p.cmd, id)
+	u, err := c.Start(p.cmd, id, start)
 	if err != nil {
 		return err
 	}

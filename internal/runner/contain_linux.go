@@ -190,7 +190,7 @@ func (c *Containment) check() error {
 		return fmt.Errorf("no true to probe with: %v", err)
 	}
 	cmd := &exec.Cmd{Path: path, Args: []string{"true"}, Env: []string{}}
-	u, err := c.Start(cmd, "probe_"+randomHex())
+	u, err := c.Start(cmd, "probe_"+randomHex(), nil)
 	if err != nil {
 		return err
 	}
@@ -240,11 +240,15 @@ var runIDRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,80}$`)
 func NewRunID() string { return "wc_run_" + randomHex() }
 
 // Start starts cmd (which must not be started, and whose Env must be set)
-// as the unit named id: its environment gets MarkerEnv=id, and under
+// with start (nil: cmd.Start; the sandbox passes its confined start) as the
+// unit named id: its environment gets MarkerEnv=id, and under
 // MechCgroup it is created inside a fresh cgroup leaf (CLONE_INTO_CGROUP,
 // so even its first fork is contained). The caller waits for cmd as usual
 // and calls Release after the wait returned.
-func (c *Containment) Start(cmd *exec.Cmd, id string) (*Unit, error) {
+func (c *Containment) Start(cmd *exec.Cmd, id string, start func(*exec.Cmd) error) (*Unit, error) {
+	if start == nil {
+		start = (*exec.Cmd).Start
+	}
 	if !runIDRE.MatchString(id) {
 		return nil, fmt.Errorf("run id %q is not 1-80 letters, digits or _", id)
 	}
@@ -275,7 +279,7 @@ func (c *Containment) Start(cmd *exec.Cmd, id string) (*Unit, error) {
 		u.leaf, u.cgroup = leaf, leaf
 	}
 	startMu.RLock()
-	err := cmd.Start()
+	err := start(cmd)
 	if err == nil {
 		u.pid = cmd.Process.Pid
 		leadersMu.Lock()

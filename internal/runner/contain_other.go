@@ -39,8 +39,12 @@ var runIDRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,80}$`)
 // NewRunID returns a fresh run id.
 func NewRunID() string { return "wc_run_" + randomHex() }
 
-// Start starts cmd with MarkerEnv=id in its environment.
-func (c *Containment) Start(cmd *exec.Cmd, id string) (*Unit, error) {
+// Start starts cmd, with start (nil: cmd.Start), with MarkerEnv=id in its
+// environment.
+func (c *Containment) Start(cmd *exec.Cmd, id string, start func(*exec.Cmd) error) (*Unit, error) {
+	if start == nil {
+		start = (*exec.Cmd).Start
+	}
 	if !runIDRE.MatchString(id) {
 		return nil, fmt.Errorf("run id %q is not 1-80 letters, digits or _", id)
 	}
@@ -48,7 +52,7 @@ func (c *Containment) Start(cmd *exec.Cmd, id string) (*Unit, error) {
 		return nil, errors.New("a contained command needs an explicit environment")
 	}
 	cmd.Env = append(cmd.Env, MarkerEnv+"="+id)
-	if err := cmd.Start(); err != nil {
+	if err := start(cmd); err != nil {
 		return nil, err
 	}
 	return &Unit{id: id, pid: cmd.Process.Pid}, nil

@@ -77,6 +77,9 @@ type Spec struct {
 	// RunID names the execution's containment unit (its MarkerEnv value;
 	// a job's id); empty means a fresh one.
 	RunID string
+	// Sandbox is what the execution asks of its confinement; the Local's
+	// Policy decides the mode in force (sandbox.go).
+	Sandbox Sandbox
 }
 
 // Validate checks a Spec's bounds. It does not look at the filesystem.
@@ -137,6 +140,8 @@ type Result struct {
 	Duration    time.Duration `json:"-"`
 	Stdout      Output        `json:"stdout"`
 	Stderr      Output        `json:"stderr"`
+	// Sandbox is the sandbox mode in force for the execution.
+	Sandbox Mode `json:"sandbox"`
 }
 
 // Host runs executions. Local is the implementation on this machine; a
@@ -154,6 +159,9 @@ type Local struct {
 	Getenv func(string) string
 	// Contain contains the processes (nil: Setup's).
 	Contain *Containment
+	// Policy confines every child (nil: none is confined, and each
+	// Result says Off).
+	Policy *Policy
 }
 
 var _ Host = (*Local)(nil)
@@ -168,6 +176,7 @@ type Process struct {
 	stderr  *Tail
 	done    chan struct{}
 	result  Result
+	conf    *Confinement
 
 	mu     sync.Mutex
 	ending Ending // why the runner killed the group, if it did
@@ -201,9 +210,14 @@ func (l *Local) Start(ctx context.Context, s Spec) (*Process, error) {
 	if st, err := os.Stat(s.Dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%w: working directory does not exist", ErrNotStarted)
 	}
-	cmd := &exec.Cmd{Path: path, Args: s.Argv, Dir: s.Dir, Env: env}
+	conf, err := l.Policy.Confine(s.Sandbox)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
+	}
+	defer conf.Close(l.Policy)
+	cmd := &exec.Cmd{Path: path, Args: s.Argv, Dir: s.Dir, Env: conf.Env(env)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &Process{cmd: cmd, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{})}
+	p := &Process{cmd: cmd, conf: conf, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{})}
 	cmd.Stdout = tee(p.stdout, s.Stdout)
 	cmd.Stderr = tee(p.stderr, s.Stderr)
 	if s.Stdin != nil {
@@ -211,7 +225,7 @@ func (l *Local) Start(ctx context.Context, s Spec) (*Process, error) {
 	}
 	cmd.WaitDelay = outputDrain
 	p.started = time.Now()
-	if err := p.start(l.Contain, s.RunID); err != nil {
+	if err := p.start(l.Contain, s.RunID, conf.Start); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
 	}
 	go p.supervise(ctx, s.Timeout)
@@ -312,7 +326,7 @@ func (p *Process) kill(why Ending) {
 func (p *Process) Stop() { p.kill(Stopped) }
 
 func (p *Process) finish(err error) {
-	r := Result{Duration: time.Since(p.started), Stdout: p.stdout.Snapshot(), Stderr: p.stderr.Snapshot(), ExitCode: -1}
+	r := Result{Duration: time.Since(p.started), Stdout: p.stdout.Snapshot(), Stderr: p.stderr.Snapshot(), ExitCode: -1, Sandbox: p.conf.Mode()}
 	p.mu.Lock()
 	r.KilledGroup = p.killed
 	ending := p.ending
@@ -357,6 +371,9 @@ func (p *Process) Wait(ctx context.Context) (Result, error) {
 
 // Snapshot returns the output so far of a running or finished execution.
 func (p *Process) Snapshot() (stdout, stderr Output) { return p.stdout.Snapshot(), p.stderr.Snapshot() }
+
+// Sandbox is the sandbox mode in force for the execution.
+func (p *Process) Sandbox() Mode { return p.conf.Mode() }
 
 // PID is the process id of the group leader.
 func (p *Process) PID() int { return p.pgid }

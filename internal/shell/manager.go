@@ -193,7 +193,10 @@ type Options struct {
 	// Getenv reads the server environment shells may inherit (nil:
 	// os.Getenv); only runner's allow-list of names is read.
 	Getenv func(string) string
-	Now    func() time.Time
+	// Sandbox confines every shell (and so everything it runs); nil
+	// confines none (each Info says off).
+	Sandbox *runner.Policy
+	Now     func() time.Time
 	// Contain contains each shell's processes (nil: runner.Setup's); the
 	// shell id is its unit's marker.
 	Contain *runner.Containment
@@ -209,6 +212,9 @@ type OpenSpec struct {
 	// Cwd is the absolute initial directory, inside ProjectRoot.
 	Cwd   string
 	Shell Dialect
+	// Sandbox is what the shell asks of its confinement (the project's
+	// mode and root).
+	Sandbox runner.Sandbox
 }
 
 // Info describes a shell.
@@ -218,12 +224,14 @@ type Info struct {
 	Project   string
 	Shell     Dialect
 	// Cwd is the initial directory, project-relative.
-	Cwd         string
-	State       State
-	EndReason   string
-	OpenedAt    time.Time
-	LastUsedAt  time.Time
-	EndedAt     time.Time
+	Cwd        string
+	State      State
+	EndReason  string
+	OpenedAt   time.Time
+	LastUsedAt time.Time
+	EndedAt    time.Time
+	// Sandbox is the sandbox mode in force for the shell.
+	Sandbox     runner.Mode
 	CommandsRun int64
 }
 
@@ -235,6 +243,8 @@ type Result struct {
 	Stdout   runner.Output
 	Stderr   runner.Output
 	Duration time.Duration
+	// Sandbox is the sandbox mode in force for the shell that ran it.
+	Sandbox runner.Mode
 	// TimedOut is set when the timeout interrupted the command;
 	// Cancelled when the caller's context did.
 	TimedOut  bool
@@ -363,7 +373,7 @@ func (m *Manager) Open(ctx context.Context, sp OpenSpec) (Info, error) {
 	now := m.opt.Now()
 	s := &shell{
 		m: m, id: IDPrefix + randomHex(), session: sp.SessionID, project: sp.Project,
-		root: sp.ProjectRoot, dialect: sp.Shell, cwdRel: filepath.ToSlash(rel),
+		root: sp.ProjectRoot, dialect: sp.Shell, cwdRel: filepath.ToSlash(rel), sandbox: sp.Sandbox,
 		openedAt: now, lastUsed: now, state: Busy,
 	}
 	if err := s.start(sp.Cwd); err != nil {
@@ -460,6 +470,7 @@ func (m *Manager) Exec(ctx context.Context, shellID, sessionID, command string, 
 	s.lastUsed = m.opt.Now()
 	res.State = s.state
 	s.mu.Unlock()
+	res.Sandbox = s.mode
 	return res, err
 }
 

@@ -27,6 +27,10 @@ type shell struct {
 	cwdRel   string
 	dialect  Dialect
 	openedAt time.Time
+	// sandbox is what the shell asked of its confinement, mode the mode
+	// in force (set by start).
+	sandbox runner.Sandbox
+	mode    runner.Mode
 
 	cmd      *exec.Cmd
 	unit     *runner.Unit // every process of the shell (runner containment)
@@ -56,6 +60,12 @@ func (s *shell) start(cwd string) (err error) {
 	if err != nil {
 		return failure.New(failure.NotStarted, "%s: not found on PATH", s.dialect)
 	}
+	conf, err := s.m.opt.Sandbox.Confine(s.sandbox)
+	if err != nil {
+		return failure.Wrap(failure.NotStarted, err, "cannot confine the shell")
+	}
+	defer conf.Close(s.m.opt.Sandbox)
+	env = conf.Env(env)
 	argv := []string{string(s.dialect)}
 	if s.dialect == Bash {
 		argv = append(argv, "--noprofile", "--norc")
@@ -103,9 +113,10 @@ func (s *shell) start(cwd string) (err error) {
 	if contain == nil {
 		contain = runner.Setup()
 	}
-	if s.unit, err = contain.Start(cmd, s.id); err != nil {
+	if s.unit, err = contain.Start(cmd, s.id, conf.Start); err != nil {
 		return failure.Wrap(failure.NotStarted, err, "cannot start %s", s.dialect)
 	}
+	s.mode = conf.Mode()
 	// The child holds its ends now.
 	for _, f := range []*os.File{inR, outW, errW, ctlW} {
 		f.Close()
@@ -385,6 +396,6 @@ func (s *shell) info() Info {
 	return Info{
 		ShellID: s.id, SessionID: s.session, Project: s.project, Shell: s.dialect, Cwd: s.cwdRel,
 		State: s.state, EndReason: s.endReason, OpenedAt: s.openedAt, LastUsedAt: s.lastUsed,
-		EndedAt: s.endedAt, CommandsRun: s.commands,
+		EndedAt: s.endedAt, CommandsRun: s.commands, Sandbox: s.mode,
 	}
 }

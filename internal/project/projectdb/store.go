@@ -60,10 +60,15 @@ func (s *Store) Add(ctx context.Context, p project.Project) error {
 		p.AddedAt = time.Now()
 	}
 	return s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var root string
-		err := tx.QueryRowContext(ctx, `SELECT root FROM projects WHERE id = ?`, p.ID).Scan(&root)
+		var root, sandbox string
+		err := tx.QueryRowContext(ctx, `SELECT root, sandbox FROM projects WHERE id = ?`, p.ID).Scan(&root, &sandbox)
 		switch {
+		case err == nil && root == p.Root && (p.Sandbox == "" || p.Sandbox == sandbox):
+			return nil
 		case err == nil && root == p.Root:
+			if _, err := tx.ExecContext(ctx, `UPDATE projects SET sandbox = ? WHERE id = ?`, p.Sandbox, p.ID); err != nil {
+				return fmt.Errorf("projects: set the sandbox of %s: %w", p.ID, err)
+			}
 			return nil
 		case err == nil:
 			return failure.New(failure.Conflict, "project %s is already registered with a different root", p.ID)
@@ -71,8 +76,8 @@ func (s *Store) Add(ctx context.Context, p project.Project) error {
 			return fmt.Errorf("projects: look up %s: %w", p.ID, err)
 		}
 		_, err = tx.ExecContext(ctx,
-			`INSERT INTO projects (id, name, root, added_at) VALUES (?, ?, ?, ?)`,
-			p.ID, p.Name, p.Root, p.AddedAt.UnixNano())
+			`INSERT INTO projects (id, name, root, added_at, sandbox) VALUES (?, ?, ?, ?, ?)`,
+			p.ID, p.Name, p.Root, p.AddedAt.UnixNano(), p.Sandbox)
 		if err != nil {
 			return fmt.Errorf("projects: insert %s: %w", p.ID, err)
 		}
@@ -102,7 +107,7 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 // Get returns the project with id. Errors: [failure.UnknownProject] naming
 // the id when absent.
 func (s *Store) Get(ctx context.Context, id string) (project.Project, error) {
-	row := s.db.QueryRow(ctx, `SELECT id, name, root, added_at FROM projects WHERE id = ?`, id)
+	row := s.db.QueryRow(ctx, `SELECT id, name, root, added_at, sandbox FROM projects WHERE id = ?`, id)
 	p, err := scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return project.Project{}, unknown(id)
@@ -115,7 +120,7 @@ func (s *Store) Get(ctx context.Context, id string) (project.Project, error) {
 
 // List returns every project ordered by id.
 func (s *Store) List(ctx context.Context) ([]project.Project, error) {
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT id, name, root, added_at FROM projects ORDER BY id`)
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT id, name, root, added_at, sandbox FROM projects ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("projects: list: %w", err)
 	}
@@ -137,7 +142,7 @@ func (s *Store) List(ctx context.Context) ([]project.Project, error) {
 func scan(row interface{ Scan(...any) error }) (project.Project, error) {
 	var p project.Project
 	var added int64
-	if err := row.Scan(&p.ID, &p.Name, &p.Root, &added); err != nil {
+	if err := row.Scan(&p.ID, &p.Name, &p.Root, &added, &p.Sandbox); err != nil {
 		return project.Project{}, err
 	}
 	p.AddedAt = time.Unix(0, added).UTC()

@@ -31,6 +31,9 @@ const DefaultJobTimeoutSeconds = 3600
 // manager's OnFinished hook (internal/app).
 type Tools struct {
 	Jobs *jobs.Manager
+	// Host is the jobs' execution host; its sandbox policy decides the
+	// mode run_job reports (nil: not reported).
+	Host runner.Host
 }
 
 // Register adds the job tools to reg.
@@ -141,6 +144,8 @@ type RunInput struct {
 type RunOutput struct {
 	Job  View   `json:"job"`
 	Hint string `json:"hint"`
+	// Sandbox is the sandbox mode the job's process runs under.
+	Sandbox runner.Mode `json:"sandbox,omitempty"`
 }
 
 // RunHint tells the caller how to follow a job.
@@ -177,7 +182,12 @@ func (t *Tools) runJob(ctx context.Context, inv *kernel.Invocation, in RunInput)
 		return RunOutput{}, err
 	}
 	rel, _ := inv.Project.Rel(cwd)
-	spec := runner.Spec{Argv: []string{string(sh), "-c", in.Command}, Dir: cwd, Env: in.Env, Timeout: time.Duration(timeout) * time.Second}
+	spec := runner.Spec{Argv: []string{string(sh), "-c", in.Command}, Dir: cwd, Env: in.Env, Timeout: time.Duration(timeout) * time.Second,
+		Sandbox: command.Sandbox(inv)}
+	sb := runner.InForce(t.Host, spec.Sandbox)
+	if sb != "" {
+		inv.Fact("sandbox", string(sb))
+	}
 	if in.Stdin != "" {
 		spec.Stdin = []byte(in.Stdin)
 	}
@@ -194,7 +204,7 @@ func (t *Tools) runJob(ctx context.Context, inv *kernel.Invocation, in RunInput)
 	if err != nil {
 		return RunOutput{}, err
 	}
-	return RunOutput{Job: view(j), Hint: RunHint}, nil
+	return RunOutput{Job: view(j), Hint: RunHint, Sandbox: sb}, nil
 }
 
 // ObserveInput is the input of observe_jobs.

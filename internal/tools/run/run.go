@@ -153,6 +153,8 @@ type Output struct {
 	Stdout      runner.Output     `json:"stdout"`
 	Stderr      runner.Output     `json:"stderr"`
 	Expectation ExpectationResult `json:"expectation"`
+	// Sandbox is the sandbox mode in force for the run.
+	Sandbox runner.Mode `json:"sandbox"`
 }
 
 func (t *Tools) runProcess(ctx context.Context, inv *kernel.Invocation, in ProcessInput) (Output, error) {
@@ -242,6 +244,7 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 	}
 	spec := runner.Spec{
 		Argv: argv, Dir: cwd, Env: c.Env, Timeout: time.Duration(timeout) * time.Second, TailBytes: c.MaxOutputBytes,
+		Sandbox: command.Sandbox(inv),
 	}
 	if c.Stdin != "" {
 		spec.Stdin = []byte(c.Stdin)
@@ -276,7 +279,11 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 			return Output{}, err
 		}
 		if r == nil {
-			return t.handoff(ctx, inv, job, rel, exp, c.MaxOutputBytes)
+			sb := runner.InForce(t.Host, spec.Sandbox)
+			inv.Fact("sandbox", string(sb))
+			out, err := t.handoff(ctx, inv, job, rel, exp, c.MaxOutputBytes)
+			out.Sandbox = sb
+			return out, err
 		}
 		res = *r
 		if job.Background {
@@ -287,9 +294,10 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 		JobID:    jobID,
 		ExitCode: res.ExitCode, Signal: res.Signal, Ending: res.Ending, KilledGroup: res.KilledGroup,
 		DurationMS: res.Duration.Milliseconds(), Cwd: rel, Stdout: res.Stdout, Stderr: res.Stderr,
-		Expectation: ExpectationResult{Declared: exp},
+		Expectation: ExpectationResult{Declared: exp}, Sandbox: res.Sandbox,
 	}
 	out.State, out.Expectation.Matched = jobs.Classify(res, accepted, exp)
+	inv.Fact("sandbox", string(res.Sandbox))
 	inv.Fact("exit_code", strconv.Itoa(res.ExitCode))
 	inv.Fact("ending", string(res.Ending))
 	inv.Fact("expectation_matched", strconv.FormatBool(out.Expectation.Matched))

@@ -147,6 +147,8 @@ type ShellView struct {
 	LastUsedAt  string `json:"last_used_at"`
 	EndedAt     string `json:"ended_at,omitempty"`
 	CommandsRun int64  `json:"commands_run"`
+	// Sandbox is the sandbox mode in force for the shell.
+	Sandbox string `json:"sandbox"`
 }
 
 // OpenOutput is the result of open_session_shell.
@@ -182,6 +184,8 @@ type ExecOutput struct {
 	Stdout            runner.Output     `json:"stdout"`
 	Stderr            runner.Output     `json:"stderr"`
 	Expectation       ExpectationResult `json:"expectation"`
+	// Sandbox is the sandbox mode in force for the shell.
+	Sandbox string `json:"sandbox"`
 }
 
 // CloseOutput is the result of close_session_shell.
@@ -196,7 +200,7 @@ func view(i shell.Info) ShellView {
 	v := ShellView{
 		ShellID: i.ShellID, SessionID: i.SessionID, Project: i.Project, Shell: string(i.Shell), Cwd: i.Cwd,
 		State: string(i.State), EndReason: i.EndReason, OpenedAt: i.OpenedAt.UTC().Format(timeFormat),
-		LastUsedAt: i.LastUsedAt.UTC().Format(timeFormat), CommandsRun: i.CommandsRun,
+		LastUsedAt: i.LastUsedAt.UTC().Format(timeFormat), CommandsRun: i.CommandsRun, Sandbox: string(i.Sandbox),
 	}
 	if !i.EndedAt.IsZero() {
 		v.EndedAt = i.EndedAt.UTC().Format(timeFormat)
@@ -244,6 +248,7 @@ func (t *tools) open(ctx context.Context, inv *kernel.Invocation, in OpenInput) 
 	inv.Fact("shell", string(sh))
 	info, err := t.m.Open(ctx, shell.OpenSpec{
 		SessionID: sess.ID, Project: inv.Project.ID, ProjectRoot: inv.Project.Root, Cwd: abs, Shell: shell.Dialect(sh),
+		Sandbox: command.Sandbox(inv),
 	})
 	if err != nil {
 		if id, ok := failure.DetailOf(err)["shell_id"].(string); ok {
@@ -253,6 +258,7 @@ func (t *tools) open(ctx context.Context, inv *kernel.Invocation, in OpenInput) 
 	}
 	inv.Fact("shell_id", info.ShellID)
 	inv.Fact("state", string(info.State))
+	inv.Fact("sandbox", string(info.Sandbox))
 	out.Shell = view(info)
 	return out, nil
 }
@@ -284,7 +290,10 @@ func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) 
 		ShellID: in.ShellID, ExitCode: res.ExitCode, TimedOut: res.TimedOut, ShellExited: res.ShellExited,
 		ShellState: string(res.State), DurationMS: res.Duration.Milliseconds(), Cwd: res.Cwd,
 		CwdOutsideProject: res.CwdOutsideProject, Stdout: res.Stdout, Stderr: res.Stderr,
-		Expectation: ExpectationResult{Declared: exp},
+		Expectation: ExpectationResult{Declared: exp}, Sandbox: string(res.Sandbox),
+	}
+	if res.Sandbox != "" {
+		inv.Fact("sandbox", string(res.Sandbox))
 	}
 	switch {
 	case res.TimedOut:

@@ -61,7 +61,12 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 		Parser: r.parser, HumanStream: jobs.Stream(r.humanStream), Expectation: exp, MinTests: r.minTests,
 		Sessions: slices.Clone(inv.RecordedIn()),
 	}
-	spec := runner.Spec{Argv: r.argv, Dir: abs, Env: c.Env, Timeout: time.Duration(timeout) * time.Second, TailBytes: OutputTailBytes}
+	spec := runner.Spec{Argv: r.argv, Dir: abs, Env: c.Env, Timeout: time.Duration(timeout) * time.Second, TailBytes: OutputTailBytes,
+		Sandbox: command.Sandbox(inv)}
+	sb := runner.InForce(t.Host, spec.Sandbox)
+	if sb != "" {
+		inv.Fact("sandbox", string(sb))
+	}
 	inv.Fact("program", r.argv[0])
 
 	var (
@@ -79,6 +84,7 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 			}
 			defer os.RemoveAll(dir)
 			reportFile = filepath.Join(dir, r.parseFile)
+			spec.Sandbox.Write = append(spec.Sandbox.Write, dir)
 			spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
 		}
 		var stdout bytes.Buffer
@@ -103,6 +109,9 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 			// handed off to the background can still be parsed later.
 			meta.ReportFile = r.parseFile
 			reportFile = filepath.Join(t.Jobs.JobDir(id), r.parseFile)
+			// The job's own directory is the one place in the data
+			// directory its process may write (its report).
+			spec.Sandbox.Write = append(spec.Sandbox.Write, t.Jobs.JobDir(id))
 			spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
 		}
 		ss := jobs.StartSpec{
@@ -125,7 +134,7 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 			inv.Fact("expectation", exp)
 			return Output{State: job.State, JobID: job.ID, Hint: HandoffHint, Tool: r.tool, ScopeID: meta.ScopeID,
 				Failures: []string{}, Resolved: []string{}, Problems: []string{}, ExitCode: -1,
-				Expectation: Expectation{Declared: exp}}, nil
+				Expectation: Expectation{Declared: exp}, Sandbox: sb}, nil
 		}
 		if job.Background {
 			jobMeta = &job
@@ -152,6 +161,7 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 	} else if res := t.record(ctx, inv, meta, rep, out); res != nil {
 		out.Resolved = res
 	}
+	out.Sandbox = sb
 	inv.Fact("verdict", string(out.Verdict))
 	inv.Fact("passed", strconv.Itoa(out.Passed))
 	inv.Fact("failed", strconv.Itoa(out.Failed))

@@ -172,4 +172,6 @@ type Output struct {
 	// Output is the tail of the runner's human output (stderr for go test,
 	// stdout otherwise), for reading failures.
 	Output runner.Output `json:"output"`
+	// Sandbox is the sandbox mode in force for the run.
+	Sandbox runner.Mode `json:"sandbox,omitempty"`
 }

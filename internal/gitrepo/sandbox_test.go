@@ -1,0 +1,69 @@
+package gitrepo_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/gitrepo"
+	"github.com/webcodex/webcodex/internal/runner"
+)
+
+// TestSandboxedGitWritesOnlyItsPrivateIndex runs git through a confined
+// host: diff refreshes the private index copy (allowed), and the
+// repository's own index is left as it was.
+func TestSandboxedGitWritesOnlyItsPrivateIndex(t *testing.T) {
+	if runner.LandlockABI() < 1 {
+		t.Skip("Landlock is unavailable on this kernel")
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "t"},
+	} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644)
+	for _, args := range [][]string{{"add", "a.txt"}, {"commit", "-q", "-m", "c"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("two\n"), 0o644)
+	index := filepath.Join(dir, ".git", "index")
+	before, _ := os.ReadFile(index)
+
+	host := &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{t.TempDir()}}}
+	defer host.Policy.Close()
+	repo, err := gitrepo.Open(context.Background(), host, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, cleanup, err := repo.PrivateIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	out, _, err := priv.Run(context.Background(), 1<<20, "diff")
+	if err != nil || !strings.Contains(string(out), "+two") {
+		t.Fatalf("sandboxed diff: %q %v", out, err)
+	}
+	st, complete, err := priv.Status(context.Background())
+	if err != nil || !complete || st.Total != 1 {
+		t.Fatalf("sandboxed status: %+v %v", st, err)
+	}
+	if after, _ := os.ReadFile(index); string(after) != string(before) {
+		t.Fatal("the repository's index changed")
+	}
+	// A git that tries to write the work tree is refused: git runs read-only.
+	if _, _, err := priv.Run(context.Background(), 1<<20, "checkout", "--", "a.txt"); err == nil {
+		t.Fatal("a sandboxed git wrote the work tree")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "two\n" {
+		t.Fatalf("the work tree changed: %q", b)
+	}
+}

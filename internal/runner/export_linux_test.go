@@ -1,0 +1,9 @@
+package runner
+
+// OnConfinedThread sets the hook that learns each confined start thread's
+// id and returns a function restoring the previous hook.
+func OnConfinedThread(f func(tid int)) (restore func()) {
+	prev := onConfinedThread
+	onConfinedThread = f
+	return func() { onConfinedThread = prev }
+}

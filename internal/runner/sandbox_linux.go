@@ -1,0 +1,201 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+var landlockABI = sync.OnceValue(func() int {
+	v, err := llsyscall.LandlockGetABIVersion()
+	if err != nil {
+		return 0
+	}
+	return v
+})
+
+// LandlockABI returns the kernel's Landlock ABI version, 0 when Landlock
+// is unavailable.
+func LandlockABI() int { return landlockABI() }
+
+// Access rights. The read set lets a child run and read files and list
+// directories (and, where the ABI has them, use device ioctls and
+// connect to UNIX sockets); the write set is every filesystem right.
+const (
+	readRights = llsyscall.AccessFSExecute | llsyscall.AccessFSReadFile | llsyscall.AccessFSReadDir |
+		llsyscall.AccessFSIoctlDev | llsyscall.AccessFSResolveUnix
+	deviceRights = llsyscall.AccessFSReadFile | llsyscall.AccessFSWriteFile | llsyscall.AccessFSTruncate |
+		llsyscall.AccessFSIoctlDev
+)
+
+// devices are the files every program may write, under every mode.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
+
+// compiled is a Landlock ruleset built from inputs, shared by the runs
+// with the same inputs while it is fresh. The policy's mutex guards users
+// and stale.
+type compiled struct {
+	fd    int
+	flags uint32
+	watch []watched
+	users int  // confinements between Confine and the end of Start
+	stale bool // replaced in the cache: closed when users reaches 0
+}
+
+// compile carves the inputs around the denied paths and builds their
+// ruleset.
+func compile(in inputs) (*compiled, error) {
+	c := &compiled{}
+	r := rules{read: carve(in.read, in.deny, &c.watch), write: in.writes(&c.watch), network: in.network}
+	fd, flags, err := ruleset(r)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if fd < 0 {
+		return nil, fmt.Errorf("sandbox: the kernel enforces none of the requested rules")
+	}
+	c.fd, c.flags = fd, flags
+	return c, nil
+}
+
+// fresh reports whether every watched path is still the same inode with
+// the same modification time.
+func (c *compiled) fresh() bool {
+	for _, w := range c.watch {
+		if watch1(w.path) != w {
+			return false
+		}
+	}
+	return true
+}
+
+// release marks c replaced; the caller holds the policy's mutex.
+func (c *compiled) release() {
+	c.stale = true
+	if c.users == 0 {
+		c.close()
+	}
+}
+
+func (c *compiled) close() {
+	if c.fd >= 0 {
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+}
+
+func watch1(path string) watched {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return watched{path: path}
+	}
+	return watched{path: path, ino: st.Ino, mtime: st.Mtim.Nano()}
+}
+
+// rules are the resolved allow-lists of one ruleset.
+type rules struct {
+	read, write []string
+	network     bool
+}
+
+// ruleset builds the Landlock ruleset of r, downgraded to what the kernel
+// supports (best effort down to ABI 1). fd is -1 when there is nothing to
+// enforce.
+func ruleset(r rules) (fd int, flags uint32, err error) {
+	cfg := landlock.Config{
+		HandledAccessFS: landlock.V11.HandledAccessFS,
+		// Signals to processes outside the child's domain (the server,
+		// other runs) are refused.
+		Scoped: llsyscall.ScopeSignal,
+	}
+	if r.network {
+		cfg.HandledAccessNet = landlock.V11.HandledAccessNet
+	}
+	all := landlock.V11.HandledAccessFS
+	rs := []landlock.Rule{
+		landlock.PathAccess(deviceRights, devices...).IgnoreIfMissing(),
+		landlock.PathAccess(deviceRights|llsyscall.AccessFSReadDir, "/dev/pts").IgnoreIfMissing(),
+	}
+	rs = appendRules(rs, readRights, r.read)
+	rs = appendRules(rs, all, r.write)
+	return cfg.BestEffort().NewRulesetFD(rs...)
+}
+
+// fileRights are the rights Landlock accepts on a file (not a directory).
+const fileRights = llsyscall.AccessFSExecute | llsyscall.AccessFSWriteFile | llsyscall.AccessFSReadFile |
+	llsyscall.AccessFSTruncate | llsyscall.AccessFSIoctlDev
+
+// appendRules adds rights on paths: directory rules for directories, the
+// file subset for anything else. A path that no longer exists is skipped.
+func appendRules(rs []landlock.Rule, rights landlock.AccessFSSet, paths []string) []landlock.Rule {
+	var dirs, files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case st.IsDir():
+			dirs = append(dirs, p)
+		default:
+			files = append(files, p)
+		}
+	}
+	if len(dirs) > 0 {
+		rs = append(rs, landlock.PathAccess(rights, dirs...).IgnoreIfMissing())
+	}
+	if len(files) > 0 {
+		rs = append(rs, landlock.PathAccess(rights&fileRights, files...).IgnoreIfMissing())
+	}
+	return rs
+}
+
+// onConfinedThread, when set (by tests), learns the id of each thread
+// startConfined confines.
+var onConfinedThread func(tid int)
+
+// startConfined starts cmd on an OS thread of its own that is confined
+// first: Landlock domains and no_new_privs are per thread and inherited
+// across fork and exec, and Go forks from the calling thread. The thread
+// is never unlocked, so the runtime destroys it when the goroutine
+// returns; no other goroutine ever runs on it, and threads the runtime
+// creates meanwhile come from its unconfined template thread.
+func startConfined(cmd *exec.Cmd, set *compiled) error {
+	fd, flags := set.fd, set.flags
+	return onThrowawayThread(func() error {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("sandbox: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+		}
+		if onConfinedThread != nil {
+			onConfinedThread(unix.Gettid())
+		}
+		if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
+			return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
+		}
+		return cmd.Start()
+	})
+}
+
+// onThrowawayThread runs f on a locked OS thread that ends with it. The
+// main thread is never used: the runtime parks it for good instead of
+// ending it when its locked goroutine returns. When the goroutine lands
+// there, it keeps the main thread locked (so no other goroutine can take
+// it) while a second goroutine, necessarily on another thread, runs f.
+func onThrowawayThread(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			defer runtime.UnlockOSThread()
+			errc <- onThrowawayThread(f)
+			return
+		}
+		// Never unlocked: the thread dies with this goroutine.
+		errc <- f()
+	}()
+	return <-errc
+}

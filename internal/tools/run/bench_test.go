@@ -1,0 +1,73 @@
+package run_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
+	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
+	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/tools/run"
+)
+
+// BenchmarkRunProcessTrue calls run_process `true` through the kernel and
+// a job manager, as the server does, alternating an unsandboxed host and a
+// workspace-write one (a data directory denied) call by call, and reports
+// the median of each and their ratio.
+func BenchmarkRunProcessTrue(b *testing.B) {
+	p := kerneltest.TempProject(b, nil)
+	data := b.TempDir()
+	call := func(host *runner.Local) func() runner.Mode {
+		dir := b.TempDir()
+		js, err := jobsdb.Open(context.Background(), filepath.Join(dir, "jobs.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { js.Close() })
+		m, err := jobs.NewManager(jobs.Options{Store: js, Host: host, Dir: filepath.Join(dir, "jobs")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { m.Close(context.Background()) })
+		reg := kernel.NewRegistry()
+		run.Register(reg, &run.Tools{Host: host, Jobs: m})
+		e := &kerneltest.Env{T: b, Kernel: kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}}), Project: p}
+		return func() runner.Mode {
+			return kerneltest.OK[run.Output](b, e.Call("run_process", map[string]any{"argv": []string{"true"}})).Sandbox
+		}
+	}
+	policy := &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{data}}
+	defer policy.Close()
+	plain, boxed := call(&runner.Local{}), call(&runner.Local{Policy: policy})
+	if plain() != runner.Off || boxed() != runner.WorkspaceWrite {
+		b.Fatal("the hosts do not run the modes they should")
+	}
+	var tp, tb []time.Duration
+	for i := 0; b.Loop(); i++ {
+		f, ts := plain, &tp
+		if i%2 == 1 {
+			f, ts = boxed, &tb
+		}
+		start := time.Now()
+		f()
+		*ts = append(*ts, time.Since(start))
+	}
+	median := func(d []time.Duration) float64 {
+		if len(d) == 0 {
+			return 0
+		}
+		slices.Sort(d)
+		return float64(d[len(d)/2])
+	}
+	mp, mb := median(tp), median(tb)
+	b.ReportMetric(mp, "unsandboxed-median-ns")
+	b.ReportMetric(mb, "sandboxed-median-ns")
+	if mp > 0 {
+		b.ReportMetric(mb/mp, "ratio")
+	}
+}
