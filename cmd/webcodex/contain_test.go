@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -55,9 +56,30 @@ func readPids(t *testing.T, path string, want int) []int {
 
 // fifo makes a named pipe the run writes "ready" to; wait blocks until it
 // did.
-func fifo(t *testing.T) (path string, wait func()) {
+// scratch returns a fresh directory outside the test's data and project
+// directories, and a data directory whose config.toml lets sandboxed runs
+// write the scratch directory (where the test's processes report their
+// pids).
+func scratch(t *testing.T) (dir, data string) {
 	t.Helper()
-	path = filepath.Join(t.TempDir(), "ready")
+	dir, err := os.MkdirTemp("", "webcodex-contain-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	data = t.TempDir()
+	conf := fmt.Sprintf("sandbox_extra_write = [%q]\n", dir)
+	if err := os.WriteFile(filepath.Join(data, "config.toml"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, data
+}
+
+// fifo makes a FIFO in dir and returns it with a wait that blocks until a
+// writer has written "ready" and closed it.
+func fifo(t *testing.T, dir string) (path string, wait func()) {
+	t.Helper()
+	path = filepath.Join(dir, "ready")
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +128,8 @@ func TestSIGTERMKillsEscapedDescendants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real server processes")
 	}
-	data, proj, tmp := t.TempDir(), t.TempDir(), t.TempDir()
+	tmp, data := scratch(t)
+	proj := t.TempDir()
 	srv := startServe(t, "--data-dir", data, "--project", "demo="+proj)
 	if mech := statusContainment(t, srv.base); mech != "cgroup" && mech != "subreaper" {
 		t.Fatalf("/api/status containment %q", mech)
@@ -114,7 +137,7 @@ func TestSIGTERMKillsEscapedDescendants(t *testing.T) {
 	sess := field(t, mustCall(t, srv.base, "work_on_project", map[string]any{"project": "agent:local:demo", "instruction": "contain"}), "session_id")
 
 	jobPids, shellPids := filepath.Join(tmp, "job"), filepath.Join(tmp, "shell")
-	ready, wait := fifo(t)
+	ready, wait := fifo(t, tmp)
 	job := field(t, mustCall(t, srv.base, "run_job", map[string]any{"project": "agent:local:demo", "session_id": sess,
 		"command": escapeScript(jobPids) + "; echo ready > '" + ready + "'; sleep 1000"}), "job", "job_id")
 	wait()
@@ -150,10 +173,11 @@ func TestCrashRestartKillsLostJobSurvivors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real server processes")
 	}
-	data, proj, tmp := t.TempDir(), t.TempDir(), t.TempDir()
+	tmp, data := scratch(t)
+	proj := t.TempDir()
 	srv := startServe(t, "--data-dir", data, "--project", "demo="+proj)
 	pidFile := filepath.Join(tmp, "pids")
-	ready, wait := fifo(t)
+	ready, wait := fifo(t, tmp)
 	job := field(t, mustCall(t, srv.base, "run_job", map[string]any{"project": "agent:local:demo",
 		"command": "setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > '" + pidFile + "'; echo $$ >> '" + pidFile + "'; echo ready > '" + ready + "'; sleep 1000"}), "job", "job_id")
 	wait()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -364,16 +365,17 @@ func TestToolSurfacesAgree(t *testing.T) {
 // through), and Kernel.Drain returns once the cancelled call has recorded
 // its finish.
 func TestMCPDisconnectCancelsAndIsNeverSuccess(t *testing.T) {
-	proj := t.TempDir()
-	s := startApp(t, t.TempDir(), "p="+proj)
+	// The FIFO lies outside the project, so no workspace walk ever opens
+	// it; the sandbox lets the process write it.
+	proj, fifoDir := t.TempDir(), t.TempDir()
+	s := startAppWith(t, t.TempDir(), func(c *app.Config) { c.SandboxExtraWrite = []string{fifoDir} }, "p="+proj)
 	defer s.stop(t)
 	cs := connectMCP(t, s, "", nil)
 	w, _ := callMCP(t, cs, "work_on_project", map[string]any{"project": "agent:local:p", "instruction": "long run"}, nil)
 	var id string
 	json.Unmarshal(w.Output["session_id"], &id)
 
-	// Outside the project, so no workspace walk ever opens it.
-	running := filepath.Join(t.TempDir(), "running")
+	running := filepath.Join(fifoDir, "running")
 	if err := syscall.Mkfifo(running, 0o600); err != nil {
 		t.Fatal(err)
 	}

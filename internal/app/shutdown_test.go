@@ -23,8 +23,9 @@ import (
 // ledger finish says interrupted (it is not left open, so the next start
 // recovers nothing), and its evidence record says outcome unknown.
 func TestShutdownInterruptsLongCall(t *testing.T) {
-	data, proj := t.TempDir(), t.TempDir()
-	s := startApp(t, data, "demo="+proj)
+	data, proj, fifoDir := t.TempDir(), t.TempDir(), t.TempDir()
+	// The sandbox lets the process write the FIFO, outside the project.
+	s := startAppWith(t, data, func(c *app.Config) { c.SandboxExtraWrite = []string{fifoDir} }, "demo="+proj)
 	id := str(t, must(t, s.call(t, "work_on_project", map[string]any{"project": "agent:local:demo", "instruction": "run the slow step"}, ""), "start").Output["session_id"])
 
 	type answer struct {
@@ -33,7 +34,7 @@ func TestShutdownInterruptsLongCall(t *testing.T) {
 	}
 	// The process writes its pid to a FIFO outside the project: reading it
 	// blocks until the process runs (no polling).
-	pidFIFO := filepath.Join(t.TempDir(), "pid")
+	pidFIFO := filepath.Join(fifoDir, "pid")
 	if err := syscall.Mkfifo(pidFIFO, 0o600); err != nil {
 		t.Fatal(err)
 	}
