@@ -122,6 +122,9 @@ func (a *App) wire(ctx context.Context) error {
 	a.Contain = runner.Setup()
 	a.Log.Info("start: process containment", "mechanism", a.Contain.Mechanism(), "detail", a.Contain.Detail())
 	a.Sandbox = a.Config.SandboxPolicy()
+	if n := runner.SweepTemp(""); n > 0 {
+		a.Log.Info("start: removed temporary directories of servers that are gone", "count", n)
+	}
 	a.Runner = &runner.Local{Contain: a.Contain, Policy: a.Sandbox}
 	a.Shells = shell.NewManager(shell.Options{Contain: a.Contain, Sandbox: a.Sandbox})
 	if a.Jobs, err = newJobs(ctx, a); err != nil {

@@ -1,12 +1,15 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Mode is a sandbox mode.
@@ -261,7 +264,7 @@ func (p *Policy) tmpFor(project string) (string, error) {
 			return d, nil
 		}
 	}
-	d, err := os.MkdirTemp("", "webcodex-run-")
+	d, err := os.MkdirTemp("", tmpPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return "", fmt.Errorf("cannot create the run's temporary directory: %w", err)
 	}
@@ -270,6 +273,41 @@ func (p *Policy) tmpFor(project string) (string, error) {
 	}
 	p.tmps[project] = d
 	return d, nil
+}
+
+// tmpPrefix starts the name of every project temporary directory, which
+// is followed by the creating server's pid and a dash.
+const tmpPrefix = "webcodex-run-"
+
+// SweepTemp removes the project temporary directories left in dir (""
+// for os.TempDir()) by servers that are gone (killed before their Close
+// ran), and returns how many it removed. A directory whose creator's pid
+// is alive is kept, even if the pid was reused: the sweep never takes a
+// live server's directory.
+func SweepTemp(dir string) int {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), tmpPrefix)
+		pidText, _, dash := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || !dash || err != nil || pid <= 0 || !e.IsDir() || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			continue // alive, or not ours to judge
+		}
+		if os.RemoveAll(filepath.Join(dir, e.Name())) == nil {
+			removed++
+		}
+	}
+	return removed
 }
 
 // Close removes the projects' temporary directories and releases the

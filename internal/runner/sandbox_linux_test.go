@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -362,5 +363,43 @@ func BenchmarkStartTrue(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSweepTempRemovesOnlyTheGone: the start-up sweep removes the project
+// temporary directories of servers that are gone, and keeps a live
+// server's and anything not named like one.
+func TestSweepTempRemovesOnlyTheGone(t *testing.T) {
+	dir := t.TempDir()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := exec.Command("sleep", "60")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	names := map[string]bool{ // name: removed by the sweep
+		fmt.Sprintf("webcodex-run-%d-1", gone.Process.Pid): true,
+		fmt.Sprintf("webcodex-run-%d-2", live.Process.Pid): false,
+		fmt.Sprintf("webcodex-run-%d-3", os.Getpid()):      false,
+		"webcodex-run-123abc":                              false,
+		"webcodex-run-1":                                   false,
+		"other-dir":                                        false,
+	}
+	for n := range names {
+		if err := os.Mkdir(filepath.Join(dir, n), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := runner.SweepTemp(dir); got != 1 {
+		t.Fatalf("removed %d directories, want 1", got)
+	}
+	for n, removed := range names {
+		_, err := os.Stat(filepath.Join(dir, n))
+		if removed != os.IsNotExist(err) {
+			t.Errorf("%s: removed=%v, want %v", n, os.IsNotExist(err), removed)
+		}
 	}
 }
