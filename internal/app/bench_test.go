@@ -13,11 +13,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/kernel"
 )
 
@@ -102,85 +104,64 @@ func benchRoundTrip(b *testing.B, agents int, recorded bool) {
 }
 
 // BenchmarkRunProcessTrue measures run_process of `true` through the kernel
-// with a verified recorder against os/exec running the same command, in the
-// same run.
+// with a verified recorder against os/exec running the same command,
+// alternated call by call.
 func BenchmarkRunProcessTrue(b *testing.B) {
-	b.Run("os_exec", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			if err := exec.Command("true").Run(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("kernel_recorded", func(b *testing.B) {
-		ctx := context.Background()
-		cfg, _ := app.LoadConfig(b.TempDir(), func(string) string { return "" })
-		a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
+	a := benchApp(b)
+	w := benchCall(b, a, "work_on_project", map[string]any{"project": "agent:local:bench", "instruction": "bench"}, "")
+	id := w["session_id"].(string)
+	args := map[string]any{"project": "agent:local:bench", "argv": []string{"true"}}
+
+	benchpair.Run(b, "os_exec", func() {
+		if err := exec.Command("true").Run(); err != nil {
 			b.Fatal(err)
 		}
-		defer a.Close()
-		if _, err := a.RegisterProjects(ctx, []string{"bench=" + b.TempDir()}); err != nil {
-			b.Fatal(err)
-		}
-		call := func(tool string, args any, recorder string) kernel.Result {
-			raw, _ := json.Marshal(args)
-			res := a.Kernel.Dispatch(ctx, kernel.Call{Tool: tool, Arguments: raw, RecordingSessionID: recorder, Principal: auth.LocalUser(), Source: kernel.SourceInternal})
-			if !res.Success {
-				b.Fatalf("%s: %+v", tool, res.Error)
-			}
-			return res
-		}
-		out, _ := json.Marshal(call("work_on_project", map[string]any{"project": "agent:local:bench", "instruction": "bench"}, "").Output)
-		var w struct {
-			SessionID string `json:"session_id"`
-		}
-		json.Unmarshal(out, &w)
-		args := map[string]any{"project": "agent:local:bench", "argv": []string{"true"}}
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			call("run_process", args, w.SessionID)
-		}
-	})
+	}, "kernel_recorded", func() { benchCall(b, a, "run_process", args, id) })
 }
 
 // BenchmarkShellCommand measures one `:` command through the kernel, both
 // recorded in the same business session: session_shell_exec on an open
-// persistent shell against run_shell, which starts a fresh shell process.
+// persistent shell against run_shell, which starts a fresh shell process,
+// alternated call by call (the ratio is session_shell_exec over run_shell).
 func BenchmarkShellCommand(b *testing.B) {
+	a := benchApp(b)
+	id := benchCall(b, a, "work_on_project", map[string]any{"project": "agent:local:bench", "instruction": "bench"}, "")["session_id"].(string)
+	shell := benchCall(b, a, "open_session_shell", map[string]any{"session_id": id}, "")["shell"].(map[string]any)["shell_id"].(string)
+	benchpair.Run(b, "run_shell", func() {
+		benchCall(b, a, "run_shell", map[string]any{"project": "agent:local:bench", "session_id": id, "command": ":"}, "")
+	}, "session_shell_exec", func() {
+		benchCall(b, a, "session_shell_exec", map[string]any{"session_id": id, "shell_id": shell, "command": ":"}, "")
+	})
+}
+
+// benchApp opens an app on a fresh data directory with one project,
+// agent:local:bench.
+func benchApp(b *testing.B) *app.App {
 	ctx := context.Background()
 	cfg, _ := app.LoadConfig(b.TempDir(), func(string) string { return "" })
 	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer a.Close()
+	b.Cleanup(func() { a.Close() })
 	if _, err := a.RegisterProjects(ctx, []string{"bench=" + b.TempDir()}); err != nil {
 		b.Fatal(err)
 	}
-	call := func(tool string, args map[string]any) map[string]any {
-		raw, _ := json.Marshal(args)
-		res := a.Kernel.Dispatch(ctx, kernel.Call{Tool: tool, Arguments: raw, Principal: auth.LocalUser(), Source: kernel.SourceInternal})
-		if !res.Success {
-			b.Fatalf("%s: %+v", tool, res.Error)
-		}
-		out, _ := json.Marshal(res.Output)
-		var m map[string]any
-		json.Unmarshal(out, &m)
-		return m
+	return a
+}
+
+// benchCall dispatches one call as the local user and returns its output
+// as a generic map; a failure ends the benchmark.
+func benchCall(b *testing.B, a *app.App, tool string, args map[string]any, recorder string) map[string]any {
+	raw, _ := json.Marshal(args)
+	res := a.Kernel.Dispatch(context.Background(), kernel.Call{Tool: tool, Arguments: raw, RecordingSessionID: recorder, Principal: auth.LocalUser(), Source: kernel.SourceInternal})
+	if !res.Success {
+		b.Fatalf("%s: %+v", tool, res.Error)
 	}
-	id := call("work_on_project", map[string]any{"project": "agent:local:bench", "instruction": "bench"})["session_id"].(string)
-	shell := call("open_session_shell", map[string]any{"session_id": id})["shell"].(map[string]any)["shell_id"].(string)
-	b.Run("session_shell_exec", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			call("session_shell_exec", map[string]any{"session_id": id, "shell_id": shell, "command": ":"})
-		}
-	})
-	b.Run("run_shell", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			call("run_shell", map[string]any{"project": "agent:local:bench", "session_id": id, "command": ":"})
-		}
-	})
+	out, _ := json.Marshal(res.Output)
+	var m map[string]any
+	json.Unmarshal(out, &m)
+	return m
 }
 
 // BenchmarkAuditThroughput measures REST tool calls per second through the
@@ -224,12 +205,23 @@ func benchAuditThroughput(b *testing.B, audited bool) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
 	body := []byte(`{"tool":"read_files","arguments":{"project":"agent:local:bench","files":[{"path":"a.txt"}]}}`)
 	url := "http://" + addr.String() + "/api/tools/call"
+	// The clients belong to four authority groups, each within its fair
+	// share of request slots (httpserver.MaxPerPrincipal).
+	const owners = 4
+	var tokens [owners]string
+	for i := range tokens {
+		if tokens[i], _, err = a.Auth.CreateToken(ctx, fmt.Sprintf("bench-%d", i), fmt.Sprintf("bench-owner-%d", i), []auth.Scope{auth.ScopeProjectRead}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
 	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
+		token := tokens[next.Add(1)%owners]
 		for pb.Next() {
 			req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+a.AdminToken)
+			req.Header.Set("Authorization", "Bearer "+token)
 			resp, err := client.Do(req)
 			if err != nil {
 				b.Error(err)

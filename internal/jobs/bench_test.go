@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/runner"
 )
@@ -62,26 +63,23 @@ func BenchmarkJobOutputMemory(b *testing.B) {
 	}
 }
 
-// BenchmarkRunSyncOverhead measures a trivial run through the Manager (two
-// durable commits, output files created and removed) against the runner
-// alone.
+// BenchmarkRunSyncOverhead measures a trivial run through the Manager
+// against the runner alone, alternated call by call. A run that gets a
+// slot at once and ends within the sync grace writes no job record and no
+// output files: its output stays in memory and only its result is
+// returned.
 func BenchmarkRunSyncOverhead(b *testing.B) {
 	e := newEnv(b, jobs.Options{})
 	spec := e.spec("")
 	spec.Run.Argv = []string{"true"}
 	spec.Background = false
-	b.Run("runner", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := runner.Run(context.Background(), &runner.Local{}, spec.Run); err != nil {
-				b.Fatal(err)
-			}
+	benchpair.Run(b, "runner", func() {
+		if _, err := runner.Run(context.Background(), &runner.Local{}, spec.Run); err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("manager", func(b *testing.B) {
-		for b.Loop() {
-			if _, res, err := e.m.RunSync(context.Background(), spec, 0); err != nil || res == nil {
-				b.Fatal(err)
-			}
+	}, "manager", func() {
+		if _, res, err := e.m.RunSync(context.Background(), spec, 0); err != nil || res == nil {
+			b.Fatal(err)
 		}
 	})
 }

@@ -8,19 +8,16 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/project"
 )
 
-// The read_files benchmarks compare reads through the project's root
-// handle (BenchmarkReadFilesRoot, the tool's code) with the path-string
-// reads the tool did before (BenchmarkReadFilesPath, kept here only as the
-// baseline: Resolve, then open the absolute path). Run them alternated,
-// for example
-//
-//	go test -c -o files.test ./internal/tools/files
-//	for i in $(seq 15); do ./files.test -test.run '^$' -test.bench 'ReadFiles(Root|Path)$'; done
+// BenchmarkReadFiles compares reads through the project's root handle (the
+// tool's code) with the path-string reads the tool did before
+// (readFilesByPath, kept here only as the baseline: Resolve, then open the
+// absolute path), alternated call by call.
 
 var benchInput = ReadFilesInput{Files: []ReadRequest{{Path: "internal/pkg/main.go"}, {Path: "README.md"}}}
 
@@ -32,24 +29,18 @@ func benchProject(b *testing.B) project.Project {
 	})
 }
 
-func BenchmarkReadFilesRoot(b *testing.B) {
+func BenchmarkReadFiles(b *testing.B) {
 	p := benchProject(b)
 	ctx := context.Background()
-	for b.Loop() {
-		if _, _, err := readFiles(ctx, p, benchInput); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkReadFilesPath(b *testing.B) {
-	p := benchProject(b)
-	ctx := context.Background()
-	for b.Loop() {
+	benchpair.Run(b, "path", func() {
 		if _, err := readFilesByPath(ctx, p, benchInput); err != nil {
 			b.Fatal(err)
 		}
-	}
+	}, "root", func() {
+		if _, _, err := readFiles(ctx, p, benchInput); err != nil {
+			b.Fatal(err)
+		}
+	})
 }
 
 // readFilesByPath is read_files as it was before the root handle: the same

@@ -3,10 +3,9 @@ package run_test
 import (
 	"context"
 	"path/filepath"
-	"slices"
 	"testing"
-	"time"
 
+	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -47,27 +46,5 @@ func BenchmarkRunProcessTrue(b *testing.B) {
 	if plain() != runner.Off || boxed() != runner.WorkspaceWrite {
 		b.Fatal("the hosts do not run the modes they should")
 	}
-	var tp, tb []time.Duration
-	for i := 0; b.Loop(); i++ {
-		f, ts := plain, &tp
-		if i%2 == 1 {
-			f, ts = boxed, &tb
-		}
-		start := time.Now()
-		f()
-		*ts = append(*ts, time.Since(start))
-	}
-	median := func(d []time.Duration) float64 {
-		if len(d) == 0 {
-			return 0
-		}
-		slices.Sort(d)
-		return float64(d[len(d)/2])
-	}
-	mp, mb := median(tp), median(tb)
-	b.ReportMetric(mp, "unsandboxed-median-ns")
-	b.ReportMetric(mb, "sandboxed-median-ns")
-	if mp > 0 {
-		b.ReportMetric(mb/mp, "ratio")
-	}
+	benchpair.Run(b, "unsandboxed", func() { plain() }, "sandboxed", func() { boxed() })
 }

@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
+	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/shell"
+	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/tools/sessionshell"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -344,17 +347,25 @@ func TestBusyThroughTheKernel(t *testing.T) {
 }
 
 // BenchmarkShellExec measures session_shell_exec of ":" through the whole
-// kernel (authorization and durable ledger events included).
+// kernel (authorization and durable ledger events included) against its
+// baseline, run_shell of ":" (a fresh shell process per call) through the
+// same kernel and session, alternated call by call; the ratio is
+// session_shell_exec over run_shell.
 func BenchmarkShellExec(b *testing.B) {
 	e := newEnv(b, nil)
+	run.Register(e.Kernel.Registry(), &run.Tools{Host: &runner.Local{}})
 	sess := e.start("")
 	id := e.open(sess, nil).Shell.ShellID
-	raw, _ := json.Marshal(map[string]any{"session_id": sess, "shell_id": id, "command": ":", "project": e.Project.ID})
-	for b.Loop() {
-		if res := e.Raw(auth.LocalUser(), "session_shell_exec", raw); !res.Success {
-			b.Fatalf("%+v", res.Error)
+	inShell, _ := json.Marshal(map[string]any{"session_id": sess, "shell_id": id, "command": ":", "project": e.Project.ID})
+	fresh, _ := json.Marshal(map[string]any{"session_id": sess, "command": ":", "project": e.Project.ID})
+	call := func(tool string, raw []byte) func() {
+		return func() {
+			if res := e.Raw(auth.LocalUser(), tool, raw); !res.Success {
+				b.Fatalf("%s: %+v", tool, res.Error)
+			}
 		}
 	}
+	benchpair.Run(b, "run_shell", call("run_shell", fresh), "session_shell_exec", call("session_shell_exec", inShell))
 }
 
 // TestExpectationNeverRewritesTheResult reproduces issue 11 item 6 for
