@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/transport/mcpserver"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -293,7 +294,8 @@ func TestMCPProgress(t *testing.T) {
 
 // TestToolSurfacesAgree is the contract between MCP tools/list, the REST
 // tool list and OpenAPI: the same tools, with the same input schemas (MCP
-// adds only its wrapper members; OpenAPI only recording_session_id).
+// adds only its wrapper members and publishes them without type arrays
+// (mcpserver.Portable); OpenAPI adds only recording_session_id).
 func TestToolSurfacesAgree(t *testing.T) {
 	s := startApp(t, t.TempDir())
 	defer s.stop(t)
@@ -328,6 +330,15 @@ func TestToolSurfacesAgree(t *testing.T) {
 	if len(lt.Tools) != len(rest.Tools) || len(doc.Paths) != len(rest.Tools) {
 		t.Fatalf("MCP %d tools, REST %d, OpenAPI %d", len(lt.Tools), len(rest.Tools), len(doc.Paths))
 	}
+	mcpIn := func(mt *mcp.Tool) map[string]any {
+		b, _ := json.Marshal(mt.InputSchema)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		for _, k := range []string{"recording_session_id", "ack_session_message_ids", "context_request"} {
+			delete(m["properties"].(map[string]any), k)
+		}
+		return m
+	}
 	without := func(schema map[string]any, members ...string) string {
 		b, _ := json.Marshal(schema)
 		var m map[string]any
@@ -344,12 +355,19 @@ func TestToolSurfacesAgree(t *testing.T) {
 		if mt.Name != rt.Name || mt.Description != rt.Description {
 			t.Fatalf("tool %d: MCP %s / REST %s", i, mt.Name, rt.Name)
 		}
+		// MCP publishes REST's schema made portable (no type arrays).
+		restPortable := without(rt.InputSchema)
+		var rp map[string]any
+		json.Unmarshal([]byte(restPortable), &rp)
+		mcpserver.Portable(rp)
+		if b, _ := json.Marshal(rp); without(mcpIn(mt)) != string(b) {
+			t.Errorf("%s: MCP input schema is not REST's made portable\nREST %s\nMCP  %s", rt.Name, b, without(mcpIn(mt)))
+		}
 		restIn := without(rt.InputSchema)
-		mcpIn := without(mt.InputSchema.(map[string]any), "recording_session_id", "ack_session_message_ids", "context_request")
 		op := doc.Paths["/api/actions/"+rt.Name].Post
 		apiIn := without(op.RequestBody.Content["application/json"].Schema, "recording_session_id")
-		if restIn != mcpIn || restIn != apiIn || op.Description != rt.Description {
-			t.Errorf("%s: schemas differ\nREST    %s\nMCP     %s\nOpenAPI %s", rt.Name, restIn, mcpIn, apiIn)
+		if restIn != apiIn || op.Description != rt.Description {
+			t.Errorf("%s: schemas differ\nREST    %s\nOpenAPI %s", rt.Name, restIn, apiIn)
 		}
 	}
 }

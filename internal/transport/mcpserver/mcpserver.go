@@ -16,10 +16,12 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -65,6 +67,9 @@ type Server struct {
 	// legacy holds each tool as a legacy (2025-11-25) client lists it:
 	// without the context_request wrapper member.
 	legacy map[string]*mcp.Tool
+	// toolsBytes is the size of the encoded tool list per era, measured
+	// once at New for the audit trail's tools/list surface.
+	toolsBytes map[string]int64
 }
 
 // ToolResult is the structuredContent of every tools/call: the kernel's
@@ -80,9 +85,11 @@ type ToolResult struct {
 	Context map[string]Material `json:"context,omitempty"`
 }
 
-const instructions = "WebCodex tools act on registered projects (ids like agent:local:NAME). " +
+var instructions = "WebCodex tools act on registered projects (ids like agent:local:NAME). " +
 	"Start or continue a task with work_on_project; pass the returned session_id to later calls " +
-	"as recording_session_id (or as session_id where a tool takes one). Sessions are continued only by exact id."
+	"as recording_session_id (or as session_id where a tool takes one). Sessions are continued only by exact id. " +
+	"ack_session_message_ids takes wc_msg_ ids to acknowledge; context_request (2026-07-28 only) takes material keys: " +
+	strings.Join(knownMaterials, ", ") + "."
 
 // New builds the MCP server with every tool of the kernel's registry.
 func New(o Options) *Server {
@@ -106,10 +113,14 @@ func New(o Options) *Server {
 		},
 	})
 	s.legacy = map[string]*mcp.Tool{}
+	var modern, legacy []*mcp.Tool
 	for _, t := range o.Kernel.Registry().Tools() {
-		s.mcp.AddTool(mcpTool(t, true), s.handler(t))
+		mt := mcpTool(t, true)
+		s.mcp.AddTool(mt, s.handler(t))
 		s.legacy[t.Name] = mcpTool(t, false)
+		modern, legacy = append(modern, mt), append(legacy, s.legacy[t.Name])
 	}
+	s.toolsBytes = map[string]int64{EraModern: encodedLen(modern), EraLegacy: encodedLen(legacy)}
 	s.mcp.AddReceivingMiddleware(report, s.listForEra)
 	return s
 }
@@ -161,18 +172,42 @@ func (s *Server) listForEra(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			lr = &legacy
 		}
-		whole, err1 := httpserver.EncodeJSON(lr)
-		tools, err2 := httpserver.EncodeJSON(lr.Tools)
-		if err1 == nil && err2 == nil {
+		// The tools are fixed for the life of the process: their encoded
+		// size per era was measured once (toolsBytes); only the rest of
+		// the result (cursor, cache hints) is encoded here.
+		toolsBytes := s.toolsBytes[listEra]
+		if len(lr.Tools) != len(s.legacy) {
+			toolsBytes = -1
+		}
+		rest := *lr
+		rest.Tools = nil
+		shell, err1 := httpserver.EncodeJSON(&rest)
+		if toolsBytes < 0 {
+			tb, err2 := httpserver.EncodeJSON(lr.Tools)
+			toolsBytes, err1 = int64(len(tb)), errors.Join(err1, err2)
+		}
+		if err1 == nil {
 			auditmw.ReportToolsList(ctx, audit.ToolSurface{
 				ProtocolEra: listEra, CompactSchemas: CompactInputSchemas, ToolCount: len(lr.Tools),
-				SerializedToolsBytes: int64(len(tools)), SerializedResultBytes: int64(len(whole)),
+				// shell holds "tools":null in place of the tools.
+				SerializedToolsBytes: toolsBytes, SerializedResultBytes: int64(len(shell)) - int64(len("null")) + toolsBytes,
 				// WebCodex lists its tools directly; it has no gateway tool.
 				GatewayToolIncluded: false,
 			})
 		}
 		return lr, nil
 	}
+}
+
+// encodedLen is the size of tools as the SDK encodes a tools/list (sorted
+// by name, as the SDK lists them), or -1 when they cannot be encoded.
+func encodedLen(tools []*mcp.Tool) int64 {
+	slices.SortFunc(tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	b, err := httpserver.EncodeJSON(tools)
+	if err != nil {
+		return -1
+	}
+	return int64(len(b))
 }
 
 // sdkLogger keeps the SDK's warnings and errors and drops its per-request
@@ -327,13 +362,18 @@ func result(res kernel.Result, materials map[string]Material) *mcp.CallToolResul
 // open-world).
 func mcpTool(t *kernel.Tool, modern bool) *mcp.Tool {
 	closed := false
-	destructive := t.Annotations.Destructive
+	// destructiveHint means something only for a tool that is not
+	// read-only (its default is true).
+	var destructive *bool
+	if !t.Annotations.ReadOnly {
+		destructive = &t.Annotations.Destructive
+	}
 	out := map[string]any{
 		"type":     "object",
 		"required": []string{"success", "output"},
 		"properties": map[string]any{
 			"success": map[string]any{"type": "boolean"},
-			"output":  map[string]any{"anyOf": []any{compact(t.OutputSchema), map[string]any{"type": "object"}}},
+			"output":  outline(kernel.SchemaMap(t.OutputSchema)),
 			"error":   map[string]any{"type": "object"},
 		},
 	}
@@ -350,7 +390,7 @@ func mcpTool(t *kernel.Tool, modern bool) *mcp.Tool {
 		OutputSchema: json.RawMessage(outB),
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    t.Annotations.ReadOnly,
-			DestructiveHint: &destructive,
+			DestructiveHint: destructive,
 			IdempotentHint:  t.Annotations.Idempotent,
 			OpenWorldHint:   &closed,
 		},
@@ -364,42 +404,14 @@ func inputSchema(t *kernel.Tool, modern bool) map[string]any {
 	if props == nil {
 		props = map[string]any{}
 	}
-	props[fieldRecorder] = map[string]any{"type": "string", "maxLength": MaxRecordingSessionIDBytes,
-		"description": "wc_sess_ id to record this call in"}
-	props[fieldAcks] = map[string]any{"type": "array", "maxItems": MaxAckIDs,
-		"items": map[string]any{"type": "string", "pattern": ackIDRE.String()}}
+	props[fieldRecorder] = map[string]any{"type": "string", "maxLength": MaxRecordingSessionIDBytes}
+	props[fieldAcks] = map[string]any{"type": "array", "maxItems": MaxAckIDs, "items": map[string]any{"type": "string"}}
 	if modern {
-		props[fieldContext] = map[string]any{"type": "array", "maxItems": MaxContextKeys,
-			"items":       map[string]any{"type": "string", "maxLength": MaxContextKeyBytes},
-			"description": strings.Join(knownMaterials, ", ")}
+		props[fieldContext] = map[string]any{"type": "array", "maxItems": MaxContextKeys, "items": map[string]any{"type": "string"}}
 	}
 	in["properties"] = props
+	Portable(in)
 	return in
-}
-
-// compact returns a schema as a generic map without descriptions or
-// additionalProperties: output schemas describe shape; the tool description
-// carries the meaning, and every byte of tools/list costs the agent's
-// context.
-func compact(schema any) map[string]any {
-	m := kernel.SchemaMap(schema)
-	stripDescriptions(m)
-	return m
-}
-
-func stripDescriptions(v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		delete(x, "description")
-		delete(x, "additionalProperties")
-		for _, c := range x {
-			stripDescriptions(c)
-		}
-	case []any:
-		for _, c := range x {
-			stripDescriptions(c)
-		}
-	}
 }
 
 // principalKey is where the HTTP bearer verifier leaves the principal in
