@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -95,8 +96,10 @@ func (s *scan) run(ctx context.Context, groups []*group) error {
 	var readersWG sync.WaitGroup
 	for range readers {
 		readersWG.Go(func() {
+			var dirs dirCache
+			defer dirs.close()
 			for j := range jobs {
-				results <- s.read(ctx, j)
+				results <- s.read(ctx, j, &dirs)
 			}
 		})
 	}
@@ -241,8 +244,40 @@ func (s *scan) take(r result) {
 
 var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// read reads and searches one job's file.
-func (s *scan) read(ctx context.Context, j job) result {
+// dirCache holds a reader's root on the directory of its last walked file:
+// the walk sends a directory's files together, and opening a file through
+// its directory's root costs one openat where the project root costs one
+// per path component.
+type dirCache struct {
+	loc  string
+	root *os.Root
+}
+
+// open opens the walked file at loc through the root on its directory,
+// opened through tree's root.
+func (d *dirCache) open(tree *os.Root, loc string) (*os.File, error) {
+	dir, name := filepath.Split(loc)
+	if d.root == nil || d.loc != dir {
+		d.close()
+		r, err := tree.OpenRoot(filepath.Clean(dir))
+		if err != nil {
+			return nil, err
+		}
+		d.loc, d.root = dir, r
+	}
+	return d.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+func (d *dirCache) close() {
+	if d.root != nil {
+		d.root.Close()
+		d.root = nil
+	}
+}
+
+// read reads and searches one job's file; walked files are opened through
+// dirs.
+func (s *scan) read(ctx context.Context, j job, dirs *dirCache) result {
 	r := result{seq: j.seq, path: j.e.Path}
 	switch {
 	case ctx.Err() != nil:
@@ -251,7 +286,18 @@ func (s *scan) read(ctx context.Context, j job) result {
 	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	content, err := readSmall(s.tree.Root(), j.e.Loc, bp)
+	var f *os.File
+	var err error
+	if j.walked {
+		f, err = dirs.open(s.tree.Root(), j.e.Loc)
+	} else {
+		f, err = s.tree.Root().OpenFile(j.e.Loc, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
+	var content []byte
+	if err == nil {
+		content, err = readSmall(f, bp)
+		f.Close()
+	}
 	switch {
 	case err != nil && j.walked:
 		return r // fileGone
@@ -273,15 +319,11 @@ func (s *scan) read(ctx context.Context, j job) result {
 	return r
 }
 
-// readSmall reads at most MaxFileBytes+1 bytes of the regular file at loc
-// in root into *buf (grown as needed). A symlink found there (a walked file
-// replaced since the walk listed it) is followed only within root.
-func readSmall(root *os.Root, loc string, buf *[]byte) ([]byte, error) {
-	f, err := root.OpenFile(loc, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+// readSmall reads at most MaxFileBytes+1 bytes of f, which must be a
+// regular file, into *buf (grown as needed). f was opened through a root,
+// so a symlink found in its place (a walked file replaced since the walk
+// listed it) was followed only within that root.
+func readSmall(f *os.File, buf *[]byte) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
