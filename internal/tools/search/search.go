@@ -17,17 +17,13 @@
 package search
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/auth"
@@ -176,25 +172,17 @@ func handler(ctx context.Context, inv *kernel.Invocation, in Input) (Output, err
 
 // compiled is a validated query.
 type compiled struct {
-	index   int
-	literal []byte // case-sensitive literal, or nil
-	re      *regexp.Regexp
-	globs   walk.GlobSet
+	index int
+	m     *matcher
+	globs walk.GlobSet
 
 	matches []Match
 	count   int
 	files   int
-}
-
-// find returns the byte offset of the first match in line, or -1.
-func (q *compiled) find(line []byte) int {
-	if q.literal != nil {
-		return bytes.Index(line, q.literal)
-	}
-	if loc := q.re.FindIndex(line); loc != nil {
-		return loc[0]
-	}
-	return -1
+	// fullAt is the sequence number of the file whose matches filled
+	// this query's max_matches (math.MaxInt64 before): later files only
+	// count.
+	fullAt atomic.Int64
 }
 
 // group is the queries sharing one search path.
@@ -204,21 +192,6 @@ type group struct {
 	isFile  bool
 	size    int64
 	queries []*compiled
-}
-
-type scan struct {
-	ctx                    context.Context
-	tree                   *project.Tree
-	includeIgnored         bool
-	contextLines           int
-	maxMatches             int
-	maxReads               int
-	reads                  int
-	incomplete             bool
-	scanned, binary, large map[string]bool
-	// progress, when set, is told the number of files read every
-	// ProgressEvery files.
-	progress func(files int)
 }
 
 // ProgressEvery is how many files a search reads between progress reports.
@@ -267,13 +240,11 @@ func search(ctx context.Context, p project.Project, in Input, maxReads int, prog
 		return Output{}, nil, err
 	}
 	s := &scan{
-		ctx: ctx, tree: t, includeIgnored: in.IncludeIgnored, contextLines: ctxLines, maxMatches: maxMatches, maxReads: maxReads,
+		tree: t, includeIgnored: in.IncludeIgnored, contextLines: ctxLines, maxMatches: maxMatches, maxReads: maxReads,
 		scanned: map[string]bool{}, binary: map[string]bool{}, large: map[string]bool{}, progress: progress,
 	}
-	for _, g := range groups {
-		if err := s.group(g); err != nil {
-			return Output{}, nil, err
-		}
+	if err := s.run(ctx, groups); err != nil {
+		return Output{}, nil, err
 	}
 	return assemble(s, qs)
 }
@@ -294,11 +265,10 @@ func compile(i int, q Query) (*compiled, error) {
 		return nil, bad("query is not valid UTF-8")
 	}
 	c := &compiled{index: i}
+	c.fullAt.Store(math.MaxInt64)
 	caseSensitive := q.CaseSensitive == nil || *q.CaseSensitive
-	switch {
-	case !q.Regex && caseSensitive:
-		c.literal = []byte(q.Query)
-	default:
+	var re *regexp.Regexp
+	if q.Regex || !caseSensitive {
 		expr := q.Query
 		if !q.Regex {
 			expr = regexp.QuoteMeta(expr)
@@ -306,12 +276,12 @@ func compile(i int, q Query) (*compiled, error) {
 		if !caseSensitive {
 			expr = "(?i)" + expr
 		}
-		re, err := regexp.Compile(expr)
-		if err != nil {
+		var err error
+		if re, err = regexp.Compile(expr); err != nil {
 			return nil, bad("invalid regular expression: %v", err)
 		}
-		c.re = re
 	}
+	c.m = newMatcher(q.Query, q.Regex, caseSensitive, re)
 	globs, err := walk.CompileGlobs(fmt.Sprintf("queries[%d].globs", i), q.Globs)
 	if err != nil {
 		return nil, err
@@ -358,153 +328,6 @@ func resolveGroups(t *project.Tree, qs []*compiled, in []Query) ([]*group, error
 
 func cancelled(err error) error {
 	return failure.Wrap(failure.Interrupted, err, "the call was cancelled before it finished")
-}
-
-func (s *scan) group(g *group) error {
-	var err error
-	if g.isFile {
-		err = s.file(walk.Entry{Path: g.rel, Loc: g.loc, Kind: walk.KindFile, Size: g.size}, g.queries, false)
-	} else {
-		err = walk.Walk(s.ctx, s.tree.Root(), g.rel, g.loc, walk.Options{IncludeIgnored: s.includeIgnored}, func(e walk.Entry) error {
-			if e.Kind != walk.KindFile {
-				return nil
-			}
-			return s.file(e, g.queries, true)
-		})
-	}
-	var fe *failure.Error
-	switch {
-	case err == nil, errors.Is(err, walk.SkipAll):
-		return nil
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return cancelled(err)
-	case errors.As(err, &fe):
-		return err
-	default:
-		return s.tree.Failure(err, g.rel)
-	}
-}
-
-// file searches one regular file for the queries whose globs admit it;
-// walked says whether the walk found it (rather than the caller naming it).
-func (s *scan) file(e walk.Entry, queries []*compiled, walked bool) error {
-	if err := s.ctx.Err(); err != nil {
-		return err
-	}
-	if s.incomplete {
-		return walk.SkipAll
-	}
-	var qs []*compiled
-	for _, q := range queries {
-		if q.globs.Match(e.Path) {
-			qs = append(qs, q)
-		}
-	}
-	if len(qs) == 0 {
-		return nil
-	}
-	if e.Size > MaxFileBytes {
-		s.large[e.Path] = true
-		return nil
-	}
-	if s.reads == s.maxReads {
-		s.incomplete = true
-		return walk.SkipAll
-	}
-	s.reads++
-	if s.progress != nil && s.reads%ProgressEvery == 0 {
-		s.progress(s.reads)
-	}
-	content, err := readSmall(s.tree.Root(), e.Loc)
-	if err != nil {
-		if walked {
-			return nil // vanished, replaced or unreadable since the walk listed it
-		}
-		return s.tree.Failure(err, e.Path)
-	}
-	if len(content) > MaxFileBytes {
-		s.large[e.Path] = true
-		return nil
-	}
-	if walk.IsBinary(content) {
-		s.binary[e.Path] = true
-		return nil
-	}
-	s.scanned[e.Path] = true
-	var lines [][]byte
-	for _, q := range qs {
-		if q.literal != nil && !bytes.Contains(content, q.literal) {
-			continue
-		}
-		if lines == nil {
-			lines = splitLines(content)
-		}
-		s.search(e.Path, lines, q)
-	}
-	return nil
-}
-
-// readSmall reads at most MaxFileBytes+1 bytes of the regular file at loc
-// in root. A symlink found there (a walked file replaced since the walk
-// listed it) is followed only within root.
-func readSmall(root *os.Root, loc string) ([]byte, error) {
-	f, err := root.OpenFile(loc, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fs.ErrInvalid
-	}
-	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-}
-
-// splitLines splits content into lines without their "\n" or "\r\n"
-// terminators.
-func splitLines(content []byte) [][]byte {
-	var lines [][]byte
-	for len(content) > 0 {
-		i := bytes.IndexByte(content, '\n')
-		var line []byte
-		if i < 0 {
-			line, content = content, nil
-		} else {
-			line, content = content[:i], content[i+1:]
-		}
-		lines = append(lines, bytes.TrimSuffix(line, []byte{'\r'}))
-	}
-	return lines
-}
-
-func (s *scan) search(path string, lines [][]byte, q *compiled) {
-	hit := false
-	for i, line := range lines {
-		at := q.find(line)
-		if at < 0 {
-			continue
-		}
-		q.count++
-		hit = true
-		if len(q.matches) >= s.maxMatches {
-			continue
-		}
-		m := Match{QueryIndex: q.index, Path: path, Line: i + 1, Column: utf8.RuneCount(line[:at]) + 1}
-		m.Text, m.TextStartColumn, m.TextTruncated = window(line, m.Column-1)
-		for j := max(0, i-s.contextLines); j < i; j++ {
-			m.Before = append(m.Before, contextLine(lines[j], j+1))
-		}
-		for j := i + 1; j < len(lines) && j <= i+s.contextLines; j++ {
-			m.After = append(m.After, contextLine(lines[j], j+1))
-		}
-		q.matches = append(q.matches, m)
-	}
-	if hit {
-		q.files++
-	}
 }
 
 // window cuts line to at most MaxLineChars runes so that the rune at index

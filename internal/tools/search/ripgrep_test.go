@@ -1,0 +1,186 @@
+package search_test
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
+	"github.com/webcodex/webcodex/internal/tools/search"
+)
+
+// rgCase is one query run by both search_project_texts and ripgrep; the
+// patterns keep to the syntax where RE2 and ripgrep agree (no \w, \s or $).
+type rgCase struct {
+	name, query   string
+	regex, ignore bool // ignore: case-insensitive
+}
+
+var rgCases = []rgCase{
+	{name: "literal", query: "return nil"},
+	{name: "regex", query: `func \([a-z]+ \*[A-Z][A-Za-z]*\) [A-Z]`, regex: true},
+	{name: "caseless", query: "deadline", ignore: true},
+}
+
+// rgArgs are ripgrep's flags for our semantics: .gitignore and
+// .git/info/exclude only (no global excludes, no config), hidden files
+// searched, files over 2 MiB skipped, matching lines counted per file.
+func rgArgs(c rgCase) []string {
+	args := []string{"--no-config", "--hidden", "--no-ignore-global", "--max-filesize", strconv.Itoa(search.MaxFileBytes), "--count", "--no-messages"}
+	if !c.regex {
+		args = append(args, "--fixed-strings")
+	}
+	if c.ignore {
+		args = append(args, "--ignore-case")
+	}
+	return append(args, "--regexp", c.query, ".")
+}
+
+// rgCount runs ripgrep in dir and sums its per-file counts.
+func rgCount(tb testing.TB, dir string, c rgCase) int {
+	cmd := exec.Command("rg", rgArgs(c)...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil && !(cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 1) {
+		tb.Fatalf("rg %v: %v", rgArgs(c), err)
+	}
+	total := 0
+	for line := range strings.Lines(string(out)) {
+		i := strings.LastIndexByte(line, ':')
+		n, err := strconv.Atoi(strings.TrimSpace(line[i+1:]))
+		if err != nil {
+			tb.Fatalf("rg output line %q", line)
+		}
+		total += n
+	}
+	return total
+}
+
+func ourCount(tb testing.TB, e *kerneltest.Env, c rgCase) search.Output {
+	query := map[string]any{"query": c.query, "regex": c.regex}
+	if c.ignore {
+		query["case_sensitive"] = false
+	}
+	return kerneltest.OK[search.Output](tb, e.Call("search_project_texts", map[string]any{"queries": []any{query}}))
+}
+
+// needRipgrep skips tb when no rg is installed.
+func needRipgrep(tb testing.TB) {
+	if _, err := exec.LookPath("rg"); err != nil {
+		tb.Skip("rg (ripgrep) is not installed")
+	}
+}
+
+// copyGoTree fills dst with the text files (no NUL byte, at most 2 MiB) of
+// the Go source directories dirs, makes it a git repository, and adds
+// ignore rules so that .gitignore semantics take part.
+func copyGoTree(tb testing.TB, dst string, dirs ...string) {
+	tb.Helper()
+	goroot := runtime.GOROOT()
+	if goroot == "" {
+		tb.Skip("no GOROOT")
+	}
+	for _, d := range dirs {
+		src := filepath.Join(goroot, "src", d)
+		err := filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
+			if err != nil || !de.Type().IsRegular() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil || len(b) > search.MaxFileBytes || bytes.IndexByte(b, 0) >= 0 {
+				return err
+			}
+			rel, _ := filepath.Rel(filepath.Join(goroot, "src"), p)
+			target := filepath.Join(dst, rel)
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(target, b, 0o644)
+		})
+		if err != nil {
+			tb.Skipf("cannot copy %s: %v", src, err)
+		}
+	}
+	write := func(rel, content string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, rel), []byte(content), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("git", "init", "-q", dst).CombinedOutput(); err != nil {
+		tb.Skipf("git init: %v %s", err, out)
+	}
+	write(".gitignore", "testdata/\n*.s\n")
+	write("net/http/.gitignore", "*_test.go\n!server_test.go\n")
+	write(".git/info/exclude", "go/build/\n")
+	write(".hidden/notes.txt", "return nil\nDeadline\nfunc (x *T) M()\n")
+}
+
+// TestMatchCountsEqualRipgrep checks that search_project_texts counts the
+// same matching lines as ripgrep over a copy of Go sources with ignore
+// rules, for the benchmark's queries and for caseless queries whose
+// letters fold to non-ASCII runes (k: U+212A, s: U+017F).
+func TestMatchCountsEqualRipgrep(t *testing.T) {
+	needRipgrep(t)
+	e := newEnv(t)
+	copyGoTree(t, e.Project.Root, "net", "go")
+	e.Write("fold.txt", "\u212Aelvin\nkelvin\n\u017Fome\nSOME\nnot here\n")
+	cases := append(slices.Clone(rgCases),
+		rgCase{name: "caseless-k", query: "kelvin", ignore: true},
+		rgCase{name: "caseless-s", query: "some", ignore: true},
+		rgCase{name: "caseless-regex", query: `dead[a-z]+ exceeded`, regex: true, ignore: true},
+		rgCase{name: "regex-alternation", query: `(Listen|Dial)(TCP|UDP)\(`, regex: true},
+		rgCase{name: "regex-anchored", query: `^func [A-Z]`, regex: true},
+	)
+	for _, c := range cases {
+		out := ourCount(t, e, c)
+		want := rgCount(t, e.Project.Root, c)
+		if out.Queries[0].Matches != want || want == 0 {
+			t.Errorf("%s %q: search_project_texts counts %d matching lines, ripgrep %d", c.name, c.query, out.Queries[0].Matches, want)
+		}
+	}
+}
+
+// BenchmarkSearchVsRipgrep runs search_project_texts through the kernel
+// and ripgrep as a process over the same tree, alternating the two within
+// each iteration, and reports the median of each side and their ratio.
+func BenchmarkSearchVsRipgrep(b *testing.B) {
+	needRipgrep(b)
+	e := kerneltest.New(b, search.Register)
+	copyGoTree(b, e.Project.Root, "net", "go", "runtime")
+	if dir := os.Getenv("WEBCODEX_SEARCH_BENCH_DIRS"); dir != "" {
+		copyGoTree(b, e.Project.Root, strings.Fields(dir)...)
+	}
+	for _, c := range rgCases {
+		b.Run(c.name, func(b *testing.B) {
+			var ours, rg []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				ourCount(b, e, c)
+				t1 := time.Now()
+				rgCount(b, e.Project.Root, c)
+				ours, rg = append(ours, t1.Sub(t0)), append(rg, time.Since(t1))
+			}
+			mo, mr := median(ours), median(rg)
+			b.ReportMetric(float64(mo.Microseconds())/1000, "ours-ms")
+			b.ReportMetric(float64(mr.Microseconds())/1000, "rg-ms")
+			b.ReportMetric(float64(mo)/float64(mr), "ratio")
+		})
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
