@@ -99,12 +99,20 @@ func (s *Service) RecoverOpenCalls(ctx context.Context, witness func(context.Con
 					evs[i] = recoveredFinish(c, rec.At)
 				}
 				return evs, nil
-			}); err != nil {
+			}); failure.KindOf(err) == failure.UnknownSessionID {
+				// Its header was malformed: the session was moved aside with
+				// its open calls at this first use; nothing is left to finish.
+				continue
+			} else if err != nil {
 				return rec, fmt.Errorf("recover open calls of %s: %w", id, err)
 			}
 			sessions[id] = true
 		}
-		rec.Calls = append(rec.Calls, calls...)
+		for _, c := range calls {
+			if sessions[c.SessionID] {
+				rec.Calls = append(rec.Calls, c)
+			}
+		}
 		if len(calls) < RecoveryBatch {
 			break
 		}

@@ -8,13 +8,20 @@ package workflowdb_test
 //   - BenchmarkAppend/writers=W/naive: one BEGIN IMMEDIATE / INSERT / UPDATE /
 //     COMMIT per event on a pool of W connections (WAL, synchronous=FULL),
 //     i.e. the same durable work without batching.
-//   - BenchmarkRestore/restore: workflowdb.Open + Close, the full
-//     validating restore scan of a 1,000 x 2,000-event ledger.
-//   - BenchmarkRestore/raw_scan: the same rows read with plain SELECTs into
-//     Go variables, without validation.
+//   - BenchmarkOpenStore/ledger=SxE/open: start-up of the store on a ledger
+//     of S sessions of E events: workflowdb.Open, the recovery read of open
+//     calls, Close (decision 0021: no row is validated at Open).
+//   - BenchmarkOpenStore/ledger=SxE/validate_all: the same plus the full
+//     validating pass over every row that Open made before decision 0021
+//     (the baseline).
+//   - BenchmarkOpenStore/ledger=SxE/raw_scan: every row read with plain
+//     SELECTs into Go variables, without validation (the floor of a full
+//     pass).
 //
-// WEBCODEX_BENCH_SESSIONS scales the restore ledger down (default 1000
-// sessions of workflow.TailLimit events each).
+// The sub-benchmarks of one ledger run alternated within each -count
+// repeat. The ledgers are 10,000 x 4 and 1,000 x workflow.TailLimit events,
+// each generated once per process (untimed); WEBCODEX_BENCH_SESSIONS scales
+// the second one's session count down.
 
 import (
 	"context"
@@ -37,8 +44,10 @@ import (
 // of the package has run.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if restoreLedger.dir != "" {
-		os.RemoveAll(restoreLedger.dir)
+	for _, L := range benchLedgers {
+		if L.dir != "" {
+			os.RemoveAll(L.dir)
+		}
 	}
 	os.Exit(code)
 }
@@ -223,14 +232,23 @@ func naiveAppend(ctx context.Context, db *sql.DB, sess *workflow.Session, e work
 	return tx.Commit()
 }
 
-// restoreLedger is the ledger BenchmarkRestore reads, built once per process.
-var restoreLedger struct {
-	once     sync.Once
-	dir      string
-	path     string
-	sessions int64
-	events   int64
-	err      error
+// benchLedger is a ledger BenchmarkOpenStore reads, built once per process.
+type benchLedger struct {
+	name       string
+	perSession int64
+	once       sync.Once
+	dir        string
+	path       string
+	sessions   int64
+	events     int64
+	err        error
+}
+
+// benchLedgers are the ledgers of BenchmarkOpenStore: many small sessions,
+// and fewer sessions at the retention limit.
+var benchLedgers = []*benchLedger{
+	{name: "10000x4", sessions: 10000, perSession: 4},
+	{name: "1000x2000", perSession: workflow.TailLimit},
 }
 
 func benchSessions() (int, error) {
@@ -282,16 +300,18 @@ func jsonCol(v any, empty bool) string {
 	return string(b)
 }
 
-// buildRestoreLedger writes sessions x TailLimit valid event rows straight
-// into the store's schema in one transaction.
-func buildRestoreLedger() {
-	L := &restoreLedger
-	n, err := benchSessions()
-	if err != nil {
-		L.err = err
-		return
+// build writes L.sessions x L.perSession valid event rows straight into
+// the store's schema in one transaction.
+func (L *benchLedger) build() {
+	n := int(L.sessions)
+	if n == 0 {
+		var err error
+		if n, err = benchSessions(); err != nil {
+			L.err = err
+			return
+		}
 	}
-	if L.dir, L.err = os.MkdirTemp(os.TempDir(), "webcodex-bench-restore-"); L.err != nil {
+	if L.dir, L.err = os.MkdirTemp(os.TempDir(), "webcodex-bench-open-"); L.err != nil {
 		return
 	}
 	L.path = filepath.Join(L.dir, "workflow.db")
@@ -301,7 +321,7 @@ func buildRestoreLedger() {
 		L.err = err
 		return
 	}
-	const perSession = workflow.TailLimit
+	perSession := L.perSession
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	err = st.DB().Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		insEv, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, at, kind, tool, call_id, invocation_id, role, outcome, error_kind, duration_ms, text, observed_json, changed_json, facts_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
@@ -345,7 +365,7 @@ func buildRestoreLedger() {
 			sess := workflow.Session{
 				ID: fmt.Sprintf("%s%032x", workflow.SessionIDPrefix, s+1), Project: proj, Title: "fix the flaky test",
 				Mode: workflow.ModeNormal, Lifecycle: workflow.Active, OwnerFingerprint: owner,
-				CreatedAt: base, UpdatedAt: base.Add(perSession * time.Millisecond),
+				CreatedAt: base, UpdatedAt: base.Add(time.Duration(perSession) * time.Millisecond),
 				EventsObserved: perSession, Counters: counters,
 			}
 			if err := workflow.ValidateSession(sess); err != nil {
@@ -379,49 +399,72 @@ func buildRestoreLedger() {
 	}
 }
 
-func BenchmarkRestore(b *testing.B) {
-	L := &restoreLedger
-	L.once.Do(buildRestoreLedger)
-	if L.err != nil {
-		b.Fatal(L.err)
-	}
-	rows := L.sessions + L.events
-	report := func(b *testing.B) {
-		if s := b.Elapsed().Seconds(); s > 0 {
-			b.ReportMetric(float64(rows)*float64(b.N)/s, "rows/s")
-		}
-	}
+func BenchmarkOpenStore(b *testing.B) {
 	ctx := context.Background()
-
-	b.Run("restore", func(b *testing.B) {
-		for b.Loop() {
-			st, err := workflowdb.Open(ctx, L.path, nil)
-			if err != nil {
-				b.Fatal(err)
+	for _, L := range benchLedgers {
+		b.Run("ledger="+L.name, func(b *testing.B) {
+			L.once.Do(L.build)
+			if L.err != nil {
+				b.Fatal(L.err)
 			}
-			rep := st.Restored()
-			if err := st.Close(); err != nil {
-				b.Fatal(err)
+			rows := L.sessions + L.events
+			report := func(b *testing.B) {
+				if s := b.Elapsed().Seconds(); s > 0 {
+					b.ReportMetric(float64(rows)*float64(b.N)/s, "rows/s")
+				}
 			}
-			if rep.Discarded != 0 || rep.Sessions != L.sessions || rep.Events != L.events {
-				b.Fatalf("restore report %+v, want %d sessions, %d events, 0 discarded", rep, L.sessions, L.events)
-			}
-		}
-		report(b)
-	})
-
-	b.Run("raw_scan", func(b *testing.B) {
-		for b.Loop() {
-			got, err := rawScan(ctx, L.path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if got != rows {
-				b.Fatalf("raw scan read %d rows, want %d", got, rows)
-			}
-		}
-		report(b)
-	})
+			b.Run("open", func(b *testing.B) {
+				for b.Loop() {
+					st, err := workflowdb.Open(ctx, L.path, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					calls, err := st.OpenCalls(ctx, 0)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := st.Close(); err != nil {
+						b.Fatal(err)
+					}
+					if len(calls) != 0 {
+						b.Fatalf("%d open calls in a ledger of finished calls", len(calls))
+					}
+				}
+				report(b)
+			})
+			b.Run("validate_all", func(b *testing.B) {
+				for b.Loop() {
+					st, err := workflowdb.Open(ctx, L.path, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					rep, err := st.ValidateAll(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := st.Close(); err != nil {
+						b.Fatal(err)
+					}
+					if rep.Discarded != 0 || rep.Sessions != L.sessions || rep.Events != L.events {
+						b.Fatalf("full pass %+v, want %d sessions, %d events, 0 discarded", rep, L.sessions, L.events)
+					}
+				}
+				report(b)
+			})
+			b.Run("raw_scan", func(b *testing.B) {
+				for b.Loop() {
+					got, err := rawScan(ctx, L.path)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got != rows {
+						b.Fatalf("raw scan read %d rows, want %d", got, rows)
+					}
+				}
+				report(b)
+			})
+		})
+	}
 }
 
 // rawScan opens a plain database on path and reads every session and event

@@ -273,3 +273,35 @@ func TestOpenCallsOfALiveProcessAreNotRecovered(t *testing.T) {
 		t.Fatalf("recovery after the first process ended: %+v %v", rec, err)
 	}
 }
+
+// A session whose header is malformed is moved aside, open calls and all,
+// at its first use by recovery; recovery finishes the other sessions' calls
+// and does not fail start-up.
+func TestRecoverySkipsQuarantinedSession(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	st, err := workflowdb.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := workflow.NewService(st, nil)
+	bad, good := start(t, svc), start(t, svc)
+	appendEvents(t, svc, bad.ID, started("read_files", "call_bad", "inv_a", workflow.RoleBusiness))
+	appendEvents(t, svc, good.ID, started("read_files", "call_good", "inv_b", workflow.RoleBusiness))
+	if _, err := st.DB().Read.Exec(`UPDATE sessions SET header_json = '{}' WHERE session_id = ?`, bad.ID); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st = open(t, path)
+	svc = workflow.NewService(st, nil)
+	rec, err := svc.RecoverOpenCalls(ctx, nil)
+	if err != nil || len(rec.Calls) != 1 || rec.Calls[0].CallID != "call_good" || rec.Sessions != 1 {
+		t.Fatalf("recovery: %+v %v", rec, err)
+	}
+	if status, _ := st.Status(ctx); status.DiscardedRows != 4 || status.Sessions != 1 {
+		t.Fatalf("status %+v, want 1 session and 4 discarded (header and 3 events)", status)
+	}
+	if calls, err := st.OpenCalls(ctx, 0); err != nil || len(calls) != 0 {
+		t.Fatalf("open calls left: %+v %v", calls, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -14,10 +15,108 @@ type discard struct {
 	seq                      int64
 }
 
-// restore validates every row of the ledger, moves malformed ones to
-// discarded_rows and corrects each session's retained count. It reads with
-// the read pool and writes only when something must move.
-func (s *Store) restore(ctx context.Context) error {
+// check validates session id's header and retained events the first time
+// this process uses the session, and moves malformed rows to discarded_rows
+// before any of them could be served. A session whose header is malformed
+// is moved aside whole (its events and open calls with it), so that it
+// reads as unknown afterwards. Later calls cost one map lookup.
+func (s *Store) check(ctx context.Context, id string) error {
+	if _, ok := s.checked.Load(id); ok {
+		return nil
+	}
+	start := time.Now()
+	bad, sessions, events, err := s.scanSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	if sessions == 0 && len(bad) == 0 {
+		return nil // no such session: nothing to check, nothing to remember
+	}
+	var moved int64
+	if len(bad) > 0 {
+		if moved, err = s.moveAside(ctx, bad); err != nil {
+			return err
+		}
+	}
+	s.checked.Store(id, struct{}{})
+	s.report.sessions.Add(sessions)
+	s.report.events.Add(events)
+	s.report.discarded.Add(moved)
+	s.report.nanos.Add(int64(time.Since(start)))
+	return nil
+}
+
+// scanSession reads one session's rows and returns the malformed ones and
+// the counts of valid headers (0 or 1) and events. A session with no row
+// has nothing to check.
+func (s *Store) scanSession(ctx context.Context, id string) (bad []discard, sessions, events int64, err error) {
+	var hdr string
+	err = s.db.Read.QueryRowContext(ctx, `SELECT header_json FROM sessions WHERE session_id = ?`, id).Scan(&hdr)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, 0, 0, nil
+	}
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("check session %s: %w", id, err)
+	}
+	headerBad := false
+	if herr := checkHeader(id, hdr); herr != nil {
+		bad = append(bad, discard{table: "sessions", key: id, reason: herr.Error(), body: hdr, session: id})
+		headerBad = true
+	} else {
+		sessions = 1
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE session_id = ?`, id)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("check events of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var r eventRow
+	dest := r.dest()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, 0, 0, fmt.Errorf("check events of %s: %w", id, err)
+		}
+		if d, ok := checkEvent(id, &r, headerBad); !ok {
+			bad = append(bad, d)
+			continue
+		}
+		events++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, 0, fmt.Errorf("check events of %s: %w", id, err)
+	}
+	return bad, sessions, events, nil
+}
+
+// checkHeader validates the stored header of session id.
+func checkHeader(id, hdr string) error {
+	sess, err := decodeHeader([]byte(hdr))
+	if err == nil && sess.ID != id {
+		err = fmt.Errorf("session_id: header names %s", sess.ID)
+	}
+	return err
+}
+
+// checkEvent validates one stored event row of session id; every event of
+// a session whose header is malformed goes with it.
+func checkEvent(id string, r *eventRow, headerBad bool) (discard, bool) {
+	key := fmt.Sprintf("%s/%d", id, r.seq)
+	if headerBad {
+		return discard{table: "events", key: key, reason: "session row discarded", body: rowBody(*r), session: id, seq: r.seq}, false
+	}
+	if _, err := r.event(); err != nil {
+		return discard{table: "events", key: key, reason: err.Error(), body: rowBody(*r), session: id, seq: r.seq}, false
+	}
+	return discard{}, true
+}
+
+// ValidateAll is the full restore pass that Open made before decision
+// 0021: it validates every row of the ledger in one scan and moves
+// malformed ones aside exactly as the first use of a session does. Open no
+// longer calls it; it serves as the baseline of BenchmarkOpenStore and for
+// an operator's full check. It reads with the read pool and writes only
+// when something must move.
+func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 	start := time.Now()
 	var bad []discard
 	badSession := map[string]bool{}
@@ -25,19 +124,15 @@ func (s *Store) restore(ctx context.Context) error {
 
 	rows, err := s.db.Read.QueryContext(ctx, `SELECT session_id, header_json FROM sessions`)
 	if err != nil {
-		return fmt.Errorf("restore sessions: %w", err)
+		return rep, fmt.Errorf("restore sessions: %w", err)
 	}
 	for rows.Next() {
 		var id, hdr string
 		if err := rows.Scan(&id, &hdr); err != nil {
 			rows.Close()
-			return fmt.Errorf("restore sessions: %w", err)
+			return rep, fmt.Errorf("restore sessions: %w", err)
 		}
-		sess, err := decodeHeader([]byte(hdr))
-		if err == nil && sess.ID != id {
-			err = fmt.Errorf("session_id: header names %s", sess.ID)
-		}
-		if err != nil {
+		if err := checkHeader(id, hdr); err != nil {
 			bad = append(bad, discard{table: "sessions", key: id, reason: err.Error(), body: hdr, session: id})
 			badSession[id] = true
 			continue
@@ -46,12 +141,12 @@ func (s *Store) restore(ctx context.Context) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("restore sessions: %w", err)
+		return rep, fmt.Errorf("restore sessions: %w", err)
 	}
 
 	rows, err = s.db.Read.QueryContext(ctx, `SELECT session_id, `+eventColumns+` FROM events`)
 	if err != nil {
-		return fmt.Errorf("restore events: %w", err)
+		return rep, fmt.Errorf("restore events: %w", err)
 	}
 	// One set of scan destinations serves every row: building them per row
 	// cost as much as validating it.
@@ -61,31 +156,28 @@ func (s *Store) restore(ctx context.Context) error {
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
-			return fmt.Errorf("restore events: %w", err)
+			return rep, fmt.Errorf("restore events: %w", err)
 		}
-		if badSession[id] {
-			bad = append(bad, discard{table: "events", key: fmt.Sprintf("%s/%d", id, r.seq), reason: "session row discarded", body: rowBody(r), session: id, seq: r.seq})
-			continue
-		}
-		if _, err := r.event(); err != nil {
-			bad = append(bad, discard{table: "events", key: fmt.Sprintf("%s/%d", id, r.seq), reason: err.Error(), body: rowBody(r), session: id, seq: r.seq})
+		if d, ok := checkEvent(id, &r, badSession[id]); !ok {
+			bad = append(bad, d)
 			continue
 		}
 		rep.Events++
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("restore events: %w", err)
+		return rep, fmt.Errorf("restore events: %w", err)
 	}
 	if len(bad) > 0 {
-		if err := s.moveAside(ctx, bad); err != nil {
-			return err
+		n, err := s.moveAside(ctx, bad)
+		if err != nil {
+			return rep, err
 		}
+		rep.Discarded = n
+		s.report.discarded.Add(n)
 	}
-	rep.Discarded = int64(len(bad))
 	rep.Duration = time.Since(start)
-	s.restored = rep
-	return nil
+	return rep, nil
 }
 
 func rowBody(r eventRow) string {
@@ -98,27 +190,42 @@ func rowBody(r eventRow) string {
 	return string(b)
 }
 
-func (s *Store) moveAside(ctx context.Context, bad []discard) error {
+// moveAside moves the malformed rows bad to discarded_rows in one commit
+// and returns how many it moved. A row already gone (moved by a concurrent
+// check in this or another process) is skipped, so that no row is counted
+// twice.
+func (s *Store) moveAside(ctx context.Context, bad []discard) (int64, error) {
 	now := s.now().UnixNano()
-	return s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	var moved int64
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		moved = 0
 		touched := map[string]bool{}
 		for _, d := range bad {
+			var res sql.Result
+			var err error
+			switch d.table {
+			case "sessions":
+				res, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE session_id = ? AND header_json = ?`, d.session, d.body)
+			case "events":
+				res, err = tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq = ?`, d.session, d.seq)
+			}
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				continue
+			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO discarded_rows (table_name, row_key, reason, body, at) VALUES (?,?,?,?,?)`,
 				d.table, d.key, d.reason, d.body, now); err != nil {
 				return err
 			}
+			moved++
 			switch d.table {
 			case "sessions":
-				if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE session_id = ?`, d.session); err != nil {
-					return err
-				}
 				if _, err := tx.ExecContext(ctx, `DELETE FROM open_calls WHERE session_id = ?`, d.session); err != nil {
 					return err
 				}
 			case "events":
-				if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq = ?`, d.session, d.seq); err != nil {
-					return err
-				}
 				touched[d.session] = true
 			}
 		}
@@ -129,4 +236,5 @@ func (s *Store) moveAside(ctx context.Context, bad []discard) error {
 		}
 		return nil
 	})
+	return moved, err
 }

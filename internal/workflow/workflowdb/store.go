@@ -2,15 +2,18 @@
 //
 // Session headers are kept as canonical JSON (the exact bytes restore
 // returns) beside a few indexed columns; events are stored column by column
-// so that restore can validate millions of rows without decoding a document
-// per row. Every mutation goes through the database's group-commit writer
+// so that a session's rows validate without decoding a document per row. Every mutation goes through the database's group-commit writer
 // and is durable (WAL, synchronous=FULL) when the method returns.
 //
 // # Restore
 //
-// [Open] scans every row once. A header or event that does not validate is
-// moved to the discarded_rows table (kept for forensics, never served) and
-// counted in [workflow.StoreStatus.DiscardedRows]; valid rows are unaffected.
+// [Open] reads no session or event row, so start-up does not grow with
+// the ledger (decision 0021). Each session is validated the first time this
+// process uses it (Get, Update, Events, or a List that meets a malformed
+// header): a header or event that does not validate is moved to the
+// discarded_rows table (kept for forensics, never served) and counted in
+// [workflow.StoreStatus.DiscardedRows] from then on; valid rows are
+// unaffected. [Store.ValidateAll] is the full pass over every row.
 package workflowdb
 
 import (
@@ -23,6 +26,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -39,8 +44,13 @@ type Store struct {
 	now func() time.Time
 	// inst is this process's claim on the ledger; open calls carry it.
 	inst *instance
-	// restored describes the restore scan made by Open.
-	restored RestoreReport
+	// checked holds the ids of sessions this process has validated (or
+	// written itself); see check.
+	checked sync.Map
+	// report counts what the checks found; see Restored.
+	report struct {
+		sessions, events, discarded, nanos atomic.Int64
+	}
 	// stmts are Update's statements, prepared once on the writer.
 	stmts struct {
 		header, insertEvent, trim, updateHeader, openCall, closeCall *sql.Stmt
@@ -58,7 +68,9 @@ const (
 
 var _ workflow.Store = (*Store)(nil)
 
-// RestoreReport describes the scan Open made.
+// RestoreReport counts rows validated and moved aside: by this process's
+// first-use checks so far ([Store.Restored]) or by one full pass
+// ([Store.ValidateAll]). Duration is the time spent validating.
 type RestoreReport struct {
 	Sessions  int64
 	Events    int64
@@ -66,8 +78,8 @@ type RestoreReport struct {
 	Duration  time.Duration
 }
 
-// Open opens (creating if needed) the ledger at path and restores it: every
-// row is validated and malformed rows are moved aside. now may be nil.
+// Open opens (creating if needed) the ledger at path. It reads no session
+// or event row: each session is validated at its first use. now may be nil.
 func Open(ctx context.Context, path string, now func() time.Time) (*Store, error) {
 	db, err := sqlitedb.Open(ctx, path, sqlitedb.Migrations(migrations, "migrations"))
 	if err != nil {
@@ -89,11 +101,6 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 		inst.close()
 		return nil, fmt.Errorf("workflowdb: prepare: %w", err)
 	}
-	if err := s.restore(ctx); err != nil {
-		db.Close()
-		inst.close()
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -104,8 +111,12 @@ func (s *Store) Close() error {
 	return err
 }
 
-// Restored returns the report of the restore scan made by Open.
-func (s *Store) Restored() RestoreReport { return s.restored }
+// Restored reports what this process's first-use checks have validated and
+// moved aside so far (rows moved by ValidateAll are in Discarded too).
+func (s *Store) Restored() RestoreReport {
+	return RestoreReport{Sessions: s.report.sessions.Load(), Events: s.report.events.Load(),
+		Discarded: s.report.discarded.Load(), Duration: time.Duration(s.report.nanos.Load())}
+}
 
 // DB exposes the underlying database for benchmarks and tests in this
 // module.
@@ -346,6 +357,7 @@ func (s *Store) Create(ctx context.Context, sess workflow.Session, events []work
 	if err != nil {
 		return workflow.Session{}, nil, storeErr(err)
 	}
+	s.checked.Store(sess.ID, struct{}{}) // written validated
 	return sess, out, nil
 }
 
@@ -369,8 +381,8 @@ func scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
 	}
 	sess, err := decodeHeader([]byte(hdr))
 	if err != nil {
-		// Restore moved malformed headers aside; one appearing later is a
-		// store fault, not a caller error.
+		// The first-use check moved malformed headers aside; one appearing
+		// later is a store fault, not a caller error.
 		return workflow.Session{}, 0, fmt.Errorf("session %s: %v", id, err)
 	}
 	return sess, retained, nil
@@ -378,6 +390,9 @@ func scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
 
 // Get implements workflow.Store.
 func (s *Store) Get(ctx context.Context, id string) (workflow.Session, error) {
+	if err := s.check(ctx, id); err != nil {
+		return workflow.Session{}, storeErr(err)
+	}
 	sess, _, err := scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
 	return sess, storeErr(err)
 }
@@ -388,6 +403,9 @@ func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (
 		outSess workflow.Session
 		outEvs  []workflow.Event
 	)
+	if err := s.check(ctx, id); err != nil {
+		return workflow.Session{}, nil, storeErr(err)
+	}
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		sess, retained, err := scanHeader(tx.StmtContext(ctx, s.stmts.header).QueryRowContext(ctx, id), id)
 		if err != nil {
@@ -459,31 +477,45 @@ func (s *Store) List(ctx context.Context, f workflow.ListFilter) ([]workflow.Ses
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT header_json FROM sessions WHERE `+cond+` ORDER BY updated_at DESC, session_id LIMIT ? OFFSET ?`,
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT session_id, header_json FROM sessions WHERE `+cond+` ORDER BY updated_at DESC, session_id LIMIT ? OFFSET ?`,
 		append(args, limit, max(f.Offset, 0))...)
 	if err != nil {
 		return nil, 0, storeErr(err)
 	}
 	defer rows.Close()
 	var out []workflow.Session
+	var bad []string
 	for rows.Next() {
-		var hdr string
-		if err := rows.Scan(&hdr); err != nil {
+		var id, hdr string
+		if err := rows.Scan(&id, &hdr); err != nil {
 			return nil, 0, storeErr(err)
 		}
 		sess, err := decodeHeader([]byte(hdr))
-		if err != nil {
-			continue // moved aside at the next restore; never served
+		if err != nil || sess.ID != id {
+			bad = append(bad, id) // never served; moved aside below
+			continue
 		}
 		out = append(out, sess)
 	}
-	return out, total, storeErr(rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, 0, storeErr(err)
+	}
+	rows.Close()
+	for _, id := range bad {
+		if err := s.check(ctx, id); err != nil {
+			return nil, 0, storeErr(err)
+		}
+	}
+	return out, total, nil
 }
 
 // Events implements workflow.Store.
 func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Event, error) {
 	if limit <= 0 {
 		limit = workflow.TailLimit
+	}
+	if err := s.check(ctx, id); err != nil {
+		return nil, storeErr(err)
 	}
 	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT ?`, id, limit)
 	if err != nil {
@@ -498,7 +530,7 @@ func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Ev
 		}
 		e, err := r.event()
 		if err != nil {
-			continue // moved aside at the next restore; never served
+			continue // malformed after its check: a store fault, never served
 		}
 		out = append(out, e)
 	}
@@ -514,8 +546,9 @@ func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Ev
 // Import implements workflow.Store.
 func (s *Store) Import(ctx context.Context, next func() (workflow.LedgerRow, error)) (int, error) {
 	var n int
+	var ids []string
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		n = 0
+		n, ids = 0, ids[:0]
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -530,11 +563,15 @@ func (s *Store) Import(ctx context.Context, next func() (workflow.LedgerRow, err
 			if err := s.importRow(ctx, tx, row.Session, row.Events); err != nil {
 				return err
 			}
+			ids = append(ids, row.Session.ID)
 			n++
 		}
 	})
 	if err != nil {
 		return 0, storeErr(err)
+	}
+	for _, id := range ids {
+		s.checked.Store(id, struct{}{}) // validated by importRow
 	}
 	return n, nil
 }

@@ -203,21 +203,32 @@ func TestRestoreExactAndDiscardsMalformed(t *testing.T) {
 	st.Close()
 
 	st2 := open(t, path)
-	rep := st2.Restored()
-	// victim: 1 header + its 2 events; good: 1 event.
-	if rep.Discarded != 4 || rep.Sessions != 1 {
-		t.Fatalf("restore report %+v, want 4 discarded and 1 session", rep)
+	// Open reads no row: nothing is found or moved yet.
+	if rep := st2.Restored(); rep != (workflowdb.RestoreReport{}) {
+		t.Fatalf("open checked rows: %+v", rep)
 	}
-	status, _ := st2.Status(ctx)
-	if status.DiscardedRows != 4 || status.Sessions != 1 {
-		t.Fatalf("status %+v", status)
+	if status, _ := st2.Status(ctx); status.DiscardedRows != 0 || status.Sessions != 2 {
+		t.Fatalf("status at open %+v, want 2 sessions and 0 discarded", status)
 	}
+	// First use of victim: its header and its 2 events are moved aside.
 	if _, err := st2.Get(ctx, victim.ID); failure.KindOf(err) != failure.UnknownSessionID {
 		t.Fatalf("discarded session served: %v", err)
+	}
+	if status, _ := st2.Status(ctx); status.DiscardedRows != 3 || status.Sessions != 1 {
+		t.Fatalf("status after first use of the victim %+v, want 1 session and 3 discarded", status)
 	}
 	after, err := workflow.Export(ctx, st2, []string{good.ID}, good.CreatedAt)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// good: its corrupted event is moved aside at its first use.
+	rep := st2.Restored()
+	if rep.Discarded != 4 || rep.Sessions != 1 || rep.Events != int64(len(before.Sessions[0].Events)-1) {
+		t.Fatalf("check report %+v, want 4 discarded, 1 session, %d events", rep, len(before.Sessions[0].Events)-1)
+	}
+	status, _ := st2.Status(ctx)
+	if status.DiscardedRows != 4 || status.Sessions != 1 || status.Events != int64(len(before.Sessions[0].Events)-1) {
+		t.Fatalf("status %+v", status)
 	}
 	// Every valid row is unchanged: the surviving events equal the originals
 	// minus the corrupted first one.
@@ -227,11 +238,160 @@ func TestRestoreExactAndDiscardsMalformed(t *testing.T) {
 	if diff := cmp.Diff(before.Sessions[0].Session, after.Sessions[0].Session); diff != "" {
 		t.Fatalf("header changed (-before +after):\n%s", diff)
 	}
-	// A third open finds nothing more to discard.
+	// A third open finds nothing more to discard, at first use or in a
+	// full pass.
 	st2.Close()
 	st3 := open(t, path)
-	if st3.Restored().Discarded != 0 {
-		t.Fatalf("second restore discarded %d rows", st3.Restored().Discarded)
+	if _, err := st3.Events(ctx, good.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	full, err := st3.ValidateAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st3.Restored().Discarded != 0 || full.Discarded != 0 || full.Sessions != 1 || full.Events != status.Events {
+		t.Fatalf("third open discarded %d rows at first use; full pass %+v", st3.Restored().Discarded, full)
+	}
+	if status, _ := st3.Status(ctx); status.DiscardedRows != 4 {
+		t.Fatalf("status after reopen %+v, want the 4 discarded rows still counted", status)
+	}
+}
+
+// corruptLedger writes a ledger of two sessions, a and b, each with one
+// corrupt event row (seq 3, a tool_call_finished), and closes it.
+func corruptLedger(t *testing.T) (path string, a, b workflow.Session) {
+	t.Helper()
+	ctx := context.Background()
+	path = filepath.Join(t.TempDir(), "workflow.db")
+	st, err := workflowdb.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := workflow.NewService(st, nil)
+	a, b = start(t, svc), start(t, svc)
+	for _, id := range []string{a.ID, b.ID} {
+		if _, _, err := svc.Append(ctx, id, workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "read_files", Outcome: workflow.OutcomeOK}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.DB().Read.Exec(`UPDATE events SET outcome = 'sideways' WHERE session_id = ? AND seq = 3`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	return path, a, b
+}
+
+// A corrupt event row is quarantined at the first use of its session,
+// whichever call that is, and never returned; status counts it from then on
+// and not before.
+func TestCorruptEventQuarantinedAtFirstUse(t *testing.T) {
+	ctx := context.Background()
+	for _, use := range []string{"events", "get", "append"} {
+		t.Run(use, func(t *testing.T) {
+			path, a, b := corruptLedger(t)
+			st := open(t, path)
+			svc := workflow.NewService(st, nil)
+			if status, _ := st.Status(ctx); status.DiscardedRows != 0 || status.Events != 6 {
+				t.Fatalf("status at open %+v, want 6 events and 0 discarded", status)
+			}
+			switch use {
+			case "events":
+				evs, err := st.Events(ctx, a.ID, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(evs) != 2 || evs[0].Seq != 1 || evs[1].Seq != 2 {
+					t.Fatalf("events %+v, want seq 1 and 2 only", evs)
+				}
+			case "get":
+				if _, err := st.Get(ctx, a.ID); err != nil {
+					t.Fatal(err)
+				}
+			case "append":
+				if _, _, err := svc.Append(ctx, a.ID, workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "read_files", Outcome: workflow.OutcomeOK}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			status, _ := st.Status(ctx)
+			wantEvents := int64(2 + 3) // a: seq 1, 2 (+4 on append); b: unchecked, 3
+			if use == "append" {
+				wantEvents++
+			}
+			if status.DiscardedRows != 1 || status.Events != wantEvents {
+				t.Fatalf("status after first use of a %+v, want 1 discarded and %d events", status, wantEvents)
+			}
+			var reason, body string
+			if err := st.DB().Read.QueryRow(`SELECT reason, body FROM discarded_rows WHERE table_name = 'events' AND row_key = ?`, a.ID+"/3").Scan(&reason, &body); err != nil {
+				t.Fatalf("quarantined row of a: %v", err)
+			}
+			if !strings.Contains(reason, "outcome") || !strings.Contains(body, "sideways") {
+				t.Fatalf("quarantined row reason %q body %q", reason, body)
+			}
+			for _, e := range events(t, st, a.ID) {
+				if e.Seq == 3 {
+					t.Fatalf("quarantined event served: %+v", e)
+				}
+			}
+			// b is untouched until it is used, then counted too.
+			if _, err := st.Events(ctx, b.ID, 0); err != nil {
+				t.Fatal(err)
+			}
+			if status, _ := st.Status(ctx); status.DiscardedRows != 2 {
+				t.Fatalf("status after first use of b %+v, want 2 discarded", status)
+			}
+			if rep := st.Restored(); rep.Discarded != 2 || rep.Sessions != 2 {
+				t.Fatalf("check report %+v, want 2 sessions and 2 discarded", rep)
+			}
+		})
+	}
+}
+
+// List never serves a malformed header and moves it aside when it meets it.
+func TestListQuarantinesMalformedHeader(t *testing.T) {
+	ctx := context.Background()
+	path, a, b := corruptLedger(t)
+	st := open(t, path)
+	if _, err := st.DB().Read.Exec(`UPDATE sessions SET header_json = '{"session_id":"`+b.ID+`"}' WHERE session_id = ?`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := st.List(ctx, workflow.ListFilter{Project: proj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != a.ID {
+		t.Fatalf("list served %d sessions, want only %s", len(got), a.ID)
+	}
+	// b's header and its 3 events are moved aside by the List.
+	if status, _ := st.Status(ctx); status.DiscardedRows != 4 || status.Sessions != 1 {
+		t.Fatalf("status after list %+v, want 1 session and 4 discarded", status)
+	}
+	if _, err := st.Get(ctx, b.ID); failure.KindOf(err) != failure.UnknownSessionID {
+		t.Fatalf("quarantined session served: %v", err)
+	}
+}
+
+// The full pass (the old restore) and the first-use checks of the same
+// ledger move the same rows, and neither counts a row twice.
+func TestValidateAllMatchesFirstUse(t *testing.T) {
+	ctx := context.Background()
+	path, a, b := corruptLedger(t)
+	st := open(t, path)
+	if _, err := st.Events(ctx, a.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	full, err := st.ValidateAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a's row was already moved; the pass moves b's.
+	if full.Discarded != 1 || full.Sessions != 2 || full.Events != 4 {
+		t.Fatalf("full pass %+v, want 2 sessions, 4 events, 1 discarded", full)
+	}
+	if _, err := st.Events(ctx, b.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := st.Status(ctx); status.DiscardedRows != 2 || status.Events != 4 {
+		t.Fatalf("status %+v, want 2 discarded and 4 events", status)
 	}
 }
 
