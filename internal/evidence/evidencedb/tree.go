@@ -84,6 +84,9 @@ func storedRange(ctx context.Context, tx *sql.Tx, next uint64) (*compact.Range, 
 	var blob []byte
 	err := tx.QueryRowContext(ctx, sqlState).Scan(&size, &blob)
 	if errors.Is(err, sql.ErrNoRows) {
+		if next == 0 { // a new journal: the first append writes the row
+			return evidence.RangeFactory.NewEmptyRange(0), "", nil
+		}
 		return nil, "no stored tree state (a journal written before tree nodes were stored)", nil
 	}
 	if err != nil {

@@ -192,6 +192,11 @@ func TestProofRejects(t *testing.T) {
 // the state row, and proofs, bundles and appends work.
 func TestOldJournalWithoutTreeIndex(t *testing.T) {
 	ctx := context.Background()
+	var fresh logBuffer
+	open(t, t.TempDir(), evidence.Options{Log: logged(&fresh)}).Close()
+	if fresh.String() != "" {
+		t.Fatalf("a new journal logged %q", fresh.String())
+	}
 	dir, _ := journal10(t)
 	raw := rawDB(t, dir)
 	exec(t, raw, `DROP TABLE tree_nodes`)
