@@ -155,13 +155,16 @@ func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
 	if origin != "" && origin != j.origin {
 		return failure.New(failure.InvalidArguments, "evidence journal origin is %q; it cannot change to %q", j.origin, origin)
 	}
-	var records, checkpoints int64
-	if err := j.db.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM records), (SELECT COUNT(*) FROM checkpoints)`).Scan(&records, &checkpoints); err != nil {
+	// Counting records is O(n); they are counted only for the message below
+	// (start-up counts them once more, inside the writer, to find a gap).
+	var hasRecords bool
+	var checkpoints int64
+	if err := j.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM records), (SELECT COUNT(*) FROM checkpoints)`).Scan(&hasRecords, &checkpoints); err != nil {
 		return failure.Wrap(failure.Unavailable, err, "read evidence journal")
 	}
 	key, err := evidence.LoadKey(dataDir)
 	switch {
-	case errors.Is(err, evidence.ErrNoKey) && records == 0 && checkpoints == 0:
+	case errors.Is(err, evidence.ErrNoKey) && !hasRecords && checkpoints == 0:
 		key, err = evidence.CreateKey(dataDir, j.origin)
 		if errors.Is(err, os.ErrExist) { // another process created it first
 			key, err = evidence.LoadKey(dataDir)
@@ -170,6 +173,10 @@ func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
 			return failure.Wrap(failure.Unavailable, err, "create the evidence signing key")
 		}
 	case errors.Is(err, evidence.ErrNoKey):
+		var records int64
+		if err := j.db.QueryRow(ctx, `SELECT COUNT(*) FROM records`).Scan(&records); err != nil {
+			return failure.Wrap(failure.Unavailable, err, "read evidence journal")
+		}
 		return failure.New(failure.Unavailable,
 			"the evidence journal %s has %d records and %d checkpoints but its signing key %s is missing; "+
 				"restore %s from a backup (a new key is never generated for a non-empty journal), "+
