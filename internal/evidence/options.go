@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -37,6 +38,9 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// OnError receives Run's checkpoint errors (nil: dropped).
 	OnError func(error)
+	// Log receives notices such as a tree index rebuilt at start-up
+	// (nil: slog.Default()).
+	Log *slog.Logger
 }
 
 // Appender is the narrow interface the runtime's evidence sink needs.

@@ -25,6 +25,7 @@ func RootOf(r *compact.Range) ([]byte, error) {
 // Declare every Want* before the first Append.
 type TreeBuilder struct {
 	rng   *compact.Range
+	visit compact.VisitFn
 	want  map[compact.NodeID]bool
 	nodes map[compact.NodeID][]byte
 	sizes map[uint64]bool
@@ -36,6 +37,15 @@ func NewTreeBuilder() *TreeBuilder {
 	return &TreeBuilder{rng: RangeFactory.NewEmptyRange(0), want: map[compact.NodeID]bool{},
 		nodes: map[compact.NodeID][]byte{}, sizes: map[uint64]bool{}, roots: map[uint64][]byte{0: Hasher.EmptyRoot()}}
 }
+
+// VisitNodes makes Append call fn with every node it creates (the leaf,
+// then each completed interior node), in creation order. Call it before
+// the first Append.
+func (t *TreeBuilder) VisitNodes(fn compact.VisitFn) { t.visit = fn }
+
+// Hashes returns the hashes of the compact range of the leaves appended
+// so far (the roots of its perfect subtrees, left to right).
+func (t *TreeBuilder) Hashes() [][]byte { return t.rng.Hashes() }
 
 // WantRoot asks for the root hash at size.
 func (t *TreeBuilder) WantRoot(size uint64) { t.sizes[size] = true }
@@ -68,11 +78,15 @@ func (t *TreeBuilder) wantNodes(n proof.Nodes) {
 
 // Append adds the next leaf hash.
 func (t *TreeBuilder) Append(leaf []byte) error {
-	var visit compact.VisitFn
+	visit := t.visit
 	if len(t.want) > 0 {
+		outer := t.visit
 		visit = func(id compact.NodeID, h []byte) {
 			if t.want[id] {
 				t.nodes[id] = append([]byte(nil), h...)
+			}
+			if outer != nil {
+				outer(id, h)
 			}
 		}
 	}
@@ -131,6 +145,21 @@ func (t *TreeBuilder) build(n proof.Nodes) ([][]byte, error) {
 			return nil, fmt.Errorf("evidence: proof node (%d,%d) was not captured", id.Level, id.Index)
 		}
 		hs[i] = h
+	}
+	return n.Rehash(hs, Hasher.HashChildren)
+}
+
+// ProofFromNodes returns the proof described by n (from proof.Inclusion or
+// proof.Consistency) given get, which returns the stored hashes of the
+// perfect-subtree nodes n.IDs in order; ephemeral nodes are rehashed from
+// them. It reads O(log n) nodes and never a leaf stream.
+func ProofFromNodes(n proof.Nodes, get func(ids []compact.NodeID) ([][]byte, error)) ([][]byte, error) {
+	hs, err := get(n.IDs)
+	if err != nil {
+		return nil, err
+	}
+	if len(hs) != len(n.IDs) {
+		return nil, fmt.Errorf("evidence: %d node hashes for %d proof nodes", len(hs), len(n.IDs))
 	}
 	return n.Rehash(hs, Hasher.HashChildren)
 }

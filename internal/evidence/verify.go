@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 )
 
@@ -63,6 +64,11 @@ const (
 	// FindingInconsistent: the consistency proof from the --from
 	// checkpoint to the head fails (history rewritten).
 	FindingInconsistent FindingKind = "inconsistent"
+	// FindingBadNode: the stored tree state or interior nodes (the index
+	// that serves start-up and O(log n) proofs, see
+	// docs/decisions/0022-evidence-tree-nodes.md) differ from the tree
+	// rebuilt from the records: a node edited, missing or extra.
+	FindingBadNode FindingKind = "bad_node"
 )
 
 // Finding scopes.
@@ -118,8 +124,12 @@ type Report struct {
 	HeadMatchesCheckpoint bool              `json:"head_matches_checkpoint"`
 	// From is the user's earlier checkpoint, when one was given and it
 	// verified.
-	From              *CheckpointStatus     `json:"from,omitempty"`
-	TrustedKeys       []string              `json:"trusted_key_ids"`
+	From        *CheckpointStatus `json:"from,omitempty"`
+	TrustedKeys []string          `json:"trusted_key_ids"`
+	// TreeNodesChecked is how many stored interior nodes were compared
+	// with the rebuilt tree (0 for a journal whose tree index was not
+	// built yet, or for a bundle).
+	TreeNodesChecked  uint64                `json:"tree_nodes_checked"`
 	Totals            map[FindingKind]int64 `json:"totals"`
 	Findings          []Finding             `json:"findings"`
 	FindingsTruncated bool                  `json:"findings_truncated"`
@@ -202,6 +212,21 @@ type CheckInput struct {
 	// Duplicates are invocation ids stored more than once.
 	Duplicates map[string]bool
 	Progress   func(done, total uint64)
+	// Nodes, when set, is shown every node the rebuilt tree creates and
+	// reports how the stored tree index differs from it (FindingBadNode).
+	Nodes NodeCheck
+}
+
+// NodeCheck compares a journal's stored tree index (interior nodes and
+// compact range) with the tree the Checker rebuilds from the records.
+type NodeCheck interface {
+	// Visit is called with every node the rebuilt tree creates, in
+	// creation order (level 0 is a leaf).
+	Visit(id compact.NodeID, hash []byte)
+	// Finish is given the rebuilt tree's size and compact range and
+	// returns the differences found (at most a few lines, each one
+	// finding) and how many stored nodes were compared.
+	Finish(size uint64, rangeHashes [][]byte) (problems []string, compared uint64)
 }
 
 // Checker verifies a journal streamed row by row in index order, in
@@ -223,6 +248,9 @@ func NewChecker(in CheckInput) *Checker {
 	c.rep.JournalID, c.rep.Origin, c.rep.TrustedKeys = in.JournalID, in.Origin, in.Keys.IDs()
 	c.rep.Totals = map[FindingKind]int64{}
 	c.rep.Findings = []Finding{}
+	if in.Nodes != nil {
+		c.tree.VisitNodes(in.Nodes.Visit)
+	}
 	for _, cp := range in.Checkpoints {
 		c.tree.WantRoot(cp.Size)
 	}
@@ -354,6 +382,13 @@ func (c *Checker) Finish() Report {
 	if len(c.in.Checkpoints) == 0 && rep.Head.Size > 0 {
 		rep.add(Finding{Scope: ScopeJournal, Kind: FindingNoCheckpoint,
 			Detail: fmt.Sprintf("%d record(s) and no signed checkpoint: no signature covers them, so they could have been rewritten or deleted undetectably", rep.Head.Size)})
+	}
+	if c.in.Nodes != nil {
+		problems, n := c.in.Nodes.Finish(c.tree.Size(), c.tree.Hashes())
+		rep.TreeNodesChecked = n
+		for _, p := range problems {
+			rep.add(Finding{Scope: ScopeJournal, Kind: FindingBadNode, Detail: p})
+		}
 	}
 	var last *CheckpointStatus
 	for _, sc := range c.in.Checkpoints {

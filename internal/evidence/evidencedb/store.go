@@ -10,9 +10,12 @@
 // compact range: O(log n) hashes) is updated only inside those transaction
 // functions, which the writer runs one at a time, so the leaf index, the
 // stored row and the tree always advance together; concurrent appends are
-// batched into one fsync. Each transaction function first compares the
-// range's size with the table's next index and rebuilds the range by
-// streaming the leaf hashes if a failed commit left them apart.
+// batched into one fsync. The same transaction stores the interior nodes
+// the append completed and the new compact range (tree_nodes, tree_state:
+// see tree.go), so start-up reads one row and proofs read O(log n) nodes.
+// Each transaction function first compares the range's size with the
+// table's next index and reloads the range from the state row if a failed
+// commit (or another process's append) left them apart.
 //
 // # Key policy
 //
@@ -29,15 +32,16 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
@@ -62,7 +66,8 @@ type Journal struct {
 	every     uint64
 	interval  time.Duration
 	onError   func(error)
-	stmts     struct{ insert, next, lastCP, insertCP *sql.Stmt }
+	log       *slog.Logger
+	stmts     struct{ insert, next, lastCP, insertCP, putNode, putState *sql.Stmt }
 
 	mu  sync.Mutex // guards rng; held by the writer's transaction functions
 	rng *compact.Range
@@ -102,7 +107,10 @@ func Open(ctx context.Context, dataDir string, opts evidence.Options) (*Journal,
 	if err != nil {
 		return nil, failure.Wrap(failure.Unavailable, err, "open evidence journal")
 	}
-	j := &Journal{db: db, now: opts.Now, every: opts.CheckpointEvery, interval: opts.CheckpointInterval, onError: opts.OnError}
+	j := &Journal{db: db, now: opts.Now, every: opts.CheckpointEvery, interval: opts.CheckpointInterval, onError: opts.OnError, log: opts.Log}
+	if j.log == nil {
+		j.log = slog.Default()
+	}
 	if j.now == nil {
 		j.now = time.Now
 	}
@@ -147,13 +155,16 @@ func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
 	if origin != "" && origin != j.origin {
 		return failure.New(failure.InvalidArguments, "evidence journal origin is %q; it cannot change to %q", j.origin, origin)
 	}
-	var records, checkpoints int64
-	if err := j.db.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM records), (SELECT COUNT(*) FROM checkpoints)`).Scan(&records, &checkpoints); err != nil {
+	// Counting records is O(n); they are counted only for the message below
+	// (start-up counts them once more, inside the writer, to find a gap).
+	var hasRecords bool
+	var checkpoints int64
+	if err := j.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM records), (SELECT COUNT(*) FROM checkpoints)`).Scan(&hasRecords, &checkpoints); err != nil {
 		return failure.Wrap(failure.Unavailable, err, "read evidence journal")
 	}
 	key, err := evidence.LoadKey(dataDir)
 	switch {
-	case errors.Is(err, evidence.ErrNoKey) && records == 0 && checkpoints == 0:
+	case errors.Is(err, evidence.ErrNoKey) && !hasRecords && checkpoints == 0:
 		key, err = evidence.CreateKey(dataDir, j.origin)
 		if errors.Is(err, os.ErrExist) { // another process created it first
 			key, err = evidence.LoadKey(dataDir)
@@ -162,6 +173,10 @@ func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
 			return failure.Wrap(failure.Unavailable, err, "create the evidence signing key")
 		}
 	case errors.Is(err, evidence.ErrNoKey):
+		var records int64
+		if err := j.db.QueryRow(ctx, `SELECT COUNT(*) FROM records`).Scan(&records); err != nil {
+			return failure.Wrap(failure.Unavailable, err, "read evidence journal")
+		}
 		return failure.New(failure.Unavailable,
 			"the evidence journal %s has %d records and %d checkpoints but its signing key %s is missing; "+
 				"restore %s from a backup (a new key is never generated for a non-empty journal), "+
@@ -178,14 +193,30 @@ func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
 	}
 	j.key = key
 	if err := j.db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &j.stmts.insert, Query: sqlInsert}, sqlitedb.Stmt{Dst: &j.stmts.next, Query: sqlNext},
-		sqlitedb.Stmt{Dst: &j.stmts.lastCP, Query: sqlLastCP}, sqlitedb.Stmt{Dst: &j.stmts.insertCP, Query: sqlInsertCP}); err != nil {
+		sqlitedb.Stmt{Dst: &j.stmts.lastCP, Query: sqlLastCP}, sqlitedb.Stmt{Dst: &j.stmts.insertCP, Query: sqlInsertCP},
+		sqlitedb.Stmt{Dst: &j.stmts.putNode, Query: sqlPutNode}, sqlitedb.Stmt{Dst: &j.stmts.putState, Query: sqlPutState}); err != nil {
 		return failure.Wrap(failure.Unavailable, err, "prepare evidence statements")
 	}
-	// Load the tree state by streaming the leaf hashes.
+	// Load the tree state from its row (O(log n)); a journal without one,
+	// or whose row or indexes disagree with the records, is rebuilt from
+	// every leaf, which also finds a gap.
 	return wrapWrite(j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		j.mu.Lock()
 		defer j.mu.Unlock()
-		return j.reload(ctx, tx)
+		var next, count int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(idx) + 1, 0), COUNT(*) FROM records`).Scan(&next, &count); err != nil {
+			return err
+		}
+		if next != count {
+			j.log.Warn("evidence: the journal's indexes have a gap; rebuilding the tree index", "records", count, "next_index", next)
+			rng, err := j.rebuild(ctx, tx)
+			if err != nil {
+				return err
+			}
+			j.rng = rng
+			return nil
+		}
+		return j.load(ctx, tx, uint64(next))
 	}))
 }
 
@@ -195,64 +226,21 @@ func newJournalID() string {
 	return fmt.Sprintf("%x", b)
 }
 
-// reload rebuilds the compact range from the stored leaf hashes. j.mu held.
-func (j *Journal) reload(ctx context.Context, tx *sql.Tx) error {
-	rng := evidence.RangeFactory.NewEmptyRange(0)
-	if err := extend(ctx, tx, rng); err != nil {
-		return err
-	}
-	j.rng = rng
-	return nil
-}
-
-// extend appends to rng the stored leaf hashes from rng.End() on.
-func extend(ctx context.Context, tx *sql.Tx, rng *compact.Range) error {
-	rows, err := tx.QueryContext(ctx, `SELECT idx, leaf_hash FROM records WHERE idx >= ? ORDER BY idx`, int64(rng.End()))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var i int64
-		var leaf []byte
-		if err := rows.Scan(&i, &leaf); err != nil {
-			return err
-		}
-		if uint64(i) != rng.End() {
-			return failure.New(failure.Unavailable, "evidence journal index %d is missing; run `webcodex evidence verify`", rng.End())
-		}
-		if err := rng.Append(leaf, nil); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
 // sync makes sure the range matches the table inside tx. j.mu held. When
 // another process appended since (a server and `webcodex mcp` sharing a
-// data directory), only the new leaves are read; a table shorter than the
-// range (a failed commit of ours) rebuilds it from the start.
+// data directory) or a failed commit of ours left the range ahead of the
+// table, the range is reloaded from the state row written in the same
+// transaction as the rows (rebuilt from the leaves if that row disagrees,
+// e.g. after an append by a build that did not keep the tree index).
 func (j *Journal) sync(ctx context.Context, tx *sql.Tx) error {
 	var next int64
 	if err := tx.StmtContext(ctx, j.stmts.next).QueryRowContext(ctx).Scan(&next); err != nil {
 		return err
 	}
-	switch {
-	case j.rng != nil && uint64(next) == j.rng.End():
-		return nil
-	case j.rng != nil && uint64(next) > j.rng.End():
-		// A copy, so that a failed read leaves the range as it was.
-		grown, err := evidence.RangeFactory.NewRange(j.rng.Begin(), j.rng.End(), slices.Clone(j.rng.Hashes()))
-		if err != nil {
-			return err
-		}
-		if err := extend(ctx, tx, grown); err != nil {
-			return err
-		}
-		j.rng = grown
+	if j.rng != nil && uint64(next) == j.rng.End() {
 		return nil
 	}
-	return j.reload(ctx, tx)
+	return j.load(ctx, tx, uint64(next))
 }
 
 // JournalID returns the journal's id.
@@ -341,9 +329,25 @@ func (j *Journal) appendLocked(ctx context.Context, tx *sql.Tx, r evidence.Recor
 		}
 		return evidence.Entry{}, err
 	}
-	// The range is extended last: a failure above leaves it untouched; a
-	// failure after this point (or of the commit) is repaired by sync.
-	if err := j.rng.Append(leaf, nil); err != nil {
+	// The range is extended after the row: a failure above leaves it
+	// untouched; a failure after this point (or of the commit) rolls back
+	// the nodes and state row too and is repaired by sync.
+	var nodes []compact.NodeID
+	var hashes [][]byte
+	if err := j.rng.Append(leaf, func(id compact.NodeID, h []byte) {
+		if id.Level > 0 {
+			nodes, hashes = append(nodes, id), append(hashes, h)
+		}
+	}); err != nil {
+		return evidence.Entry{}, err
+	}
+	put := tx.StmtContext(ctx, j.stmts.putNode)
+	for i, id := range nodes {
+		if _, err := put.ExecContext(ctx, int64(id.Level), int64(id.Index), hashes[i]); err != nil {
+			return evidence.Entry{}, err
+		}
+	}
+	if err := j.putState(ctx, tx, j.rng); err != nil {
 		return evidence.Entry{}, err
 	}
 	if j.rng.End()%j.every == 0 {
@@ -539,8 +543,9 @@ func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence
 // ExportBundle signs the head (idempotently) and returns a self-contained
 // bundle of sessionID's records (oldest first, at most
 // evidence.MaxBundleRecords) with inclusion proofs into that checkpoint.
-// Building the proofs streams the leaf hashes once (O(n) reads, O(k log n)
-// memory for k records). A session with no records is failure.NotFound.
+// Each proof is read from the stored tree nodes (O(log n) point reads, see
+// InclusionProof) and checked against the checkpoint's root before it is
+// returned. A session with no records is failure.NotFound.
 func (j *Journal) ExportBundle(ctx context.Context, sessionID string) (evidence.Bundle, error) {
 	if err := checkSessionID(sessionID); err != nil {
 		return evidence.Bundle{}, err
@@ -561,38 +566,18 @@ func (j *Journal) ExportBundle(ctx context.Context, sessionID string) (evidence.
 	if len(entries) > evidence.MaxBundleRecords {
 		entries, b.Truncated = entries[:evidence.MaxBundleRecords], true
 	}
-	tb := evidence.NewTreeBuilder()
+	nodes := &nodeReader{ctx: ctx, q: j.db.Read, cache: map[compact.NodeID][]byte{}}
 	for _, e := range entries {
-		if err := tb.WantInclusion(e.Index, cp.Size); err != nil {
-			return evidence.Bundle{}, failure.Wrap(failure.Internal, err, "inclusion proof")
-		}
-	}
-	rows, err := j.db.Read.QueryContext(ctx, `SELECT leaf_hash FROM records WHERE idx < ? ORDER BY idx`, int64(cp.Size))
-	if err != nil {
-		return evidence.Bundle{}, wrapRead(err)
-	}
-	for rows.Next() {
-		var leaf []byte
-		if err := rows.Scan(&leaf); err != nil {
-			rows.Close()
-			return evidence.Bundle{}, wrapRead(err)
-		}
-		if err := tb.Append(leaf); err != nil {
-			rows.Close()
-			return evidence.Bundle{}, failure.Wrap(failure.Internal, err, "rebuild tree")
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return evidence.Bundle{}, wrapRead(err)
-	}
-	if tb.Size() != cp.Size || string(tb.Root()) != string(cp.Root) {
-		return evidence.Bundle{}, failure.New(failure.Internal, "the stored leaves do not match the signed checkpoint; run `webcodex evidence verify`")
-	}
-	for _, e := range entries {
-		p, err := tb.InclusionProof(e.Index, cp.Size)
+		n, err := proof.Inclusion(e.Index, cp.Size)
 		if err != nil {
 			return evidence.Bundle{}, failure.Wrap(failure.Internal, err, "inclusion proof")
+		}
+		p, err := evidence.ProofFromNodes(n, nodes.get)
+		if err != nil {
+			return evidence.Bundle{}, err
+		}
+		if err := proof.VerifyInclusion(evidence.Hasher, e.Index, cp.Size, e.LeafHash, p, cp.Root); err != nil {
+			return evidence.Bundle{}, failure.New(failure.Internal, "the stored tree nodes do not prove record %d in the signed checkpoint; run `webcodex evidence verify`", e.Index)
 		}
 		b.Records = append(b.Records, evidence.BundleRecord{Index: e.Index, KeyID: e.KeyID, Canonical: e.Canonical, Record: e.Record, InclusionProof: p})
 	}

@@ -358,9 +358,10 @@ func TestRollbackDetectedWithFrom(t *testing.T) {
 	exec(t, raw, `UPDATE records SET duration_ms = ?, canonical = ?, leaf_hash = ? WHERE idx = 1`, r.DurationMS, c2, evidence.LeafHash(c2))
 	raw.Close()
 	// Without its checkpoints nothing vouches for the records (no_checkpoint);
-	// the kept checkpoint also shows the rewrite.
-	wantKinds(t, verify(t, dir, evidence.VerifyOptions{}), evidence.FindingNoCheckpoint)
-	wantKinds(t, verify(t, dir, evidence.VerifyOptions{From: []byte(cpA.Note)}), evidence.FindingInconsistent, evidence.FindingNoCheckpoint)
+	// the kept checkpoint also shows the rewrite, and so does the stored
+	// tree index, which still holds the original tree (bad_node).
+	wantKinds(t, verify(t, dir, evidence.VerifyOptions{}), evidence.FindingBadNode, evidence.FindingNoCheckpoint)
+	wantKinds(t, verify(t, dir, evidence.VerifyOptions{From: []byte(cpA.Note)}), evidence.FindingBadNode, evidence.FindingInconsistent, evidence.FindingNoCheckpoint)
 }
 
 func TestMissingKeyRefusesToOpen(t *testing.T) {

@@ -118,6 +118,15 @@ func applyMutation(t *testing.T, v vector, dir string) []byte {
 			verified_session_id, verified_project, verified_authority, verified_lifecycle, session_binding, binding_reasons,
 			checked_keys, skipped_keys, session_record_digest, outcome, error_kind, duration_ms, arguments_digest, result_digest,
 			canonical, leaf_hash FROM records WHERE idx = ?`, m.Index)
+	case "tree_node": // flip one bit of the stored interior node (Count, Index)
+		var h []byte
+		if err := db.QueryRow(`SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?`, m.Count, m.Index).Scan(&h); err != nil {
+			t.Fatalf("tree node (%d,%d): %v", m.Count, m.Index, err)
+		}
+		h[0] ^= 0x01
+		exec(t, db, `UPDATE tree_nodes SET hash = ? WHERE level = ? AND idx = ?`, h, m.Count, m.Index)
+	case "delete_tree_state":
+		exec(t, db, `DELETE FROM tree_state`)
 	case "delete_checkpoints":
 		exec(t, db, `DELETE FROM checkpoints`)
 	case "checkpoint_unknown_key": // the same head, signed by a key the data directory does not know

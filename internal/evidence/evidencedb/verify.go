@@ -22,7 +22,9 @@ import (
 // recomputes each leaf from the canonical bytes and from the columns,
 // rebuilds the tree, checks every stored checkpoint's signature and root,
 // and, with opts.From, checks a consistency proof from that earlier
-// checkpoint to the head. Findings are in the Report (Clean is false when
+// checkpoint to the head. When the journal has a tree index (tree_nodes and
+// tree_state), every stored node and the state row are compared with the
+// rebuilt tree (FindingBadNode); the index is never trusted. Findings are in the Report (Clean is false when
 // there is any); an error means the journal could not be read at all.
 func Verify(ctx context.Context, dataDir string, opts evidence.VerifyOptions) (evidence.Report, error) {
 	path := filepath.Join(dataDir, FileName)
@@ -77,6 +79,9 @@ func verifyTx(ctx context.Context, tx *sql.Tx, path string, keys *evidence.KeySe
 		}
 	}
 	dups.Close()
+	if in.Nodes, err = newNodeCheck(ctx, tx); err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read the tree index")
+	}
 
 	c := evidence.NewChecker(in)
 	rows, err := tx.QueryContext(ctx, `SELECT `+recordColumns+` FROM records ORDER BY idx`)

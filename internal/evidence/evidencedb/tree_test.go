@@ -1,0 +1,287 @@
+package evidencedb_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/transparency-dev/merkle/proof"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// logBuffer is a goroutine-safe log sink.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func logged(l *logBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+// allLeaves reads every leaf hash of the journal, as a verifier would.
+func allLeaves(t *testing.T, dir string) [][]byte {
+	t.Helper()
+	rows, err := rawDB(t, dir).Query(`SELECT leaf_hash FROM records ORDER BY idx`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var h []byte
+		if err := rows.Scan(&h); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// TestProofsFromStoredNodes checks that inclusion and consistency proofs
+// read from the stored nodes equal the proofs computed from all leaves,
+// for every size of a real journal written by single and batched appends.
+func TestProofsFromStoredNodes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	j := open(t, dir, evidence.Options{CheckpointEvery: 37})
+	fill(t, j, 0, 70, "s")
+	// Concurrent appends share commits (one transaction, many savepoints).
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 25 {
+				if _, err := j.Append(ctx, rec(1000+w*100+i, evidence.BindingSessionless, "c")); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	const n = 170
+	leaves := allLeaves(t, dir)
+	if len(leaves) != n {
+		t.Fatalf("%d leaves, want %d", len(leaves), n)
+	}
+	proofs := 0
+	for size := uint64(1); size <= n; size++ {
+		tb := evidence.NewTreeBuilder()
+		indexes := []uint64{0, size / 3, size / 2, size - 1}
+		for _, i := range indexes {
+			if err := tb.WantInclusion(i, size); err != nil {
+				t.Fatal(err)
+			}
+		}
+		froms := []uint64{1, size / 2, size - 1, size}
+		for _, s1 := range froms {
+			if s1 > 0 {
+				if err := tb.WantConsistency(s1, size); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		tb.WantRoot(size)
+		for _, l := range leaves[:size] {
+			if err := tb.Append(l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		root := tb.Root()
+		for _, i := range indexes {
+			want, err := tb.InclusionProof(i, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := j.InclusionProof(ctx, i, size)
+			if err != nil {
+				t.Fatalf("inclusion (%d, %d): %v", i, size, err)
+			}
+			if !equalProofs(got, want) {
+				t.Fatalf("inclusion (%d, %d): stored nodes give %x, all leaves %x", i, size, got, want)
+			}
+			if err := proof.VerifyInclusion(evidence.Hasher, i, size, leaves[i], got, root); err != nil {
+				t.Fatalf("inclusion (%d, %d) does not verify: %v", i, size, err)
+			}
+			proofs++
+		}
+		for _, s1 := range froms {
+			if s1 == 0 {
+				continue
+			}
+			want, err := tb.ConsistencyProof(s1, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := j.ConsistencyProof(ctx, s1, size)
+			if err != nil {
+				t.Fatalf("consistency (%d, %d): %v", s1, size, err)
+			}
+			if !equalProofs(got, want) {
+				t.Fatalf("consistency (%d, %d): stored nodes give %x, all leaves %x", s1, size, got, want)
+			}
+			proofs++
+		}
+	}
+	if proofs < 1000 {
+		t.Fatalf("only %d proofs compared", proofs)
+	}
+	j.Close()
+	rep := verify(t, dir, evidence.VerifyOptions{})
+	// A tree of 170 leaves has 170 - popcount(170) = 166 interior nodes.
+	if !rep.Clean || rep.TreeNodesChecked != 166 {
+		t.Fatalf("clean %v, %d nodes checked, want 166\n%s", rep.Clean, rep.TreeNodesChecked, dump(rep))
+	}
+}
+
+func equalProofs(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestProofRejects checks the bad inputs of the proof methods: a size
+// beyond the journal, an index outside the tree, sizes out of order.
+func TestProofRejects(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	j := open(t, dir, evidence.Options{})
+	defer j.Close()
+	fill(t, j, 0, 10, "s")
+	for _, c := range []struct {
+		name string
+		call func() ([][]byte, error)
+	}{
+		{"size beyond the journal", func() ([][]byte, error) { return j.InclusionProof(ctx, 0, 11) }},
+		{"index outside the tree", func() ([][]byte, error) { return j.InclusionProof(ctx, 5, 5) }},
+		{"consistency beyond the journal", func() ([][]byte, error) { return j.ConsistencyProof(ctx, 2, 11) }},
+		{"consistency sizes reversed", func() ([][]byte, error) { return j.ConsistencyProof(ctx, 7, 3) }},
+	} {
+		p, err := c.call()
+		if failure.KindOf(err) != failure.InvalidArguments || p != nil {
+			t.Errorf("%s: %v %v, want invalid_arguments", c.name, p, err)
+		}
+	}
+}
+
+// TestOldJournalWithoutTreeIndex opens a journal written before the tree
+// index existed (its tables and migration row removed): verify checks no
+// nodes, the first open rebuilds the index and says so, later opens read
+// the state row, and proofs, bundles and appends work.
+func TestOldJournalWithoutTreeIndex(t *testing.T) {
+	ctx := context.Background()
+	var fresh logBuffer
+	open(t, t.TempDir(), evidence.Options{Log: logged(&fresh)}).Close()
+	if fresh.String() != "" {
+		t.Fatalf("a new journal logged %q", fresh.String())
+	}
+	dir, _ := journal10(t)
+	raw := rawDB(t, dir)
+	exec(t, raw, `DROP TABLE tree_nodes`)
+	exec(t, raw, `DROP TABLE tree_state`)
+	exec(t, raw, `DELETE FROM schema_migrations WHERE name = '0002_tree_nodes.sql'`)
+	raw.Close()
+	rep := verify(t, dir, evidence.VerifyOptions{})
+	if !rep.Clean || rep.TreeNodesChecked != 0 {
+		t.Fatalf("old journal: clean %v, %d nodes checked\n%s", rep.Clean, rep.TreeNodesChecked, dump(rep))
+	}
+
+	var log logBuffer
+	j := open(t, dir, evidence.Options{Log: logged(&log)})
+	if !strings.Contains(log.String(), "rebuilding the tree index") || !strings.Contains(log.String(), "no stored tree state") {
+		t.Fatalf("log %q does not say the index was rebuilt", log.String())
+	}
+	fill(t, j, 10, 5, "s")
+	bun, err := j.ExportBundle(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bun.Records) != 15 {
+		t.Fatalf("%d bundle records", len(bun.Records))
+	}
+	data, err := json.Marshal(bun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := evidence.VerifyBundle(data); err != nil || !r.Clean {
+		t.Fatalf("bundle: %v %+v", err, r.Totals)
+	}
+	j.Close()
+
+	var log2 logBuffer
+	j = open(t, dir, evidence.Options{Log: logged(&log2)})
+	j.Close()
+	if log2.String() != "" {
+		t.Fatalf("second open logged %q; it should read the state row", log2.String())
+	}
+	rep = verify(t, dir, evidence.VerifyOptions{})
+	if !rep.Clean || rep.TreeNodesChecked != 15-4 {
+		t.Fatalf("migrated journal: clean %v, %d nodes checked\n%s", rep.Clean, rep.TreeNodesChecked, dump(rep))
+	}
+}
+
+// TestInconsistentTreeStateIsRebuilt checks that a state row that
+// disagrees with the records (here: a stale size, as a build without the
+// index would leave it) is rebuilt at open, logged, and repaired.
+func TestInconsistentTreeStateIsRebuilt(t *testing.T) {
+	dir, _ := journal10(t)
+	raw := rawDB(t, dir)
+	exec(t, raw, `UPDATE tree_state SET size = 3`)
+	raw.Close()
+	if rep := verify(t, dir, evidence.VerifyOptions{}); !rep.Has(evidence.FindingBadNode) {
+		t.Fatalf("a stale state row is not a finding\n%s", dump(rep))
+	}
+	var log logBuffer
+	j := open(t, dir, evidence.Options{Log: logged(&log)})
+	j.Close()
+	if !strings.Contains(log.String(), "the stored tree state has size 3 but the journal 10 records") {
+		t.Fatalf("log %q", log.String())
+	}
+	if rep := verify(t, dir, evidence.VerifyOptions{}); !rep.Clean || rep.TreeNodesChecked != 10-2 {
+		t.Fatalf("after the rebuild: %d nodes\n%s", rep.TreeNodesChecked, dump(rep))
+	}
+}
+
+// TestTamperedNodeFailsBundle checks that a bundle whose proof would pass
+// through an edited stored node is refused, not exported with a proof
+// that does not verify.
+func TestTamperedNodeFailsBundle(t *testing.T) {
+	ctx := context.Background()
+	dir, _ := journal10(t)
+	raw := rawDB(t, dir)
+	// Node (1,0) is on the inclusion path of records 2..9.
+	exec(t, raw, `UPDATE tree_nodes SET hash = zeroblob(32) WHERE level = 1 AND idx = 0`)
+	raw.Close()
+	j := open(t, dir, evidence.Options{})
+	defer j.Close()
+	_, err := j.ExportBundle(ctx, "s")
+	if failure.KindOf(err) != failure.Internal || !strings.Contains(err.Error(), "evidence verify") {
+		t.Fatalf("export over a tampered node: %v", err)
+	}
+	var fe *failure.Error
+	if !errors.As(err, &fe) {
+		t.Fatalf("not a failure: %T", err)
+	}
+}
