@@ -158,6 +158,7 @@ func evidenceRecord(r kernel.Record) evidence.Record {
 func openEvidence(ctx context.Context, a *App) (*evidencedb.Journal, error) {
 	j, err := evidencedb.Open(ctx, a.Config.DataDir, evidence.Options{
 		OnError: func(err error) { a.Log.Warn("evidence: periodic checkpoint", "err", err) },
+		Log:     a.Log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("evidence journal: %w", err)
