@@ -114,3 +114,39 @@ func (t *Tools) jobs(ctx context.Context, sess workflow.Session) (*handoff.JobsS
 func inSession(j jobs.Job, id string) bool {
 	return j.SessionID == id || (j.Validation != nil && slices.Contains(j.Validation.Sessions, id))
 }
+
+// gathered is what both closeout tools read of one session under a
+// snapshot fence: the session, all its retained events, its jobs, and the
+// workspace when asked for; changed reports that the session moved
+// (events_observed differs, or it could not be read again) while they
+// were gathered.
+type gathered struct {
+	sess       workflow.Session
+	events     []workflow.Event
+	jobs       *handoff.JobsSnapshot
+	jobsStatus string
+	workspace  *snapshot
+	changed    bool
+}
+
+// gather reads session id and what the tools report with it, fenced by
+// reading the session before and after.
+func (t *Tools) gather(ctx context.Context, inv *kernel.Invocation, id string, withWorkspace bool) (gathered, error) {
+	var g gathered
+	sess, err := t.Sessions.Get(ctx, id)
+	if err != nil {
+		return g, err
+	}
+	evs, err := t.Sessions.Store().Events(ctx, id, 0)
+	if err != nil {
+		return g, err
+	}
+	g.sess, g.events = sess, evs
+	g.jobs, g.jobsStatus = t.jobs(ctx, sess)
+	if withWorkspace && inv.HasProject {
+		g.workspace = workspace(ctx, t.Host, inv.Project.Root)
+	}
+	after, err := t.Sessions.Get(ctx, id)
+	g.changed = err != nil || after.EventsObserved != sess.EventsObserved
+	return g, nil
+}

@@ -226,22 +226,11 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in FinishInp
 	includeValidation := in.IncludeValidation == nil || *in.IncludeValidation
 	includeHandoff := in.IncludeHandoff == nil || *in.IncludeHandoff
 
-	// Snapshot fence: events_observed before and after gathering.
-	sess, err := t.Sessions.Get(ctx, in.SessionID)
+	g, err := t.gather(ctx, inv, in.SessionID, includeWorkspace)
 	if err != nil {
 		return FinishOutput{}, err
 	}
-	all, err := t.Sessions.Store().Events(ctx, in.SessionID, 0)
-	if err != nil {
-		return FinishOutput{}, err
-	}
-	jobSnap, jobsStatus := t.jobs(ctx, sess)
-	var snap *snapshot
-	if includeWorkspace && inv.HasProject {
-		snap = workspace(ctx, t.Host, inv.Project.Root)
-	}
-	after, err := t.Sessions.Get(ctx, in.SessionID)
-	changed := err != nil || after.EventsObserved != sess.EventsObserved
+	sess, all, jobSnap, jobsStatus, snap, changed := g.sess, g.events, g.jobs, g.jobsStatus, g.workspace, g.changed
 
 	// This tool's own telemetry is not task evidence: leaving it out keeps
 	// repeated closeouts byte-identical.

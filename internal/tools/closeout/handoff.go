@@ -79,22 +79,11 @@ func (t *Tools) summary(ctx context.Context, inv *kernel.Invocation, in HandoffI
 	includeWorkspace := in.IncludeWorkspace != nil && *in.IncludeWorkspace
 	includeValidation := in.IncludeValidation == nil || *in.IncludeValidation
 
-	// Snapshot fence: events_observed before and after gathering.
-	sess, err := t.Sessions.Get(ctx, in.SessionID)
+	g, err := t.gather(ctx, inv, in.SessionID, includeWorkspace)
 	if err != nil {
 		return HandoffOutput{}, err
 	}
-	evs, err := t.Sessions.Store().Events(ctx, in.SessionID, 0)
-	if err != nil {
-		return HandoffOutput{}, err
-	}
-	jobSnap, _ := t.jobs(ctx, sess)
-	var ws *snapshot
-	if includeWorkspace && inv.HasProject {
-		ws = workspace(ctx, t.Host, inv.Project.Root)
-	}
-	after, err := t.Sessions.Get(ctx, in.SessionID)
-	changed := err != nil || after.EventsObserved != sess.EventsObserved
+	sess, evs, jobSnap, ws, changed := g.sess, g.events, g.jobs, g.workspace, g.changed
 
 	fb := handoff.Feedback(sess, evs, handoff.FeedbackOptions{
 		Profile: handoff.ProfileFull, SkipValidation: !includeValidation, Jobs: jobSnap,
