@@ -366,6 +366,19 @@ func failed(err error, stateChanged bool) Result {
 // and judged once), durable started events, execution, finished events and
 // the outcome.
 func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
+	tool, _ := k.reg.Lookup(c.Tool)
+	if tool != nil {
+		rec.Mutates = tool.Mutates
+	}
+	res := k.steps(ctx, c, tool, rec)
+	if tool != nil {
+		res.Tool = tool.Name
+	}
+	return res
+}
+
+// steps runs the pipeline for tool (nil when c.Tool is not registered).
+func (k *Kernel) steps(ctx context.Context, c Call, tool *Tool, rec *Record) Result {
 	if !k.admit() {
 		return k.refuse(rec, failure.New(failure.Unavailable, "server is shutting down"))
 	}
@@ -374,29 +387,19 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 	defer k.inflight.Add(-1)
 
 	if c.Refusal != nil {
-		res := k.refuse(rec, c.Refusal)
-		if t, ok := k.reg.Lookup(c.Tool); ok {
-			rec.Mutates, res.Tool = t.Mutates, t.Name
-		}
-		return res
+		return k.refuse(rec, c.Refusal)
 	}
-	tool, in, err := k.admitCall(c, rec)
+	in, err := k.admitCall(c, tool)
 	if err != nil {
-		res := k.refuse(rec, err)
-		res.Tool = tool.nameOrEmpty()
-		return res
+		return k.refuse(rec, err)
 	}
 	inv, recorder, err := k.checkClaims(ctx, c, tool, in, rec)
 	if err != nil {
-		res := k.refuse(rec, err)
-		res.Tool = tool.Name
-		return res
+		return k.refuse(rec, err)
 	}
 	pairs, err := k.begin(ctx, tool, inv, recorder, rec)
 	if err != nil {
-		res := k.refuse(rec, err)
-		res.Tool = tool.Name
-		return res
+		return k.refuse(rec, err)
 	}
 	out, runErr, interrupted := k.execute(ctx, tool, inv, in)
 	// A call whose caller went away (client disconnect, cancellation) is
@@ -404,36 +407,25 @@ func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
 	// unknown, whatever the tool managed to do (changed paths are kept).
 	cancelled := !interrupted && ctx.Err() != nil
 	k.finish(ctx, tool, inv, pairs, runErr, interrupted, cancelled, rec)
-	res := k.outcome(tool, inv, out, runErr, interrupted, cancelled, rec)
-	res.Tool = tool.Name
-	return res
+	return k.outcome(tool, inv, out, runErr, interrupted, cancelled, rec)
 }
 
-func (t *Tool) nameOrEmpty() string {
-	if t == nil {
-		return ""
+// admitCall checks that the tool is registered, decodes its arguments
+// strictly and checks the caller's scopes.
+func (k *Kernel) admitCall(c Call, tool *Tool) (any, error) {
+	if tool == nil {
+		return nil, failure.New(failure.UnknownTool, "no tool named %q", truncate(c.Tool, 64))
 	}
-	return t.Name
-}
-
-// admitCall looks the tool up, decodes its arguments strictly and checks
-// the caller's scopes. The tool is returned whenever it is registered.
-func (k *Kernel) admitCall(c Call, rec *Record) (*Tool, any, error) {
-	tool, ok := k.reg.Lookup(c.Tool)
-	if !ok {
-		return nil, nil, failure.New(failure.UnknownTool, "no tool named %q", truncate(c.Tool, 64))
-	}
-	rec.Mutates = tool.Mutates
 	in, err := tool.decode(c.Arguments)
 	if err != nil {
-		return tool, nil, err
+		return nil, err
 	}
 	for _, s := range tool.Scopes {
 		if !c.Principal.Has(s) {
-			return tool, nil, failure.New(failure.InsufficientScope, "tool %s requires scope %s", tool.Name, s)
+			return nil, failure.New(failure.InsufficientScope, "tool %s requires scope %s", tool.Name, s)
 		}
 	}
-	return tool, in, nil
+	return in, nil
 }
 
 // checkClaims resolves the call's project and judges every session it
