@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"errors"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
@@ -162,7 +161,7 @@ func (v ClaimVerdict) Error() error {
 	}
 	var err *failure.Error
 	if k == failure.Unavailable {
-		err = failure.Wrap(k, errors.Join(v.Claim.err), "session store unavailable")
+		err = failure.Wrap(k, v.Claim.err, "session store unavailable")
 	} else {
 		err = failure.New(k, "%s", reasonMessage(k, v.Claim.ID))
 	}
