@@ -352,6 +352,10 @@ func (u *Unit) Kill() int {
 	}
 	killed := map[int]bool{}
 	pause := time.Millisecond
+	// Tracking stops only after two scans in a row find nothing: a process
+	// caught in execve can briefly show no environment (so no marker) to
+	// one scan.
+	empty := 0
 	for range killRounds {
 		if u.leaf != "" {
 			for _, pid := range readPids(filepath.Join(u.leaf, "cgroup.procs")) {
@@ -365,8 +369,13 @@ func (u *Unit) Kill() int {
 		}
 		populated := u.leaf != "" && cgroupPopulated(u.leaf)
 		if len(m) == 0 && !populated {
-			break
+			if empty++; u.cgroup != "" || empty == 2 {
+				break
+			}
+			time.Sleep(pause)
+			continue
 		}
+		empty = 0
 		for _, p := range m {
 			unix.Kill(p.pid, unix.SIGKILL)
 			killed[p.pid] = true
@@ -466,6 +475,10 @@ func KillIdentity(id Identity) int {
 	}
 	killed := map[int]bool{}
 	pause := time.Millisecond
+	// Tracking stops only after two scans in a row find nothing: a process
+	// caught in execve can briefly show no environment (so no marker) to
+	// one scan.
+	empty := 0
 	for range killRounds {
 		if u.leaf != "" {
 			for _, pid := range readPids(filepath.Join(u.leaf, "cgroup.procs")) {
@@ -475,8 +488,13 @@ func KillIdentity(id Identity) int {
 		}
 		m := u.members(scanProcs(), true, selfStart)
 		if len(m) == 0 && (u.leaf == "" || !cgroupPopulated(u.leaf)) {
-			break
+			if empty++; empty == 2 {
+				break
+			}
+			time.Sleep(pause)
+			continue
 		}
+		empty = 0
 		for _, p := range m {
 			unix.Kill(p.pid, unix.SIGKILL)
 			killed[p.pid] = true
