@@ -23,6 +23,7 @@ import (
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
+	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -82,6 +83,9 @@ type App struct {
 	server  *http.Server
 	ln      net.Listener
 
+	// toolProfile is the tools MCP tools/list shows (decision 0024).
+	toolProfile gateway.Profile
+
 	// validation is the jobs hook that records finished validation jobs
 	// as session evidence (wire_jobs.go); the validation tools share it.
 	validation *validate.Evidence
@@ -95,11 +99,15 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	profile, err := toolProfile(cfg)
+	if err != nil {
+		return nil, err
+	}
 	stores, err := OpenStores(ctx, cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Log: log, Stores: stores, started: time.Now()}
+	a := &App{Config: cfg, Log: log, Stores: stores, started: time.Now(), toolProfile: profile}
 	if err := a.wire(ctx); err != nil {
 		stores.Close()
 		return nil, err
@@ -200,6 +208,7 @@ func (a *App) MCP() *mcpserver.Server {
 	if a.mcp == nil {
 		a.mcp = mcpserver.New(mcpserver.Options{
 			Kernel: a.Kernel, Projects: a.Projects, Logger: a.Log, Version: Version, Local: auth.LocalUser(),
+			Profile: a.toolProfile,
 		})
 	}
 	return a.mcp

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/tools/closeout"
 	"github.com/webcodex/webcodex/internal/tools/edit"
@@ -54,6 +55,21 @@ func NewRegistry(a *App) *kernel.Registry {
 	validate.Register(reg, vt)
 	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})
 	return reg
+}
+
+// toolProfile resolves the configured tool profile against the names of
+// the registered tools, before anything is opened: a tool_list naming no
+// tool is a configuration error naming it, and the server does not start.
+func toolProfile(cfg Config) (gateway.Profile, error) {
+	p, err := gateway.Resolve(NewRegistry(&App{Config: cfg}), cfg.ToolProfile, cfg.ToolList)
+	if err != nil {
+		key := "tool_profile"
+		if len(cfg.ToolList) > 0 {
+			key = "tool_list"
+		}
+		return gateway.Profile{}, &ConfigError{Source: "config", Key: key, Err: err}
+	}
+	return p, nil
 }
 
 func newKernel(a *App) *kernel.Kernel {

@@ -57,9 +57,12 @@ type ProjectScoped interface{ ProjectID() string }
 // SessionScoped is implemented by inputs that name a business session.
 type SessionScoped interface{ BusinessSessionID() string }
 
-// ProjectRef is embedded by inputs whose project is required.
+// ProjectRef is embedded by inputs whose project is required. Its member
+// has no description: what a project id is (agent:local:NAME) is said once,
+// in the MCP server instructions and docs/tools.md, not in every tool's
+// schema (decision 0024).
 type ProjectRef struct {
-	Project string `json:"project" jsonschema:"project id, e.g. agent:local:myrepo"`
+	Project string `json:"project"`
 }
 
 // ProjectID implements ProjectScoped.
@@ -68,15 +71,16 @@ func (r ProjectRef) ProjectID() string { return r.Project }
 // OptionalProjectRef is embedded by inputs that may take the project from
 // their business session.
 type OptionalProjectRef struct {
-	Project string `json:"project,omitempty" jsonschema:"project id; defaults to the session's project"`
+	Project string `json:"project,omitempty" jsonschema:"default: the session's project"`
 }
 
 // ProjectID implements ProjectScoped.
 func (r OptionalProjectRef) ProjectID() string { return r.Project }
 
 // SessionRef is embedded by inputs that optionally name a business session.
+// Like ProjectRef's, its member's meaning is said once, not per tool.
 type SessionRef struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"exact wc_sess_ id to record this call in"`
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // BusinessSessionID implements SessionScoped.
@@ -84,7 +88,7 @@ func (r SessionRef) BusinessSessionID() string { return r.SessionID }
 
 // RequiredSessionRef is embedded by inputs that require a business session.
 type RequiredSessionRef struct {
-	SessionID string `json:"session_id" jsonschema:"exact wc_sess_ id"`
+	SessionID string `json:"session_id"`
 }
 
 // BusinessSessionID implements SessionScoped.

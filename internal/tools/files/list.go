@@ -27,7 +27,7 @@ type ListInput struct {
 	kernel.ProjectRef
 	kernel.SessionRef
 	Path           string   `json:"path,omitempty" jsonschema:"project-relative directory to list; default the project root"`
-	Globs          []string `json:"globs,omitempty" jsonschema:"doublestar patterns filtering entries; without '/' they match base names; a leading '!' excludes"`
+	Globs          []string `json:"globs,omitempty" jsonschema:"doublestar globs; without '/' they match base names, '!' excludes"`
 	IncludeIgnored bool     `json:"include_ignored,omitempty" jsonschema:"also list files that .gitignore excludes (.git is always skipped)"`
 	Limit          int      `json:"limit,omitempty" jsonschema:"maximum entries to return; default 500, at most 5000"`
 }

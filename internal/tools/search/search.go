@@ -76,10 +76,8 @@ const Category = "search"
 func Register(reg *kernel.Registry) {
 	kernel.Register(reg, kernel.Spec[Input, Output]{
 		Name: "search_project_texts",
-		Description: "Search the text files of a project with 1-8 literal or RE2 regex queries, one line at a time. " +
-			"Honours .gitignore unless include_ignored is set; skips binary files and files over 2 MiB. Queries are " +
-			"case-sensitive unless case_sensitive is false. Each match gives path, line, column (1-based, in " +
-			"characters), the line text (cut at 400 characters) and context lines. Results are ordered by query, path, line.",
+		Description: "Search a project's text files line by line with 1-8 literal or RE2 queries (.gitignore honoured; binary " +
+			"files and files over 2 MiB skipped). Matches come ordered by query, path and line, with context lines.",
 		Category: Category, Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Session:     kernel.SessionOptional,
@@ -103,7 +101,7 @@ type Query struct {
 	Regex bool   `json:"regex,omitempty" jsonschema:"treat query as an RE2 regular expression"`
 	// CaseSensitive defaults to true.
 	CaseSensitive *bool    `json:"case_sensitive,omitempty" jsonschema:"match letter case exactly; default true"`
-	Globs         []string `json:"globs,omitempty" jsonschema:"doublestar patterns on project-relative paths; without '/' they match base names; a leading '!' excludes"`
+	Globs         []string `json:"globs,omitempty" jsonschema:"doublestar globs; without '/' they match base names, '!' excludes"`
 	Path          string   `json:"path,omitempty" jsonschema:"project-relative directory or file to search; default the project root"`
 }
 
