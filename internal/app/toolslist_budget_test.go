@@ -19,14 +19,14 @@ import (
 // with its budget.
 var toolBudget = map[string]int{
 	"apply_text_edits": 2550, "cargo_check": 2500, "cargo_test": 2700, "close_session": 1100,
-	"close_session_shell": 1100, "finish_coding_task": 2000, "git_diff": 1850, "git_status": 1300,
-	"go_test": 2600, "list_jobs": 1200, "list_project_files": 1600, "list_sessions": 1150,
-	"observe_jobs": 1650, "open_session_shell": 1400, "project_overview": 1450, "read_files": 1650,
-	"read_job_tail": 1550, "run_job": 1600, "run_process": 2500, "run_script": 2300,
-	"run_shell": 2300, "run_tests": 2600, "search_project_texts": 2400,
+	"close_session_shell": 1100, "finish_coding_task": 1950, "git_diff": 1800, "git_status": 1300,
+	"go_test": 2600, "list_jobs": 1200, "list_project_files": 1550, "list_sessions": 1150,
+	"observe_jobs": 1650, "open_session_shell": 1400, "project_overview": 1450, "read_files": 1600,
+	"read_job_tail": 1550, "run_job": 1600, "run_process": 2450, "run_script": 2250,
+	"run_shell": 2250, "run_tests": 2600, "search_project_texts": 2350,
 	"session_handoff_summary": 1700, "session_shell_exec": 2050, "session_shell_status": 1500,
 	"session_summary": 1250, "stop_job": 1000, "update_session_context": 1200,
-	"validation_summary": 1300, "work_on_project": 1550, "write_project_file": 1600,
+	"validation_summary": 1300, "work_on_project": 1550, "write_project_file": 1550,
 	// The gateway (decision 0024), listed in every profile.
 	"call_tool": 650, "describe_tool": 600, "list_tools": 550,
 }

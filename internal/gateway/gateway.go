@@ -45,15 +45,16 @@ const (
 var Names = []string{CallTool, DescribeTool, ListTools}
 
 // CoreTools is the core profile: starting and resuming a task, files,
-// search, edits, git, runs, background jobs, validation, handoff and
-// closeout. The rest (session administration, persistent shells, cargo,
-// scripts) stay callable through the gateway.
+// search, edits, git, runs (run_shell; run_process, run_script and the
+// persistent shells are reached through the gateway), background jobs,
+// validation, handoff and closeout. The rest (session administration,
+// overview, cargo, validation_summary) stay callable through the gateway.
 var CoreTools = []string{
 	"work_on_project",
 	"read_files", "list_project_files", "search_project_texts",
 	"apply_text_edits", "write_project_file",
 	"git_status", "git_diff",
-	"run_process", "run_shell",
+	"run_shell",
 	"run_job", "observe_jobs", "read_job_tail", "stop_job",
 	"go_test", "run_tests",
 	"session_handoff_summary", "finish_coding_task",

@@ -94,7 +94,7 @@ type FinishInput struct {
 	kernel.ProjectRef
 	kernel.RequiredSessionRef
 	SummaryOnly       bool  `json:"summary_only,omitempty" jsonschema:"return only task_outcome, counts and suggested_next_actions"`
-	IncludeWorkspace  *bool `json:"include_workspace,omitempty" jsonschema:"run one read-only git status in the project root; default true"`
+	IncludeWorkspace  *bool `json:"include_workspace,omitempty" jsonschema:"run one read-only git status; default true"`
 	IncludeValidation *bool `json:"include_validation,omitempty" jsonschema:"report validation evidence; default true"`
 	IncludeHandoff    *bool `json:"include_handoff,omitempty" jsonschema:"include handoff_brief; default true"`
 }

@@ -123,7 +123,7 @@ func Register(reg *kernel.Registry) {
 type ApplyInput struct {
 	kernel.ProjectRef
 	kernel.SessionRef
-	Changes []Change `json:"changes" jsonschema:"1-16 file changes, applied all-or-nothing; each path at most once"`
+	Changes []Change `json:"changes" jsonschema:"1-16 file changes, all-or-nothing; each path at most once"`
 	DryRun  bool     `json:"dry_run,omitempty" jsonschema:"plan and preview only; write nothing"`
 }
 
@@ -131,7 +131,7 @@ type ApplyInput struct {
 type Change struct {
 	Path                 string     `json:"path" jsonschema:"project-relative path"`
 	Op                   string     `json:"op" jsonschema:"replace, create or delete"`
-	ExpectedReadRevision string     `json:"expected_read_revision,omitempty" jsonschema:"read_revision from your last read; replace and delete need it or expected_sha256"`
+	ExpectedReadRevision string     `json:"expected_read_revision,omitempty" jsonschema:"read_revision of your last read; replace and delete need it or expected_sha256"`
 	ExpectedSHA256       string     `json:"expected_sha256,omitempty" jsonschema:"full hex SHA-256 of the file as last read"`
 	Edits                []TextEdit `json:"edits,omitempty" jsonschema:"replace only: 1-64 exact, non-overlapping text edits"`
 	Content              *string    `json:"content,omitempty" jsonschema:"create only: the whole content of the new file"`
@@ -183,7 +183,7 @@ type WriteInput struct {
 	kernel.SessionRef
 	Path                 string `json:"path" jsonschema:"project-relative path"`
 	Content              string `json:"content" jsonschema:"the whole new content"`
-	ExpectedReadRevision string `json:"expected_read_revision,omitempty" jsonschema:"read_revision of the existing file; overwriting needs it or expected_sha256"`
+	ExpectedReadRevision string `json:"expected_read_revision,omitempty" jsonschema:"read_revision of the file to overwrite (or give expected_sha256)"`
 	ExpectedSHA256       string `json:"expected_sha256,omitempty" jsonschema:"full hex SHA-256 of the existing file"`
 }
 

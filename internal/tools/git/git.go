@@ -142,7 +142,7 @@ type StatusEntry = gitrepo.Entry
 type DiffInput struct {
 	kernel.ProjectRef
 	kernel.SessionRef
-	Paths        []string `json:"paths,omitempty" jsonschema:"up to 32 paths (files or directories) to limit the diff to"`
+	Paths        []string `json:"paths,omitempty" jsonschema:"up to 32 files or directories to diff"`
 	Staged       bool     `json:"staged,omitempty" jsonschema:"diff the index against HEAD"`
 	ContextLines *int     `json:"context_lines,omitempty" jsonschema:"context lines around changes, 0-10 (default 3)"`
 	MaxBytes     *int     `json:"max_bytes,omitempty" jsonschema:"bound on returned hunk text, 1-524288 (default 65536)"`

@@ -132,7 +132,7 @@ type RunInput struct {
 	kernel.SessionRef
 	Command           string              `json:"command" jsonschema:"shell text, at most 16000 bytes"`
 	Shell             workflow.Shell      `json:"shell,omitempty" jsonschema:"sh or bash; default the session's default_shell, else sh"`
-	Cwd               string              `json:"cwd,omitempty" jsonschema:"project-relative; default the session's default_cwd, else the root"`
+	Cwd               string              `json:"cwd,omitempty" jsonschema:"default: the session's default_cwd, else the root"`
 	Env               map[string]string   `json:"env,omitempty"`
 	Stdin             string              `json:"stdin,omitempty"`
 	TimeoutSeconds    *int                `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 3600"`
@@ -212,7 +212,7 @@ type ObserveInput struct {
 	kernel.ProjectRef
 	kernel.SessionRef
 	JobIDs  []string                `json:"job_ids" jsonschema:"1-8 wc_job_ ids"`
-	Cursors map[string]jobs.Cursors `json:"cursors,omitempty" jsonschema:"job_id -> {stdout, stderr} next_cursor of the previous observe; unset: the tail"`
+	Cursors map[string]jobs.Cursors `json:"cursors,omitempty" jsonschema:"job_id -> {stdout, stderr}: next_cursor of the last observe; unset: the tail"`
 	// WaitSeconds bounds the one wait.
 	WaitSeconds int         `json:"wait_seconds,omitempty" jsonschema:"0-100, default 0 (no wait)"`
 	WakeOn      jobs.WakeOn `json:"wake_on,omitempty" jsonschema:"change (default), terminal or all_terminal"`

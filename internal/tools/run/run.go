@@ -97,7 +97,7 @@ type Common struct {
 	Stdin             string              `json:"stdin,omitempty"`
 	TimeoutSeconds    *int                `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 120"`
 	ResultExpectation command.Expectation `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets only expectation.matched"`
-	Purpose           string              `json:"purpose,omitempty" jsonschema:"why you run it, e.g. test, build, diagnostic (evidence only)"`
+	Purpose           string              `json:"purpose,omitempty" jsonschema:"why you run it (evidence only)"`
 	MaxOutputBytes    int                 `json:"max_output_bytes,omitempty" jsonschema:"tail kept per stream, default 16384, at most 262144"`
 }
 

@@ -90,9 +90,9 @@ type Input struct {
 	kernel.ProjectRef
 	kernel.SessionRef
 	Queries        []Query `json:"queries" jsonschema:"1-8 queries"`
-	ContextLines   *int    `json:"context_lines,omitempty" jsonschema:"lines of context before and after each match, 0-5; default 1"`
+	ContextLines   *int    `json:"context_lines,omitempty" jsonschema:"context lines around each match, 0-5; default 1"`
 	MaxMatches     int     `json:"max_matches,omitempty" jsonschema:"matches returned per query; default 100, at most 1000"`
-	IncludeIgnored bool    `json:"include_ignored,omitempty" jsonschema:"also search files that .gitignore excludes (.git is always skipped)"`
+	IncludeIgnored bool    `json:"include_ignored,omitempty" jsonschema:"also search files .gitignore excludes (never .git)"`
 }
 
 // Query is one search.
@@ -102,7 +102,7 @@ type Query struct {
 	// CaseSensitive defaults to true.
 	CaseSensitive *bool    `json:"case_sensitive,omitempty" jsonschema:"match letter case exactly; default true"`
 	Globs         []string `json:"globs,omitempty" jsonschema:"doublestar globs; without '/' they match base names, '!' excludes"`
-	Path          string   `json:"path,omitempty" jsonschema:"project-relative directory or file to search; default the project root"`
+	Path          string   `json:"path,omitempty" jsonschema:"directory or file to search; default the project root"`
 }
 
 // Output is the output of search_project_texts.

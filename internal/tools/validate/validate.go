@@ -99,7 +99,7 @@ type Common struct {
 	Env               map[string]string `json:"env,omitempty"`
 	TimeoutSeconds    *int              `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 600"`
 	ResultExpectation string            `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets only expectation.matched"`
-	MinTests          *int              `json:"min_tests,omitempty" jsonschema:"fewer proven tests is an evidence gap (unset: zero tests is verdict no_tests)"`
+	MinTests          *int              `json:"min_tests,omitempty" jsonschema:"fewer proven tests is an evidence gap; unset, zero tests is no_tests"`
 	Purpose           string            `json:"purpose,omitempty"`
 }
 
