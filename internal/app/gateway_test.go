@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
@@ -256,5 +257,25 @@ func TestToolProfileConfig(t *testing.T) {
 	if _, err := app.LoadConfig(data, func(string) string { return "" }); err == nil ||
 		err.Error() != `config: config: tool_profile: "everything" is not core or full` {
 		t.Fatalf("tool_profile everything: %v", err)
+	}
+}
+
+// TestDocsCoreProfile keeps docs/tools.md's core profile row equal to
+// gateway.CoreTools.
+func TestDocsCoreProfile(t *testing.T) {
+	b, err := os.ReadFile("../../docs/tools.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `core` (default) | "); ok {
+			for _, f := range strings.Split(strings.TrimSuffix(rest, " |"), ", ") {
+				names = append(names, strings.Trim(f, "`"))
+			}
+		}
+	}
+	if !slices.Equal(names, gateway.CoreTools) {
+		t.Fatalf("docs/tools.md core profile %v, gateway.CoreTools %v", names, gateway.CoreTools)
 	}
 }
