@@ -122,6 +122,9 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	a.Auth = authSvc
+	if err := checkTokenProfiles(ctx, a.Auth); err != nil {
+		return err
+	}
 	a.AdminToken, a.AdminCreated, err = a.Auth.EnsureAdmin(ctx, filepath.Join(a.Config.DataDir, AdminTokenFile))
 	if err != nil {
 		return fmt.Errorf("admin credential: %w", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/auth/authdb"
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/gateway"
 )
@@ -277,5 +278,84 @@ func TestDocsCoreProfile(t *testing.T) {
 	}
 	if !slices.Equal(names, gateway.CoreTools) {
 		t.Fatalf("docs/tools.md core profile %v, gateway.CoreTools %v", names, gateway.CoreTools)
+	}
+}
+
+// TestTokenToolProfile: a token with its own tool profile gets that list
+// (cached privately) and list_tools marks it; the server's profile stays
+// the others'. A profile naming no tool is refused at creation, and a
+// stored one stops the server at start-up, naming token and tool.
+func TestTokenToolProfile(t *testing.T) {
+	data := t.TempDir()
+	s := startApp(t, data, "p="+rawProjectDir(t))
+	ctx := context.Background()
+	narrow, tok, err := s.a.Auth.CreateTokenWithTools(ctx, "narrow", auth.DefaultOwner, []auth.Scope{auth.ScopeProjectRead}, []string{"read_files"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(token string) (names []string, scope string) {
+		r := rawModern(t, s, token, 1, "tools/list", nil)
+		var res struct {
+			Tools      []struct{ Name string }
+			CacheScope string `json:"cacheScope"`
+		}
+		if r.Msg == nil || json.Unmarshal(r.Msg.Result, &res) != nil {
+			t.Fatalf("tools/list: %s", r)
+		}
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		slices.Sort(names)
+		return names, res.CacheScope
+	}
+	if names, scope := list(narrow); !slices.Equal(names, []string{"call_tool", "describe_tool", "list_tools", "read_files"}) || scope != "private" {
+		t.Fatalf("the narrow token's tools/list: %v (%s)", names, scope)
+	}
+	if names, scope := list(s.token); len(names) != len(gateway.CoreTools)+len(gateway.Names) || scope != "public" {
+		t.Fatalf("the admin's tools/list: %v (%s)", names, scope)
+	}
+	lt := rawCall(t, s, narrow, gateway.ListTools, map[string]any{})
+	var catalog []gateway.Entry
+	json.Unmarshal(lt.StructuredContent.Output["tools"], &catalog)
+	for _, e := range catalog {
+		if e.Listed != (e.Name == "read_files") {
+			t.Errorf("list_tools for the narrow token: %+v", e)
+		}
+	}
+	// Hidden from its list, project_overview is still callable.
+	if r := rawCall(t, s, narrow, hiddenTool, map[string]any{"project": rawProjectID}); !r.StructuredContent.Success {
+		t.Fatalf("a hidden tool for the narrow token: %+v", r.StructuredContent.Error)
+	}
+
+	if _, _, err := s.a.Auth.CreateTokenWithTools(ctx, "bad", auth.DefaultOwner, []auth.Scope{auth.ScopeProjectRead}, []string{"read_files", "no_such_tool"}); err == nil ||
+		err.Error() != `invalid_arguments: tool profile: unknown tool "no_such_tool"` {
+		t.Fatalf("a token naming no tool: %v", err)
+	}
+	if toks, _ := s.a.Auth.ListTokens(ctx); len(toks) != 2 { // the admin's and narrow
+		t.Fatalf("%d tokens after a refused creation", len(toks))
+	}
+	s.stop(t)
+
+	// A stored profile naming no tool (as after an upgrade that removed
+	// it) stops the next start.
+	st, err := authdb.Open(ctx, filepath.Join(data, authdb.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := tok
+	bad.ID, bad.Tools = "tok_00000000000000ff", []string{"no_such_tool"}
+	if err := st.Create(ctx, bad, strings.Repeat("ab", 32)); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	cfg, err := app.LoadConfig(data, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = "127.0.0.1:0"
+	a, err := app.Open(ctx, cfg, slog.New(slog.DiscardHandler))
+	const want = `config: auth.db: token tok_00000000000000ff tools: unknown tool "no_such_tool"`
+	if a != nil || err == nil || err.Error() != want {
+		t.Fatalf("start with a stored profile naming no tool: %v; want %q", err, want)
 	}
 }

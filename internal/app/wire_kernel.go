@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/tools/closeout"
@@ -70,6 +72,37 @@ func toolProfile(cfg Config) (gateway.Profile, error) {
 		return gateway.Profile{}, &ConfigError{Source: "config", Key: key, Err: err}
 	}
 	return p, nil
+}
+
+// CheckToolProfile judges a token's tool profile (auth.Token.Tools)
+// against the registered tools: nil, or an error naming the tool that is
+// not one (auth.Options.CheckTools).
+func CheckToolProfile(tools []string) error {
+	_, err := gateway.ResolveList(NewRegistry(&App{}), tools)
+	return err
+}
+
+// checkTokenProfiles refuses to start when a live token's tool profile
+// names a tool that is not one (after an upgrade that removed it): the
+// error names the token and the tool.
+func checkTokenProfiles(ctx context.Context, svc *auth.Service) error {
+	toks, err := svc.ListTokens(ctx)
+	if err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
+	var reg *kernel.Registry
+	for _, t := range toks {
+		if t.Revoked() || len(t.Tools) == 0 {
+			continue
+		}
+		if reg == nil {
+			reg = NewRegistry(&App{})
+		}
+		if _, err := gateway.ResolveList(reg, t.Tools); err != nil {
+			return &ConfigError{Source: "auth.db", Key: "token " + t.ID + " tools", Err: err}
+		}
+	}
+	return nil
 }
 
 func newKernel(a *App) *kernel.Kernel {

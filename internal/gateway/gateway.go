@@ -15,6 +15,7 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -82,7 +83,7 @@ func (e *UnknownToolError) Error() string {
 // tools is given; an empty name is Core. A gateway tool's name in tools is
 // accepted (it is listed anyway).
 func Resolve(reg *kernel.Registry, name string, tools []string) (Profile, error) {
-	for _, n := range Names {
+	for _, n := range append([]string{Core, Full}, Names...) {
 		if _, clash := reg.Lookup(n); clash {
 			return Profile{}, fmt.Errorf("gateway: a registered tool is named %s", n)
 		}
@@ -108,6 +109,19 @@ func Resolve(reg *kernel.Registry, name string, tools []string) (Profile, error)
 		listed[t] = true
 	}
 	return Profile{name: name, listed: listed}, nil
+}
+
+// ResolveList resolves a token's tool profile (auth.Token.Tools): one name
+// Core or Full is that profile, any other list the Custom profile of
+// exactly those tools (an *UnknownToolError names one reg lacks).
+func ResolveList(reg *kernel.Registry, tools []string) (Profile, error) {
+	if len(tools) == 1 && (tools[0] == Core || tools[0] == Full) {
+		return Resolve(reg, tools[0], nil)
+	}
+	if len(tools) == 0 {
+		return Profile{}, errors.New("an empty tool profile")
+	}
+	return Resolve(reg, "", tools)
 }
 
 // Name is the profile's name: core, full or custom.

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/httpserver"
@@ -71,9 +73,10 @@ func (s *Server) listTools(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if err := gatewayArgs(req.Params.Arguments, &struct{}{}); err != nil {
 		return refused(ctx, nil, err), nil
 	}
+	profile, _ := s.profileOf(p)
 	return answered(ctx, map[string]any{
-		"profile": s.profile.Name(),
-		"tools":   gateway.Catalog(s.opts.Kernel.Registry(), s.profile, p),
+		"profile": profile.Name(),
+		"tools":   gateway.Catalog(s.opts.Kernel.Registry(), profile, p),
 	}), nil
 }
 
@@ -127,6 +130,41 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return s.handler(t)(ctx, &inner)
 	}
 	return s.handler(&kernel.Tool{Name: in.Tool})(ctx, &inner)
+}
+
+// profileOf is the tool profile of p's tools/list: its token's own
+// (own true) when it has one, else the server's. A token profile that no
+// longer resolves (start-up refuses such tokens, so only a token created
+// by another process since) falls back to the server's, logged.
+func (s *Server) profileOf(p auth.Principal) (profile gateway.Profile, own bool) {
+	if len(p.Tools) == 0 {
+		return s.profile, false
+	}
+	key := strings.Join(p.Tools, "\x00")
+	if v, ok := s.tokenProfiles.Load(key); ok {
+		return v.(gateway.Profile), true
+	}
+	profile, err := gateway.ResolveList(s.opts.Kernel.Registry(), p.Tools)
+	if err != nil {
+		s.log.Warn("token tool profile does not resolve; the server's is listed", "token", p.ID, "err", err)
+		return s.profile, false
+	}
+	s.tokenProfiles.Store(key, profile)
+	return profile, true
+}
+
+// requestPrincipal is the caller of an MCP request: the bearer principal
+// on HTTP, the local user on stdio, the zero Principal when neither.
+func (s *Server) requestPrincipal(req mcp.Request) auth.Principal {
+	extra := req.GetExtra()
+	if extra != nil && extra.TokenInfo != nil {
+		p, _ := extra.TokenInfo.Extra[principalKey].(auth.Principal)
+		return p
+	}
+	if extra != nil && extra.Header != nil {
+		return auth.Principal{}
+	}
+	return s.opts.Local
 }
 
 // refuseEnvelope answers a call_tool whose own arguments are malformed:

@@ -23,6 +23,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -77,6 +78,9 @@ type Server struct {
 	// it shows, gateway tools included.
 	profile gateway.Profile
 	listed  int
+	// tokenProfiles caches the resolved tool profiles of tokens that have
+	// their own (auth.Principal.Tools), by their names.
+	tokenProfiles sync.Map
 	// toolsBytes is the size of the encoded tool list per era, measured
 	// once at New for the audit trail's tools/list surface.
 	toolsBytes map[string]int64
@@ -119,9 +123,13 @@ func New(o Options) *Server {
 			Prompts:   &mcp.PromptCapabilities{},
 			Resources: &mcp.ResourceCapabilities{},
 		},
-		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 			c.TTLMs = ToolsListTTLMs
 			c.CacheScope = "public"
+			// A token with its own tool profile gets its own list.
+			if _, own := s.profileOf(s.requestPrincipal(req)); own {
+				c.CacheScope = "private"
+			}
 		},
 	})
 	s.modern, s.legacy = map[string]*mcp.Tool{}, map[string]*mcp.Tool{}
@@ -181,12 +189,13 @@ func (s *Server) listForEra(next mcp.MethodHandler) mcp.MethodHandler {
 			version = lt.ProtocolVersion()
 		}
 		listEra := era(version)
+		profile, own := s.profileOf(s.requestPrincipal(req))
 		shown := *lr
 		shown.Tools = make([]*mcp.Tool, 0, s.listed)
 		for _, t := range lr.Tools {
 			_, kernelTool := s.legacy[t.Name]
 			switch {
-			case kernelTool && !s.profile.Listed(t.Name):
+			case kernelTool && !profile.Listed(t.Name):
 			case kernelTool && listEra == EraLegacy:
 				shown.Tools = append(shown.Tools, s.legacy[t.Name])
 			default:
@@ -198,7 +207,7 @@ func (s *Server) listForEra(next mcp.MethodHandler) mcp.MethodHandler {
 		// size per era was measured once (toolsBytes); only the rest of
 		// the result (cursor, cache hints) is encoded here.
 		toolsBytes := s.toolsBytes[listEra]
-		if len(lr.Tools) != s.listed {
+		if own || len(lr.Tools) != s.listed {
 			toolsBytes = -1
 		}
 		rest := *lr
