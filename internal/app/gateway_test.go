@@ -150,6 +150,35 @@ func TestGatewayCallsHiddenTool(t *testing.T) {
 	if rec.Tool != hiddenTool || rec.Binding != evidence.BindingVerified || rec.Outcome != evidence.OutcomeOK || rec.ErrorKind != "" {
 		t.Fatalf("call_tool's record: %+v", rec)
 	}
+
+	// A hidden mutating tool with a business session: the same ledger
+	// events as a direct call, and its one record names it.
+	const mutating = "update_session_context"
+	margs := map[string]any{"session_id": sid, "default_shell": "bash"}
+	e0 = rawEvents(t, s, sid)
+	direct, _ = callMCP(t, cs, mutating, margs, nil)
+	e1, n1 = rawEvents(t, s, sid), journalSize(t, s)
+	viaGateway, _ = callMCP(t, cs, gateway.CallTool, map[string]any{"tool": mutating, "arguments": margs}, nil)
+	e2, n2 = rawEvents(t, s, sid), journalSize(t, s)
+	if !direct.Success || !viaGateway.Success || e1 == e0 || e2-e1 != e1-e0 || n2-n1 != 1 {
+		t.Fatalf("%s: direct %+v (%d events), via call_tool %+v (%d events, %d records)", mutating, direct.Error, e1-e0, viaGateway.Error, e2-e1, n2-n1)
+	}
+	if rec := newestRecord(t, s, sid); rec.Tool != mutating || rec.Outcome != evidence.OutcomeOK {
+		t.Fatalf("call_tool's record of %s: %+v", mutating, rec)
+	}
+
+	// Session claims are judged as for a direct call: another authority
+	// group's session is refused with the same bytes.
+	other, _, err := s.a.Auth.CreateToken(context.Background(), "other", "someone-else", []auth.Scope{auth.ScopeProjectRead, auth.ScopeProjectWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e0 = rawEvents(t, s, sid)
+	d := rawCall(t, s, other, mutating, margs)
+	v := rawCall(t, s, other, gateway.CallTool, map[string]any{"tool": mutating, "arguments": margs})
+	if d.StructuredContent.Success || d.Content[0].Text != v.Content[0].Text || rawEvents(t, s, sid) != e0 {
+		t.Fatalf("another group's session:\ndirect    %s\ncall_tool %s", d.Content[0].Text, v.Content[0].Text)
+	}
 }
 
 // TestGatewayUnknownTool: call_tool naming no tool is unknown_tool; its one
