@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -71,6 +72,28 @@ func TestScannedFilesBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out.FilesScanned != 3 || out.ScanIncomplete || out.Truncated {
+		t.Fatalf("scan at the bound = %+v", out)
+	}
+}
+
+// TestScannedFilesBoundSkipsLargeFiles checks that files found too large
+// are not reads: the bound falls on the third file read, and the large
+// files are counted up to it, not beyond.
+func TestScannedFilesBoundSkipsLargeFiles(t *testing.T) {
+	big := strings.Repeat("hit\n", MaxFileBytes/4+1)
+	p := testProject(t, map[string]string{"a": "hit\n", "b": big, "c": "hit\n", "d": "hit\n", "e": big})
+	out, _, err := run(context.Background(), p, Input{Queries: []Query{{Query: "hit"}}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.FilesScanned != 2 || out.FilesSkippedLarge != 1 || !out.ScanIncomplete || out.Queries[0].Matches != 2 {
+		t.Fatalf("bounded scan = %+v", out)
+	}
+	out, _, err = run(context.Background(), p, Input{Queries: []Query{{Query: "hit"}}}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.FilesScanned != 3 || out.FilesSkippedLarge != 2 || out.ScanIncomplete || out.Queries[0].Matches != 3 {
 		t.Fatalf("scan at the bound = %+v", out)
 	}
 }
