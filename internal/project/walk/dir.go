@@ -100,8 +100,10 @@ func kindOfStat(mode uint32) Kind {
 // needed, unless the file holds more than limit bytes: then it returns
 // large and no content. The file is opened without following a symbolic
 // link and without blocking, and must be a regular file (else
-// fs.ErrInvalid); at most limit+1 bytes are read, so a file that grows
-// past limit while it is read is large too.
+// fs.ErrInvalid). It is read up to the size its fstat gave (bytes
+// appended since are not read), or to its end if it is shorter; a file
+// whose size reads as 0 is read to its end, and is large if that lies
+// beyond limit.
 func (d *Dir) ReadRegular(name string, buf *[]byte, limit int) (content []byte, large bool, err error) {
 	fd, err := d.openat(name, unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
@@ -122,21 +124,24 @@ func readRegularFD(fd int, buf *[]byte, limit int) ([]byte, bool, error) {
 	if st.Size > int64(limit) {
 		return nil, true, nil
 	}
-	// One byte beyond the size, so a file read to its end is seen to
-	// end with a single read when it did not grow.
-	if want := int(st.Size) + 1; cap(*buf) < want {
+	size := int(st.Size)
+	if want := size + 1; cap(*buf) < want {
 		*buf = make([]byte, want+want/4)
 	}
 	b := (*buf)[:cap(*buf)]
 	n := 0
-	for n <= limit {
+	for n <= limit && (size == 0 || n < size) {
 		if n == len(b) {
 			*buf = append(b, 0)[:0]
 			b = (*buf)[:cap(*buf)]
 		}
 		var m int
 		err := retryEINTR(func() (err error) {
-			m, err = unix.Read(fd, b[n:min(len(b), limit+1)])
+			end := min(len(b), limit+1)
+			if size > 0 {
+				end = size
+			}
+			m, err = unix.Read(fd, b[n:end])
 			return err
 		})
 		if err != nil {

@@ -343,7 +343,7 @@ func (s *scan) searchFile(content []byte, path string, q *compiled, seq int64) q
 		var i int
 		switch {
 		case m.factor != nil:
-			i = bytes.Index(content[pos:], m.factor)
+			i = m.factor.index(content[pos:])
 		case m.factorFold != nil:
 			i = m.factorFold.index(content[pos:])
 		default:
