@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -155,8 +154,11 @@ func TestMatchCountsEqualRipgrep(t *testing.T) {
 }
 
 // BenchmarkSearchVsRipgrep runs search_project_texts through the kernel
-// and ripgrep as a process over the same tree, alternating the two within
-// each iteration, and reports the median of each side and their ratio.
+// and ripgrep as a process over the same generated tree (Go sources with
+// ignore rules), alternating the two call by call (benchpair), and reports
+// each side's median and their ratio (ours over rg). The first call of
+// each side fails the benchmark when their counts differ.
+// WEBCODEX_SEARCH_BENCH_DIRS adds GOROOT/src directories to the tree.
 func BenchmarkSearchVsRipgrep(b *testing.B) {
 	needRipgrep(b)
 	e := kerneltest.New(b, search.Register)
@@ -166,18 +168,10 @@ func BenchmarkSearchVsRipgrep(b *testing.B) {
 	}
 	for _, c := range rgCases {
 		b.Run(c.name, func(b *testing.B) {
-			var ours, rg []time.Duration
-			for b.Loop() {
-				t0 := time.Now()
-				ourCount(b, e, c)
-				t1 := time.Now()
-				rgCount(b, e.Project.Root, c)
-				ours, rg = append(ours, t1.Sub(t0)), append(rg, time.Since(t1))
+			if ours, rg := ourCount(b, e, c).Queries[0].Matches, rgCount(b, e.Project.Root, c); ours != rg {
+				b.Fatalf("%q: search_project_texts counts %d matching lines, ripgrep %d", c.query, ours, rg)
 			}
-			mo, mr := median(ours), median(rg)
-			b.ReportMetric(float64(mo.Microseconds())/1000, "ours-ms")
-			b.ReportMetric(float64(mr.Microseconds())/1000, "rg-ms")
-			b.ReportMetric(float64(mo)/float64(mr), "ratio")
+			benchpair.Run(b, "rg", func() { rgCount(b, e.Project.Root, c) }, "ours", func() { ourCount(b, e, c) })
 		})
 	}
 }
@@ -215,10 +209,4 @@ func BenchmarkSearchGOROOT(b *testing.B) {
 			benchpair.Run(b, "rg", func() { rgCount(b, root, c, extra...) }, "ours", func() { ourCount(b, e, c) })
 		})
 	}
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
