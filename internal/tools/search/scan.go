@@ -22,8 +22,8 @@ import (
 // decides which to read (globs), GOMAXPROCS readers read (or find too
 // large) and search them, and the results are merged in walk order, where
 // MaxScannedFiles is applied, so the output is the one a sequential search
-// would give. Readers may have read a few files past the bound (at most
-// the window in flight); their results are dropped.
+// would give. Readers may have read some files past the bound (at most
+// the batches in flight); their results are dropped.
 type scan struct {
 	tree           *project.Tree
 	includeIgnored bool
@@ -42,6 +42,19 @@ type scan struct {
 	scanned, binary, large map[string]bool
 	reads                  int
 	incomplete             bool
+}
+
+// A batch is consecutive jobs handed to one reader together, numbered in
+// walk order; handing files over one by one cost a goroutine wake-up each.
+type batch struct {
+	seq  int64
+	jobs []job
+}
+
+// batchResult holds the results of a batch's jobs, in order.
+type batchResult struct {
+	seq     int64
+	results []result
 }
 
 // job is one file to read, numbered in walk order.
@@ -81,16 +94,21 @@ type queryHits struct {
 	matches []Match
 }
 
-// window bounds the files in flight (walked, not yet merged) per reader.
-const inflightPerReader = 8
+// A batch holds at most batchFiles jobs; the walk hands a batch over
+// sooner when the readers are idle (no batch waiting).
+const batchFiles = 16
+
+// inflightPerReader bounds the batches in flight (walked, not yet merged)
+// per reader.
+const inflightPerReader = 4
 
 func (s *scan) run(ctx context.Context, groups []*group) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	readers := runtime.GOMAXPROCS(0)
 	window := readers * inflightPerReader
-	jobs := make(chan job, window)
-	results := make(chan result, window)
+	jobs := make(chan batch, window)
+	results := make(chan batchResult, window)
 	slots := make(chan struct{}, window)
 
 	var wg sync.WaitGroup
@@ -98,8 +116,12 @@ func (s *scan) run(ctx context.Context, groups []*group) error {
 	var readersWG sync.WaitGroup
 	for range readers {
 		readersWG.Go(func() {
-			for j := range jobs {
-				results <- s.read(ctx, j)
+			for b := range jobs {
+				r := batchResult{seq: b.seq, results: make([]result, len(b.jobs))}
+				for i, j := range b.jobs {
+					r.results[i] = s.read(ctx, j)
+				}
+				results <- r
 			}
 		})
 	}
@@ -114,22 +136,36 @@ func (s *scan) run(ctx context.Context, groups []*group) error {
 	return err
 }
 
-// walk sends the groups' files as jobs, in order, and closes jobs.
-func (s *scan) walk(ctx context.Context, groups []*group, jobs chan<- job, slots chan struct{}) {
+// walk sends the groups' files as batches of jobs, in order, and closes
+// jobs.
+func (s *scan) walk(ctx context.Context, groups []*group, jobs chan batch, slots chan struct{}) {
 	defer close(jobs)
-	var seq int64
-	send := func(j job) bool {
+	var fileSeq, batchSeq int64
+	var pending []job
+	// flush sends the pending jobs; when the scan is cancelled it
+	// releases their directories instead.
+	flush := func() bool {
+		if len(pending) == 0 {
+			return true
+		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
+			for _, j := range pending {
+				if j.dir != nil {
+					j.dir.Release()
+				}
+			}
+			pending = nil
 			return false
 		}
-		j.seq = seq
-		seq++
-		jobs <- j
+		jobs <- batch{seq: batchSeq, jobs: pending}
+		batchSeq++
+		pending = make([]job, 0, batchFiles)
 		return true
 	}
-	// visit queues the file e; it returns SkipAll to end the scan.
+	defer flush()
+	// visit queues the file e.
 	visit := func(e walk.Entry, queries []*compiled) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -146,10 +182,9 @@ func (s *scan) walk(ctx context.Context, groups []*group, jobs chan<- job, slots
 		if e.Dir != nil {
 			e.Dir.Retain()
 		}
-		if !send(job{e: e, qs: qs, dir: e.Dir}) {
-			if e.Dir != nil {
-				e.Dir.Release()
-			}
+		pending = append(pending, job{seq: fileSeq, e: e, qs: qs, dir: e.Dir})
+		fileSeq++
+		if (len(pending) >= batchFiles || len(jobs) == 0) && !flush() {
 			return ctx.Err()
 		}
 		return nil
@@ -171,8 +206,6 @@ func (s *scan) walk(ctx context.Context, groups []*group, jobs chan<- job, slots
 		switch {
 		case err == nil:
 			continue
-		case errors.Is(err, walk.SkipAll):
-			return
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			err = cancelled(err)
 		case errors.As(err, &fe):
@@ -187,36 +220,46 @@ func (s *scan) walk(ctx context.Context, groups []*group, jobs chan<- job, slots
 // merge takes the results in walk order until the walk ends, a result
 // fails the scan (it returns that failure) or a read beyond maxReads
 // comes (the scan is incomplete). Files found too large are not reads.
-func (s *scan) merge(results <-chan result, slots <-chan struct{}) error {
-	pending := map[int64]result{}
+func (s *scan) merge(results <-chan batchResult, slots <-chan struct{}) error {
+	pending := map[int64]batchResult{}
 	var next int64
-	for r := range results {
-		pending[r.seq] = r
+	for b := range results {
+		pending[b.seq] = b
 		for {
-			r, ok := pending[next]
+			b, ok := pending[next]
 			if !ok {
 				break
 			}
 			delete(pending, next)
 			next++
 			<-slots
-			if r.state == fileFailed {
-				return r.err
+			if err := s.mergeBatch(b); err != nil || s.incomplete {
+				return err
 			}
-			if r.state != fileLarge {
-				if s.reads == s.maxReads {
-					s.incomplete = true
-					return nil
-				}
-				s.reads++
-				if s.progress != nil && s.reads%ProgressEvery == 0 {
-					s.progress(s.reads)
-				}
-			}
-			s.take(r)
 		}
 	}
 	return s.walkErr // the results are closed: the walk has ended
+}
+
+// mergeBatch takes a batch's results in order, as merge describes.
+func (s *scan) mergeBatch(b batchResult) error {
+	for _, r := range b.results {
+		if r.state == fileFailed {
+			return r.err
+		}
+		if r.state != fileLarge {
+			if s.reads == s.maxReads {
+				s.incomplete = true
+				return nil
+			}
+			s.reads++
+			if s.progress != nil && s.reads%ProgressEvery == 0 {
+				s.progress(s.reads)
+			}
+		}
+		s.take(r)
+	}
+	return nil
 }
 
 // take merges one file's result.
