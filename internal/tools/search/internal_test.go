@@ -2,6 +2,8 @@ package search
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -107,5 +109,62 @@ func TestSearchCancelled(t *testing.T) {
 		if failure.KindOf(err) != failure.Interrupted {
 			t.Fatalf("path %q: err = %v, want interrupted", path, err)
 		}
+	}
+}
+
+// TestManyFilesKeepWalkOrder searches more files than the batches in
+// flight hold: the matches, the max_matches cut and the MaxScannedFiles
+// bound follow the walk's order exactly, as a sequential search would.
+func TestManyFilesKeepWalkOrder(t *testing.T) {
+	files := map[string]string{}
+	for d := range 30 {
+		for f := range 17 {
+			files[fmt.Sprintf("d%02d/f%02d.txt", d, f)] = strings.Repeat("hay\n", f%3) + "hit\n" + strings.Repeat("hit hay\n", d%2)
+		}
+	}
+	p := testProject(t, files)
+	// The walk order is git's tree order: here the paths' byte order.
+	var want []string
+	for _, path := range slices.Sorted(maps.Keys(files)) {
+		for i, line := range strings.Split(strings.TrimSuffix(files[path], "\n"), "\n") {
+			if strings.Contains(line, "hit") {
+				want = append(want, fmt.Sprintf("%s:%d", path, i+1))
+			}
+		}
+	}
+	brief := func(out Output) []string {
+		var got []string
+		for _, m := range out.Matches {
+			got = append(got, fmt.Sprintf("%s:%d", m.Path, m.Line))
+		}
+		return got
+	}
+	out, _, err := run(context.Background(), p, Input{Queries: []Query{{Query: "hit"}}, MaxMatches: MaxMatchesLimit}, MaxScannedFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := brief(out); !slices.Equal(got, want) || out.FilesScanned != len(files) || out.Queries[0].Matches != len(want) {
+		t.Fatalf("full search: %d files, %d matches, order equal %v", out.FilesScanned, out.Queries[0].Matches, slices.Equal(got, want))
+	}
+	out, _, err = run(context.Background(), p, Input{Queries: []Query{{Query: "hit"}}, MaxMatches: 50}, MaxScannedFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := brief(out); !slices.Equal(got, want[:50]) || out.Queries[0].Matches != len(want) {
+		t.Fatalf("max_matches 50: %v, %d counted", got, out.Queries[0].Matches)
+	}
+	const bound = 100 // files d00..d05 hold 102: the bound falls in d05
+	out, _, err = run(context.Background(), p, Input{Queries: []Query{{Query: "hit"}}, MaxMatches: MaxMatchesLimit}, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inBound []string
+	for _, w := range want {
+		if w < "d05/f15" {
+			inBound = append(inBound, w)
+		}
+	}
+	if got := brief(out); !slices.Equal(got, inBound) || out.FilesScanned != bound || !out.ScanIncomplete {
+		t.Fatalf("bounded search: %d files, incomplete %v, %d matches (want %d)", out.FilesScanned, out.ScanIncomplete, len(got), len(inBound))
 	}
 }
