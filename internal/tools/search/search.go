@@ -6,8 +6,10 @@
 // terminator and without one '\r' before it, so a pattern never spans
 // lines. Binary files (a NUL byte in the first 8 KiB) and files larger than
 // MaxFileBytes are skipped and counted; symbolic links met by the walk are
-// not followed. Every directory and file is read through the project's
-// root handle (project.Tree), so a search never reads outside the project. A query's path (a directory or a file) is searched even when
+// not followed. Every directory and file is reached from the project's
+// root handle (project.Tree), a walked file through its open directory
+// without following a symbolic link, so a search never reads outside the
+// project. A query's path (a directory or a file) is searched even when
 // an ignore rule names it, since the caller asked for it; ignore rules still
 // apply beneath it. Queries are case-sensitive unless case_sensitive is
 // false. Matches are ordered by query index, then path (git tree order),
