@@ -143,8 +143,8 @@ type Options struct {
 	// (Evidence receives it only when that write fails, and the records
 	// of calls recorded in no session).
 	Outbox Outbox
-	Logger   *slog.Logger
-	Now      func() time.Time
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Stats are the kernel's cumulative counters, exposed by /api/status.
