@@ -429,6 +429,14 @@ func (k *Kernel) stepsOf(ctx context.Context, c Call, tool *Tool, rec *Record) (
 		return k.refuse(rec, err), false
 	}
 	out, runErr, interrupted := k.execute(ctx, tool, inv, in)
+	if err := k.startedWait(inv, pairs); err != nil {
+		if _, changed, _, _ := inv.effects(); len(changed) > 0 {
+			// A handler that changed files without durable started events
+			// broke BeforeEffect's contract: say so, never hide it.
+			k.log.Error("tool changed files although its tool_call_started was not recorded", "tool", tool.Name, "invocation", inv.ID, "changed", changed)
+		}
+		return k.refuse(rec, err), false
+	}
 	// A call whose caller went away (client disconnect, cancellation) is
 	// never recorded as a success: its outcome as the caller sees it is
 	// unknown, whatever the tool managed to do (changed paths are kept).
@@ -583,15 +591,49 @@ func (k *Kernel) begin(ctx context.Context, tool *Tool, inv *Invocation, recorde
 		inv.recordIn = append(inv.recordIn, p.session)
 	}
 	if tool.Mutates && len(pairs) > 0 {
+		if tool.PreparesBeforeEffect {
+			// The handler prepares while the started events commit, and
+			// waits for them in BeforeEffect; startedWait waits after it.
+			inv.started = make(chan struct{})
+			go func() {
+				if err := k.appendStarted(context.WithoutCancel(ctx), inv, pairs, rec.At); err != nil {
+					inv.startErr = errStartedNotRecorded(err)
+				}
+				close(inv.started)
+			}()
+			return pairs, nil
+		}
 		if err := k.appendStarted(context.WithoutCancel(ctx), inv, pairs, rec.At); err != nil {
 			k.recordFailures.Add(1)
-			return nil, failure.Wrap(failure.Unavailable, err, "could not record tool_call_started; the tool did not run")
+			return nil, errStartedNotRecorded(err)
 		}
 		for i := range pairs {
 			pairs[i].started = true
 		}
 	}
 	return pairs, nil
+}
+
+func errStartedNotRecorded(err error) error {
+	return failure.Wrap(failure.Unavailable, err, "could not record tool_call_started; the tool did not run")
+}
+
+// startedWait waits, after the handler of a tool that prepares before its
+// effect returned, for its started commit, and returns that commit's
+// error (the handler, told the same by BeforeEffect, changed nothing).
+func (k *Kernel) startedWait(inv *Invocation, pairs []pair) error {
+	if inv.started == nil {
+		return nil
+	}
+	<-inv.started
+	if inv.startErr != nil {
+		k.recordFailures.Add(1)
+		return inv.startErr
+	}
+	for i := range pairs {
+		pairs[i].started = true
+	}
+	return nil
 }
 
 // execute runs the handler, cancelled if the kernel is force-stopped; an

@@ -106,6 +106,8 @@ func Register(reg *kernel.Registry) {
 		Writes:      true,
 		Session:     kernel.SessionOptional,
 		Handler:     applyTextEdits,
+		// Plans (reads, fences, previews) while tool_call_started commits.
+		PreparesBeforeEffect: true,
 	})
 	kernel.Register(reg, kernel.Spec[WriteInput, WriteOutput]{
 		Name: "write_project_file",
@@ -120,6 +122,8 @@ func Register(reg *kernel.Registry) {
 		Writes:      true,
 		Session:     kernel.SessionOptional,
 		Handler:     writeProjectFile,
+		// Plans (reads, fences, previews) while tool_call_started commits.
+		PreparesBeforeEffect: true,
 	})
 }
 
