@@ -180,6 +180,11 @@ const (
 	// outboxSyncEvery is how often an idle pump makes the applied rows
 	// durable in evidence.db, so the outbox can be trimmed.
 	outboxSyncEvery = time.Second
+	// outboxGather is how long the pump lets rows gather after a wake
+	// before it takes them, so that one journal transaction carries many
+	// calls instead of one each (a reader of the journal never waits for
+	// it: it flushes the outbox itself).
+	outboxGather = 20 * time.Millisecond
 )
 
 // outboxPump moves the evidence records that calls recorded in a session
@@ -233,11 +238,22 @@ func (p *outboxPump) start() {
 		defer close(p.done)
 		t := time.NewTicker(outboxSyncEvery)
 		defer t.Stop()
+		gather := time.NewTimer(outboxGather)
+		gather.Stop()
 		for {
 			select {
 			case <-ctx.Done():
+				gather.Stop()
 				return
 			case <-p.wake:
+				gather.Reset(outboxGather)
+				// Wakes during the gathering are absorbed here.
+				select {
+				case <-ctx.Done():
+					gather.Stop()
+					return
+				case <-gather.C:
+				}
 				p.report(p.pass(ctx, false))
 			case <-t.C:
 				p.report(p.pass(ctx, true))

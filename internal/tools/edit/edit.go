@@ -106,7 +106,7 @@ func Register(reg *kernel.Registry) {
 		Writes:      true,
 		Session:     kernel.SessionOptional,
 		Handler:     applyTextEdits,
-		// Plans (reads, fences, previews) while tool_call_started commits.
+		// Plans and stages its files while tool_call_started commits.
 		PreparesBeforeEffect: true,
 	})
 	kernel.Register(reg, kernel.Spec[WriteInput, WriteOutput]{
@@ -122,7 +122,7 @@ func Register(reg *kernel.Registry) {
 		Writes:      true,
 		Session:     kernel.SessionOptional,
 		Handler:     writeProjectFile,
-		// Plans (reads, fences, previews) while tool_call_started commits.
+		// Plans and stages its files while tool_call_started commits.
 		PreparesBeforeEffect: true,
 	})
 }

@@ -74,10 +74,7 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 	if err := ctx.Err(); err != nil {
 		return WriteOutput{}, failure.Wrap(failure.Interrupted, err, "call was cancelled before anything was written")
 	}
-	if err := inv.BeforeEffect(ctx); err != nil {
-		return WriteOutput{}, err
-	}
-	written, err := commit(tree, []*plan{p})
+	written, err := commit(tree, []*plan{p}, func() error { return inv.BeforeEffect(ctx) })
 	if len(written) > 0 {
 		inv.Change(written...)
 	}
