@@ -86,6 +86,14 @@ func TestBehindWritesAndAKill(t *testing.T) {
 	}
 	crashed := t.TempDir()
 	copyDir(t, dir, crashed)
+	// A claim check does not wait for them: the header as committed, whose
+	// lifecycle, owner and project a behind write never changes.
+	if c, err := st.GetCommitted(ctx, s.ID); err != nil || c.EventsObserved != 2 || c.Lifecycle != workflow.Active {
+		t.Fatalf("GetCommitted while the writer is held: %+v %v, want the committed header (2 events)", c, err)
+	}
+	if cl := svc.ReadClaim(ctx, s.ID); !cl.Found() || cl.Session.EventsObserved != 2 {
+		t.Fatalf("ReadClaim while the writer is held: %+v, want the committed header", cl)
+	}
 
 	// A reader of the session waits for the queued writes.
 	got := make(chan []workflow.Event, 1)

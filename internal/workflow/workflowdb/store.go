@@ -416,6 +416,18 @@ func (s *Store) Get(ctx context.Context, id string) (workflow.Session, error) {
 	return sess, storeErr(err)
 }
 
+// GetCommitted is Get without waiting for this session's behind writes:
+// the header as last committed. A behind write only appends a read-only
+// call's events (and counts them), so the lifecycle, owner, project and
+// mode it returns are exactly Get's; claim checks use it.
+func (s *Store) GetCommitted(ctx context.Context, id string) (workflow.Session, error) {
+	if err := s.check(ctx, id); err != nil {
+		return workflow.Session{}, storeErr(err)
+	}
+	sess, _, err := scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
+	return sess, storeErr(err)
+}
+
 // Update implements workflow.Store.
 func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (workflow.Session, []workflow.Event, error) {
 	var (
