@@ -3,6 +3,7 @@ package workflowdb_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -179,5 +180,37 @@ func TestTrimOutbox(t *testing.T) {
 	}
 	if after, _ := st.Outbox(ctx, rows[2].Seq, 10); len(after) != 0 {
 		t.Fatalf("rows after the last: %v", after)
+	}
+}
+
+// TestHeaderCacheFollowsTheStoredBytes checks that a header changed in
+// the database behind the store's back (another process, an operator) is
+// read as stored, never from the cache of its previous bytes, and that a
+// malformed one is an error, not the cached value.
+func TestHeaderCacheFollowsTheStoredBytes(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "workflow.db"))
+	s := start(t, workflow.NewService(st, nil))
+	if got, err := st.Get(ctx, s.ID); err != nil || got.Title != s.Title {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	set := func(hdr string) {
+		if err := st.DB().Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE sessions SET header_json = ? WHERE session_id = ?`, hdr, s.ID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := s
+	changed.Title = "renamed elsewhere"
+	b, _ := json.Marshal(changed)
+	set(string(b))
+	if got, err := st.Get(ctx, s.ID); err != nil || got.Title != "renamed elsewhere" {
+		t.Fatalf("get after the row changed: title %q %v, want the stored one", got.Title, err)
+	}
+	set(`{"session_id":"` + s.ID + `","bogus":1}`)
+	if got, err := st.Get(ctx, s.ID); err == nil {
+		t.Fatalf("get of a malformed header returned %+v, want an error", got)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,8 @@ type Store struct {
 	stmts struct {
 		header, insertEvent, trim, updateHeader, openCall, closeCall, outbox, readMark *sql.Stmt
 	}
+	// headers caches each session's last decoded header (see scanHeader).
+	headers sync.Map
 	// pending maps a session id to the ticket of its newest behind write
 	// (see AppendCall); readSeq numbers this process's behind writes.
 	pending sync.Map
@@ -386,6 +389,23 @@ func getHeader(ctx context.Context, q interface {
 }
 
 func scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
+	return scanHeaderWith(nil, row, id)
+}
+
+// decodedHeader is a header as stored and its decoded, validated value.
+type decodedHeader struct {
+	json string
+	sess workflow.Session
+}
+
+// scanHeader reads a header row, decoding its JSON only when it differs
+// from the bytes this session's header was last decoded from: a call
+// reads the same header for its claim check and its started append.
+func (s *Store) scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
+	return scanHeaderWith(&s.headers, row, id)
+}
+
+func scanHeaderWith(cache *sync.Map, row *sql.Row, id string) (workflow.Session, int64, error) {
 	var hdr string
 	var retained int64
 	err := row.Scan(&hdr, &retained)
@@ -395,13 +415,32 @@ func scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
 	if err != nil {
 		return workflow.Session{}, 0, err
 	}
+	if cache != nil {
+		if d, ok := cache.Load(id); ok && d.(*decodedHeader).json == hdr {
+			return copySession(d.(*decodedHeader).sess), retained, nil
+		}
+	}
 	sess, err := decodeHeader([]byte(hdr))
 	if err != nil {
 		// The first-use check moved malformed headers aside; one appearing
 		// later is a store fault, not a caller error.
 		return workflow.Session{}, 0, fmt.Errorf("session %s: %v", id, err)
 	}
+	if cache != nil {
+		cache.Store(id, &decodedHeader{json: hdr, sess: copySession(sess)})
+	}
 	return sess, retained, nil
+}
+
+// copySession is s with nothing shared with the original (the header
+// cache's copy is never changed through a caller's).
+func copySession(s workflow.Session) workflow.Session {
+	s.JobMarkers = slices.Clone(s.JobMarkers)
+	if s.ClosedAt != nil {
+		t := *s.ClosedAt
+		s.ClosedAt = &t
+	}
+	return s
 }
 
 // Get implements workflow.Store.
@@ -412,7 +451,7 @@ func (s *Store) Get(ctx context.Context, id string) (workflow.Session, error) {
 	if err := s.check(ctx, id); err != nil {
 		return workflow.Session{}, storeErr(err)
 	}
-	sess, _, err := scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
+	sess, _, err := s.scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
 	return sess, storeErr(err)
 }
 
@@ -424,7 +463,7 @@ func (s *Store) GetCommitted(ctx context.Context, id string) (workflow.Session, 
 	if err := s.check(ctx, id); err != nil {
 		return workflow.Session{}, storeErr(err)
 	}
-	sess, _, err := scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
+	sess, _, err := s.scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
 	return sess, storeErr(err)
 }
 
@@ -498,7 +537,7 @@ func (s *Store) Flush(ctx context.Context) error {
 // the session and the appended events.
 func (s *Store) updateTx(id string, fn workflow.UpdateFunc, outbox []byte, readSeq int64, out *workflow.Session, evsOut *[]workflow.Event) sqlitedb.TxFunc {
 	return func(ctx context.Context, tx *sql.Tx) error {
-		sess, retained, err := scanHeader(tx.StmtContext(ctx, s.stmts.header).QueryRowContext(ctx, id), id)
+		sess, retained, err := s.scanHeader(tx.StmtContext(ctx, s.stmts.header).QueryRowContext(ctx, id), id)
 		if err != nil {
 			return err
 		}
