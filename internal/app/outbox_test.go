@@ -66,6 +66,19 @@ func TestEveryAcknowledgedCallIsSeenByReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := openApp(t, dir)
+	// A graceful close leaves no read unrecorded, and status says so.
+	st, err := b.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(st)
+	var status struct {
+		Workflow map[string]any `json:"workflow"`
+	}
+	json.Unmarshal(raw, &status)
+	if v, ok := status.Workflow["unrecorded_reads_at_start"]; !ok || v != float64(0) {
+		t.Fatalf("status workflow = %v, want unrecorded_reads_at_start 0", status.Workflow)
+	}
 	recs, err := b.Evidence.SessionRecords(ctx, id, 0)
 	if err != nil || len(recs) != 20 {
 		t.Fatalf("after reopen: %d records (%v), want 20 (none journaled twice)", len(recs), err)
