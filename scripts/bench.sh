@@ -21,6 +21,7 @@ pairs=(
 	"./internal/transport/mcpserver|BenchmarkToolsCallRecordedVsBare|MCP read: recorded WebCodex / bare go-sdk (time)|<= 1.25"
 	"./internal/app|BenchmarkReadEditRecordedVsUnrecorded|read+edit round trip: recorded / unrecorded|<= 1.25"
 	"./internal/app|BenchmarkRecordedMutationOnTmpfs|write_project_file on tmpfs: recorded / unrecorded|"
+	"./internal/kernel|BenchmarkMutatingCallOverhead|no-op mutation on tmpfs: kernel recorded / handler|"
 )
 
 printf '%-52s %8s %8s  %s\n' "pair" "median" "goal" "runs"
