@@ -121,7 +121,9 @@ type Result struct {
 	// send these bytes so that a client can check the digest. It is nil
 	// when the result could not be encoded.
 	Body []byte `json:"-"`
-	// Duration is the kernel's own timing of the call.
+	// Duration is the kernel's own timing of the call, from its admission
+	// to its decided outcome (the finish's commit, which carries the
+	// evidence record with this duration, is not in it).
 	Duration time.Duration `json:"-"`
 }
 
