@@ -497,7 +497,11 @@ func (s *Store) AppendCall(ctx context.Context, id string, fn workflow.UpdateFun
 	s.readMu.Lock()
 	defer s.readMu.Unlock()
 	seq := s.readSeq + 1
+	var ticket atomic.Uint64
 	t, err := s.db.Writer.Go(ctx, s.updateTx(id, fn, w.Outbox, seq, nil, nil), func(err error) {
+		// Ended: readers need not wait for it (an entry stored after
+		// this runs is removed by the next reader's wait).
+		s.pending.CompareAndDelete(id, ticket.Load())
 		if w.Done != nil {
 			w.Done(storeErr(err))
 		}
@@ -505,6 +509,7 @@ func (s *Store) AppendCall(ctx context.Context, id string, fn workflow.UpdateFun
 	if err != nil {
 		return storeErr(err)
 	}
+	ticket.Store(t)
 	s.readSeq = seq
 	s.pending.Store(id, t)
 	s.inst.markAcknowledged(seq)
