@@ -77,6 +77,7 @@ type App struct {
 
 	started time.Time
 	evSink  *evidenceSink
+	outbox  *outboxPump
 	stopBG  context.CancelFunc // ends background loops (checkpoints)
 	bgDone  chan struct{}
 	mcp     *mcpserver.Server
@@ -145,6 +146,9 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	a.evSink = newEvidenceSink(a, a.Evidence)
+	if err := a.startOutbox(ctx); err != nil {
+		return err
+	}
 	bg, stop := context.WithCancel(context.Background())
 	a.stopBG, a.bgDone = stop, make(chan struct{})
 	go func() { defer close(a.bgDone); a.Evidence.Run(bg) }()
@@ -287,6 +291,9 @@ func (a *App) Close() error {
 	}
 	var errs []error
 	if a.Evidence != nil {
+		if err := a.outbox.close(context.Background()); err != nil {
+			a.Log.Warn("evidence: outbox not applied at shutdown (applied at the next start)", "err", err)
+		}
 		a.evSink.wait()
 		a.stopBG()
 		<-a.bgDone

@@ -111,6 +111,7 @@ func newKernel(a *App) *kernel.Kernel {
 		Projects: a.Projects,
 		Sessions: a.Sessions,
 		Evidence: a.evSink.record,
+		Outbox:   a.outbox,
 		Logger:   a.Log,
 	})
 }

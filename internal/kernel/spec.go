@@ -122,6 +122,10 @@ type Spec[In, Out any] struct {
 	Writes bool
 	// Session says whether the tool takes a business session_id.
 	Session SessionUse
+	// PreparesBeforeEffect marks a mutating tool whose handler calls
+	// Invocation.BeforeEffect before its first effect: it runs while its
+	// tool_call_started commits (others run after that commit).
+	PreparesBeforeEffect bool
 	// Handler runs the tool. It returns a *failure.Error for expected
 	// failures.
 	Handler func(ctx context.Context, inv *Invocation, in In) (Out, error)
@@ -140,6 +144,9 @@ type Tool struct {
 	Session      SessionUse
 	InputSchema  *jsonschema.Schema
 	OutputSchema *jsonschema.Schema
+
+	// PreparesBeforeEffect is Spec.PreparesBeforeEffect (mutating tools).
+	PreparesBeforeEffect bool
 
 	resolved *jsonschema.Resolved
 	decode   func(raw json.RawMessage) (any, error)
@@ -180,6 +187,7 @@ func Register[In, Out any](r *Registry, s Spec[In, Out]) {
 		Writes: s.Writes, Session: s.Session,
 		InputSchema: in, OutputSchema: out, resolved: resolved,
 	}
+	t.PreparesBeforeEffect = s.PreparesBeforeEffect && s.Mutates
 	t.decode = func(raw json.RawMessage) (any, error) {
 		var v In
 		if err := decodeStrict(raw, resolved, &v); err != nil {

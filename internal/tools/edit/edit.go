@@ -103,6 +103,8 @@ func Register(reg *kernel.Registry) {
 		Writes:      true,
 		Session:     kernel.SessionOptional,
 		Handler:     applyTextEdits,
+		// Plans and stages its files while tool_call_started commits.
+		PreparesBeforeEffect: true,
 	})
 	kernel.Register(reg, kernel.Spec[WriteInput, WriteOutput]{
 		Name: "write_project_file",
@@ -116,6 +118,8 @@ func Register(reg *kernel.Registry) {
 		Writes:      true,
 		Session:     kernel.SessionOptional,
 		Handler:     writeProjectFile,
+		// Plans and stages its files while tool_call_started commits.
+		PreparesBeforeEffect: true,
 	})
 }
 
