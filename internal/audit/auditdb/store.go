@@ -1,6 +1,7 @@
 // Package auditdb implements [audit.Store] on SQLite in its own
 // database file (audit.db, never shared with workflow.db). Every mutation
-// goes through the group-commit writer and is durable when it returns.
+// goes through the group-commit writer and is committed when it returns;
+// event appends are made durable lazily (see [DurableEvery]).
 package auditdb
 
 import (
@@ -10,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/audit"
@@ -25,12 +27,27 @@ const FileName = "audit.db"
 
 var _ audit.Store = (*Store)(nil)
 
+// DurableEvery bounds how long appended audit events may stay committed
+// but not yet on stable storage (decision 0029). An event batch commits
+// before AppendEvents returns, so it survives the process being killed;
+// it is fsynced (synchronous=FULL) only when the last durable append is
+// at least DurableEvery old, and otherwise committed with
+// synchronous=NORMAL, which a later durable commit or a checkpoint syncs
+// in order. A power loss can therefore drop the audit events of at most
+// the last DurableEvery of traffic (more only if no event followed them
+// before the WAL was checkpointed); the ledger and the evidence journal,
+// which hold the facts of every call, are not relaxed by this.
+const DurableEvery = time.Second
+
 // Store is the SQLite audit store.
 type Store struct {
 	db    *sqlitedb.DB
 	stmts struct {
 		ensure, insert, counters, trim *sql.Stmt
 	}
+	// lastDurable is the Unix nanosecond time of the last durable event
+	// append (0: none yet).
+	lastDurable atomic.Int64
 }
 
 const (
@@ -254,7 +271,12 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 		d.first, d.last = min(d.first, ev.EndedAt), max(d.last, ev.EndedAt)
 	}
 	at := now.Unix()
-	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	commit := s.db.Writer.DoLazy
+	durable := now.UnixNano()-s.lastDurable.Load() >= int64(DurableEvery)
+	if durable {
+		commit = s.db.Writer.Do
+	}
+	err := commit(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		ensure, insert := tx.StmtContext(ctx, s.stmts.ensure), tx.StmtContext(ctx, s.stmts.insert)
 		for _, id := range order {
 			if _, err := ensure.ExecContext(ctx, id, at, at); err != nil {
@@ -285,6 +307,9 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 		}
 		return nil
 	})
+	if err == nil && durable {
+		s.lastDurable.Store(now.UnixNano())
+	}
 	return wrapWrite(err)
 }
 

@@ -464,3 +464,36 @@ func BenchmarkRecord(b *testing.B) {
 		b.ReportMetric(float64(jobs)/float64(commits), "jobs/commit")
 	}
 }
+
+// TestEventsDurableEverySecond: the first append is fsynced; appends
+// within DurableEvery of the last durable one are committed lazily
+// (readable at once, no fsync); the first append DurableEvery or more
+// after it is fsynced again.
+func TestEventsDurableEverySecond(t *testing.T) {
+	svc, st, c, _ := newService(t)
+	id, _, _ := svc.Affinity(ctx, "durable")
+	w := st.DB().Writer
+	appendAt := func(i int, wantLazy int64) {
+		t.Helper()
+		ev := audit.Event{EventView: audit.EventView{EventID: fmt.Sprintf("d%02d", i), Status: audit.EventSuccess}}
+		if err := svc.Record(ctx, id, ev, audit.Attribution{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.LazyCommits(); got != wantLazy {
+			t.Fatalf("after append %d: %d lazy commits, want %d", i, got, wantLazy)
+		}
+		var n int
+		st.DB().Read.QueryRow(`SELECT COUNT(*) FROM action_events WHERE event_id = ?`, ev.EventID).Scan(&n)
+		if n != 1 {
+			t.Fatalf("append %d not readable after it returned", i)
+		}
+	}
+	base := w.LazyCommits()
+	appendAt(0, base) // first: durable
+	c.add(auditdb.DurableEvery - time.Millisecond)
+	appendAt(1, base+1) // within the bound: lazy
+	appendAt(2, base+2)
+	c.add(time.Millisecond)
+	appendAt(3, base+2) // DurableEvery after the durable one: durable
+	appendAt(4, base+3)
+}
