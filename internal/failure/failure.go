@@ -56,6 +56,13 @@ const (
 	JobProjectMismatch       Kind = "job_project_mismatch"
 	QueueFull                Kind = "queue_full"
 	TooManyRequests          Kind = "too_many_requests"
+	// Message board (Workflow Session-local messages and assignments).
+	IdempotencyConflict            Kind = "idempotency_conflict"
+	AlreadyCompleted               Kind = "already_completed"
+	InvalidAssignmentFence         Kind = "invalid_assignment_fence"
+	SessionMessageNotTodo          Kind = "session_message_not_todo"
+	UnknownMessageID               Kind = "unknown_message_id"
+	CompletionPersistenceUncertain Kind = "completion_persistence_uncertain"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -71,6 +78,8 @@ var Kinds = []Kind{
 	ValidationFailed, EvidenceGap,
 	JobNotFound, JobAuthorityDenied, JobProjectMismatch,
 	QueueFull, TooManyRequests,
+	IdempotencyConflict, AlreadyCompleted, InvalidAssignmentFence,
+	SessionMessageNotTodo, UnknownMessageID, CompletionPersistenceUncertain,
 }
 
 // Error is a failure with a stable kind, a human message and optional
