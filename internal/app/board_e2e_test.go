@@ -236,3 +236,89 @@ func TestBoardSessionGuards(t *testing.T) {
 		t.Fatal("a refused post changed the board")
 	}
 }
+
+// TestBoardObserve: an observation loop over MCP and REST that survives a
+// restart with the same token, a wait that returns another client's post,
+// a timeout that is a normal result, and a token edited by one character
+// that fails closed.
+func TestBoardObserve(t *testing.T) {
+	dataDir := t.TempDir()
+	projectDir := rawProjectDir(t)
+	s := startApp(t, dataDir, "board="+projectDir)
+	a := connectMCP(t, s, "", nil)
+	b := connectMCP(t, s, rawLegacyVersion, nil)
+	c := boardSession(t, a, "")
+	var tok string
+	decodeInto(t, mcpOK(t, a, "observe_session_messages", map[string]any{"session_id": c}).Output["observation_token"], &tok)
+
+	// a waits; b posts. Either the post lands before a's first check or
+	// it wakes a's wait: both return it as a change.
+	type obs struct {
+		r   mcpResult
+		raw []byte
+	}
+	got := make(chan obs, 1)
+	go func() {
+		r, err := a.CallTool(t.Context(), &mcp.CallToolParams{Name: "observe_session_messages",
+			Arguments: map[string]any{"session_id": c, "after_observation_token": tok, "wait_seconds": 60}})
+		if err != nil {
+			t.Error(err)
+			got <- obs{}
+			return
+		}
+		raw, _ := json.Marshal(r.StructuredContent)
+		var res mcpResult
+		json.Unmarshal(raw, &res)
+		got <- obs{res, raw}
+	}()
+	var posted boardMsg
+	decodeInto(t, mcpOK(t, b, "post_session_message", map[string]any{"session_id": c, "kind": "risk", "message": "flaky test"}).Output["message"], &posted)
+	o := <-got
+	var msgs []boardMsg
+	var outcome string
+	if !o.r.Success {
+		t.Fatalf("observe with wait: %s", o.raw)
+	}
+	decodeInto(t, o.r.Output["messages"], &msgs)
+	decodeInto(t, o.r.Output["wait_outcome"], &outcome)
+	if len(msgs) != 1 || msgs[0].ID != posted.ID || (outcome != "updated" && outcome != "not_waited") {
+		t.Fatalf("observe with wait: %s", o.raw)
+	}
+	decodeInto(t, o.r.Output["observation_token"], &tok)
+	a.Close()
+	b.Close()
+	s.stop(t)
+
+	s = startApp(t, dataDir, "board="+projectDir)
+	defer s.stop(t)
+	r := must(t, s.call(t, "observe_session_messages", map[string]any{"session_id": c, "after_observation_token": tok}, ""), "observe after restart")
+	if string(r.Output["changed"]) != "false" || str(t, r.Output["observation_token"]) != tok {
+		t.Fatalf("observe after restart: %+v", r.Output)
+	}
+	must(t, s.call(t, "post_session_message", map[string]any{"session_id": c, "kind": "progress", "message": "half done"}, ""), "post")
+	r = must(t, s.call(t, "observe_session_messages", map[string]any{"session_id": c, "after_observation_token": tok}, ""), "observe")
+	decodeInto(t, r.Output["messages"], &msgs)
+	if len(msgs) != 1 || msgs[0].Kind != "progress" {
+		t.Fatalf("observe after restart and a post: %+v", r.Output)
+	}
+	tok = str(t, r.Output["observation_token"])
+	r = must(t, s.call(t, "observe_session_messages", map[string]any{"session_id": c, "after_observation_token": tok, "wait_seconds": 1}, ""), "timeout")
+	if str(t, r.Output["wait_outcome"]) != "timeout" || string(r.Output["changed"]) != "false" {
+		t.Fatalf("a timed-out wait: %+v", r.Output)
+	}
+	edited := []byte(tok)
+	edited[len(edited)/2] ^= 1
+	for _, bad := range []map[string]any{
+		{"session_id": c, "after_observation_token": string(edited)},
+		{"session_id": c, "after_observation_token": strings.Repeat("x", 193)},
+	} {
+		r = s.call(t, "observe_session_messages", bad, "")
+		if r.Success || r.Error.Kind != "invalid_observation_token" {
+			t.Fatalf("bad token: %+v", r)
+		}
+	}
+	r = s.call(t, "observe_session_messages", map[string]any{"session_id": c, "wait_seconds": 5}, "")
+	if r.Success || r.Error.Kind != "invalid_arguments" {
+		t.Fatalf("a wait without a token: %+v", r)
+	}
+}

@@ -222,6 +222,8 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("complete_session_message", map[string]any{"session_id": sess, "message_id": todo, "answer": "fixed", "completion_key": "k1",
 		"expected_assignment_fence": fence}, true)
 	act("resolve_session_message", map[string]any{"session_id": sess, "message_id": todo}, true)
+	obs := field(act("observe_session_messages", map[string]any{"session_id": sess}, true), "observation_token")
+	act("observe_session_messages", map[string]any{"session_id": sess, "after_observation_token": obs + "x"}, false)
 
 	// Closeout.
 	act("session_handoff_summary", map[string]any{"session_id": sess}, true)

@@ -25,12 +25,13 @@ var toolBudget = map[string]int{
 	// The message board.
 	"post_session_message": 1800, "list_session_messages": 1400, "resolve_session_message": 1300,
 	"session_discussion_summary": 1300, "get_session_assignment": 1400, "complete_session_message": 1900,
+	"observe_session_messages": 1800,
 }
 
 // maxToolsListBytes bounds the whole tools/list result (the JSON-RPC result
 // member as sent) in each era. The goal of issue 13 is 40,960 bytes; the
 // measured state and what remains are in decision 0023.
-// The six message-board tools (issue 14) added ~8.4 KB: the total stays
+// The seven message-board tools (issue 14) added ~10 KB: the total stays
 // above 60 KB until the profiles of issue 13 land.
 const maxToolsListBytes = 70 << 10
 

@@ -106,6 +106,7 @@ var classes = map[Kind]Class{
 	SessionMessageNotTodo:          {ClassInvalidArguments, RecoverFixInput, statusConflict},
 	UnknownMessageID:               {ClassNotStarted, RecoverFixInput, statusNotFound},
 	CompletionPersistenceUncertain: {ClassOutcomeUnknown, RecoverRetrySame, statusInternal},
+	InvalidObservationToken:        {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

@@ -63,6 +63,7 @@ const (
 	SessionMessageNotTodo          Kind = "session_message_not_todo"
 	UnknownMessageID               Kind = "unknown_message_id"
 	CompletionPersistenceUncertain Kind = "completion_persistence_uncertain"
+	InvalidObservationToken        Kind = "invalid_observation_token"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -80,6 +81,7 @@ var Kinds = []Kind{
 	QueueFull, TooManyRequests,
 	IdempotencyConflict, AlreadyCompleted, InvalidAssignmentFence,
 	SessionMessageNotTodo, UnknownMessageID, CompletionPersistenceUncertain,
+	InvalidObservationToken,
 }
 
 // Error is a failure with a stable kind, a human message and optional

@@ -273,6 +273,8 @@ func (b *Board) Complete(ctx context.Context, p CompleteParams) (Completion, err
 		return Completion{}, failure.Wrap(failure.CompletionPersistenceUncertain, err,
 			"the completion's commit could not be confirmed; retry the same call with the same completion_key").
 			WithDetail("retry_same_completion", true)
+	case err == nil && !out.Replayed:
+		b.notify.Notify(p.SessionID)
 	}
 	return out, err
 }

@@ -23,6 +23,9 @@ type BoardReader interface {
 	// List returns the newest f.Limit messages matching f, newest first,
 	// and whether more match.
 	List(f MessageFilter) ([]Message, bool, error)
+	// Changed returns at most limit retained messages whose observation
+	// revision is above after, in revision order.
+	Changed(after int64, limit int) ([]Message, error)
 	// Counts returns the number of retained messages by kind and status.
 	Counts() (map[MessageKind]map[MessageStatus]int, error)
 }
@@ -56,16 +59,24 @@ type BoardStore interface {
 // Board is the Session-local message board API used by the tools. Every
 // mutation is durable before it returns.
 type Board struct {
-	store BoardStore
-	now   func() time.Time
+	store  BoardStore
+	now    func() time.Time
+	notify Notifier
 }
 
-// NewBoard returns a Board over store. now may be nil (time.Now).
+// NewBoard returns a Board over store that wakes observers in this
+// process ([LocalNotifier]). now may be nil (time.Now).
 func NewBoard(store BoardStore, now func() time.Time) *Board {
 	if now == nil {
 		now = time.Now
 	}
-	return &Board{store: store, now: now}
+	return &Board{store: store, now: now, notify: NewLocalNotifier()}
+}
+
+// WithNotifier returns b waking observers through n instead.
+func (b *Board) WithNotifier(n Notifier) *Board {
+	b.notify = n
+	return b
 }
 
 // PostParams describe a new message.
@@ -171,6 +182,9 @@ func (b *Board) Post(ctx context.Context, p PostParams) (Message, bool, error) {
 		out = m
 		return w.SetState(st)
 	})
+	if err == nil && !replayed {
+		b.notify.Notify(p.SessionID)
+	}
 	return out, replayed, err
 }
 
@@ -369,6 +383,9 @@ func (b *Board) Resolve(ctx context.Context, p ResolveParams) (Message, bool, er
 		out, changed = m, true
 		return w.SetState(st)
 	})
+	if err == nil && changed {
+		b.notify.Notify(p.SessionID)
+	}
 	return out, changed, err
 }
 

@@ -156,6 +156,10 @@ type BoardState struct {
 	SessionID string
 	// Lifecycle is the session's lifecycle at the snapshot.
 	Lifecycle Lifecycle
+	// Generation identifies this incarnation of the board: a board
+	// restored under the same session id gets another, so that earlier
+	// observation tokens fail closed.
+	Generation int64
 	// Posted counts the messages ever posted (the last Seq).
 	Posted int64
 	// Retained is the number of messages the board holds.

@@ -1,7 +1,7 @@
 // Package board registers the Session-local message board tools:
 // post_session_message, list_session_messages, resolve_session_message,
-// session_discussion_summary, get_session_assignment and
-// complete_session_message.
+// session_discussion_summary, get_session_assignment,
+// complete_session_message and observe_session_messages.
 //
 // Every tool takes the exact business session_id, which the kernel
 // authorizes like any session. A message's author_session_id is the call's
@@ -11,7 +11,9 @@ package board
 
 import (
 	"context"
+	"time"
 
+	"github.com/webcodex/webcodex/internal/admission"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -69,6 +71,14 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Category: "board", Scopes: scopes, Mutates: true, Session: kernel.SessionRequired,
 		Annotations: kernel.Annotations{Idempotent: true},
 		Handler:     t.complete,
+	})
+	kernel.Register(reg, kernel.Spec[ObserveInput, workflow.Observation]{
+		Name: "observe_session_messages",
+		Description: "Changes to a session's messages since your observation_token (current state, not an event log). Without a token: a baseline token, no history. " +
+			"wait_seconds (1-60, with a token) waits once for a change; a timeout is a normal unchanged result. history_lost: retention removed changes after your cursor.",
+		Category: "board", Scopes: scopes, Session: kernel.SessionRequired,
+		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
+		Handler:     t.observe,
 	})
 }
 
@@ -231,4 +241,29 @@ func (t *Tools) complete(ctx context.Context, inv *kernel.Invocation, in Complet
 	inv.Fact("message_id", c.Todo.ID)
 	inv.Fact("answer_message_id", c.Answer.ID)
 	return c, nil
+}
+
+// ObserveInput is the input of observe_session_messages.
+type ObserveInput struct {
+	kernel.RequiredSessionRef
+	kernel.OptionalProjectRef
+	AfterToken  string `json:"after_observation_token,omitempty" jsonschema:"observation_token of your previous call"`
+	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"1-60, only with a token"`
+	Limit       int    `json:"limit,omitempty" jsonschema:"default 50, max 100"`
+}
+
+func (t *Tools) observe(ctx context.Context, inv *kernel.Invocation, in ObserveInput) (workflow.Observation, error) {
+	b, err := t.board()
+	if err != nil {
+		return workflow.Observation{}, err
+	}
+	if in.WaitSeconds < 0 || in.WaitSeconds > int(workflow.MaxObserveWait/time.Second) {
+		return workflow.Observation{}, failure.New(failure.InvalidArguments, "wait_seconds must be 1-60 and needs after_observation_token")
+	}
+	return b.Observe(ctx, workflow.ObserveParams{
+		SessionID: in.SessionID, Token: in.AfterToken, Wait: time.Duration(in.WaitSeconds) * time.Second, Limit: in.Limit,
+		// The wait holds no request slot: it takes one of the caller's
+		// bounded waiter slots instead, or is refused (too_many_requests).
+		BeforeWait: func() error { return admission.BeginWait(ctx) },
+	})
 }

@@ -69,10 +69,10 @@ type boardTx struct {
 func (b *boardTx) State() (workflow.BoardState, error) {
 	st := workflow.BoardState{SessionID: b.id}
 	var lifecycle string
-	var posted, retained, removed, rev, low sql.NullInt64
-	err := b.tx.QueryRowContext(b.ctx, `SELECT s.lifecycle, m.posted, m.retained, m.removed, m.observation_revision, m.observation_low_watermark
+	var gen, posted, retained, removed, rev, low sql.NullInt64
+	err := b.tx.QueryRowContext(b.ctx, `SELECT s.lifecycle, m.generation, m.posted, m.retained, m.removed, m.observation_revision, m.observation_low_watermark
 		FROM sessions s LEFT JOIN message_boards m ON m.session_id = s.session_id WHERE s.session_id = ?`, b.id).
-		Scan(&lifecycle, &posted, &retained, &removed, &rev, &low)
+		Scan(&lifecycle, &gen, &posted, &retained, &removed, &rev, &low)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, failure.New(failure.UnknownSessionID, "no Workflow Session %s exists", b.id)
 	}
@@ -80,17 +80,17 @@ func (b *boardTx) State() (workflow.BoardState, error) {
 		return st, err
 	}
 	st.Lifecycle = workflow.Lifecycle(lifecycle)
-	st.Posted, st.Retained, st.Removed = posted.Int64, retained.Int64, removed.Int64
+	st.Generation, st.Posted, st.Retained, st.Removed = gen.Int64, posted.Int64, retained.Int64, removed.Int64
 	st.ObservationRevision, st.ObservationLowWatermark = rev.Int64, low.Int64
 	return st, nil
 }
 
 func (b *boardTx) SetState(st workflow.BoardState) error {
-	_, err := b.tx.ExecContext(b.ctx, `INSERT INTO message_boards (session_id, posted, retained, removed, observation_revision, observation_low_watermark)
-		VALUES (?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET posted = excluded.posted, retained = excluded.retained,
+	_, err := b.tx.ExecContext(b.ctx, `INSERT INTO message_boards (session_id, generation, posted, retained, removed, observation_revision, observation_low_watermark)
+		VALUES (?,?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET generation = excluded.generation, posted = excluded.posted, retained = excluded.retained,
 		removed = excluded.removed, observation_revision = excluded.observation_revision,
 		observation_low_watermark = excluded.observation_low_watermark`,
-		b.id, st.Posted, st.Retained, st.Removed, st.ObservationRevision, st.ObservationLowWatermark)
+		b.id, st.Generation, st.Posted, st.Retained, st.Removed, st.ObservationRevision, st.ObservationLowWatermark)
 	return err
 }
 
@@ -132,6 +132,10 @@ func (b *boardTx) List(f workflow.MessageFilter) ([]workflow.Message, bool, erro
 		return ms[:f.Limit], true, nil
 	}
 	return ms, false, nil
+}
+
+func (b *boardTx) Changed(after int64, limit int) ([]workflow.Message, error) {
+	return b.query(selectMessage+` AND observation_revision > ? ORDER BY observation_revision LIMIT ?`, b.id, after, limit)
 }
 
 func (b *boardTx) Counts() (map[workflow.MessageKind]map[workflow.MessageStatus]int, error) {

@@ -2,9 +2,12 @@
 -- counters; it is created with the session's first message.
 -- observation_revision is the monotonic message-observation revision and
 -- observation_low_watermark the highest revision of any message retention
--- removed (observation cursors below it have lost history).
+-- removed (observation cursors below it have lost history). generation
+-- changes when a board is restored under the same session id, so that
+-- observation tokens of the earlier board fail closed.
 CREATE TABLE message_boards (
     session_id                TEXT PRIMARY KEY,
+    generation                INTEGER NOT NULL DEFAULT 0,
     posted                    INTEGER NOT NULL,
     retained                  INTEGER NOT NULL,
     removed                   INTEGER NOT NULL,
