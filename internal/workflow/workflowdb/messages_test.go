@@ -594,3 +594,58 @@ func TestCompletionPersistenceUncertain(t *testing.T) {
 		t.Fatalf("second retry: %+v %v", again, err)
 	}
 }
+
+func TestResolveAndAssignmentRejects(t *testing.T) {
+	ctx := context.Background()
+	e := newBoardEnv(t)
+	other := start(t, e.svc)
+	note := e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "a note"})
+	foreign := e.post(t, workflow.PostParams{SessionID: other.ID, Kind: workflow.MessageTodo, Body: "theirs"})
+	before, beforeOther := e.snap(t, e.sess.ID), e.snap(t, other.ID)
+	for _, c := range []struct {
+		name string
+		p    workflow.ResolveParams
+		kind failure.Kind
+	}{
+		{"malformed id", workflow.ResolveParams{MessageID: "wc_msg_1"}, failure.InvalidArguments},
+		{"unknown id", workflow.ResolveParams{MessageID: workflow.NewMessageID()}, failure.UnknownMessageID},
+		{"another session's message", workflow.ResolveParams{MessageID: foreign.ID}, failure.UnknownMessageID},
+		{"resolution 2001", workflow.ResolveParams{MessageID: note.ID, Resolution: strings.Repeat("r", workflow.ResolutionMaxChars+1)}, failure.InvalidArguments},
+	} {
+		c.p.SessionID = e.sess.ID
+		_, _, err := e.board.Resolve(ctx, c.p)
+		if failure.KindOf(err) != c.kind {
+			t.Errorf("resolve, %s: got %v, want %s", c.name, err, c.kind)
+		}
+	}
+	for _, c := range []struct {
+		name, id string
+		kind     failure.Kind
+	}{
+		{"malformed id", "todo", failure.InvalidArguments},
+		{"unknown id", workflow.NewMessageID(), failure.UnknownMessageID},
+		{"another session's todo", foreign.ID, failure.UnknownMessageID},
+		{"not a todo", note.ID, failure.SessionMessageNotTodo},
+	} {
+		_, err := e.board.Assignment(ctx, e.sess.ID, c.id)
+		if failure.KindOf(err) != c.kind {
+			t.Errorf("assignment, %s: got %v, want %s", c.name, err, c.kind)
+		}
+	}
+	_, err := e.board.Complete(ctx, workflow.CompleteParams{SessionID: e.sess.ID, MessageID: note.ID, Answer: "a", Fence: "wsa2_AAAAAAAAAAAAAAAAAAAAAA"})
+	wantKind(t, err, failure.InvalidArguments) // no completion_key
+	if e.snap(t, e.sess.ID) != before || e.snap(t, other.ID) != beforeOther {
+		t.Fatal("a refused resolve or assignment changed a board")
+	}
+	r, changed, err := e.board.Resolve(ctx, workflow.ResolveParams{SessionID: e.sess.ID, MessageID: note.ID, Resolution: strings.Repeat("r", workflow.ResolutionMaxChars)})
+	if err != nil || !changed || r.Status != workflow.MessageResolved {
+		t.Fatalf("resolve at the bound: %v", err)
+	}
+	e.svc.Close(ctx, other.ID)
+	beforeOther = e.snap(t, other.ID)
+	_, _, err = e.board.Resolve(ctx, workflow.ResolveParams{SessionID: other.ID, MessageID: foreign.ID})
+	wantKind(t, err, failure.SessionClosed)
+	if e.snap(t, other.ID) != beforeOther {
+		t.Fatal("a resolve in a closed session changed its board")
+	}
+}
