@@ -2,7 +2,9 @@ package workflow
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -39,13 +41,33 @@ type BoardWriter interface {
 	// Insert adds m; Save replaces the stored fields of m (by id).
 	Insert(m Message) error
 	Save(m Message) error
-	// Retained returns every retained message without its body.
-	Retained() ([]Message, error)
+	// Oldest returns, oldest first, at most limit retained messages of
+	// class that are not in exclude, with only ID, Seq, ReplyTo and
+	// ObservationRevision set.
+	Oldest(class RetentionClass, exclude []string, limit int) ([]Message, error)
 	// Remove deletes the messages with these ids.
 	Remove(ids []string) error
 	// SetState stores the board's counters.
 	SetState(st BoardState) error
 }
+
+// RetentionClass is a class of messages retention may remove, in the order
+// it removes them (see [Board.Post]). The classes are disjoint, and none
+// holds an open todo.
+type RetentionClass int
+
+// Retention classes.
+const (
+	// RetainResolved: resolved messages that are not replies to an open
+	// todo.
+	RetainResolved RetentionClass = iota
+	// RetainLoose: open messages that are neither todos nor replies to an
+	// open todo.
+	RetainLoose
+	// RetainTodoReplies: replies to an open todo (removing one leaves
+	// that todo not completable).
+	RetainTodoReplies
+)
 
 // BoardStore persists Session-local message boards beside the ledger.
 type BoardStore interface {
@@ -62,6 +84,9 @@ type Board struct {
 	store  BoardStore
 	now    func() time.Time
 	notify Notifier
+
+	mu      sync.Mutex
+	flights map[flightKey]*flight // see sharedChanges
 }
 
 // NewBoard returns a Board over store that wakes observers in this
@@ -231,79 +256,44 @@ func (b *Board) retain(w BoardWriter, st *BoardState, keep []string) error {
 	if excess <= 0 {
 		return nil
 	}
-	all, err := w.Retained()
-	if err != nil {
-		return err
-	}
-	byID := make(map[string]*Message, len(all))
-	for i := range all {
-		byID[all[i].ID] = &all[i]
-	}
-	openTodo := func(id string) bool {
-		p, ok := byID[id]
-		return ok && p.Kind == MessageTodo && p.Status == MessageOpen
-	}
-	tier := func(m *Message) int {
-		switch {
-		case slices.Contains(keep, m.ID), m.Kind == MessageTodo && m.Status == MessageOpen:
-			return -1 // never removed
-		case m.ReplyTo != "" && openTodo(m.ReplyTo):
-			return 2
-		case m.Status == MessageResolved:
-			return 0
-		}
-		return 1
-	}
-	order := make([]*Message, len(all))
-	for i := range all {
-		order[i] = &all[i]
-	}
-	slices.SortStableFunc(order, func(x, y *Message) int {
-		if tx, ty := tier(x), tier(y); tx != ty {
-			return tx - ty
-		}
-		return int(x.Seq - y.Seq)
-	})
 	var victims []string
-	for _, m := range order {
-		if int64(len(victims)) == excess {
+	lost := map[string]int64{} // parent → its replies removed now
+	for _, class := range []RetentionClass{RetainResolved, RetainLoose, RetainTodoReplies} {
+		need := int(excess) - len(victims)
+		if need == 0 {
 			break
 		}
-		if tier(m) < 0 {
-			continue
+		ms, err := w.Oldest(class, keep, need)
+		if err != nil {
+			return err
 		}
-		victims = append(victims, m.ID)
-		st.ObservationLowWatermark = max(st.ObservationLowWatermark, m.ObservationRevision)
-		if p, ok := byID[m.ReplyTo]; ok && m.ReplyTo != "" {
-			p.RepliesRemoved++
-			if p.Kind == MessageTodo {
-				p.AssignmentRevision++
+		for _, m := range ms {
+			victims = append(victims, m.ID)
+			st.ObservationLowWatermark = max(st.ObservationLowWatermark, m.ObservationRevision)
+			if m.ReplyTo != "" {
+				lost[m.ReplyTo]++
 			}
 		}
 	}
 	if int64(len(victims)) < excess {
 		return failure.New(failure.Conflict, "the session's board is full of open todos (and this post's own messages), which retention never removes; resolve or complete some first")
 	}
-	removed := map[string]bool{}
 	for _, id := range victims {
-		removed[id] = true
+		delete(lost, id) // a parent removed too keeps no counters
 	}
-	// Save the reply counters of surviving parents (bodies are not
-	// loaded: re-read each before saving).
-	for _, id := range victims {
-		parentID := byID[id].ReplyTo
-		if parentID == "" || removed[parentID] {
-			continue
-		}
-		if _, ok := byID[parentID]; !ok {
-			continue
-		}
+	// A removed reply is an assignment-local change of its todo.
+	for _, parentID := range slices.Sorted(maps.Keys(lost)) {
 		full, ok, err := w.Message(parentID)
-		if err != nil || !ok {
-			return errOr(err, "retention: parent vanished")
+		if err != nil {
+			return err
 		}
-		full.RepliesRemoved = byID[parentID].RepliesRemoved
-		full.AssignmentRevision = byID[parentID].AssignmentRevision
+		if !ok {
+			continue // the parent was removed earlier
+		}
+		full.RepliesRemoved += lost[parentID]
+		if full.Kind == MessageTodo {
+			full.AssignmentRevision += lost[parentID]
+		}
 		if err := w.Save(full); err != nil {
 			return err
 		}
@@ -314,13 +304,6 @@ func (b *Board) retain(w BoardWriter, st *BoardState, keep []string) error {
 	st.Retained -= int64(len(victims))
 	st.Removed += int64(len(victims))
 	return nil
-}
-
-func errOr(err error, msg string) error {
-	if err != nil {
-		return err
-	}
-	return failure.New(failure.Internal, "%s", msg)
 }
 
 // ResolveParams describe a resolution.

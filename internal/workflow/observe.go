@@ -214,9 +214,10 @@ func (b *Board) Observe(ctx context.Context, p ObserveParams) (Observation, erro
 	for {
 		select {
 		case <-wake:
+			woke := wake
 			cancel()
 			wake, cancel = b.notify.Subscribe(p.SessionID)
-			if o, err = b.changes(ctx, p); err != nil || o.Changed {
+			if o, err = b.sharedChanges(ctx, p, woke); err != nil || o.Changed {
 				o.WaitOutcome = WaitUpdated
 				return o, err
 			}
@@ -264,5 +265,62 @@ func (b *Board) changes(ctx context.Context, p ObserveParams) (Observation, erro
 		o.Token = makeToken(p.SessionID, st.Generation, next)
 		return nil
 	})
+	return o, err
+}
+
+// A flight is one read of a board's changes shared by the observers that
+// one wake signal woke with the same cursor.
+type flight struct {
+	done  chan struct{}
+	ended time.Time // zero while the read runs
+	o     Observation
+	err   error
+}
+
+type flightKey struct {
+	wake    <-chan struct{}
+	session string
+	token   string
+	limit   int
+}
+
+// flightKeep is how long a finished flight still answers the observers
+// its wake signal woke late (scheduled after the read ended).
+const flightKeep = time.Second
+
+// sharedChanges is changes, read once for every observer woken by the
+// same signal (wake) with the same token and limit: the read starts after
+// that signal, so it sees the change the signal announced, whichever of
+// those observers asks (the result is immutable and shared).
+func (b *Board) sharedChanges(ctx context.Context, p ObserveParams, wake <-chan struct{}) (Observation, error) {
+	key := flightKey{wake, p.SessionID, p.Token, p.Limit}
+	b.mu.Lock()
+	if f := b.flights[key]; f != nil {
+		b.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.o, f.err
+		case <-ctx.Done():
+			return Observation{}, ctx.Err()
+		}
+	}
+	now := time.Now()
+	for k, f := range b.flights {
+		if !f.ended.IsZero() && now.Sub(f.ended) > flightKeep {
+			delete(b.flights, k)
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	if b.flights == nil {
+		b.flights = map[flightKey]*flight{}
+	}
+	b.flights[key] = f
+	b.mu.Unlock()
+	// Not cancelled with this caller: others wait on the same read.
+	o, err := b.changes(context.WithoutCancel(ctx), p)
+	b.mu.Lock()
+	f.o, f.err, f.ended = o, err, time.Now()
+	b.mu.Unlock()
+	close(f.done)
 	return o, err
 }

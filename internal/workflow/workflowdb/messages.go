@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/sqlitedb"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -29,10 +31,7 @@ const messageColumns = `message_id, seq, created_at, kind, status, priority, %s,
 // messageColumnCount is the number of messageColumns.
 var messageColumnCount = strings.Count(messageColumns, ",") + 1
 
-var (
-	selectMessage     = `SELECT ` + fmt.Sprintf(messageColumns, "body") + ` FROM messages WHERE session_id = ?`
-	selectMessageMeta = `SELECT ` + fmt.Sprintf(messageColumns, "''") + ` FROM messages WHERE session_id = ?`
-)
+var selectMessage = `SELECT ` + fmt.Sprintf(messageColumns, "body") + ` FROM messages WHERE session_id = ?`
 
 // ViewBoard implements workflow.BoardStore: fn reads one committed
 // snapshot (a read-only transaction on the read pool).
@@ -54,25 +53,117 @@ func (s *Store) UpdateBoard(ctx context.Context, id string, fn func(workflow.Boa
 	if err := s.check(ctx, id); err != nil {
 		return storeErr(err)
 	}
+	prepared := s.board.get(ctx, s.db.Writer)
 	return storeErr(s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return fn(&boardTx{ctx: ctx, tx: tx, id: id})
+		return fn(&boardTx{ctx: ctx, tx: tx, id: id, prepared: prepared})
 	}))
+}
+
+// boardStatements are the board's writer statements, prepared once on the
+// writer's connection (outside Do) at the first UpdateBoard. A query
+// without one (or when preparing failed) is parsed per call: slower, not
+// different.
+type boardStatements struct {
+	once     sync.Once
+	prepared map[string]*sql.Stmt
+}
+
+func (bs *boardStatements) get(ctx context.Context, w *sqlitedb.Writer) map[string]*sql.Stmt {
+	bs.once.Do(func() {
+		m := map[string]*sql.Stmt{}
+		qs := []string{qState, qSetState, qMessage, qByDeliveryKey, qReplies, qInsert, qSave, qRemoveOne}
+		for _, q := range qOldest {
+			qs = append(qs, q)
+		}
+		for _, q := range qs {
+			st, err := w.Prepare(context.WithoutCancel(ctx), q)
+			if err != nil {
+				return
+			}
+			m[q] = st
+		}
+		bs.prepared = m
+	})
+	return bs.prepared
 }
 
 // boardTx is one session's board inside one transaction.
 type boardTx struct {
-	ctx context.Context
-	tx  *sql.Tx
-	id  string
+	ctx      context.Context
+	tx       *sql.Tx
+	id       string
+	prepared map[string]*sql.Stmt // nil in a read snapshot
+}
+
+func (b *boardTx) stmt(q string) *sql.Stmt {
+	if st := b.prepared[q]; st != nil {
+		return b.tx.StmtContext(b.ctx, st)
+	}
+	return nil
+}
+
+func (b *boardTx) rows(q string, args ...any) (*sql.Rows, error) {
+	if st := b.stmt(q); st != nil {
+		return st.QueryContext(b.ctx, args...)
+	}
+	return b.tx.QueryContext(b.ctx, q, args...)
+}
+
+func (b *boardTx) row(q string, args ...any) *sql.Row {
+	if st := b.stmt(q); st != nil {
+		return st.QueryRowContext(b.ctx, args...)
+	}
+	return b.tx.QueryRowContext(b.ctx, q, args...)
+}
+
+func (b *boardTx) exec(q string, args ...any) (sql.Result, error) {
+	if st := b.stmt(q); st != nil {
+		return st.ExecContext(b.ctx, args...)
+	}
+	return b.tx.ExecContext(b.ctx, q, args...)
+}
+
+// The board's queries (the prepared ones by their exact text).
+var (
+	qState = `SELECT s.lifecycle, m.generation, m.posted, m.retained, m.removed, m.observation_revision, m.observation_low_watermark
+		FROM sessions s LEFT JOIN message_boards m ON m.session_id = s.session_id WHERE s.session_id = ?`
+	qSetState = `INSERT INTO message_boards (session_id, generation, posted, retained, removed, observation_revision, observation_low_watermark)
+		VALUES (?,?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET generation = excluded.generation, posted = excluded.posted,
+		retained = excluded.retained, removed = excluded.removed, observation_revision = excluded.observation_revision,
+		observation_low_watermark = excluded.observation_low_watermark`
+	qMessage       = selectMessage + ` AND message_id = ? LIMIT 1`
+	qByDeliveryKey = selectMessage + ` AND delivery_key = ? LIMIT 1`
+	qReplies       = selectMessage + ` AND reply_to = ? ORDER BY seq LIMIT ?`
+	qInsert        = `INSERT INTO messages (session_id, ` + fmt.Sprintf(messageColumns, "body") + `) VALUES (?` + strings.Repeat(",?", messageColumnCount) + `)`
+	qSave          = `UPDATE messages SET ` + saveSet() + ` WHERE session_id = ? AND message_id = ?`
+	qRemoveOne     = `DELETE FROM messages WHERE session_id = ? AND message_id = ?`
+	// qOldest excludes up to oldestExclude message ids (padded with '').
+	qOldest = map[workflow.RetentionClass]string{}
+)
+
+const oldestExclude = 2
+
+func init() {
+	for class, cond := range retentionClass {
+		qOldest[class] = `SELECT m.message_id, m.seq, m.reply_to, m.observation_revision FROM messages m WHERE m.session_id = ? AND ` + cond +
+			strings.Repeat(` AND m.message_id != ?`, oldestExclude) + ` ORDER BY m.seq LIMIT ?`
+	}
+}
+
+func saveSet() string {
+	cols := strings.Split(fmt.Sprintf(messageColumns, "body"), ",")
+	set := make([]string, len(cols))
+	for i, c := range cols {
+		set[i] = strings.TrimSpace(c) + ` = ?`
+	}
+	return strings.Join(set, ", ")
 }
 
 func (b *boardTx) State() (workflow.BoardState, error) {
 	st := workflow.BoardState{SessionID: b.id}
 	var lifecycle string
 	var gen, posted, retained, removed, rev, low sql.NullInt64
-	err := b.tx.QueryRowContext(b.ctx, `SELECT s.lifecycle, m.generation, m.posted, m.retained, m.removed, m.observation_revision, m.observation_low_watermark
-		FROM sessions s LEFT JOIN message_boards m ON m.session_id = s.session_id WHERE s.session_id = ?`, b.id).
-		Scan(&lifecycle, &gen, &posted, &retained, &removed, &rev, &low)
+	err := b.row(qState, b.id).Scan(&lifecycle, &gen, &posted, &retained, &removed, &rev, &low)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, failure.New(failure.UnknownSessionID, "no Workflow Session %s exists", b.id)
 	}
@@ -86,16 +177,12 @@ func (b *boardTx) State() (workflow.BoardState, error) {
 }
 
 func (b *boardTx) SetState(st workflow.BoardState) error {
-	_, err := b.tx.ExecContext(b.ctx, `INSERT INTO message_boards (session_id, generation, posted, retained, removed, observation_revision, observation_low_watermark)
-		VALUES (?,?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET generation = excluded.generation, posted = excluded.posted, retained = excluded.retained,
-		removed = excluded.removed, observation_revision = excluded.observation_revision,
-		observation_low_watermark = excluded.observation_low_watermark`,
-		b.id, st.Generation, st.Posted, st.Retained, st.Removed, st.ObservationRevision, st.ObservationLowWatermark)
+	_, err := b.exec(qSetState, b.id, st.Generation, st.Posted, st.Retained, st.Removed, st.ObservationRevision, st.ObservationLowWatermark)
 	return err
 }
 
 func (b *boardTx) one(query string, args ...any) (workflow.Message, bool, error) {
-	ms, err := b.query(query+` LIMIT 1`, args...)
+	ms, err := b.query(query, args...)
 	if err != nil || len(ms) == 0 {
 		return workflow.Message{}, false, err
 	}
@@ -103,15 +190,15 @@ func (b *boardTx) one(query string, args ...any) (workflow.Message, bool, error)
 }
 
 func (b *boardTx) Message(id string) (workflow.Message, bool, error) {
-	return b.one(selectMessage+` AND message_id = ?`, b.id, id)
+	return b.one(qMessage, b.id, id)
 }
 
 func (b *boardTx) ByDeliveryKey(key string) (workflow.Message, bool, error) {
-	return b.one(selectMessage+` AND delivery_key = ?`, b.id, key)
+	return b.one(qByDeliveryKey, b.id, key)
 }
 
 func (b *boardTx) Replies(id string, limit int) ([]workflow.Message, error) {
-	return b.query(selectMessage+` AND reply_to = ? ORDER BY seq LIMIT ?`, b.id, id, limit)
+	return b.query(qReplies, b.id, id, limit)
 }
 
 func (b *boardTx) List(f workflow.MessageFilter) ([]workflow.Message, bool, error) {
@@ -159,24 +246,53 @@ func (b *boardTx) Counts() (map[workflow.MessageKind]map[workflow.MessageStatus]
 	return out, rows.Err()
 }
 
-func (b *boardTx) Retained() ([]workflow.Message, error) {
-	return b.query(selectMessageMeta+` ORDER BY seq`, b.id)
+// openTodoParent holds for a message m that replies to an open todo.
+const openTodoParent = `EXISTS (SELECT 1 FROM messages p WHERE p.session_id = m.session_id
+	AND p.message_id = m.reply_to AND p.kind = 'todo' AND p.status = 'open')`
+
+// retentionClass is the condition of each workflow.RetentionClass.
+var retentionClass = map[workflow.RetentionClass]string{
+	workflow.RetainResolved:    `m.status = 'resolved' AND NOT ` + openTodoParent,
+	workflow.RetainLoose:       `m.status = 'open' AND m.kind != 'todo' AND NOT ` + openTodoParent,
+	workflow.RetainTodoReplies: `m.reply_to != '' AND ` + openTodoParent,
+}
+
+func (b *boardTx) Oldest(class workflow.RetentionClass, exclude []string, limit int) ([]workflow.Message, error) {
+	q, ok := qOldest[class]
+	if !ok || len(exclude) > oldestExclude {
+		return nil, fmt.Errorf("retention class %d excluding %d messages", class, len(exclude))
+	}
+	args := []any{b.id}
+	for i := range oldestExclude {
+		id := ""
+		if i < len(exclude) {
+			id = exclude[i]
+		}
+		args = append(args, id)
+	}
+	rows, err := b.rows(q, append(args, limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []workflow.Message
+	for rows.Next() {
+		m := workflow.Message{SessionID: b.id}
+		if err := rows.Scan(&m.ID, &m.Seq, &m.ReplyTo, &m.ObservationRevision); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
 }
 
 func (b *boardTx) Insert(m workflow.Message) error {
-	_, err := b.tx.ExecContext(b.ctx, `INSERT INTO messages (session_id, `+fmt.Sprintf(messageColumns, "body")+`)
-		VALUES (?`+strings.Repeat(",?", messageColumnCount)+`)`, append([]any{b.id}, messageArgs(m)...)...)
+	_, err := b.exec(qInsert, append([]any{b.id}, messageArgs(m)...)...)
 	return err
 }
 
 func (b *boardTx) Save(m workflow.Message) error {
-	cols := strings.Split(fmt.Sprintf(messageColumns, "body"), ",")
-	set := make([]string, len(cols))
-	for i, c := range cols {
-		set[i] = strings.TrimSpace(c) + ` = ?`
-	}
-	res, err := b.tx.ExecContext(b.ctx, `UPDATE messages SET `+strings.Join(set, ", ")+` WHERE session_id = ? AND message_id = ?`,
-		append(messageArgs(m), b.id, m.ID)...)
+	res, err := b.exec(qSave, append(messageArgs(m), b.id, m.ID)...)
 	if err != nil {
 		return err
 	}
@@ -187,8 +303,12 @@ func (b *boardTx) Save(m workflow.Message) error {
 }
 
 func (b *boardTx) Remove(ids []string) error {
-	if len(ids) == 0 {
+	switch len(ids) {
+	case 0:
 		return nil
+	case 1:
+		_, err := b.exec(qRemoveOne, b.id, ids[0])
+		return err
 	}
 	args := []any{b.id}
 	for _, id := range ids {
@@ -232,7 +352,7 @@ func messageArgs(m workflow.Message) []any {
 }
 
 func (b *boardTx) query(q string, args ...any) ([]workflow.Message, error) {
-	rows, err := b.tx.QueryContext(b.ctx, q, args...)
+	rows, err := b.rows(q, args...)
 	if err != nil {
 		return nil, err
 	}

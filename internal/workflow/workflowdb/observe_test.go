@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -377,5 +378,40 @@ func TestObservationRevisionProperties(t *testing.T) {
 		if step%10 == 0 {
 			cursors = append(cursors, cursor{tok: e.observe(t, workflow.ObserveParams{}).Token, rev: after, state: now})
 		}
+	}
+}
+
+// TestObserveManyWaiters: one post wakes every waiter of the session, each
+// returns that post (the waiters woken by one signal share one read), and
+// a waiter on another session is not woken.
+func TestObserveManyWaiters(t *testing.T) {
+	e := newBoardEnv(t)
+	other := start(t, e.svc)
+	tok := e.observe(t, workflow.ObserveParams{}).Token
+	otherTok := e.observe(t, workflow.ObserveParams{SessionID: other.ID}).Token
+	const n = 20
+	var ready sync.WaitGroup
+	results := make(chan workflow.Observation, n)
+	for range n {
+		ready.Add(1)
+		go func() {
+			o, err := e.board.Observe(context.Background(), workflow.ObserveParams{SessionID: e.sess.ID, Token: tok, Wait: workflow.MaxObserveWait,
+				BeforeWait: func() error { ready.Done(); return nil }})
+			if err != nil {
+				t.Error(err)
+			}
+			results <- o
+		}()
+	}
+	ready.Wait()
+	m := e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "to all"})
+	for range n {
+		o := <-results
+		if o.WaitOutcome != workflow.WaitUpdated || fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{m.ID}) {
+			t.Fatalf("a waiter returned %+v", o)
+		}
+	}
+	if o := e.observe(t, workflow.ObserveParams{SessionID: other.ID, Token: otherTok}); o.Changed {
+		t.Fatalf("the other session changed: %+v", o)
 	}
 }

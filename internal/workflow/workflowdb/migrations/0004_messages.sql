@@ -52,7 +52,9 @@ CREATE TABLE messages (
     projection_count       INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (session_id, message_id)
 ) WITHOUT ROWID;
-CREATE UNIQUE INDEX messages_by_seq ON messages(session_id, seq);
+-- Retention takes the oldest messages of a status first; lists sort at
+-- most 200 rows.
+CREATE INDEX messages_by_status ON messages(session_id, status, seq);
 CREATE INDEX messages_by_reply ON messages(session_id, reply_to, seq);
 CREATE INDEX messages_by_observation ON messages(session_id, observation_revision);
 CREATE UNIQUE INDEX messages_by_delivery_key ON messages(session_id, delivery_key) WHERE delivery_key != '';
