@@ -254,7 +254,7 @@ const openTodoParent = `EXISTS (SELECT 1 FROM messages p WHERE p.session_id = m.
 var retentionClass = map[workflow.RetentionClass]string{
 	workflow.RetainResolved:    `m.status = 'resolved' AND NOT ` + openTodoParent,
 	workflow.RetainLoose:       `m.status = 'open' AND m.kind != 'todo' AND NOT ` + openTodoParent,
-	workflow.RetainTodoReplies: `m.reply_to != '' AND ` + openTodoParent,
+	workflow.RetainTodoReplies: `m.reply_to != '' AND NOT (m.kind = 'todo' AND m.status = 'open') AND ` + openTodoParent,
 }
 
 func (b *boardTx) Oldest(class workflow.RetentionClass, exclude []string, limit int) ([]workflow.Message, error) {

@@ -649,3 +649,30 @@ func TestResolveAndAssignmentRejects(t *testing.T) {
 		t.Fatal("a resolve in a closed session changed its board")
 	}
 }
+
+// TestRetentionKeepsOpenTodoReplyingToTodo: an open todo posted as a reply
+// to an open todo is an open todo: retention never removes it, even when
+// only replies to open todos are left to remove.
+func TestRetentionKeepsOpenTodoReplyingToTodo(t *testing.T) {
+	e := newBoardEnv(t)
+	parent := e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "parent"})
+	child := e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "sub-todo", ReplyTo: parent.ID})
+	note := e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "reply", ReplyTo: parent.ID})
+	for i := 3; i < workflow.MaxRetainedMessages; i++ {
+		e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: fmt.Sprint("t", i)})
+	}
+	e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "over the bound"})
+	retained := func(id string) bool {
+		ms, _, _ := e.board.List(context.Background(), e.sess.ID, workflow.MessageFilter{MessageID: id})
+		return len(ms) == 1
+	}
+	if !retained(child.ID) || retained(note.ID) || !retained(parent.ID) {
+		t.Fatal("retention removed an open todo, or not the reply")
+	}
+	before := e.snap(t, e.sess.ID)
+	_, _, err := e.board.Post(context.Background(), workflow.PostParams{SessionID: e.sess.ID, Kind: workflow.MessageTodo, Body: "one more"})
+	wantKind(t, err, failure.Conflict)
+	if e.snap(t, e.sess.ID) != before || !retained(child.ID) {
+		t.Fatal("a refused post changed the board")
+	}
+}
