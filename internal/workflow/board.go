@@ -418,6 +418,19 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
+// State returns the board's durable counters for session id from one
+// snapshot: its message-observation revision is the handoff snapshot
+// fence's message dimension, as events_observed is its ledger dimension.
+func (b *Board) State(ctx context.Context, id string) (BoardState, error) {
+	var st BoardState
+	err := b.store.ViewBoard(ctx, id, func(r BoardReader) error {
+		var err error
+		st, err = r.State()
+		return err
+	})
+	return st, err
+}
+
 // Excerpt is a message in a discussion summary, its body bounded.
 type Excerpt struct {
 	ID        string        `json:"message_id"`

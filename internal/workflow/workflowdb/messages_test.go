@@ -676,3 +676,42 @@ func TestRetentionKeepsOpenTodoReplyingToTodo(t *testing.T) {
 		t.Fatal("a refused post changed the board")
 	}
 }
+
+// TestDiscussionSummaryBounds: the open lists hold the newest 10 of each
+// kind and the recent lists 5; a body over 240 characters is cut and
+// marked; State reports the counters the summary is built from.
+func TestDiscussionSummaryBounds(t *testing.T) {
+	ctx := context.Background()
+	e := newBoardEnv(t)
+	var questions []string
+	for i := range workflow.SummaryOpenPerKind + 1 {
+		questions = append(questions, e.post(t, workflow.PostParams{Kind: workflow.MessageQuestion, Body: fmt.Sprint("q", i)}).ID)
+	}
+	for i := range workflow.SummaryRecentPerKind + 1 {
+		e.post(t, workflow.PostParams{Kind: workflow.MessageDecision, Body: fmt.Sprint("d", i)})
+	}
+	atBound := e.post(t, workflow.PostParams{Kind: workflow.MessageRisk, Body: strings.Repeat("r", workflow.SummaryExcerptChars)})
+	over := e.post(t, workflow.PostParams{Kind: workflow.MessageRisk, Body: strings.Repeat("é", workflow.SummaryExcerptChars+1)})
+	d, err := e.board.Summary(ctx, e.sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := d.Open[workflow.MessageQuestion]
+	if len(q) != workflow.SummaryOpenPerKind || q[0].ID != questions[len(questions)-1] || d.Counts[workflow.MessageQuestion][workflow.MessageOpen] != workflow.SummaryOpenPerKind+1 {
+		t.Fatalf("open questions: %d, newest %s", len(q), q[0].ID)
+	}
+	if len(d.Recent[workflow.MessageDecision]) != workflow.SummaryRecentPerKind {
+		t.Fatalf("recent decisions: %d", len(d.Recent[workflow.MessageDecision]))
+	}
+	risks := d.Open[workflow.MessageRisk]
+	if len(risks) != 2 || risks[0].ID != over.ID || !risks[0].Truncated || len([]rune(risks[0].Message)) != workflow.SummaryExcerptChars ||
+		risks[1].ID != atBound.ID || risks[1].Truncated {
+		t.Fatalf("risk excerpts: %+v", risks)
+	}
+	st, err := e.board.State(ctx, e.sess.ID)
+	if err != nil || st.Retained != d.Retained || st.Posted != int64(len(questions)+workflow.SummaryRecentPerKind+3) || st.ObservationRevision != st.Posted {
+		t.Fatalf("state %+v (%v)", st, err)
+	}
+	_, err = e.board.State(ctx, workflow.NewSessionID())
+	wantKind(t, err, failure.UnknownSessionID)
+}
