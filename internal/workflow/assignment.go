@@ -22,6 +22,7 @@ const fenceLen = len(FencePrefix) + 22
 // Reasons a todo is not completable from its assignment snapshot.
 const (
 	NotCompletableResolved       = "todo_resolved"
+	NotCompletableSessionClosed  = "session_closed"
 	NotCompletableRepliesRemoved = "replies_removed_by_retention"
 	NotCompletableTooManyReplies = "too_many_replies"
 )
@@ -81,6 +82,10 @@ func parseFence(f string) (bind, state []byte, err error) {
 
 // snapshot builds the assignment of todo id from r.
 func snapshot(r BoardReader, id string) (Assignment, error) {
+	st, err := r.State()
+	if err != nil {
+		return Assignment{}, err
+	}
 	todo, ok, err := r.Message(id)
 	if err != nil {
 		return Assignment{}, err
@@ -103,6 +108,8 @@ func snapshot(r BoardReader, id string) (Assignment, error) {
 	switch {
 	case todo.Status != MessageOpen:
 		a.Reason = NotCompletableResolved
+	case st.Lifecycle != Active:
+		a.Reason = NotCompletableSessionClosed
 	case todo.RepliesRemoved > 0:
 		a.Reason = NotCompletableRepliesRemoved
 	case len(replies) > MaxAssignmentReplies:
@@ -128,9 +135,6 @@ func (b *Board) Assignment(ctx context.Context, id, messageID string) (Assignmen
 	}
 	var a Assignment
 	err := b.store.ViewBoard(ctx, id, func(r BoardReader) error {
-		if _, err := r.State(); err != nil {
-			return err
-		}
 		var err error
 		a, err = snapshot(r, messageID)
 		return err

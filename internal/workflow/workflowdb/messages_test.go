@@ -475,6 +475,9 @@ func TestCompletionRejects(t *testing.T) {
 	third := e.post(t, workflow.PostParams{SessionID: other.ID, Kind: workflow.MessageTodo, Body: "third"})
 	tf, _ := e.board.Assignment(ctx, other.ID, third.ID)
 	e.svc.Close(ctx, other.ID)
+	if a, err := e.board.Assignment(ctx, other.ID, third.ID); err != nil || a.Completable || a.Fence != "" || a.Reason != workflow.NotCompletableSessionClosed {
+		t.Fatalf("assignment in a closed session: %+v %v", a, err)
+	}
 	beforeOther = e.snap(t, other.ID)
 	_, err = e.complete(workflow.CompleteParams{SessionID: other.ID, MessageID: third.ID, Fence: tf.Fence})
 	wantKind(t, err, failure.SessionClosed)
