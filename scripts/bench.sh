@@ -18,6 +18,7 @@ pairs=(
 	"./internal/app|BenchmarkShellCommand|session_shell_exec / run_shell (kernel, recorded)|<= 0.4"
 	"./internal/tools/sessionshell|BenchmarkShellExec|session_shell_exec / run_shell (tool package)|<= 0.4"
 	"./internal/jobs|BenchmarkRunSyncOverhead|job manager / runner alone|"
+	"./internal/workflow/workflowdb|BenchmarkBoardPostVsAppend|message post (board full) / ledger append|<= 1.25"
 )
 
 printf '%-52s %8s %8s  %s\n' "pair" "median" "goal" "runs"
