@@ -422,6 +422,10 @@ func TestCompletionRejects(t *testing.T) {
 	second := e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "second"})
 	fence := e.assign(t, todo.ID).Fence
 	secondFence := e.assign(t, second.ID).Fence
+	obsToken, err := e.board.Observe(ctx, workflow.ObserveParams{SessionID: e.sess.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
 	edited := []byte(fence)
 	if edited[10] == 'A' {
 		edited[10] = 'B'
@@ -441,6 +445,8 @@ func TestCompletionRejects(t *testing.T) {
 		{"another session's fence", workflow.CompleteParams{MessageID: todo.ID, Fence: fa.Fence}, failure.InvalidAssignmentFence},
 		{"another todo's fence", workflow.CompleteParams{MessageID: todo.ID, Fence: secondFence}, failure.InvalidAssignmentFence},
 		{"fence with an edited binding", workflow.CompleteParams{MessageID: todo.ID, Fence: string(edited)}, failure.InvalidAssignmentFence},
+		{"an observation token as fence", workflow.CompleteParams{MessageID: todo.ID, Fence: obsToken.Token}, failure.InvalidAssignmentFence},
+		{"a message id as fence", workflow.CompleteParams{MessageID: todo.ID, Fence: todo.ID}, failure.InvalidAssignmentFence},
 		{"not a todo", workflow.CompleteParams{MessageID: note.ID, Fence: fence}, failure.SessionMessageNotTodo},
 		{"unknown id", workflow.CompleteParams{MessageID: workflow.NewMessageID(), Fence: fence}, failure.UnknownMessageID},
 		{"todo of another session", workflow.CompleteParams{MessageID: foreignTodo.ID, Fence: fa.Fence}, failure.UnknownMessageID},

@@ -169,6 +169,8 @@ func TestObserveTokenRejects(t *testing.T) {
 		"not base64url": tok[:len(tok)-1] + "*",
 		"one char less": tok[:len(tok)-1],
 		"other session": otherTok,
+		"a fence":       e.assign(t, e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "t"}).ID).Fence,
+		"a message id":  workflow.NewMessageID(),
 	}
 	for i := len(workflow.ObservationTokenPrefix); i < len(tok); i++ {
 		b := []byte(tok)
