@@ -226,6 +226,7 @@ func TestBoardSessionGuards(t *testing.T) {
 		{"session_id": ro, "kind": "memo", "message": "x"},
 		{"session_id": ro, "kind": "note", "message": "x", "priority": "urgent"},
 		{"session_id": ro, "kind": "note", "message": strings.Repeat("x", 8001)},
+		{"session_id": ro, "kind": "note", "message": "x", "author_session_id": ro},
 	} {
 		res, raw = callMCP(t, cs, "post_session_message", bad, nil)
 		if res.Success || res.Error.Kind != "invalid_arguments" {
