@@ -18,6 +18,10 @@ pairs=(
 	"./internal/app|BenchmarkShellCommand|session_shell_exec / run_shell (kernel, recorded)|<= 0.4"
 	"./internal/tools/sessionshell|BenchmarkShellExec|session_shell_exec / run_shell (tool package)|<= 0.4"
 	"./internal/jobs|BenchmarkRunSyncOverhead|job manager / runner alone|"
+	"./internal/transport/mcpserver|BenchmarkToolsCallRecordedVsBare|MCP read: recorded WebCodex / bare go-sdk (time)|<= 1.25"
+	"./internal/app|BenchmarkReadEditRecordedVsUnrecorded|read+edit round trip: recorded / unrecorded|<= 1.25"
+	"./internal/app|BenchmarkRecordedMutationOnTmpfs|write_project_file on tmpfs: recorded / unrecorded|"
+	"./internal/kernel|BenchmarkMutatingCallOverhead|no-op mutation on tmpfs: kernel recorded / handler|"
 	"./internal/workflow/workflowdb|BenchmarkBoardPostVsAppend|message post (board full) / ledger append|<= 1.25"
 )
 

@@ -81,6 +81,16 @@ func TestTokenCommands(t *testing.T) {
 	if _, err := run(t, "--data-dir", data, "token", "create", "--name", "x", "--scopes", "project:everything"); err == nil {
 		t.Fatal("unknown scope accepted")
 	}
+	// A token's own tool profile: checked against the tools, stored.
+	if _, err := run(t, "--data-dir", data, "token", "create", "--name", "x", "--tools", "read_files,no_such_tool"); err == nil ||
+		!strings.Contains(err.Error(), `unknown tool "no_such_tool"`) {
+		t.Fatalf("a profile naming no tool: %v", err)
+	}
+	var narrow struct{ Record auth.Token }
+	json.Unmarshal([]byte(mustRun(t, "--data-dir", data, "token", "create", "--name", "n", "--tools", "read_files,git_diff", "--json")), &narrow)
+	if strings.Join(narrow.Record.Tools, ",") != "read_files,git_diff" {
+		t.Fatalf("token tools: %+v", narrow.Record)
+	}
 	table := mustRun(t, "--data-dir", data, "token", "list")
 	if !strings.Contains(table, created.Record.ID) || strings.Contains(table, created.Token) {
 		t.Fatalf("list must show the id and never the token:\n%s", table)

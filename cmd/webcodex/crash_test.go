@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -19,15 +20,22 @@ import (
 )
 
 // TestCrashKeepsAcknowledgedEvents kills a real server with SIGKILL in the
-// middle of a stream of recorded writes and checks, after restart, that
-// every acknowledged call's events are present, that no finished event lacks
-// its started event, and that calls cut off by the crash appear at most as
-// started-without-finished (outcome unknown).
+// middle of a stream of recorded writes and recorded reads and checks,
+// after restart, that every acknowledged write's events and evidence are
+// present, that no finished event lacks its started event, that calls cut
+// off by the crash appear at most as started-without-finished (outcome
+// unknown), and that every acknowledged read (written behind its response)
+// is either recorded, with its evidence, or counted as unrecorded by the
+// first process to open the ledger after the crash (never silently
+// missing).
 func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real server processes")
 	}
 	data, proj := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(proj, "seed.txt"), []byte("read me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	srv := startServe(t, "--data-dir", data, "--project", "demo="+proj)
 	ctx := context.Background()
 	res, err := callTool(ctx, srv.base, "work_on_project", map[string]any{"project": "agent:local:demo", "instruction": "write many files"}, "")
@@ -83,6 +91,36 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 			}
 		}()
 	}
+	// Readers record read_files calls in the same session, behind their
+	// responses; each stops after maxReads so that the session keeps every
+	// event (the seq check below).
+	const readers, maxReads = 2, 300
+	var readsSent, readsAcked atomic.Int64
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range maxReads {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				readsSent.Add(1)
+				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				r, err := callTool(cctx, srv.base, "read_files", map[string]any{"project": "agent:local:demo", "files": []any{map[string]any{"path": "seed.txt"}}}, start.SessionID)
+				cancel()
+				if err != nil {
+					return // the server is gone
+				}
+				if !r.Success {
+					t.Errorf("read: %+v", r.Error)
+					return
+				}
+				readsAcked.Add(1)
+			}
+		}()
+	}
 	// Let the stream run, then kill the server without warning.
 	writersGone := make(chan struct{})
 	go func() { wg.Wait(); close(writersGone) }()
@@ -115,6 +153,7 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 	started := map[string]bool{}
 	finishedPath := map[string]bool{}
 	finishedCall := map[string]bool{}
+	var readsRecorded int64
 	for i, e := range evs {
 		if e.Seq != int64(i+1) {
 			t.Fatalf("event %d has seq %d", i, e.Seq)
@@ -127,6 +166,9 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 				t.Fatalf("finished event %s without its started event", e.CallID)
 			}
 			finishedCall[e.CallID] = true
+			if e.Tool == "read_files" {
+				readsRecorded++
+			}
 			for _, p := range e.ChangedPaths {
 				finishedPath[p] = true
 			}
@@ -157,6 +199,24 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 		}
 	}
 	t.Logf("acknowledged %d writes, %d finished in the ledger, %d outcome unknown", len(acked), len(finishedPath), unknown)
+	// This Open is the first after the crash: it found the reads the dead
+	// server acknowledged and never committed (what /api/status reports as
+	// workflow.unrecorded_reads_at_start).
+	wst, err := st.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reads: %d sent, %d acknowledged, %d recorded, %d counted unrecorded", readsSent.Load(), readsAcked.Load(), readsRecorded, wst.UnrecordedReads)
+	if readsAcked.Load() == 0 {
+		t.Fatalf("no read was acknowledged before the kill")
+	}
+	if readsRecorded+wst.UnrecordedReads < readsAcked.Load() {
+		t.Fatalf("%d acknowledged reads, but only %d recorded and %d counted unrecorded: some are silently missing",
+			readsAcked.Load(), readsRecorded, wst.UnrecordedReads)
+	}
+	if readsRecorded > readsSent.Load() {
+		t.Fatalf("%d reads recorded, more than the %d sent", readsRecorded, readsSent.Load())
+	}
 
 	// Every acknowledged write has its evidence record, and the journal
 	// the crash cut off verifies (its newest records are just not yet
@@ -168,16 +228,6 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 		(rep.Checkpoints == 0 && (len(rep.Totals) != 1 || rep.Totals[evidence.FindingNoCheckpoint] != 1)) {
 		t.Fatalf("evidence verify after the crash: %v %+v", err, rep.Totals)
 	}
-	j, err := evidencedb.Open(ctx, data, evidence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts, err := j.SessionCounts(ctx, start.SessionID)
-	j.Close()
-	if err != nil || counts.Verified < int64(len(acked)) {
-		t.Fatalf("%d verified evidence records for %d acknowledged writes (%v)", counts.Verified, len(acked), err)
-	}
-
 	// The restarted server serves the same session.
 	srv2 := startServe(t, "--data-dir", data)
 	r, err := callTool(ctx, srv2.base, "session_summary", map[string]any{"session_id": start.SessionID, "limit": 5}, "")
@@ -200,6 +250,18 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 	// The graceful shutdown signed the head: now the journal is clean.
 	if rep, err := evidencedb.Verify(ctx, data, evidence.VerifyOptions{}); err != nil || !rep.Clean || rep.Unanchored != 0 {
 		t.Fatalf("evidence verify after a graceful shutdown: %v %+v", err, rep.Totals)
+	}
+	// The restart replayed the outbox rows the crash left: every call the
+	// ledger shows finished (acknowledged writes and recorded reads) has
+	// its verified evidence record.
+	j, err := evidencedb.Open(ctx, data, evidence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := j.SessionCounts(ctx, start.SessionID)
+	j.Close()
+	if want := int64(len(acked)) + readsRecorded; err != nil || counts.Verified < want {
+		t.Fatalf("%d verified evidence records for %d acknowledged writes and %d recorded reads (%v)", counts.Verified, len(acked), readsRecorded, err)
 	}
 }
 

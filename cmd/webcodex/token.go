@@ -8,14 +8,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
 )
 
 func newTokenCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "token", Short: "Create, list and revoke API tokens"}
 	var (
-		name, owner, scopes string
-		asJSON              bool
+		name, owner, scopes, tools string
+		asJSON                     bool
 	)
 	create := &cobra.Command{
 		Use:   "create",
@@ -27,7 +28,11 @@ func newTokenCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				raw, tok, err := svc.CreateToken(cmd.Context(), name, owner, sc)
+				var names []string
+				if tools != "" {
+					names = strings.Split(tools, ",")
+				}
+				raw, tok, err := svc.CreateTokenWithTools(cmd.Context(), name, owner, sc, names)
 				if err != nil {
 					return err
 				}
@@ -43,6 +48,7 @@ func newTokenCmd(g *globals) *cobra.Command {
 	create.Flags().StringVar(&name, "name", "", "label for the token (required)")
 	create.Flags().StringVar(&owner, "owner", auth.DefaultOwner, "authority group; sessions are private to their creating group")
 	create.Flags().StringVar(&scopes, "scopes", "project:read,project:write,runtime:read", "comma-separated scopes: "+joinScopes(auth.AllScopes))
+	create.Flags().StringVar(&tools, "tools", "", "the token's MCP tool profile: core, full or comma-separated tools (default: the server's tool_profile)")
 	create.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	create.MarkFlagRequired("name")
 
@@ -88,7 +94,7 @@ func withAuth(ctx context.Context, g *globals, fn func(*auth.Service) error) err
 		return err
 	}
 	defer st.Close()
-	svc, err := auth.NewService(st.Auth, auth.Options{})
+	svc, err := auth.NewService(st.Auth, auth.Options{CheckTools: app.CheckToolProfile})
 	if err != nil {
 		return err
 	}

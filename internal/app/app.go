@@ -23,6 +23,7 @@ import (
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
+	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -76,11 +77,15 @@ type App struct {
 
 	started time.Time
 	evSink  *evidenceSink
+	outbox  *outboxPump
 	stopBG  context.CancelFunc // ends background loops (checkpoints)
 	bgDone  chan struct{}
 	mcp     *mcpserver.Server
 	server  *http.Server
 	ln      net.Listener
+
+	// toolProfile is the tools MCP tools/list shows (decision 0024).
+	toolProfile gateway.Profile
 
 	// validation is the jobs hook that records finished validation jobs
 	// as session evidence (wire_jobs.go); the validation tools share it.
@@ -95,11 +100,15 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	profile, err := toolProfile(cfg)
+	if err != nil {
+		return nil, err
+	}
 	stores, err := OpenStores(ctx, cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Log: log, Stores: stores, started: time.Now()}
+	a := &App{Config: cfg, Log: log, Stores: stores, started: time.Now(), toolProfile: profile}
 	if err := a.wire(ctx); err != nil {
 		stores.Close()
 		return nil, err
@@ -114,6 +123,9 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	a.Auth = authSvc
+	if err := checkTokenProfiles(ctx, a.Auth); err != nil {
+		return err
+	}
 	a.AdminToken, a.AdminCreated, err = a.Auth.EnsureAdmin(ctx, filepath.Join(a.Config.DataDir, AdminTokenFile))
 	if err != nil {
 		return fmt.Errorf("admin credential: %w", err)
@@ -134,6 +146,9 @@ func (a *App) wire(ctx context.Context) error {
 		return err
 	}
 	a.evSink = newEvidenceSink(a, a.Evidence)
+	if err := a.startOutbox(ctx); err != nil {
+		return err
+	}
 	bg, stop := context.WithCancel(context.Background())
 	a.stopBG, a.bgDone = stop, make(chan struct{})
 	go func() { defer close(a.bgDone); a.Evidence.Run(bg) }()
@@ -200,6 +215,7 @@ func (a *App) MCP() *mcpserver.Server {
 	if a.mcp == nil {
 		a.mcp = mcpserver.New(mcpserver.Options{
 			Kernel: a.Kernel, Projects: a.Projects, Logger: a.Log, Version: Version, Local: auth.LocalUser(),
+			Profile: a.toolProfile,
 		})
 	}
 	return a.mcp
@@ -275,6 +291,9 @@ func (a *App) Close() error {
 	}
 	var errs []error
 	if a.Evidence != nil {
+		if err := a.outbox.close(context.Background()); err != nil {
+			a.Log.Warn("evidence: outbox not applied at shutdown (applied at the next start)", "err", err)
+		}
 		a.evSink.wait()
 		a.stopBG()
 		<-a.bgDone

@@ -40,6 +40,8 @@ func TestArchitecture(t *testing.T) {
 			"the kernel imports no transport and no tool"},
 		{[]string{"internal/tools"}, []string{"internal/transport", "internal/httpserver", "internal/app"},
 			"tools import no transport"},
+		{[]string{"internal/gateway"}, []string{"internal/transport", "internal/httpserver", "internal/app", "internal/tools"},
+			"the gateway reads the kernel's registry and imports no transport and no tool"},
 		{[]string{"internal/failure"}, []string{"internal/"}, "failure is a leaf"},
 		{[]string{"internal/audit"}, []string{"internal/workflow"}, "Action Audit Sessions never read or write Workflow Sessions"},
 		{[]string{"internal/workflow"}, []string{"internal/audit"}, "Workflow Sessions never read or write Action Audit Sessions"},

@@ -155,11 +155,11 @@ func TestAuditModelErgonomics(t *testing.T) {
 		}
 		want := map[string]any{"schema_version": float64(1), "protocol_era": era.want, "compact_schemas": false,
 			"tool_count": float64(len(list.Tools)), "serialized_tools_bytes": float64(len(toolsRaw)),
-			"serialized_result_bytes": float64(resultBytes), "gateway_tool_included": false}
+			"serialized_result_bytes": float64(resultBytes), "gateway_tool_included": true}
 		gb, _ := json.Marshal(e.Summary["tool_surface"])
 		wb, _ := json.Marshal(want)
 		if e.Endpoint != "/mcp" || e.ActionName != "toolsList" || e.Operation != "mcp_tools_list" || !bytes.Equal(gb, wb) ||
-			e.Summary["transport"] != "mcp" || e.Summary[audit.SummaryErgonomics] != nil || len(list.Tools) < 30 {
+			e.Summary["transport"] != "mcp" || e.Summary[audit.SummaryErgonomics] != nil || len(list.Tools) < 20 {
 			t.Fatalf("tools/list row (%s): %+v\n got surface %s\nwant surface %s", era.want, e, gb, wb)
 		}
 	}

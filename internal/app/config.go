@@ -15,6 +15,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/runner"
 )
@@ -67,6 +68,15 @@ type Config struct {
 	// build cache, pip's and others live there); set it, even to [], to
 	// replace it.
 	SandboxExtraWrite []string `toml:"sandbox_extra_write"`
+	// ToolProfile is the set of tools MCP tools/list shows besides the
+	// gateway tools (list_tools, describe_tool, call_tool): core (the
+	// default, the coding loop) or full (every tool). Every tool stays
+	// callable through the gateway (decision 0024).
+	ToolProfile string `toml:"tool_profile"`
+	// ToolList, when set, is the profile: exactly these tools are listed
+	// (tool_profile is then ignored). A name that is no tool stops the
+	// server at start-up.
+	ToolList []string `toml:"tool_list"`
 	// BootstrapToken is WEBCODEX_TOKEN: an admin credential accepted as is
 	// and never stored or logged. Environment only.
 	BootstrapToken string `toml:"-"`
@@ -112,6 +122,7 @@ func DefaultConfig() Config {
 		Sandbox:           string(runner.WorkspaceWrite),
 		SandboxNetwork:    string(runner.NetworkOn),
 		SandboxExtraWrite: defaultExtraWrite(),
+		ToolProfile:       gateway.Core,
 	}
 }
 
@@ -226,6 +237,9 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		}
 		c.JobQueuePerOwner = n
 	}
+	if v := getenv("WEBCODEX_TOOL_PROFILE"); v != "" {
+		c.ToolProfile = v
+	}
 	if v := getenv("WEBCODEX_PUBLIC_URL"); v != "" {
 		c.PublicURL = v
 	}
@@ -269,6 +283,9 @@ func (c Config) Validate() error {
 		if !filepath.IsAbs(p) {
 			return &ConfigError{Source: "config", Key: "sandbox_extra_write", Err: fmt.Errorf("%q is not an absolute path", p)}
 		}
+	}
+	if c.ToolProfile != gateway.Core && c.ToolProfile != gateway.Full {
+		return &ConfigError{Source: "config", Key: "tool_profile", Err: fmt.Errorf("%q is not core or full", c.ToolProfile)}
 	}
 	if c.BootstrapToken != "" && len(c.BootstrapToken) < 16 {
 		return &ConfigError{Source: "environment", Key: "WEBCODEX_TOKEN", Err: errors.New("must be at least 16 characters")}

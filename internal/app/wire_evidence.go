@@ -2,16 +2,19 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 // EvidenceDB is the evidence journal's database file in the data directory
@@ -164,4 +167,195 @@ func openEvidence(ctx context.Context, a *App) (*evidencedb.Journal, error) {
 		return nil, fmt.Errorf("evidence journal: %w", err)
 	}
 	return j, nil
+}
+
+// Outbox pump bounds (decision 0025).
+const (
+	// outboxBatch is the most outbox rows one journal transaction takes.
+	outboxBatch = 256
+	// outboxLazyRows is how many rows the journal may hold committed
+	// without an fsync of evidence.db before a batch is made durable (the
+	// outbox keeps every one of them durably until then).
+	outboxLazyRows = 1024
+	// outboxSyncEvery is how often an idle pump makes the applied rows
+	// durable in evidence.db, so the outbox can be trimmed.
+	outboxSyncEvery = time.Second
+	// outboxGather is how long the pump lets rows gather after a wake
+	// before it takes them, so that one journal transaction carries many
+	// calls instead of one each (a reader of the journal never waits for
+	// it: it flushes the outbox itself).
+	outboxGather = 20 * time.Millisecond
+)
+
+// outboxPump moves the evidence records that calls recorded in a session
+// stored in workflow.db's outbox (with their tool_call_finished events)
+// into the evidence journal, in outbox order, a batch per journal
+// transaction. It is the kernel's Outbox.
+type outboxPump struct {
+	wf   *workflowdb.Store
+	j    *evidencedb.Journal
+	log  *slog.Logger
+	sink *evidenceSink
+	wake chan struct{}
+
+	mu      sync.Mutex // one pass at a time; guards taken and trimmed
+	taken   int64      // highest outbox seq handed to the journal
+	trimmed int64      // highest seq whose trim was queued
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func newOutboxPump(a *App, sink *evidenceSink) *outboxPump {
+	applied, _ := a.Evidence.Watermarks()
+	return &outboxPump{wf: a.Stores.Workflow, j: a.Evidence, log: a.Log, sink: sink,
+		wake: make(chan struct{}, 1), taken: applied}
+}
+
+// Encode implements kernel.Outbox: the journal's record as JSON, validated
+// so that only records the journal accepts enter the outbox.
+func (p *outboxPump) Encode(r kernel.Record) ([]byte, error) {
+	rec := evidenceRecord(r)
+	if err := rec.Validate(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(rec)
+}
+
+// Stored implements kernel.Outbox.
+func (p *outboxPump) Stored() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// start runs the pump until close.
+func (p *outboxPump) start() {
+	ctx, stop := context.WithCancel(context.Background())
+	p.stop, p.done = stop, make(chan struct{})
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(outboxSyncEvery)
+		defer t.Stop()
+		gather := time.NewTimer(outboxGather)
+		gather.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				gather.Stop()
+				return
+			case <-p.wake:
+				gather.Reset(outboxGather)
+				// Wakes during the gathering are absorbed here.
+				select {
+				case <-ctx.Done():
+					gather.Stop()
+					return
+				case <-gather.C:
+				}
+				p.report(p.pass(ctx, false))
+			case <-t.C:
+				p.report(p.pass(ctx, true))
+			}
+		}
+	}()
+}
+
+func (p *outboxPump) report(n int, err error) {
+	if err != nil {
+		p.log.Warn("evidence: outbox not applied yet (retried at the next call or tick)", "err", err)
+	}
+}
+
+// flush is the journal's BeforeRead: every write queued in workflow.db so
+// far (behind writes of read-only calls included) is committed, and every
+// outbox row is in the journal.
+func (p *outboxPump) flush(ctx context.Context) error {
+	if err := p.wf.Flush(ctx); err != nil {
+		return err
+	}
+	_, err := p.pass(ctx, false)
+	return err
+}
+
+// close stops the pump and applies the rows left, durably.
+func (p *outboxPump) close(ctx context.Context) error {
+	if p.stop != nil {
+		p.stop()
+		<-p.done
+	}
+	if err := p.wf.Flush(ctx); err != nil {
+		return err
+	}
+	_, err := p.pass(ctx, true)
+	return err
+}
+
+// pass applies every outbox row above the rows taken so far and returns
+// how many it took. With durable, the journal's copy is made durable at
+// the end; otherwise a batch is durable only when outboxLazyRows are
+// applied without an fsync. Rows the journal holds durably are then
+// trimmed from the outbox (behind, without a commit of their own).
+func (p *outboxPump) pass(ctx context.Context, durable bool) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for {
+		rows, err := p.wf.Outbox(ctx, p.taken, outboxBatch)
+		if err != nil {
+			return n, err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		items := make([]evidencedb.OutboxItem, len(rows))
+		for i, r := range rows {
+			items[i].Seq = r.Seq
+			if err := json.Unmarshal(r.Body, &items[i].Record); err != nil {
+				// Left zero: the journal skips it as invalid.
+				items[i].Record = evidence.Record{}
+			}
+		}
+		applied, synced := p.j.Watermarks()
+		lazyRows := applied - synced + int64(len(rows))
+		skipped, err := p.j.ApplyOutbox(ctx, items, lazyRows >= outboxLazyRows)
+		if err != nil {
+			return n, err
+		}
+		for _, e := range skipped {
+			p.sink.failures.Add(1)
+			p.log.Error("evidence: outbox row not journaled", "err", e)
+		}
+		p.taken = rows[len(rows)-1].Seq
+		n += len(rows)
+	}
+	if durable {
+		if err := p.j.SyncOutbox(ctx); err != nil {
+			return n, err
+		}
+	}
+	if _, synced := p.j.Watermarks(); synced > p.trimmed {
+		if err := p.wf.TrimOutbox(ctx, synced); err != nil {
+			return n, err
+		}
+		p.trimmed = synced
+	}
+	return n, nil
+}
+
+// startOutbox applies the outbox rows a previous process left (replay),
+// before any call is admitted, and starts the pump.
+func (a *App) startOutbox(ctx context.Context) error {
+	a.outbox = newOutboxPump(a, a.evSink)
+	a.Evidence.SetBeforeRead(a.outbox.flush)
+	n, err := a.outbox.pass(ctx, true)
+	if err != nil {
+		return fmt.Errorf("evidence outbox: %w", err)
+	}
+	if n > 0 {
+		a.Log.Info("start: evidence records replayed from the workflow ledger's outbox", "records", n)
+	}
+	a.outbox.start()
+	return nil
 }

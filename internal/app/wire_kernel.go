@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/tools/board"
 	"github.com/webcodex/webcodex/internal/tools/closeout"
@@ -58,12 +61,59 @@ func NewRegistry(a *App) *kernel.Registry {
 	return reg
 }
 
+// toolProfile resolves the configured tool profile against the names of
+// the registered tools, before anything is opened: a tool_list naming no
+// tool is a configuration error naming it, and the server does not start.
+func toolProfile(cfg Config) (gateway.Profile, error) {
+	p, err := gateway.Resolve(NewRegistry(&App{Config: cfg}), cfg.ToolProfile, cfg.ToolList)
+	if err != nil {
+		key := "tool_profile"
+		if len(cfg.ToolList) > 0 {
+			key = "tool_list"
+		}
+		return gateway.Profile{}, &ConfigError{Source: "config", Key: key, Err: err}
+	}
+	return p, nil
+}
+
+// CheckToolProfile judges a token's tool profile (auth.Token.Tools)
+// against the registered tools: nil, or an error naming the tool that is
+// not one (auth.Options.CheckTools).
+func CheckToolProfile(tools []string) error {
+	_, err := gateway.ResolveList(NewRegistry(&App{}), tools)
+	return err
+}
+
+// checkTokenProfiles refuses to start when a live token's tool profile
+// names a tool that is not one (after an upgrade that removed it): the
+// error names the token and the tool.
+func checkTokenProfiles(ctx context.Context, svc *auth.Service) error {
+	toks, err := svc.ListTokens(ctx)
+	if err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
+	var reg *kernel.Registry
+	for _, t := range toks {
+		if t.Revoked() || len(t.Tools) == 0 {
+			continue
+		}
+		if reg == nil {
+			reg = NewRegistry(&App{})
+		}
+		if _, err := gateway.ResolveList(reg, t.Tools); err != nil {
+			return &ConfigError{Source: "auth.db", Key: "token " + t.ID + " tools", Err: err}
+		}
+	}
+	return nil
+}
+
 func newKernel(a *App) *kernel.Kernel {
 	return kernel.New(kernel.Options{
 		Registry: NewRegistry(a),
 		Projects: a.Projects,
 		Sessions: a.Sessions,
 		Evidence: a.evSink.record,
+		Outbox:   a.outbox,
 		Logger:   a.Log,
 	})
 }

@@ -71,6 +71,9 @@ type Principal struct {
 	// Owner is the authority group the credential belongs to.
 	Owner  string  `json:"owner"`
 	Scopes []Scope `json:"scopes"`
+	// Tools is the credential's tool profile (Token.Tools); empty for the
+	// server's.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // Has reports whether p holds scope s. admin implies every scope.

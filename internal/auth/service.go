@@ -41,15 +41,20 @@ type Options struct {
 	// Logger receives warnings about best-effort bookkeeping (LastUsedAt
 	// updates); nil discards them. Credentials are never logged.
 	Logger *slog.Logger
+	// CheckTools judges a token's tool profile (Token.Tools) at creation:
+	// an error names the tool that is not one. Nil: a token cannot be
+	// created with a tool profile.
+	CheckTools func(tools []string) error
 }
 
 // A Service issues, lists, revokes and authenticates API tokens over a
 // Store. It is safe for concurrent use when its Store is.
 type Service struct {
-	store     Store
-	now       func() time.Time
-	log       *slog.Logger
-	bootstrap *[sha256.Size]byte // nil when disabled
+	store      Store
+	now        func() time.Time
+	log        *slog.Logger
+	bootstrap  *[sha256.Size]byte // nil when disabled
+	checkTools func([]string) error
 }
 
 // NewService returns a Service over store. It returns
@@ -57,7 +62,7 @@ type Service struct {
 // contains white space or control characters (the message never includes
 // the value).
 func NewService(store Store, opts Options) (*Service, error) {
-	s := &Service{store: store, now: opts.Now, log: opts.Logger}
+	s := &Service{store: store, now: opts.Now, log: opts.Logger, checkTools: opts.CheckTools}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -94,6 +99,19 @@ func (s *Service) BootstrapEnabled() bool { return s.bootstrap != nil }
 // control characters or surrounding white space), owner is not 1-128
 // characters, scopes is empty, or a scope is unknown (the message names it).
 func (s *Service) CreateToken(ctx context.Context, name, owner string, scopes []Scope) (string, Token, error) {
+	return s.CreateTokenWithTools(ctx, name, owner, scopes, nil)
+}
+
+// CreateTokenWithTools is CreateToken for a token with its own tool profile
+// (Token.Tools; nil for the server's).
+//
+// Errors: those of CreateToken; failure.InvalidArguments when tools holds
+// more than MaxTokenTools names, an empty, over-long or repeated name, or
+// a name Options.CheckTools refuses (its message names it).
+func (s *Service) CreateTokenWithTools(ctx context.Context, name, owner string, scopes []Scope, tools []string) (string, Token, error) {
+	if err := s.validTools(tools); err != nil {
+		return "", Token{}, err
+	}
 	if err := validLabel("name", name, MaxTokenName); err != nil {
 		return "", Token{}, err
 	}
@@ -111,11 +129,40 @@ func (s *Service) CreateToken(ctx context.Context, name, owner string, scopes []
 		Owner:     owner,
 		Scopes:    norm,
 		CreatedAt: s.clock(),
+		Tools:     slices.Clone(tools),
 	}
 	if err := s.store.Create(ctx, t, HashToken(raw)); err != nil {
 		return "", Token{}, err
 	}
 	return raw, t, nil
+}
+
+func (s *Service) validTools(tools []string) error {
+	if len(tools) == 0 {
+		return nil
+	}
+	if len(tools) > MaxTokenTools {
+		return failure.New(failure.InvalidArguments, "a tool profile names at most %d tools", MaxTokenTools)
+	}
+	for i, t := range tools {
+		if t == "" || len(t) > MaxToolName || slices.Contains(tools[:i], t) {
+			return failure.New(failure.InvalidArguments, "tool profile: %q is empty, longer than %d bytes or repeated", clipName(t), MaxToolName)
+		}
+	}
+	if s.checkTools == nil {
+		return failure.New(failure.InvalidArguments, "this service cannot check a tool profile")
+	}
+	if err := s.checkTools(tools); err != nil {
+		return failure.New(failure.InvalidArguments, "tool profile: %v", err)
+	}
+	return nil
+}
+
+func clipName(s string) string {
+	if len(s) > MaxToolName {
+		return s[:MaxToolName] + "..."
+	}
+	return s
 }
 
 // ListTokens returns every token record, revoked ones included, ordered by
@@ -179,7 +226,7 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, erro
 			s.log.Warn("auth: recording token use failed", slog.String("token_id", t.ID), slog.Any("error", err))
 		}
 	}
-	return Principal{Kind: KindAPIToken, ID: t.ID, Owner: t.Owner, Scopes: slices.Clone(t.Scopes)}, nil
+	return Principal{Kind: KindAPIToken, ID: t.ID, Owner: t.Owner, Scopes: slices.Clone(t.Scopes), Tools: slices.Clone(t.Tools)}, nil
 }
 
 // clock returns the current time in UTC without a monotonic reading, so

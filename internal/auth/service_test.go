@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -496,5 +497,45 @@ func TestFingerprint(t *testing.T) {
 	}
 	if auth.Fingerprint("") == auth.Fingerprint("local") || auth.Fingerprint("ab") == auth.Fingerprint("a") {
 		t.Errorf("distinct owners collide")
+	}
+}
+
+// TestTokenToolProfile: a token's tool profile is checked at creation (a
+// refused one creates nothing), stored, and carried by its principal.
+func TestTokenToolProfile(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, auth.Options{CheckTools: func(tools []string) error {
+		for _, n := range tools {
+			if n != "read_files" && n != "core" {
+				return errors.New("unknown tool " + n)
+			}
+		}
+		return nil
+	}})
+	for _, bad := range [][]string{{"read_files", "nope"}, {"read_files", "read_files"}, {""}} {
+		_, _, err := e.svc.CreateTokenWithTools(ctx, "t", auth.DefaultOwner, []auth.Scope{auth.ScopeProjectRead}, bad)
+		if !failure.Is(err, failure.InvalidArguments) {
+			t.Fatalf("tools %q: %v", bad, err)
+		}
+	}
+	if _, _, err := e.svc.CreateTokenWithTools(ctx, "t", auth.DefaultOwner, []auth.Scope{auth.ScopeProjectRead}, []string{"nope"}); err == nil ||
+		!strings.Contains(err.Error(), "unknown tool nope") {
+		t.Fatalf("the refusal does not name the tool: %v", err)
+	}
+	if toks, _ := e.svc.ListTokens(ctx); len(toks) != 0 {
+		t.Fatalf("refused profiles created %d tokens", len(toks))
+	}
+	raw, tok, err := e.svc.CreateTokenWithTools(ctx, "t", auth.DefaultOwner, []auth.Scope{auth.ScopeProjectRead}, []string{"read_files"})
+	if err != nil || !slices.Equal(tok.Tools, []string{"read_files"}) {
+		t.Fatalf("create: %+v %v", tok, err)
+	}
+	p, err := e.svc.Authenticate(ctx, raw)
+	if err != nil || !slices.Equal(p.Tools, []string{"read_files"}) {
+		t.Fatalf("principal: %+v %v", p, err)
+	}
+	// A service that cannot check profiles creates none.
+	plain := newEnv(t, auth.Options{})
+	if _, _, err := plain.svc.CreateTokenWithTools(ctx, "t", auth.DefaultOwner, []auth.Scope{auth.ScopeProjectRead}, []string{"core"}); !failure.Is(err, failure.InvalidArguments) {
+		t.Fatalf("unchecked profile: %v", err)
 	}
 }

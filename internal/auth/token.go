@@ -57,7 +57,19 @@ type Token struct {
 	// LastUsedAt is the time of a recent successful authentication, kept at
 	// LastUsedGranularity.
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	// Tools is the token's tool profile, what MCP tools/list shows its
+	// caller: empty for the server's profile, one name "core" or "full"
+	// for that profile, or the tools to list (decision 0024). It changes
+	// what is listed, never what may be called.
+	Tools []string `json:"tools,omitempty"`
 }
+
+// MaxTokenTools bounds the names of a token's tool profile, and
+// MaxToolName one name, in bytes.
+const (
+	MaxTokenTools = 64
+	MaxToolName   = 64
+)
 
 // Revoked reports whether t has been revoked.
 func (t Token) Revoked() bool { return t.RevokedAt != nil }

@@ -99,3 +99,17 @@ func sessionDigest(s workflow.Session) string {
 	}
 	return digest(b)
 }
+
+// An Outbox carries the evidence record of a call recorded in a session in
+// the transaction of the call's tool_call_finished event (the workflow
+// ledger's evidence outbox), from where the journal takes it; see
+// docs/decisions/0025-one-commit-per-acknowledgement.md.
+type Outbox interface {
+	// Encode returns the bytes stored for r, or an error when r cannot be
+	// journaled (the record then goes to the EvidenceSink, which reports
+	// the same error).
+	Encode(r Record) ([]byte, error)
+	// Stored is called after a row was written or queued, to wake the
+	// journal's pump. It must not block.
+	Stored()
+}

@@ -1,9 +1,11 @@
 package kernel
 
 import (
+	"context"
 	"sync"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
@@ -24,6 +26,12 @@ type Invocation struct {
 	Session *workflow.Session
 
 	progress ProgressFunc
+
+	// started is closed when the tool_call_started commit of a tool that
+	// prepares before its effect has ended, with startErr its error; nil
+	// when the handler has nothing to wait for.
+	started  chan struct{}
+	startErr error
 
 	// recordIn lists the sessions this call is recorded in (verified
 	// recorder and authorized active business session), set before the
@@ -130,4 +138,24 @@ func (inv *Invocation) isDryRun() bool {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	return inv.dryRun
+}
+
+// BeforeEffect returns nil once the call's tool_call_started events are
+// durable, and at once when there is nothing to wait for (a read-only
+// tool, a call recorded in no session, or a tool without
+// Spec.PreparesBeforeEffect, which runs only after that commit). A tool
+// with PreparesBeforeEffect calls it before its first effect (anything a
+// crash could leave without a record: a visible file, a directory, a
+// process) and, when it returns an error, returns that error having
+// changed nothing. A ctx done first is failure.Interrupted.
+func (inv *Invocation) BeforeEffect(ctx context.Context) error {
+	if inv.started == nil {
+		return nil
+	}
+	select {
+	case <-inv.started:
+		return inv.startErr
+	case <-ctx.Done():
+		return failure.Wrap(failure.Interrupted, ctx.Err(), "call was cancelled before anything was changed")
+	}
 }

@@ -121,7 +121,9 @@ type Result struct {
 	// send these bytes so that a client can check the digest. It is nil
 	// when the result could not be encoded.
 	Body []byte `json:"-"`
-	// Duration is the kernel's own timing of the call.
+	// Duration is the kernel's own timing of the call, from its admission
+	// to its decided outcome (the finish's commit, which carries the
+	// evidence record with this duration, is not in it).
 	Duration time.Duration `json:"-"`
 }
 
@@ -138,8 +140,13 @@ type Options struct {
 	Sessions *workflow.Service
 	// Evidence receives one record per invocation; nil discards.
 	Evidence EvidenceSink
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Outbox, when set, carries the record of a call recorded in a
+	// session in the transaction of its tool_call_finished event instead
+	// (Evidence receives it only when that write fails, and the records
+	// of calls recorded in no session).
+	Outbox Outbox
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Stats are the kernel's cumulative counters, exposed by /api/status.
@@ -161,6 +168,7 @@ type Kernel struct {
 	projects ProjectResolver
 	sessions *workflow.Service
 	evidence EvidenceSink
+	outbox   Outbox
 	log      *slog.Logger
 	now      func() time.Time
 
@@ -187,7 +195,7 @@ func New(o Options) *Kernel {
 	stop, stopFn := context.WithCancel(context.Background())
 	return &Kernel{
 		reg: o.Registry, projects: o.Projects, sessions: o.Sessions,
-		evidence: o.Evidence, log: o.Logger, now: o.Now, stop: stop, stopFn: stopFn,
+		evidence: o.Evidence, outbox: o.Outbox, log: o.Logger, now: o.Now, stop: stop, stopFn: stopFn,
 	}
 }
 
@@ -272,29 +280,43 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 	if c.RecordingSessionID != "" {
 		rec.Binding.ClaimedSessionID = boundedClaim(c.RecordingSessionID)
 	}
-	res := k.dispatch(ctx, c, &rec)
+	res, recorded := k.dispatch(ctx, c, &rec)
 	if !res.Success {
 		k.failures.Add(1)
 	}
-	rec.Duration = k.now().Sub(start)
+	if !recorded {
+		k.seal(&res, &rec)
+		k.writeEvidence(ctx, rec, &res)
+	}
+	return res
+}
+
+// seal completes the result and the record once the outcome is decided:
+// the duration, the body exactly as sent and its digest, the error kind.
+func (k *Kernel) seal(res *Result, rec *Record) {
+	rec.Duration = k.now().Sub(rec.At)
 	res.Duration = rec.Duration
 	res.Project = rec.Project
-	res.Body = encodeBody(res)
+	res.Body = encodeBody(*res)
 	if res.Body != nil {
 		rec.ResultSHA256 = digest(res.Body)
 	}
 	if res.Error != nil {
 		rec.ErrorKind = string(res.Error.Kind)
 	}
+}
+
+// writeEvidence gives rec to the evidence sink; a mutating call whose
+// record was not written carries an evidence_gap warning.
+func (k *Kernel) writeEvidence(ctx context.Context, rec Record, res *Result) {
 	if err := k.evidence(context.WithoutCancel(ctx), rec); err != nil {
 		k.evidenceFailures.Add(1)
 		k.log.Warn("evidence record not written", "tool", rec.Tool, "invocation", rec.InvocationID, "err", err)
-		if rec.Mutates {
+		if rec.Mutates && res != nil {
 			res.Warnings = append(res.Warnings, Warning{Kind: failure.EvidenceGap,
 				Message: "the evidence journal could not record this call (" + rec.InvocationID + "); its result above stands"})
 		}
 	}
-	return res
 }
 
 // boundedClaim is a claimed session id as evidence and logs keep it:
@@ -365,49 +387,67 @@ func failed(err error, stateChanged bool) Result {
 // scopes, claims (project, business session and recorder, each session read
 // and judged once), durable started events, execution, finished events and
 // the outcome.
-func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) Result {
+// It reports whether the call's evidence record was sealed and handed on
+// with its finished events (the outbox); otherwise Dispatch writes it.
+func (k *Kernel) dispatch(ctx context.Context, c Call, rec *Record) (Result, bool) {
 	tool, _ := k.reg.Lookup(c.Tool)
 	if tool != nil {
 		rec.Mutates = tool.Mutates
 	}
-	res := k.steps(ctx, c, tool, rec)
-	if tool != nil {
-		res.Tool = tool.Name
-	}
-	return res
+	res, recorded := k.steps(ctx, c, tool, rec)
+	return res, recorded
 }
 
 // steps runs the pipeline for tool (nil when c.Tool is not registered).
-func (k *Kernel) steps(ctx context.Context, c Call, tool *Tool, rec *Record) Result {
+func (k *Kernel) steps(ctx context.Context, c Call, tool *Tool, rec *Record) (Result, bool) {
+	res, recorded := k.stepsOf(ctx, c, tool, rec)
+	if tool != nil {
+		res.Tool = tool.Name
+	}
+	return res, recorded
+}
+
+func (k *Kernel) stepsOf(ctx context.Context, c Call, tool *Tool, rec *Record) (Result, bool) {
 	if !k.admit() {
-		return k.refuse(rec, failure.New(failure.Unavailable, "server is shutting down"))
+		return k.refuse(rec, failure.New(failure.Unavailable, "server is shutting down")), false
 	}
 	defer k.wg.Done()
 	k.inflight.Add(1)
 	defer k.inflight.Add(-1)
 
 	if c.Refusal != nil {
-		return k.refuse(rec, c.Refusal)
+		return k.refuse(rec, c.Refusal), false
 	}
 	in, err := k.admitCall(c, tool)
 	if err != nil {
-		return k.refuse(rec, err)
+		return k.refuse(rec, err), false
 	}
 	inv, recorder, err := k.checkClaims(ctx, c, tool, in, rec)
 	if err != nil {
-		return k.refuse(rec, err)
+		return k.refuse(rec, err), false
 	}
 	pairs, err := k.begin(ctx, tool, inv, recorder, rec)
 	if err != nil {
-		return k.refuse(rec, err)
+		return k.refuse(rec, err), false
 	}
 	out, runErr, interrupted := k.execute(ctx, tool, inv, in)
+	if err := k.startedWait(inv, pairs); err != nil {
+		if _, changed, _, _ := inv.effects(); len(changed) > 0 {
+			// A handler that changed files without durable started events
+			// broke BeforeEffect's contract: say so, never hide it.
+			k.log.Error("tool changed files although its tool_call_started was not recorded", "tool", tool.Name, "invocation", inv.ID, "changed", changed)
+		}
+		return k.refuse(rec, err), false
+	}
 	// A call whose caller went away (client disconnect, cancellation) is
 	// never recorded as a success: its outcome as the caller sees it is
 	// unknown, whatever the tool managed to do (changed paths are kept).
 	cancelled := !interrupted && ctx.Err() != nil
-	k.finish(ctx, tool, inv, pairs, runErr, interrupted, cancelled, rec)
-	return k.outcome(tool, inv, out, runErr, interrupted, cancelled, rec)
+	res := k.outcome(tool, inv, out, runErr, interrupted, cancelled, rec)
+	res.Tool = tool.Name
+	k.seal(&res, rec)
+	k.finish(ctx, tool, inv, pairs, runErr, interrupted, cancelled, rec, &res)
+	return res, true
 }
 
 // admitCall checks that the tool is registered, decodes its arguments
@@ -556,15 +596,49 @@ func (k *Kernel) begin(ctx context.Context, tool *Tool, inv *Invocation, recorde
 		inv.recordIn = append(inv.recordIn, p.session)
 	}
 	if tool.Mutates && len(pairs) > 0 {
+		if tool.PreparesBeforeEffect {
+			// The handler prepares while the started events commit, and
+			// waits for them in BeforeEffect; startedWait waits after it.
+			inv.started = make(chan struct{})
+			go func() {
+				if err := k.appendStarted(context.WithoutCancel(ctx), inv, pairs, rec.At); err != nil {
+					inv.startErr = errStartedNotRecorded(err)
+				}
+				close(inv.started)
+			}()
+			return pairs, nil
+		}
 		if err := k.appendStarted(context.WithoutCancel(ctx), inv, pairs, rec.At); err != nil {
 			k.recordFailures.Add(1)
-			return nil, failure.Wrap(failure.Unavailable, err, "could not record tool_call_started; the tool did not run")
+			return nil, errStartedNotRecorded(err)
 		}
 		for i := range pairs {
 			pairs[i].started = true
 		}
 	}
 	return pairs, nil
+}
+
+func errStartedNotRecorded(err error) error {
+	return failure.Wrap(failure.Unavailable, err, "could not record tool_call_started; the tool did not run")
+}
+
+// startedWait waits, after the handler of a tool that prepares before its
+// effect returned, for its started commit, and returns that commit's
+// error (the handler, told the same by BeforeEffect, changed nothing).
+func (k *Kernel) startedWait(inv *Invocation, pairs []pair) error {
+	if inv.started == nil {
+		return nil
+	}
+	<-inv.started
+	if inv.startErr != nil {
+		k.recordFailures.Add(1)
+		return inv.startErr
+	}
+	for i := range pairs {
+		pairs[i].started = true
+	}
+	return nil
 }
 
 // execute runs the handler, cancelled if the kernel is force-stopped; an
@@ -583,8 +657,12 @@ func (k *Kernel) execute(ctx context.Context, tool *Tool, inv *Invocation, in an
 }
 
 // finish records each session's tool_call_finished (and the session the
-// call itself created, if any).
-func (k *Kernel) finish(ctx context.Context, tool *Tool, inv *Invocation, pairs []pair, runErr error, interrupted, cancelled bool, rec *Record) {
+// call itself created, if any) and the call's evidence record: in the
+// transaction of the first session's finish when an Outbox is set, else
+// (or when that write fails) through the evidence sink. A mutating call's
+// finish is durable when finish returns; a read-only call's is queued
+// behind the response (workflow.CallWrite.Behind).
+func (k *Kernel) finish(ctx context.Context, tool *Tool, inv *Invocation, pairs []pair, runErr error, interrupted, cancelled bool, rec *Record, res *Result) {
 	observed, changed, facts, adopted := inv.effects()
 	if adopted != nil {
 		pairs = append(pairs, pair{session: adopted.ID, role: workflow.RoleBusiness, callID: newID("call_")})
@@ -606,11 +684,54 @@ func (k *Kernel) finish(ctx context.Context, tool *Tool, inv *Invocation, pairs 
 		}
 		finished.ErrorKind = string(failure.KindOf(runErr))
 	}
-	if len(pairs) > 0 {
-		if err := k.appendFinished(context.WithoutCancel(ctx), inv, pairs, finished, rec.At); err != nil {
-			k.recordFailures.Add(1)
-			k.log.Warn("record tool_call_finished", "tool", tool.Name, "invocation", inv.ID, "err", err)
+	if len(pairs) == 0 {
+		k.writeEvidence(ctx, *rec, res)
+		return
+	}
+	var outbox []byte
+	if k.outbox != nil {
+		b, err := k.outbox.Encode(*rec)
+		if err != nil {
+			k.log.Warn("evidence record not encoded for the outbox", "tool", tool.Name, "invocation", inv.ID, "err", err)
+		} else {
+			outbox = b
 		}
+	}
+	r := *rec
+	// The record goes with the first pair's events; when that write fails
+	// it goes to the evidence sink instead, so it is never lost nor
+	// written twice.
+	fallback := func(err error) {
+		k.recordFailures.Add(1)
+		k.log.Warn("record tool_call_finished", "tool", tool.Name, "invocation", inv.ID, "err", err)
+	}
+	if !tool.Mutates {
+		k.appendBehind(ctx, inv, pairs, finished, rec.At, outbox, func(first bool, err error) {
+			fallback(err)
+			if first && outbox != nil {
+				// From the writer's goroutine, which must not wait on
+				// another write.
+				go k.writeEvidence(context.WithoutCancel(ctx), r, nil)
+			}
+		})
+		if outbox == nil {
+			k.writeEvidence(ctx, r, res)
+		}
+		return
+	}
+	errs := k.appendFinished(context.WithoutCancel(ctx), inv, pairs, finished, rec.At, outbox)
+	for i, err := range errs {
+		if err != nil {
+			fallback(err)
+		}
+		if i == 0 && outbox != nil && err != nil {
+			k.writeEvidence(ctx, r, res)
+		}
+	}
+	if outbox == nil {
+		k.writeEvidence(ctx, r, res)
+	} else if errs[0] == nil {
+		k.outbox.Stored()
 	}
 }
 
@@ -683,34 +804,74 @@ func (k *Kernel) startedEvent(p pair, inv *Invocation, at time.Time) workflow.Ev
 // mutating tool runs. The sessions are independent ledgers, so they are
 // appended concurrently and share group commits.
 func (k *Kernel) appendStarted(ctx context.Context, inv *Invocation, ps []pair, at time.Time) error {
-	return forEachPair(ps, func(p pair) error {
+	return forEachPair(ps, func(_ int, p pair) error {
 		_, _, err := k.sessions.Append(ctx, p.session, k.startedEvent(p, inv, at))
 		return err
 	})
 }
 
-// appendFinished records each session's tool_call_finished, preceded in the
-// same commit by its tool_call_started when that was not written before the
-// call (read-only tools, whose effect a crash cannot leave unexplained, and
-// sessions the call itself created).
-func (k *Kernel) appendFinished(ctx context.Context, inv *Invocation, ps []pair, fin workflow.Event, at time.Time) error {
-	return forEachPair(ps, func(p pair) error {
-		e := fin
-		e.Kind = workflow.EventToolCallFinished
-		e.CallID = p.callID
-		e.Role = p.role
-		evs := []workflow.Event{e}
-		if !p.started {
-			evs = []workflow.Event{k.startedEvent(p, inv, at), e}
+// finishedEvents are the events session p records at the end of the
+// call: its tool_call_finished, preceded by its tool_call_started when that
+// was not written before the call (read-only tools, whose effect a crash
+// cannot leave unexplained, and sessions the call itself created), and
+// followed by the call's attachments for that session.
+func (k *Kernel) finishedEvents(inv *Invocation, ps []pair, p pair, fin workflow.Event, at time.Time) []workflow.Event {
+	e := fin
+	e.Kind = workflow.EventToolCallFinished
+	e.CallID = p.callID
+	e.Role = p.role
+	evs := []workflow.Event{e}
+	if !p.started {
+		evs = []workflow.Event{k.startedEvent(p, inv, at), e}
+	}
+	if firstFor(ps, p) {
+		for _, a := range inv.attachedTo(p.session) {
+			a.InvocationID = inv.ID
+			evs = append(evs, a)
 		}
-		if firstFor(ps, p) {
-			for _, a := range inv.attachedTo(p.session) {
-				a.InvocationID = inv.ID
-				evs = append(evs, a)
+	}
+	return evs
+}
+
+// appendFinished durably records each session's finished events, the
+// first one's with the outbox row (nil: none), and returns each pair's
+// error.
+func (k *Kernel) appendFinished(ctx context.Context, inv *Invocation, ps []pair, fin workflow.Event, at time.Time, outbox []byte) []error {
+	errs := make([]error, len(ps))
+	forEachPair(ps, func(i int, p pair) error {
+		w := workflow.CallWrite{}
+		if i == 0 {
+			w.Outbox = outbox
+		}
+		errs[i] = k.sessions.FinishCall(ctx, p.session, at, w, k.finishedEvents(inv, ps, p, fin, at)...)
+		return errs[i]
+	})
+	return errs
+}
+
+// appendBehind queues each session's finished events of a read-only call
+// behind the response, in order, the first with the outbox row (the
+// journal's pump is woken once it commits); failed is called (from the
+// store's writer when the commit fails) for each write that fails, first
+// true for the first pair's.
+func (k *Kernel) appendBehind(ctx context.Context, inv *Invocation, ps []pair, fin workflow.Event, at time.Time, outbox []byte, failed func(first bool, err error)) {
+	for i, p := range ps {
+		w := workflow.CallWrite{Behind: true}
+		if i == 0 {
+			w.Outbox = outbox
+		}
+		w.Done = func(err error) {
+			switch {
+			case err != nil:
+				failed(i == 0, err)
+			case w.Outbox != nil:
+				k.outbox.Stored() // committed: the journal's pump can take it
 			}
 		}
-		return k.sessions.AppendFinished(ctx, p.session, at, evs...)
-	})
+		if err := k.sessions.FinishCall(context.WithoutCancel(ctx), p.session, at, w, k.finishedEvents(inv, ps, p, fin, at)...); err != nil {
+			failed(i == 0, err)
+		}
+	}
 }
 
 // firstFor reports whether p is the first pair recorded in its session
@@ -724,15 +885,15 @@ func firstFor(ps []pair, p pair) bool {
 	return false
 }
 
-func forEachPair(ps []pair, fn func(pair) error) error {
+func forEachPair(ps []pair, fn func(int, pair) error) error {
 	if len(ps) == 1 {
-		return fn(ps[0])
+		return fn(0, ps[0])
 	}
 	errs := make([]error, len(ps))
 	var wg sync.WaitGroup
 	for i, p := range ps {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = fn(p) }()
+		go func() { defer wg.Done(); errs[i] = fn(i, p) }()
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -57,9 +57,12 @@ type ProjectScoped interface{ ProjectID() string }
 // SessionScoped is implemented by inputs that name a business session.
 type SessionScoped interface{ BusinessSessionID() string }
 
-// ProjectRef is embedded by inputs whose project is required.
+// ProjectRef is embedded by inputs whose project is required. Its member
+// has no description: what a project id is (agent:local:NAME) is said once,
+// in the MCP server instructions and docs/tools.md, not in every tool's
+// schema (decision 0024).
 type ProjectRef struct {
-	Project string `json:"project" jsonschema:"project id, e.g. agent:local:myrepo"`
+	Project string `json:"project"`
 }
 
 // ProjectID implements ProjectScoped.
@@ -68,15 +71,16 @@ func (r ProjectRef) ProjectID() string { return r.Project }
 // OptionalProjectRef is embedded by inputs that may take the project from
 // their business session.
 type OptionalProjectRef struct {
-	Project string `json:"project,omitempty" jsonschema:"project id; defaults to the session's project"`
+	Project string `json:"project,omitempty" jsonschema:"default: the session's project"`
 }
 
 // ProjectID implements ProjectScoped.
 func (r OptionalProjectRef) ProjectID() string { return r.Project }
 
 // SessionRef is embedded by inputs that optionally name a business session.
+// Like ProjectRef's, its member's meaning is said once, not per tool.
 type SessionRef struct {
-	SessionID string `json:"session_id,omitempty" jsonschema:"exact wc_sess_ id to record this call in"`
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // BusinessSessionID implements SessionScoped.
@@ -84,7 +88,7 @@ func (r SessionRef) BusinessSessionID() string { return r.SessionID }
 
 // RequiredSessionRef is embedded by inputs that require a business session.
 type RequiredSessionRef struct {
-	SessionID string `json:"session_id" jsonschema:"exact wc_sess_ id"`
+	SessionID string `json:"session_id"`
 }
 
 // BusinessSessionID implements SessionScoped.
@@ -118,6 +122,10 @@ type Spec[In, Out any] struct {
 	Writes bool
 	// Session says whether the tool takes a business session_id.
 	Session SessionUse
+	// PreparesBeforeEffect marks a mutating tool whose handler calls
+	// Invocation.BeforeEffect before its first effect: it runs while its
+	// tool_call_started commits (others run after that commit).
+	PreparesBeforeEffect bool
 	// Handler runs the tool. It returns a *failure.Error for expected
 	// failures.
 	Handler func(ctx context.Context, inv *Invocation, in In) (Out, error)
@@ -136,6 +144,9 @@ type Tool struct {
 	Session      SessionUse
 	InputSchema  *jsonschema.Schema
 	OutputSchema *jsonschema.Schema
+
+	// PreparesBeforeEffect is Spec.PreparesBeforeEffect (mutating tools).
+	PreparesBeforeEffect bool
 
 	resolved *jsonschema.Resolved
 	decode   func(raw json.RawMessage) (any, error)
@@ -176,6 +187,7 @@ func Register[In, Out any](r *Registry, s Spec[In, Out]) {
 		Writes: s.Writes, Session: s.Session,
 		InputSchema: in, OutputSchema: out, resolved: resolved,
 	}
+	t.PreparesBeforeEffect = s.PreparesBeforeEffect && s.Mutates
 	t.decode = func(raw json.RawMessage) (any, error) {
 		var v In
 		if err := decodeStrict(raw, resolved, &v); err != nil {

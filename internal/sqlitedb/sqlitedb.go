@@ -7,6 +7,9 @@
 // Every database is opened in WAL mode with synchronous=FULL: a transaction
 // whose COMMIT has returned is on stable storage and survives kill -9 or power
 // loss. Callers acknowledge a mutation only after [Writer.Do] returns nil.
+// A batch that carries no Do (only [Writer.DoLazy] and [Writer.Go]) commits
+// with synchronous=NORMAL: it survives kill -9 and is on stable storage after
+// the next durable commit of the database (decision 0025).
 //
 // # Group commit
 //

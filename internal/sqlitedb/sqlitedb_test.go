@@ -175,3 +175,97 @@ func TestStoreError(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 }
+
+func TestGoRunsInQueueOrderAndWaitSeesIt(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var outcomes []error
+	var last uint64
+	for i := range 50 {
+		tk, err := db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			// Each function sees exactly the rows of the functions queued
+			// before it: queue order is commit order.
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM kv`).Scan(&n); err != nil {
+				return err
+			}
+			if n != i {
+				return fmt.Errorf("function %d saw %d rows", i, n)
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO kv VALUES (?, ?)`, fmt.Sprint(i), i)
+			return err
+		}, func(err error) { mu.Lock(); outcomes = append(outcomes, err); mu.Unlock() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk <= last {
+			t.Fatalf("ticket %d after %d", tk, last)
+		}
+		last = tk
+	}
+	if q := db.Writer.Queued(); q != last {
+		t.Fatalf("Queued = %d, want %d", q, last)
+	}
+	if err := db.Writer.Wait(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, db); got != 50 {
+		t.Fatalf("rows after Wait = %d, want 50", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(outcomes) != 50 {
+		t.Fatalf("%d outcomes, want 50", len(outcomes))
+	}
+	for i, err := range outcomes {
+		if err != nil {
+			t.Fatalf("outcome %d: %v", i, err)
+		}
+	}
+}
+
+func TestLazyBatchesCommitWithNormalAndDurableOnesWithFull(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	insert := func(k string) sqlitedb.TxFunc {
+		return func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO kv VALUES (?, 1)`, k)
+			return err
+		}
+	}
+	if err := db.Writer.DoLazy(ctx, insert("a")); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Writer.LazyCommits(); n != 1 {
+		t.Fatalf("lazy commits after DoLazy = %d, want 1", n)
+	}
+	if err := db.Writer.Do(ctx, insert("b")); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Writer.LazyCommits(); n != 1 {
+		t.Fatalf("lazy commits after Do = %d, want still 1", n)
+	}
+	// The connection is back at FULL after a durable batch: read it on
+	// the writer's own connection.
+	var level int
+	if err := db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&level)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if level != 2 {
+		t.Fatalf("synchronous on the writer after a durable batch = %d, want 2 (FULL)", level)
+	}
+	if got := count(t, db); got != 2 {
+		t.Fatalf("rows = %d, want 2", got)
+	}
+}
+
+func TestGoAfterCloseIsErrClosed(t *testing.T) {
+	db := open(t)
+	db.Close()
+	if _, err := db.Writer.Go(context.Background(), func(context.Context, *sql.Tx) error { return nil }, nil); !errors.Is(err, sqlitedb.ErrClosed) {
+		t.Fatalf("Go after Close = %v, want ErrClosed", err)
+	}
+}

@@ -33,6 +33,18 @@ type Writer struct {
 	statsMu sync.Mutex
 	commits int64
 	jobs    int64
+	// lazy counts commits made with synchronous=NORMAL (no durable job).
+	lazy int64
+
+	// tickets numbers jobs in queue order (guarded by mu's write side for
+	// sends: see enqueue); done is the highest ticket whose batch has
+	// ended, and advanced is closed and replaced each time it grows.
+	tickets  uint64
+	doneMu   sync.Mutex
+	doneTo   uint64
+	advanced chan struct{}
+	// normal is true while the connection is set to synchronous=NORMAL.
+	normal bool
 
 	// savepoint, rollbackTo and release are prepared once; nil when
 	// preparing failed, in which case the SQL text is executed instead.
@@ -42,11 +54,18 @@ type Writer struct {
 type job struct {
 	ctx context.Context
 	fn  TxFunc
-	res chan error
+	// durable is true when the job's caller needs its commit on stable
+	// storage (synchronous=FULL) before it learns the outcome.
+	durable bool
+	ticket  uint64
+	// res receives the outcome of a job whose caller waits; then is called
+	// with the outcome of a job queued behind (Go).
+	res  chan error
+	then func(error)
 }
 
 func newWriter(db *sql.DB) *Writer {
-	w := &Writer{db: db, queue: make(chan *job, MaxBatch), done: make(chan struct{})}
+	w := &Writer{db: db, queue: make(chan *job, MaxBatch), done: make(chan struct{}), advanced: make(chan struct{})}
 	w.savepoint, _ = db.Prepare(sqlSavepoint)
 	w.rollbackTo, _ = db.Prepare(sqlRollbackTo)
 	w.release, _ = db.Prepare(sqlRelease)
@@ -113,20 +132,89 @@ func exec(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, query string) error {
 // for the outcome so that the caller never mistakes a committed mutation for
 // a failed one.
 func (w *Writer) Do(ctx context.Context, fn TxFunc) error {
-	j := &job{ctx: ctx, fn: fn, res: make(chan error, 1)}
-	w.mu.RLock()
-	if w.closed {
-		w.mu.RUnlock()
-		return ErrClosed
+	return w.do(ctx, fn, true)
+}
+
+// DoLazy is Do for work whose durability another record already ensures
+// (a copy that can be rebuilt): when no function of its batch was queued by
+// Do, the batch commits with synchronous=NORMAL, which in WAL mode writes
+// the commit to the WAL without an fsync. Such a commit survives the
+// process being killed (the OS keeps the written pages) but not a power
+// loss until the next durable commit, whose fsync of the WAL covers every
+// earlier frame, in order; a checkpoint syncs the WAL too.
+func (w *Writer) DoLazy(ctx context.Context, fn TxFunc) error {
+	return w.do(ctx, fn, false)
+}
+
+func (w *Writer) do(ctx context.Context, fn TxFunc, durable bool) error {
+	j := &job{ctx: ctx, fn: fn, durable: durable, res: make(chan error, 1)}
+	if _, err := w.enqueue(ctx, j); err != nil {
+		return err
 	}
+	return <-j.res
+}
+
+// Go queues fn behind the caller: it returns as soon as fn is queued, in
+// the order of every other queued function, and then (which may be nil)
+// is called from the writer with fn's outcome once its batch has ended.
+// Its batch commits lazily (see DoLazy) unless it also carries a Do. The
+// returned ticket can be passed to Wait. ctx bounds only the wait for room
+// in the queue.
+func (w *Writer) Go(ctx context.Context, fn TxFunc, then func(error)) (uint64, error) {
+	return w.enqueue(ctx, &job{ctx: context.WithoutCancel(ctx), fn: fn, then: then})
+}
+
+func (w *Writer) enqueue(ctx context.Context, j *job) (uint64, error) {
+	// The write lock orders ticket assignment with the send, so tickets
+	// follow queue order.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return 0, ErrClosed
+	}
+	w.tickets++
+	j.ticket = w.tickets
 	select {
 	case w.queue <- j:
+		return j.ticket, nil
 	case <-ctx.Done():
-		w.mu.RUnlock()
-		return ctx.Err()
+		w.tickets--
+		return 0, ctx.Err()
 	}
-	w.mu.RUnlock()
-	return <-j.res
+}
+
+// Queued returns the ticket of the newest queued function (0 when none
+// was ever queued); Wait(ctx, Queued()) waits for everything queued so far.
+func (w *Writer) Queued() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.tickets
+}
+
+// Wait returns once the batch holding the function with ticket t has
+// ended (committed or rolled back), or when ctx is done.
+func (w *Writer) Wait(ctx context.Context, t uint64) error {
+	for {
+		w.doneMu.Lock()
+		reached, ch := w.doneTo >= t, w.advanced
+		w.doneMu.Unlock()
+		if reached {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-w.done:
+			w.doneMu.Lock()
+			reached = w.doneTo >= t
+			w.doneMu.Unlock()
+			if reached {
+				return nil
+			}
+			return ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Stats reports how many commits the writer has made and how many functions
@@ -135,6 +223,14 @@ func (w *Writer) Stats() (commits, jobs int64) {
 	w.statsMu.Lock()
 	defer w.statsMu.Unlock()
 	return w.commits, w.jobs
+}
+
+// LazyCommits reports how many of the writer's commits were made with
+// synchronous=NORMAL because no function of their batch needed durability.
+func (w *Writer) LazyCommits() int64 {
+	w.statsMu.Lock()
+	defer w.statsMu.Unlock()
+	return w.lazy
 }
 
 func (w *Writer) close() {
@@ -183,11 +279,31 @@ func (w *Writer) loop() {
 
 func (w *Writer) run(batch []*job) {
 	results := make([]error, len(batch))
+	defer w.finish(batch, results)
 	ctx := context.Background()
+	durable := false
+	for _, j := range batch {
+		durable = durable || j.durable
+	}
+	// SQLite refuses to change the level inside a transaction; the
+	// writer's only connection runs this, so it applies to the batch.
+	if durable == w.normal {
+		level := "FULL"
+		if !durable {
+			level = "NORMAL"
+		}
+		if _, err := w.db.ExecContext(ctx, "PRAGMA synchronous="+level); err != nil {
+			for i := range batch {
+				results[i] = fmt.Errorf("sqlitedb: synchronous: %w", err)
+			}
+			return
+		}
+		w.normal = !durable
+	}
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
-		for _, j := range batch {
-			j.res <- fmt.Errorf("sqlitedb: begin: %w", err)
+		for i := range batch {
+			results[i] = fmt.Errorf("sqlitedb: begin: %w", err)
 		}
 		return
 	}
@@ -221,13 +337,32 @@ func (w *Writer) run(batch []*job) {
 	w.statsMu.Lock()
 	w.commits++
 	w.jobs += int64(len(batch))
+	if ran > 0 && !durable {
+		w.lazy++
+	}
 	w.statsMu.Unlock()
-	for i, j := range batch {
+	for i := range batch {
 		if results[i] == nil && commitErr != nil && ran > 0 {
 			results[i] = commitErr
 		}
-		j.res <- results[i]
 	}
+}
+
+// finish tells each function of an ended batch its outcome and advances
+// the ended ticket.
+func (w *Writer) finish(batch []*job, results []error) {
+	for i, j := range batch {
+		if j.res != nil {
+			j.res <- results[i]
+		} else if j.then != nil {
+			j.then(results[i])
+		}
+	}
+	w.doneMu.Lock()
+	w.doneTo = batch[len(batch)-1].ticket
+	close(w.advanced)
+	w.advanced = make(chan struct{})
+	w.doneMu.Unlock()
 }
 
 // runAlone runs fn as the only function of tx, which is rolled back when

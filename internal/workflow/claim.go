@@ -55,7 +55,15 @@ func (s *Service) ReadClaim(ctx context.Context, id string) Claim {
 	if _, err := ParseSessionID(id); err != nil {
 		return c
 	}
-	sess, err := s.store.Get(ctx, id)
+	get := s.store.Get
+	// A claim depends only on what a behind write never changes
+	// (lifecycle, owner, project, mode): it need not wait for one.
+	if c, ok := s.store.(interface {
+		GetCommitted(context.Context, string) (Session, error)
+	}); ok {
+		get = c.GetCommitted
+	}
+	sess, err := get(ctx, id)
 	switch {
 	case failure.Is(err, failure.UnknownSessionID):
 		c.state = claimNotFound

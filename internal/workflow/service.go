@@ -127,13 +127,18 @@ func (s *Service) Append(ctx context.Context, id string, events ...Event) (Sessi
 // session was closed at or after admittedAt (by that very call), so that a
 // call which closes its own session still records how it finished.
 func (s *Service) AppendFinished(ctx context.Context, id string, admittedAt time.Time, events ...Event) error {
-	_, _, err := s.store.Update(ctx, id, func(sess *Session) ([]Event, error) {
+	return s.FinishCall(ctx, id, admittedAt, CallWrite{}, events...)
+}
+
+// FinishCall is AppendFinished written as w says (an evidence outbox row
+// in the same transaction; queued behind the caller).
+func (s *Service) FinishCall(ctx context.Context, id string, admittedAt time.Time, w CallWrite, events ...Event) error {
+	return s.store.AppendCall(ctx, id, func(sess *Session) ([]Event, error) {
 		if !sess.Mutable() && (sess.ClosedAt == nil || sess.ClosedAt.Before(admittedAt)) {
 			return nil, failure.New(failure.SessionClosed, "%s", reasonMessage(failure.SessionClosed, id))
 		}
 		return events, nil
-	})
-	return err
+	}, w)
 }
 
 // RecordDenial records a refused call in a session regardless of its mode,

@@ -26,6 +26,26 @@ type StoreStatus struct {
 	// DiscardedRows counts malformed session or event rows found at restore
 	// and moved aside; they never reach a caller.
 	DiscardedRows int64 `json:"discarded_rows"`
+	// UnrecordedReads counts read-only calls that processes which died
+	// (kill -9, power loss) had acknowledged but whose events never
+	// reached a commit, found when this process opened the store.
+	UnrecordedReads int64 `json:"unrecorded_reads_at_start"`
+}
+
+// CallWrite says how [Store.AppendCall] writes a tool call's events.
+type CallWrite struct {
+	// Outbox, when not nil, is stored in the same transaction as the
+	// events, in the store's evidence outbox (opaque bytes).
+	Outbox []byte
+	// Behind queues the write behind the caller: AppendCall returns once
+	// it is queued, in order after every earlier write, without waiting
+	// for its commit; Done (which may be nil) then receives its outcome,
+	// from the store's writer (it must not block or write). Readers of
+	// the session (Get, Events) wait for it. A behind write commits
+	// without its own fsync and is durable with the next durable commit
+	// (it survives the process being killed; see docs/ledger-format.md).
+	Behind bool
+	Done   func(error)
 }
 
 // UpdateFunc inspects and may change a session header, returning events to
@@ -59,6 +79,9 @@ type Store interface {
 	// earlier in the same import) rolls back the whole import: nothing is
 	// written. It returns how many sessions it imported.
 	Import(ctx context.Context, next func() (LedgerRow, error)) (int, error)
+	// AppendCall is Update for the events of a tool call, written as w
+	// says. Unless w.Behind, it returns after the durable commit.
+	AppendCall(ctx context.Context, id string, fn UpdateFunc, w CallWrite) error
 	// Status reports store-wide counts.
 	Status(ctx context.Context) (StoreStatus, error)
 	// OpenCalls returns at most limit open calls (a tool_call_started

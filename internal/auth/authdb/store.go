@@ -46,7 +46,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // Close waits for queued writes and closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-const columns = `id, name, owner, scopes, created_at, revoked_at, last_used_at`
+const columns = `id, name, owner, scopes, created_at, revoked_at, last_used_at, tools`
 
 // Create inserts t with hash. Errors: failure.InvalidArguments when the id
 // or hash is empty; failure.Conflict when the id or the hash exists.
@@ -58,11 +58,18 @@ func (s *Store) Create(ctx context.Context, t auth.Token, hash string) error {
 	if err != nil {
 		return fmt.Errorf("tokens: encode scopes: %w", err)
 	}
+	tools, err := json.Marshal(t.Tools)
+	if t.Tools == nil {
+		tools = []byte("[]")
+	}
+	if err != nil {
+		return fmt.Errorf("tokens: encode tools: %w", err)
+	}
 	return s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx,
-			`INSERT INTO tokens (id, name, owner, scopes, token_hash, created_at, revoked_at, last_used_at)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Name, t.Owner, string(scopes), hash, t.CreatedAt.UnixNano(), nanos(t.RevokedAt), nanos(t.LastUsedAt))
+			`INSERT INTO tokens (id, name, owner, scopes, token_hash, created_at, revoked_at, last_used_at, tools)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Name, t.Owner, string(scopes), hash, t.CreatedAt.UnixNano(), nanos(t.RevokedAt), nanos(t.LastUsedAt), string(tools))
 		if sqlitedb.IsConstraint(err) {
 			return failure.New(failure.Conflict, "token %s already exists", t.ID)
 		}
@@ -156,12 +163,18 @@ func (s *Store) Touch(ctx context.Context, id string, at time.Time) error {
 func scan(row interface{ Scan(...any) error }) (auth.Token, error) {
 	var (
 		t                 auth.Token
-		scopes            string
+		scopes, tools     string
 		created           int64
 		revoked, lastUsed sql.NullInt64
 	)
-	if err := row.Scan(&t.ID, &t.Name, &t.Owner, &scopes, &created, &revoked, &lastUsed); err != nil {
+	if err := row.Scan(&t.ID, &t.Name, &t.Owner, &scopes, &created, &revoked, &lastUsed, &tools); err != nil {
 		return auth.Token{}, err
+	}
+	if err := json.Unmarshal([]byte(tools), &t.Tools); err != nil {
+		return auth.Token{}, fmt.Errorf("token %s: decode tools: %w", t.ID, err)
+	}
+	if len(t.Tools) == 0 {
+		t.Tools = nil
 	}
 	if err := json.Unmarshal([]byte(scopes), &t.Scopes); err != nil {
 		return auth.Token{}, fmt.Errorf("token %s: decode scopes: %w", t.ID, err)

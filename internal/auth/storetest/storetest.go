@@ -22,13 +22,17 @@ func Run(t *testing.T, open func(t *testing.T) auth.Store) {
 	ctx := context.Background()
 	base := time.Date(2026, 3, 4, 5, 6, 7, 890123456, time.UTC)
 	mk := func(i int) (auth.Token, string) {
-		return auth.Token{
+		t := auth.Token{
 			ID:        fmt.Sprintf("tok_%016x", i),
 			Name:      fmt.Sprintf("token %d", i),
 			Owner:     "local",
 			Scopes:    []auth.Scope{auth.ScopeProjectRead, auth.ScopeJobRun},
 			CreatedAt: base.Add(time.Duration(i) * time.Second),
-		}, fmt.Sprintf("%064x", i)
+		}
+		if i%2 == 0 {
+			t.Tools = []string{"read_files", "git_diff"} // a tool profile round-trips
+		}
+		return t, fmt.Sprintf("%064x", i)
 	}
 
 	t.Run("CreateFindList", func(t *testing.T) {

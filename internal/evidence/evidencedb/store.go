@@ -71,6 +71,9 @@ type Journal struct {
 
 	mu  sync.Mutex // guards rng; held by the writer's transaction functions
 	rng *compact.Range
+
+	marks      watermarks
+	beforeRead func(context.Context) error
 }
 
 const recordColumns = `idx, invocation_id, key_id, at_ns, tool, source, transport_era,
@@ -123,6 +126,10 @@ func Open(ctx context.Context, dataDir string, opts evidence.Options) (*Journal,
 	if err := j.init(ctx, dataDir, opts.Origin); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if err := j.loadWatermark(ctx); err != nil {
+		db.Close()
+		return nil, wrapWrite(err)
 	}
 	return j, nil
 }
@@ -301,6 +308,7 @@ func (j *Journal) Append(ctx context.Context, r evidence.Record) (evidence.Entry
 		return evidence.Entry{}, err
 	}
 	var e evidence.Entry
+	applied := j.marks.applied.Load()
 	err = j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		j.mu.Lock()
 		defer j.mu.Unlock()
@@ -314,6 +322,7 @@ func (j *Journal) Append(ctx context.Context, r evidence.Record) (evidence.Entry
 	if err != nil {
 		return evidence.Entry{}, wrapWrite(err)
 	}
+	j.durableUpTo(applied)
 	return e, nil
 }
 
@@ -414,6 +423,9 @@ func scanCheckpoint(row interface{ Scan(...any) error }) (evidence.SignedCheckpo
 // idempotent: when the newest checkpoint already has the head's size (and
 // the current key), that checkpoint is returned unchanged.
 func (j *Journal) Checkpoint(ctx context.Context) (evidence.SignedCheckpoint, error) {
+	if err := j.flushBeforeRead(ctx); err != nil {
+		return evidence.SignedCheckpoint{}, err
+	}
 	var sc evidence.SignedCheckpoint
 	err := j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		j.mu.Lock()
@@ -488,6 +500,9 @@ func (j *Journal) SessionRecords(ctx context.Context, sessionID string, limit in
 	if err := checkSessionID(sessionID); err != nil {
 		return nil, err
 	}
+	if err := j.flushBeforeRead(ctx); err != nil {
+		return nil, err
+	}
 	return j.sessionEntries(ctx, sessionID, `ORDER BY idx DESC LIMIT ?`, limit)
 }
 
@@ -520,6 +535,9 @@ func (j *Journal) sessionEntries(ctx context.Context, sessionID, tail string, ar
 // binding state.
 func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence.Counts, error) {
 	if err := checkSessionID(sessionID); err != nil {
+		return evidence.Counts{}, err
+	}
+	if err := j.flushBeforeRead(ctx); err != nil {
 		return evidence.Counts{}, err
 	}
 	rows, err := j.db.Read.QueryContext(ctx, `SELECT session_binding, COUNT(*) FROM records

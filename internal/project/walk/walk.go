@@ -8,9 +8,12 @@
 // case-sensitive. Global git excludes are not read, so the result does not
 // depend on the host's git configuration. A directory named .git is never
 // reported or entered, ignore rules or not. Symbolic links are reported as
-// links and never followed. Every directory, ignore file and entry is read
-// through an [os.Root] on the project root, so a walk never leaves the
-// root, even when a directory is swapped for a symlink while it runs.
+// links and never followed. The start directory (and the ignore files
+// above it) is opened through an [os.Root] on the project root, and every
+// directory, ignore file and file beneath it through its parent's open
+// [Dir], one name at a time without following a symbolic link, so a walk
+// never leaves the root, even when a directory is swapped for a symlink
+// while it runs.
 //
 // Entries arrive depth-first in a deterministic order: the byte order of
 // their project-relative paths, where a directory's path is compared as if
@@ -28,6 +31,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // MaxIgnoreFileBytes bounds how much of one ignore file is read; rules past
@@ -61,14 +66,24 @@ type Entry struct {
 	// operating system's form, for opening it through that root.
 	Loc  string
 	Kind Kind
-	// Size is the size in bytes of a regular file, 0 for other kinds.
+	// Size is the size in bytes of a regular file, 0 for other kinds (and
+	// for every file under Options.NoSizes).
 	Size int64
+	// Dir is the open directory holding the entry, through which it can
+	// be read; it stays open after the visit only when retained.
+	Dir *Dir
 }
+
+// Name is the entry's base name, its name in Dir.
+func (e Entry) Name() string { return e.Path[strings.LastIndexByte(e.Path, '/')+1:] }
 
 // Options configure a Walk. The zero value honours ignore files.
 type Options struct {
 	// IncludeIgnored disables ignore files; .git is still skipped.
 	IncludeIgnored bool
+	// NoSizes leaves Entry.Size 0 for files, saving a stat of each file
+	// on file systems that give a directory entry's type.
+	NoSizes bool
 }
 
 // SkipDir returned by a visit function for a directory entry skips the
@@ -109,12 +124,18 @@ func Walk(ctx context.Context, root *os.Root, start, loc string, opts Options, f
 			rules = appendRules(rules, root, filepath.Join(loc, IgnoreFileName), start)
 		}
 	}
-	des, err := readDir(root, loc)
+	f, err := root.Open(loc)
 	if err != nil {
 		return err
 	}
-	w := &walker{ctx: ctx, root: root, opts: opts, fn: fn}
-	err = w.dir(start, loc, des, rules)
+	d := newDir(f)
+	defer d.Release()
+	w := &walker{ctx: ctx, opts: opts, fn: fn}
+	des, err := w.list(d)
+	if err != nil {
+		return err
+	}
+	err = w.dir(start, loc, d, des, rules)
 	if errors.Is(err, SkipAll) || errors.Is(err, SkipDir) {
 		return nil
 	}
@@ -123,48 +144,35 @@ func Walk(ctx context.Context, root *os.Root, start, loc string, opts Options, f
 
 type walker struct {
 	ctx  context.Context
-	root *os.Root
 	opts Options
 	fn   func(Entry) error
 }
 
-// dirEntry is one entry of a directory read by readDir.
+// dirEntry is one entry of a directory read by list.
 type dirEntry struct {
 	name string
 	kind Kind
 	size int64
 }
 
-// readDir reads the directory at loc in root: the names, kinds and (for
-// regular files) sizes of its entries. The directory is opened through
-// root and each entry is stated through a root on the directory itself,
-// so neither can be redirected outside.
-func readDir(root *os.Root, loc string) ([]dirEntry, error) {
-	dir, err := root.OpenRoot(loc)
-	if err != nil {
-		return nil, err
-	}
-	defer dir.Close()
-	f, err := dir.Open(".")
-	if err != nil {
-		return nil, err
-	}
-	des, err := f.ReadDir(-1)
-	f.Close()
+// list reads the entries of d: their names, kinds and (for regular files,
+// unless NoSizes) sizes. A file's kind comes from the directory entry
+// when the file system gives it; a file that vanishes before its stat is
+// left out.
+func (w *walker) list(d *Dir) ([]dirEntry, error) {
+	des, err := d.f.ReadDir(-1)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]dirEntry, 0, len(des))
 	for _, de := range des {
 		e := dirEntry{name: de.Name(), kind: kindOf(de.Type())}
-		if e.kind == KindFile {
-			info, err := dir.Lstat(e.name)
+		if e.kind == KindFile && !w.opts.NoSizes {
+			kind, size, err := d.lstat(e.name)
 			if err != nil {
 				continue // vanished since the directory was read
 			}
-			if e.kind = kindOf(info.Mode().Type()); e.kind == KindFile {
-				e.size = info.Size()
-			}
+			e.kind, e.size = kind, size
 		}
 		out = append(out, e)
 	}
@@ -176,7 +184,7 @@ type sortable struct {
 	key string
 }
 
-func (w *walker) dir(rel, loc string, des []dirEntry, rules []rule) error {
+func (w *walker) dir(rel, loc string, d *Dir, des []dirEntry, rules []rule) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
@@ -201,7 +209,7 @@ func (w *walker) dir(rel, loc string, des []dirEntry, rules []rule) error {
 		if !w.opts.IncludeIgnored && ignored(rules, p, kind == KindDir) {
 			continue
 		}
-		e := Entry{Path: p, Loc: filepath.Join(loc, name), Kind: kind, Size: it.de.size}
+		e := Entry{Path: p, Loc: filepath.Join(loc, name), Kind: kind, Size: it.de.size, Dir: d}
 		err := w.fn(e)
 		if errors.Is(err, SkipDir) {
 			if kind == KindDir {
@@ -215,19 +223,63 @@ func (w *walker) dir(rel, loc string, des []dirEntry, rules []rule) error {
 		if kind != KindDir {
 			continue
 		}
-		sub, err := readDir(w.root, e.Loc)
-		if err != nil {
-			continue // unreadable: reported, not entered
-		}
-		subRules := rules
-		if !w.opts.IncludeIgnored {
-			subRules = appendRules(rules[:len(rules):len(rules)], w.root, filepath.Join(e.Loc, IgnoreFileName), p)
-		}
-		if err := w.dir(p, e.Loc, sub, subRules); err != nil {
+		if err := w.subdir(d, name, p, e.Loc, rules); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// subdir walks the subdirectory name of d, at project path p and location
+// loc; one that cannot be read is skipped.
+func (w *walker) subdir(d *Dir, name, p, loc string, rules []rule) error {
+	sub, err := d.sub(name, loc)
+	if err != nil {
+		return nil // unreadable: reported, not entered
+	}
+	defer sub.Release()
+	des, err := w.list(sub)
+	if err != nil {
+		return nil
+	}
+	if !w.opts.IncludeIgnored {
+		for _, de := range des {
+			if de.name == IgnoreFileName {
+				rules = append(rules[:len(rules):len(rules)], dirRules(sub, de.kind, p)...)
+				break
+			}
+		}
+	}
+	return w.dir(p, loc, sub, des, rules)
+}
+
+// dirRules returns the rules of the ignore file in d, of kind k as its
+// directory entry gives it, located in the project-relative directory
+// base. A file that is not regular (a symbolic link included) or cannot be
+// read contributes nothing.
+func dirRules(d *Dir, k Kind, base string) []rule {
+	if k != KindFile {
+		return nil
+	}
+	var buf []byte
+	content, large, err := d.ReadRegular(IgnoreFileName, &buf, MaxIgnoreFileBytes)
+	if err != nil {
+		return nil
+	}
+	if large {
+		// Read the first MaxIgnoreFileBytes, as appendRules does.
+		fd, err := d.openat(IgnoreFileName, unix.O_NONBLOCK|unix.O_NOCTTY)
+		if err != nil {
+			return nil
+		}
+		f := os.NewFile(uintptr(fd), IgnoreFileName)
+		defer f.Close()
+		if content, err = io.ReadAll(io.LimitReader(f, MaxIgnoreFileBytes)); err != nil {
+			return nil
+		}
+		content = content[:bytes.LastIndexByte(content, '\n')+1]
+	}
+	return parseIgnore(content, base)
 }
 
 func kindOf(m fs.FileMode) Kind {

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -194,11 +197,14 @@ func TestWalkIgnoresSymlinkedIgnoreFile(t *testing.T) {
 	write(t, outside, "rules", "*.go\n")
 	root := t.TempDir()
 	write(t, root, "x.go", "")
-	if err := os.Symlink(filepath.Join(outside, "rules"), filepath.Join(root, ".gitignore")); err != nil {
-		t.Fatal(err)
+	write(t, root, "sub/y.go", "")
+	for _, dir := range []string{".", "sub"} {
+		if err := os.Symlink(filepath.Join(outside, "rules"), filepath.Join(root, dir, ".gitignore")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	got := collect(t, root, ".", walk.Options{})
-	if !slices.Contains(got, "x.go file") {
+	if !slices.Contains(got, "x.go file") || !slices.Contains(got, "sub/y.go file") {
 		t.Fatalf("a symlinked .gitignore was applied: %v", got)
 	}
 }
@@ -283,22 +289,99 @@ func TestMaxIgnoreFileBytes(t *testing.T) {
 	if walk.MaxIgnoreFileBytes != 1<<20 {
 		t.Fatalf("MaxIgnoreFileBytes = %d", walk.MaxIgnoreFileBytes)
 	}
-	root := t.TempDir()
 	// Fill the ignore file so that "cut.txt" straddles the bound and
-	// "late.txt" lies past it: neither may apply.
+	// "late.txt" lies past it: neither may apply, in the start directory
+	// or beneath it.
 	filler := strings.Repeat("#"+strings.Repeat("x", 98)+"\n", (walk.MaxIgnoreFileBytes-4)/100)
 	content := "early.txt\n" + filler
 	pad := walk.MaxIgnoreFileBytes - len(content) - 3
 	content += strings.Repeat("#", pad) + "\ncut.txt\nlate.txt\n"
-	write(t, root, ".gitignore", content)
-	write(t, root, "early.txt", "")
-	write(t, root, "cut.txt", "")
-	write(t, root, "cut", "")
-	write(t, root, "late.txt", "")
-	got := collect(t, root, ".", walk.Options{})
-	want := []string{".gitignore file", "cut file", "cut.txt file", "late.txt file"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("walk = %v, want %v", got, want)
+	for _, dir := range []string{"", "sub/"} {
+		root := t.TempDir()
+		write(t, root, dir+".gitignore", content)
+		write(t, root, dir+"early.txt", "")
+		write(t, root, dir+"cut.txt", "")
+		write(t, root, dir+"cut", "")
+		write(t, root, dir+"late.txt", "")
+		got := collect(t, root, ".", walk.Options{})
+		want := []string{dir + ".gitignore file", dir + "cut file", dir + "cut.txt file", dir + "late.txt file"}
+		if dir != "" {
+			want = append([]string{"sub dir"}, want...)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("walk = %v, want %v", got, want)
+		}
+	}
+}
+
+// TestWalkNoSizesAndRetainedDirs checks that NoSizes changes only the
+// sizes, and that a retained Dir reads its files after the walk has left
+// it: regular files up to the limit, a larger one as large, a symbolic
+// link or a FIFO in a file's place not at all.
+func TestWalkNoSizesAndRetainedDirs(t *testing.T) {
+	outside := t.TempDir()
+	write(t, outside, "secret.txt", "secret")
+	root := t.TempDir()
+	write(t, root, "a.txt", "alpha")
+	write(t, root, "d/b.txt", "beta")
+	write(t, root, "d/e/big.txt", "0123456789")
+	write(t, root, "d/e/swapped.txt", "gone")
+	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "d", "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "d", "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sized := collect(t, root, ".", walk.Options{})
+	var entries []walk.Entry
+	err := walkIn(t, context.Background(), root, ".", walk.Options{NoSizes: true}, func(e walk.Entry) error {
+		if e.Size != 0 {
+			t.Errorf("%s: Size %d under NoSizes", e.Path, e.Size)
+		}
+		e.Dir.Retain()
+		entries = append(entries, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unsized []string
+	for _, e := range entries {
+		unsized = append(unsized, e.Path+" "+string(e.Kind))
+	}
+	if !slices.Equal(unsized, sized) {
+		t.Fatalf("NoSizes walk = %v, want %v", unsized, sized)
+	}
+	// Swap a walked file for a link to the outside, then read everything.
+	swapped := filepath.Join(root, "d", "e", "swapped.txt")
+	if err := os.Remove(swapped); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret.txt"), swapped); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range entries {
+		var buf []byte
+		content, large, err := e.Dir.ReadRegular(e.Name(), &buf, 8)
+		switch {
+		case errors.Is(err, fs.ErrInvalid):
+			got[e.Path] = "not regular"
+		case err != nil:
+			got[e.Path] = "error"
+		case large:
+			got[e.Path] = "large"
+		default:
+			got[e.Path] = string(content)
+		}
+		e.Dir.Release()
+	}
+	want := map[string]string{
+		"a.txt": "alpha", "d": "not regular", "d/b.txt": "beta", "d/e": "not regular",
+		"d/e/big.txt": "large", "d/e/swapped.txt": "error", "d/link.txt": "error", "d/pipe": "not regular",
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("reads = %v, want %v", got, want)
 	}
 }
 

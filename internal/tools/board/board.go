@@ -66,16 +66,16 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 	kernel.Register(reg, kernel.Spec[CompleteInput, workflow.Completion]{
 		Name: "complete_session_message",
-		Description: "Complete a todo: atomically post one answer reply and resolve the todo. Needs expected_assignment_fence from get_session_assignment " +
-			"and your own completion_key: retrying with the same key replays the result (replayed:true). A stale fence fails with the current assignment and a fresh fence.",
+		Description: "Complete a todo: one answer reply and the todo resolved, atomically. Retry with the same completion_key to replay (replayed:true); " +
+			"a stale fence fails with the current assignment and a fresh fence.",
 		Category: "board", Scopes: scopes, Mutates: true, Session: kernel.SessionRequired,
 		Annotations: kernel.Annotations{Idempotent: true},
 		Handler:     t.complete,
 	})
 	kernel.Register(reg, kernel.Spec[ObserveInput, workflow.Observation]{
 		Name: "observe_session_messages",
-		Description: "Changes to a session's messages since your observation_token (current state, not an event log). Without a token: a baseline token, no history. " +
-			"wait_seconds (1-60, with a token) waits once for a change; a timeout is a normal unchanged result. history_lost: retention removed changes after your cursor.",
+		Description: "Messages changed since after_observation_token (current state, not an event log); without one, a baseline token. " +
+			"wait_seconds waits once for a change (a timeout is a normal result).",
 		Category: "board", Scopes: scopes, Session: kernel.SessionRequired,
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Handler:     t.observe,
@@ -247,7 +247,7 @@ func (t *Tools) complete(ctx context.Context, inv *kernel.Invocation, in Complet
 type ObserveInput struct {
 	kernel.RequiredSessionRef
 	kernel.OptionalProjectRef
-	AfterToken  string `json:"after_observation_token,omitempty" jsonschema:"observation_token of your previous call"`
+	AfterToken  string `json:"after_observation_token,omitempty" jsonschema:"observation_token of your last call"`
 	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"1-60, only with a token"`
 	Limit       int    `json:"limit,omitempty" jsonschema:"default 50, max 100"`
 }

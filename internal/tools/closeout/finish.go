@@ -80,10 +80,8 @@ const (
 func registerFinish(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[FinishInput, FinishOutput]{
 		Name: FinishToolName,
-		Description: "Deterministic, read-only closeout snapshot of one Workflow Session: workspace, session changes, validation " +
-			"(historical, resolved, unresolved, current evidence), expectation-classified tool failures, jobs, hard_blockers, advisories, " +
-			"handoff_brief and task_outcome (pass only with a passing validation newer than the last change and no hard blocker). " +
-			"Does not close the session and does not prove the work correct. summary_only returns task_outcome, counts and next actions.",
+		Description: "Read-only closeout of a session: workspace, changes, validation, failures, jobs, hard_blockers and task_outcome " +
+			"(pass only with a passing validation newer than the last change and no blocker). Does not close the session.",
 		Category: "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Session:     kernel.SessionRequired,
@@ -96,8 +94,8 @@ type FinishInput struct {
 	kernel.ProjectRef
 	kernel.RequiredSessionRef
 	SummaryOnly       bool  `json:"summary_only,omitempty" jsonschema:"return only task_outcome, counts and suggested_next_actions"`
-	IncludeWorkspace  *bool `json:"include_workspace,omitempty" jsonschema:"run one read-only git status in the project root; default true"`
-	IncludeValidation *bool `json:"include_validation,omitempty" jsonschema:"report validation evidence; default true (false is not_requested)"`
+	IncludeWorkspace  *bool `json:"include_workspace,omitempty" jsonschema:"run one read-only git status; default true"`
+	IncludeValidation *bool `json:"include_validation,omitempty" jsonschema:"report validation evidence; default true"`
 	IncludeHandoff    *bool `json:"include_handoff,omitempty" jsonschema:"include handoff_brief; default true"`
 }
 

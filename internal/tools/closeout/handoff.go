@@ -30,10 +30,8 @@ const (
 func registerHandoff(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[HandoffInput, HandoffOutput]{
 		Name: HandoffToolName,
-		Description: "Recover one Workflow Session by exact session_id: a deterministic handoff_brief (≤ 8 KiB) with the root and latest " +
-			"instructions, progress state, changed and recently read files, validation status and open failures, Job attention, " +
-			"next actions and basis completeness. diagnostic=true adds continuation_feedback and the newest events. Works on closed sessions; " +
-			"runs nothing except, with include_workspace=true, one read-only git status.",
+		Description: "Recover a session by exact session_id: a handoff_brief (at most 8 KiB) of instructions, progress, changed files, " +
+			"validation, jobs and next actions. Works on closed sessions; runs nothing unless include_workspace.",
 		Category: "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Session:     kernel.SessionRequired,
@@ -45,8 +43,8 @@ func registerHandoff(reg *kernel.Registry, t *Tools) {
 type HandoffInput struct {
 	kernel.RequiredSessionRef
 	kernel.OptionalProjectRef
-	IncludeWorkspace  *bool `json:"include_workspace,omitempty" jsonschema:"run git status in the project root and report branch, head, dirty, conflicted, ahead and behind; default false (reported as not_requested)"`
-	IncludeValidation *bool `json:"include_validation,omitempty" jsonschema:"report validation evidence; default true (false is reported as not_requested)"`
+	IncludeWorkspace  *bool `json:"include_workspace,omitempty" jsonschema:"run one git status and report the workspace; default false"`
+	IncludeValidation *bool `json:"include_validation,omitempty" jsonschema:"report validation evidence; default true"`
 	Limit             int   `json:"limit,omitempty" jsonschema:"diagnostic events to return, default 20, max 100"`
 	Diagnostic        bool  `json:"diagnostic,omitempty" jsonschema:"also return continuation_feedback and the newest events"`
 }

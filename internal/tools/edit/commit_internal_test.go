@@ -60,7 +60,7 @@ func TestCommitFailureAfterAWriteIsOutcomeUnknown(t *testing.T) {
 		mkPlan(t, root, "first.txt", OpCreate, "first\n", 0),
 		mkPlan(t, root, "blocker", OpReplace, "second\n", 1),
 	}
-	written, err := commit(tree, plans)
+	written, err := commit(tree, plans, nil)
 	if !failure.Is(err, failure.OutcomeUnknown) {
 		t.Fatalf("err = %v, want outcome_unknown", err)
 	}
@@ -92,7 +92,7 @@ func TestCommitFailureBeforeAnyWriteChangesNothing(t *testing.T) {
 	p0 := mkPlan(t, root, "blocker", OpReplace, "x", 0)
 	p1 := mkPlan(t, root, "newdir/n.txt", OpCreate, "n", 1)
 	p1.dirs = []string{"newdir"}
-	written, err := commit(tree, []*plan{p0, p1})
+	written, err := commit(tree, []*plan{p0, p1}, nil)
 	if err == nil || failure.Is(err, failure.OutcomeUnknown) || len(written) != 0 {
 		t.Fatalf("err = %v, written = %v", err, written)
 	}
@@ -156,5 +156,59 @@ func TestDiffStats(t *testing.T) {
 	added, removed, preview, _ = diffStats(old, reps)
 	if added != 1 || removed != 1 || preview != "@@ -2,1 +2,1 @@\n-x y\n+X Y\n" {
 		t.Fatalf("added %d removed %d preview %q", added, removed, preview)
+	}
+}
+
+// The before hook (the call's durable tool_call_started) runs once, after
+// the staging files and before the first rename; when it fails nothing is
+// changed: no target, no staging file, no directory.
+func TestCommitBeforeHook(t *testing.T) {
+	root, tree := openTree(t)
+	if err := os.WriteFile(filepath.Join(root, "keep.txt"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var staged []string
+	calls := 0
+	refused := failure.New(failure.Unavailable, "started not recorded")
+	plans := []*plan{mkPlan(t, root, "keep.txt", OpReplace, "new\n", 0), mkPlan(t, root, "new.txt", OpCreate, "n\n", 1)}
+	_, err := commit(tree, plans, func() error {
+		calls++
+		staged = entries(t, root) // the staging files exist, nothing renamed
+		return refused
+	})
+	if err != refused || calls != 1 {
+		t.Fatalf("commit = %v after %d hook calls, want the hook's error after 1", err, calls)
+	}
+	if len(staged) != 3 { // keep.txt and two staging files
+		t.Fatalf("at the hook the project held %v, want keep.txt and two staging files", staged)
+	}
+	if got := entries(t, root); !slices.Equal(got, []string{"keep.txt"}) {
+		t.Fatalf("after a refused hook the project holds %v, want only keep.txt", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "keep.txt")); string(b) != "old\n" {
+		t.Fatalf("keep.txt = %q, want it unchanged", b)
+	}
+
+	// A plan that creates a directory calls the hook before the directory.
+	p := mkPlan(t, root, "sub/dir/f.txt", OpCreate, "f\n", 0)
+	p.dirs = []string{"sub", "sub/dir"}
+	_, err = commit(tree, []*plan{p}, func() error {
+		if _, err := os.Stat(filepath.Join(root, "sub")); err == nil {
+			t.Error("the directory was created before the hook")
+		}
+		return refused
+	})
+	if err != refused {
+		t.Fatalf("commit = %v, want the hook's error", err)
+	}
+	if got := entries(t, root); !slices.Equal(got, []string{"keep.txt"}) {
+		t.Fatalf("after a refused hook the project holds %v, want only keep.txt", got)
+	}
+
+	// When the hook succeeds the change is made.
+	calls = 0
+	written, err := commit(tree, []*plan{mkPlan(t, root, "keep.txt", OpReplace, "new\n", 0)}, func() error { calls++; return nil })
+	if err != nil || calls != 1 || !slices.Equal(written, []string{"keep.txt"}) {
+		t.Fatalf("commit = %v %v after %d hook calls", written, err, calls)
 	}
 }

@@ -93,11 +93,8 @@ const (
 func Register(reg *kernel.Registry) {
 	kernel.Register(reg, kernel.Spec[ApplyInput, ApplyOutput]{
 		Name: "apply_text_edits",
-		Description: "Apply 1-16 file changes all-or-nothing. op=replace applies exact text edits " +
-			"(old_text must match exactly; use occurrence or expected_match_count when it matches more than once); " +
-			"op=create makes a new file with content; op=delete removes a file. Every replace and delete must be " +
-			"fenced by expected_read_revision or expected_sha256 from your last read. On any conflict nothing is " +
-			"written. dry_run=true returns the plan with a preview and writes nothing.",
+		Description: "Apply 1-16 file changes all-or-nothing: op replace (exact old_text edits), create or delete. Replace and delete need " +
+			"expected_read_revision or expected_sha256 from your last read; on any conflict nothing is written; dry_run previews.",
 		Category:    "edit",
 		EditSurface: kernel.EditCanonical,
 		Scopes:      []auth.Scope{auth.ScopeProjectWrite},
@@ -106,12 +103,13 @@ func Register(reg *kernel.Registry) {
 		Writes:      true,
 		Session:     kernel.SessionOptional,
 		Handler:     applyTextEdits,
+		// Plans and stages its files while tool_call_started commits.
+		PreparesBeforeEffect: true,
 	})
 	kernel.Register(reg, kernel.Spec[WriteInput, WriteOutput]{
 		Name: "write_project_file",
-		Description: "Write a whole file. Creates the file (and its parent directories) when it does not exist " +
-			"and no fence is given; overwriting an existing file requires expected_read_revision or " +
-			"expected_sha256 naming its current bytes.",
+		Description: "Write a whole file, creating it and its directories if absent; overwriting " +
+			"needs expected_read_revision or expected_sha256 of the current file.",
 		Category:    "edit",
 		EditSurface: kernel.EditAdvanced,
 		Scopes:      []auth.Scope{auth.ScopeProjectWrite},
@@ -120,6 +118,8 @@ func Register(reg *kernel.Registry) {
 		Writes:      true,
 		Session:     kernel.SessionOptional,
 		Handler:     writeProjectFile,
+		// Plans and stages its files while tool_call_started commits.
+		PreparesBeforeEffect: true,
 	})
 }
 
@@ -127,7 +127,7 @@ func Register(reg *kernel.Registry) {
 type ApplyInput struct {
 	kernel.ProjectRef
 	kernel.SessionRef
-	Changes []Change `json:"changes" jsonschema:"1-16 file changes, applied all-or-nothing; each path at most once"`
+	Changes []Change `json:"changes" jsonschema:"1-16 file changes, all-or-nothing; each path at most once"`
 	DryRun  bool     `json:"dry_run,omitempty" jsonschema:"plan and preview only; write nothing"`
 }
 
@@ -135,9 +135,9 @@ type ApplyInput struct {
 type Change struct {
 	Path                 string     `json:"path" jsonschema:"project-relative path"`
 	Op                   string     `json:"op" jsonschema:"replace, create or delete"`
-	ExpectedReadRevision string     `json:"expected_read_revision,omitempty" jsonschema:"rv1: read revision of the file as last read; required (or expected_sha256) for replace and delete"`
+	ExpectedReadRevision string     `json:"expected_read_revision,omitempty" jsonschema:"read_revision of your last read; replace and delete need it or expected_sha256"`
 	ExpectedSHA256       string     `json:"expected_sha256,omitempty" jsonschema:"full hex SHA-256 of the file as last read"`
-	Edits                []TextEdit `json:"edits,omitempty" jsonschema:"replace only: 1-64 exact text edits, all matched against the fenced file; their matches must not overlap"`
+	Edits                []TextEdit `json:"edits,omitempty" jsonschema:"replace only: 1-64 exact, non-overlapping text edits"`
 	Content              *string    `json:"content,omitempty" jsonschema:"create only: the whole content of the new file"`
 }
 
@@ -151,7 +151,7 @@ type TextEdit struct {
 	OldText            string `json:"old_text" jsonschema:"exact, non-empty text to find"`
 	NewText            string `json:"new_text" jsonschema:"replacement text"`
 	Occurrence         *int   `json:"occurrence,omitempty" jsonschema:"1-based index of the match to replace"`
-	ExpectedMatchCount *int   `json:"expected_match_count,omitempty" jsonschema:"exact number of matches the file must hold; without occurrence every match is replaced"`
+	ExpectedMatchCount *int   `json:"expected_match_count,omitempty" jsonschema:"matches the file must hold; without occurrence all are replaced"`
 }
 
 // ApplyOutput is the output of apply_text_edits.
@@ -187,7 +187,7 @@ type WriteInput struct {
 	kernel.SessionRef
 	Path                 string `json:"path" jsonschema:"project-relative path"`
 	Content              string `json:"content" jsonschema:"the whole new content"`
-	ExpectedReadRevision string `json:"expected_read_revision,omitempty" jsonschema:"rv1: read revision of the existing file; required (or expected_sha256) to overwrite"`
+	ExpectedReadRevision string `json:"expected_read_revision,omitempty" jsonschema:"read_revision of the file to overwrite (or give expected_sha256)"`
 	ExpectedSHA256       string `json:"expected_sha256,omitempty" jsonschema:"full hex SHA-256 of the existing file"`
 }
 

@@ -90,7 +90,13 @@ func lockPaths(ctx context.Context, keys []string) (func(), error) {
 // file is always renamed within the directory it was created in. It
 // returns the project-relative paths it changed; a failure after the first
 // rename is an outcome_unknown failure listing them.
-func commit(tree *project.Tree, plans []*plan) (written []string, err error) {
+//
+// before (which may be nil) is called once before the first effect a crash
+// could leave unexplained: before the first directory is created, else
+// after every staging file is written and synced (a staging file is
+// removed at the next start) and before the first rename or removal. When
+// it fails nothing is changed and its error is returned.
+func commit(tree *project.Tree, plans []*plan, before func() error) (written []string, err error) {
 	root := tree.Root()
 	var createdDirs []string
 	defer func() {
@@ -112,9 +118,26 @@ func commit(tree *project.Tree, plans []*plan) (written []string, err error) {
 			root.Remove(createdDirs[i]) // only succeeds while empty
 		}
 	}
+	ready := before == nil
+	effect := func() error {
+		if ready {
+			return nil
+		}
+		ready = true
+		if err := before(); err != nil {
+			cleanup()
+			return err
+		}
+		return nil
+	}
 	for _, p := range plans {
 		if !p.changed {
 			continue
+		}
+		if len(p.dirs) > 0 {
+			if err := effect(); err != nil {
+				return nil, err
+			}
 		}
 		for _, d := range p.dirs {
 			if err := root.Mkdir(d, 0o777); err != nil {
@@ -141,6 +164,9 @@ func commit(tree *project.Tree, plans []*plan) (written []string, err error) {
 		}
 	}
 
+	if err := effect(); err != nil {
+		return nil, err
+	}
 	var synced []*os.Root
 	for _, p := range plans {
 		if !p.changed {

@@ -115,7 +115,7 @@ func applyTextEdits(ctx context.Context, inv *kernel.Invocation, in ApplyInput) 
 	if err := ctx.Err(); err != nil {
 		return ApplyOutput{}, failure.Wrap(failure.Interrupted, err, "call was cancelled before anything was written")
 	}
-	written, err := commit(tree, plans)
+	written, err := commit(tree, plans, func() error { return inv.BeforeEffect(ctx) })
 	if len(written) > 0 {
 		inv.Change(written...)
 	}

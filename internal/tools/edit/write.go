@@ -74,7 +74,7 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 	if err := ctx.Err(); err != nil {
 		return WriteOutput{}, failure.Wrap(failure.Interrupted, err, "call was cancelled before anything was written")
 	}
-	written, err := commit(tree, []*plan{p})
+	written, err := commit(tree, []*plan{p}, func() error { return inv.BeforeEffect(ctx) })
 	if len(written) > 0 {
 		inv.Change(written...)
 	}

@@ -24,26 +24,22 @@ func Register(reg *kernel.Registry) {
 	ann := kernel.Annotations{ReadOnly: true, Idempotent: true}
 	kernel.Register(reg, kernel.Spec[ReadFilesInput, ReadFilesOutput]{
 		Name: "read_files",
-		Description: "Read 1-8 text files (or line ranges of them) in a project. Each result carries the exact text of the " +
-			"returned lines, the whole file's sha256 and read_revision (the fence edit tools take), total_lines, and " +
-			"next_start_line to continue when more lines follow. Lines are never cut except a single line longer than " +
-			"the byte budget (partial_line). Binary files are reported without content.",
+		Description: "Read 1-8 text files or line ranges. Each gives the exact lines, the file's sha256 and " +
+			"read_revision (the edit fence), total_lines and next_start_line when more follow.",
 		Category: Category, Scopes: scopes, Annotations: ann, Session: kernel.SessionOptional,
 		Handler: readFilesHandler,
 	})
 	kernel.Register(reg, kernel.Spec[ListInput, ListOutput]{
 		Name: "list_project_files",
-		Description: "List the files and directories beneath a project directory, honouring .gitignore files unless " +
-			"include_ignored is set (.git is always skipped). Globs filter the entries; a glob without '/' matches base " +
-			"names, '!' excludes. Entries are in git tree order; symbolic links are listed, never followed.",
+		Description: "List the files and directories under a project path, honouring .gitignore unless " +
+			"include_ignored; globs filter (without '/' they match base names, '!' excludes).",
 		Category: Category, Scopes: scopes, Annotations: ann, Session: kernel.SessionOptional,
 		Handler: listHandler,
 	})
 	kernel.Register(reg, kernel.Spec[OverviewInput, OverviewOutput]{
 		Name: "project_overview",
-		Description: "Summarize a project: top-level entries, file count and size, languages by file extension, " +
-			"agent instruction files (AGENTS.md, CLAUDE.md, .github/copilot-instructions.md, README*) and whether it is a " +
-			"git repository. Ignored files are not counted.",
+		Description: "Summarize a project: top-level entries, file count and size, languages, " +
+			"agent instruction files and whether it is a git repository.",
 		Category: Category, Scopes: scopes, Annotations: ann, Session: kernel.SessionOptional,
 		Handler: overviewHandler,
 	})

@@ -26,10 +26,10 @@ const (
 type ListInput struct {
 	kernel.ProjectRef
 	kernel.SessionRef
-	Path           string   `json:"path,omitempty" jsonschema:"project-relative directory to list; default the project root"`
-	Globs          []string `json:"globs,omitempty" jsonschema:"doublestar patterns filtering entries; without '/' they match base names; a leading '!' excludes"`
-	IncludeIgnored bool     `json:"include_ignored,omitempty" jsonschema:"also list files that .gitignore excludes (.git is always skipped)"`
-	Limit          int      `json:"limit,omitempty" jsonschema:"maximum entries to return; default 500, at most 5000"`
+	Path           string   `json:"path,omitempty" jsonschema:"directory to list; default the project root"`
+	Globs          []string `json:"globs,omitempty" jsonschema:"doublestar globs; without '/' they match base names, '!' excludes"`
+	IncludeIgnored bool     `json:"include_ignored,omitempty" jsonschema:"also list files .gitignore excludes (never .git)"`
+	Limit          int      `json:"limit,omitempty" jsonschema:"entries to return; default 500, at most 5000"`
 }
 
 // ListOutput is the output of list_project_files.

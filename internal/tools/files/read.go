@@ -50,8 +50,8 @@ type ReadFilesInput struct {
 type ReadRequest struct {
 	Path      string `json:"path" jsonschema:"project-relative file path"`
 	StartLine int    `json:"start_line,omitempty" jsonschema:"first line to return, 1-based; default 1"`
-	EndLine   int    `json:"end_line,omitempty" jsonschema:"last line to return, inclusive; default the end of the file"`
-	MaxBytes  int    `json:"max_bytes,omitempty" jsonschema:"content budget for this file in bytes; default 65536, at most 262144"`
+	EndLine   int    `json:"end_line,omitempty" jsonschema:"last line, inclusive; default the end of the file"`
+	MaxBytes  int    `json:"max_bytes,omitempty" jsonschema:"bytes of content for this file; default 65536, at most 262144"`
 }
 
 // ReadFilesOutput is the output of read_files.

@@ -106,8 +106,8 @@ type Tools struct {
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[StatusInput, StatusOutput]{
 		Name: "git_status",
-		Description: "Report the git state of the project: branch, HEAD, upstream with ahead/behind, and up to 500 " +
-			"changed, untracked or conflicted paths. A project outside git reports is_git_repo=false.",
+		Description: "The project's git state: branch, HEAD, ahead/behind and " +
+			"up to 500 changed, untracked or conflicted paths.",
 		Category:    "git",
 		Scopes:      []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
@@ -116,9 +116,8 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 	kernel.Register(reg, kernel.Spec[DiffInput, DiffOutput]{
 		Name: "git_diff",
-		Description: "Show the unstaged (or, with staged=true, the staged) changes of the project as parsed hunks, " +
-			"optionally limited to up to 32 paths. Hunk text is bounded by max_bytes (default 64 KiB, at most " +
-			"512 KiB); the file list and line counts stay complete up to 500 files. Untracked paths are listed separately.",
+		Description: "Unstaged (or staged) changes as parsed hunks, optionally for up to 32 paths; " +
+			"hunk text is bounded by max_bytes and untracked paths are listed apart.",
 		Category:    "git",
 		Scopes:      []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
@@ -143,8 +142,8 @@ type StatusEntry = gitrepo.Entry
 type DiffInput struct {
 	kernel.ProjectRef
 	kernel.SessionRef
-	Paths        []string `json:"paths,omitempty" jsonschema:"up to 32 project-relative paths (files or directories) to limit the diff to"`
-	Staged       bool     `json:"staged,omitempty" jsonschema:"diff the index against HEAD instead of the work tree against the index"`
+	Paths        []string `json:"paths,omitempty" jsonschema:"up to 32 files or directories to diff"`
+	Staged       bool     `json:"staged,omitempty" jsonschema:"diff the index against HEAD"`
 	ContextLines *int     `json:"context_lines,omitempty" jsonschema:"context lines around changes, 0-10 (default 3)"`
 	MaxBytes     *int     `json:"max_bytes,omitempty" jsonschema:"bound on returned hunk text, 1-524288 (default 65536)"`
 }

@@ -40,7 +40,7 @@ type Tools struct {
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[RunInput, RunOutput]{
 		Name:        "run_job",
-		Description: "Start sh or bash command text (at most 16,000 bytes) as a background job and return its job_id at once. Follow it with observe_jobs; stop it with stop_job.",
+		Description: "Start sh or bash command text as a background job and return its job_id at once; follow it with observe_jobs.",
 		Category:    "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
 		Mutates: true, Writes: true, Session: kernel.SessionOptional,
 		Annotations: kernel.Annotations{Destructive: true},
@@ -48,8 +48,8 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 	kernel.Register(reg, kernel.Spec[ObserveInput, ObserveOutput]{
 		Name: "observe_jobs",
-		Description: "Observe 1-8 jobs: state, exit code and new output since your cursors. wait_seconds (0-100) waits once until wake_on " +
-			"(change, terminal or all_terminal) or every job is terminal; a caller already waiting its share of waits gets too_many_requests (HTTP). Pass back next_cursor values to read on.",
+		Description: "Observe 1-8 jobs: state, exit code and output since your cursors (pass back next_cursor). " +
+			"wait_seconds waits once until wake_on or every job is terminal.",
 		Category: "exec", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Session:     kernel.SessionOptional,
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
@@ -65,7 +65,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 	kernel.Register(reg, kernel.Spec[StopInput, StopOutput]{
 		Name:        "stop_job",
-		Description: "Stop a job: SIGTERM to its process group, SIGKILL after a short grace. Stopping a finished job changes nothing.",
+		Description: "Stop a job (SIGTERM to its process group, then SIGKILL); a finished job is left as it is.",
 		Category:    "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
 		Mutates: true, Session: kernel.SessionOptional,
 		Annotations: kernel.Annotations{Destructive: true, Idempotent: true},
@@ -132,7 +132,7 @@ type RunInput struct {
 	kernel.SessionRef
 	Command           string              `json:"command" jsonschema:"shell text, at most 16000 bytes"`
 	Shell             workflow.Shell      `json:"shell,omitempty" jsonschema:"sh or bash; default the session's default_shell, else sh"`
-	Cwd               string              `json:"cwd,omitempty" jsonschema:"project-relative; default the session's default_cwd, else the root"`
+	Cwd               string              `json:"cwd,omitempty" jsonschema:"default: the session's default_cwd, else the root"`
 	Env               map[string]string   `json:"env,omitempty"`
 	Stdin             string              `json:"stdin,omitempty"`
 	TimeoutSeconds    *int                `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 3600"`
@@ -212,7 +212,7 @@ type ObserveInput struct {
 	kernel.ProjectRef
 	kernel.SessionRef
 	JobIDs  []string                `json:"job_ids" jsonschema:"1-8 wc_job_ ids"`
-	Cursors map[string]jobs.Cursors `json:"cursors,omitempty" jsonschema:"job_id -> {stdout, stderr} byte cursors (next_cursor of the previous observe); omitted: the tail"`
+	Cursors map[string]jobs.Cursors `json:"cursors,omitempty" jsonschema:"job_id -> {stdout, stderr}: next_cursor of the last observe; unset: the tail"`
 	// WaitSeconds bounds the one wait.
 	WaitSeconds int         `json:"wait_seconds,omitempty" jsonschema:"0-100, default 0 (no wait)"`
 	WakeOn      jobs.WakeOn `json:"wake_on,omitempty" jsonschema:"change (default), terminal or all_terminal"`

@@ -63,9 +63,8 @@ type Tools struct {
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[ProcessInput, Output]{
 		Name: "run_process",
-		Description: "Run a program with a literal argv (no shell) in the project. Returns exit code, duration and bounded stdout/stderr tails. " +
-			"A non-zero exit code fails with command_failed whatever result_expectation or accepted_exit_codes declare: they set only expectation.matched. " +
-			"A run still going after a few seconds continues as a background job: state running and a job_id for observe_jobs.",
+		Description: "Run a program with a literal argv (no shell); returns exit code and bounded output tails. A non-zero " +
+			"exit fails with command_failed; a run still going after a few seconds continues as a job (job_id).",
 		Category: "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
 		Mutates: true, Writes: true, Session: kernel.SessionOptional,
 		Annotations: kernel.Annotations{Destructive: true},
@@ -73,7 +72,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 	kernel.Register(reg, kernel.Spec[ShellInput, Output]{
 		Name:        "run_shell",
-		Description: "Run sh or bash command text (at most 16,000 bytes) in a fresh shell process. Nothing persists between calls; use run_script for long programs.",
+		Description: "Run sh or bash command text in a fresh shell; nothing persists between calls. Results as run_process.",
 		Category:    "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
 		Mutates: true, Writes: true, Session: kernel.SessionOptional,
 		Annotations: kernel.Annotations{Destructive: true},
@@ -81,7 +80,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 	kernel.Register(reg, kernel.Spec[ScriptInput, Output]{
 		Name:        "run_script",
-		Description: "Write a script body to a private temporary file and run it with sh, bash, python3 or node, with optional arguments.",
+		Description: "Run a script body with sh, bash, python3 or node from a private temporary file.",
 		Category:    "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
 		Mutates: true, Writes: true, Session: kernel.SessionOptional,
 		Annotations: kernel.Annotations{Destructive: true},
@@ -93,12 +92,12 @@ func Register(reg *kernel.Registry, t *Tools) {
 type Common struct {
 	kernel.ProjectRef
 	kernel.SessionRef
-	Cwd               string              `json:"cwd,omitempty" jsonschema:"project-relative working directory; default the session's default_cwd, else the project root"`
+	Cwd               string              `json:"cwd,omitempty" jsonschema:"default: the session's default_cwd, else the project root"`
 	Env               map[string]string   `json:"env,omitempty" jsonschema:"environment additions"`
 	Stdin             string              `json:"stdin,omitempty"`
 	TimeoutSeconds    *int                `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 120"`
-	ResultExpectation command.Expectation `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets expectation.matched, never the result"`
-	Purpose           string              `json:"purpose,omitempty" jsonschema:"why you run it, e.g. test, build, diagnostic (evidence only)"`
+	ResultExpectation command.Expectation `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets only expectation.matched"`
+	Purpose           string              `json:"purpose,omitempty" jsonschema:"why you run it (evidence only)"`
 	MaxOutputBytes    int                 `json:"max_output_bytes,omitempty" jsonschema:"tail kept per stream, default 16384, at most 262144"`
 }
 
@@ -106,7 +105,7 @@ type Common struct {
 type ProcessInput struct {
 	Common
 	Argv              []string `json:"argv" jsonschema:"program and arguments, taken literally"`
-	AcceptedExitCodes []int    `json:"accepted_exit_codes,omitempty" jsonschema:"exit codes that meet the success expectation (default [0]); a non-zero code still fails the call"`
+	AcceptedExitCodes []int    `json:"accepted_exit_codes,omitempty" jsonschema:"exit codes meeting the expectation (default [0]); non-zero still fails"`
 }
 
 // ShellInput is the input of run_shell.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"regexp/syntax"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -23,7 +24,7 @@ type matcher struct {
 	// factor is a literal every matching line contains (case-sensitive),
 	// or factorFold its ASCII case-folded form; neither: every line is
 	// tested.
-	factor     []byte
+	factor     *literalFinder
 	factorFold *foldFinder
 }
 
@@ -46,7 +47,7 @@ func (m *matcher) find(line []byte) int {
 func newMatcher(query string, isRegex, caseSensitive bool, re *regexp.Regexp) *matcher {
 	switch {
 	case !isRegex && caseSensitive:
-		return &matcher{literal: []byte(query), factor: []byte(query)}
+		return &matcher{literal: []byte(query), factor: newLiteralFinder([]byte(query))}
 	case !isRegex:
 		if asciiFoldExact(query) {
 			f := newFoldFinder(query)
@@ -92,7 +93,7 @@ func (m *matcher) setFactor(cands []factor) {
 	case best.fold:
 		m.factorFold = newFoldFinder(best.text)
 	default:
-		m.factor = []byte(best.text)
+		m.factor = newLiteralFinder([]byte(best.text))
 	}
 }
 
@@ -183,30 +184,77 @@ func lower(c byte) byte {
 	return c
 }
 
-// letterRank orders lower-case letters from rare to common in source text;
-// the rarest byte of a pattern is searched for first.
-const letterRank = "zqjxkvbywgpfmucdlhrsnioate"
+// byteRank orders the printable ASCII bytes and tab from rare to common,
+// as counted over the Go source tree; a byte missing from it (a control
+// byte or a byte of a multi-byte UTF-8 sequence) counts as rarer than all.
+// A literal is searched for by its rarest byte first, so that the fewest
+// places are verified.
+const byteRank = "~^?#`JZj@q%>'K<&$zY+;!|WQ*GU][-FVNXwHBk7ML9P\\D5OCI}{vR8yT6ES3_b4=\"h:gm2)/(Ap.1udflcx,osianr0\tte "
+
+// rank is c's place in byteRank, -1 when missing.
+func rank(c byte) int { return strings.IndexByte(byteRank, c) }
+
+// literalFinder finds a case-sensitive pattern by its rarest byte.
+type literalFinder struct {
+	pat []byte
+	at  int  // the offset in pat of the byte searched for
+	b   byte // pat[at]
+}
+
+func newLiteralFinder(pat []byte) *literalFinder {
+	f := &literalFinder{pat: pat}
+	best := len(byteRank)
+	for i, c := range pat {
+		if r := rank(c); r < best {
+			best, f.at = r, i
+		}
+	}
+	f.b = pat[f.at]
+	return f
+}
+
+// index returns the offset of the first occurrence of the pattern in s,
+// or -1: the occurrences of the rare byte come in the order of the
+// pattern's, so the first that verifies is the first occurrence.
+func (f *literalFinder) index(s []byte) int {
+	for off := f.at; off < len(s); {
+		i := bytes.IndexByte(s[off:], f.b)
+		if i < 0 {
+			return -1
+		}
+		start := off + i - f.at
+		if start+len(f.pat) > len(s) {
+			return -1
+		}
+		if bytes.Equal(s[start:start+len(f.pat)], f.pat) {
+			return start
+		}
+		off += i + 1
+	}
+	return -1
+}
 
 func newFoldFinder(s string) *foldFinder {
 	f := &foldFinder{pat: make([]byte, len(s))}
 	for i := range len(s) {
 		f.pat[i] = lower(s[i])
 	}
-	best := 1 << 30
-	for i, c := range f.pat {
-		rank := bytes.IndexByte([]byte(letterRank), c)
-		if rank < 0 {
-			rank = -1 // not a letter: one case to search for
+	upper := func(c byte) byte {
+		if 'a' <= c && c <= 'z' {
+			return c - ('a' - 'A')
 		}
-		if rank < best {
-			best, f.at = rank, i
+		return c
+	}
+	// A letter is searched for in both cases: it is as common as the
+	// commoner of them.
+	best := len(byteRank)
+	for i, c := range f.pat {
+		if r := max(rank(c), rank(upper(c))); r < best {
+			best, f.at = r, i
 		}
 	}
 	f.lo = f.pat[f.at]
-	f.up = f.lo
-	if 'a' <= f.lo && f.lo <= 'z' {
-		f.up = f.lo - ('a' - 'A')
-	}
+	f.up = upper(f.lo)
 	return f
 }
 

@@ -104,12 +104,48 @@ func TestPrefilterChoice(t *testing.T) {
 		fold := c.m.factorFold != nil
 		switch {
 		case c.m.factor != nil:
-			got = string(c.m.factor)
+			got = string(c.m.factor.pat)
 		case fold:
 			got = string(c.m.factorFold.pat)
 		}
 		if got != tc.factor || fold != tc.fold {
 			t.Errorf("%q: factor %q (fold %v), want %q (fold %v)", tc.query, got, fold, tc.factor, tc.fold)
+		}
+	}
+}
+
+// TestRareByteFinders checks that the literal and case-folding finders
+// search a pattern's rarest byte and still find its first occurrence, as
+// bytes.Index does, over random texts dense in near misses.
+func TestRareByteFinders(t *testing.T) {
+	if f := newLiteralFinder([]byte("return nil")); f.b != 'u' {
+		t.Errorf("return nil is searched by %q, want 'u'", f.b)
+	}
+	if f := newFoldFinder("return nil"); f.lo != 'u' || f.up != 'U' {
+		t.Errorf("caseless return nil is searched by %q/%q, want u/U", f.lo, f.up)
+	}
+	if f := newLiteralFinder([]byte("a\rb")); f.b != '\r' {
+		t.Errorf("a\\rb is searched by %q, want '\\r'", f.b)
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	alphabet := []byte("reun lRUN\n")
+	for _, pat := range []string{"return nil", "run", "u", "nu", "rr"} {
+		lit, fold := newLiteralFinder([]byte(pat)), newFoldFinder(pat)
+		for range 2000 {
+			s := make([]byte, rng.IntN(40))
+			for i := range s {
+				s[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+			if rng.IntN(3) == 0 {
+				at := rng.IntN(len(s) + 1)
+				s = append(s[:at:at], append([]byte(pat), s[at:]...)...)
+			}
+			if got, want := lit.index(s), bytes.Index(s, []byte(pat)); got != want {
+				t.Fatalf("literal %q in %q: %d, want %d", pat, s, got, want)
+			}
+			if got, want := fold.index(s), bytes.Index(bytes.ToLower(s), []byte(pat)); got != want {
+				t.Fatalf("caseless %q in %q: %d, want %d", pat, s, got, want)
+			}
 		}
 	}
 }

@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/webcodex/webcodex/internal/benchpair"
+	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
+	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/tools/search"
 )
 
@@ -45,8 +47,8 @@ func rgArgs(c rgCase) []string {
 }
 
 // rgCount runs ripgrep in dir and sums its per-file counts.
-func rgCount(tb testing.TB, dir string, c rgCase) int {
-	cmd := exec.Command("rg", rgArgs(c)...)
+func rgCount(tb testing.TB, dir string, c rgCase, extra ...string) int {
+	cmd := exec.Command("rg", append(extra, rgArgs(c)...)...)
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil && !(cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 1) {
@@ -152,8 +154,11 @@ func TestMatchCountsEqualRipgrep(t *testing.T) {
 }
 
 // BenchmarkSearchVsRipgrep runs search_project_texts through the kernel
-// and ripgrep as a process over the same tree, alternating the two within
-// each iteration, and reports the median of each side and their ratio.
+// and ripgrep as a process over the same generated tree (Go sources with
+// ignore rules), alternating the two call by call (benchpair), and reports
+// each side's median and their ratio (ours over rg). The first call of
+// each side fails the benchmark when their counts differ.
+// WEBCODEX_SEARCH_BENCH_DIRS adds GOROOT/src directories to the tree.
 func BenchmarkSearchVsRipgrep(b *testing.B) {
 	needRipgrep(b)
 	e := kerneltest.New(b, search.Register)
@@ -163,24 +168,45 @@ func BenchmarkSearchVsRipgrep(b *testing.B) {
 	}
 	for _, c := range rgCases {
 		b.Run(c.name, func(b *testing.B) {
-			var ours, rg []time.Duration
-			for b.Loop() {
-				t0 := time.Now()
-				ourCount(b, e, c)
-				t1 := time.Now()
-				rgCount(b, e.Project.Root, c)
-				ours, rg = append(ours, t1.Sub(t0)), append(rg, time.Since(t1))
+			if ours, rg := ourCount(b, e, c).Queries[0].Matches, rgCount(b, e.Project.Root, c); ours != rg {
+				b.Fatalf("%q: search_project_texts counts %d matching lines, ripgrep %d", c.query, ours, rg)
 			}
-			mo, mr := median(ours), median(rg)
-			b.ReportMetric(float64(mo.Microseconds())/1000, "ours-ms")
-			b.ReportMetric(float64(mr.Microseconds())/1000, "rg-ms")
-			b.ReportMetric(float64(mo)/float64(mr), "ratio")
+			benchpair.Run(b, "rg", func() { rgCount(b, e.Project.Root, c) }, "ours", func() { ourCount(b, e, c) })
 		})
 	}
 }
 
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
+// BenchmarkSearchGOROOT compares search_project_texts with ripgrep over
+// the whole $(go env GOROOT)/src in place, alternating the two within
+// each iteration. It is run by hand (it reads ~150 MB of files per
+// iteration) with WEBCODEX_SEARCH_GOROOT=1; WEBCODEX_SEARCH_RG_THREADS sets
+// ripgrep's -j (default: its own choice). GOROOT/src is no git
+// repository, so ripgrep gets --no-require-git to honour its .gitignore
+// files as search_project_texts does. The first iteration fails the
+// benchmark when the two count different matching lines.
+func BenchmarkSearchGOROOT(b *testing.B) {
+	if os.Getenv("WEBCODEX_SEARCH_GOROOT") == "" {
+		b.Skip("set WEBCODEX_SEARCH_GOROOT=1 to search $(go env GOROOT)/src")
+	}
+	needRipgrep(b)
+	root, err := project.CanonicalRoot(filepath.Join(runtime.GOROOT(), "src"))
+	if err != nil {
+		b.Skip(err)
+	}
+	p := project.Project{ID: project.LocalID("goroot"), Name: "goroot", Root: root}
+	reg := kernel.NewRegistry()
+	search.Register(reg)
+	e := &kerneltest.Env{T: b, Project: p, Kernel: kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}})}
+	extra := []string{"--no-require-git"}
+	if j := os.Getenv("WEBCODEX_SEARCH_RG_THREADS"); j != "" {
+		extra = append(extra, "-j", j)
+	}
+	for _, c := range rgCases {
+		b.Run(c.name, func(b *testing.B) {
+			if ours, rg := ourCount(b, e, c).Queries[0].Matches, rgCount(b, root, c, extra...); ours != rg {
+				b.Fatalf("%q: search_project_texts counts %d matching lines, ripgrep %d", c.query, ours, rg)
+			}
+			benchpair.Run(b, "rg", func() { rgCount(b, root, c, extra...) }, "ours", func() { ourCount(b, e, c) })
+		})
+	}
 }

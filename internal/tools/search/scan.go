@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -20,9 +19,11 @@ import (
 )
 
 // A scan searches the groups' files: one goroutine walks them in order and
-// decides which to read (globs, size, MaxScannedFiles), GOMAXPROCS
-// readers search them, and the results are merged in walk order, so the
-// output is the one a sequential search would give.
+// decides which to read (globs), GOMAXPROCS readers read (or find too
+// large) and search them, and the results are merged in walk order, where
+// MaxScannedFiles is applied, so the output is the one a sequential search
+// would give. Readers may have read some files past the bound (at most
+// the batches in flight); their results are dropped.
 type scan struct {
 	tree           *project.Tree
 	includeIgnored bool
@@ -34,21 +35,36 @@ type scan struct {
 	progress func(files int)
 
 	// Set by the walker; read once it has finished.
-	incomplete bool
-	walkLarge  map[string]bool
 	// walkErr ends the scan after the files the walk sent before it.
 	walkErr error
 
 	// Set by the merge.
 	scanned, binary, large map[string]bool
+	reads                  int
+	incomplete             bool
+}
+
+// A batch is consecutive jobs handed to one reader together, numbered in
+// walk order; handing files over one by one cost a goroutine wake-up each.
+type batch struct {
+	seq  int64
+	jobs []job
+}
+
+// batchResult holds the results of a batch's jobs, in order.
+type batchResult struct {
+	seq     int64
+	results []result
 }
 
 // job is one file to read, numbered in walk order.
 type job struct {
-	seq    int64
-	e      walk.Entry
-	qs     []*compiled // the queries whose globs admit the file
-	walked bool        // found by the walk rather than named by the caller
+	seq int64
+	e   walk.Entry
+	qs  []*compiled // the queries whose globs admit the file
+	// dir, retained, holds the file when the walk found it (rather than
+	// the caller naming it); the reader releases it.
+	dir *walk.Dir
 }
 
 // result is what reading and searching one job's file gave.
@@ -78,28 +94,34 @@ type queryHits struct {
 	matches []Match
 }
 
-// window bounds the files in flight (walked, not yet merged) per reader.
-const inflightPerReader = 8
+// A batch holds at most batchFiles jobs; the walk hands a batch over
+// sooner when the readers are idle (no batch waiting).
+const batchFiles = 16
+
+// inflightPerReader bounds the batches in flight (walked, not yet merged)
+// per reader.
+const inflightPerReader = 4
 
 func (s *scan) run(ctx context.Context, groups []*group) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	readers := runtime.GOMAXPROCS(0)
 	window := readers * inflightPerReader
-	jobs := make(chan job, window)
-	results := make(chan result, window)
+	jobs := make(chan batch, window)
+	results := make(chan batchResult, window)
 	slots := make(chan struct{}, window)
-	s.walkLarge = map[string]bool{}
 
 	var wg sync.WaitGroup
 	wg.Go(func() { s.walk(ctx, groups, jobs, slots) })
 	var readersWG sync.WaitGroup
 	for range readers {
 		readersWG.Go(func() {
-			var dirs dirCache
-			defer dirs.close()
-			for j := range jobs {
-				results <- s.read(ctx, j, &dirs)
+			for b := range jobs {
+				r := batchResult{seq: b.seq, results: make([]result, len(b.jobs))}
+				for i, j := range b.jobs {
+					r.results[i] = s.read(ctx, j)
+				}
+				results <- r
 			}
 		})
 	}
@@ -111,30 +133,40 @@ func (s *scan) run(ctx context.Context, groups []*group) error {
 		<-slots
 	}
 	wg.Wait()
-	for p := range s.walkLarge {
-		s.large[p] = true
-	}
 	return err
 }
 
-// walk sends the groups' files as jobs, in order, and closes jobs.
-func (s *scan) walk(ctx context.Context, groups []*group, jobs chan<- job, slots chan struct{}) {
+// walk sends the groups' files as batches of jobs, in order, and closes
+// jobs.
+func (s *scan) walk(ctx context.Context, groups []*group, jobs chan batch, slots chan struct{}) {
 	defer close(jobs)
-	var seq int64
-	reads := 0
-	send := func(j job) bool {
+	var fileSeq, batchSeq int64
+	var pending []job
+	// flush sends the pending jobs; when the scan is cancelled it
+	// releases their directories instead.
+	flush := func() bool {
+		if len(pending) == 0 {
+			return true
+		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
+			for _, j := range pending {
+				if j.dir != nil {
+					j.dir.Release()
+				}
+			}
+			pending = nil
 			return false
 		}
-		j.seq = seq
-		seq++
-		jobs <- j
+		jobs <- batch{seq: batchSeq, jobs: pending}
+		batchSeq++
+		pending = make([]job, 0, batchFiles)
 		return true
 	}
-	// visit queues the file e; it returns SkipAll to end the scan.
-	visit := func(e walk.Entry, queries []*compiled, walked bool) error {
+	defer flush()
+	// visit queues the file e.
+	visit := func(e walk.Entry, queries []*compiled) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -147,19 +179,12 @@ func (s *scan) walk(ctx context.Context, groups []*group, jobs chan<- job, slots
 		if len(qs) == 0 {
 			return nil
 		}
-		if e.Size > MaxFileBytes {
-			s.walkLarge[e.Path] = true
-			return nil
+		if e.Dir != nil {
+			e.Dir.Retain()
 		}
-		if reads == s.maxReads {
-			s.incomplete = true
-			return walk.SkipAll
-		}
-		reads++
-		if s.progress != nil && reads%ProgressEvery == 0 {
-			s.progress(reads)
-		}
-		if !send(job{e: e, qs: qs, walked: walked}) {
+		pending = append(pending, job{seq: fileSeq, e: e, qs: qs, dir: e.Dir})
+		fileSeq++
+		if (len(pending) >= batchFiles || len(jobs) == 0) && !flush() {
 			return ctx.Err()
 		}
 		return nil
@@ -167,21 +192,20 @@ func (s *scan) walk(ctx context.Context, groups []*group, jobs chan<- job, slots
 	for _, g := range groups {
 		var err error
 		if g.isFile {
-			err = visit(walk.Entry{Path: g.rel, Loc: g.loc, Kind: walk.KindFile, Size: g.size}, g.queries, false)
+			err = visit(walk.Entry{Path: g.rel, Loc: g.loc, Kind: walk.KindFile, Size: g.size}, g.queries)
 		} else {
-			err = walk.Walk(ctx, s.tree.Root(), g.rel, g.loc, walk.Options{IncludeIgnored: s.includeIgnored}, func(e walk.Entry) error {
+			opts := walk.Options{IncludeIgnored: s.includeIgnored, NoSizes: true}
+			err = walk.Walk(ctx, s.tree.Root(), g.rel, g.loc, opts, func(e walk.Entry) error {
 				if e.Kind != walk.KindFile {
 					return nil
 				}
-				return visit(e, g.queries, true)
+				return visit(e, g.queries)
 			})
 		}
 		var fe *failure.Error
 		switch {
 		case err == nil:
 			continue
-		case errors.Is(err, walk.SkipAll):
-			return
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			err = cancelled(err)
 		case errors.As(err, &fe):
@@ -193,28 +217,49 @@ func (s *scan) walk(ctx context.Context, groups []*group, jobs chan<- job, slots
 	}
 }
 
-// merge takes the results in walk order until the walk ends or a result
-// fails the scan, and returns that failure.
-func (s *scan) merge(results <-chan result, slots <-chan struct{}) error {
-	pending := map[int64]result{}
+// merge takes the results in walk order until the walk ends, a result
+// fails the scan (it returns that failure) or a read beyond maxReads
+// comes (the scan is incomplete). Files found too large are not reads.
+func (s *scan) merge(results <-chan batchResult, slots <-chan struct{}) error {
+	pending := map[int64]batchResult{}
 	var next int64
-	for r := range results {
-		pending[r.seq] = r
+	for b := range results {
+		pending[b.seq] = b
 		for {
-			r, ok := pending[next]
+			b, ok := pending[next]
 			if !ok {
 				break
 			}
 			delete(pending, next)
 			next++
 			<-slots
-			if r.state == fileFailed {
-				return r.err
+			if err := s.mergeBatch(b); err != nil || s.incomplete {
+				return err
 			}
-			s.take(r)
 		}
 	}
 	return s.walkErr // the results are closed: the walk has ended
+}
+
+// mergeBatch takes a batch's results in order, as merge describes.
+func (s *scan) mergeBatch(b batchResult) error {
+	for _, r := range b.results {
+		if r.state == fileFailed {
+			return r.err
+		}
+		if r.state != fileLarge {
+			if s.reads == s.maxReads {
+				s.incomplete = true
+				return nil
+			}
+			s.reads++
+			if s.progress != nil && s.reads%ProgressEvery == 0 {
+				s.progress(s.reads)
+			}
+		}
+		s.take(r)
+	}
+	return nil
 }
 
 // take merges one file's result.
@@ -244,67 +289,41 @@ func (s *scan) take(r result) {
 
 var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// dirCache holds a reader's root on the directory of its last walked file:
-// the walk sends a directory's files together, and opening a file through
-// its directory's root costs one openat where the project root costs one
-// per path component.
-type dirCache struct {
-	loc  string
-	root *os.Root
-}
-
-// open opens the walked file at loc through the root on its directory,
-// opened through tree's root.
-func (d *dirCache) open(tree *os.Root, loc string) (*os.File, error) {
-	dir, name := filepath.Split(loc)
-	if d.root == nil || d.loc != dir {
-		d.close()
-		r, err := tree.OpenRoot(filepath.Clean(dir))
-		if err != nil {
-			return nil, err
-		}
-		d.loc, d.root = dir, r
+// read reads and searches one job's file: a walked file through its
+// directory, which it releases, and a named one through the tree's root.
+func (s *scan) read(ctx context.Context, j job) result {
+	if j.dir != nil {
+		defer j.dir.Release()
 	}
-	return d.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-}
-
-func (d *dirCache) close() {
-	if d.root != nil {
-		d.root.Close()
-		d.root = nil
-	}
-}
-
-// read reads and searches one job's file; walked files are opened through
-// dirs.
-func (s *scan) read(ctx context.Context, j job, dirs *dirCache) result {
 	r := result{seq: j.seq, path: j.e.Path}
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		r.state, r.err = fileFailed, cancelled(ctx.Err())
 		return r
 	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	var f *os.File
-	var err error
-	if j.walked {
-		f, err = dirs.open(s.tree.Root(), j.e.Loc)
-	} else {
-		f, err = s.tree.Root().OpenFile(j.e.Loc, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	}
 	var content []byte
-	if err == nil {
-		content, err = readSmall(f, bp)
-		f.Close()
+	var large bool
+	var err error
+	if j.dir != nil {
+		content, large, err = j.dir.ReadRegular(j.e.Name(), bp, MaxFileBytes)
+	} else if j.e.Size > MaxFileBytes {
+		large = true
+	} else {
+		var f *os.File
+		if f, err = s.tree.Root().OpenFile(j.e.Loc, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			content, err = readSmall(f, bp)
+			f.Close()
+			large = len(content) > MaxFileBytes
+		}
 	}
 	switch {
-	case err != nil && j.walked:
+	case err != nil && j.dir != nil:
 		return r // fileGone
 	case err != nil:
 		r.state, r.err = fileFailed, s.tree.Failure(err, j.e.Path)
 		return r
-	case len(content) > MaxFileBytes:
+	case large:
 		r.state = fileLarge
 		return r
 	case walk.IsBinary(content):
@@ -367,7 +386,7 @@ func (s *scan) searchFile(content []byte, path string, q *compiled, seq int64) q
 		var i int
 		switch {
 		case m.factor != nil:
-			i = bytes.Index(content[pos:], m.factor)
+			i = m.factor.index(content[pos:])
 		case m.factorFold != nil:
 			i = m.factorFold.index(content[pos:])
 		default:

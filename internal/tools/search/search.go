@@ -6,8 +6,10 @@
 // terminator and without one '\r' before it, so a pattern never spans
 // lines. Binary files (a NUL byte in the first 8 KiB) and files larger than
 // MaxFileBytes are skipped and counted; symbolic links met by the walk are
-// not followed. Every directory and file is read through the project's
-// root handle (project.Tree), so a search never reads outside the project. A query's path (a directory or a file) is searched even when
+// not followed. Every directory and file is reached from the project's
+// root handle (project.Tree), a walked file through its open directory
+// without following a symbolic link, so a search never reads outside the
+// project. A query's path (a directory or a file) is searched even when
 // an ignore rule names it, since the caller asked for it; ignore rules still
 // apply beneath it. Queries are case-sensitive unless case_sensitive is
 // false. Matches are ordered by query index, then path (git tree order),
@@ -76,10 +78,8 @@ const Category = "search"
 func Register(reg *kernel.Registry) {
 	kernel.Register(reg, kernel.Spec[Input, Output]{
 		Name: "search_project_texts",
-		Description: "Search the text files of a project with 1-8 literal or RE2 regex queries, one line at a time. " +
-			"Honours .gitignore unless include_ignored is set; skips binary files and files over 2 MiB. Queries are " +
-			"case-sensitive unless case_sensitive is false. Each match gives path, line, column (1-based, in " +
-			"characters), the line text (cut at 400 characters) and context lines. Results are ordered by query, path, line.",
+		Description: "Search a project's text files line by line with 1-8 literal or RE2 queries (.gitignore honoured; binary " +
+			"files and files over 2 MiB skipped). Matches come ordered by query, path and line, with context lines.",
 		Category: Category, Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Session:     kernel.SessionOptional,
@@ -92,9 +92,9 @@ type Input struct {
 	kernel.ProjectRef
 	kernel.SessionRef
 	Queries        []Query `json:"queries" jsonschema:"1-8 queries"`
-	ContextLines   *int    `json:"context_lines,omitempty" jsonschema:"lines of context before and after each match, 0-5; default 1"`
+	ContextLines   *int    `json:"context_lines,omitempty" jsonschema:"context lines around each match, 0-5; default 1"`
 	MaxMatches     int     `json:"max_matches,omitempty" jsonschema:"matches returned per query; default 100, at most 1000"`
-	IncludeIgnored bool    `json:"include_ignored,omitempty" jsonschema:"also search files that .gitignore excludes (.git is always skipped)"`
+	IncludeIgnored bool    `json:"include_ignored,omitempty" jsonschema:"also search files .gitignore excludes (never .git)"`
 }
 
 // Query is one search.
@@ -103,8 +103,8 @@ type Query struct {
 	Regex bool   `json:"regex,omitempty" jsonschema:"treat query as an RE2 regular expression"`
 	// CaseSensitive defaults to true.
 	CaseSensitive *bool    `json:"case_sensitive,omitempty" jsonschema:"match letter case exactly; default true"`
-	Globs         []string `json:"globs,omitempty" jsonschema:"doublestar patterns on project-relative paths; without '/' they match base names; a leading '!' excludes"`
-	Path          string   `json:"path,omitempty" jsonschema:"project-relative directory or file to search; default the project root"`
+	Globs         []string `json:"globs,omitempty" jsonschema:"doublestar globs; without '/' they match base names, '!' excludes"`
+	Path          string   `json:"path,omitempty" jsonschema:"directory or file to search; default the project root"`
 }
 
 // Output is the output of search_project_texts.

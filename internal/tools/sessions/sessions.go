@@ -46,23 +46,22 @@ type EvidenceView struct {
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[WorkInput, WorkOutput]{
 		Name: "work_on_project",
-		Description: "Start a coding task on a project, or continue one. Without session_id a fresh Workflow Session is created; " +
-			"with session_id exactly that session is continued. Returns session_id (pass it to later calls as session_id or recording_session_id) " +
-			"and the project's instruction files.",
+		Description: "Start a coding task on a project (a new Workflow Session) or continue the session session_id " +
+			"names. Returns session_id, to pass to later calls, and the project's instruction files.",
 		Category: "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Mutates: true, Session: kernel.SessionOptional,
 		Handler: t.workOnProject,
 	})
 	kernel.Register(reg, kernel.Spec[ListInput, ListOutput]{
 		Name:        "list_sessions",
-		Description: "List your Workflow Sessions on one project, newest first. Never selects one; continue a session only by passing its exact id.",
+		Description: "List your Workflow Sessions on one project, newest first; it never selects one.",
 		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Handler:     t.listSessions,
 	})
 	kernel.Register(reg, kernel.Spec[SummaryInput, SummaryOutput]{
 		Name:        "session_summary",
-		Description: "One session: lifecycle, mode, execution context, counters, newest events (default 50, max 200).",
+		Description: "One session: lifecycle, mode, execution context, counters and newest events.",
 		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Session:     kernel.SessionRequired,
@@ -70,7 +69,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 	kernel.Register(reg, kernel.Spec[ContextInput, ContextOutput]{
 		Name:        "update_session_context",
-		Description: "Replace a session's execution defaults: default_cwd (project-relative) and default_shell (sh|bash). Omitted fields are cleared.",
+		Description: "Replace a session's default_cwd and default_shell; omitted fields are cleared.",
 		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectWrite},
 		Annotations: kernel.Annotations{Idempotent: true},
 		Mutates:     true, Session: kernel.SessionRequired,
@@ -78,7 +77,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 	kernel.Register(reg, kernel.Spec[CloseInput, CloseOutput]{
 		Name:        "close_session",
-		Description: "Close a Workflow Session (active -> closed). Idempotent: closing a closed session changes nothing.",
+		Description: "Close a Workflow Session; closing a closed session changes nothing.",
 		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{Idempotent: true},
 		Session:     kernel.SessionRequired,

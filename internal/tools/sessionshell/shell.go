@@ -67,9 +67,8 @@ func Register(reg *kernel.Registry, m *shell.Manager) {
 	t := &tools{m: m}
 	kernel.Register(reg, kernel.Spec[OpenInput, OpenOutput]{
 		Name: "open_session_shell",
-		Description: "Open the session's persistent shell: one long-lived sh or bash process (at most one per session) in which cwd, exports and " +
-			"functions persist between session_shell_exec calls. cwd and shell default to the session's default_cwd and default_shell. " +
-			"Returns shell_id. Not a terminal: no PTY, no interactive input.",
+		Description: "Open the session's persistent sh or bash shell (one per session), in which cwd, exports " +
+			"and functions persist between session_shell_exec calls. No PTY, no input.",
 		Category: "shell", Scopes: []auth.Scope{auth.ScopeProjectWrite, auth.ScopeJobRun},
 		Annotations: kernel.Annotations{Destructive: true},
 		Mutates:     true, Writes: true, Session: kernel.SessionRequired,
@@ -77,10 +76,8 @@ func Register(reg *kernel.Registry, m *shell.Manager) {
 	})
 	kernel.Register(reg, kernel.Spec[ExecInput, ExecOutput]{
 		Name: "session_shell_exec",
-		Description: "Run command text (at most 16,000 bytes) in the session's persistent shell and wait for it. Commands run one at a time " +
-			"(a concurrent call fails with shell_busy); stdin is empty; stdout and stderr are bounded tails. On timeout the command is " +
-			"interrupted; if the shell cannot be resynchronized it is killed and the call fails with shell_reset_required (open a new shell). " +
-			"A non-zero exit fails with command_failed whatever result_expectation declares: it sets only expectation.matched.",
+		Description: "Run command text in the session's persistent shell and wait for it, one command at a time (else shell_busy). A non-zero " +
+			"exit fails with command_failed; a timeout that cannot resynchronize kills the shell (shell_reset_required).",
 		Category: "shell", Scopes: []auth.Scope{auth.ScopeProjectWrite, auth.ScopeJobRun},
 		Annotations: kernel.Annotations{Destructive: true},
 		Mutates:     true, Writes: true, Session: kernel.SessionRequired,
@@ -88,7 +85,7 @@ func Register(reg *kernel.Registry, m *shell.Manager) {
 	})
 	kernel.Register(reg, kernel.Spec[RefInput, ShellView]{
 		Name:        "session_shell_status",
-		Description: "Show a persistent shell of the session: state (ready, busy, closed, lost), shell, initial cwd, timestamps and commands run.",
+		Description: "A persistent shell's state (ready, busy, closed, lost), shell, cwd, times and commands run.",
 		Category:    "shell", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Session:     kernel.SessionRequired,
@@ -96,7 +93,7 @@ func Register(reg *kernel.Registry, m *shell.Manager) {
 	})
 	kernel.Register(reg, kernel.Spec[RefInput, CloseOutput]{
 		Name:        "close_session_shell",
-		Description: "Close a persistent shell of the session, killing its process group (and a running command). Idempotent; a closed shell_id stays closed.",
+		Description: "Close a persistent shell, killing its process group; closing it again changes nothing.",
 		Category:    "shell", Scopes: []auth.Scope{auth.ScopeProjectWrite},
 		Annotations: kernel.Annotations{Idempotent: true},
 		// Writes is false on purpose: a session switched to read_only
@@ -130,7 +127,7 @@ type ExecInput struct {
 	ShellID           string      `json:"shell_id" jsonschema:"the wc_shell_ id from open_session_shell"`
 	Command           string      `json:"command" jsonschema:"shell text, at most 16000 bytes"`
 	TimeoutSeconds    *int        `json:"timeout_seconds,omitempty" jsonschema:"1-3600, default 60"`
-	ResultExpectation Expectation `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets expectation.matched, never the result"`
+	ResultExpectation Expectation `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets only expectation.matched"`
 }
 
 // ShellView is a shell as the tools show it.

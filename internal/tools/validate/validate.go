@@ -60,13 +60,13 @@ type Tools struct {
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[GoTestInput, Output]{
 		Name:        "go_test",
-		Description: "Run go test -json on 1-8 package patterns and record structured evidence (counts, failing tests) in the session.",
+		Description: "Run go test -json on 1-8 package patterns and record counts and failing tests as validation evidence.",
 		Category:    "validate", Scopes: []auth.Scope{auth.ScopeJobRun}, Mutates: true, Writes: true,
 		Session: kernel.SessionOptional, Handler: t.goTest,
 	})
 	kernel.Register(reg, kernel.Spec[CargoTestInput, Output]{
 		Name:        "cargo_test",
-		Description: "Run cargo test and record structured evidence. require_tests or min_tests turn too few proven tests into an evidence gap.",
+		Description: "Run cargo test and record counts and failing tests as validation evidence.",
 		Category:    "validate", Scopes: []auth.Scope{auth.ScopeJobRun}, Mutates: true, Writes: true,
 		Session: kernel.SessionOptional, Handler: t.cargoTest,
 	})
@@ -78,13 +78,13 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 	kernel.Register(reg, kernel.Spec[RunTestsInput, Output]{
 		Name:        "run_tests",
-		Description: "Run pytest (JUnit XML), node --test or npm test (TAP) and record structured evidence.",
+		Description: "Run pytest, node --test or npm test and record counts and failing tests as validation evidence.",
 		Category:    "validate", Scopes: []auth.Scope{auth.ScopeJobRun}, Mutates: true, Writes: true,
 		Session: kernel.SessionOptional, Handler: t.runTests,
 	})
 	kernel.Register(reg, kernel.Spec[SummaryInput, SummaryOutput]{
 		Name:        "validation_summary",
-		Description: "Validation evidence of a session: latest run per scope, unresolved failures, and the delta to the previous run when comparable. Runs nothing.",
+		Description: "A session's validation evidence: latest run per scope, unresolved failures and the delta to the previous run. Runs nothing.",
 		Category:    "validate", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Session:     kernel.SessionRequired, Handler: t.summary,
@@ -95,11 +95,11 @@ func Register(reg *kernel.Registry, t *Tools) {
 type Common struct {
 	kernel.ProjectRef
 	kernel.SessionRef
-	Cwd               string            `json:"cwd,omitempty" jsonschema:"project-relative directory; default the project root (session defaults do not apply)"`
+	Cwd               string            `json:"cwd,omitempty" jsonschema:"default: the project root (not the session's default_cwd)"`
 	Env               map[string]string `json:"env,omitempty"`
 	TimeoutSeconds    *int              `json:"timeout_seconds,omitempty" jsonschema:"1-86400, default 600"`
-	ResultExpectation string            `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets expectation.matched, never the result"`
-	MinTests          *int              `json:"min_tests,omitempty" jsonschema:"fewer proven tests is an evidence gap; omitted, a run proving zero tests succeeds with verdict no_tests"`
+	ResultExpectation string            `json:"result_expectation,omitempty" jsonschema:"success (default), failure or observe; sets only expectation.matched"`
+	MinTests          *int              `json:"min_tests,omitempty" jsonschema:"fewer proven tests is an evidence gap; unset, zero tests is no_tests"`
 	Purpose           string            `json:"purpose,omitempty"`
 }
 

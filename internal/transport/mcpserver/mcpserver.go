@@ -23,6 +23,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,6 +31,7 @@ import (
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
@@ -57,6 +59,10 @@ type Options struct {
 	Version  string
 	// Local is the principal of stdio calls (the local user).
 	Local auth.Principal
+	// Profile is the set of tools tools/list shows besides the gateway
+	// tools (decision 0024); the zero Profile lists every tool. Every
+	// tool is callable whatever the profile.
+	Profile gateway.Profile
 }
 
 // Server is the MCP transport over one kernel.
@@ -64,9 +70,17 @@ type Server struct {
 	opts Options
 	mcp  *mcp.Server
 	log  *slog.Logger
-	// legacy holds each tool as a legacy (2025-11-25) client lists it:
-	// without the context_request wrapper member.
-	legacy map[string]*mcp.Tool
+	// modern and legacy hold each kernel tool as a modern (2026-07-28)
+	// and a legacy (2025-11-25) client lists it: legacy without the
+	// context_request wrapper member.
+	modern, legacy map[string]*mcp.Tool
+	// profile decides which tools tools/list shows; listed is how many
+	// it shows, gateway tools included.
+	profile gateway.Profile
+	listed  int
+	// tokenProfiles caches the resolved tool profiles of tokens that have
+	// their own (auth.Principal.Tools), by their names.
+	tokenProfiles sync.Map
 	// toolsBytes is the size of the encoded tool list per era, measured
 	// once at New for the audit trail's tools/list surface.
 	toolsBytes map[string]int64
@@ -85,9 +99,11 @@ type ToolResult struct {
 	Context map[string]Material `json:"context,omitempty"`
 }
 
-var instructions = "WebCodex tools act on registered projects (ids like agent:local:NAME). " +
-	"Start or continue a task with work_on_project; pass the returned session_id to later calls " +
-	"as recording_session_id (or as session_id where a tool takes one). Sessions are continued only by exact id. " +
+var instructions = "WebCodex tools act on registered projects: project is a project id like agent:local:NAME. " +
+	"Start or continue a task with work_on_project; pass the returned session_id (an exact wc_sess_ id) to later calls " +
+	"as session_id where a tool takes one (the call is authorized by and recorded in that session), else as recording_session_id. " +
+	"Sessions are continued only by exact id. " +
+	"tools/list shows a profile of the tools; list_tools names them all, describe_tool gives one's schema, call_tool calls any by name. " +
 	"ack_session_message_ids takes wc_msg_ ids to acknowledge; context_request (2026-07-28 only) takes material keys: " +
 	strings.Join(knownMaterials, ", ") + "."
 
@@ -96,7 +112,7 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: o, log: o.Logger}
+	s := &Server{opts: o, log: o.Logger, profile: o.Profile}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "webcodex", Title: "WebCodex", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       sdkLogger(o.Logger),
@@ -107,19 +123,30 @@ func New(o Options) *Server {
 			Prompts:   &mcp.PromptCapabilities{},
 			Resources: &mcp.ResourceCapabilities{},
 		},
-		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 			c.TTLMs = ToolsListTTLMs
 			c.CacheScope = "public"
+			// A token with its own tool profile gets its own list.
+			if _, own := s.profileOf(s.requestPrincipal(req)); own {
+				c.CacheScope = "private"
+			}
 		},
 	})
-	s.legacy = map[string]*mcp.Tool{}
+	s.modern, s.legacy = map[string]*mcp.Tool{}, map[string]*mcp.Tool{}
 	var modern, legacy []*mcp.Tool
 	for _, t := range o.Kernel.Registry().Tools() {
 		mt := mcpTool(t, true)
 		s.mcp.AddTool(mt, s.handler(t))
-		s.legacy[t.Name] = mcpTool(t, false)
-		modern, legacy = append(modern, mt), append(legacy, s.legacy[t.Name])
+		s.modern[t.Name], s.legacy[t.Name] = mt, mcpTool(t, false)
+		if s.profile.Listed(t.Name) {
+			modern, legacy = append(modern, mt), append(legacy, s.legacy[t.Name])
+		}
 	}
+	s.addGateway()
+	for _, n := range gateway.Names {
+		modern, legacy = append(modern, gatewayTools[n]), append(legacy, gatewayTools[n])
+	}
+	s.listed = len(modern)
 	s.toolsBytes = map[string]int64{EraModern: encodedLen(modern), EraLegacy: encodedLen(legacy)}
 	s.mcp.AddReceivingMiddleware(report, s.listForEra)
 	return s
@@ -145,8 +172,9 @@ func report(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// listForEra serves each era its own tool list: a legacy (before
-// 2026-07-28) tools/list gets the input schemas without context_request.
+// listForEra serves each era its own tool list: the profile's tools and
+// the gateway tools; a legacy (before 2026-07-28) tools/list gets the
+// input schemas without context_request.
 // It then measures the list for the audit trail: tool count and the sizes
 // of the result as the SDK encodes it (no HTML escaping), never the tools.
 func (s *Server) listForEra(next mcp.MethodHandler) mcp.MethodHandler {
@@ -161,22 +189,25 @@ func (s *Server) listForEra(next mcp.MethodHandler) mcp.MethodHandler {
 			version = lt.ProtocolVersion()
 		}
 		listEra := era(version)
-		if listEra == EraLegacy {
-			legacy := *lr
-			legacy.Tools = make([]*mcp.Tool, len(lr.Tools))
-			for i, t := range lr.Tools {
-				legacy.Tools[i] = t
-				if lt, ok := s.legacy[t.Name]; ok {
-					legacy.Tools[i] = lt
-				}
+		profile, own := s.profileOf(s.requestPrincipal(req))
+		shown := *lr
+		shown.Tools = make([]*mcp.Tool, 0, s.listed)
+		for _, t := range lr.Tools {
+			_, kernelTool := s.legacy[t.Name]
+			switch {
+			case kernelTool && !profile.Listed(t.Name):
+			case kernelTool && listEra == EraLegacy:
+				shown.Tools = append(shown.Tools, s.legacy[t.Name])
+			default:
+				shown.Tools = append(shown.Tools, t)
 			}
-			lr = &legacy
 		}
+		lr = &shown
 		// The tools are fixed for the life of the process: their encoded
 		// size per era was measured once (toolsBytes); only the rest of
 		// the result (cursor, cache hints) is encoded here.
 		toolsBytes := s.toolsBytes[listEra]
-		if len(lr.Tools) != len(s.legacy) {
+		if own || len(lr.Tools) != s.listed {
 			toolsBytes = -1
 		}
 		rest := *lr
@@ -191,8 +222,7 @@ func (s *Server) listForEra(next mcp.MethodHandler) mcp.MethodHandler {
 				ProtocolEra: listEra, CompactSchemas: CompactInputSchemas, ToolCount: len(lr.Tools),
 				// shell holds "tools":null in place of the tools.
 				SerializedToolsBytes: toolsBytes, SerializedResultBytes: int64(len(shell)) - int64(len("null")) + toolsBytes,
-				// WebCodex lists its tools directly; it has no gateway tool.
-				GatewayToolIncluded: false,
+				GatewayToolIncluded: true,
 			})
 		}
 		return lr, nil

@@ -95,3 +95,27 @@ func (s *Store) Shared() bool {
 	}
 	return false
 }
+
+// markAcknowledged writes seq, the number of this process's newest
+// acknowledged read-only call, at the start of its lock file, before the
+// call's response is sent. The write is not synced: it survives the
+// process being killed, the failure a behind write is exposed to.
+func (in *instance) markAcknowledged(seq int64) {
+	var b [20]byte
+	copy(b[:], fmt.Sprintf("%019d\n", seq))
+	in.file.WriteAt(b[:], 0)
+}
+
+// acknowledgedBy reads the newest acknowledged read of instance id from
+// its lock file (0 when it holds none).
+func acknowledgedBy(dir, id string) int64 {
+	b, err := os.ReadFile(filepath.Join(dir, id+".lock"))
+	if err != nil || len(b) < 20 {
+		return 0
+	}
+	var n int64
+	if _, err := fmt.Sscanf(string(b[:19]), "%d", &n); err != nil {
+		return 0
+	}
+	return n
+}

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,8 +56,18 @@ type Store struct {
 	board boardStatements
 	// stmts are Update's statements, prepared once on the writer.
 	stmts struct {
-		header, insertEvent, trim, updateHeader, openCall, closeCall *sql.Stmt
+		header, insertEvent, trim, updateHeader, openCall, closeCall, outbox, readMark *sql.Stmt
 	}
+	// headers caches each session's last decoded header (see scanHeader).
+	headers sync.Map
+	// pending maps a session id to the ticket of its newest behind write
+	// (see AppendCall); readSeq numbers this process's behind writes.
+	pending sync.Map
+	readMu  sync.Mutex
+	readSeq int64
+	// unrecorded is the number of reads acknowledged by dead processes
+	// and never committed, found by Open.
+	unrecorded int64
 }
 
 const (
@@ -66,6 +77,8 @@ const (
 	sqlUpdateHeader = `UPDATE sessions SET lifecycle = ?, updated_at = ?, retained = ?, header_json = ? WHERE session_id = ?`
 	sqlOpenCall     = `INSERT OR IGNORE INTO open_calls (session_id, call_id, invocation_id, tool, role, started_at, started_seq, instance) VALUES (?,?,?,?,?,?,?,?)`
 	sqlCloseCall    = `DELETE FROM open_calls WHERE session_id = ? AND call_id = ?`
+	sqlOutbox       = `INSERT INTO evidence_outbox (body) VALUES (?)`
+	sqlReadMark     = `INSERT INTO read_marks (instance, seq) VALUES (?1, ?2) ON CONFLICT (instance) DO UPDATE SET seq = MAX(seq, ?2)`
 )
 
 var _ workflow.Store = (*Store)(nil)
@@ -98,10 +111,16 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 	s := &Store{db: db, now: now, inst: inst}
 	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.header, Query: sqlHeader}, sqlitedb.Stmt{Dst: &s.stmts.insertEvent, Query: sqlInsertEvent},
 		sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}, sqlitedb.Stmt{Dst: &s.stmts.updateHeader, Query: sqlUpdateHeader},
-		sqlitedb.Stmt{Dst: &s.stmts.openCall, Query: sqlOpenCall}, sqlitedb.Stmt{Dst: &s.stmts.closeCall, Query: sqlCloseCall}); err != nil {
+		sqlitedb.Stmt{Dst: &s.stmts.openCall, Query: sqlOpenCall}, sqlitedb.Stmt{Dst: &s.stmts.closeCall, Query: sqlCloseCall},
+		sqlitedb.Stmt{Dst: &s.stmts.outbox, Query: sqlOutbox}, sqlitedb.Stmt{Dst: &s.stmts.readMark, Query: sqlReadMark}); err != nil {
 		db.Close()
 		inst.close()
 		return nil, fmt.Errorf("workflowdb: prepare: %w", err)
+	}
+	if s.unrecorded, err = s.countUnrecorded(ctx); err != nil {
+		db.Close()
+		inst.close()
+		return nil, fmt.Errorf("workflowdb: read marks: %w", err)
 	}
 	return s, nil
 }
@@ -372,6 +391,23 @@ func getHeader(ctx context.Context, q interface {
 }
 
 func scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
+	return scanHeaderWith(nil, row, id)
+}
+
+// decodedHeader is a header as stored and its decoded, validated value.
+type decodedHeader struct {
+	json string
+	sess workflow.Session
+}
+
+// scanHeader reads a header row, decoding its JSON only when it differs
+// from the bytes this session's header was last decoded from: a call
+// reads the same header for its claim check and its started append.
+func (s *Store) scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
+	return scanHeaderWith(&s.headers, row, id)
+}
+
+func scanHeaderWith(cache *sync.Map, row *sql.Row, id string) (workflow.Session, int64, error) {
 	var hdr string
 	var retained int64
 	err := row.Scan(&hdr, &retained)
@@ -381,21 +417,55 @@ func scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
 	if err != nil {
 		return workflow.Session{}, 0, err
 	}
+	if cache != nil {
+		if d, ok := cache.Load(id); ok && d.(*decodedHeader).json == hdr {
+			return copySession(d.(*decodedHeader).sess), retained, nil
+		}
+	}
 	sess, err := decodeHeader([]byte(hdr))
 	if err != nil {
 		// The first-use check moved malformed headers aside; one appearing
 		// later is a store fault, not a caller error.
 		return workflow.Session{}, 0, fmt.Errorf("session %s: %v", id, err)
 	}
+	if cache != nil {
+		cache.Store(id, &decodedHeader{json: hdr, sess: copySession(sess)})
+	}
 	return sess, retained, nil
+}
+
+// copySession is s with nothing shared with the original (the header
+// cache's copy is never changed through a caller's).
+func copySession(s workflow.Session) workflow.Session {
+	s.JobMarkers = slices.Clone(s.JobMarkers)
+	if s.ClosedAt != nil {
+		t := *s.ClosedAt
+		s.ClosedAt = &t
+	}
+	return s
 }
 
 // Get implements workflow.Store.
 func (s *Store) Get(ctx context.Context, id string) (workflow.Session, error) {
+	if err := s.waitPending(ctx, id); err != nil {
+		return workflow.Session{}, storeErr(err)
+	}
 	if err := s.check(ctx, id); err != nil {
 		return workflow.Session{}, storeErr(err)
 	}
-	sess, _, err := scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
+	sess, _, err := s.scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
+	return sess, storeErr(err)
+}
+
+// GetCommitted is Get without waiting for this session's behind writes:
+// the header as last committed. A behind write only appends a read-only
+// call's events (and counts them), so the lifecycle, owner, project and
+// mode it returns are exactly Get's; claim checks use it.
+func (s *Store) GetCommitted(ctx context.Context, id string) (workflow.Session, error) {
+	if err := s.check(ctx, id); err != nil {
+		return workflow.Session{}, storeErr(err)
+	}
+	sess, _, err := s.scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
 	return sess, storeErr(err)
 }
 
@@ -408,8 +478,73 @@ func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (
 	if err := s.check(ctx, id); err != nil {
 		return workflow.Session{}, nil, storeErr(err)
 	}
-	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		sess, retained, err := scanHeader(tx.StmtContext(ctx, s.stmts.header).QueryRowContext(ctx, id), id)
+	err := s.db.Writer.Do(ctx, s.updateTx(id, fn, nil, 0, &outSess, &outEvs))
+	if err != nil {
+		return workflow.Session{}, nil, storeErr(err)
+	}
+	return outSess, outEvs, nil
+}
+
+// AppendCall implements workflow.Store.
+func (s *Store) AppendCall(ctx context.Context, id string, fn workflow.UpdateFunc, w workflow.CallWrite) error {
+	if err := s.check(ctx, id); err != nil {
+		return storeErr(err)
+	}
+	if !w.Behind {
+		return storeErr(s.db.Writer.Do(ctx, s.updateTx(id, fn, w.Outbox, 0, nil, nil)))
+	}
+	// A behind write: numbered among this process's reads, queued, and
+	// its number written to the instance file before the caller
+	// acknowledges the call (see read_marks).
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	seq := s.readSeq + 1
+	var ticket atomic.Uint64
+	t, err := s.db.Writer.Go(ctx, s.updateTx(id, fn, w.Outbox, seq, nil, nil), func(err error) {
+		// Ended: readers need not wait for it (an entry stored after
+		// this runs is removed by the next reader's wait).
+		s.pending.CompareAndDelete(id, ticket.Load())
+		if w.Done != nil {
+			w.Done(storeErr(err))
+		}
+	})
+	if err != nil {
+		return storeErr(err)
+	}
+	ticket.Store(t)
+	s.readSeq = seq
+	s.pending.Store(id, t)
+	s.inst.markAcknowledged(seq)
+	return nil
+}
+
+// waitPending waits until the behind writes queued for session id so far
+// have ended, so that a reader sees every acknowledged call.
+func (s *Store) waitPending(ctx context.Context, id string) error {
+	t, ok := s.pending.Load(id)
+	if !ok {
+		return nil
+	}
+	if err := s.db.Writer.Wait(ctx, t.(uint64)); err != nil {
+		return err
+	}
+	s.pending.CompareAndDelete(id, t)
+	return nil
+}
+
+// Flush waits until every write queued so far (behind writes included) has
+// ended.
+func (s *Store) Flush(ctx context.Context) error {
+	return storeErr(s.db.Writer.Wait(ctx, s.db.Writer.Queued()))
+}
+
+// updateTx is the transaction function of an update of session id by fn,
+// storing outbox (when not nil) in the evidence outbox and, when readSeq
+// is not 0, this process's read mark. out and evs (when not nil) receive
+// the session and the appended events.
+func (s *Store) updateTx(id string, fn workflow.UpdateFunc, outbox []byte, readSeq int64, out *workflow.Session, evsOut *[]workflow.Event) sqlitedb.TxFunc {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		sess, retained, err := s.scanHeader(tx.StmtContext(ctx, s.stmts.header).QueryRowContext(ctx, id), id)
 		if err != nil {
 			return err
 		}
@@ -445,13 +580,21 @@ func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (
 			string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, encodeHeader(sess), id); err != nil {
 			return err
 		}
-		outSess, outEvs = sess, evs
+		if outbox != nil {
+			if _, err := tx.StmtContext(ctx, s.stmts.outbox).ExecContext(ctx, outbox); err != nil {
+				return err
+			}
+		}
+		if readSeq != 0 {
+			if _, err := tx.StmtContext(ctx, s.stmts.readMark).ExecContext(ctx, s.inst.id, readSeq); err != nil {
+				return err
+			}
+		}
+		if out != nil {
+			*out, *evsOut = sess, evs
+		}
 		return nil
-	})
-	if err != nil {
-		return workflow.Session{}, nil, storeErr(err)
 	}
-	return outSess, outEvs, nil
 }
 
 // List implements workflow.Store.
@@ -515,6 +658,9 @@ func (s *Store) List(ctx context.Context, f workflow.ListFilter) ([]workflow.Ses
 func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Event, error) {
 	if limit <= 0 {
 		limit = workflow.TailLimit
+	}
+	if err := s.waitPending(ctx, id); err != nil {
+		return nil, storeErr(err)
 	}
 	if err := s.check(ctx, id); err != nil {
 		return nil, storeErr(err)
@@ -624,5 +770,6 @@ func (s *Store) Status(ctx context.Context) (workflow.StoreStatus, error) {
 		(SELECT COUNT(*) FROM sessions WHERE lifecycle = 'active'),
 		(SELECT COALESCE(SUM(retained), 0) FROM sessions),
 		(SELECT COUNT(*) FROM discarded_rows)`).Scan(&st.Sessions, &st.ActiveSessions, &st.Events, &st.DiscardedRows)
+	st.UnrecordedReads = s.unrecorded
 	return st, storeErr(err)
 }

@@ -1,0 +1,216 @@
+package workflowdb_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// readPair is the events a read-only call records: started and finished
+// in one append.
+func readPair(call string) []workflow.Event {
+	return []workflow.Event{
+		{Kind: workflow.EventToolCallStarted, Tool: "read_files", CallID: call, InvocationID: "inv_" + call, Role: workflow.RoleRecorder},
+		{Kind: workflow.EventToolCallFinished, Tool: "read_files", CallID: call, InvocationID: "inv_" + call, Role: workflow.RoleRecorder, Outcome: workflow.OutcomeOK},
+	}
+}
+
+// copyDir copies the regular files of src (and of its subdirectories one
+// level down) to dst: taken while the process runs, it is what a kill -9
+// at that moment leaves (written pages are in the files; nothing queued in
+// memory is).
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if fi.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		if strings.HasSuffix(p, "-shm") { // rebuilt from the WAL on open
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(filepath.Join(dst, rel))
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		_, err = io.Copy(out, in)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBehindWritesAndAKill queues read-only calls' events behind their
+// callers while the writer is held, and checks that the callers did not
+// wait, that a reader of the session waits for them and sees them in
+// order with their outbox rows, and that a kill -9 at that moment (a copy
+// of the data directory) leaves them counted as unrecorded by the next
+// process to open the ledger, never silently missing.
+func TestBehindWritesAndAKill(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := open(t, filepath.Join(dir, "workflow.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- st.DB().Writer.Do(ctx, func(context.Context, *sql.Tx) error { close(entered); <-release; return nil })
+	}()
+	<-entered
+	done := make(chan error, 3)
+	for _, call := range []string{"call_a", "call_b", "call_c"} {
+		w := workflow.CallWrite{Behind: true, Outbox: []byte("record " + call), Done: func(err error) { done <- err }}
+		// Returns while the writer is held: the caller never waits.
+		if err := svc.FinishCall(ctx, s.ID, time.Now(), w, readPair(call)...); err != nil {
+			t.Fatalf("behind write %s: %v", call, err)
+		}
+	}
+	crashed := t.TempDir()
+	copyDir(t, dir, crashed)
+	// A claim check does not wait for them: the header as committed, whose
+	// lifecycle, owner and project a behind write never changes.
+	if c, err := st.GetCommitted(ctx, s.ID); err != nil || c.EventsObserved != 2 || c.Lifecycle != workflow.Active {
+		t.Fatalf("GetCommitted while the writer is held: %+v %v, want the committed header (2 events)", c, err)
+	}
+	if cl := svc.ReadClaim(ctx, s.ID); !cl.Found() || cl.Session.EventsObserved != 2 {
+		t.Fatalf("ReadClaim while the writer is held: %+v, want the committed header", cl)
+	}
+
+	// A reader of the session waits for the queued writes.
+	got := make(chan []workflow.Event, 1)
+	go func() {
+		evs, err := st.Events(ctx, s.ID, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- evs
+	}()
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	evs := <-got
+	if len(evs) != 8 { // created, instruction, three pairs
+		t.Fatalf("%d events after the behind writes, want 8", len(evs))
+	}
+	for i, call := range []string{"call_a", "call_b", "call_c"} {
+		if e := evs[3+2*i]; e.CallID != call || e.Kind != workflow.EventToolCallFinished {
+			t.Fatalf("event %d is %s %s, want the finish of %s (queue order)", e.Seq, e.Kind, e.CallID, call)
+		}
+	}
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatalf("behind write outcome: %v", err)
+		}
+	}
+	rows, err := st.Outbox(ctx, 0, 10)
+	if err != nil || len(rows) != 3 || string(rows[0].Body) != "record call_a" || string(rows[2].Body) != "record call_c" {
+		t.Fatalf("outbox after the behind writes: %v %v", err, rows)
+	}
+	if sum, err := st.Status(ctx); err != nil || sum.UnrecordedReads != 0 {
+		t.Fatalf("status of the live store: %+v %v", sum, err)
+	}
+
+	// The copy is the directory as kill -9 left it: the three reads were
+	// acknowledged (the instance file says 3) and none was committed.
+	after := open(t, filepath.Join(crashed, "workflow.db"))
+	st2, err := after.Status(ctx)
+	if err != nil || st2.UnrecordedReads != 3 {
+		t.Fatalf("unrecorded reads after the kill = %d (%v), want 3", st2.UnrecordedReads, err)
+	}
+	evs2, err := after.Events(ctx, s.ID, 0)
+	if err != nil || len(evs2) != 2 {
+		t.Fatalf("events after the kill: %d (%v), want the 2 committed before it", len(evs2), err)
+	}
+	if rows, err := after.Outbox(ctx, 0, 10); err != nil || len(rows) != 0 {
+		t.Fatalf("outbox after the kill holds %d rows (%v), want none", len(rows), err)
+	}
+	after.Close()
+	// Counted once: the next open finds nothing more.
+	again := open(t, filepath.Join(crashed, "workflow.db"))
+	if st3, err := again.Status(ctx); err != nil || st3.UnrecordedReads != 0 {
+		t.Fatalf("unrecorded reads at the second open = %d (%v), want 0", st3.UnrecordedReads, err)
+	}
+}
+
+// TestTrimOutbox deletes rows up to a sequence and keeps the rest.
+func TestTrimOutbox(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "workflow.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	for _, call := range []string{"call_a", "call_b", "call_c"} {
+		if err := svc.FinishCall(ctx, s.ID, time.Now(), workflow.CallWrite{Outbox: []byte(call)}, readPair(call)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, _ := st.Outbox(ctx, 0, 10)
+	if len(rows) != 3 {
+		t.Fatalf("%d outbox rows, want 3", len(rows))
+	}
+	if err := st.TrimOutbox(ctx, rows[1].Seq); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	left, err := st.Outbox(ctx, 0, 10)
+	if err != nil || len(left) != 1 || string(left[0].Body) != "call_c" {
+		t.Fatalf("outbox after the trim: %v %v, want only call_c", left, err)
+	}
+	if after, _ := st.Outbox(ctx, rows[2].Seq, 10); len(after) != 0 {
+		t.Fatalf("rows after the last: %v", after)
+	}
+}
+
+// TestHeaderCacheFollowsTheStoredBytes checks that a header changed in
+// the database behind the store's back (another process, an operator) is
+// read as stored, never from the cache of its previous bytes, and that a
+// malformed one is an error, not the cached value.
+func TestHeaderCacheFollowsTheStoredBytes(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "workflow.db"))
+	s := start(t, workflow.NewService(st, nil))
+	if got, err := st.Get(ctx, s.ID); err != nil || got.Title != s.Title {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	set := func(hdr string) {
+		if err := st.DB().Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE sessions SET header_json = ? WHERE session_id = ?`, hdr, s.ID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := s
+	changed.Title = "renamed elsewhere"
+	b, _ := json.Marshal(changed)
+	set(string(b))
+	if got, err := st.Get(ctx, s.ID); err != nil || got.Title != "renamed elsewhere" {
+		t.Fatalf("get after the row changed: title %q %v, want the stored one", got.Title, err)
+	}
+	set(`{"session_id":"` + s.ID + `","bogus":1}`)
+	if got, err := st.Get(ctx, s.ID); err == nil {
+		t.Fatalf("get of a malformed header returned %+v, want an error", got)
+	}
+}

@@ -1,0 +1,104 @@
+package workflowdb
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"strings"
+)
+
+// OutboxRow is one evidence outbox row: its sequence and the bytes the
+// caller stored (workflow.CallWrite.Outbox).
+type OutboxRow struct {
+	Seq  int64
+	Body []byte
+}
+
+// Outbox returns at most limit outbox rows with a sequence above after, in
+// sequence order. Rows are committed in sequence order (one writer per
+// database, across processes too), so a reader that has taken every row
+// up to n never meets a row below n later.
+func (s *Store) Outbox(ctx context.Context, after int64, limit int) ([]OutboxRow, error) {
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT seq, body FROM evidence_outbox WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	defer rows.Close()
+	var out []OutboxRow
+	for rows.Next() {
+		var r OutboxRow
+		if err := rows.Scan(&r.Seq, &r.Body); err != nil {
+			return nil, storeErr(err)
+		}
+		out = append(out, r)
+	}
+	return out, storeErr(rows.Err())
+}
+
+// TrimOutbox deletes the outbox rows up to seq, behind the caller and
+// without a commit of its own (the next batch carries it; losing it only
+// leaves rows the journal skips).
+func (s *Store) TrimOutbox(ctx context.Context, upTo int64) error {
+	_, err := s.db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM evidence_outbox WHERE seq <= ?`, upTo)
+		return err
+	}, nil)
+	return storeErr(err)
+}
+
+// countUnrecorded sums, over the processes that had the ledger open and
+// are gone, the read-only calls each acknowledged (its lock file) beyond
+// the last it committed (read_marks), and removes their marks.
+func (s *Store) countUnrecorded(ctx context.Context) (int64, error) {
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT instance, seq FROM read_marks`)
+	if err != nil {
+		return 0, err
+	}
+	marks := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		marks[id] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	des, _ := os.ReadDir(s.inst.dir)
+	var total int64
+	var gone []string
+	for _, de := range des {
+		id, ok := strings.CutSuffix(de.Name(), ".lock")
+		if !ok || id == s.inst.id {
+			continue
+		}
+		acked := acknowledgedBy(s.inst.dir, id)
+		if acked == 0 || s.inst.alive(id) { // alive removes a dead one's file
+			continue
+		}
+		if n := acked - marks[id]; n > 0 {
+			total += n
+		}
+		gone = append(gone, id)
+	}
+	for id := range marks {
+		if id != s.inst.id && !s.inst.alive(id) {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) == 0 {
+		return total, nil
+	}
+	return total, s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, id := range gone {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM read_marks WHERE instance = ?`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
