@@ -22,6 +22,7 @@ pairs=(
 	"./internal/app|BenchmarkReadEditRecordedVsUnrecorded|read+edit round trip: recorded / unrecorded|<= 1.25"
 	"./internal/app|BenchmarkRecordedMutationOnTmpfs|write_project_file on tmpfs: recorded / unrecorded|"
 	"./internal/kernel|BenchmarkMutatingCallOverhead|no-op mutation on tmpfs: kernel recorded / handler|"
+	"./internal/workflow/workflowdb|BenchmarkBoardPostVsAppend|message post (board full) / ledger append|<= 1.25"
 )
 
 printf '%-52s %8s %8s  %s\n' "pair" "median" "goal" "runs"

@@ -212,6 +212,19 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("session_shell_status", map[string]any{"session_id": sess, "shell_id": shell}, true)
 	act("close_session_shell", map[string]any{"session_id": sess, "shell_id": shell}, true)
 
+	// The message board.
+	todo := field(act("post_session_message", map[string]any{"session_id": sess, "kind": "todo", "message": "fix Add"}, true), "message", "message_id")
+	act("list_session_messages", map[string]any{"session_id": sess}, true)
+	act("session_discussion_summary", map[string]any{"session_id": sess}, true)
+	fence := field(act("get_session_assignment", map[string]any{"session_id": sess, "message_id": todo}, true), "assignment_fence")
+	act("complete_session_message", map[string]any{"session_id": sess, "message_id": todo, "answer": "fixed", "completion_key": "k1",
+		"expected_assignment_fence": "wsa2_x"}, false)
+	act("complete_session_message", map[string]any{"session_id": sess, "message_id": todo, "answer": "fixed", "completion_key": "k1",
+		"expected_assignment_fence": fence}, true)
+	act("resolve_session_message", map[string]any{"session_id": sess, "message_id": todo}, true)
+	obs := field(act("observe_session_messages", map[string]any{"session_id": sess}, true), "observation_token")
+	act("observe_session_messages", map[string]any{"session_id": sess, "after_observation_token": obs + "x"}, false)
+
 	// Closeout.
 	act("session_handoff_summary", map[string]any{"session_id": sess}, true)
 	act("finish_coding_task", map[string]any{"project": proj, "session_id": sess}, true)

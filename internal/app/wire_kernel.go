@@ -8,6 +8,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/tools/board"
 	"github.com/webcodex/webcodex/internal/tools/closeout"
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/files"
@@ -56,6 +57,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	sessionshell.Register(reg, a.Shells)
 	validate.Register(reg, vt)
 	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})
+	board.Register(reg, &board.Tools{Board: newBoard(a)})
 	return reg
 }
 

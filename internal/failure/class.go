@@ -28,6 +28,9 @@ const (
 	RecoverRerun             = "rerun_with_complete_output"
 	RecoverReopenShell       = "reopen_shell"
 	RecoverInspectError      = "inspect_error"
+	// RecoverRetrySame: repeat the same call with the same idempotency
+	// key; it either replays the durable result or runs once.
+	RecoverRetrySame = "retry_same"
 )
 
 // Class is how one Kind is presented everywhere: the failure_kind and
@@ -96,6 +99,14 @@ var classes = map[Kind]Class{
 	JobProjectMismatch:       {ClassNotStarted, RecoverFixInput, statusConflict},
 	QueueFull:                {ClassCapabilityUnavailable, RecoverRetryLater, statusTooMany},
 	TooManyRequests:          {ClassCapabilityUnavailable, RecoverRetryLater, statusTooMany},
+	// Message board.
+	IdempotencyConflict:            {ClassInvalidArguments, RecoverFixInput, statusConflict},
+	AlreadyCompleted:               {ClassStalePrecondition, RecoverInspectState, statusConflict},
+	InvalidAssignmentFence:         {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	SessionMessageNotTodo:          {ClassInvalidArguments, RecoverFixInput, statusConflict},
+	UnknownMessageID:               {ClassNotStarted, RecoverFixInput, statusNotFound},
+	CompletionPersistenceUncertain: {ClassOutcomeUnknown, RecoverRetrySame, statusInternal},
+	InvalidObservationToken:        {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

@@ -56,6 +56,14 @@ const (
 	JobProjectMismatch       Kind = "job_project_mismatch"
 	QueueFull                Kind = "queue_full"
 	TooManyRequests          Kind = "too_many_requests"
+	// Message board (Workflow Session-local messages and assignments).
+	IdempotencyConflict            Kind = "idempotency_conflict"
+	AlreadyCompleted               Kind = "already_completed"
+	InvalidAssignmentFence         Kind = "invalid_assignment_fence"
+	SessionMessageNotTodo          Kind = "session_message_not_todo"
+	UnknownMessageID               Kind = "unknown_message_id"
+	CompletionPersistenceUncertain Kind = "completion_persistence_uncertain"
+	InvalidObservationToken        Kind = "invalid_observation_token"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -71,6 +79,9 @@ var Kinds = []Kind{
 	ValidationFailed, EvidenceGap,
 	JobNotFound, JobAuthorityDenied, JobProjectMismatch,
 	QueueFull, TooManyRequests,
+	IdempotencyConflict, AlreadyCompleted, InvalidAssignmentFence,
+	SessionMessageNotTodo, UnknownMessageID, CompletionPersistenceUncertain,
+	InvalidObservationToken,
 }
 
 // Error is a failure with a stable kind, a human message and optional

@@ -48,8 +48,10 @@ var Names = []string{CallTool, DescribeTool, ListTools}
 // CoreTools is the core profile: starting and resuming a task, files,
 // search, edits, git, runs (run_shell; run_process, run_script and the
 // persistent shells are reached through the gateway), background jobs,
-// validation, handoff and closeout. The rest (session administration,
-// overview, cargo, validation_summary) stay callable through the gateway.
+// validation, handoff and closeout, and the message board's core (posting,
+// listing, resolving, assignments, completion and observation). The rest
+// (session administration, overview, cargo, validation_summary,
+// session_discussion_summary) stay callable through the gateway.
 var CoreTools = []string{
 	"work_on_project",
 	"read_files", "list_project_files", "search_project_texts",
@@ -59,6 +61,8 @@ var CoreTools = []string{
 	"run_job", "observe_jobs", "read_job_tail", "stop_job",
 	"go_test", "run_tests",
 	"session_handoff_summary", "finish_coding_task",
+	"post_session_message", "list_session_messages", "resolve_session_message",
+	"get_session_assignment", "complete_session_message", "observe_session_messages",
 }
 
 // Profile is a resolved set of listed tools. The zero Profile lists every

@@ -37,6 +37,8 @@ type Invocation struct {
 	// recorder and authorized active business session), set before the
 	// handler runs.
 	recordIn []string
+	// recorder is the verified recorder's session id ("" without one).
+	recorder string
 
 	mu       sync.Mutex
 	attached map[string][]workflow.Event
@@ -85,6 +87,12 @@ func (inv *Invocation) Progress(progress, total float64, message string) {
 // verified recorder and the authorized active business session (each once).
 // A tool that leaves session-specific evidence computes it per session.
 func (inv *Invocation) RecordedIn() []string { return inv.recordIn }
+
+// Recorder returns the id of the call's verified recorder
+// (recording_session_id, authorized like a business session), or "" when
+// the call named none. It is the only trusted provenance of a call's
+// author; it grants nothing on the business session.
+func (inv *Invocation) Recorder() string { return inv.recorder }
 
 // Attach adds an event (for example validation evidence) to be appended
 // to session id right after the call's tool_call_finished, in the same

@@ -588,6 +588,9 @@ func (k *Kernel) recordDenial(ctx context.Context, inv *Invocation, id string) {
 // begin chooses the sessions the call is recorded in and, for a mutating
 // tool, makes each one's tool_call_started durable before the tool runs.
 func (k *Kernel) begin(ctx context.Context, tool *Tool, inv *Invocation, recorder *workflow.Session, rec *Record) ([]pair, error) {
+	if recorder != nil {
+		inv.recorder = recorder.ID
+	}
 	pairs := k.pairs(inv, recorder)
 	for _, p := range pairs {
 		inv.recordIn = append(inv.recordIn, p.session)

@@ -52,6 +52,8 @@ type Store struct {
 	report struct {
 		sessions, events, discarded, nanos atomic.Int64
 	}
+	// board holds the message board's writer statements (messages.go).
+	board boardStatements
 	// stmts are Update's statements, prepared once on the writer.
 	stmts struct {
 		header, insertEvent, trim, updateHeader, openCall, closeCall, outbox, readMark *sql.Stmt

@@ -1,0 +1,326 @@
+package workflow
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// Bounds of message observation.
+const (
+	// ObservationTokenPrefix starts every observation token.
+	ObservationTokenPrefix = "wso1_"
+	// MaxObservationTokenChars bounds an observation token as accepted.
+	MaxObservationTokenChars = 192
+	// MinObserveWait and MaxObserveWait bound one observation's wait.
+	MinObserveWait = time.Second
+	MaxObserveWait = 60 * time.Second
+	// ObserveDefault and ObserveMax bound the changes one observation
+	// returns.
+	ObserveDefault = 50
+	ObserveMax     = 100
+)
+
+// Why an observation returned (Observation.WaitOutcome).
+const (
+	WaitNone    = "not_waited"
+	WaitUpdated = "updated"
+	WaitTimeout = "timeout"
+)
+
+// tokenBytes is the decoded size of a token: revision (8), generation (8)
+// and a 12-byte check binding both to the session.
+const tokenBytes = 8 + 8 + 12
+
+// A Notifier wakes observers waiting on a session's board. It is a wake
+// signal only: an observer re-reads the durable revision after every wake,
+// so a spurious or missed wake never changes what it returns (a missed
+// wake is seen at the end of the wait). An implementation for several
+// replicas (PostgreSQL LISTEN/NOTIFY) can replace [LocalNotifier].
+type Notifier interface {
+	// Subscribe returns a channel that is closed by a later Notify of
+	// session id, and a function that ends the subscription.
+	Subscribe(id string) (<-chan struct{}, func())
+	// Notify wakes the current subscribers of session id.
+	Notify(id string)
+}
+
+// LocalNotifier is the in-process Notifier.
+type LocalNotifier struct {
+	mu   sync.Mutex
+	subs map[string]*wakeup
+}
+
+type wakeup struct {
+	ch   chan struct{}
+	refs int
+}
+
+// NewLocalNotifier returns an in-process Notifier.
+func NewLocalNotifier() *LocalNotifier { return &LocalNotifier{subs: map[string]*wakeup{}} }
+
+// Subscribe implements Notifier.
+func (n *LocalNotifier) Subscribe(id string) (<-chan struct{}, func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w := n.subs[id]
+	if w == nil {
+		w = &wakeup{ch: make(chan struct{})}
+		n.subs[id] = w
+	}
+	w.refs++
+	var once sync.Once
+	return w.ch, func() {
+		once.Do(func() {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			if w.refs--; w.refs == 0 && n.subs[id] == w {
+				delete(n.subs, id)
+			}
+		})
+	}
+}
+
+// Notify implements Notifier.
+func (n *LocalNotifier) Notify(id string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if w := n.subs[id]; w != nil {
+		close(w.ch)
+		delete(n.subs, id)
+	}
+}
+
+func tokenCheck(session string, generation, revision int64) []byte {
+	h := sha256.Sum256([]byte("webcodex observation token v1\x00" + session + "\x00" +
+		strconv.FormatInt(generation, 10) + "\x00" + strconv.FormatInt(revision, 10)))
+	return h[:12]
+}
+
+func makeToken(session string, generation, revision int64) string {
+	b := make([]byte, 16, tokenBytes)
+	binary.BigEndian.PutUint64(b, uint64(revision))
+	binary.BigEndian.PutUint64(b[8:], uint64(generation))
+	b = append(b, tokenCheck(session, generation, revision)...)
+	return ObservationTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+func badToken(why string) error {
+	return failure.New(failure.InvalidObservationToken, "after_observation_token %s; call observe_session_messages without a token for a new baseline", why)
+}
+
+// parseToken returns the revision of a token issued for session at its
+// board's current generation and revision; anything else (malformed,
+// oversized, edited, another session's, another generation's, or a
+// revision the board has not reached) is invalid_observation_token.
+func parseToken(tok, session string, st BoardState) (int64, error) {
+	if len(tok) > MaxObservationTokenChars {
+		return 0, badToken("is longer than 192 characters")
+	}
+	rest, ok := strings.CutPrefix(tok, ObservationTokenPrefix)
+	b, err := base64.RawURLEncoding.Strict().DecodeString(rest)
+	if !ok || err != nil || len(b) != tokenBytes {
+		return 0, badToken("is not an observation token")
+	}
+	rev, gen := int64(binary.BigEndian.Uint64(b)), int64(binary.BigEndian.Uint64(b[8:]))
+	if rev < 0 || string(b[16:]) != string(tokenCheck(session, gen, rev)) {
+		return 0, badToken("was not issued for this session")
+	}
+	if gen != st.Generation || rev > st.ObservationRevision {
+		return 0, badToken("is from another generation of this session's board")
+	}
+	return rev, nil
+}
+
+// ObserveParams describe one observation.
+type ObserveParams struct {
+	SessionID string
+	// Token is the after_observation_token; empty asks for a baseline.
+	Token string
+	// Wait, only with a token, waits up to this long (MinObserveWait to
+	// MaxObserveWait) once for a change when there is none yet.
+	Wait time.Duration
+	// Limit bounds the changes returned (0: ObserveDefault).
+	Limit int
+	// BeforeWait, when set, is called once right before the call starts
+	// to wait; an error ends the call without waiting.
+	BeforeWait func() error
+}
+
+// An Observation is one read of a board's changes after a cursor.
+type Observation struct {
+	// Messages are the retained messages whose latest observable state
+	// changed after the cursor, in the order of those changes (each
+	// message once, in its current state).
+	Messages []Message `json:"messages"`
+	Changed  bool      `json:"changed"`
+	// HasMore is true when more changes follow the last one returned; the
+	// token then advances only through it.
+	HasMore bool `json:"has_more"`
+	// HistoryLost is true when state changed after the cursor was removed
+	// by retention and cannot be shown.
+	HistoryLost bool `json:"history_lost"`
+	// Baseline is true for a call without a token: no history, a token.
+	Baseline    bool   `json:"baseline"`
+	WaitOutcome string `json:"wait_outcome"`
+	Token       string `json:"observation_token"`
+}
+
+// Observe returns a board's changes after p.Token (a current-state delta,
+// not an event log), or a baseline token without one. The wait holds no
+// store lock: it subscribes to the notifier, re-reads the durable state,
+// and waits only when nothing changed; a timeout is a successful,
+// unchanged result. It works on closed sessions.
+func (b *Board) Observe(ctx context.Context, p ObserveParams) (Observation, error) {
+	switch {
+	case p.Limit == 0:
+		p.Limit = ObserveDefault
+	case p.Limit < 0 || p.Limit > ObserveMax:
+		return Observation{}, failure.New(failure.InvalidArguments, "limit must be 1-%d", ObserveMax)
+	}
+	if p.Wait != 0 && (p.Token == "" || p.Wait < MinObserveWait || p.Wait > MaxObserveWait) {
+		return Observation{}, failure.New(failure.InvalidArguments, "wait_seconds must be 1-60 and needs after_observation_token")
+	}
+	if p.Token == "" {
+		var o Observation
+		err := b.store.ViewBoard(ctx, p.SessionID, func(r BoardReader) error {
+			st, err := r.State()
+			o = Observation{Messages: []Message{}, Baseline: true, WaitOutcome: WaitNone,
+				Token: makeToken(p.SessionID, st.Generation, st.ObservationRevision)}
+			return err
+		})
+		return o, err
+	}
+	wake, cancel := b.notify.Subscribe(p.SessionID)
+	defer cancel()
+	o, err := b.changes(ctx, p)
+	if err != nil || o.Changed || p.Wait == 0 {
+		return o, err
+	}
+	if p.BeforeWait != nil {
+		if err := p.BeforeWait(); err != nil {
+			return Observation{}, err
+		}
+	}
+	timer := time.NewTimer(p.Wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-wake:
+			woke := wake
+			cancel()
+			wake, cancel = b.notify.Subscribe(p.SessionID)
+			if o, err = b.sharedChanges(ctx, p, woke); err != nil || o.Changed {
+				o.WaitOutcome = WaitUpdated
+				return o, err
+			}
+		case <-timer.C:
+			// A change the notifier did not carry (another process)
+			// is still seen here.
+			o, err = b.changes(ctx, p)
+			o.WaitOutcome = WaitTimeout
+			if o.Changed {
+				o.WaitOutcome = WaitUpdated
+			}
+			return o, err
+		case <-ctx.Done():
+			return Observation{}, ctx.Err()
+		}
+	}
+}
+
+// changes reads the changes after p.Token from one snapshot.
+func (b *Board) changes(ctx context.Context, p ObserveParams) (Observation, error) {
+	var o Observation
+	err := b.store.ViewBoard(ctx, p.SessionID, func(r BoardReader) error {
+		st, err := r.State()
+		if err != nil {
+			return err
+		}
+		after, err := parseToken(p.Token, p.SessionID, st)
+		if err != nil {
+			return err
+		}
+		ms, err := r.Changed(after, p.Limit+1)
+		if err != nil {
+			return err
+		}
+		o = Observation{Messages: ms, WaitOutcome: WaitNone, HistoryLost: after < st.ObservationLowWatermark}
+		next := st.ObservationRevision
+		if len(ms) > p.Limit {
+			o.Messages, o.HasMore = ms[:p.Limit], true
+			next = o.Messages[p.Limit-1].ObservationRevision
+		}
+		if o.Messages == nil {
+			o.Messages = []Message{}
+		}
+		o.Changed = len(o.Messages) > 0 || o.HistoryLost
+		o.Token = makeToken(p.SessionID, st.Generation, next)
+		return nil
+	})
+	return o, err
+}
+
+// A flight is one read of a board's changes shared by the observers that
+// one wake signal woke with the same cursor.
+type flight struct {
+	done  chan struct{}
+	ended time.Time // zero while the read runs
+	o     Observation
+	err   error
+}
+
+type flightKey struct {
+	wake    <-chan struct{}
+	session string
+	token   string
+	limit   int
+}
+
+// flightKeep is how long a finished flight still answers the observers
+// its wake signal woke late (scheduled after the read ended).
+const flightKeep = time.Second
+
+// sharedChanges is changes, read once for every observer woken by the
+// same signal (wake) with the same token and limit: the read starts after
+// that signal, so it sees the change the signal announced, whichever of
+// those observers asks (the result is immutable and shared).
+func (b *Board) sharedChanges(ctx context.Context, p ObserveParams, wake <-chan struct{}) (Observation, error) {
+	key := flightKey{wake, p.SessionID, p.Token, p.Limit}
+	b.mu.Lock()
+	if f := b.flights[key]; f != nil {
+		b.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.o, f.err
+		case <-ctx.Done():
+			return Observation{}, ctx.Err()
+		}
+	}
+	now := time.Now()
+	for k, f := range b.flights {
+		if !f.ended.IsZero() && now.Sub(f.ended) > flightKeep {
+			delete(b.flights, k)
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	if b.flights == nil {
+		b.flights = map[flightKey]*flight{}
+	}
+	b.flights[key] = f
+	b.mu.Unlock()
+	// Not cancelled with this caller: others wait on the same read.
+	o, err := b.changes(context.WithoutCancel(ctx), p)
+	b.mu.Lock()
+	f.o, f.err, f.ended = o, err, time.Now()
+	b.mu.Unlock()
+	close(f.done)
+	return o, err
+}

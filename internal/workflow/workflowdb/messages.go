@@ -1,0 +1,385 @@
+package workflowdb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/sqlitedb"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// The Session-local message board (migration 0004): one message_boards
+// row of counters per session with messages, and one messages row per
+// retained message. The board's rules live in workflow.Board; this file
+// only reads and writes rows, inside one read snapshot (ViewBoard) or one
+// writer transaction (UpdateBoard).
+
+var _ workflow.BoardStore = (*Store)(nil)
+
+const messageColumns = `message_id, seq, created_at, kind, status, priority, %s, tags_json, reply_to,
+	author_session_id, requires_ack, resolved_at, resolution, resolved_by_message_id, completion_id,
+	delivery_key, delivery_fingerprint, completion_key, completion_fingerprint, observation_revision,
+	assignment_revision, replies_posted, replies_removed, first_ack_observed_at`
+
+// messageColumnCount is the number of messageColumns.
+var messageColumnCount = strings.Count(messageColumns, ",") + 1
+
+var selectMessage = `SELECT ` + fmt.Sprintf(messageColumns, "body") + ` FROM messages WHERE session_id = ?`
+
+// ViewBoard implements workflow.BoardStore: fn reads one committed
+// snapshot (a read-only transaction on the read pool).
+func (s *Store) ViewBoard(ctx context.Context, id string, fn func(workflow.BoardReader) error) error {
+	if err := s.check(ctx, id); err != nil {
+		return storeErr(err)
+	}
+	tx, err := s.db.Read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return storeErr(err)
+	}
+	defer tx.Rollback()
+	return storeErr(fn(&boardTx{ctx: ctx, tx: tx, id: id}))
+}
+
+// UpdateBoard implements workflow.BoardStore: fn runs in the writer's
+// transaction and UpdateBoard returns once it is durably committed.
+func (s *Store) UpdateBoard(ctx context.Context, id string, fn func(workflow.BoardWriter) error) error {
+	if err := s.check(ctx, id); err != nil {
+		return storeErr(err)
+	}
+	prepared := s.board.get(ctx, s.db.Writer)
+	return storeErr(s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return fn(&boardTx{ctx: ctx, tx: tx, id: id, prepared: prepared})
+	}))
+}
+
+// boardStatements are the board's writer statements, prepared once on the
+// writer's connection (outside Do) at the first UpdateBoard. A query
+// without one (or when preparing failed) is parsed per call: slower, not
+// different.
+type boardStatements struct {
+	once     sync.Once
+	prepared map[string]*sql.Stmt
+}
+
+func (bs *boardStatements) get(ctx context.Context, w *sqlitedb.Writer) map[string]*sql.Stmt {
+	bs.once.Do(func() {
+		m := map[string]*sql.Stmt{}
+		qs := []string{qState, qSetState, qMessage, qByDeliveryKey, qReplies, qInsert, qSave, qRemoveOne}
+		for _, q := range qOldest {
+			qs = append(qs, q)
+		}
+		for _, q := range qs {
+			st, err := w.Prepare(context.WithoutCancel(ctx), q)
+			if err != nil {
+				return
+			}
+			m[q] = st
+		}
+		bs.prepared = m
+	})
+	return bs.prepared
+}
+
+// boardTx is one session's board inside one transaction.
+type boardTx struct {
+	ctx      context.Context
+	tx       *sql.Tx
+	id       string
+	prepared map[string]*sql.Stmt // nil in a read snapshot
+}
+
+func (b *boardTx) stmt(q string) *sql.Stmt {
+	if st := b.prepared[q]; st != nil {
+		return b.tx.StmtContext(b.ctx, st)
+	}
+	return nil
+}
+
+func (b *boardTx) rows(q string, args ...any) (*sql.Rows, error) {
+	if st := b.stmt(q); st != nil {
+		return st.QueryContext(b.ctx, args...)
+	}
+	return b.tx.QueryContext(b.ctx, q, args...)
+}
+
+func (b *boardTx) row(q string, args ...any) *sql.Row {
+	if st := b.stmt(q); st != nil {
+		return st.QueryRowContext(b.ctx, args...)
+	}
+	return b.tx.QueryRowContext(b.ctx, q, args...)
+}
+
+func (b *boardTx) exec(q string, args ...any) (sql.Result, error) {
+	if st := b.stmt(q); st != nil {
+		return st.ExecContext(b.ctx, args...)
+	}
+	return b.tx.ExecContext(b.ctx, q, args...)
+}
+
+// The board's queries (the prepared ones by their exact text).
+var (
+	qState = `SELECT s.lifecycle, m.generation, m.posted, m.retained, m.removed, m.observation_revision, m.observation_low_watermark
+		FROM sessions s LEFT JOIN message_boards m ON m.session_id = s.session_id WHERE s.session_id = ?`
+	qSetState = `INSERT INTO message_boards (session_id, generation, posted, retained, removed, observation_revision, observation_low_watermark)
+		VALUES (?,?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET generation = excluded.generation, posted = excluded.posted,
+		retained = excluded.retained, removed = excluded.removed, observation_revision = excluded.observation_revision,
+		observation_low_watermark = excluded.observation_low_watermark`
+	qMessage       = selectMessage + ` AND message_id = ? LIMIT 1`
+	qByDeliveryKey = selectMessage + ` AND delivery_key = ? LIMIT 1`
+	qReplies       = selectMessage + ` AND reply_to = ? ORDER BY seq LIMIT ?`
+	qInsert        = `INSERT INTO messages (session_id, ` + fmt.Sprintf(messageColumns, "body") + `) VALUES (?` + strings.Repeat(",?", messageColumnCount) + `)`
+	qSave          = `UPDATE messages SET ` + saveSet() + ` WHERE session_id = ? AND message_id = ?`
+	qRemoveOne     = `DELETE FROM messages WHERE session_id = ? AND message_id = ?`
+	// qOldest excludes up to oldestExclude message ids (padded with '').
+	qOldest = map[workflow.RetentionClass]string{}
+)
+
+const oldestExclude = 2
+
+func init() {
+	for class, cond := range retentionClass {
+		qOldest[class] = `SELECT m.message_id, m.seq, m.reply_to, m.observation_revision FROM messages m WHERE m.session_id = ? AND ` + cond +
+			strings.Repeat(` AND m.message_id != ?`, oldestExclude) + ` ORDER BY m.seq LIMIT ?`
+	}
+}
+
+func saveSet() string {
+	cols := strings.Split(fmt.Sprintf(messageColumns, "body"), ",")
+	set := make([]string, len(cols))
+	for i, c := range cols {
+		set[i] = strings.TrimSpace(c) + ` = ?`
+	}
+	return strings.Join(set, ", ")
+}
+
+func (b *boardTx) State() (workflow.BoardState, error) {
+	st := workflow.BoardState{SessionID: b.id}
+	var lifecycle string
+	var gen, posted, retained, removed, rev, low sql.NullInt64
+	err := b.row(qState, b.id).Scan(&lifecycle, &gen, &posted, &retained, &removed, &rev, &low)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, failure.New(failure.UnknownSessionID, "no Workflow Session %s exists", b.id)
+	}
+	if err != nil {
+		return st, err
+	}
+	st.Lifecycle = workflow.Lifecycle(lifecycle)
+	st.Generation, st.Posted, st.Retained, st.Removed = gen.Int64, posted.Int64, retained.Int64, removed.Int64
+	st.ObservationRevision, st.ObservationLowWatermark = rev.Int64, low.Int64
+	return st, nil
+}
+
+func (b *boardTx) SetState(st workflow.BoardState) error {
+	_, err := b.exec(qSetState, b.id, st.Generation, st.Posted, st.Retained, st.Removed, st.ObservationRevision, st.ObservationLowWatermark)
+	return err
+}
+
+func (b *boardTx) one(query string, args ...any) (workflow.Message, bool, error) {
+	ms, err := b.query(query, args...)
+	if err != nil || len(ms) == 0 {
+		return workflow.Message{}, false, err
+	}
+	return ms[0], true, nil
+}
+
+func (b *boardTx) Message(id string) (workflow.Message, bool, error) {
+	return b.one(qMessage, b.id, id)
+}
+
+func (b *boardTx) ByDeliveryKey(key string) (workflow.Message, bool, error) {
+	return b.one(qByDeliveryKey, b.id, key)
+}
+
+func (b *boardTx) Replies(id string, limit int) ([]workflow.Message, error) {
+	return b.query(qReplies, b.id, id, limit)
+}
+
+func (b *boardTx) List(f workflow.MessageFilter) ([]workflow.Message, bool, error) {
+	q := selectMessage
+	args := []any{b.id}
+	for _, c := range []struct{ col, v string }{{"kind", string(f.Kind)}, {"status", string(f.Status)},
+		{"message_id", f.MessageID}, {"reply_to", f.ReplyTo}} {
+		if c.v != "" {
+			q += ` AND ` + c.col + ` = ?`
+			args = append(args, c.v)
+		}
+	}
+	ms, err := b.query(q+` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit+1)...)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(ms) > f.Limit {
+		return ms[:f.Limit], true, nil
+	}
+	return ms, false, nil
+}
+
+func (b *boardTx) Changed(after int64, limit int) ([]workflow.Message, error) {
+	return b.query(selectMessage+` AND observation_revision > ? ORDER BY observation_revision LIMIT ?`, b.id, after, limit)
+}
+
+func (b *boardTx) Counts() (map[workflow.MessageKind]map[workflow.MessageStatus]int, error) {
+	rows, err := b.tx.QueryContext(b.ctx, `SELECT kind, status, COUNT(*) FROM messages WHERE session_id = ? GROUP BY kind, status`, b.id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[workflow.MessageKind]map[workflow.MessageStatus]int{}
+	for rows.Next() {
+		var k, st string
+		var n int
+		if err := rows.Scan(&k, &st, &n); err != nil {
+			return nil, err
+		}
+		if out[workflow.MessageKind(k)] == nil {
+			out[workflow.MessageKind(k)] = map[workflow.MessageStatus]int{}
+		}
+		out[workflow.MessageKind(k)][workflow.MessageStatus(st)] = n
+	}
+	return out, rows.Err()
+}
+
+// openTodoParent holds for a message m that replies to an open todo.
+const openTodoParent = `EXISTS (SELECT 1 FROM messages p WHERE p.session_id = m.session_id
+	AND p.message_id = m.reply_to AND p.kind = 'todo' AND p.status = 'open')`
+
+// retentionClass is the condition of each workflow.RetentionClass.
+var retentionClass = map[workflow.RetentionClass]string{
+	workflow.RetainResolved:    `m.status = 'resolved' AND NOT ` + openTodoParent,
+	workflow.RetainLoose:       `m.status = 'open' AND m.kind != 'todo' AND NOT ` + openTodoParent,
+	workflow.RetainTodoReplies: `m.reply_to != '' AND NOT (m.kind = 'todo' AND m.status = 'open') AND ` + openTodoParent,
+}
+
+func (b *boardTx) Oldest(class workflow.RetentionClass, exclude []string, limit int) ([]workflow.Message, error) {
+	q, ok := qOldest[class]
+	if !ok || len(exclude) > oldestExclude {
+		return nil, fmt.Errorf("retention class %d excluding %d messages", class, len(exclude))
+	}
+	args := []any{b.id}
+	for i := range oldestExclude {
+		id := ""
+		if i < len(exclude) {
+			id = exclude[i]
+		}
+		args = append(args, id)
+	}
+	rows, err := b.rows(q, append(args, limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []workflow.Message
+	for rows.Next() {
+		m := workflow.Message{SessionID: b.id}
+		if err := rows.Scan(&m.ID, &m.Seq, &m.ReplyTo, &m.ObservationRevision); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func (b *boardTx) Insert(m workflow.Message) error {
+	_, err := b.exec(qInsert, append([]any{b.id}, messageArgs(m)...)...)
+	return err
+}
+
+func (b *boardTx) Save(m workflow.Message) error {
+	res, err := b.exec(qSave, append(messageArgs(m), b.id, m.ID)...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("save message %s: %d rows", m.ID, n)
+	}
+	return nil
+}
+
+func (b *boardTx) Remove(ids []string) error {
+	switch len(ids) {
+	case 0:
+		return nil
+	case 1:
+		_, err := b.exec(qRemoveOne, b.id, ids[0])
+		return err
+	}
+	args := []any{b.id}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	_, err := b.tx.ExecContext(b.ctx, `DELETE FROM messages WHERE session_id = ? AND message_id IN (?`+
+		strings.Repeat(",?", len(ids)-1)+`)`, args...)
+	return err
+}
+
+func nanos(t *time.Time) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func timeOf(n int64) *time.Time {
+	if n == 0 {
+		return nil
+	}
+	t := time.Unix(0, n).UTC()
+	return &t
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// messageArgs are m's values in the order of messageColumns.
+func messageArgs(m workflow.Message) []any {
+	tags, _ := json.Marshal(m.Tags)
+	return []any{m.ID, m.Seq, m.CreatedAt.UnixNano(), string(m.Kind), string(m.Status), string(m.Priority), m.Body,
+		string(tags), m.ReplyTo, m.AuthorSessionID, boolInt(m.RequiresAck), nanos(m.ResolvedAt), m.Resolution,
+		m.ResolvedByMessageID, m.CompletionID, m.DeliveryKey, m.DeliveryFingerprint, m.CompletionKey,
+		m.CompletionFingerprint, m.ObservationRevision, m.AssignmentRevision, m.RepliesPosted, m.RepliesRemoved,
+		nanos(m.FirstAckObservedAt)}
+}
+
+func (b *boardTx) query(q string, args ...any) ([]workflow.Message, error) {
+	rows, err := b.rows(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []workflow.Message
+	for rows.Next() {
+		var m workflow.Message
+		var created, resolved, acked int64
+		var kind, status, priority, tags string
+		var ack int
+		if err := rows.Scan(&m.ID, &m.Seq, &created, &kind, &status, &priority, &m.Body, &tags, &m.ReplyTo,
+			&m.AuthorSessionID, &ack, &resolved, &m.Resolution, &m.ResolvedByMessageID, &m.CompletionID,
+			&m.DeliveryKey, &m.DeliveryFingerprint, &m.CompletionKey, &m.CompletionFingerprint, &m.ObservationRevision,
+			&m.AssignmentRevision, &m.RepliesPosted, &m.RepliesRemoved, &acked); err != nil {
+			return nil, err
+		}
+		m.SessionID = b.id
+		m.CreatedAt = time.Unix(0, created).UTC()
+		m.Kind, m.Status, m.Priority = workflow.MessageKind(kind), workflow.MessageStatus(status), workflow.Priority(priority)
+		m.RequiresAck, m.ResolvedAt, m.FirstAckObservedAt = ack != 0, timeOf(resolved), timeOf(acked)
+		if err := json.Unmarshal([]byte(tags), &m.Tags); err != nil {
+			return nil, fmt.Errorf("message %s tags: %v", m.ID, err)
+		}
+		if m.Tags == nil {
+			m.Tags = []string{}
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

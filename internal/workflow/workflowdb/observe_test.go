@@ -1,0 +1,419 @@
+package workflowdb_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+func (e *boardEnv) observe(t *testing.T, p workflow.ObserveParams) workflow.Observation {
+	t.Helper()
+	if p.SessionID == "" {
+		p.SessionID = e.sess.ID
+	}
+	o, err := e.board.Observe(context.Background(), p)
+	if err != nil {
+		t.Fatalf("observe %+v: %v", p, err)
+	}
+	return o
+}
+
+func ids(ms []workflow.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+func (e *boardEnv) revision(t *testing.T) int64 {
+	t.Helper()
+	var rev int64
+	if err := e.st.ViewBoard(context.Background(), e.sess.ID, func(r workflow.BoardReader) error {
+		st, err := r.State()
+		rev = st.ObservationRevision
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rev
+}
+
+func TestObserveDelta(t *testing.T) {
+	ctx := context.Background()
+	e := newBoardEnv(t)
+	early := e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "before the baseline"})
+	base := e.observe(t, workflow.ObserveParams{})
+	if !base.Baseline || len(base.Messages) != 0 || base.Changed || !strings.HasPrefix(base.Token, workflow.ObservationTokenPrefix) ||
+		len(base.Token) > workflow.MaxObservationTokenChars {
+		t.Fatalf("baseline: %+v", base)
+	}
+	if o := e.observe(t, workflow.ObserveParams{Token: base.Token}); o.Changed || len(o.Messages) != 0 || o.Token != base.Token || o.WaitOutcome != workflow.WaitNone {
+		t.Fatalf("nothing changed: %+v", o)
+	}
+	todo := e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "fix"})
+	o := e.observe(t, workflow.ObserveParams{Token: base.Token})
+	if !o.Changed || fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{todo.ID}) || o.HasMore || o.HistoryLost {
+		t.Fatalf("after a post: %+v", o)
+	}
+	tok := o.Token
+	// A real resolve is a change; a repeated one is not.
+	e.board.Resolve(ctx, workflow.ResolveParams{SessionID: e.sess.ID, MessageID: early.ID})
+	o = e.observe(t, workflow.ObserveParams{Token: tok})
+	if fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{early.ID}) || o.Messages[0].Status != workflow.MessageResolved {
+		t.Fatalf("after a resolve: %+v", o)
+	}
+	tok = o.Token
+	rev := e.revision(t)
+	e.board.Resolve(ctx, workflow.ResolveParams{SessionID: e.sess.ID, MessageID: early.ID})
+	if e.revision(t) != rev {
+		t.Fatal("a resolve that changed nothing advanced the revision")
+	}
+	// A completion is observed as both the resolution and the answer.
+	a := e.assign(t, todo.ID)
+	done, err := e.complete(workflow.CompleteParams{MessageID: todo.ID, Fence: a.Fence})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = e.observe(t, workflow.ObserveParams{Token: tok})
+	if fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{todo.ID, done.Answer.ID}) {
+		t.Fatalf("after a completion: %+v", ids(o.Messages))
+	}
+	tok = o.Token
+	// Exact replays do not advance.
+	rev = e.revision(t)
+	if _, err := e.complete(workflow.CompleteParams{MessageID: todo.ID, Fence: a.Fence}); err != nil {
+		t.Fatal(err)
+	}
+	if e.revision(t) != rev || e.observe(t, workflow.ObserveParams{Token: tok}).Changed {
+		t.Fatal("a replayed completion advanced the revision")
+	}
+	// The token is valid across a restart.
+	e.reopen(t)
+	if o := e.observe(t, workflow.ObserveParams{Token: tok}); o.Changed || o.Token != tok {
+		t.Fatalf("after a restart: %+v", o)
+	}
+	n := e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "after restart"})
+	if o := e.observe(t, workflow.ObserveParams{Token: tok}); fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{n.ID}) {
+		t.Fatalf("after a restart and a post: %+v", o)
+	}
+}
+
+func TestObservePagination(t *testing.T) {
+	e := newBoardEnv(t)
+	tok := e.observe(t, workflow.ObserveParams{}).Token
+	var want []string
+	for i := range 5 {
+		want = append(want, e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: fmt.Sprint(i)}).ID)
+	}
+	var got []string
+	for range 3 {
+		o := e.observe(t, workflow.ObserveParams{Token: tok, Limit: 2})
+		got = append(got, ids(o.Messages)...)
+		tok = o.Token
+		if o.HasMore != (len(got) < 5) {
+			t.Fatalf("has_more=%v after %d", o.HasMore, len(got))
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pages %v, want %v", got, want)
+	}
+	if o := e.observe(t, workflow.ObserveParams{Token: tok}); o.Changed {
+		t.Fatalf("after the last page: %+v", o)
+	}
+}
+
+func TestObserveHistoryLost(t *testing.T) {
+	ctx := context.Background()
+	e := newBoardEnv(t)
+	start := e.observe(t, workflow.ObserveParams{}).Token
+	first := e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "soon resolved"})
+	e.board.Resolve(ctx, workflow.ResolveParams{SessionID: e.sess.ID, MessageID: first.ID})
+	for i := 1; i < workflow.MaxRetainedMessages; i++ {
+		e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: fmt.Sprint(i)})
+	}
+	mid := e.observe(t, workflow.ObserveParams{Token: start, Limit: workflow.ObserveMax})
+	if mid.HistoryLost {
+		t.Fatal("history_lost before anything was removed")
+	}
+	// The next post removes the resolved message: a non-FIFO hole.
+	e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "over the bound"})
+	o := e.observe(t, workflow.ObserveParams{Token: start, Limit: 1})
+	if !o.HistoryLost || !o.Changed {
+		t.Fatalf("a cursor before the removed message: %+v", o.HistoryLost)
+	}
+	if o := e.observe(t, workflow.ObserveParams{Token: mid.Token}); o.HistoryLost {
+		t.Fatal("history_lost for a cursor after the removed message's change")
+	}
+}
+
+func TestObserveTokenRejects(t *testing.T) {
+	ctx := context.Background()
+	e := newBoardEnv(t)
+	other := start(t, e.svc)
+	e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "one"})
+	tok := e.observe(t, workflow.ObserveParams{}).Token
+	otherTok := e.observe(t, workflow.ObserveParams{SessionID: other.ID}).Token
+	bad := map[string]string{
+		"oversized":     tok + strings.Repeat("A", workflow.MaxObservationTokenChars+1-len(tok)),
+		"wrong prefix":  "wso2_" + tok[5:],
+		"not base64url": tok[:len(tok)-1] + "*",
+		"one char less": tok[:len(tok)-1],
+		"other session": otherTok,
+		"a fence":       e.assign(t, e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "t"}).ID).Fence,
+		"a message id":  workflow.NewMessageID(),
+	}
+	for i := len(workflow.ObservationTokenPrefix); i < len(tok); i++ {
+		b := []byte(tok)
+		if b[i] == 'A' {
+			b[i] = 'B'
+		} else {
+			b[i] = 'A'
+		}
+		bad[fmt.Sprint("edited at ", i)] = string(b)
+	}
+	before := e.snap(t, e.sess.ID)
+	for name, tk := range bad {
+		_, err := e.board.Observe(ctx, workflow.ObserveParams{SessionID: e.sess.ID, Token: tk})
+		if failure.KindOf(err) != failure.InvalidObservationToken {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+	if len(tok) > workflow.MaxObservationTokenChars || len(bad["oversized"]) != workflow.MaxObservationTokenChars+1 {
+		t.Fatalf("token length %d", len(tok))
+	}
+	for _, p := range []workflow.ObserveParams{
+		{SessionID: e.sess.ID, Wait: time.Second},
+		{SessionID: e.sess.ID, Token: tok, Wait: workflow.MaxObserveWait + time.Second},
+		{SessionID: e.sess.ID, Token: tok, Wait: time.Second - 1},
+		{SessionID: e.sess.ID, Token: tok, Limit: workflow.ObserveMax + 1},
+		{SessionID: e.sess.ID, Token: tok, Limit: -1},
+	} {
+		_, err := e.board.Observe(ctx, p)
+		wantKind(t, err, failure.InvalidArguments)
+	}
+	if e.snap(t, e.sess.ID) != before {
+		t.Fatal("a refused observation changed the board")
+	}
+}
+
+// TestObserveFutureToken: a token from ahead of the board (the ledger
+// restored from an older copy) fails closed.
+func TestObserveFutureToken(t *testing.T) {
+	e := newBoardEnv(t)
+	e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "one"})
+	e.reopen(t) // closing checkpoints the WAL into the file
+	backup := e.path + ".bak"
+	copyFile(t, e.path, backup)
+	e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "two"})
+	tok := e.observe(t, workflow.ObserveParams{}).Token
+	e.st.Close()
+	for _, suffix := range []string{"-wal", "-shm"} {
+		os.Remove(e.path + suffix)
+	}
+	copyFile(t, backup, e.path)
+	e.open(t)
+	_, err := e.board.Observe(context.Background(), workflow.ObserveParams{SessionID: e.sess.ID, Token: tok})
+	wantKind(t, err, failure.InvalidObservationToken)
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestObserveWait(t *testing.T) {
+	e := newBoardEnv(t)
+	tok := e.observe(t, workflow.ObserveParams{}).Token
+	// A post from elsewhere wakes the waiter; the post is made once the
+	// observer is about to wait (its subscription precedes its check, so
+	// the wake cannot be lost).
+	waiting := make(chan struct{})
+	posted := make(chan workflow.Message, 1)
+	go func() {
+		<-waiting
+		m, _, err := e.board.Post(context.Background(), workflow.PostParams{SessionID: e.sess.ID, Kind: workflow.MessageNote, Body: "wake up"})
+		if err != nil {
+			t.Error(err)
+		}
+		posted <- m
+	}()
+	o := e.observe(t, workflow.ObserveParams{Token: tok, Wait: workflow.MaxObserveWait, BeforeWait: func() error { close(waiting); return nil }})
+	m := <-posted
+	if o.WaitOutcome != workflow.WaitUpdated || fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{m.ID}) {
+		t.Fatalf("woken observation: %+v", o)
+	}
+	// A timeout is a successful unchanged result.
+	o = e.observe(t, workflow.ObserveParams{Token: o.Token, Wait: workflow.MinObserveWait})
+	if o.WaitOutcome != workflow.WaitTimeout || o.Changed || len(o.Messages) != 0 {
+		t.Fatalf("timed out observation: %+v", o)
+	}
+	// A refused wait (the caller's waiter share) fails without waiting.
+	_, err := e.board.Observe(context.Background(), workflow.ObserveParams{SessionID: e.sess.ID, Token: o.Token, Wait: workflow.MaxObserveWait,
+		BeforeWait: func() error { return failure.New(failure.TooManyRequests, "share") }})
+	wantKind(t, err, failure.TooManyRequests)
+}
+
+// TestObservationRevisionProperties drives random board operations and
+// checks after each one: the revision never decreases; it advances
+// exactly when the operation changed observable state (posts, real
+// resolves, completions; never replays or repeated resolves); and every
+// earlier token observes exactly the retained messages changed since.
+func TestObservationRevisionProperties(t *testing.T) {
+	ctx := context.Background()
+	e := newBoardEnv(t)
+	rng := rand.New(rand.NewPCG(14, 14))
+	type cursor struct {
+		tok   string
+		rev   int64
+		state map[string]string // message id → rendered state at the cursor
+	}
+	render := func() map[string]string {
+		var ms []workflow.Message
+		e.st.ViewBoard(ctx, e.sess.ID, func(r workflow.BoardReader) error {
+			ms, _, _ = r.List(workflow.MessageFilter{Limit: 10000})
+			return nil
+		})
+		out := map[string]string{}
+		for _, m := range ms {
+			out[m.ID] = fmt.Sprintf("%s/%s", m.Status, m.ResolvedByMessageID)
+		}
+		return out
+	}
+	var msgs []workflow.Message
+	var cursors []cursor
+	for step := range 120 {
+		before := e.revision(t)
+		changed := false
+		switch op := rng.IntN(5); {
+		case op == 0 || len(msgs) == 0:
+			kind := workflow.MessageNote
+			if rng.IntN(2) == 0 {
+				kind = workflow.MessageTodo
+			}
+			key := fmt.Sprint("k", rng.IntN(10))
+			m, replayed, err := e.board.Post(ctx, workflow.PostParams{SessionID: e.sess.ID, Kind: kind, Body: "body " + key, DeliveryKey: key})
+			if err != nil && failure.KindOf(err) != failure.IdempotencyConflict {
+				t.Fatal(err)
+			}
+			changed = err == nil && !replayed
+			if changed {
+				msgs = append(msgs, m)
+			}
+		case op == 1 || op == 2:
+			m := msgs[rng.IntN(len(msgs))]
+			_, c, err := e.board.Resolve(ctx, workflow.ResolveParams{SessionID: e.sess.ID, MessageID: m.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed = c
+		default:
+			m := msgs[rng.IntN(len(msgs))]
+			a, err := e.board.Assignment(ctx, e.sess.ID, m.ID)
+			if err != nil || !a.Completable {
+				// Not a todo, or resolved: a replay attempt changes nothing.
+				if a.Todo.CompletionKey != "" {
+					_, err = e.complete(workflow.CompleteParams{MessageID: m.ID, Fence: "wsa2_AAAAAAAAAAAAAAAAAAAAAA", CompletionKey: a.Todo.CompletionKey})
+					if failure.KindOf(err) != failure.InvalidAssignmentFence {
+						t.Fatalf("step %d: replay with a foreign fence: %v", step, err)
+					}
+				}
+				break
+			}
+			done, err := e.complete(workflow.CompleteParams{MessageID: m.ID, Fence: a.Fence, CompletionKey: fmt.Sprint("c", step)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs = append(msgs, done.Answer)
+			changed = true
+			again, err := e.complete(workflow.CompleteParams{MessageID: m.ID, Fence: a.Fence, CompletionKey: fmt.Sprint("c", step)})
+			if err != nil || !again.Replayed {
+				t.Fatalf("replay: %v", err)
+			}
+		}
+		after := e.revision(t)
+		if after < before || (after > before) != changed {
+			t.Fatalf("step %d: revision %d -> %d, changed=%v", step, before, after, changed)
+		}
+		now := render()
+		for _, c := range cursors {
+			o := e.observe(t, workflow.ObserveParams{Token: c.tok, Limit: workflow.ObserveMax})
+			var want []string
+			for id, st := range now {
+				if c.state[id] != st {
+					want = append(want, id)
+				}
+			}
+			got := ids(o.Messages)
+			if len(got) != len(want) || o.HasMore {
+				t.Fatalf("step %d: cursor at %d sees %v, want %v", step, c.rev, got, want)
+			}
+			for _, id := range got {
+				if c.state[id] == now[id] {
+					t.Fatalf("step %d: cursor at %d sees unchanged %s", step, c.rev, id)
+				}
+			}
+		}
+		if step%10 == 0 {
+			cursors = append(cursors, cursor{tok: e.observe(t, workflow.ObserveParams{}).Token, rev: after, state: now})
+		}
+	}
+}
+
+// TestObserveManyWaiters: one post wakes every waiter of the session, each
+// returns that post (the waiters woken by one signal share one read), and
+// a waiter on another session is not woken.
+func TestObserveManyWaiters(t *testing.T) {
+	e := newBoardEnv(t)
+	other := start(t, e.svc)
+	tok := e.observe(t, workflow.ObserveParams{}).Token
+	otherTok := e.observe(t, workflow.ObserveParams{SessionID: other.ID}).Token
+	const n = 20
+	var ready sync.WaitGroup
+	results := make(chan workflow.Observation, n)
+	for range n {
+		ready.Add(1)
+		go func() {
+			o, err := e.board.Observe(context.Background(), workflow.ObserveParams{SessionID: e.sess.ID, Token: tok, Wait: workflow.MaxObserveWait,
+				BeforeWait: func() error { ready.Done(); return nil }})
+			if err != nil {
+				t.Error(err)
+			}
+			results <- o
+		}()
+	}
+	ready.Wait()
+	m := e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "to all"})
+	for range n {
+		o := <-results
+		if o.WaitOutcome != workflow.WaitUpdated || fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{m.ID}) {
+			t.Fatalf("a waiter returned %+v", o)
+		}
+	}
+	if o := e.observe(t, workflow.ObserveParams{SessionID: other.ID, Token: otherTok}); o.Changed {
+		t.Fatalf("the other session changed: %+v", o)
+	}
+}
