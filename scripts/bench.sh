@@ -18,6 +18,8 @@ pairs=(
 	"./internal/app|BenchmarkShellCommand|session_shell_exec / run_shell (kernel, recorded)|<= 0.4"
 	"./internal/tools/sessionshell|BenchmarkShellExec|session_shell_exec / run_shell (tool package)|<= 0.4"
 	"./internal/jobs|BenchmarkRunSyncOverhead|job manager / runner alone|"
+	"./internal/transport/mcpserver|BenchmarkStdioSmallCall/read_unrecorded|stdio read_files 4 KiB / hand-written floor|"
+	"./internal/transport/mcpserver|BenchmarkStdioSmallCall/write_unrecorded|stdio write_project_file 4 KiB / floor|"
 )
 
 printf '%-52s %8s %8s  %s\n' "pair" "median" "goal" "runs"

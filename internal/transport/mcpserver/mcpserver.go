@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -237,7 +238,13 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // ServeStdio serves MCP on standard input and output until ctx ends or
 // input ends and every request read has been answered (see StdioTransport).
 func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.mcp.Run(ctx, &StdioTransport{In: os.Stdin, Out: os.Stdout, Logger: s.log})
+	return s.ServeStream(ctx, os.Stdin, os.Stdout)
+}
+
+// ServeStream serves MCP on in and out as ServeStdio does on standard
+// input and output.
+func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) error {
+	return s.mcp.Run(ctx, &StdioTransport{In: in, Out: out, Logger: s.log})
 }
 
 func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
