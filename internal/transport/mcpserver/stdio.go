@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -345,15 +346,53 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.settle(msg, false)
 		return err
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
+	line, err := encodeLine(msg)
 	if err != nil {
 		c.settle(msg, false)
 		return fmt.Errorf("encoding message: %w", err)
 	}
 	c.settle(msg, true)
-	err = c.writeLine(data)
+	err = c.write(line)
 	c.settle(msg, false)
 	return err
+}
+
+// encodeLine returns msg as one line: the bytes of jsonrpc.EncodeMessage
+// and a newline. A successful response is framed directly around its
+// result, which the SDK has already encoded compactly (EncodeMessage would
+// only scan and copy it again, a second pass over a whole file's content).
+func encodeLine(msg jsonrpc.Message) ([]byte, error) {
+	r, ok := msg.(*jsonrpc.Response)
+	if !ok || r.Error != nil || len(r.Result) == 0 || !r.ID.IsValid() {
+		data, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			return nil, err
+		}
+		return append(data, '\n'), nil
+	}
+	line := make([]byte, 0, len(r.Result)+64)
+	line = append(line, `{"jsonrpc":"2.0","id":`...)
+	switch id := r.ID.Raw().(type) {
+	case int64:
+		line = strconv.AppendInt(line, id, 10)
+	case string:
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // as EncodeMessage
+		if err := enc.Encode(id); err != nil {
+			return nil, err
+		}
+		line = append(line, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+	default:
+		data, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			return nil, err
+		}
+		return append(data, '\n'), nil
+	}
+	line = append(line, `,"result":`...)
+	line = append(line, r.Result...)
+	return append(line, '}', '\n'), nil
 }
 
 // settle updates the bookkeeping for msg: before its write (before=true) a
@@ -383,7 +422,11 @@ func (c *stdioConn) settle(msg jsonrpc.Message, before bool) {
 
 func (c *stdioConn) writeLine(data []byte) error {
 	line := make([]byte, 0, len(data)+1)
-	line = append(append(line, data...), '\n')
+	return c.write(append(append(line, data...), '\n'))
+}
+
+// write writes one whole line (ending in a newline).
+func (c *stdioConn) write(line []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	_, err := c.out.Write(line)
