@@ -50,13 +50,21 @@ func TestEncodedResultIsTheSDKEncoding(t *testing.T) {
 	failedRes := kernel.Failure(failure.New(failure.InvalidArguments, "bad <path> & more"))
 
 	cases := map[string]func() *mcp.CallToolResult{
-		"success":         func() *mcp.CallToolResult { return result(ok, nil) },
-		"sidecar":         func() *mcp.CallToolResult { return result(warned, nil) },
-		"failure":         func() *mcp.CallToolResult { return result(failedRes, nil) },
-		"context":         func() *mcp.CallToolResult { return result(ok, map[string]Material{"k": {}}) },
-		"resultType":      func() *mcp.CallToolResult { r := withResultType(t, "complete"); *r = patch(*r, result(warned, nil)); return r },
+		"success": func() *mcp.CallToolResult { return result(ok, nil) },
+		"sidecar": func() *mcp.CallToolResult { return result(warned, nil) },
+		"failure": func() *mcp.CallToolResult { return result(failedRes, nil) },
+		"context": func() *mcp.CallToolResult { return result(ok, map[string]Material{"k": {}}) },
+		"resultType": func() *mcp.CallToolResult {
+			r := withResultType(t, "complete")
+			*r = patch(*r, result(warned, nil))
+			return r
+		},
 		"meta (sdk path)": func() *mcp.CallToolResult { r := result(ok, nil); r.Meta = mcp.Meta{"x": "<y>"}; return r },
-		"any structured":  func() *mcp.CallToolResult { r := result(ok, nil); r.StructuredContent = map[string]any{"a": "<b>"}; return r },
+		"any structured": func() *mcp.CallToolResult {
+			r := result(ok, nil)
+			r.StructuredContent = map[string]any{"a": "<b>"}
+			return r
+		},
 		"annotated text": func() *mcp.CallToolResult {
 			r := result(ok, nil)
 			r.Content = append(r.Content, &mcp.TextContent{Text: "x", Annotations: &mcp.Annotations{Priority: 1}})
