@@ -116,3 +116,98 @@ func decodeKey(quoted []byte) string {
 	}
 	return s
 }
+
+// Member is one top-level member of a JSON object.
+type Member struct {
+	// Key is the member's key as JSON decodes it.
+	Key string
+	// Quoted is the key as written, quotes included; Value the bytes of
+	// its value.
+	Quoted, Value []byte
+}
+
+// Members returns the top-level members of the JSON object raw in their
+// order, or ok=false when raw is not an object. raw must be valid JSON:
+// for other input the answer means nothing, but Members still returns.
+func Members(raw []byte) (members []Member, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return nil, true
+	}
+	for i < len(raw) && raw[i] == '"' {
+		end := stringEnd(raw, i)
+		if end < 0 {
+			return nil, false
+		}
+		m := Member{Key: decodeKey(raw[i:end]), Quoted: raw[i:end]}
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		start := skipSpace(raw, i+1)
+		end = valueEnd(raw, start)
+		if end < 0 {
+			return nil, false
+		}
+		m.Value = raw[start:end]
+		members = append(members, m)
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == '}' {
+			return members, true
+		}
+		if i >= len(raw) || raw[i] != ',' {
+			return nil, false
+		}
+		i = skipSpace(raw, i+1)
+	}
+	return nil, false
+}
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just after the value starting at raw[start],
+// or -1 when it does not end.
+func valueEnd(raw []byte, start int) int {
+	if start >= len(raw) {
+		return -1
+	}
+	switch raw[start] {
+	case '"':
+		return stringEnd(raw, start)
+	case '{', '[':
+		depth := 0
+		for i := start; i < len(raw); {
+			switch raw[i] {
+			case '"':
+				if i = stringEnd(raw, i); i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	for i := start; i < len(raw); i++ {
+		switch raw[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+	}
+	return len(raw)
+}
