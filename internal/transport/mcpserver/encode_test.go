@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -169,4 +170,83 @@ func BenchmarkResultEncoding(b *testing.B) {
 	}
 	benchpair.Run(b, "sdk", func() { encode(result(res, nil), jsonrpc.EncodeMessage) },
 		"once", func() { encode(encodedResult{result(res, nil)}, encodeLine) })
+}
+
+// FuzzDecodeRequestIsDecodeMessage holds the stdio transport's request
+// decoding to jsonrpc.DecodeMessage on every valid line it decodes itself.
+func FuzzDecodeRequestIsDecodeMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_files","arguments":{"files":[{"path":"a"}]}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"abc","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":-42,"method":"","params":{}}`,
+		`{ "id" : 7 , "method" : "x" , "jsonrpc" : "2.0" , "params" : { "a" : [ 1 , "}" ] } }`,
+		`{"json\u0072pc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"pong"}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"JSONRPC":"2.0","id":1,"Method":"ping"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !json.Valid(line) {
+			return
+		}
+		fast, ok := decodeRequest(line)
+		if !ok {
+			return
+		}
+		msg, err := jsonrpc.DecodeMessage(line)
+		if err != nil {
+			t.Fatalf("%s: decoded as %+v; DecodeMessage refuses it: %v", line, fast, err)
+		}
+		want, isReq := msg.(*jsonrpc.Request)
+		if !isReq || want.Method != fast.Method || want.ID != fast.ID || !bytes.Equal(want.Params, fast.Params) {
+			t.Fatalf("%s: decoded as %+v; DecodeMessage gives %+v", line, fast, msg)
+		}
+	})
+}
+
+// TestDecodeRequestTakesTheCommonShape checks the fast path is taken for
+// the lines clients send, so the fuzz target above compares something.
+func TestDecodeRequestTakesTheCommonShape(t *testing.T) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_files","arguments":{}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"a-1","method":"ping"}`,
+	} {
+		if _, ok := decodeRequest([]byte(s)); !ok {
+			t.Errorf("%s: left to DecodeMessage", s)
+		}
+	}
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
+		`{"jsonrpc":"1.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"pong"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"p\u0069ng"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":[` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `]}`,
+	} {
+		if req, ok := decodeRequest([]byte(s)); ok {
+			t.Errorf("%s: decoded as %+v, want it left to DecodeMessage", s, req)
+		}
+	}
+}
+
+// BenchmarkDecodeRequest compares, alternated, jsonrpc.DecodeMessage with
+// decodeRequest on a write_project_file request line with 4 KiB of content.
+func BenchmarkDecodeRequest(b *testing.B) {
+	content, _ := json.Marshal(strings.Repeat("\tfmt.Println(\"a typical line of source code, about sixty bytes\")\n", 64))
+	line := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"write_project_file","arguments":{"project":"agent:local:bench","path":"small.go","content":` + string(content) + `}}}`)
+	benchpair.Run(b, "sdk", func() {
+		if _, err := jsonrpc.DecodeMessage(line); err != nil {
+			b.Fatal(err)
+		}
+	}, "members", func() {
+		if _, ok := decodeRequest(line); !ok {
+			b.Fatal("not decoded")
+		}
+	})
 }
