@@ -26,7 +26,9 @@ import (
 // unrecorded and recorded in a Workflow Session. The peer is not in CI and
 // not a dependency of this repository: it runs only when
 // WEBCODEX_PEER_FS names the server's dist/index.js (installed with npm
-// outside the tree) and node is on PATH.
+// outside the tree) and node is on PATH. With WEBCODEX_BASE_BIN naming
+// another webcodex binary (a build of an earlier commit), that binary is
+// the base instead: a before/after comparison of the same calls.
 //
 //	npm install --prefix /tmp/nodefs @modelcontextprotocol/server-filesystem
 //	WEBCODEX_PEER_FS=/tmp/nodefs/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js \
@@ -34,8 +36,9 @@ import (
 func BenchmarkStdioPeer(b *testing.B) {
 	script := os.Getenv("WEBCODEX_PEER_FS")
 	node, err := exec.LookPath("node")
-	if script == "" || err != nil {
-		b.Skip("set WEBCODEX_PEER_FS to the Node filesystem server's dist/index.js (and have node on PATH)")
+	baseBin := os.Getenv("WEBCODEX_BASE_BIN")
+	if baseBin == "" && (script == "" || err != nil) {
+		b.Skip("set WEBCODEX_PEER_FS to the Node filesystem server's dist/index.js (and have node on PATH), or WEBCODEX_BASE_BIN to another webcodex binary")
 	}
 	for _, c := range []struct {
 		name            string
@@ -47,35 +50,47 @@ func BenchmarkStdioPeer(b *testing.B) {
 		{"write_recorded", true, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			peerDir := peerProject(b)
-			peer := startPeer(b, exec.Command(node, script, peerDir), peerDir)
 			wcDir := peerProject(b)
 			argv, _ := json.Marshal([]string{"mcp", "--data-dir", b.TempDir(), "--project", "bench=" + wcDir})
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv))
-			wc := startPeer(b, cmd, wcDir)
-			recorder := ""
-			if c.recorded {
-				recorder = wc.session(b)
-			}
-			var base, subject func()
-			if c.write {
-				base = peer.writes(b, func(v int) string {
-					return fmt.Sprintf(`{"name":"write_file","arguments":{"path":%q,"content":%s}}`,
-						filepath.Join(peerDir, peerFile), peerJSON(peerContent(1-v)))
-				})
-				subject = wc.writes(b, func(v int) string {
-					sum := sha256.Sum256(peerContent(v))
-					return `{"name":"write_project_file","arguments":{"project":"agent:local:bench","path":"` + peerFile +
-						`","content":` + peerJSON(peerContent(1-v)) + `,"expected_sha256":"` + hex.EncodeToString(sum[:]) + `"` + recorderMember(recorder) + `}}`
-				})
+			subject := startPeer(b, cmd, wcDir).calls(b, c.recorded, c.write)
+			baseDir := peerProject(b)
+			baseName, base := "node", func() {}
+			if baseBin != "" {
+				baseName = "base"
+				base = startPeer(b, exec.Command(baseBin, "mcp", "--data-dir", b.TempDir(), "--project", "bench="+baseDir), baseDir).calls(b, c.recorded, c.write)
 			} else {
-				base = peer.reads(b, fmt.Sprintf(`{"name":"read_text_file","arguments":{"path":%q}}`, filepath.Join(peerDir, peerFile)))
-				subject = wc.reads(b, `{"name":"read_files","arguments":{"project":"agent:local:bench","files":[{"path":"`+peerFile+`"}]`+recorderMember(recorder)+`}}`)
+				peer := startPeer(b, exec.Command(node, script, baseDir), baseDir)
+				if c.write {
+					base = peer.writes(b, func(v int) string {
+						return fmt.Sprintf(`{"name":"write_file","arguments":{"path":%q,"content":%s}}`,
+							filepath.Join(baseDir, peerFile), peerJSON(peerContent(1-v)))
+					})
+				} else {
+					base = peer.reads(b, fmt.Sprintf(`{"name":"read_text_file","arguments":{"path":%q}}`, filepath.Join(baseDir, peerFile)))
+				}
 			}
-			benchpair.Run(b, "node", base, "webcodex", subject)
+			benchpair.Run(b, baseName, base, "webcodex", subject)
 		})
 	}
+}
+
+// calls returns the read or write call of a webcodex server, recorded in
+// a new Workflow Session when asked.
+func (c *stdioChild) calls(b *testing.B, recorded, write bool) func() {
+	recorder := ""
+	if recorded {
+		recorder = c.session(b)
+	}
+	if write {
+		return c.writes(b, func(v int) string {
+			sum := sha256.Sum256(peerContent(v))
+			return `{"name":"write_project_file","arguments":{"project":"agent:local:bench","path":"` + peerFile +
+				`","content":` + peerJSON(peerContent(1-v)) + `,"expected_sha256":"` + hex.EncodeToString(sum[:]) + `"` + recorderMember(recorder) + `}}`
+		})
+	}
+	return c.reads(b, `{"name":"read_files","arguments":{"project":"agent:local:bench","files":[{"path":"`+peerFile+`"}]`+recorderMember(recorder)+`}}`)
 }
 
 const peerFile = "small.go"
