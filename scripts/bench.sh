@@ -23,6 +23,11 @@ pairs=(
 	"./internal/app|BenchmarkRecordedMutationOnTmpfs|write_project_file on tmpfs: recorded / unrecorded|"
 	"./internal/kernel|BenchmarkMutatingCallOverhead|no-op mutation on tmpfs: kernel recorded / handler|"
 	"./internal/workflow/workflowdb|BenchmarkBoardPostVsAppend|message post (board full) / ledger append|<= 1.25"
+	"./internal/transport/mcpserver|BenchmarkStdioSmallCall/read_unrecorded|stdio read_files 4 KiB / hand-written floor|"
+	"./internal/transport/mcpserver|BenchmarkStdioSmallCall/write_unrecorded|stdio write_project_file 4 KiB / floor|"
+	"./internal/tools/search|BenchmarkSearchVsRipgrep/literal|search literal: ours / rg (generated tree)|<= 2"
+	"./internal/tools/search|BenchmarkSearchVsRipgrep/regex|search regex: ours / rg (generated tree)|<= 2"
+	"./internal/tools/search|BenchmarkSearchVsRipgrep/caseless|search case-insensitive: ours / rg (generated tree)|<= 2"
 )
 
 printf '%-52s %8s %8s  %s\n' "pair" "median" "goal" "runs"

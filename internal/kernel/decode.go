@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/jsonkeys"
 )
 
 // MaxArgumentsBytes bounds the raw arguments of one call.
@@ -26,14 +27,20 @@ func decodeStrict(raw json.RawMessage, schema *jsonschema.Resolved, v any) error
 	if len(raw) > MaxArgumentsBytes {
 		return failure.New(failure.RequestTooLarge, "arguments exceed %d bytes", MaxArgumentsBytes)
 	}
-	if err := checkDuplicates(raw); err != nil {
-		return failure.New(failure.InvalidArguments, "arguments: %v", err)
-	}
-	// One generic parse serves the shape check and schema validation (the
-	// validator wants float64 numbers); trailing data is a parse error.
+	// One generic parse serves the validity and shape checks and schema
+	// validation (the validator wants float64 numbers); trailing data is a
+	// parse error. Repeated keys are then found in one pass over the bytes
+	// (jsonkeys); input that is not JSON is described by the token walk,
+	// which names the first bad token.
 	var plain any
 	if err := json.Unmarshal(raw, &plain); err != nil {
+		if err := checkDuplicates(raw); err != nil {
+			return failure.New(failure.InvalidArguments, "arguments: %v", err)
+		}
 		return failure.New(failure.InvalidArguments, "arguments are not valid JSON: %v", err)
+	}
+	if key, dup := jsonkeys.FirstDuplicate(raw); dup {
+		return failure.New(failure.InvalidArguments, "arguments: duplicate key %q", key)
 	}
 	if _, ok := plain.(map[string]any); !ok {
 		return failure.New(failure.InvalidArguments, "arguments must be a JSON object")
@@ -86,8 +93,10 @@ func decodeMessage(err error) string {
 }
 
 // checkDuplicates walks the token stream of a JSON document and reports the
-// first object that repeats a key. encoding/json would silently keep the
-// last value, which lets two readers of the same bytes disagree.
+// first object that repeats a key or the first bad token. encoding/json
+// would silently keep the last value, which lets two readers of the same
+// bytes disagree. It describes input that is not valid JSON; valid JSON is
+// checked by jsonkeys.FirstDuplicate, which agrees with it there.
 func checkDuplicates(raw []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -69,7 +69,7 @@ func readFilesByPath(ctx context.Context, p project.Project, in ReadFilesInput) 
 			f.Close()
 			return ReadFilesOutput{}, failure.New(failure.InvalidArguments, "%q is not a regular file", clean)
 		}
-		fc, err := readOpen(ctx, f, clean, r, budget)
+		fc, err := readOpen(ctx, f, clean, r, budget, st.Size())
 		f.Close()
 		if err != nil {
 			return ReadFilesOutput{}, err

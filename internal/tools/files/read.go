@@ -159,27 +159,27 @@ func validateRequest(i int, r ReadRequest) error {
 // with not_found when it does not exist, invalid_arguments when it is a
 // directory or not a regular file, and the path policy's kinds otherwise
 // (also when a symlink to the outside appeared after the check).
-func openRegular(t *project.Tree, rel string) (*os.File, string, error) {
+func openRegular(t *project.Tree, rel string) (*os.File, string, int64, error) {
 	// O_NONBLOCK keeps a named pipe from blocking the open; it has no
 	// effect on regular files.
 	f, clean, err := t.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
-		return nil, clean, err
+		return nil, clean, 0, err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, clean, failure.Wrap(failure.OperationFailed, err, "%q cannot be read", clean)
+		return nil, clean, 0, failure.Wrap(failure.OperationFailed, err, "%q cannot be read", clean)
 	}
 	if st.IsDir() {
 		f.Close()
-		return nil, clean, failure.New(failure.InvalidArguments, "%q is a directory; list it with list_project_files", clean)
+		return nil, clean, 0, failure.New(failure.InvalidArguments, "%q is a directory; list it with list_project_files", clean)
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, clean, failure.New(failure.InvalidArguments, "%q is not a regular file", clean)
+		return nil, clean, 0, failure.New(failure.InvalidArguments, "%q is not a regular file", clean)
 	}
-	return f, clean, nil
+	return f, clean, st.Size(), nil
 }
 
 // readers recycles the 64 KiB line readers: one per call would dominate
@@ -189,17 +189,18 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBu
 // readOne streams one file: the whole file is hashed and its lines
 // counted, while at most budget bytes of the requested lines are kept.
 func readOne(ctx context.Context, t *project.Tree, r ReadRequest, budget int) (FileContent, error) {
-	f, clean, err := openRegular(t, r.Path)
+	f, clean, size, err := openRegular(t, r.Path)
 	if err != nil {
 		return FileContent{}, err
 	}
 	defer f.Close()
-	return readOpen(ctx, f, clean, r, budget)
+	return readOpen(ctx, f, clean, r, budget, size)
 }
 
 // readOpen streams the open regular file f, whose canonical path is clean,
-// for readOne.
-func readOpen(ctx context.Context, f *os.File, clean string, r ReadRequest, budget int) (FileContent, error) {
+// for readOne. size is the file's size when it was opened, a hint that
+// sizes the content buffer once (the file may have changed since).
+func readOpen(ctx context.Context, f *os.File, clean string, r ReadRequest, budget int, size int64) (FileContent, error) {
 	start := max(r.StartLine, 1)
 	end := r.EndLine
 	if end == 0 {
@@ -228,6 +229,9 @@ func readOpen(ctx context.Context, f *os.File, clean string, r ReadRequest, budg
 	}
 
 	lr := lineReader{start: start, end: end, budget: budget, collecting: true}
+	if start == 1 {
+		lr.content = make([]byte, 0, min(int64(budget), max(size, 0)))
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return FileContent{}, cancelled(err)

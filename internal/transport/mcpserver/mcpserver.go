@@ -14,9 +14,11 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -148,8 +150,92 @@ func New(o Options) *Server {
 	}
 	s.listed = len(modern)
 	s.toolsBytes = map[string]int64{EraModern: encodedLen(modern), EraLegacy: encodedLen(legacy)}
-	s.mcp.AddReceivingMiddleware(report, s.listForEra)
+	s.mcp.AddReceivingMiddleware(report, s.listForEra, encodeResults)
 	return s
+}
+
+// encodeResults hands the SDK every tools/call result as an
+// encodedResult, which encodes itself in one pass. It is the innermost of
+// the server's middleware, so nothing of WebCodex sees the wrapper.
+func encodeResults(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
+			return encodedResult{r}, nil
+		}
+		return res, err
+	}
+}
+
+// encodedResult is a CallToolResult whose JSON is the bytes the SDK's own
+// encoding produces, written without re-scanning the content: the SDK's
+// CallToolResult.MarshalJSON marshals each text block and the
+// structuredContent through nested json.Marshal calls, and encoding/json
+// re-validates and re-compacts the output of every nested marshaler, so a
+// 4 KiB read was scanned once per level. Here each text is escaped once,
+// the structuredContent bytes (res.Body, already compact) are copied with
+// the HTML escaping json.Marshal applies to them, and only the small
+// envelope (isError, resultType) is marshaled by the SDK.
+type encodedResult struct{ *mcp.CallToolResult }
+
+// MarshalJSON returns the result's encoding, byte for byte the one of
+// CallToolResult.MarshalJSON.
+func (r encodedResult) MarshalJSON() ([]byte, error) {
+	return encodeCallResult(r.CallToolResult)
+}
+
+// envelopeHead is how the SDK's encoding of a CallToolResult with no
+// content, no structuredContent and no _meta begins; what follows it is
+// the envelope's other members.
+const envelopeHead = `{"content":null`
+
+// encodeCallResult encodes r as CallToolResult.MarshalJSON does. Results
+// of another shape than the transport's own (text blocks without _meta or
+// annotations, raw structuredContent, no _meta, input requests or request
+// state) are left to the SDK.
+func encodeCallResult(r *mcp.CallToolResult) ([]byte, error) {
+	structured, ok := r.StructuredContent.(json.RawMessage)
+	if !ok || len(structured) == 0 || len(r.Content) == 0 || len(r.Meta) > 0 || r.InputRequests != nil || r.RequestState != "" {
+		return r.MarshalJSON()
+	}
+	texts := make([]string, len(r.Content))
+	size := len(structured) + 64
+	for i, c := range r.Content {
+		t, ok := c.(*mcp.TextContent)
+		if !ok || len(t.Meta) > 0 || t.Annotations != nil {
+			return r.MarshalJSON()
+		}
+		texts[i] = t.Text
+		size += len(t.Text) + len(t.Text)/8 + 32
+	}
+	env := *r
+	env.Content, env.StructuredContent = nil, nil
+	tail, err := env.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	rest, ok := bytes.CutPrefix(tail, []byte(envelopeHead))
+	if !ok {
+		return r.MarshalJSON()
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+len(rest)))
+	buf.WriteString(`{"content":[`)
+	for i, t := range texts {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(`{"type":"text","text":`)
+		q, err := json.Marshal(t) // escapes HTML, as json.Marshal of the block does
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(q)
+		buf.WriteByte('}')
+	}
+	buf.WriteString(`],"structuredContent":`)
+	json.HTMLEscape(buf, structured)
+	buf.Write(rest)
+	return buf.Bytes(), nil
 }
 
 // CompactInputSchemas says whether tools/list strips descriptions from
@@ -267,7 +353,13 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // ServeStdio serves MCP on standard input and output until ctx ends or
 // input ends and every request read has been answered (see StdioTransport).
 func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.mcp.Run(ctx, &StdioTransport{In: os.Stdin, Out: os.Stdout, Logger: s.log})
+	return s.ServeStream(ctx, os.Stdin, os.Stdout)
+}
+
+// ServeStream serves MCP on in and out as ServeStdio does on standard
+// input and output.
+func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) error {
+	return s.mcp.Run(ctx, &StdioTransport{In: in, Out: out, Logger: s.log})
 }
 
 func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {

@@ -9,12 +9,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/webcodex/webcodex/internal/httpserver"
+	"github.com/webcodex/webcodex/internal/jsonkeys"
 )
 
 // MaxLineBytes bounds one stdio message: one line, without its line end.
@@ -170,6 +175,9 @@ func decodeLine(line []byte) inputLine {
 	case trimmed[0] != '{':
 		return refuse(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "not an object", "invalid request: a message is a JSON object")
 	}
+	if req, ok := decodeRequest(trimmed); ok {
+		return inputLine{msg: req}
+	}
 	msg, err := jsonrpc.DecodeMessage(trimmed)
 	if err != nil {
 		h := scanHead(trimmed)
@@ -180,6 +188,90 @@ func decodeLine(line []byte) inputLine {
 		return refuse(h.id, jsonrpc.CodeInvalidRequest, "not a JSON-RPC message", "invalid request: "+err.Error())
 	}
 	return inputLine{msg: msg}
+}
+
+// maxDepth is the nesting the SDK's message decoding accepts.
+const maxDepth = 1000
+
+// decodeRequest decodes the common shape of a request line, valid JSON
+// with exactly the members jsonrpc ("2.0"), method and, optionally, id and
+// params, as jsonrpc.DecodeMessage decodes it, from the members' bytes
+// (jsonkeys). It reports false for every other line, which is left to
+// DecodeMessage: the SDK's decoder allocates a 32 KiB buffer for every
+// value it decodes, twice per message.
+func decodeRequest(line []byte) (*jsonrpc.Request, bool) {
+	if bytes.Count(line, []byte("{"))+bytes.Count(line, []byte("[")) > maxDepth {
+		return nil, false
+	}
+	members, ok := jsonkeys.Members(line)
+	if !ok {
+		return nil, false
+	}
+	var (
+		req             jsonrpc.Request
+		version, method bool
+		seen            [4]bool
+	)
+	for _, m := range members {
+		slot := slices.Index([]string{"jsonrpc", "id", "method", "params"}, m.Key)
+		if slot < 0 || seen[slot] {
+			return nil, false
+		}
+		seen[slot] = true
+		switch slot {
+		case 0:
+			version = string(m.Value) == `"2.0"`
+		case 1:
+			id, ok := plainID(m.Value)
+			if !ok {
+				return nil, false
+			}
+			req.ID = id
+		case 2:
+			name, ok := plainString(m.Value)
+			if !ok {
+				return nil, false
+			}
+			req.Method, method = name, true
+		case 3:
+			if m.Value[0] != '{' {
+				return nil, false
+			}
+			req.Params = json.RawMessage(m.Value)
+		}
+	}
+	if !version || !method {
+		return nil, false
+	}
+	return &req, true
+}
+
+// plainString is the value of a JSON string with no escapes and valid
+// UTF-8, which every decoder reads the same.
+func plainString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
+		return "", false
+	}
+	return string(v[1 : len(v)-1]), true
+}
+
+// plainID is a request id written as a plain string or as an integer of
+// at most 15 digits (exact as the float64 the SDK decodes it to).
+func plainID(v []byte) (jsonrpc.ID, bool) {
+	if s, ok := plainString(v); ok {
+		id, err := jsonrpc.MakeID(s)
+		return id, err == nil
+	}
+	digits := strings.TrimPrefix(string(v), "-")
+	if len(digits) == 0 || len(digits) > 15 || strings.Trim(digits, "0123456789") != "" || (len(digits) > 1 && digits[0] == '0') {
+		return jsonrpc.ID{}, false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(float64(n))
+	return id, err == nil
 }
 
 // head is what the top-level members of a JSON object say about it, read
@@ -345,15 +437,53 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.settle(msg, false)
 		return err
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
+	line, err := encodeLine(msg)
 	if err != nil {
 		c.settle(msg, false)
 		return fmt.Errorf("encoding message: %w", err)
 	}
 	c.settle(msg, true)
-	err = c.writeLine(data)
+	err = c.write(line)
 	c.settle(msg, false)
 	return err
+}
+
+// encodeLine returns msg as one line: the bytes of jsonrpc.EncodeMessage
+// and a newline. A successful response is framed directly around its
+// result, which the SDK has already encoded compactly (EncodeMessage would
+// only scan and copy it again, a second pass over a whole file's content).
+func encodeLine(msg jsonrpc.Message) ([]byte, error) {
+	r, ok := msg.(*jsonrpc.Response)
+	if !ok || r.Error != nil || len(r.Result) == 0 || !r.ID.IsValid() {
+		data, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			return nil, err
+		}
+		return append(data, '\n'), nil
+	}
+	line := make([]byte, 0, len(r.Result)+64)
+	line = append(line, `{"jsonrpc":"2.0","id":`...)
+	switch id := r.ID.Raw().(type) {
+	case int64:
+		line = strconv.AppendInt(line, id, 10)
+	case string:
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // as EncodeMessage
+		if err := enc.Encode(id); err != nil {
+			return nil, err
+		}
+		line = append(line, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+	default:
+		data, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			return nil, err
+		}
+		return append(data, '\n'), nil
+	}
+	line = append(line, `,"result":`...)
+	line = append(line, r.Result...)
+	return append(line, '}', '\n'), nil
 }
 
 // settle updates the bookkeeping for msg: before its write (before=true) a
@@ -383,7 +513,11 @@ func (c *stdioConn) settle(msg jsonrpc.Message, before bool) {
 
 func (c *stdioConn) writeLine(data []byte) error {
 	line := make([]byte, 0, len(data)+1)
-	line = append(append(line, data...), '\n')
+	return c.write(append(append(line, data...), '\n'))
+}
+
+// write writes one whole line (ending in a newline).
+func (c *stdioConn) write(line []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	_, err := c.out.Write(line)

@@ -1,9 +1,9 @@
 // Package wrapper separates transport wrapper metadata (recording_session_id
 // and, on MCP, ack_session_message_ids and context_request) from a tool's
 // argument object. It is the one place both transports (MCP and GPT
-// Actions) split an argument object, and it works on the JSON token stream
-// so that what the kernel decodes is exactly what the client sent, minus
-// the wrapper members.
+// Actions) split an argument object, and it cuts the members out of the
+// bytes so that what the kernel decodes is exactly what the client sent,
+// minus the wrapper members.
 package wrapper
 
 import (
@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/jsonkeys"
 )
 
 // Split removes the top-level members named in names from the JSON object
@@ -32,6 +33,56 @@ import (
 func Split(raw []byte, names ...string) (rest []byte, members map[string]json.RawMessage, err error) {
 	trimmed := bytes.TrimLeft(raw, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return raw, nil, nil
+	}
+	if !json.Valid(raw) {
+		return splitTokens(raw, names)
+	}
+	// Valid JSON: one pass over the bytes finds a repeated key and one the
+	// top-level members (jsonkeys); the token walk below, which costs an
+	// allocation per token, would find the same.
+	if key, dup := jsonkeys.FirstDuplicate(raw); dup {
+		return nil, nil, duplicate(key)
+	}
+	all, ok := jsonkeys.Members(raw)
+	if !ok {
+		return raw, nil, nil
+	}
+	for _, m := range all {
+		if slices.Contains(names, m.Key) {
+			if members == nil {
+				members = map[string]json.RawMessage{}
+			}
+			members[m.Key] = json.RawMessage(m.Value)
+		}
+	}
+	if members == nil {
+		return raw, nil, nil
+	}
+	var out bytes.Buffer
+	out.Grow(len(raw))
+	out.WriteByte('{')
+	n := 0
+	for _, m := range all {
+		if slices.Contains(names, m.Key) {
+			continue
+		}
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		n++
+		out.Write(m.Quoted)
+		out.WriteByte(':')
+		out.Write(m.Value)
+	}
+	out.WriteByte('}')
+	return out.Bytes(), members, nil
+}
+
+// splitTokens is Split over the token stream, for input that is not valid
+// JSON: a repeated key before the first bad token is still refused as one.
+func splitTokens(raw []byte, names []string) (rest []byte, members map[string]json.RawMessage, err error) {
+	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
 		return raw, nil, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))

@@ -1,8 +1,11 @@
 package wrapper
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/failure"
 )
 
@@ -57,4 +60,42 @@ func TestSplitLeavesNonObjectsToTheKernel(t *testing.T) {
 			t.Errorf("%q: rest %q members %v err %v, want it unchanged", raw, rest, members, err)
 		}
 	}
+}
+
+// FuzzSplitAgreesWithTheTokenWalk holds Split (one pass over the bytes of
+// valid JSON) to splitTokens (the token walk it took before) on every input.
+func FuzzSplitAgreesWithTheTokenWalk(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1}`, `{"a":1,"a":2}`, `{"recording_session_id":"r","x":[{"k":1,"k":2}]}`,
+		` { "b" : "x\u003cy" , "recording_session_id" : "wc_sess_1" } `,
+		`{"recording\u005fsession_id":"r","a":{"b":[1,2,"]"]}}`,
+		`{"context_request":["k"],"o":{"k":[1,{"a":null}]},"n":-1.5e3,"t":true}`,
+		`{"a":1} x`, `{"a":`, `[]`, `{"a":1,"a":2,`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		rest, members, err := Split(raw, mcpMembers...)
+		wRest, wMembers, wErr := splitTokens(raw, mcpMembers)
+		if string(rest) != string(wRest) || (err == nil) != (wErr == nil) || len(members) != len(wMembers) {
+			t.Fatalf("%q: Split = %q %v %v; the token walk %q %v %v", raw, rest, members, err, wRest, wMembers, wErr)
+		}
+		if err != nil && err.Error() != wErr.Error() {
+			t.Fatalf("%q: Split error %v; the token walk's %v", raw, err, wErr)
+		}
+		for k, v := range wMembers {
+			if string(members[k]) != string(v) {
+				t.Fatalf("%q: member %s = %s; the token walk's %s", raw, k, members[k], v)
+			}
+		}
+	})
+}
+
+// BenchmarkSplit compares, alternated, the token walk with Split on
+// write_project_file arguments carrying 4 KiB of content and a recorder.
+func BenchmarkSplit(b *testing.B) {
+	content, _ := json.Marshal(strings.Repeat("\tfmt.Println(\"a typical line of source code, about sixty bytes\")\n", 64))
+	raw := []byte(`{"project":"agent:local:bench","path":"small.go","content":` + string(content) +
+		`,"expected_sha256":"` + strings.Repeat("ab", 32) + `","recording_session_id":"wc_sess_0123"}`)
+	benchpair.Run(b, "tokens", func() { splitTokens(raw, mcpMembers) }, "bytes", func() { Split(raw, mcpMembers...) })
 }
