@@ -115,7 +115,9 @@ func newSessionCmd(g *globals) *cobra.Command {
 		Long: "Import sessions from a version-2 JSON ledger (docs/ledger-format.md), all or nothing: " +
 			"the file is read one session at a time, titles and events are redacted and bounded as live writes store them, " +
 			"and the first invalid row, row of a project not registered here, or session id that already exists " +
-			"stops the import with an error naming its line; nothing of the file is then imported. Older ledger versions are rejected.",
+			"stops the import with an error naming its line; nothing of the file is then imported. Older ledger versions are rejected. " +
+			"Message boards are restored with a new generation (earlier observation tokens fail closed); a message row that cannot " +
+			"prove its shape is left out and reported.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[0])
@@ -128,11 +130,11 @@ func newSessionCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			n, err := app.ImportLedger(cmd.Context(), st, f)
+			rep, err := app.ImportLedger(cmd.Context(), st, f)
 			if err != nil {
 				return err
 			}
-			fprintf(cmd.OutOrStdout(), "Imported %d session(s).\n", n)
+			printImport(cmd.OutOrStdout(), rep)
 			return nil
 		},
 	}
@@ -173,6 +175,30 @@ func newSessionCmd(g *globals) *cobra.Command {
 	ho.Flags().BoolVar(&handoffJSON, "json", false, "print the brief's JSON exactly as tools return it")
 	cmd.AddCommand(list, show, export, imp, ho)
 	return cmd
+}
+
+// printImport reports an import: sessions, messages, and each message row
+// left out (up to workflow.MaxReportedDiscards).
+func printImport(w io.Writer, rep workflow.LedgerImport) {
+	fprintf(w, "Imported %d session(s)", rep.Sessions)
+	if rep.Messages > 0 || rep.DiscardedMessages > 0 {
+		fprintf(w, " with %d message(s)", rep.Messages)
+	}
+	fprintf(w, ".\n")
+	if rep.DiscardedMessages == 0 {
+		return
+	}
+	fprintf(w, "Discarded %d message row(s) that could not prove their shape:\n", rep.DiscardedMessages)
+	for _, d := range rep.Discarded {
+		id := d.ID
+		if id == "" {
+			id = "(no readable message_id)"
+		}
+		fprintf(w, "  %s, message %d %s: %s\n", d.Where, d.Index, id, d.Reason)
+	}
+	if n := rep.DiscardedMessages - len(rep.Discarded); n > 0 {
+		fprintf(w, "  … and %d more\n", n)
+	}
 }
 
 // briefEvidence signs the evidence journal's head and counts the session's
