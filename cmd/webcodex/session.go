@@ -149,6 +149,17 @@ func newSessionCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// The board's counts come from the snapshot the session is
+				// read after (nothing else writes the data directory while
+				// no server runs on it).
+				var guidance *handoff.GuidanceSnapshot
+				if sr, ok := svc.Store().(workflow.SnapshotReader); ok {
+					snap, err := sr.SessionSnapshot(cmd.Context(), id)
+					if err != nil {
+						return err
+					}
+					guidance = handoff.GuidanceOf(snap.Collaboration)
+				}
 				sess, err := svc.Get(cmd.Context(), id)
 				if err != nil {
 					return err
@@ -162,7 +173,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				brief, raw := handoff.Brief(handoff.BriefInput{Session: sess, Events: evs, Feedback: &fb, Evidence: ev})
+				brief, raw := handoff.Brief(handoff.BriefInput{Session: sess, Events: evs, Feedback: &fb, Guidance: guidance, Evidence: ev})
 				if handoffJSON {
 					_, err := cmd.OutOrStdout().Write(append(raw, '\n'))
 					return err
@@ -173,7 +184,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		},
 	}
 	ho.Flags().BoolVar(&handoffJSON, "json", false, "print the brief's JSON exactly as tools return it")
-	cmd.AddCommand(list, show, export, imp, ho)
+	cmd.AddCommand(list, show, export, imp, ho, newSessionMessagesCmd(g))
 	return cmd
 }
 
@@ -247,6 +258,10 @@ func printBrief(w io.Writer, s workflow.Session, b handoff.HandoffBrief) {
 	}
 	if b.Progress.RecentFiles.Total > 0 {
 		fprintf(w, "Read      %s\n", strings.Join(b.Progress.RecentFiles.Items, ", "))
+	}
+	if a := b.Attention; a.OpenTodos != nil {
+		fprintf(w, "Board     %d open todo(s), %d question(s), %d risk(s), %d guidance; %d unresolved ACK-required\n",
+			*a.OpenTodos, *a.OpenQuestions, *a.OpenRisks, *a.OpenGuidance, *a.UnresolvedAckRequired)
 	}
 	for i, a := range b.NextActions {
 		fprintf(w, "Next %d    %s\n", i+1, a)

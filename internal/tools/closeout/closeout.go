@@ -149,9 +149,7 @@ func (t *Tools) gather(ctx context.Context, inv *kernel.Invocation, id string, w
 		if before, err = t.Snapshots.SessionSnapshot(ctx, id); err != nil {
 			return g, err
 		}
-		c := before.Collaboration
-		g.guidance = &handoff.GuidanceSnapshot{OpenGuidance: c.OpenGuidance, OpenRisks: c.OpenRisks,
-			OpenQuestions: c.OpenQuestions, OpenTodos: c.OpenTodos, UnresolvedAckRequired: c.UnresolvedAckRequired}
+		g.guidance = handoff.GuidanceOf(before.Collaboration)
 	}
 	sess, err := t.Sessions.Get(ctx, id)
 	if err != nil {

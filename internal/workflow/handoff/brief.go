@@ -76,6 +76,12 @@ type GuidanceSnapshot struct {
 	UnresolvedAckRequired int
 }
 
+// GuidanceOf is the brief's view of a board's open collaboration counts.
+func GuidanceOf(c workflow.CollaborationCounts) *GuidanceSnapshot {
+	return &GuidanceSnapshot{OpenGuidance: c.OpenGuidance, OpenRisks: c.OpenRisks, OpenQuestions: c.OpenQuestions,
+		OpenTodos: c.OpenTodos, UnresolvedAckRequired: c.UnresolvedAckRequired}
+}
+
 // BriefInput is everything [Brief] projects; it gathers nothing itself.
 type BriefInput struct {
 	Session workflow.Session
