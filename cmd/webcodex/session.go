@@ -115,7 +115,9 @@ func newSessionCmd(g *globals) *cobra.Command {
 		Long: "Import sessions from a version-2 JSON ledger (docs/ledger-format.md), all or nothing: " +
 			"the file is read one session at a time, titles and events are redacted and bounded as live writes store them, " +
 			"and the first invalid row, row of a project not registered here, or session id that already exists " +
-			"stops the import with an error naming its line; nothing of the file is then imported. Older ledger versions are rejected.",
+			"stops the import with an error naming its line; nothing of the file is then imported. Older ledger versions are rejected. " +
+			"Message boards are restored with a new generation (earlier observation tokens fail closed); a message row that cannot " +
+			"prove its shape is left out and reported.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[0])
@@ -128,11 +130,11 @@ func newSessionCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			n, err := app.ImportLedger(cmd.Context(), st, f)
+			rep, err := app.ImportLedger(cmd.Context(), st, f)
 			if err != nil {
 				return err
 			}
-			fprintf(cmd.OutOrStdout(), "Imported %d session(s).\n", n)
+			printImport(cmd.OutOrStdout(), rep)
 			return nil
 		},
 	}
@@ -147,6 +149,17 @@ func newSessionCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// The board's counts come from the snapshot the session is
+				// read after (nothing else writes the data directory while
+				// no server runs on it).
+				var guidance *handoff.GuidanceSnapshot
+				if sr, ok := svc.Store().(workflow.SnapshotReader); ok {
+					snap, err := sr.SessionSnapshot(cmd.Context(), id)
+					if err != nil {
+						return err
+					}
+					guidance = handoff.GuidanceOf(snap.Collaboration)
+				}
 				sess, err := svc.Get(cmd.Context(), id)
 				if err != nil {
 					return err
@@ -160,7 +173,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				brief, raw := handoff.Brief(handoff.BriefInput{Session: sess, Events: evs, Feedback: &fb, Evidence: ev})
+				brief, raw := handoff.Brief(handoff.BriefInput{Session: sess, Events: evs, Feedback: &fb, Guidance: guidance, Evidence: ev})
 				if handoffJSON {
 					_, err := cmd.OutOrStdout().Write(append(raw, '\n'))
 					return err
@@ -171,8 +184,32 @@ func newSessionCmd(g *globals) *cobra.Command {
 		},
 	}
 	ho.Flags().BoolVar(&handoffJSON, "json", false, "print the brief's JSON exactly as tools return it")
-	cmd.AddCommand(list, show, export, imp, ho)
+	cmd.AddCommand(list, show, export, imp, ho, newSessionMessagesCmd(g))
 	return cmd
+}
+
+// printImport reports an import: sessions, messages, and each message row
+// left out (up to workflow.MaxReportedDiscards).
+func printImport(w io.Writer, rep workflow.LedgerImport) {
+	fprintf(w, "Imported %d session(s)", rep.Sessions)
+	if rep.Messages > 0 || rep.DiscardedMessages > 0 {
+		fprintf(w, " with %d message(s)", rep.Messages)
+	}
+	fprintf(w, ".\n")
+	if rep.DiscardedMessages == 0 {
+		return
+	}
+	fprintf(w, "Discarded %d message row(s) that could not prove their shape:\n", rep.DiscardedMessages)
+	for _, d := range rep.Discarded {
+		id := d.ID
+		if id == "" {
+			id = "(no readable message_id)"
+		}
+		fprintf(w, "  %s, message %d %s: %s\n", d.Where, d.Index, id, d.Reason)
+	}
+	if n := rep.DiscardedMessages - len(rep.Discarded); n > 0 {
+		fprintf(w, "  … and %d more\n", n)
+	}
 }
 
 // briefEvidence signs the evidence journal's head and counts the session's
@@ -221,6 +258,10 @@ func printBrief(w io.Writer, s workflow.Session, b handoff.HandoffBrief) {
 	}
 	if b.Progress.RecentFiles.Total > 0 {
 		fprintf(w, "Read      %s\n", strings.Join(b.Progress.RecentFiles.Items, ", "))
+	}
+	if a := b.Attention; a.OpenTodos != nil {
+		fprintf(w, "Board     %d open todo(s), %d question(s), %d risk(s), %d guidance; %d unresolved ACK-required\n",
+			*a.OpenTodos, *a.OpenQuestions, *a.OpenRisks, *a.OpenGuidance, *a.UnresolvedAckRequired)
 	}
 	for i, a := range b.NextActions {
 		fprintf(w, "Next %d    %s\n", i+1, a)

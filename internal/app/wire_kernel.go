@@ -56,7 +56,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs, Host: a.Runner})
 	sessionshell.Register(reg, a.Shells)
 	validate.Register(reg, vt)
-	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner})
+	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner, Snapshots: newSnapshots(a)})
 	board.Register(reg, &board.Tools{Board: newBoard(a)})
 	return reg
 }

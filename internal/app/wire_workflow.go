@@ -12,3 +12,12 @@ func newBoard(a *App) *workflow.Board {
 	}
 	return workflow.NewBoard(a.Stores.Workflow, nil)
 }
+
+// newSnapshots is the closeout tools' snapshot-fence reader over the
+// ledger, or nil for an app without stores.
+func newSnapshots(a *App) workflow.SnapshotReader {
+	if a.Stores == nil || a.Stores.Workflow == nil {
+		return nil
+	}
+	return a.Stores.Workflow
+}

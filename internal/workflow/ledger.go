@@ -25,15 +25,25 @@ type Ledger struct {
 	Sessions   []LedgerRow `json:"sessions"`
 }
 
-// A LedgerRow is one session header with its retained events.
+// A LedgerRow is one session header with its retained events and, when
+// the session has had messages, its message board.
 type LedgerRow struct {
 	Session
 	Events []Event `json:"events"`
+	// Board is the exported board (nil: the session never had a message,
+	// or the store exported has no boards).
+	Board *LedgerBoard `json:"board,omitempty"`
+	// Restored is the board import stores, checked and adjusted from the
+	// row's board member (nil without one); never written by export.
+	Restored *RestoredBoard `json:"-"`
 }
 
 // Export returns the ledger of the given sessions (all retained events of
-// each), in the order given.
+// each, and the message board of each that has one, when st also stores
+// boards: a [BoardStore] such as workflowdb's), in the order given. Each
+// board is read in one snapshot of its own.
 func Export(ctx context.Context, st Store, ids []string, now time.Time) (Ledger, error) {
+	boards, _ := st.(BoardStore)
 	l := Ledger{Version: LedgerVersion, Kind: LedgerKind, ExportedAt: now.UTC(), Sessions: []LedgerRow{}}
 	for _, id := range ids {
 		sess, err := st.Get(ctx, id)
@@ -47,7 +57,13 @@ func Export(ctx context.Context, st Store, ids []string, now time.Time) (Ledger,
 		if evs == nil {
 			evs = []Event{}
 		}
-		l.Sessions = append(l.Sessions, LedgerRow{Session: sess, Events: evs})
+		row := LedgerRow{Session: sess, Events: evs}
+		if boards != nil {
+			if row.Board, err = exportBoard(ctx, boards, id); err != nil {
+				return Ledger{}, err
+			}
+		}
+		l.Sessions = append(l.Sessions, row)
 	}
 	return l, nil
 }

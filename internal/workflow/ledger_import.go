@@ -283,6 +283,9 @@ type rowWire struct {
 	Session
 	Events          *[]Event        `json:"events"`
 	ContextRevision json.RawMessage `json:"context_revision"`
+	// Board is optional: a row exported before boards, or of a session
+	// without messages, has none and is imported with an empty board.
+	Board json.RawMessage `json:"board"`
 }
 
 // rowRequired are the members every row must have.
@@ -330,6 +333,13 @@ func parseRow(raw json.RawMessage) (LedgerRow, error) {
 	if err := checkRow(row); err != nil {
 		return id, err
 	}
+	if len(w.Board) > 0 && string(w.Board) != "null" {
+		b, err := restoreBoard(row.ID, w.Board)
+		if err != nil {
+			return id, err
+		}
+		row.Restored = b
+	}
 	row.Title = titleOf(row.Title)
 	for i, e := range row.Events {
 		row.Events[i] = Sanitize(e)
@@ -370,19 +380,60 @@ func checkRow(row LedgerRow) error {
 	return nil
 }
 
-// ImportLedger imports the version-2 ledger read from r into st, all or
+// MaxReportedDiscards bounds the discarded message rows a [LedgerImport]
+// lists (it counts them all).
+const MaxReportedDiscards = 20
+
+// A LedgerImport reports what an import stored.
+type LedgerImport struct {
+	Sessions int `json:"sessions"`
+	// Messages counts the board messages imported; DiscardedMessages the
+	// message rows left out because they could not prove their shape
+	// (Discarded lists the first MaxReportedDiscards of them).
+	Messages          int             `json:"messages"`
+	DiscardedMessages int             `json:"discarded_messages"`
+	Discarded         []LedgerDiscard `json:"discarded,omitempty"`
+}
+
+// A LedgerDiscard names one discarded message row.
+type LedgerDiscard struct {
+	// Where names the session's row (see [LedgerReader.Where]).
+	Where string `json:"where"`
+	DiscardedMessage
+}
+
+// ImportLedger is [ImportLedgerReport] returning only the number of
+// sessions imported.
+func ImportLedger(ctx context.Context, st Store, r io.Reader, known func(ctx context.Context, project string) error) (int, error) {
+	rep, err := ImportLedgerReport(ctx, st, r, known)
+	return rep.Sessions, err
+}
+
+// ImportLedgerReport imports the version-2 ledger read from r into st, all or
 // nothing. The ledger is read one row at a time ([LedgerReader]); a row's
 // project must be registered (known returns failure.UnknownProject for one
 // that is not); st imports every row in one transaction, so the first error
 // anywhere (a malformed row or document, an unregistered project, a session
 // id that exists) leaves st unchanged. An error about a row names its line.
-// It returns how many sessions were imported.
-func ImportLedger(ctx context.Context, st Store, r io.Reader, known func(ctx context.Context, project string) error) (int, error) {
+// A row's board is restored with a new generation; its message rows that
+// cannot prove their shape are left out and reported, never the row.
+// It reports how many sessions and messages were imported.
+func ImportLedgerReport(ctx context.Context, st Store, r io.Reader, known func(ctx context.Context, project string) error) (LedgerImport, error) {
 	lr := NewLedgerReader(r)
 	registered := map[string]bool{}
 	var yielded error
+	var rep LedgerImport
 	n, err := st.Import(ctx, func() (LedgerRow, error) {
 		row, err := lr.Next()
+		if err == nil && row.Restored != nil {
+			rep.Messages += len(row.Restored.Messages)
+			rep.DiscardedMessages += len(row.Restored.Discarded)
+			for _, d := range row.Restored.Discarded {
+				if len(rep.Discarded) < MaxReportedDiscards {
+					rep.Discarded = append(rep.Discarded, LedgerDiscard{Where: lr.Where(), DiscardedMessage: d})
+				}
+			}
+		}
 		if err == nil && !registered[row.Project] {
 			if err = known(ctx, row.Project); err == nil {
 				registered[row.Project] = true
@@ -396,7 +447,11 @@ func ImportLedger(ctx context.Context, st Store, r io.Reader, known func(ctx con
 	var fe *failure.Error
 	if err != nil && yielded == nil && errors.As(err, &fe) && (fe.Kind == failure.Conflict || fe.Kind == failure.InvalidLedger) {
 		// The store refused the row last read (a session id that exists).
-		return 0, failure.New(fe.Kind, "%s: %s", lr.Where(), fe.Message)
+		return LedgerImport{}, failure.New(fe.Kind, "%s: %s", lr.Where(), fe.Message)
 	}
-	return n, err
+	if err != nil {
+		return LedgerImport{}, err
+	}
+	rep.Sessions = n
+	return rep, nil
 }

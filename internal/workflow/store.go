@@ -72,9 +72,10 @@ type Store interface {
 	// ascending seq order (all retained events when limit <= 0).
 	Events(ctx context.Context, id string, limit int) ([]Event, error)
 	// Import inserts, in one transaction, every row next returns until it
-	// returns io.EOF: each session with its retained events exactly as
-	// given (seq, counters and timestamps included; [ImportLedger] has
-	// already redacted and bounded them). Any error (one next returns, an
+	// returns io.EOF: each session with its retained events and its
+	// restored board (LedgerRow.Restored) exactly as given (seq, counters,
+	// revisions and timestamps included; [ImportLedger] has already
+	// checked, redacted and bounded them). Any error (one next returns, an
 	// invalid row, failure.Conflict for a session id that exists, also
 	// earlier in the same import) rolls back the whole import: nothing is
 	// written. It returns how many sessions it imported.

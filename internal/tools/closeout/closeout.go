@@ -9,9 +9,12 @@
 // workspace through one snapshot (workspace.go): at most one bounded,
 // read-only `git status --porcelain=v2 --branch` in the project root per
 // call. Neither runs shells or validation, appends a business event or
-// closes the session; both work on closed sessions. A snapshot fence on the
-// session's events_observed, read before and after gathering, reports a
-// concurrent change as session_changed_during_snapshot.
+// closes the session; both work on closed sessions. A snapshot fence of two
+// dimensions, the session's events_observed and its board's
+// message_observation_revision (read together in one store snapshot,
+// before and after gathering), reports a concurrent change of either as
+// session_changed_during_snapshot. The board's open collaboration counts
+// come from the first of those snapshots.
 package closeout
 
 import (
@@ -44,6 +47,10 @@ type Tools struct {
 	Evidence Journal
 	// Host runs git for the workspace snapshot (nil: runner.Local).
 	Host runner.Host
+	// Snapshots reads the snapshot fence and the board's collaboration
+	// counts in one store snapshot. Nil: the fence has only its ledger
+	// dimension and the counts are reported unavailable.
+	Snapshots workflow.SnapshotReader
 }
 
 // Register adds session_handoff_summary and finish_coding_task to reg.
@@ -116,13 +123,15 @@ func inSession(j jobs.Job, id string) bool {
 }
 
 // gathered is what both closeout tools read of one session under a
-// snapshot fence: the session, all its retained events, its jobs, and the
-// workspace when asked for; changed reports that the session moved
-// (events_observed differs, or it could not be read again) while they
-// were gathered.
+// snapshot fence: the session, all its retained events, its board's open
+// collaboration counts (nil when unavailable), its jobs, and the workspace
+// when asked for; changed reports that the session moved (either fence
+// dimension differs, or it could not be read again) while they were
+// gathered.
 type gathered struct {
 	sess       workflow.Session
 	events     []workflow.Event
+	guidance   *handoff.GuidanceSnapshot
 	jobs       *handoff.JobsSnapshot
 	jobsStatus string
 	workspace  *snapshot
@@ -130,9 +139,18 @@ type gathered struct {
 }
 
 // gather reads session id and what the tools report with it, fenced by
-// reading the session before and after.
+// reading the snapshot fence (or, without Snapshots, the session) before
+// and after.
 func (t *Tools) gather(ctx context.Context, inv *kernel.Invocation, id string, withWorkspace bool) (gathered, error) {
 	var g gathered
+	var before workflow.SessionSnapshot
+	if t.Snapshots != nil {
+		var err error
+		if before, err = t.Snapshots.SessionSnapshot(ctx, id); err != nil {
+			return g, err
+		}
+		g.guidance = handoff.GuidanceOf(before.Collaboration)
+	}
 	sess, err := t.Sessions.Get(ctx, id)
 	if err != nil {
 		return g, err
@@ -146,7 +164,12 @@ func (t *Tools) gather(ctx context.Context, inv *kernel.Invocation, id string, w
 	if withWorkspace && inv.HasProject {
 		g.workspace = workspace(ctx, t.Host, inv.Project.Root)
 	}
-	after, err := t.Sessions.Get(ctx, id)
-	g.changed = err != nil || after.EventsObserved != sess.EventsObserved
+	if t.Snapshots == nil {
+		after, err := t.Sessions.Get(ctx, id)
+		g.changed = err != nil || after.EventsObserved != sess.EventsObserved
+		return g, nil
+	}
+	after, err := t.Snapshots.SessionSnapshot(ctx, id)
+	g.changed = err != nil || after.Fence != before.Fence || sess.EventsObserved != before.Fence.EventsObserved
 	return g, nil
 }

@@ -15,10 +15,12 @@ import (
 )
 
 // racyStore appends an event to the session right after every Events read,
-// as a concurrent writer would.
+// as a concurrent writer would (race), or runs during (any other change,
+// such as a post on the session's board).
 type racyStore struct {
 	workflow.Store
-	race bool
+	race   bool
+	during func()
 }
 
 func (s *racyStore) Events(ctx context.Context, id string, limit int) ([]workflow.Event, error) {
@@ -27,6 +29,9 @@ func (s *racyStore) Events(ctx context.Context, id string, limit int) ([]workflo
 		s.Store.Update(ctx, id, func(*workflow.Session) ([]workflow.Event, error) {
 			return []workflow.Event{{Kind: workflow.EventToolCallFinished, Tool: "read_files", Outcome: workflow.OutcomeOK}}, nil
 		})
+	}
+	if s.during != nil {
+		s.during()
 	}
 	return evs, err
 }
@@ -37,6 +42,7 @@ type env struct {
 	*kerneltest.Env
 	svc   *workflow.Service
 	store *racyStore
+	board *workflow.Board
 	id    string
 }
 
@@ -52,9 +58,9 @@ func newEnv(t *testing.T, instruction string) *env {
 	p := kerneltest.TempProject(t, map[string]string{"calc.go": "package calc\n"})
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: svc})
-	closeout.Register(reg, &closeout.Tools{Sessions: svc})
+	closeout.Register(reg, &closeout.Tools{Sessions: svc, Snapshots: st})
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
-	e := &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, store: rs}
+	e := &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, store: rs, board: workflow.NewBoard(st, nil)}
 	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": instruction})).SessionID
 	return e
 }

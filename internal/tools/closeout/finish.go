@@ -51,6 +51,15 @@ const (
 	// (interrupted, cancelled, or recovered after a crash) may have made
 	// changes no event records.
 	AdvisoryOutcomeUnknownCalls = "outcome_unknown_calls"
+	// Open collaboration on the session's board (read under the snapshot
+	// fence): todos, questions and risks still open, and open messages that
+	// require an ACK. They never block: the board is not a lock.
+	AdvisoryOpenTodos             = "open_todos"
+	AdvisoryOpenQuestions         = "open_questions"
+	AdvisoryOpenRisks             = "open_risks"
+	AdvisoryUnresolvedAckRequired = "unresolved_ack_required_messages"
+	// AdvisoryCollaborationUnavailable: the board's counts were not read.
+	AdvisoryCollaborationUnavailable = "collaboration_unavailable"
 
 	ReasonFreshPassingValidation = "fresh_passing_validation"
 )
@@ -342,6 +351,19 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in FinishInp
 	if changed {
 		adv = append(adv, AdvisorySessionChangedDuringSnapshot)
 	}
+	if c := g.guidance; c == nil {
+		adv = append(adv, AdvisoryCollaborationUnavailable)
+	} else {
+		for _, a := range []struct {
+			n    int
+			code string
+		}{{c.OpenTodos, AdvisoryOpenTodos}, {c.OpenQuestions, AdvisoryOpenQuestions},
+			{c.OpenRisks, AdvisoryOpenRisks}, {c.UnresolvedAckRequired, AdvisoryUnresolvedAckRequired}} {
+			if a.n > 0 {
+				adv = append(adv, a.code)
+			}
+		}
+	}
 	sort.Strings(hard)
 	sort.Strings(adv)
 	hard, adv = slices.Compact(hard), slices.Compact(adv)
@@ -370,7 +392,7 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in FinishInp
 	// unresolved failing test first).
 	brief, raw := handoff.Brief(handoff.BriefInput{
 		Session: sess, Events: evs, Feedback: &fb,
-		IncludeWorkspace: includeWorkspace, Workspace: bws, SessionChanged: changed,
+		IncludeWorkspace: includeWorkspace, Workspace: bws, Guidance: g.guidance, SessionChanged: changed,
 		Evidence: BriefEvidence(ctx, t.Evidence, sess.ID),
 	})
 	out.SuggestedNextActions = append([]string{}, brief.NextActions...)

@@ -91,8 +91,8 @@ func (t *Tools) summary(ctx context.Context, inv *kernel.Invocation, in HandoffI
 		// Git is queried only when include_workspace is true; a snapshot
 		// that cannot be proven is reported unavailable.
 		IncludeWorkspace: includeWorkspace, Workspace: ws.brief(),
-		SessionChanged: changed,
-		Evidence:       BriefEvidence(ctx, t.Evidence, sess.ID),
+		Guidance: g.guidance, SessionChanged: changed,
+		Evidence: BriefEvidence(ctx, t.Evidence, sess.ID),
 	})
 	out := HandoffOutput{SessionID: sess.ID, Project: sess.Project, HandoffBrief: json.RawMessage(raw)}
 	if in.Diagnostic {

@@ -70,7 +70,7 @@ func TestFailedValidationFirstAction(t *testing.T) {
 		t.Fatalf("brief: %s", raw)
 	}
 	if b.Workspace.Status != handoff.WorkspaceNotRequested || b.Attention.ActiveJobs != nil ||
-		!slices.Equal(b.Basis.ReasonCodes, []string{handoff.BasisGuidanceUnavailable, handoff.BasisJobSummaryUnavailable, handoff.BasisWorkspaceNotRequested}) {
+		!slices.Equal(b.Basis.ReasonCodes, []string{handoff.BasisJobSummaryUnavailable, handoff.BasisWorkspaceNotRequested}) {
 		t.Fatalf("basis: %s", raw)
 	}
 	if strings.Contains(string(raw), "abcd1234secretvalue") || b.Task.RootInstruction.Text == nil || !b.Task.RootInstruction.Truncated {

@@ -72,6 +72,14 @@ type WorkspaceSnapshot struct {
 // GuidanceSnapshot holds the open message-board counts the caller proved.
 type GuidanceSnapshot struct {
 	OpenGuidance, OpenRisks, OpenQuestions, OpenTodos int
+	// UnresolvedAckRequired counts the open requires_ack messages.
+	UnresolvedAckRequired int
+}
+
+// GuidanceOf is the brief's view of a board's open collaboration counts.
+func GuidanceOf(c workflow.CollaborationCounts) *GuidanceSnapshot {
+	return &GuidanceSnapshot{OpenGuidance: c.OpenGuidance, OpenRisks: c.OpenRisks, OpenQuestions: c.OpenQuestions,
+		OpenTodos: c.OpenTodos, UnresolvedAckRequired: c.UnresolvedAckRequired}
 }
 
 // BriefInput is everything [Brief] projects; it gathers nothing itself.
@@ -86,7 +94,8 @@ type BriefInput struct {
 	// Workspace is nil when it was not observed.
 	IncludeWorkspace bool
 	Workspace        *WorkspaceSnapshot
-	// Guidance is nil until the message board exists.
+	// Guidance is the board's open counts, read under the snapshot fence;
+	// nil when they could not be read (guidance_unavailable).
 	Guidance *GuidanceSnapshot
 	// SessionChanged reports that the snapshot fence moved while the
 	// evidence was gathered (or the session disappeared).
@@ -224,6 +233,8 @@ type BriefAttention struct {
 	OpenRisks           *int  `json:"open_risks"`
 	OpenQuestions       *int  `json:"open_questions"`
 	OpenTodos           *int  `json:"open_todos"`
+	// UnresolvedAckRequired counts the open messages that require an ACK.
+	UnresolvedAckRequired *int `json:"unresolved_ack_required"`
 }
 
 // BriefBasis says whether the brief rests on complete evidence, and
@@ -355,6 +366,7 @@ func Brief(in BriefInput) (HandoffBrief, []byte) {
 	if g := in.Guidance; g != nil {
 		b.Attention.OpenGuidance, b.Attention.OpenRisks = ptr(g.OpenGuidance), ptr(g.OpenRisks)
 		b.Attention.OpenQuestions, b.Attention.OpenTodos = ptr(g.OpenQuestions), ptr(g.OpenTodos)
+		b.Attention.UnresolvedAckRequired = ptr(g.UnresolvedAckRequired)
 	} else {
 		reasons = append(reasons, BasisGuidanceUnavailable)
 	}

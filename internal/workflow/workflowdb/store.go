@@ -711,6 +711,9 @@ func (s *Store) Import(ctx context.Context, next func() (workflow.LedgerRow, err
 			if err := s.importRow(ctx, tx, row.Session, row.Events); err != nil {
 				return err
 			}
+			if err := importBoard(ctx, tx, row.Session.ID, row.Restored); err != nil {
+				return err
+			}
 			ids = append(ids, row.Session.ID)
 			n++
 		}
