@@ -30,6 +30,12 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	// In-process runs of serve (run(t, "serve", ...)) must not re-execute
+	// the test binary: exec would replace this process mid-test (re-running
+	// every test and leaking their temporary directories). They keep the
+	// test's environment and skip making this process non-dumpable; the
+	// children above run the real secureServerProcess.
+	secureProcess = func() (func(string) string, error) { return os.Getenv, nil }
 	os.Exit(m.Run())
 }
 

@@ -45,11 +45,16 @@ func (g *globals) loadConfig() (app.Config, error) {
 	return app.LoadConfig(g.dataDir, getenv)
 }
 
+// secureProcess is secureServerProcess. The package's tests that run serve
+// inside the test binary replace it, since its re-execution would replace
+// the whole test process; the child processes they start keep the real one.
+var secureProcess = secureServerProcess
+
 // secureServer makes this serve or mcp process non-dumpable and free of
 // credentials in its environment (secureServerProcess), before the
 // configuration is loaded.
 func (g *globals) secureServer() error {
-	getenv, err := secureServerProcess()
+	getenv, err := secureProcess()
 	if err != nil {
 		return err
 	}
