@@ -64,7 +64,7 @@ func OpenAPI(tools []*kernel.Tool, serverURL, version, description string) map[s
 		}
 		props["ack_session_message_ids"] = map[string]any{
 			"type": "array", "maxItems": workflow.MaxAckIDs, "items": map[string]any{"type": "string"},
-			"description": "wc_msg_ ids of the recording session's ACK-required messages still in your context",
+			"description": "ACK-required wc_msg_ ids from session_attention",
 		}
 		paths["/api/actions/"+t.Name] = map[string]any{
 			"post": map[string]any{
@@ -185,7 +185,7 @@ func warningsSchema() map[string]any {
 // attentionSchema: the recording session's board attention, added after
 // the effect (workflow.Attention).
 func attentionSchema() map[string]any {
-	return map[string]any{"type": "object", "description": "the recording session's unresolved ACK-required and new messages, and how ack_session_message_ids were judged"}
+	return map[string]any{"type": "object"}
 }
 
 // envelopeErrorSchema is the body of a request refused before any tool ran
