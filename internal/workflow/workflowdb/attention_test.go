@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -173,4 +174,28 @@ func TestAttentionFactsLost(t *testing.T) {
 func (f failingBehind) UpdateBoardBehind(ctx context.Context, id string, fn func(workflow.BoardWriter) error, done func(error)) error {
 	done(errors.New("disk I/O error"))
 	return nil
+}
+
+// BenchmarkAttend is the cost an attention projection adds to a recorded
+// call: on a board without messages, and with one ACK-required message
+// shown (its facts queued behind).
+func BenchmarkAttend(b *testing.B) {
+	st := open(b, filepath.Join(b.TempDir(), "workflow.db"))
+	svc := workflow.NewService(st, nil)
+	board := workflow.NewBoard(st, nil)
+	for _, name := range []string{"empty", "one_ack_required"} {
+		sess := start(b, svc)
+		if name != "empty" {
+			if _, _, err := board.Post(context.Background(), workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageRisk, Body: "x", RequiresAck: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(name, func(b *testing.B) {
+			p := workflow.AttendParams{SessionID: sess.ID, Before: time.Now().Add(time.Hour)}
+			for b.Loop() {
+				board.Attend(context.Background(), p)
+			}
+			st.Flush(context.Background())
+		})
+	}
 }

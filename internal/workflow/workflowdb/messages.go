@@ -270,15 +270,13 @@ func (b *boardTx) Counts() (map[workflow.MessageKind]map[workflow.MessageStatus]
 const attentionWhere = ` AND status = 'open' AND (requires_ack = 1 OR projection_count = 0) AND created_at < ?`
 
 func (b *boardTx) Attention(before time.Time, limit int) ([]workflow.Message, int, error) {
-	var total int
-	if err := b.tx.QueryRowContext(b.ctx, `SELECT COUNT(*) FROM messages WHERE session_id = ?`+attentionWhere,
-		b.id, before.UnixNano()).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	if total == 0 {
-		return nil, 0, nil
-	}
 	ms, err := b.query(selectMessage+attentionWhere+` ORDER BY requires_ack DESC, seq LIMIT ?`, b.id, before.UnixNano(), limit)
+	if err != nil || len(ms) < limit {
+		return ms, len(ms), err
+	}
+	// A full page: count them all (same snapshot).
+	var total int
+	err = b.tx.QueryRowContext(b.ctx, `SELECT COUNT(*) FROM messages WHERE session_id = ?`+attentionWhere, b.id, before.UnixNano()).Scan(&total)
 	return ms, total, err
 }
 
