@@ -90,6 +90,10 @@ type App struct {
 	// validation is the jobs hook that records finished validation jobs
 	// as session evidence (wire_jobs.go); the validation tools share it.
 	validation *validate.Evidence
+
+	// board is the one message board of the tools and the kernel's
+	// session_attention projection (wire_workflow.go).
+	board *workflow.Board
 }
 
 // Open opens the data directory described by cfg and builds the services.

@@ -59,6 +59,8 @@ type mcpResult struct {
 	Output  map[string]json.RawMessage `json:"output"`
 	Error   *struct{ Kind, Message string }
 	Context map[string]json.RawMessage `json:"context"`
+	// Attention is the session_attention block (sidecar).
+	Attention json.RawMessage `json:"session_attention"`
 }
 
 func callMCP(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, meta mcp.Meta) (mcpResult, []byte) {
@@ -75,9 +77,19 @@ func callMCP(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]a
 	if res.IsError == r.Success {
 		t.Fatalf("%s: isError=%v but success=%v", tool, res.IsError, r.Success)
 	}
-	var fromText, fromStructured any
+	// structuredContent is the first text block plus the sidecar's members.
+	var fromText, fromStructured, side map[string]any
 	json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &fromText)
 	json.Unmarshal(raw, &fromStructured)
+	if len(res.Content) > 1 {
+		json.Unmarshal([]byte(res.Content[1].(*mcp.TextContent).Text), &side)
+	}
+	for k, v := range side {
+		if diff := cmp.Diff(fromStructured[k], v); diff != "" {
+			t.Fatalf("%s: sidecar %s differs from structuredContent:\n%s", tool, k, diff)
+		}
+		delete(fromStructured, k)
+	}
 	if diff := cmp.Diff(fromStructured, fromText); diff != "" {
 		t.Fatalf("%s: text block differs from structuredContent:\n%s", tool, diff)
 	}
@@ -376,7 +388,7 @@ func TestToolSurfacesAgree(t *testing.T) {
 		}
 		restIn := without(rt.InputSchema)
 		op := doc.Paths["/api/actions/"+rt.Name].Post
-		apiIn := without(op.RequestBody.Content["application/json"].Schema, "recording_session_id")
+		apiIn := without(op.RequestBody.Content["application/json"].Schema, "recording_session_id", "ack_session_message_ids")
 		if restIn != apiIn || op.Description != rt.Description {
 			t.Errorf("%s: schemas differ\nREST    %s\nOpenAPI %s", rt.Name, restIn, apiIn)
 		}

@@ -115,5 +115,6 @@ func newKernel(a *App) *kernel.Kernel {
 		Evidence: a.evSink.record,
 		Outbox:   a.outbox,
 		Logger:   a.Log,
+		Ambient:  []kernel.Ambient{kernel.BoardAttention{Board: newBoard(a)}},
 	})
 }

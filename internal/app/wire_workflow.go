@@ -6,11 +6,16 @@ func newSessions(s *Stores) *workflow.Service { return workflow.NewService(s.Wor
 
 // newBoard is the Session-local message board over the ledger, or nil for
 // an app without stores (a registry built only to list the tools).
+// It is made once per App: the tools and the kernel's session_attention
+// projection share its notifier and its projection claims.
 func newBoard(a *App) *workflow.Board {
 	if a.Stores == nil || a.Stores.Workflow == nil {
 		return nil
 	}
-	return workflow.NewBoard(a.Stores.Workflow, nil)
+	if a.board == nil {
+		a.board = workflow.NewBoard(a.Stores.Workflow, nil).WithLogger(a.Log)
+	}
+	return a.board
 }
 
 // newSnapshots is the closeout tools' snapshot-fence reader over the

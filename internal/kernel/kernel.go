@@ -79,7 +79,7 @@ type Warning struct {
 }
 
 // Result is the ToolResult envelope every transport returns. Only
-// Success, Output, Error and Warnings are the wire shape; the other fields are facts
+// Success, Output, Error, Warnings and Projections are the wire shape; the other fields are facts
 // the kernel observed for the transport (telemetry) and never serialized.
 type Result struct {
 	Success bool       `json:"success"`
@@ -89,6 +89,9 @@ type Result struct {
 	// Warnings are facts about the call the model must not miss that are
 	// not the tool's own result, such as an evidence gap.
 	Warnings []Warning `json:"warnings,omitempty"`
+	// Projections are the ambient blocks added after the effect (see
+	// Ambient); their members are part of the wire shape, not of Body.
+	Projections
 
 	// The fields below are facts the kernel decided about the call, typed,
 	// for transports and telemetry; they are never serialized, and no layer
@@ -147,6 +150,10 @@ type Options struct {
 	Outbox Outbox
 	Logger *slog.Logger
 	Now    func() time.Time
+
+	// Ambient are the projections added to model-facing results after
+	// the effect, in order (see Ambient).
+	Ambient []Ambient
 }
 
 // Stats are the kernel's cumulative counters, exposed by /api/status.
@@ -169,6 +176,7 @@ type Kernel struct {
 	sessions *workflow.Service
 	evidence EvidenceSink
 	outbox   Outbox
+	ambient  []Ambient
 	log      *slog.Logger
 	now      func() time.Time
 
@@ -195,7 +203,7 @@ func New(o Options) *Kernel {
 	stop, stopFn := context.WithCancel(context.Background())
 	return &Kernel{
 		reg: o.Registry, projects: o.Projects, sessions: o.Sessions,
-		evidence: o.Evidence, outbox: o.Outbox, log: o.Logger, now: o.Now, stop: stop, stopFn: stopFn,
+		evidence: o.Evidence, outbox: o.Outbox, ambient: o.Ambient, log: o.Logger, now: o.Now, stop: stop, stopFn: stopFn,
 	}
 }
 
@@ -447,6 +455,7 @@ func (k *Kernel) stepsOf(ctx context.Context, c Call, tool *Tool, rec *Record) (
 	res.Tool = tool.Name
 	k.seal(&res, rec)
 	k.finish(ctx, tool, inv, pairs, runErr, interrupted, cancelled, rec, &res)
+	k.project(ctx, c, inv, recorder, rec.At, &res)
 	return res, true
 }
 

@@ -2,9 +2,11 @@ package workflow
 
 import (
 	"context"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -30,6 +32,10 @@ type BoardReader interface {
 	Changed(after int64, limit int) ([]Message, error)
 	// Counts returns the number of retained messages by kind and status.
 	Counts() (map[MessageKind]map[MessageStatus]int, error)
+	// Attention returns the open messages posted before before that
+	// require an ACK or were never projected, ACK-required first, each
+	// oldest first, at most limit, and how many there are.
+	Attention(before time.Time, limit int) ([]Message, int, error)
 }
 
 // BoardWriter reads and changes one session's board inside one writer
@@ -76,6 +82,12 @@ type BoardStore interface {
 	// UpdateBoard runs fn in one writer transaction and returns after it
 	// is durably committed; an error from fn rolls everything back.
 	UpdateBoard(ctx context.Context, id string, fn func(BoardWriter) error) error
+	// UpdateBoardBehind queues fn to run in a writer transaction behind
+	// the caller and returns once it is queued; done receives its outcome
+	// (from the writer) after its batch ended. The batch commits without
+	// an fsync of its own unless it carries a durable write: for analysis
+	// facts only, never for a mutation a caller is told about.
+	UpdateBoardBehind(ctx context.Context, id string, fn func(BoardWriter) error, done func(error)) error
 }
 
 // Board is the Session-local message board API used by the tools. Every
@@ -87,6 +99,11 @@ type Board struct {
 
 	mu      sync.Mutex
 	flights map[flightKey]*flight // see sharedChanges
+	// pending holds the ordinary messages whose projection facts are
+	// queued (see Attend); factFailures counts facts writes that failed.
+	pending      map[string]bool
+	factFailures atomic.Int64
+	logger       *slog.Logger
 }
 
 // NewBoard returns a Board over store that wakes observers in this

@@ -128,6 +128,12 @@ type Message struct {
 	// FirstAckObservedAt is when an ACK echo of this message was first
 	// accepted (an analysis fact, not a read receipt).
 	FirstAckObservedAt *time.Time `json:"first_ack_observed_at,omitempty"`
+	// FirstProjectedAt, LastProjectedAt and ProjectionCount are when and
+	// how often a session_attention block showed this message (analysis
+	// facts: a projection is not delivery or reading).
+	FirstProjectedAt *time.Time `json:"first_projected_at,omitempty"`
+	LastProjectedAt  *time.Time `json:"last_projected_at,omitempty"`
+	ProjectionCount  int64      `json:"projection_count,omitempty"`
 
 	// Seq is the message's post order in its session (internal).
 	Seq int64 `json:"-"`

@@ -99,6 +99,8 @@ type ToolResult struct {
 	// Context holds the materials asked for with context_request, added
 	// after the tool's effect; it never gates the call.
 	Context map[string]Material `json:"context,omitempty"`
+	// Projections are the kernel's ambient blocks (session_attention).
+	kernel.Projections
 }
 
 var instructions = "WebCodex tools act on registered projects: project is a project id like agent:local:NAME. " +
@@ -439,21 +441,22 @@ func refused(ctx context.Context, t *kernel.Tool, err error) *mcp.CallToolResult
 }
 
 // Sidecar is the second text content block of a tools/call, present only
-// when the call has warnings or requested context: what is not the tool's
-// own {success, output, error}.
+// when the call has warnings, requested context or ambient projections
+// (session_attention): what is not the tool's own {success, output, error}.
 type Sidecar struct {
 	Warnings []kernel.Warning    `json:"warnings,omitempty"`
 	Context  map[string]Material `json:"context,omitempty"`
+	kernel.Projections
 }
 
 // result renders a kernel Result as an MCP CallToolResult:
 //   - the first content block's text is res.Body verbatim, the
 //     {success, output, error} bytes whose SHA-256 is the evidence
 //     record's result_digest;
-//   - a second text block holds the Sidecar (warnings, context) when
-//     there is one;
+//   - a second text block holds the Sidecar (warnings, context,
+//     session_attention) when there is one;
 //   - structuredContent is the ToolResult: res.Body's members plus, when
-//     present, warnings and context;
+//     present, warnings, context and session_attention;
 //   - isError is set when the call failed.
 func result(res kernel.Result, materials map[string]Material) *mcp.CallToolResult {
 	body := res.Body
@@ -466,11 +469,12 @@ func result(res kernel.Result, materials map[string]Material) *mcp.CallToolResul
 		StructuredContent: json.RawMessage(body),
 		IsError:           !res.Success,
 	}
-	if len(res.Warnings) == 0 && len(materials) == 0 {
+	if len(res.Warnings) == 0 && len(materials) == 0 && res.Projections.Empty() {
 		return r
 	}
-	side, err1 := httpserver.EncodeJSON(Sidecar{Warnings: res.Warnings, Context: materials})
-	full, err2 := httpserver.EncodeJSON(ToolResult{Success: res.Success, Output: res.Output, Error: res.Error, Warnings: res.Warnings, Context: materials})
+	side, err1 := httpserver.EncodeJSON(Sidecar{Warnings: res.Warnings, Context: materials, Projections: res.Projections})
+	full, err2 := httpserver.EncodeJSON(ToolResult{Success: res.Success, Output: res.Output, Error: res.Error, Warnings: res.Warnings,
+		Context: materials, Projections: res.Projections})
 	if err1 == nil && err2 == nil {
 		r.Content = append(r.Content, &mcp.TextContent{Text: string(side)})
 		r.StructuredContent = json.RawMessage(full)

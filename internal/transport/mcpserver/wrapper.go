@@ -5,21 +5,23 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"regexp"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/transport/wrapper"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // Bounds of the MCP wrapper metadata.
 const (
 	// MaxRecordingSessionIDBytes bounds recording_session_id.
 	MaxRecordingSessionIDBytes = 128
-	// MaxAckIDs bounds ack_session_message_ids.
-	MaxAckIDs = 8
+	// MaxAckIDs bounds ack_session_message_ids as the schema states it;
+	// ids past it, and malformed ids, do not refuse the call: the kernel's
+	// session_attention block reports them (workflow.MaxAckIDs).
+	MaxAckIDs = workflow.MaxAckIDs
 	// MaxContextKeys bounds the material keys of one context_request.
 	MaxContextKeys = 8
 	// MaxContextKeyBytes bounds one material key.
@@ -36,8 +38,6 @@ const (
 	fieldContext  = "context_request"
 )
 
-var ackIDRE = regexp.MustCompile(`^wc_msg_[0-9a-f]{32}$`)
-
 // wrapperMeta is the MCP-only metadata of one tools/call.
 type wrapperMeta struct {
 	recorder string
@@ -51,7 +51,9 @@ type wrapperMeta struct {
 // (2026-07-28); a legacy call carrying it keeps it in its arguments, where
 // the tool's schema refuses it as an unknown argument. Arguments that are
 // not an object are returned unchanged for the kernel to reject. A wrapper
-// member of the wrong type or over its bound is a failure.InvalidArguments.
+// member of the wrong type or over its bound is a failure.InvalidArguments,
+// except the ids of ack_session_message_ids: an ACK never gates a call, so
+// an array of strings passes whole and session_attention judges each id.
 func splitArguments(raw json.RawMessage, modern bool) (json.RawMessage, wrapperMeta, error) {
 	var w wrapperMeta
 	names := []string{fieldRecorder, fieldAcks}
@@ -73,14 +75,6 @@ func splitArguments(raw json.RawMessage, modern bool) (json.RawMessage, wrapperM
 	if v, ok := members[fieldAcks]; ok {
 		if err := json.Unmarshal(v, &w.acks); err != nil {
 			return nil, w, failure.New(failure.InvalidArguments, "%s must be an array of message ids", fieldAcks)
-		}
-		if len(w.acks) > MaxAckIDs {
-			return nil, w, failure.New(failure.InvalidArguments, "%s holds more than %d ids", fieldAcks, MaxAckIDs)
-		}
-		for _, id := range w.acks {
-			if !ackIDRE.MatchString(id) {
-				return nil, w, failure.New(failure.InvalidArguments, "%s: %q is not a wc_msg_ id", fieldAcks, clip(id))
-			}
 		}
 	}
 	if v, ok := members[fieldContext]; ok {

@@ -40,12 +40,22 @@ func TestSplitArguments(t *testing.T) {
 	for i := range keys {
 		keys[i] = `"k"`
 	}
+	// An ACK never gates a call: too many or malformed ids pass whole, for
+	// session_attention to judge each one.
+	for _, raw := range []string{`{"ack_session_message_ids":[` + strings.Join(many, ",") + `]}`, `{"ack_session_message_ids":["wc_msg_nope"]}`} {
+		var want struct {
+			Acks []string `json:"ack_session_message_ids"`
+		}
+		json.Unmarshal([]byte(raw), &want)
+		args, w, err := splitArguments(json.RawMessage(raw), true)
+		if err != nil || string(args) != `{}` || strings.Join(w.acks, ",") != strings.Join(want.Acks, ",") {
+			t.Fatalf("%s: args %s acks %v err %v", raw, args, w.acks, err)
+		}
+	}
 	for name, raw := range map[string]string{
 		"ErrRecorderType":    `{"recording_session_id":5}`,
 		"ErrRecorderLong":    `{"recording_session_id":"` + strings.Repeat("x", MaxRecordingSessionIDBytes+1) + `"}`,
 		"ErrAckType":         `{"ack_session_message_ids":"` + ack + `"}`,
-		"ErrAckTooMany":      `{"ack_session_message_ids":[` + strings.Join(many, ",") + `]}`,
-		"ErrAckMalformed":    `{"ack_session_message_ids":["wc_msg_nope"]}`,
 		"ErrContextType":     `{"context_request":{"webcodex.workflow":true}}`,
 		"ErrContextTooMany":  `{"context_request":[` + strings.Join(keys, ",") + `]}`,
 		"ErrContextKeyEmpty": `{"context_request":[""]}`,

@@ -9,6 +9,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // MaxActionOperations is the most operations a GPT Action may declare; the
@@ -43,7 +44,7 @@ func DefaultTools(reg *kernel.Registry) (in, out []*kernel.Tool) {
 // OpenAPI returns the OpenAPI 3.1 document describing tools: one
 // POST /api/actions/{tool} operation per tool (operationId = tool name)
 // whose request body is the tool's input schema plus optional
-// recording_session_id, and whose 200 response is the ToolResult envelope:
+// recording_session_id and ack_session_message_ids, and whose 200 response is the ToolResult envelope:
 // either {success: true, output: <the tool's output schema>} or
 // {success: false, output: {failure_kind, recovery_kind, state_changed,
 // ...}, error: {kind, message}}, told apart by the success constant.
@@ -60,6 +61,10 @@ func OpenAPI(tools []*kernel.Tool, serverURL, version, description string) map[s
 		props["recording_session_id"] = map[string]any{
 			"type":        "string",
 			"description": "exact wc_sess_ id to record this call in (provenance only)",
+		}
+		props["ack_session_message_ids"] = map[string]any{
+			"type": "array", "maxItems": workflow.MaxAckIDs, "items": map[string]any{"type": "string"},
+			"description": "ACK-required wc_msg_ ids from session_attention",
 		}
 		paths["/api/actions/"+t.Name] = map[string]any{
 			"post": map[string]any{
@@ -123,9 +128,10 @@ func toolResultSchema(t *kernel.Tool) map[string]any {
 				"type":     "object",
 				"required": []string{"success", "output"},
 				"properties": map[string]any{
-					"success":  map[string]any{"const": true},
-					"output":   kernel.SchemaMap(t.OutputSchema),
-					"warnings": warningsSchema(),
+					"success":           map[string]any{"const": true},
+					"output":            kernel.SchemaMap(t.OutputSchema),
+					"warnings":          warningsSchema(),
+					"session_attention": attentionSchema(),
 				},
 				"additionalProperties": false,
 			},
@@ -133,10 +139,11 @@ func toolResultSchema(t *kernel.Tool) map[string]any {
 				"type":     "object",
 				"required": []string{"success", "output", "error"},
 				"properties": map[string]any{
-					"success":  map[string]any{"const": false},
-					"output":   failureOutputSchema(),
-					"error":    errorSchema(),
-					"warnings": warningsSchema(),
+					"success":           map[string]any{"const": false},
+					"output":            failureOutputSchema(),
+					"error":             errorSchema(),
+					"warnings":          warningsSchema(),
+					"session_attention": attentionSchema(),
 				},
 				"additionalProperties": false,
 			},
@@ -173,6 +180,12 @@ func errorSchema() map[string]any {
 // warningsSchema: facts not part of the tool's result, e.g. an evidence gap.
 func warningsSchema() map[string]any {
 	return map[string]any{"type": "array", "items": errorSchema()}
+}
+
+// attentionSchema: the recording session's board attention, added after
+// the effect (workflow.Attention).
+func attentionSchema() map[string]any {
+	return map[string]any{"type": "object"}
 }
 
 // envelopeErrorSchema is the body of a request refused before any tool ran

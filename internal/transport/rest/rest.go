@@ -6,7 +6,7 @@
 // Routes:
 //
 //	POST /api/tools/list          the registered tools with their schemas
-//	POST /api/tools/call          {tool, arguments, recording_session_id?}
+//	POST /api/tools/call          {tool, arguments, recording_session_id?, ack_session_message_ids?}
 //	POST /api/actions/{tool}      GPT Actions: the tool's arguments as the body
 //	GET  /openapi.json            OpenAPI 3.1 (public)
 //	GET  /healthz                 liveness (public)
@@ -92,6 +92,10 @@ type CallRequest struct {
 	Tool               string          `json:"tool"`
 	Arguments          json.RawMessage `json:"arguments,omitempty"`
 	RecordingSessionID string          `json:"recording_session_id,omitempty"`
+	// AckSessionMessageIDs acknowledge ACK-required messages of the
+	// recording session (judged in the result's session_attention; they
+	// never refuse the call).
+	AckSessionMessageIDs []string `json:"ack_session_message_ids,omitempty"`
 }
 
 func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +103,7 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(bytes.NewReader(httpserver.Body(r)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "request body must be {tool, arguments, recording_session_id?}: %v", err))
+		httpserver.WriteError(w, http.StatusBadRequest, failure.New(failure.InvalidArguments, "request body must be {tool, arguments, recording_session_id?, ack_session_message_ids?}: %v", err))
 		return
 	}
 	if req.Tool == "" {
@@ -110,8 +114,8 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 }
 
 // callAction serves GPT Actions: the body is the tool's argument object,
-// which may also carry recording_session_id (split off by wrapper.Split,
-// which refuses duplicate keys at any depth).
+// which may also carry recording_session_id and ack_session_message_ids
+// (split off by wrapper.Split, which refuses duplicate keys at any depth).
 func (s *Server) callAction(w http.ResponseWriter, r *http.Request) {
 	req := CallRequest{Tool: r.PathValue("tool")}
 	body := httpserver.Body(r)
@@ -119,7 +123,7 @@ func (s *Server) callAction(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, req.Tool, failure.New(failure.InvalidArguments, "request body must be a JSON object"))
 		return
 	}
-	args, members, err := wrapper.Split(body, fieldRecorder)
+	args, members, err := wrapper.Split(body, fieldRecorder, fieldAcks)
 	if err != nil {
 		s.reject(w, r, req.Tool, err)
 		return
@@ -131,29 +135,38 @@ func (s *Server) callAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if raw, ok := members[fieldAcks]; ok {
+		if err := json.Unmarshal(raw, &req.AckSessionMessageIDs); err != nil {
+			s.reject(w, r, req.Tool, failure.New(failure.InvalidArguments, "%s must be an array of message ids", fieldAcks))
+			return
+		}
+	}
 	s.dispatch(w, r, req)
 }
 
-// fieldRecorder is the one wrapper member of a GPT Actions body.
-const fieldRecorder = "recording_session_id"
+// The wrapper members of a GPT Actions body.
+const (
+	fieldRecorder = "recording_session_id"
+	fieldAcks     = "ack_session_message_ids"
+)
 
-// dispatch runs req and writes its ToolResult. Without warnings the body
-// is exactly res.Body plus a newline, so sha256 of the body without its
-// final newline is the evidence record's result_digest; with warnings it
-// is {success, output, error, warnings}, whose first three members are
-// res.Body's.
+// dispatch runs req and writes its ToolResult. Without warnings or
+// ambient projections the body is exactly res.Body plus a newline, so
+// sha256 of the body without its final newline is the evidence record's
+// result_digest; with them it is {success, output, error, warnings,
+// session_attention}, whose first three members are res.Body's.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req CallRequest) {
 	auditmw.ReportName(r.Context(), req.Tool)
 	p, _ := auth.PrincipalFrom(r.Context())
 	res := s.Kernel.Dispatch(r.Context(), kernel.Call{
 		Tool: req.Tool, Arguments: req.Arguments, RecordingSessionID: req.RecordingSessionID,
-		Principal: p, Source: kernel.SourceREST,
+		AckMessageIDs: req.AckSessionMessageIDs, Principal: p, Source: kernel.SourceREST,
 	})
 	if res.Body == nil {
 		res = kernel.Failure(failure.New(failure.Internal, "tool result not serializable"))
 	}
 	body := res.Body
-	if len(res.Warnings) > 0 {
+	if len(res.Warnings) > 0 || !res.Projections.Empty() {
 		var err error
 		if body, err = httpserver.EncodeJSON(res); err != nil {
 			body = res.Body

@@ -26,7 +26,8 @@ var _ workflow.BoardStore = (*Store)(nil)
 const messageColumns = `message_id, seq, created_at, kind, status, priority, %s, tags_json, reply_to,
 	author_session_id, requires_ack, resolved_at, resolution, resolved_by_message_id, completion_id,
 	delivery_key, delivery_fingerprint, completion_key, completion_fingerprint, observation_revision,
-	assignment_revision, replies_posted, replies_removed, first_ack_observed_at`
+	assignment_revision, replies_posted, replies_removed, first_ack_observed_at, first_projected_at,
+	last_projected_at, projection_count`
 
 // messageColumnCount is the number of messageColumns.
 var messageColumnCount = strings.Count(messageColumns, ",") + 1
@@ -57,6 +58,25 @@ func (s *Store) UpdateBoard(ctx context.Context, id string, fn func(workflow.Boa
 	return storeErr(s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return fn(&boardTx{ctx: ctx, tx: tx, id: id, prepared: prepared})
 	}))
+}
+
+// UpdateBoardBehind implements workflow.BoardStore: fn is queued on the
+// writer (Writer.Go) and runs in a later batch, which commits lazily
+// (synchronous=NORMAL, decision 0025) unless it also carries a durable
+// write. The caller does not wait; done receives the outcome.
+func (s *Store) UpdateBoardBehind(ctx context.Context, id string, fn func(workflow.BoardWriter) error, done func(error)) error {
+	if err := s.check(ctx, id); err != nil {
+		return storeErr(err)
+	}
+	prepared := s.board.get(ctx, s.db.Writer)
+	_, err := s.db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return fn(&boardTx{ctx: ctx, tx: tx, id: id, prepared: prepared})
+	}, func(err error) {
+		if done != nil {
+			done(storeErr(err))
+		}
+	})
+	return storeErr(err)
 }
 
 // boardStatements are the board's writer statements, prepared once on the
@@ -246,6 +266,20 @@ func (b *boardTx) Counts() (map[workflow.MessageKind]map[workflow.MessageStatus]
 	return out, rows.Err()
 }
 
+// attentionWhere selects the messages a session_attention block may show.
+const attentionWhere = ` AND status = 'open' AND (requires_ack = 1 OR projection_count = 0) AND created_at < ?`
+
+func (b *boardTx) Attention(before time.Time, limit int) ([]workflow.Message, int, error) {
+	ms, err := b.query(selectMessage+attentionWhere+` ORDER BY requires_ack DESC, seq LIMIT ?`, b.id, before.UnixNano(), limit)
+	if err != nil || len(ms) < limit {
+		return ms, len(ms), err
+	}
+	// A full page: count them all (same snapshot).
+	var total int
+	err = b.tx.QueryRowContext(b.ctx, `SELECT COUNT(*) FROM messages WHERE session_id = ?`+attentionWhere, b.id, before.UnixNano()).Scan(&total)
+	return ms, total, err
+}
+
 // openTodoParent holds for a message m that replies to an open todo.
 const openTodoParent = `EXISTS (SELECT 1 FROM messages p WHERE p.session_id = m.session_id
 	AND p.message_id = m.reply_to AND p.kind = 'todo' AND p.status = 'open')`
@@ -348,7 +382,7 @@ func messageArgs(m workflow.Message) []any {
 		string(tags), m.ReplyTo, m.AuthorSessionID, boolInt(m.RequiresAck), nanos(m.ResolvedAt), m.Resolution,
 		m.ResolvedByMessageID, m.CompletionID, m.DeliveryKey, m.DeliveryFingerprint, m.CompletionKey,
 		m.CompletionFingerprint, m.ObservationRevision, m.AssignmentRevision, m.RepliesPosted, m.RepliesRemoved,
-		nanos(m.FirstAckObservedAt)}
+		nanos(m.FirstAckObservedAt), nanos(m.FirstProjectedAt), nanos(m.LastProjectedAt), m.ProjectionCount}
 }
 
 func (b *boardTx) query(q string, args ...any) ([]workflow.Message, error) {
@@ -360,19 +394,21 @@ func (b *boardTx) query(q string, args ...any) ([]workflow.Message, error) {
 	var out []workflow.Message
 	for rows.Next() {
 		var m workflow.Message
-		var created, resolved, acked int64
+		var created, resolved, acked, firstProjected, lastProjected int64
 		var kind, status, priority, tags string
 		var ack int
 		if err := rows.Scan(&m.ID, &m.Seq, &created, &kind, &status, &priority, &m.Body, &tags, &m.ReplyTo,
 			&m.AuthorSessionID, &ack, &resolved, &m.Resolution, &m.ResolvedByMessageID, &m.CompletionID,
 			&m.DeliveryKey, &m.DeliveryFingerprint, &m.CompletionKey, &m.CompletionFingerprint, &m.ObservationRevision,
-			&m.AssignmentRevision, &m.RepliesPosted, &m.RepliesRemoved, &acked); err != nil {
+			&m.AssignmentRevision, &m.RepliesPosted, &m.RepliesRemoved, &acked, &firstProjected, &lastProjected,
+			&m.ProjectionCount); err != nil {
 			return nil, err
 		}
 		m.SessionID = b.id
 		m.CreatedAt = time.Unix(0, created).UTC()
 		m.Kind, m.Status, m.Priority = workflow.MessageKind(kind), workflow.MessageStatus(status), workflow.Priority(priority)
 		m.RequiresAck, m.ResolvedAt, m.FirstAckObservedAt = ack != 0, timeOf(resolved), timeOf(acked)
+		m.FirstProjectedAt, m.LastProjectedAt = timeOf(firstProjected), timeOf(lastProjected)
 		if err := json.Unmarshal([]byte(tags), &m.Tags); err != nil {
 			return nil, fmt.Errorf("message %s tags: %v", m.ID, err)
 		}
