@@ -15,7 +15,7 @@ import (
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
-// The Session-local message board (migration 0004): one message_boards
+// The Session-local message board (migration 0005): one message_boards
 // row of counters per session with messages, and one messages row per
 // retained message. The board's rules live in workflow.Board; this file
 // only reads and writes rows, inside one read snapshot (ViewBoard) or one
