@@ -147,6 +147,9 @@ type Options struct {
 	Outbox Outbox
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Observe, when set, is told of every call once its outcome is
+	// decided (window activity); it must not block on a commit.
+	Observe func(ctx context.Context, c Call, res Result)
 }
 
 // Stats are the kernel's cumulative counters, exposed by /api/status.
@@ -171,6 +174,7 @@ type Kernel struct {
 	outbox   Outbox
 	log      *slog.Logger
 	now      func() time.Time
+	observe  func(context.Context, Call, Result)
 
 	calls, failures, invalidClaims, recordFailures, evidenceFailures, interrupted, inflight atomic.Int64
 
@@ -195,7 +199,7 @@ func New(o Options) *Kernel {
 	stop, stopFn := context.WithCancel(context.Background())
 	return &Kernel{
 		reg: o.Registry, projects: o.Projects, sessions: o.Sessions,
-		evidence: o.Evidence, outbox: o.Outbox, log: o.Logger, now: o.Now, stop: stop, stopFn: stopFn,
+		evidence: o.Evidence, outbox: o.Outbox, log: o.Logger, now: o.Now, observe: o.Observe, stop: stop, stopFn: stopFn,
 	}
 }
 
@@ -287,6 +291,9 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 	if !recorded {
 		k.seal(&res, &rec)
 		k.writeEvidence(ctx, rec, &res)
+	}
+	if k.observe != nil {
+		k.observe(ctx, c, res)
 	}
 	return res
 }
@@ -474,7 +481,7 @@ func (k *Kernel) admitCall(c Call, tool *Tool) (any, error) {
 // recording_session_id (provenance only). It sets the record's project and
 // binding and returns the invocation and the verified recorder.
 func (k *Kernel) checkClaims(ctx context.Context, c Call, tool *Tool, in any, rec *Record) (*Invocation, *workflow.Session, error) {
-	inv := &Invocation{ID: rec.InvocationID, Tool: tool.Name, Principal: c.Principal, progress: c.Progress}
+	inv := &Invocation{ID: rec.InvocationID, Tool: tool.Name, Principal: c.Principal, Window: c.ClientWindow, progress: c.Progress}
 	fp := c.Principal.AuthorityFingerprint()
 	var projectID, businessID string
 	if ps, ok := in.(ProjectScoped); ok {
