@@ -297,3 +297,79 @@ func (s *server) doWindow(t *testing.T, win, path string, body []byte) (int, []b
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, data
 }
+
+// TestAuditWindowRelationsAndLoopGaps: MCP audit events keep the hashed
+// window; a recorder and a work_on_project yield relations; the operator
+// API and `webcodex audit tools` pair only adjacent meaningful calls of
+// the same window and principal, and calls without window metadata have
+// no loop timing.
+func TestAuditWindowRelationsAndLoopGaps(t *testing.T) {
+	proj := t.TempDir()
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("x\n"), 0o644)
+	s, _ := startLogged(t, t.TempDir(), "p="+proj)
+	defer s.stop(t)
+	ctx := context.Background()
+	cs := connectMCP(t, s, "", nil)
+	metaA, metaB := mcp.Meta{"openai/session": "loop-window-A"}, mcp.Meta{"openai/session": "loop-window-B"}
+	read := func(meta mcp.Meta, recorder string) {
+		t.Helper()
+		args := map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "a.txt"}}}
+		if recorder != "" {
+			args["recording_session_id"] = recorder
+		}
+		if r, _ := callMCP(t, cs, "read_files", args, meta); !r.Success {
+			t.Fatalf("read_files: %+v", r.Error)
+		}
+	}
+	w, _ := callMCP(t, cs, "work_on_project", map[string]any{"project": "agent:local:p", "instruction": "go"}, metaA)
+	sess := str(t, w.Output["session_id"])
+	read(metaA, sess)
+	callMCP(t, cs, "list_sessions", map[string]any{"project": "agent:local:p"}, metaA) // status: not meaningful
+	read(metaA, "")
+	read(metaB, "")
+	read(metaB, "")
+	read(nil, "")
+	read(nil, "")
+	cs.Close()
+
+	p, err := s.a.Auth.Authenticate(ctx, s.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rels, err := s.a.Audit.WindowRelations(ctx, window.PrincipalOf(p), window.Hash("loop-window-A", p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(kind string) bool {
+		for _, r := range rels {
+			if r.Kind == kind && r.SessionID == sess {
+				return true
+			}
+		}
+		return false
+	}
+	if len(rels) != 2 || !has("recording") || !has("work_on_project") {
+		t.Fatalf("window A relations %+v, want recording and work_on_project of %s", rels, sess)
+	}
+	if rels, _ := s.a.Audit.WindowRelations(ctx, window.PrincipalOf(p), window.Hash("loop-window-B", p)); len(rels) != 0 {
+		t.Fatalf("window B has relations %+v", rels)
+	}
+
+	code, body := s.do(t, s.token, "POST", "/api/audit/tools", []byte(`{}`))
+	if code != 200 {
+		t.Fatalf("audit tools: HTTP %d %s", code, body)
+	}
+	var rep struct {
+		LoopTiming map[string]int64 `json:"loop_timing"`
+	}
+	decodeInto(t, body, &rep)
+	lt := rep.LoopTiming
+	// A: work_on_project, read, read (the list_sessions between is not
+	// meaningful) → 2 pairs; B: 1 pair; the two windowless reads: none.
+	if lt["pairs"] != 3 || lt["calls_without_window"] != 2 || lt["calls_scanned"] != 7 || lt["overlapping_pairs"] != 0 {
+		t.Fatalf("loop timing %v", lt)
+	}
+	if lt["p50_gap_ms"] > lt["p95_gap_ms"] || lt["p95_gap_ms"] > lt["max_gap_ms"] || lt["p50_gap_ms"] < 0 {
+		t.Fatalf("loop gap percentiles out of order: %v", lt)
+	}
+}

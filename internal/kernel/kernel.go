@@ -115,6 +115,12 @@ type Result struct {
 	// registered); Project is the project the call resolved ("" when none).
 	Tool    string `json:"-"`
 	Project string `json:"-"`
+	// Recorder is the verified recording_session_id ("" when none was
+	// claimed or the claim was refused); BusinessSession is the
+	// authorized business session, or the session the call created
+	// (work_on_project), "" when none.
+	Recorder        string `json:"-"`
+	BusinessSession string `json:"-"`
 	// Body is the JSON of {success, output, error} exactly as the evidence
 	// record's result digest covers it: no HTML escaping, no insignificant
 	// whitespace, no trailing newline, members in that order. Transports
@@ -452,6 +458,13 @@ func (k *Kernel) stepsOf(ctx context.Context, c Call, tool *Tool, rec *Record) (
 	cancelled := !interrupted && ctx.Err() != nil
 	res := k.outcome(tool, inv, out, runErr, interrupted, cancelled, rec)
 	res.Tool = tool.Name
+	res.Recorder = inv.recorder
+	if inv.Session != nil {
+		res.BusinessSession = inv.Session.ID
+	}
+	if _, _, _, adopted := inv.effects(); adopted != nil {
+		res.BusinessSession = adopted.ID
+	}
 	k.seal(&res, rec)
 	k.finish(ctx, tool, inv, pairs, runErr, interrupted, cancelled, rec, &res)
 	return res, true

@@ -5,8 +5,10 @@ import (
 	"regexp"
 	"unicode/utf8"
 
+	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/transport/wrapper"
 	"github.com/webcodex/webcodex/internal/window"
 )
@@ -110,3 +112,26 @@ func clientWindow(meta map[string]any, p auth.Principal) string {
 	v, _ := meta["openai/session"].(string)
 	return window.Hash(v, p)
 }
+
+// windowFacts are the audit window facts of call with result res: whether
+// it was meaningful (window.Meaningful, decided there once) and, when the
+// call carried a window, the window, its principal correlation and the
+// relations the kernel's authority path established: a verified recorder
+// (recording) and a successful work_on_project's session.
+func windowFacts(c kernel.Call, res kernel.Result) audit.WindowFacts {
+	w := audit.WindowFacts{Meaningful: window.Meaningful(res.Tool, res.Project, res.Refused)}
+	if c.ClientWindow == "" {
+		return w
+	}
+	w.ClientWindow, w.Principal = c.ClientWindow, window.PrincipalOf(c.Principal)
+	if res.Recorder != "" {
+		w.Relations = append(w.Relations, audit.WindowRelation{Kind: audit.RelationRecording, SessionID: res.Recorder})
+	}
+	if res.Tool == workOnProject && res.Success && res.BusinessSession != "" {
+		w.Relations = append(w.Relations, audit.WindowRelation{Kind: audit.RelationWorkOnProject, SessionID: res.BusinessSession})
+	}
+	return w
+}
+
+// workOnProject is the canonical coding start/resume tool.
+const workOnProject = "work_on_project"
