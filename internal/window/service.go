@@ -11,6 +11,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/redact"
 )
 
 // Priority is a peer message's priority.
@@ -126,6 +127,10 @@ func (s *Service) prune(now time.Time) Prune {
 	}
 }
 
+// TouchQueueWait bounds how long Observe waits for room in a full writer
+// queue; past it the update is dropped (and counted), never the call held.
+const TouchQueueWait = 50 * time.Millisecond
+
 // Observe records a call of window for p on project, if it is meaningful
 // (see Meaningful). It never blocks on a commit and never adds an fsync.
 func (s *Service) Observe(ctx context.Context, p auth.Principal, window, tool, project string, refused bool) {
@@ -135,7 +140,9 @@ func (s *Service) Observe(ctx context.Context, p auth.Principal, window, tool, p
 	now := s.now()
 	pr := PrincipalOf(p)
 	t := Touch{Principal: pr, Window: window, PeerID: PeerID(pr, window), Project: project, At: now}
-	err := s.store.Touch(context.WithoutCancel(ctx), t, s.prune(now), func(err error) {
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TouchQueueWait)
+	defer cancel()
+	err := s.store.Touch(qctx, t, s.prune(now), func(err error) {
 		if err != nil {
 			s.dropped.Add(1)
 			s.log.Warn("window activity not written", "err", err)
@@ -222,7 +229,8 @@ func (s *Service) Post(ctx context.Context, p auth.Principal, window string, in 
 		return Message{}, failure.New(failure.InvalidArguments, "peer_id is this window's own route")
 	}
 	m := Message{
-		ID: newMessageID(), FromPeer: PeerID(pr, window), ToPeer: in.PeerID, Body: in.Body,
+		// Credential-shaped text never reaches the store.
+		ID: newMessageID(), FromPeer: PeerID(pr, window), ToPeer: in.PeerID, Body: redact.String(in.Body),
 		RequiresAck: in.RequiresAck, Priority: in.Priority, CreatedAt: now.UTC(),
 		Principal: pr, ToWindow: to, FromWindow: window,
 	}

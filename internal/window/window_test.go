@@ -172,6 +172,13 @@ func TestPostPeerMessage(t *testing.T) {
 	if got, _ := svc.Waiting(ctx, bob, wx); len(got) != 0 {
 		t.Fatalf("bob received %d", len(got))
 	}
+	secret := "ghp_" + strings.Repeat("a", 24)
+	if _, err := svc.Post(ctx, alice, wa, window.PostParams{PeerID: idB, Body: "token " + secret}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := svc.Waiting(ctx, alice, wb); len(got) != 2 || strings.Contains(got[1].Body, secret) {
+		t.Fatalf("a credential reached the store: %+v", got)
+	}
 	if _, err := svc.Post(ctx, alice, wa, window.PostParams{PeerID: idB, Body: strings.Repeat("é", window.MaxMessageChars)}); err != nil {
 		t.Fatalf("a message of exactly the bound: %v", err)
 	}
