@@ -118,7 +118,7 @@ func newKernel(a *App) *kernel.Kernel {
 		Outbox:   a.outbox,
 		Logger:   a.Log,
 		Observe: func(ctx context.Context, c kernel.Call, res kernel.Result) {
-			a.Windows.Observe(ctx, c.Principal, c.ClientWindow, res.Tool, res.Project, res.Refused)
+			a.Windows.Observe(ctx, c.Principal, c.ClientWindow, res.Tool, res.Project, res.Refused, sessionAffinity(res))
 		},
 	})
 }

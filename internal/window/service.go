@@ -32,6 +32,9 @@ type Touch struct {
 	PeerID    string
 	Project   string
 	At        time.Time
+	// Affinity is the session the call explicitly related the window
+	// to (verified recorder, work_on_project), "" when none.
+	Affinity string
 }
 
 // ProjectActivity is a window's retained activity on one project.
@@ -86,6 +89,9 @@ type Store interface {
 	// ResolvePeer returns the window of principal's peer id, if it has a
 	// retained activity row at or after since.
 	ResolvePeer(ctx context.Context, principal, peerID string, since time.Time) (string, bool, error)
+	// Affinity returns the most recent explicit session affinity of
+	// principal's window on project, if it was recorded after since.
+	Affinity(ctx context.Context, principal, window, project string, since time.Time) (string, bool, error)
 	// Activity returns the retained activity of principal's window.
 	Activity(ctx context.Context, principal, window string) ([]ProjectActivity, error)
 	// PostMessage stores m durably and applies p's message retention.
@@ -132,14 +138,16 @@ func (s *Service) prune(now time.Time) Prune {
 const TouchQueueWait = 50 * time.Millisecond
 
 // Observe records a call of window for p on project, if it is meaningful
-// (see Meaningful). It never blocks on a commit and never adds an fsync.
-func (s *Service) Observe(ctx context.Context, p auth.Principal, window, tool, project string, refused bool) {
+// (see Meaningful), with affinity, the session a successful call
+// explicitly related the window to ("" none). It never blocks on a
+// commit and never adds an fsync.
+func (s *Service) Observe(ctx context.Context, p auth.Principal, window, tool, project string, refused bool, affinity string) {
 	if s == nil || window == "" || !Meaningful(tool, project, refused) {
 		return
 	}
 	now := s.now()
 	pr := PrincipalOf(p)
-	t := Touch{Principal: pr, Window: window, PeerID: PeerID(pr, window), Project: project, At: now}
+	t := Touch{Principal: pr, Window: window, PeerID: PeerID(pr, window), Project: project, At: now, Affinity: affinity}
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TouchQueueWait)
 	defer cancel()
 	err := s.store.Touch(qctx, t, s.prune(now), func(err error) {
@@ -267,6 +275,20 @@ func (s *Service) CurrentActivity(ctx context.Context, p auth.Principal, window 
 		return Current{}, err
 	}
 	return Current{PeerID: PeerID(pr, window), Activity: act, WaitingMessages: len(waiting)}, nil
+}
+
+// Affinity returns the session p's window last explicitly related to on
+// project less than AffinityRecent ago: only a candidate. The caller must
+// still check that it is active, on project and authorized for p, and
+// must never record in it or select it (recorder continuity gap).
+func (s *Service) Affinity(ctx context.Context, p auth.Principal, window, project string) (string, bool, error) {
+	if window == "" || project == "" {
+		return "", false, nil
+	}
+	if err := s.store.Flush(ctx); err != nil {
+		return "", false, err
+	}
+	return s.store.Affinity(ctx, PrincipalOf(p), window, project, s.now().Add(-AffinityRecent))
 }
 
 // Waiting returns the retained messages addressed to p's window, oldest

@@ -52,6 +52,9 @@ const (
 	MaxMessageChars = 2000
 	// MaxPeers bounds a discovery answer (most recently active first).
 	MaxPeers = 16
+	// AffinityRecent is how recent a window's explicit session affinity
+	// must be for a recorder continuity gap diagnostic to suggest it.
+	AffinityRecent = 30 * time.Minute
 	// MaxRawBytes bounds an accepted raw host window value.
 	MaxRawBytes = 256
 )

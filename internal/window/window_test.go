@@ -36,7 +36,7 @@ var (
 
 func observe(t *testing.T, svc *window.Service, st *windowdb.Store, p auth.Principal, w, tool, project string) {
 	t.Helper()
-	svc.Observe(context.Background(), p, w, tool, project, false)
+	svc.Observe(context.Background(), p, w, tool, project, false, "")
 	if err := st.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestDiscovery(t *testing.T) {
 	wd := window.Hash("d", alice)
 	observe(t, svc, st, alice, wd, window.ToolListPeers, "agent:local:p")
 	observe(t, svc, st, alice, wd, "list_sessions", "agent:local:p")
-	svc.Observe(context.Background(), alice, wd, "read_files", "agent:local:p", true) // refused
+	svc.Observe(context.Background(), alice, wd, "read_files", "agent:local:p", true, "") // refused
 	st.Flush(context.Background())
 	if got := peerIDs(t, svc, alice, wa, "agent:local:p"); len(got) != 1 {
 		t.Fatalf("status calls made a peer: %v", got)
@@ -234,7 +234,7 @@ func TestRetention(t *testing.T) {
 	// Per principal, at most MaxActivityRowsPerPrincipal rows.
 	for i := 0; i < window.MaxActivityRowsPerPrincipal+3; i++ {
 		c.t = c.t.Add(time.Millisecond)
-		svc.Observe(ctx, alice, window.Hash("w"+string(rune('a'+i%26))+strings.Repeat("z", i/26), alice), "read_files", "agent:local:p", false)
+		svc.Observe(ctx, alice, window.Hash("w"+string(rune('a'+i%26))+strings.Repeat("z", i/26), alice), "read_files", "agent:local:p", false, "")
 	}
 	st.Flush(ctx)
 	if cur, _ := svc.CurrentActivity(ctx, alice, wa); len(cur.Activity) != 0 {

@@ -49,11 +49,19 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 // Touch implements window.Store.
 func (s *Store) Touch(ctx context.Context, t window.Touch, p window.Prune, then func(error)) error {
 	_, err := s.db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var aff, affAt any
+		if t.Affinity != "" {
+			aff, affAt = t.Affinity, ms(t.At)
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO window_activity
-			(principal, window, project, peer_id, first_at_ms, last_at_ms, calls) VALUES (?, ?, ?, ?, ?, ?, 1)
+			(principal, window, project, peer_id, first_at_ms, last_at_ms, calls, affinity_session, affinity_at_ms)
+			VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)
 			ON CONFLICT (principal, window, project) DO UPDATE SET
-			last_at_ms = max(last_at_ms, excluded.last_at_ms), calls = calls + 1`,
-			t.Principal, t.Window, t.Project, t.PeerID, ms(t.At), ms(t.At)); err != nil {
+			last_at_ms = max(last_at_ms, excluded.last_at_ms), calls = calls + 1,
+			affinity_session = CASE WHEN excluded.affinity_at_ms >= coalesce(affinity_at_ms, 0)
+				THEN excluded.affinity_session ELSE affinity_session END,
+			affinity_at_ms = max(coalesce(affinity_at_ms, 0), coalesce(excluded.affinity_at_ms, 0))`,
+			t.Principal, t.Window, t.Project, t.PeerID, ms(t.At), ms(t.At), aff, affAt); err != nil {
 			return fmt.Errorf("window activity: %w", err)
 		}
 		return pruneActivity(ctx, tx, t.Principal, p)
@@ -128,6 +136,21 @@ func (s *Store) Activity(ctx context.Context, principal, win string) ([]window.P
 		out = append(out, a)
 	}
 	return out, sqlitedb.StoreError(rows.Err(), "window store")
+}
+
+// Affinity implements window.Store.
+func (s *Store) Affinity(ctx context.Context, principal, win, project string, since time.Time) (string, bool, error) {
+	var id string
+	err := s.db.QueryRow(ctx, `SELECT affinity_session FROM window_activity
+		WHERE principal = ? AND window = ? AND project = ? AND affinity_at_ms > ? AND affinity_session IS NOT NULL`,
+		principal, win, project, ms(since)).Scan(&id)
+	switch {
+	case err == sql.ErrNoRows:
+		return "", false, nil
+	case err != nil:
+		return "", false, sqlitedb.StoreError(err, "window store")
+	}
+	return id, true, nil
 }
 
 // PostMessage implements window.Store.
