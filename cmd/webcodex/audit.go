@@ -266,4 +266,21 @@ func printToolReport(w io.Writer, rep audit.ToolReport) {
 		fprintf(w, " (the newest of %d; use --events to scan more)", rep.EventsAvailable)
 	}
 	fprintf(w, ".\n")
+	printLoopTiming(w, rep.LoopTiming)
+}
+
+// printLoopTiming prints the agent-loop gaps: response to next request of
+// the same window and principal (not model turns).
+func printLoopTiming(w io.Writer, lt audit.LoopTiming) {
+	if lt.Pairs == 0 {
+		fprintf(w, "Loop gaps: none measurable")
+	} else {
+		fprintf(w, "Loop gaps (response to the next request of the same window): %d pairs, p50 %d ms, p90 %d ms, p95 %d ms, max %d ms",
+			lt.Pairs, lt.P50MS, lt.P90MS, lt.P95MS, lt.MaxMS)
+	}
+	fprintf(w, "; %d of %d meaningful MCP calls scanned had no window (loop timing unavailable)", lt.Unavailable, lt.CallsSeen)
+	if lt.Overlapping > 0 {
+		fprintf(w, "; %d overlapping pairs", lt.Overlapping)
+	}
+	fprintf(w, ".\n")
 }

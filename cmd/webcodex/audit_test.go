@@ -73,6 +73,10 @@ func TestAuditCommands(t *testing.T) {
 	if !strings.Contains(out, "read_files") || !strings.Contains(out, "67") || !strings.Contains(out, "×2") {
 		t.Fatalf("tools table:\n%s", out)
 	}
+	// REST calls carry no MCP window facts: no loop timing, said so.
+	if !strings.Contains(out, "Loop gaps: none measurable; 0 of 0 meaningful MCP calls scanned had no window") || rep.LoopTiming.CallsSeen != 0 {
+		t.Fatalf("tools loop gaps:\n%s", out)
+	}
 	out = mustRun(t, "--data-dir", data, "audit", "close", id)
 	if !strings.Contains(out, "closed") {
 		t.Fatalf("close: %s", out)
@@ -146,5 +150,14 @@ func TestAuditReadWhileServing(t *testing.T) {
 	case <-srv.done:
 	case <-time.After(60 * time.Second):
 		t.Fatal("server did not stop")
+	}
+}
+
+func TestPrintLoopTiming(t *testing.T) {
+	var b strings.Builder
+	printLoopTiming(&b, audit.LoopTiming{Pairs: 3, P50MS: 100, P90MS: 2000, P95MS: 2000, MaxMS: 2000, Overlapping: 1, Unavailable: 2, CallsSeen: 9})
+	want := "Loop gaps (response to the next request of the same window): 3 pairs, p50 100 ms, p90 2000 ms, p95 2000 ms, max 2000 ms; 2 of 9 meaningful MCP calls scanned had no window (loop timing unavailable); 1 overlapping pairs.\n"
+	if b.String() != want {
+		t.Fatalf("got  %q\nwant %q", b.String(), want)
 	}
 }

@@ -20,6 +20,9 @@ func main() {
 	defer stop()
 	root := newRoot()
 	if err := root.ExecuteContext(ctx); err != nil {
+		if errors.Is(err, errAttention) {
+			os.Exit(ExitAttention) // what is waiting was printed
+		}
 		fmt.Fprintln(os.Stderr, "webcodex:", err)
 		var ce *app.ConfigError
 		if errors.As(err, &ce) {

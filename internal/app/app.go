@@ -36,6 +36,7 @@ import (
 	"github.com/webcodex/webcodex/internal/transport/evidenceapi"
 	"github.com/webcodex/webcodex/internal/transport/mcpserver"
 	"github.com/webcodex/webcodex/internal/transport/rest"
+	"github.com/webcodex/webcodex/internal/window"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -59,6 +60,8 @@ type App struct {
 	Shells   *shell.Manager
 	Kernel   *kernel.Kernel
 	Audit    *audit.Service
+	// Windows is the window plane: window activity and Window Peers.
+	Windows *window.Service
 	// AuditHTTP records audited requests and serves the operator audit API.
 	AuditHTTP *auditmw.Middleware
 	// Evidence is the tamper-evident invocation journal (evidence.db).
@@ -122,6 +125,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 
 func (a *App) wire(ctx context.Context) error {
 	a.Sessions = newSessions(a.Stores)
+	a.Windows = window.NewService(a.Stores.Window, a.Log, nil)
 	authSvc, err := newAuth(a.Stores, a.Config, a.Log)
 	if err != nil {
 		return err

@@ -122,13 +122,14 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	called := map[string]bool{}
 	// act posts args to the tool's action route, validates the response
 	// against the schema of its status, and returns the decoded body.
+	actWindow := "" // the window header act sends ("" none)
 	act := func(tool string, args any, wantSuccess bool) map[string]json.RawMessage {
 		t.Helper()
 		body, err := json.Marshal(args)
 		if err != nil {
 			t.Fatal(err)
 		}
-		code, data := s.do(t, s.token, "POST", "/api/actions/"+tool, body)
+		code, data := s.doWindow(t, actWindow, "/api/actions/"+tool, body)
 		sch := schemas[fmt.Sprintf("%s %d", tool, code)]
 		if sch == nil {
 			t.Fatalf("%s: HTTP %d has no response schema: %s", tool, code, data)
@@ -224,6 +225,29 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("resolve_session_message", map[string]any{"session_id": sess, "message_id": todo}, true)
 	obs := field(act("observe_session_messages", map[string]any{"session_id": sess}, true), "observation_token")
 	act("observe_session_messages", map[string]any{"session_id": sess, "after_observation_token": obs + "x"}, false)
+
+	// Window Peers: a second window of the same principal finds the
+	// first, posts to it; without a window, a failure.
+	act("list_peers", map[string]any{"project": proj}, false)
+	actWindow = "strict-window-b"
+	act("read_files", map[string]any{"project": proj, "files": []any{map[string]any{"path": "calc.go"}}}, true)
+	actWindow = "strict-window-a"
+	act("read_files", map[string]any{"project": proj, "files": []any{map[string]any{"path": "calc.go"}}}, true)
+	var peerList []struct {
+		PeerID string `json:"peer_id"`
+	}
+	json.Unmarshal(act("list_peers", map[string]any{"project": proj}, true)["output"], &struct {
+		Peers *[]struct {
+			PeerID string `json:"peer_id"`
+		} `json:"peers"`
+	}{&peerList})
+	if len(peerList) != 1 {
+		t.Fatalf("list_peers over REST: %v", peerList)
+	}
+	act("post_peer_message", map[string]any{"peer_id": peerList[0].PeerID, "message": "hi"}, true)
+	act("post_peer_message", map[string]any{"peer_id": "wc_peer_x", "message": "hi"}, false)
+	act("current_window_activity", map[string]any{}, true)
+	actWindow = ""
 
 	// Closeout.
 	act("session_handoff_summary", map[string]any{"session_id": sess}, true)

@@ -11,6 +11,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth/authdb"
 	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/project/projectdb"
+	"github.com/webcodex/webcodex/internal/window/windowdb"
 	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
@@ -24,6 +25,9 @@ const (
 	// AuditDB holds Action Audit Sessions; it shares nothing with
 	// workflow.db.
 	AuditDB = "audit.db"
+	// WindowDB holds window activity and Window Peer messages (decision
+	// 0032); it is neither a Workflow Session nor an Action Audit store.
+	WindowDB = "window.db"
 )
 
 // Stores are the opened databases of a data directory.
@@ -33,6 +37,7 @@ type Stores struct {
 	Projects *projectdb.Store
 	Jobs     *jobsdb.Store
 	Audit    *auditdb.Store
+	Window   *windowdb.Store
 }
 
 // OpenStores creates the data directory (0700) if needed and opens every
@@ -61,6 +66,10 @@ func OpenStores(ctx context.Context, dataDir string) (*Stores, error) {
 	if s.Audit, err = auditdb.Open(ctx, filepath.Join(dataDir, AuditDB)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", AuditDB, err)
+	}
+	if s.Window, err = windowdb.Open(ctx, filepath.Join(dataDir, WindowDB)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", WindowDB, err)
 	}
 	return s, nil
 }
@@ -92,6 +101,9 @@ func (s *Stores) Close() error {
 	}
 	if s.Audit != nil {
 		errs = append(errs, s.Audit.Close())
+	}
+	if s.Window != nil {
+		errs = append(errs, s.Window.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/files"
 	"github.com/webcodex/webcodex/internal/tools/git"
 	"github.com/webcodex/webcodex/internal/tools/jobctl"
+	"github.com/webcodex/webcodex/internal/tools/peers"
 	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/search"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
@@ -58,6 +59,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	validate.Register(reg, vt)
 	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner, Snapshots: newSnapshots(a)})
 	board.Register(reg, &board.Tools{Board: newBoard(a)})
+	peers.Register(reg, &peers.Tools{Windows: a.Windows})
 	return reg
 }
 
@@ -116,5 +118,8 @@ func newKernel(a *App) *kernel.Kernel {
 		Outbox:   a.outbox,
 		Logger:   a.Log,
 		Ambient:  []kernel.Ambient{kernel.BoardAttention{Board: newBoard(a)}},
+		Observe: func(ctx context.Context, c kernel.Call, res kernel.Result) {
+			a.Windows.Observe(ctx, c.Principal, c.ClientWindow, res.Tool, res.Project, res.Refused, sessionAffinity(res))
+		},
 	})
 }

@@ -135,6 +135,8 @@ type EventView struct {
 type Event struct {
 	EventView
 	Attribution Attribution `json:"-"`
+	// Window holds the window facts of an MCP tool call (zero otherwise).
+	Window WindowFacts `json:"-"`
 }
 
 // View returns the public view of e. It applies the read-time pass: keys
@@ -254,5 +256,10 @@ type Store interface {
 	Session(ctx context.Context, id string, eventsLimit int) (Session, []Event, error)
 	// Stats aggregates over the selected events. Read errors fail.
 	Stats(ctx context.Context, q StatsQuery) (Stats, error)
+	// LoopCalls returns the newest limit meaningful MCP tool calls,
+	// newest first, and how many are stored.
+	LoopCalls(ctx context.Context, limit int) ([]LoopCall, int64, error)
+	// WindowRelations returns the relations of principal's window.
+	WindowRelations(ctx context.Context, principal, window string) ([]WindowRelation, error)
 	Close() error
 }

@@ -263,6 +263,7 @@ func Sanitize(ev Event) Event {
 		PrincipalUserID: redact.Bounded(ev.Attribution.PrincipalUserID, MaxFieldChars),
 		OAuthClientID:   redact.Bounded(ev.Attribution.OAuthClientID, MaxFieldChars),
 	}
+	ev.Window = ev.Window.sanitized()
 	return ev
 }
 

@@ -262,10 +262,23 @@ func (s *Service) Tools(ctx context.Context, limit int) (ToolReport, error) {
 	if err != nil {
 		return ToolReport{}, err
 	}
+	calls, callsAvailable, err := s.store.LoopCalls(ctx, limit)
+	if err != nil {
+		return ToolReport{}, err
+	}
+	loop := BuildLoopTiming(calls)
+	loop.CallsAvailable = callsAvailable
 	return ToolReport{
 		Tools:           BuildToolReport(ms),
+		LoopTiming:      loop,
 		EventsScanned:   int64(len(ms)),
 		EventsAvailable: available,
 		Truncated:       int64(len(ms)) < available,
 	}, nil
+}
+
+// WindowRelations returns the Window↔Workflow Session relations of
+// principal's window (observational; they confer nothing).
+func (s *Service) WindowRelations(ctx context.Context, principal, window string) ([]WindowRelation, error) {
+	return s.store.WindowRelations(ctx, principal, window)
 }

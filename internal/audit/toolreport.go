@@ -42,10 +42,13 @@ type ToolStats struct {
 // records: EventsScanned of EventsAvailable were read; Truncated is true
 // when older records were left out.
 type ToolReport struct {
-	Tools           []ToolStats `json:"tools"`
-	EventsScanned   int64       `json:"events_scanned"`
-	EventsAvailable int64       `json:"events_available"`
-	Truncated       bool        `json:"truncated"`
+	Tools []ToolStats `json:"tools"`
+	// LoopTiming is the agent-loop gap aggregate over the newest
+	// meaningful MCP calls (as many as the report's limit).
+	LoopTiming      LoopTiming `json:"loop_timing"`
+	EventsScanned   int64      `json:"events_scanned"`
+	EventsAvailable int64      `json:"events_available"`
+	Truncated       bool       `json:"truncated"`
 }
 
 // BuildToolReport aggregates ms per tool, most-called tool first (ties by

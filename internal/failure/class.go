@@ -107,6 +107,9 @@ var classes = map[Kind]Class{
 	UnknownMessageID:               {ClassNotStarted, RecoverFixInput, statusNotFound},
 	CompletionPersistenceUncertain: {ClassOutcomeUnknown, RecoverRetrySame, statusInternal},
 	InvalidObservationToken:        {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	// Window plane.
+	UnknownRecipient:        {ClassNotStarted, RecoverFixInput, statusNotFound},
+	ClientWindowUnavailable: {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

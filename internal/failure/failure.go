@@ -64,6 +64,9 @@ const (
 	UnknownMessageID               Kind = "unknown_message_id"
 	CompletionPersistenceUncertain Kind = "completion_persistence_uncertain"
 	InvalidObservationToken        Kind = "invalid_observation_token"
+	// Window plane (Window Peers).
+	UnknownRecipient        Kind = "unknown_recipient"
+	ClientWindowUnavailable Kind = "client_window_unavailable"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -82,6 +85,7 @@ var Kinds = []Kind{
 	IdempotencyConflict, AlreadyCompleted, InvalidAssignmentFence,
 	SessionMessageNotTodo, UnknownMessageID, CompletionPersistenceUncertain,
 	InvalidObservationToken,
+	UnknownRecipient, ClientWindowUnavailable,
 }
 
 // Error is a failure with a stable kind, a human message and optional

@@ -24,6 +24,9 @@ type Invocation struct {
 	HasProject bool
 	// Session is the authorized business session, or nil.
 	Session *workflow.Session
+	// Window is the call's principal-bound ClientWindow hash ("" when
+	// none): observational, never a session selector or authority.
+	Window string
 
 	progress ProgressFunc
 

@@ -118,6 +118,12 @@ type Result struct {
 	// registered); Project is the project the call resolved ("" when none).
 	Tool    string `json:"-"`
 	Project string `json:"-"`
+	// Recorder is the verified recording_session_id ("" when none was
+	// claimed or the claim was refused); BusinessSession is the
+	// authorized business session, or the session the call created
+	// (work_on_project), "" when none.
+	Recorder        string `json:"-"`
+	BusinessSession string `json:"-"`
 	// Body is the JSON of {success, output, error} exactly as the evidence
 	// record's result digest covers it: no HTML escaping, no insignificant
 	// whitespace, no trailing newline, members in that order. Transports
@@ -154,6 +160,9 @@ type Options struct {
 	// Ambient are the projections added to model-facing results after
 	// the effect, in order (see Ambient).
 	Ambient []Ambient
+	// Observe, when set, is told of every call once its outcome is
+	// decided (window activity); it must not block on a commit.
+	Observe func(ctx context.Context, c Call, res Result)
 }
 
 // Stats are the kernel's cumulative counters, exposed by /api/status.
@@ -179,6 +188,7 @@ type Kernel struct {
 	ambient  []Ambient
 	log      *slog.Logger
 	now      func() time.Time
+	observe  func(context.Context, Call, Result)
 
 	calls, failures, invalidClaims, recordFailures, evidenceFailures, interrupted, inflight atomic.Int64
 
@@ -203,7 +213,7 @@ func New(o Options) *Kernel {
 	stop, stopFn := context.WithCancel(context.Background())
 	return &Kernel{
 		reg: o.Registry, projects: o.Projects, sessions: o.Sessions,
-		evidence: o.Evidence, outbox: o.Outbox, ambient: o.Ambient, log: o.Logger, now: o.Now, stop: stop, stopFn: stopFn,
+		evidence: o.Evidence, outbox: o.Outbox, ambient: o.Ambient, log: o.Logger, now: o.Now, observe: o.Observe, stop: stop, stopFn: stopFn,
 	}
 }
 
@@ -295,6 +305,9 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 	if !recorded {
 		k.seal(&res, &rec)
 		k.writeEvidence(ctx, rec, &res)
+	}
+	if k.observe != nil {
+		k.observe(ctx, c, res)
 	}
 	return res
 }
@@ -453,6 +466,13 @@ func (k *Kernel) stepsOf(ctx context.Context, c Call, tool *Tool, rec *Record) (
 	cancelled := !interrupted && ctx.Err() != nil
 	res := k.outcome(tool, inv, out, runErr, interrupted, cancelled, rec)
 	res.Tool = tool.Name
+	res.Recorder = inv.recorder
+	if inv.Session != nil {
+		res.BusinessSession = inv.Session.ID
+	}
+	if _, _, _, adopted := inv.effects(); adopted != nil {
+		res.BusinessSession = adopted.ID
+	}
 	k.seal(&res, rec)
 	k.finish(ctx, tool, inv, pairs, runErr, interrupted, cancelled, rec, &res)
 	k.project(ctx, c, inv, recorder, rec.At, &res)
@@ -483,7 +503,7 @@ func (k *Kernel) admitCall(c Call, tool *Tool) (any, error) {
 // recording_session_id (provenance only). It sets the record's project and
 // binding and returns the invocation and the verified recorder.
 func (k *Kernel) checkClaims(ctx context.Context, c Call, tool *Tool, in any, rec *Record) (*Invocation, *workflow.Session, error) {
-	inv := &Invocation{ID: rec.InvocationID, Tool: tool.Name, Principal: c.Principal, progress: c.Progress}
+	inv := &Invocation{ID: rec.InvocationID, Tool: tool.Name, Principal: c.Principal, Window: c.ClientWindow, progress: c.Progress}
 	fp := c.Principal.AuthorityFingerprint()
 	var projectID, businessID string
 	if ps, ok := in.(ProjectScoped); ok {

@@ -54,8 +54,13 @@ const (
 	sqlEnsure = `INSERT OR IGNORE INTO action_sessions (session_id, status, created_at, updated_at) VALUES (?, 'open', ?, ?)`
 	sqlInsert = `INSERT INTO action_events (event_id, session_id, started_at, ended_at, duration_ms, endpoint, operation,
 		action_name, project, status, http_status, error_summary, warning_summary, changed_files_json, ids_json,
-		summary_json, request_bytes, response_bytes, principal_kind, principal_user_id, oauth_client_id)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+		summary_json, request_bytes, response_bytes, principal_kind, principal_user_id, oauth_client_id,
+		client_window, window_principal, meaningful, started_at_ms, ended_at_ms)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlRelation = `INSERT INTO window_session_relations
+		(window_principal, client_window, session_id, kind, first_at, last_at, count) VALUES (?, ?, ?, ?, ?, ?, 1)
+		ON CONFLICT (window_principal, client_window, session_id, kind) DO UPDATE SET
+		last_at = max(last_at, excluded.last_at), count = count + 1`
 	sqlCounters = `UPDATE action_sessions SET
 		total_actions = total_actions + ?,
 		success_count = success_count + ?,
@@ -290,8 +295,22 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 				ev.ActionName, ev.Project, ev.Status, ev.HTTPStatus, ev.ErrorSummary, ev.WarningSummary,
 				r.files, r.ids, r.summary, ev.RequestBytes, ev.ResponseBytes,
 				nullable(ev.Attribution.PrincipalKind), nullable(ev.Attribution.PrincipalUserID),
-				nullable(ev.Attribution.OAuthClientID)); err != nil {
+				nullable(ev.Attribution.OAuthClientID),
+				nullable(ev.Window.ClientWindow), nullable(ev.Window.Principal), b2i(ev.Window.Meaningful),
+				nullableMS(ev.Window.StartedAtMS), nullableMS(ev.Window.EndedAtMS)); err != nil {
 				return err
+			}
+			for _, rel := range ev.Window.Relations {
+				if _, err := tx.ExecContext(ctx, sqlRelation, ev.Window.Principal, ev.Window.ClientWindow,
+					rel.SessionID, rel.Kind, ev.EndedAt, ev.EndedAt); err != nil {
+					return err
+				}
+			}
+			if len(ev.Window.Relations) > 0 {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM window_session_relations WHERE last_at < ?`,
+					at-int64(audit.WindowRelationRetention/time.Second)); err != nil {
+					return err
+				}
 			}
 		}
 		counters, trim := tx.StmtContext(ctx, s.stmts.counters), tx.StmtContext(ctx, s.stmts.trim)
@@ -343,6 +362,60 @@ func (s *Store) Ergonomics(ctx context.Context, limit int) ([]audit.ModelErgonom
 		return nil, 0, wrapRead(err)
 	}
 	return out, available, nil
+}
+
+// nullableMS stores a zero millisecond time as NULL.
+func nullableMS(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+// LoopCalls implements audit.Store.
+func (s *Store) LoopCalls(ctx context.Context, limit int) ([]audit.LoopCall, int64, error) {
+	var available int64
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM action_events WHERE meaningful = 1`).Scan(&available); err != nil {
+		return nil, 0, wrapRead(err)
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT coalesce(client_window, ''), coalesce(window_principal, ''),
+		coalesce(started_at_ms, 0), coalesce(ended_at_ms, 0) FROM action_events
+		WHERE meaningful = 1 ORDER BY seq DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, 0, wrapRead(err)
+	}
+	defer rows.Close()
+	out := []audit.LoopCall{}
+	for rows.Next() {
+		var c audit.LoopCall
+		if err := rows.Scan(&c.ClientWindow, &c.Principal, &c.StartedAtMS, &c.EndedAtMS); err != nil {
+			return nil, 0, wrapRead(err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, wrapRead(err)
+	}
+	return out, available, nil
+}
+
+// WindowRelations implements audit.Store.
+func (s *Store) WindowRelations(ctx context.Context, principal, window string) ([]audit.WindowRelation, error) {
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT kind, session_id FROM window_session_relations
+		WHERE window_principal = ? AND client_window = ? ORDER BY last_at DESC, session_id, kind`, principal, window)
+	if err != nil {
+		return nil, wrapRead(err)
+	}
+	defer rows.Close()
+	out := []audit.WindowRelation{}
+	for rows.Next() {
+		var r audit.WindowRelation
+		if err := rows.Scan(&r.Kind, &r.SessionID); err != nil {
+			return nil, wrapRead(err)
+		}
+		out = append(out, r)
+	}
+	return out, wrapRead(rows.Err())
 }
 
 type scanner interface{ Scan(dest ...any) error }

@@ -63,11 +63,13 @@ func TestSchema(t *testing.T) {
 		rows.Scan(&typ, &name)
 		got = append(got, typ+":"+name)
 	}
-	want := "index:idx_action_events_session_seq index:idx_action_sessions_status_last_event table:action_events table:action_sessions"
+	want := "index:idx_action_events_meaningful index:idx_action_events_session_seq index:idx_action_sessions_status_last_event " +
+		"index:idx_window_session_relations_last table:action_events table:action_sessions table:window_session_relations"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("schema objects %v", got)
 	}
-	for _, col := range []string{"principal_kind", "principal_user_id", "oauth_client_id", "changed_files_json", "ids_json", "summary_json"} {
+	for _, col := range []string{"principal_kind", "principal_user_id", "oauth_client_id", "changed_files_json", "ids_json", "summary_json",
+		"client_window", "window_principal", "meaningful", "started_at_ms", "ended_at_ms"} {
 		var n int
 		st.DB().Read.QueryRow(`SELECT COUNT(*) FROM pragma_table_info('action_events') WHERE name = ?`, col).Scan(&n)
 		if n != 1 {

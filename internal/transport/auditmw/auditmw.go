@@ -160,6 +160,10 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 		ev.EndedAt = time.Now().Unix()
 		ev.RequestBytes = int64(len(httpserver.Body(r)))
 		ev.ResponseBytes = rec.n
+		if f.window != nil {
+			ev.Window = *f.window
+			ev.Window.StartedAtMS, ev.Window.EndedAtMS = start.UnixMilli(), time.Now().UnixMilli()
+		}
 		var attr audit.Attribution
 		if p, ok := auth.PrincipalFrom(r.Context()); ok {
 			attr = audit.Attribution{PrincipalKind: string(p.Kind), PrincipalUserID: p.Owner}

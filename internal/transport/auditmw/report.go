@@ -30,6 +30,7 @@ type report struct {
 	project    string
 	ergonomics *audit.ModelErgonomics
 	surface    *audit.ToolSurface
+	window     *audit.WindowFacts
 }
 
 type reportKey struct{}
@@ -116,6 +117,19 @@ func ReportToolsList(ctx context.Context, s audit.ToolSurface) {
 	r.mu.Unlock()
 }
 
+// ReportWindow records the window facts of the audited request's MCP tool
+// call (the middleware adds the request's millisecond times). A request
+// that is not audited ignores it. The last report of a request wins.
+func ReportWindow(ctx context.Context, w audit.WindowFacts) {
+	r := reportFrom(ctx)
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.window = &w
+	r.mu.Unlock()
+}
+
 // facts is a copy of a report, read after the handler returned.
 type facts struct {
 	method              string
@@ -124,6 +138,7 @@ type facts struct {
 	toolSeen, succeeded bool
 	ergonomics          *audit.ModelErgonomics
 	surface             *audit.ToolSurface
+	window              *audit.WindowFacts
 }
 
 func (r *report) get() facts {
@@ -132,7 +147,7 @@ func (r *report) get() facts {
 	return facts{
 		method: r.method, methodSeen: r.methodSeen, failed: r.rpcFailed,
 		name: r.name, project: r.project, toolSeen: r.toolSeen, succeeded: r.success,
-		ergonomics: r.ergonomics, surface: r.surface,
+		ergonomics: r.ergonomics, surface: r.surface, window: r.window,
 	}
 }
 

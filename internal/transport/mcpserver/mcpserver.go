@@ -401,6 +401,7 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 			materials = s.materials(ctx, p, args, w.context)
 		}
 		auditmw.ReportTool(ctx, t, res)
+		auditmw.ReportWindow(ctx, windowFacts(call, res))
 		return result(res, materials), nil
 	}
 }

@@ -1,16 +1,15 @@
 package mcpserver
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/transport/wrapper"
+	"github.com/webcodex/webcodex/internal/window"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -27,7 +26,7 @@ const (
 	// MaxContextKeyBytes bounds one material key.
 	MaxContextKeyBytes = 64
 	// MaxWindowBytes bounds an accepted _meta["openai/session"] value.
-	MaxWindowBytes = 256
+	MaxWindowBytes = window.MaxRawBytes
 )
 
 // Wrapper member names, projected into every tool's MCP input schema and
@@ -100,28 +99,33 @@ func clip(s string) string {
 	return s
 }
 
-// windowDomain separates ClientWindow hashes from every other hash.
-const windowDomain = "webcodex.client-window.v1"
-
-// clientWindow returns the domain-separated hash of a host window value
-// bound to the authenticated principal, or "" when the value is absent or
-// malformed. The raw value is never returned, stored or logged.
+// clientWindow returns the principal-bound ClientWindow hash of the host
+// window value _meta["openai/session"] (window.Hash), or "" when it is
+// absent or malformed. The raw value is never returned, stored or logged.
 func clientWindow(meta map[string]any, p auth.Principal) string {
-	v, ok := meta["openai/session"].(string)
-	if !ok || v == "" || len(v) > MaxWindowBytes || !utf8.ValidString(v) {
-		return ""
-	}
-	for _, r := range v {
-		if unicode.IsControl(r) || unicode.IsSpace(r) {
-			return ""
-		}
-	}
-	h := sha256.New()
-	for _, f := range []string{windowDomain, string(p.Kind), p.ID, p.Owner, v} {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write([]byte(f))
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	v, _ := meta["openai/session"].(string)
+	return window.Hash(v, p)
 }
+
+// windowFacts are the audit window facts of call with result res: whether
+// it was meaningful (window.Meaningful, decided there once) and, when the
+// call carried a window, the window, its principal correlation and the
+// relations the kernel's authority path established: a verified recorder
+// (recording) and a successful work_on_project's session.
+func windowFacts(c kernel.Call, res kernel.Result) audit.WindowFacts {
+	w := audit.WindowFacts{Meaningful: window.Meaningful(res.Tool, res.Project, res.Refused)}
+	if c.ClientWindow == "" {
+		return w
+	}
+	w.ClientWindow, w.Principal = c.ClientWindow, window.PrincipalOf(c.Principal)
+	if res.Recorder != "" {
+		w.Relations = append(w.Relations, audit.WindowRelation{Kind: audit.RelationRecording, SessionID: res.Recorder})
+	}
+	if res.Tool == workOnProject && res.Success && res.BusinessSession != "" {
+		w.Relations = append(w.Relations, audit.WindowRelation{Kind: audit.RelationWorkOnProject, SessionID: res.BusinessSession})
+	}
+	return w
+}
+
+// workOnProject is the canonical coding start/resume tool.
+const workOnProject = "work_on_project"

@@ -30,6 +30,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
 	"github.com/webcodex/webcodex/internal/transport/wrapper"
+	"github.com/webcodex/webcodex/internal/window"
 )
 
 // StatusFunc reports the server status for /api/status.
@@ -161,6 +162,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req CallReques
 	res := s.Kernel.Dispatch(r.Context(), kernel.Call{
 		Tool: req.Tool, Arguments: req.Arguments, RecordingSessionID: req.RecordingSessionID,
 		AckMessageIDs: req.AckSessionMessageIDs, Principal: p, Source: kernel.SourceREST,
+		// A host that is not an MCP client may name its window in a
+		// header, hashed exactly like _meta["openai/session"].
+		ClientWindow: window.Hash(r.Header.Get(window.HeaderWindow), p),
 	})
 	if res.Body == nil {
 		res = kernel.Failure(failure.New(failure.Internal, "tool result not serializable"))

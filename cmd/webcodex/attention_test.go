@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// windowCall is a REST tool call with the window header set to win.
+func windowCall(t *testing.T, base, win, tool string, args any) toolResult {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args})
+	req, _ := http.NewRequest("POST", base+"/api/tools/call", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("x-webcodex-window", win)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r toolResult
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || !r.Success {
+		t.Fatalf("%s: %v %+v", tool, err, r.Error)
+	}
+	return r
+}
+
+// runAttention runs `webcodex attention` as a real child process with the
+// server's credential and returns its stdout and exit status.
+func runAttention(t *testing.T, data string, args ...string) (string, int) {
+	t.Helper()
+	argv, _ := json.Marshal(append([]string{"--data-dir", data, "attention"}, args...))
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv), "WEBCODEX_TOKEN="+testToken)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ee):
+		return out.String() + stderr.String(), ee.ExitCode()
+	}
+	t.Fatal(err)
+	return "", 0
+}
+
+// TestAttention: while a server runs, `webcodex attention` prints the
+// session's ACK-required message and open todo and the peer message
+// waiting for a window, exits 3, and changes nothing; with nothing
+// waiting it exits 0; an unknown session is an error (exit 1).
+func TestAttention(t *testing.T) {
+	data, dir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("x\n"), 0o644)
+	srv := startServe(t, "--data-dir", data, "--project", "p="+dir)
+	ctx := context.Background()
+	w, err := callTool(ctx, srv.base, "work_on_project", map[string]any{"project": "agent:local:p", "instruction": "go"}, "")
+	if err != nil || !w.Success {
+		t.Fatalf("work_on_project: %v %+v", err, w.Error)
+	}
+	var ws struct {
+		SessionID string `json:"session_id"`
+	}
+	json.Unmarshal(w.Output, &ws)
+	post := func(kind, msg string, ack bool) string {
+		r, err := callTool(ctx, srv.base, "post_session_message", map[string]any{"session_id": ws.SessionID, "kind": kind, "message": msg, "requires_ack": ack}, "")
+		if err != nil || !r.Success {
+			t.Fatalf("post: %v %+v", err, r.Error)
+		}
+		var out struct {
+			Message struct {
+				MessageID string `json:"message_id"`
+			} `json:"message"`
+		}
+		json.Unmarshal(r.Output, &out)
+		return out.Message.MessageID
+	}
+	ackID := post("guidance", "stop editing calc.go", true)
+	todoID := post("todo", "fix Add", false)
+	post("note", "just a note", false)
+
+	// Two windows of the principal; A posts to B.
+	read := map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "a.txt"}}}
+	windowCall(t, srv.base, "hook-window-A", "read_files", read)
+	windowCall(t, srv.base, "hook-window-B", "read_files", read)
+	cur := windowCall(t, srv.base, "hook-window-B", "current_window_activity", map[string]any{})
+	var cb struct {
+		PeerID string `json:"peer_id"`
+	}
+	json.Unmarshal(cur.Output, &cb)
+	pm := windowCall(t, srv.base, "hook-window-A", "post_peer_message", map[string]any{"peer_id": cb.PeerID, "message": "pull main first"})
+	var pmo struct {
+		MessageID string `json:"message_id"`
+	}
+	json.Unmarshal(pm.Output, &pmo)
+
+	out, code := runAttention(t, data, "--session", ws.SessionID, "--window", "hook-window-B")
+	if code != ExitAttention {
+		t.Fatalf("exit %d, want %d:\n%s", code, ExitAttention, out)
+	}
+	for _, want := range []string{"ACK required " + ackID, "stop editing calc.go", "Open todo " + todoID, "fix Add", "Peer message " + pmo.MessageID, "pull main first"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("attention output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "just a note") {
+		t.Errorf("an ordinary note is not attention:\n%s", out)
+	}
+	out, code = runAttention(t, data, "--session", ws.SessionID, "--json")
+	var att struct {
+		AckRequired []struct {
+			MessageID string `json:"message_id"`
+		} `json:"ack_required_messages"`
+		OpenTodos []struct {
+			MessageID string `json:"message_id"`
+		} `json:"open_todos"`
+		Peer   []any `json:"peer_messages"`
+		Needed bool  `json:"attention_needed"`
+	}
+	if err := json.Unmarshal([]byte(out), &att); err != nil || code != ExitAttention || !att.Needed ||
+		len(att.AckRequired) != 1 || len(att.OpenTodos) != 1 || len(att.Peer) != 0 {
+		t.Fatalf("--json (exit %d): %+v %v\n%s", code, att, err, out)
+	}
+
+	// Nothing waiting for window A, and the check marked nothing: B's
+	// message is still there.
+	if out, code := runAttention(t, data, "--window", "hook-window-A"); code != 0 || !strings.Contains(out, "Nothing is waiting.") {
+		t.Fatalf("window A: exit %d\n%s", code, out)
+	}
+	if out, code := runAttention(t, data, "--window", "hook-window-B"); code != ExitAttention || !strings.Contains(out, pmo.MessageID) {
+		t.Fatalf("window B again: exit %d\n%s", code, out)
+	}
+	// Errors: an unknown session, a malformed window key, no selector.
+	for _, args := range [][]string{
+		{"--session", "wc_sess_00000000000000000000000000000000"},
+		{"--window", "has space"},
+		{},
+	} {
+		if out, code := runAttention(t, data, args...); code != 1 {
+			t.Errorf("%v: exit %d, want 1\n%s", args, code, out)
+		}
+	}
+}
