@@ -556,10 +556,15 @@ func (s *Store) updateTx(id string, fn workflow.UpdateFunc, outbox []byte, readS
 			return failure.New(failure.InvalidArguments, "invalid session: %v", err)
 		}
 		evs, drop := workflow.Apply(&sess, events, s.now().UTC(), int(retained))
-		if len(evs) == 1 {
-			// The common append: one event, through the prepared insert.
-			if _, err := tx.StmtContext(ctx, s.stmts.insertEvent).ExecContext(ctx, eventArgs(id, evs[0])...); err != nil {
-				return err
+		if len(evs) <= 2 {
+			// The common appends (one event, or a call's started and
+			// finished pair): each row through the prepared insert, which
+			// costs less than compiling a multi-row INSERT.
+			insert := tx.StmtContext(ctx, s.stmts.insertEvent)
+			for _, e := range evs {
+				if _, err := insert.ExecContext(ctx, eventArgs(id, e)...); err != nil {
+					return err
+				}
 			}
 		} else if err := insertEvents(ctx, tx, id, evs); err != nil {
 			return err
