@@ -20,7 +20,12 @@ type versionConn struct {
 // connection (this process's writer, or another process on the same file)
 // has committed to the database since the previous read, and only then.
 // Two equal values therefore mean that no commit happened between them.
+//
+// The pragma is not interrupted by ctx's cancellation (it is a read of a
+// counter): with a cancellable context the driver would arm a watcher
+// goroutine and a progress handler for it, which costs as much as the read.
 func (db *DB) DataVersion(ctx context.Context) (int64, error) {
+	ctx = context.WithoutCancel(ctx)
 	vc := &db.version
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
