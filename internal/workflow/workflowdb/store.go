@@ -465,7 +465,13 @@ func (s *Store) GetCommitted(ctx context.Context, id string) (workflow.Session, 
 	if err := s.check(ctx, id); err != nil {
 		return workflow.Session{}, storeErr(err)
 	}
-	sess, _, err := s.scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
+	// A primary-key read is not interrupted mid-way (with a cancellable
+	// context the drivers arm two watcher goroutines per query, which
+	// costs as much as the read); a cancellation is reported after it.
+	sess, _, err := s.scanHeader(s.db.QueryRow(context.WithoutCancel(ctx), sqlHeader, id), id)
+	if err == nil {
+		err = ctx.Err()
+	}
 	return sess, storeErr(err)
 }
 
