@@ -49,6 +49,8 @@ type DB struct {
 	path   string
 
 	stmts sync.Map // query text -> *sql.Stmt on Read
+
+	version versionConn // the connection DataVersion reads
 }
 
 // QueryRow runs a single-row query on the read pool through a prepared
@@ -107,7 +109,7 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Close() error {
 	db.stmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
 	db.Writer.close()
-	return errors.Join(db.Writer.db.Close(), db.Read.Close())
+	return errors.Join(db.Writer.db.Close(), db.Read.Close(), db.version.close())
 }
 
 func openConn(path string, maxOpen int) (*sql.DB, error) {

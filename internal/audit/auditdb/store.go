@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -73,7 +74,8 @@ const (
 		first_event_at = COALESCE(first_event_at, ?),
 		last_event_at = MAX(COALESCE(last_event_at, 0), ?),
 		updated_at = MAX(updated_at, ?)
-		WHERE session_id = ?`
+		WHERE session_id = ?
+		RETURNING total_actions`
 	// sqlTrim deletes all but the newest ? events of a session.
 	sqlTrim = `DELETE FROM action_events WHERE session_id = ? AND seq < (
 		SELECT seq FROM action_events WHERE session_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`
@@ -316,9 +318,20 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 		counters, trim := tx.StmtContext(ctx, s.stmts.counters), tx.StmtContext(ctx, s.stmts.trim)
 		for _, id := range order {
 			d := per[id]
-			if _, err := counters.ExecContext(ctx, d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS,
-				d.files, d.jobs, d.first, d.last, at, id); err != nil {
+			var total int64
+			err := counters.QueryRowContext(ctx, d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS,
+				d.files, d.jobs, d.first, d.last, at, id).Scan(&total)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				total = math.MaxInt64 // no counters to judge by: trim
+			case err != nil:
 				return err
+			}
+			// Every event of a session was counted in total_actions, so a
+			// session that ever had at most maxEvents has nothing to trim
+			// (the trim's sub-select walks up to maxEvents index entries).
+			if total <= int64(maxEvents) {
+				continue
 			}
 			if _, err := trim.ExecContext(ctx, id, id, maxEvents-1); err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/auth"
@@ -30,6 +31,11 @@ const FileName = "auth.db"
 // Store is an auth.Store backed by one SQLite database file.
 type Store struct {
 	db *sqlitedb.DB
+	// byHash keeps the tokens FindByHash read while auth.db is unchanged:
+	// any commit (a revocation by `webcodex token revoke` in another
+	// process, a Touch, a new token) drops them, so a revoked token is
+	// refused exactly as without the cache. Every request authenticates.
+	byHash *sqlitedb.ReadCache[auth.Token]
 }
 
 var _ auth.Store = (*Store)(nil)
@@ -40,7 +46,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, byHash: sqlitedb.NewReadCache[auth.Token](db)}, nil
 }
 
 // Close waits for queued writes and closes the database.
@@ -129,6 +135,16 @@ func (s *Store) Revoke(ctx context.Context, id string, at time.Time) (auth.Token
 // FindByHash returns the token with hash. Errors: failure.NotFound when no
 // token has it.
 func (s *Store) FindByHash(ctx context.Context, hash string) (auth.Token, error) {
+	t, err := s.byHash.Get(ctx, hash, func(ctx context.Context) (auth.Token, error) { return s.findByHash(ctx, hash) })
+	if err != nil {
+		return auth.Token{}, err
+	}
+	// The cached token is shared: the caller gets its own slices.
+	t.Scopes, t.Tools = slices.Clone(t.Scopes), slices.Clone(t.Tools)
+	return t, nil
+}
+
+func (s *Store) findByHash(ctx context.Context, hash string) (auth.Token, error) {
 	t, err := scan(s.db.QueryRow(ctx, `SELECT `+columns+` FROM tokens WHERE token_hash = ?`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return auth.Token{}, failure.New(failure.NotFound, "no token has this hash")

@@ -10,6 +10,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/auth/authdb"
 	"github.com/webcodex/webcodex/internal/auth/storetest"
+	"github.com/webcodex/webcodex/internal/failure"
 )
 
 func mustOpen(t *testing.T, path string) *authdb.Store {
@@ -72,5 +73,45 @@ func TestPersistsAcrossReopen(t *testing.T) {
 	}
 	if _, err := svc.Authenticate(ctx, revokedRaw); err == nil {
 		t.Errorf("revoked token authenticated after reopen")
+	}
+}
+
+// TestFindByHashSeesAnotherProcessRevocation holds FindByHash's cache to
+// the file: a token revoked through a second Store on the same file (as
+// `webcodex token revoke` does from another process) is refused by the
+// serving process's next authentication, and the revocation a cached
+// read would have hidden is there.
+func TestFindByHashSeesAnotherProcessRevocation(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), authdb.FileName)
+	serving, cli := mustOpen(t, path), mustOpen(t, path)
+	defer serving.Close()
+	defer cli.Close()
+	svc, err := auth.NewService(serving, auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, tok, err := svc.CreateToken(ctx, "agent", "alice", []auth.Scope{auth.ScopeProjectRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second is answered from the cache
+		if p, err := svc.Authenticate(ctx, raw); err != nil || p.ID != tok.ID {
+			t.Fatalf("Authenticate = %+v, %v; want token %s", p, err, tok.ID)
+		}
+	}
+	cliSvc, err := auth.NewService(cli, auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cliSvc.RevokeToken(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authenticate(ctx, raw); !failure.Is(err, failure.Unauthenticated) {
+		t.Fatalf("Authenticate after another process revoked the token: %v, want %q", err, failure.Unauthenticated)
+	}
+	got, err := serving.FindByHash(ctx, auth.HashToken(raw))
+	if err != nil || !got.Revoked() {
+		t.Fatalf("FindByHash after revocation = %+v, %v; want the revoked token", got, err)
 	}
 }

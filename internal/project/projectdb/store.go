@@ -29,6 +29,10 @@ const FileName = "projects.db"
 // Store is a project.Store backed by one SQLite database file.
 type Store struct {
 	db *sqlitedb.DB
+	// byID keeps the rows Get read while projects.db is unchanged (a
+	// commit by anyone, `webcodex project add/remove` in another process
+	// included, drops them): the kernel resolves a project on every call.
+	byID *sqlitedb.ReadCache[project.Project]
 }
 
 var _ project.Store = (*Store)(nil)
@@ -40,7 +44,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, byID: sqlitedb.NewReadCache[project.Project](db)}, nil
 }
 
 // Close waits for queued writes and closes the database.
@@ -107,6 +111,10 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 // Get returns the project with id. Errors: [failure.UnknownProject] naming
 // the id when absent.
 func (s *Store) Get(ctx context.Context, id string) (project.Project, error) {
+	return s.byID.Get(ctx, id, func(ctx context.Context) (project.Project, error) { return s.get(ctx, id) })
+}
+
+func (s *Store) get(ctx context.Context, id string) (project.Project, error) {
 	row := s.db.QueryRow(ctx, `SELECT id, name, root, added_at, sandbox FROM projects WHERE id = ?`, id)
 	p, err := scan(row)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -111,3 +111,38 @@ func TestAddZeroTimeStoresNow(t *testing.T) {
 		t.Errorf("AddedAt = %v, want about %v", got.AddedAt, before)
 	}
 }
+
+// TestGetSeesAnotherProcessChanges holds Get's cache to the file: a
+// project removed and re-added with another root through a second Store
+// on the same file (as `webcodex project remove/add` does from another
+// process) is seen by the serving Store's next Get.
+func TestGetSeesAnotherProcessChanges(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), projectdb.FileName)
+	serving, cli := mustOpen(t, path), mustOpen(t, path)
+	defer serving.Close()
+	defer cli.Close()
+	p := project.Project{ID: project.LocalID("moving"), Name: "moving", Root: t.TempDir(), AddedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	if err := serving.Add(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second Get is answered from the cache
+		if got, err := serving.Get(ctx, p.ID); err != nil || got != p {
+			t.Fatalf("Get = %+v, %v; want %+v", got, err, p)
+		}
+	}
+	if err := cli.Remove(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := serving.Get(ctx, p.ID); !failure.Is(err, failure.UnknownProject) {
+		t.Fatalf("Get after another process removed it: %v, want %q", err, failure.UnknownProject)
+	}
+	moved := p
+	moved.Root = t.TempDir()
+	if err := cli.Add(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := serving.Get(ctx, p.ID); err != nil || got != moved {
+		t.Fatalf("Get after another process re-added it = %+v, %v; want %+v", got, err, moved)
+	}
+}

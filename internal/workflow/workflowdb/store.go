@@ -465,7 +465,13 @@ func (s *Store) GetCommitted(ctx context.Context, id string) (workflow.Session, 
 	if err := s.check(ctx, id); err != nil {
 		return workflow.Session{}, storeErr(err)
 	}
-	sess, _, err := s.scanHeader(s.db.QueryRow(ctx, sqlHeader, id), id)
+	// A primary-key read is not interrupted mid-way (with a cancellable
+	// context the drivers arm two watcher goroutines per query, which
+	// costs as much as the read); a cancellation is reported after it.
+	sess, _, err := s.scanHeader(s.db.QueryRow(context.WithoutCancel(ctx), sqlHeader, id), id)
+	if err == nil {
+		err = ctx.Err()
+	}
 	return sess, storeErr(err)
 }
 
@@ -556,10 +562,15 @@ func (s *Store) updateTx(id string, fn workflow.UpdateFunc, outbox []byte, readS
 			return failure.New(failure.InvalidArguments, "invalid session: %v", err)
 		}
 		evs, drop := workflow.Apply(&sess, events, s.now().UTC(), int(retained))
-		if len(evs) == 1 {
-			// The common append: one event, through the prepared insert.
-			if _, err := tx.StmtContext(ctx, s.stmts.insertEvent).ExecContext(ctx, eventArgs(id, evs[0])...); err != nil {
-				return err
+		if len(evs) <= 2 {
+			// The common appends (one event, or a call's started and
+			// finished pair): each row through the prepared insert, which
+			// costs less than compiling a multi-row INSERT.
+			insert := tx.StmtContext(ctx, s.stmts.insertEvent)
+			for _, e := range evs {
+				if _, err := insert.ExecContext(ctx, eventArgs(id, e)...); err != nil {
+					return err
+				}
 			}
 		} else if err := insertEvents(ctx, tx, id, evs); err != nil {
 			return err
