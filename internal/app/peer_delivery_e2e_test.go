@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -249,3 +250,64 @@ func TestRecorderContinuityOnResult(t *testing.T) {
 		t.Fatalf("another window got %+v", blk.Continuity)
 	}
 }
+
+// TestPeerAwareness: a meaningful call gets the peer_awareness hint when
+// the set of its principal's other recently active windows on the project
+// changes, not on every call; a status call and another principal's
+// window get none.
+func TestPeerAwareness(t *testing.T) {
+	proj := t.TempDir()
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("x\n"), 0o644)
+	s, _ := startLogged(t, t.TempDir(), "p="+proj)
+	defer s.stop(t)
+	bobTok, _, err := s.a.Auth.CreateToken(context.Background(), "bob", "bob", []auth.Scope{auth.ScopeProjectRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, bob := connectMCP(t, s, "", nil), connectAs(t, s, bobTok)
+	metaA, metaB, metaC := mcp.Meta{"openai/session": "aware-A"}, mcp.Meta{"openai/session": "aware-B"}, mcp.Meta{"openai/session": "aware-C"}
+	aware := func(cs *mcp.ClientSession, meta mcp.Meta) *window.Awareness {
+		t.Helper()
+		args := map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "a.txt"}}}
+		r, raw := callMCP(t, cs, "read_files", args, meta)
+		if !r.Success {
+			t.Fatalf("read_files: %s", raw)
+		}
+		var blk struct {
+			A *window.Awareness `json:"peer_awareness"`
+		}
+		decodeInto(t, raw, &blk)
+		return blk.A
+	}
+	if a := aware(cs, metaA); a != nil {
+		t.Fatalf("A alone got %+v", a)
+	}
+	peerA := currentActivity(t, cs, metaA).PeerID
+	if a := aware(cs, metaB); a == nil || a.RecentPeers != 1 || len(a.PeerIDs) != 1 || a.PeerIDs[0] != peerA {
+		t.Fatalf("B got %+v, want [%s]", a, peerA)
+	}
+	if a := aware(cs, metaB); a != nil {
+		t.Fatalf("B got the hint again for the same peers: %+v", a)
+	}
+	if a := aware(cs, metaA); a == nil || a.RecentPeers != 1 {
+		t.Fatalf("A got %+v once B was active", a)
+	}
+	if a := aware(cs, metaA); a != nil {
+		t.Fatalf("A got the hint again: %+v", a)
+	}
+	if a := aware(cs, metaC); a == nil || a.RecentPeers != 2 {
+		t.Fatalf("C got %+v, want 2 peers", a)
+	}
+	if a := aware(cs, metaB); a == nil || a.RecentPeers != 2 {
+		t.Fatalf("B got %+v once C joined", a)
+	}
+	if a := aware(bob, mcp.Meta{"openai/session": "aware-bob"}); a != nil {
+		t.Fatalf("another principal got %+v", a)
+	}
+	r, raw := callMCP(t, cs, "list_sessions", map[string]any{"project": "agent:local:p"}, mcp.Meta{"openai/session": "aware-D"})
+	if !r.Success || json.Valid(raw) && bytesContains(raw, "peer_awareness") {
+		t.Fatalf("a status call got the hint: %s", raw)
+	}
+}
+
+func bytesContains(b []byte, s string) bool { return strings.Contains(string(b), s) }

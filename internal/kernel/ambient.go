@@ -57,6 +57,9 @@ type Projections struct {
 	SessionAttention *workflow.Attention `json:"session_attention,omitempty"`
 	// PeerMessages are the peer messages delivered to the caller's window.
 	PeerMessages *window.Delivery `json:"peer_messages,omitempty"`
+	// PeerAwareness is the hint that other windows of the principal are
+	// recently active on the call's project (shown when that set changes).
+	PeerAwareness *window.Awareness `json:"peer_awareness,omitempty"`
 	// RecorderContinuity is the recorder continuity gap diagnostic.
 	RecorderContinuity *RecorderContinuity `json:"recorder_continuity,omitempty"`
 
@@ -67,7 +70,7 @@ type Projections struct {
 
 // Empty reports whether p holds no block.
 func (p Projections) Empty() bool {
-	return p.SessionAttention.Empty() && p.PeerMessages.Empty() && p.RecorderContinuity == nil
+	return p.SessionAttention.Empty() && p.PeerMessages.Empty() && p.PeerAwareness == nil && p.RecorderContinuity == nil
 }
 
 // RecorderContinuity is the recorder continuity gap diagnostic: this
@@ -105,10 +108,11 @@ func (g RecorderGap) Project(ctx context.Context, c AmbientCall, p *Projections)
 		Hint: "this call was recorded in no session; to record later calls in " + id + " pass it as recording_session_id"}
 }
 
-// PeerDelivery is the Ambient of Window Peer messages: a call carrying a
+// PeerDelivery is the Ambient of Window Peers: a call carrying a
 // ClientWindow gets the peer_messages block of that window, and the ack
 // ids naming its peer messages are judged there (see
-// [window.Service.Deliver]). It must run before BoardAttention.
+// [window.Service.Deliver]); a meaningful one may get the peer_awareness
+// hint ([window.Service.Aware]). It must run before BoardAttention.
 type PeerDelivery struct{ Windows *window.Service }
 
 // Project implements Ambient.
@@ -118,6 +122,7 @@ func (d PeerDelivery) Project(ctx context.Context, c AmbientCall, p *Projections
 	}
 	b, claimed := d.Windows.Deliver(ctx, window.DeliverParams{Principal: c.Principal, Window: c.ClientWindow, Acks: c.AckMessageIDs, Before: c.Began})
 	p.PeerMessages = b
+	p.PeerAwareness = d.Windows.Aware(ctx, c.Principal, c.ClientWindow, c.Tool, c.Project)
 	if len(claimed) > 0 {
 		if p.ackClaimed == nil {
 			p.ackClaimed = map[string]bool{}

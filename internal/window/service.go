@@ -106,6 +106,12 @@ type Store interface {
 	// at and that ACKs of acked were observed (only the first observation
 	// is kept). It returns when queued; then, when set, gets the outcome.
 	Delivered(ctx context.Context, principal, window string, shown, acked []string, at time.Time, then func(error)) error
+	// Awareness returns the digest of the peer set last shown to
+	// principal's window on project ("" none).
+	Awareness(ctx context.Context, principal, window, project string) (string, error)
+	// SetAwareness records behind the caller, without making it durable,
+	// the digest of the peer set shown to t's window on t's project.
+	SetAwareness(ctx context.Context, t Touch, digest string, then func(error)) error
 	// Waiting returns the messages addressed to principal's window
 	// created at or after since, oldest first, at most limit.
 	Waiting(ctx context.Context, principal, window string, since time.Time, limit int) ([]Message, error)

@@ -223,6 +223,33 @@ func (s *Store) Delivered(ctx context.Context, principal, win string, shown, ack
 	return err
 }
 
+// Awareness implements window.Store.
+func (s *Store) Awareness(ctx context.Context, principal, win, project string) (string, error) {
+	var d sql.NullString
+	err := s.db.QueryRow(ctx, `SELECT aware_digest FROM window_activity WHERE principal = ? AND window = ? AND project = ?`,
+		principal, win, project).Scan(&d)
+	if err == sql.ErrNoRows {
+		return "", nil
+	}
+	return d.String, sqlitedb.StoreError(err, "window store")
+}
+
+// SetAwareness implements window.Store: an upsert on the lazy path that
+// creates the row the call's own activity update then completes.
+func (s *Store) SetAwareness(ctx context.Context, t window.Touch, digest string, then func(error)) error {
+	_, err := s.db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO window_activity
+			(principal, window, project, peer_id, first_at_ms, last_at_ms, calls, aware_digest)
+			VALUES (?, ?, ?, ?, ?, ?, 0, ?)
+			ON CONFLICT (principal, window, project) DO UPDATE SET aware_digest = excluded.aware_digest`,
+			t.Principal, t.Window, t.Project, t.PeerID, ms(t.At), ms(t.At), digest); err != nil {
+			return fmt.Errorf("peer awareness: %w", err)
+		}
+		return nil
+	}, then)
+	return err
+}
+
 // Facts returns a message's analysis facts (for tests and diagnostics):
 // first and last projection times (0 when never), projection count and
 // first ACK observation time (0 when never).
