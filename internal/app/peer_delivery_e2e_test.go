@@ -144,7 +144,7 @@ func TestPeerMessageDelivery(t *testing.T) {
 	blk, _ = read(b, metaB, ordinary, acked)
 	d := blk.PeerMessages
 	if d == nil || len(d.Messages) != 0 || len(d.AckAccepted) != 1 || d.AckAccepted[0] != acked ||
-		len(d.AckRejected) != 1 || d.AckRejected[0] != (workflow.AckRejection{MessageID: ordinary, Reason: workflow.AckNotRequired}) {
+		len(d.AckRejected) != 1 || d.AckRejected[0] != (window.AckRejection{MessageID: ordinary, Reason: workflow.AckNotRequired}) {
 		t.Fatalf("ack block %+v", d)
 	}
 	if blk.Attention != nil {

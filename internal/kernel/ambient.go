@@ -120,7 +120,9 @@ func (d PeerDelivery) Project(ctx context.Context, c AmbientCall, p *Projections
 	if d.Windows == nil || c.ClientWindow == "" {
 		return
 	}
-	b, claimed := d.Windows.Deliver(ctx, window.DeliverParams{Principal: c.Principal, Window: c.ClientWindow, Acks: c.AckMessageIDs, Before: c.Began})
+	// Ids past workflow.MaxAckIDs are the board's to reject (over_limit).
+	acks := c.AckMessageIDs[:min(len(c.AckMessageIDs), workflow.MaxAckIDs)]
+	b, claimed := d.Windows.Deliver(ctx, window.DeliverParams{Principal: c.Principal, Window: c.ClientWindow, Acks: acks, Before: c.Began})
 	p.PeerMessages = b
 	p.PeerAwareness = d.Windows.Aware(ctx, c.Principal, c.ClientWindow, c.Tool, c.Project)
 	if len(claimed) > 0 {

@@ -7,8 +7,21 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/redact"
-	"github.com/webcodex/webcodex/internal/workflow"
 )
+
+// Why an ack id naming one of this window's peer messages was not
+// accepted: the board's reasons of the same name (session_attention),
+// which the kernel keeps equal.
+const (
+	AckDuplicate   = "duplicate"
+	AckNotRequired = "not_ack_required"
+)
+
+// AckRejection is one ack id not accepted, shaped as session_attention's.
+type AckRejection struct {
+	MessageID string `json:"message_id"`
+	Reason    string `json:"reason"`
+}
 
 // Bounds of a peer_messages block (docs/tools.md, decision 0034).
 const (
@@ -55,7 +68,7 @@ type Delivery struct {
 	// AckRejected are ids of this window's peer messages not accepted
 	// (not_ack_required, duplicate). An id that names no message of this
 	// window is not judged here (session_attention judges it).
-	AckRejected []workflow.AckRejection `json:"ack_rejected,omitempty"`
+	AckRejected []AckRejection `json:"ack_rejected,omitempty"`
 }
 
 // Empty reports whether d has nothing to say.
@@ -163,7 +176,8 @@ type DeliverParams struct {
 	Principal auth.Principal
 	// Window is the call's hashed ClientWindow ("" none: nothing to do).
 	Window string
-	// Acks are the request's ack_session_message_ids, as sent.
+	// Acks are the request's ack_session_message_ids that may be judged
+	// (the first workflow.MaxAckIDs, as the kernel passes them).
 	Acks []string
 	// Before is when the call began: messages posted since wait for a
 	// later call.
@@ -172,8 +186,8 @@ type DeliverParams struct {
 
 // Deliver builds the peer_messages block of one model-facing call (nil
 // when there is nothing to say) and returns the ack ids it judged (ids of
-// peer messages addressed to this window, among the first
-// workflow.MaxAckIDs), which no other judge may reject. Its facts
+// peer messages addressed to this window), which no other judge may
+// reject. Its facts
 // (first/last projection, count, first ACK observed) are queued behind the
 // response, never waited for; when their write fails it is logged, and an
 // ordinary message may be shown once more. A store that cannot be read
@@ -201,16 +215,16 @@ func (s *Service) Deliver(ctx context.Context, p DeliverParams) (*Delivery, map[
 	d := &Delivery{}
 	claimed := map[string]bool{}
 	accepted := map[string]bool{}
-	for i, id := range p.Acks {
+	for _, id := range p.Acks {
 		m, ok := byID[id]
-		if i >= workflow.MaxAckIDs || !ok {
+		if !ok {
 			continue
 		}
 		switch {
 		case claimed[id]:
-			d.AckRejected = append(d.AckRejected, workflow.AckRejection{MessageID: id, Reason: workflow.AckDuplicate})
+			d.AckRejected = append(d.AckRejected, AckRejection{MessageID: id, Reason: AckDuplicate})
 		case !m.RequiresAck:
-			d.AckRejected = append(d.AckRejected, workflow.AckRejection{MessageID: id, Reason: workflow.AckNotRequired})
+			d.AckRejected = append(d.AckRejected, AckRejection{MessageID: id, Reason: AckNotRequired})
 		default:
 			accepted[id] = true
 			d.AckAccepted = append(d.AckAccepted, id)
