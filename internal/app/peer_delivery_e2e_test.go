@@ -67,7 +67,8 @@ func TestPeerMessageDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	metaA, metaB, metaX := mcp.Meta{"openai/session": "deliver-A"}, mcp.Meta{"openai/session": "deliver-B"}, mcp.Meta{"openai/session": "deliver-X"}
-	a, b, x := connectMCP(t, s, "", nil), connectMCP(t, s, "", nil), connectAs(t, s, bobTok)
+	// The recipient speaks the legacy protocol era, the sender the modern.
+	a, b, x := connectMCP(t, s, "", nil), connectMCP(t, s, rawLegacyVersion, nil), connectAs(t, s, bobTok)
 	read := func(cs *mcp.ClientSession, meta mcp.Meta, acks ...string) (ambientBlocks, []byte) {
 		t.Helper()
 		args := map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "a.txt"}}}
@@ -311,3 +312,43 @@ func TestPeerAwareness(t *testing.T) {
 }
 
 func bytesContains(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+// TestPeerDeliveryREST: a REST host naming its window in the header gets
+// its peer messages on REST results.
+func TestPeerDeliveryREST(t *testing.T) {
+	proj := t.TempDir()
+	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("x\n"), 0o644)
+	s, _ := startLogged(t, t.TempDir(), "p="+proj)
+	defer s.stop(t)
+	read := map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "a.txt"}}}
+	restWin := "rest-recipient-window"
+	must(t, restCall(t, s, "read_files", read, &restWin), "read_files")
+	peer := str(t, must(t, restCall(t, s, "current_window_activity", map[string]any{}, &restWin), "current_window_activity").Output["peer_id"])
+	cs := connectMCP(t, s, "", nil)
+	meta := mcp.Meta{"openai/session": "mcp-sender-window"}
+	callMCP(t, cs, "read_files", read, meta)
+	r, raw := callMCP(t, cs, "post_peer_message", map[string]any{"peer_id": peer, "message": "over REST", "requires_ack": true}, meta)
+	if !r.Success {
+		t.Fatalf("post: %s", raw)
+	}
+	id := str(t, r.Output["message_id"])
+	body, _ := json.Marshal(map[string]any{"tool": "read_files", "arguments": read})
+	for i, wantShown := range []bool{true, true} {
+		code, out := s.doWindow(t, restWin, "/api/tools/call", body)
+		var blk ambientBlocks
+		decodeInto(t, out, &blk)
+		if code != 200 || (len(shownIDs(blk.PeerMessages)) == 1 && shownIDs(blk.PeerMessages)[0] == id) != wantShown {
+			t.Fatalf("REST call %d: HTTP %d %s", i, code, out)
+		}
+	}
+	ackBody, _ := json.Marshal(map[string]any{"tool": "read_files", "arguments": read, "ack_session_message_ids": []string{id}})
+	_, out := s.doWindow(t, restWin, "/api/tools/call", ackBody)
+	var blk ambientBlocks
+	decodeInto(t, out, &blk)
+	if blk.PeerMessages == nil || len(blk.PeerMessages.AckAccepted) != 1 || blk.PeerMessages.AckAccepted[0] != id {
+		t.Fatalf("REST ack: %s", out)
+	}
+	if _, out := s.doWindow(t, restWin, "/api/tools/call", body); bytesContains(out, "peer_messages") {
+		t.Fatalf("acknowledged message shown again: %s", out)
+	}
+}
