@@ -180,8 +180,13 @@ func TestPeerDeliveryBound(t *testing.T) {
 	callMCP(t, cs, "read_files", args, metaB)
 	peerB := currentActivity(t, cs, metaB).PeerID
 	n := window.MaxDeliveredMessages + 3
+	long := strings.Repeat("y", window.DeliveryExcerptChars+500)
 	for i := range n {
-		if r, raw := callMCP(t, cs, "post_peer_message", map[string]any{"peer_id": peerB, "message": "note " + string(rune('a'+i))}, metaA); !r.Success {
+		body := "note " + string(rune('a'+i))
+		if i == 0 {
+			body = long
+		}
+		if r, raw := callMCP(t, cs, "post_peer_message", map[string]any{"peer_id": peerB, "message": body}, metaA); !r.Success {
 			t.Fatalf("post: %s", raw)
 		}
 	}
@@ -192,6 +197,12 @@ func TestPeerDeliveryBound(t *testing.T) {
 		decodeInto(t, raw, &blk)
 		if blk.PeerMessages == nil {
 			t.Fatalf("no block: %s", raw)
+		}
+		if len(seen) == 0 {
+			m := blk.PeerMessages.Messages[0]
+			if !m.Truncated || len(m.Message) > window.DeliveryExcerptChars || !strings.HasPrefix(long, m.Message[:100]) {
+				t.Fatalf("long body shown as %d bytes, truncated=%v", len(m.Message), m.Truncated)
+			}
 		}
 		seen = append(seen, shownIDs(blk.PeerMessages)...)
 		if len(seen) == window.MaxDeliveredMessages && blk.PeerMessages.Omitted != 3 {
