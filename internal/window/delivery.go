@@ -151,8 +151,12 @@ func (d *deliveryState) claim(k string, ms []Message, before map[string]bool) []
 	}
 	out := ms[:0:0]
 	for _, m := range ms {
-		if !m.RequiresAck {
-			pk := k + "\x00" + m.ID
+		pk := k + "\x00" + m.ID
+		if m.RequiresAck {
+			if ak := ackKey(k, m.ID); before[ak] || d.pending[ak] {
+				continue // acknowledged; the fact is not committed yet
+			}
+		} else {
 			if before[pk] || d.pending[pk] {
 				continue
 			}
@@ -161,6 +165,26 @@ func (d *deliveryState) claim(k string, ms []Message, before map[string]bool) []
 		out = append(out, m)
 	}
 	return out
+}
+
+// ackKey names an accepted ACK whose fact is queued.
+func ackKey(k, id string) string { return k + "\x00ack\x00" + id }
+
+// acked notes accepted ACKs until their fact commits, so that the next
+// call does not show the message again meanwhile.
+func (d *deliveryState) acked(k string, ids []string, done bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending == nil {
+		d.pending = map[string]bool{}
+	}
+	for _, id := range ids {
+		if done {
+			delete(d.pending, ackKey(k, id))
+		} else {
+			d.pending[ackKey(k, id)] = true
+		}
+	}
 }
 
 func (d *deliveryState) release(k string, ms []Message) {
@@ -276,8 +300,10 @@ func (s *Service) record(ctx context.Context, pr, win, k string, shown []Message
 			ordinary = append(ordinary, m)
 		}
 	}
+	s.deliver.acked(k, acked, false)
 	done := func(err error) {
 		s.deliver.release(k, ordinary)
+		s.deliver.acked(k, acked, true)
 		if err != nil {
 			s.log.Warn("peer message facts not stored", "err", err)
 		}
