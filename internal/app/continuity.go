@@ -32,8 +32,8 @@ func sessionAffinity(res kernel.Result) string {
 // (window.AffinityRecent) whose session is still active, on that project,
 // and passes the caller's ordinary authority check. The suggestion is a
 // diagnostic only: nothing is recorded in that session and it never
-// becomes the call's recorder. (Projecting it on the ToolResult waits for
-// the kernel's ambient projection seam.)
+// becomes the call's recorder. The kernel's RecorderGap ambient puts it on
+// the ToolResult (recorder_continuity).
 func (a *App) RecorderContinuityGap(ctx context.Context, c kernel.Call, res kernel.Result) (string, bool) {
 	if a.Windows == nil || !res.Success || c.ClientWindow == "" || c.RecordingSessionID != "" || res.BusinessSession != "" ||
 		!window.Meaningful(res.Tool, res.Project, res.Refused) || res.Tool == workOnProject {
@@ -50,4 +50,11 @@ func (a *App) RecorderContinuityGap(ctx context.Context, c kernel.Call, res kern
 		return "", false
 	}
 	return id, true
+}
+
+// suggestRecorder is RecorderContinuityGap for an ambient projection.
+func (a *App) suggestRecorder(ctx context.Context, c kernel.AmbientCall) (string, bool) {
+	return a.RecorderContinuityGap(ctx,
+		kernel.Call{Principal: c.Principal, ClientWindow: c.ClientWindow, RecordingSessionID: c.RecordingSessionID},
+		kernel.Result{Success: c.Success, Tool: c.Tool, Project: c.Project, BusinessSession: c.BusinessSession})
 }

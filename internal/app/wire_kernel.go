@@ -117,7 +117,9 @@ func newKernel(a *App) *kernel.Kernel {
 		Evidence: a.evSink.record,
 		Outbox:   a.outbox,
 		Logger:   a.Log,
-		Ambient:  []kernel.Ambient{kernel.BoardAttention{Board: newBoard(a)}},
+		// Peer delivery judges its ack ids before the board does.
+		Ambient: []kernel.Ambient{kernel.PeerDelivery{Windows: a.Windows}, kernel.BoardAttention{Board: newBoard(a)},
+			kernel.RecorderGap{Suggest: a.suggestRecorder}},
 		Observe: func(ctx context.Context, c kernel.Call, res kernel.Result) {
 			a.Windows.Observe(ctx, c.Principal, c.ClientWindow, res.Tool, res.Project, res.Refused, sessionAffinity(res))
 		},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/window"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -78,5 +79,18 @@ func TestAmbientSeam(t *testing.T) {
 	// Without a recorder the projection still runs (it judges ACK ids).
 	if res := call(kernel.SourceREST, "echo", ""); res.SessionAttention == nil || spy.calls[len(spy.calls)-1].Recorder != nil {
 		t.Fatalf("no recorder: %+v", res)
+	}
+}
+
+// TestPeerAckReasonsAreTheBoards: the peer_messages block reports ack
+// rejections with the board's reasons and shape.
+func TestPeerAckReasonsAreTheBoards(t *testing.T) {
+	if window.AckDuplicate != workflow.AckDuplicate || window.AckNotRequired != workflow.AckNotRequired {
+		t.Fatalf("window reasons %q %q, board %q %q", window.AckDuplicate, window.AckNotRequired, workflow.AckDuplicate, workflow.AckNotRequired)
+	}
+	w, _ := json.Marshal(window.AckRejection{MessageID: "m", Reason: "r"})
+	b, _ := json.Marshal(workflow.AckRejection{MessageID: "m", Reason: "r"})
+	if string(w) != string(b) {
+		t.Fatalf("shapes differ: %s vs %s", w, b)
 	}
 }

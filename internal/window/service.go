@@ -57,6 +57,11 @@ type Message struct {
 	Priority    Priority  `json:"priority"`
 	CreatedAt   time.Time `json:"created_at"`
 
+	// Projected and AckObserved are the analysis facts delivery reads:
+	// the message was projected before, an ACK of it was observed.
+	Projected   bool `json:"-"`
+	AckObserved bool `json:"-"`
+
 	// Principal and ToWindow address the message; never serialized.
 	Principal  string `json:"-"`
 	ToWindow   string `json:"-"`
@@ -96,6 +101,17 @@ type Store interface {
 	Activity(ctx context.Context, principal, window string) ([]ProjectActivity, error)
 	// PostMessage stores m durably and applies p's message retention.
 	PostMessage(ctx context.Context, m Message, p Prune) error
+	// Delivered records behind the caller, without making it durable,
+	// that the messages shown (of principal's window) were projected at
+	// at and that ACKs of acked were observed (only the first observation
+	// is kept). It returns when queued; then, when set, gets the outcome.
+	Delivered(ctx context.Context, principal, window string, shown, acked []string, at time.Time, then func(error)) error
+	// Awareness returns the digest of the peer set last shown to
+	// principal's window on project ("" none).
+	Awareness(ctx context.Context, principal, window, project string) (string, error)
+	// SetAwareness records behind the caller, without making it durable,
+	// the digest of the peer set shown to t's window on t's project.
+	SetAwareness(ctx context.Context, t Touch, digest string, then func(error)) error
 	// Waiting returns the messages addressed to principal's window
 	// created at or after since, oldest first, at most limit.
 	Waiting(ctx context.Context, principal, window string, since time.Time, limit int) ([]Message, error)
@@ -108,6 +124,7 @@ type Service struct {
 	now   func() time.Time
 
 	dropped atomic.Int64
+	deliver deliveryState
 }
 
 // NewService returns a Service; now nil means time.Now.
@@ -245,6 +262,7 @@ func (s *Service) Post(ctx context.Context, p auth.Principal, window string, in 
 	if err := s.store.PostMessage(ctx, m, s.prune(now)); err != nil {
 		return Message{}, err
 	}
+	s.deliver.changed(pr, to)
 	return m, nil
 }
 

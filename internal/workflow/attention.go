@@ -108,6 +108,9 @@ type AttendParams struct {
 	// Before is when the call began: messages posted since (by the call
 	// itself, or concurrently) wait for a later call.
 	Before time.Time
+	// Claimed are ids another judge already judged (a window's peer
+	// messages): they are neither accepted nor rejected here.
+	Claimed map[string]bool
 }
 
 // AttentionStats count the projection facts' behind writes that failed
@@ -138,6 +141,7 @@ func (b *Board) Attend(ctx context.Context, p AttendParams) *Attention {
 		switch {
 		case i >= MaxAckIDs:
 			reasons[i] = AckOverLimit
+		case p.Claimed[id]:
 		case ParseMessageID("", id) != nil:
 			reasons[i] = AckMalformed
 		case seen[id]:

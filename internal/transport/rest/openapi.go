@@ -132,6 +132,10 @@ func toolResultSchema(t *kernel.Tool) map[string]any {
 					"output":            kernel.SchemaMap(t.OutputSchema),
 					"warnings":          warningsSchema(),
 					"session_attention": attentionSchema(),
+					// The window plane's ambient blocks (docs/tools.md).
+					"peer_messages":       attentionSchema(),
+					"peer_awareness":      attentionSchema(),
+					"recorder_continuity": attentionSchema(),
 				},
 				"additionalProperties": false,
 			},
@@ -144,6 +148,10 @@ func toolResultSchema(t *kernel.Tool) map[string]any {
 					"error":             errorSchema(),
 					"warnings":          warningsSchema(),
 					"session_attention": attentionSchema(),
+					// The window plane's ambient blocks (docs/tools.md).
+					"peer_messages":       attentionSchema(),
+					"peer_awareness":      attentionSchema(),
+					"recorder_continuity": attentionSchema(),
 				},
 				"additionalProperties": false,
 			},

@@ -177,7 +177,8 @@ func (s *Store) PostMessage(ctx context.Context, m window.Message, p window.Prun
 
 // Waiting implements window.Store.
 func (s *Store) Waiting(ctx context.Context, principal, win string, since time.Time, limit int) ([]window.Message, error) {
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT id, from_peer_id, to_peer_id, body, requires_ack, priority, created_at_ms, from_window
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT id, from_peer_id, to_peer_id, body, requires_ack, priority, created_at_ms, from_window,
+		first_projected_at_ms IS NOT NULL, first_ack_observed_at_ms IS NOT NULL
 		FROM peer_messages WHERE principal = ? AND to_window = ? AND created_at_ms >= ?
 		ORDER BY created_at_ms, rowid LIMIT ?`, principal, win, ms(since), limit)
 	if err != nil {
@@ -189,13 +190,73 @@ func (s *Store) Waiting(ctx context.Context, principal, win string, since time.T
 		m := window.Message{Principal: principal, ToWindow: win}
 		var created int64
 		var prio string
-		if err := rows.Scan(&m.ID, &m.FromPeer, &m.ToPeer, &m.Body, &m.RequiresAck, &prio, &created, &m.FromWindow); err != nil {
+		if err := rows.Scan(&m.ID, &m.FromPeer, &m.ToPeer, &m.Body, &m.RequiresAck, &prio, &created, &m.FromWindow, &m.Projected, &m.AckObserved); err != nil {
 			return nil, sqlitedb.StoreError(err, "window store")
 		}
 		m.Priority, m.CreatedAt = window.Priority(prio), time.UnixMilli(created).UTC()
 		out = append(out, m)
 	}
 	return out, sqlitedb.StoreError(rows.Err(), "window store")
+}
+
+// Delivered implements window.Store: the projection and ACK facts go on
+// the writer's lazy path, behind the caller (no fsync of their own).
+func (s *Store) Delivered(ctx context.Context, principal, win string, shown, acked []string, at time.Time, then func(error)) error {
+	_, err := s.db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, id := range shown {
+			if _, err := tx.ExecContext(ctx, `UPDATE peer_messages SET
+				first_projected_at_ms = coalesce(first_projected_at_ms, ?), last_projected_at_ms = ?,
+				projection_count = projection_count + 1
+				WHERE id = ? AND principal = ? AND to_window = ?`, ms(at), ms(at), id, principal, win); err != nil {
+				return fmt.Errorf("peer message projection: %w", err)
+			}
+		}
+		for _, id := range acked {
+			if _, err := tx.ExecContext(ctx, `UPDATE peer_messages SET
+				first_ack_observed_at_ms = coalesce(first_ack_observed_at_ms, ?)
+				WHERE id = ? AND principal = ? AND to_window = ? AND requires_ack`, ms(at), id, principal, win); err != nil {
+				return fmt.Errorf("peer message ack: %w", err)
+			}
+		}
+		return nil
+	}, then)
+	return err
+}
+
+// Awareness implements window.Store.
+func (s *Store) Awareness(ctx context.Context, principal, win, project string) (string, error) {
+	var d sql.NullString
+	err := s.db.QueryRow(ctx, `SELECT aware_digest FROM window_activity WHERE principal = ? AND window = ? AND project = ?`,
+		principal, win, project).Scan(&d)
+	if err == sql.ErrNoRows {
+		return "", nil
+	}
+	return d.String, sqlitedb.StoreError(err, "window store")
+}
+
+// SetAwareness implements window.Store: an upsert on the lazy path that
+// creates the row the call's own activity update then completes.
+func (s *Store) SetAwareness(ctx context.Context, t window.Touch, digest string, then func(error)) error {
+	_, err := s.db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO window_activity
+			(principal, window, project, peer_id, first_at_ms, last_at_ms, calls, aware_digest)
+			VALUES (?, ?, ?, ?, ?, ?, 0, ?)
+			ON CONFLICT (principal, window, project) DO UPDATE SET aware_digest = excluded.aware_digest`,
+			t.Principal, t.Window, t.Project, t.PeerID, ms(t.At), ms(t.At), digest); err != nil {
+			return fmt.Errorf("peer awareness: %w", err)
+		}
+		return nil
+	}, then)
+	return err
+}
+
+// Facts returns a message's analysis facts (for tests and diagnostics):
+// first and last projection times (0 when never), projection count and
+// first ACK observation time (0 when never).
+func (s *Store) Facts(ctx context.Context, id string) (firstMS, lastMS, count, ackMS int64, err error) {
+	err = s.db.QueryRow(ctx, `SELECT coalesce(first_projected_at_ms, 0), coalesce(last_projected_at_ms, 0),
+		projection_count, coalesce(first_ack_observed_at_ms, 0) FROM peer_messages WHERE id = ?`, id).Scan(&firstMS, &lastMS, &count, &ackMS)
+	return firstMS, lastMS, count, ackMS, sqlitedb.StoreError(err, "window store")
 }
 
 // Flush implements window.Store: it waits for the writer's queue as it is
