@@ -42,7 +42,9 @@ type Call struct {
 	Arguments json.RawMessage
 	// RecordingSessionID is the recorder claim; empty when none was sent.
 	RecordingSessionID string
-	// AckMessageIDs are opaque wc_msg_ ids (message board, later issue).
+	// AckMessageIDs are the ids the caller echoes in ack_session_message_ids,
+	// as sent; the ambient projections judge them (an ACK never gates the
+	// call).
 	AckMessageIDs []string
 	Principal     auth.Principal
 	Source        Source
