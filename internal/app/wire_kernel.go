@@ -58,7 +58,11 @@ func NewRegistry(a *App) *kernel.Registry {
 	sessionshell.Register(reg, a.Shells)
 	validate.Register(reg, vt)
 	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner, Snapshots: newSnapshots(a)})
-	board.Register(reg, &board.Tools{Board: newBoard(a)})
+	bt := &board.Tools{Board: newBoard(a)}
+	if a.Windows != nil {
+		bt.Activity = a.Windows
+	}
+	board.Register(reg, bt)
 	peers.Register(reg, &peers.Tools{Windows: a.Windows})
 	return reg
 }

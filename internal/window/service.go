@@ -97,6 +97,9 @@ type Store interface {
 	// Affinity returns the most recent explicit session affinity of
 	// principal's window on project, if it was recorded after since.
 	Affinity(ctx context.Context, principal, window, project string, since time.Time) (string, bool, error)
+	// LastActive returns the last meaningful call time of window (a
+	// principal-bound hash) on any project, if it has a retained row.
+	LastActive(ctx context.Context, window string) (time.Time, bool, error)
 	// Activity returns the retained activity of principal's window.
 	Activity(ctx context.Context, principal, window string) ([]ProjectActivity, error)
 	// PostMessage stores m durably and applies p's message retention.
@@ -293,6 +296,28 @@ func (s *Service) CurrentActivity(ctx context.Context, p auth.Principal, window 
 		return Current{}, err
 	}
 	return Current{PeerID: PeerID(pr, window), Activity: act, WaitingMessages: len(waiting)}, nil
+}
+
+// Quiet reports whether window (a principal-bound ClientWindow hash)
+// fetched something at fetchedAt at least d ago and has had no meaningful
+// activity within d since: the stale assignment diagnostic's test. It is
+// observational only. A nil Service or an empty window is never quiet.
+func (s *Service) Quiet(ctx context.Context, window string, fetchedAt time.Time, d time.Duration) (bool, error) {
+	if s == nil || window == "" {
+		return false, nil
+	}
+	now := s.now()
+	if now.Sub(fetchedAt) < d {
+		return false, nil
+	}
+	if err := s.store.Flush(ctx); err != nil {
+		return false, err
+	}
+	last, ok, err := s.store.LastActive(ctx, window)
+	if err != nil {
+		return false, err
+	}
+	return !ok || now.Sub(last) >= d, nil
 }
 
 // Affinity returns the session p's window last explicitly related to on

@@ -43,6 +43,9 @@ type Assignment struct {
 	// Fence is the assignment_fence to pass to complete_session_message;
 	// only a completable snapshot has one.
 	Fence string `json:"assignment_fence,omitempty"`
+	// Fetch is the todo's recorded assignment fetch before this one
+	// (zero when none; internal, see [Board.RecordFetch]).
+	Fetch TodoFetch `json:"-"`
 }
 
 func fenceBind(session, todo string) []byte {
@@ -136,7 +139,11 @@ func (b *Board) Assignment(ctx context.Context, id, messageID string) (Assignmen
 	var a Assignment
 	err := b.store.ViewBoard(ctx, id, func(r BoardReader) error {
 		var err error
-		a, err = snapshot(r, messageID)
+		if a, err = snapshot(r, messageID); err != nil {
+			return err
+		}
+		f, err := r.Fetches([]string{messageID})
+		a.Fetch = f[messageID]
 		return err
 	})
 	return a, err

@@ -36,6 +36,9 @@ type BoardReader interface {
 	// require an ACK or were never projected, ACK-required first, each
 	// oldest first, at most limit, and how many there are.
 	Attention(before time.Time, limit int) ([]Message, int, error)
+	// Fetches returns the recorded assignment fetches of those of ids
+	// that have one.
+	Fetches(ids []string) (map[string]TodoFetch, error)
 }
 
 // BoardWriter reads and changes one session's board inside one writer
@@ -55,6 +58,9 @@ type BoardWriter interface {
 	Remove(ids []string) error
 	// SetState stores the board's counters.
 	SetState(st BoardState) error
+	// SetFetch records f as message id's assignment fetch; it changes
+	// nothing else (no revision, no fence).
+	SetFetch(id string, f TodoFetch) error
 }
 
 // RetentionClass is a class of messages retention may remove, in the order

@@ -134,6 +134,10 @@ type Message struct {
 	FirstProjectedAt *time.Time `json:"first_projected_at,omitempty"`
 	LastProjectedAt  *time.Time `json:"last_projected_at,omitempty"`
 	ProjectionCount  int64      `json:"projection_count,omitempty"`
+	// AssigneeRecentActivity is the stale assignment diagnostic of an
+	// open todo (AssigneeNoneWithin10m or ""), set by the tools per call,
+	// never stored.
+	AssigneeRecentActivity string `json:"assignee_recent_activity,omitempty"`
 
 	// Seq is the message's post order in its session (internal).
 	Seq int64 `json:"-"`

@@ -171,6 +171,10 @@ type Observation struct {
 	Baseline    bool   `json:"baseline"`
 	WaitOutcome string `json:"wait_outcome"`
 	Token       string `json:"observation_token"`
+	// Fetches are the recorded assignment fetches of the open todos in
+	// Messages (internal, see [Board.RecordFetch]); shared between
+	// observers, never modified.
+	Fetches map[string]TodoFetch `json:"-"`
 }
 
 // Observe returns a board's changes after p.Token (a current-state delta,
@@ -262,6 +266,15 @@ func (b *Board) changes(ctx context.Context, p ObserveParams) (Observation, erro
 			o.Messages = []Message{}
 		}
 		o.Changed = len(o.Messages) > 0 || o.HistoryLost
+		var todos []string
+		for _, m := range o.Messages {
+			if m.Kind == MessageTodo && m.Status == MessageOpen {
+				todos = append(todos, m.ID)
+			}
+		}
+		if o.Fetches, err = r.Fetches(todos); err != nil {
+			return err
+		}
 		o.Token = makeToken(p.SessionID, st.Generation, next)
 		return nil
 	})

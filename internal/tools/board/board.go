@@ -11,6 +11,7 @@ package board
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/admission"
@@ -23,6 +24,29 @@ import (
 // Tools holds the board the tools use.
 type Tools struct {
 	Board *workflow.Board
+	// Activity, when set, answers the stale assignment diagnostic; nil
+	// leaves it absent.
+	Activity Activity
+}
+
+// Activity is the window plane as the stale assignment diagnostic reads
+// it (internal/app wires *window.Service).
+type Activity interface {
+	// Quiet reports whether window fetched at fetchedAt at least d ago
+	// and has had no meaningful activity within d.
+	Quiet(ctx context.Context, window string, fetchedAt time.Time, d time.Duration) (bool, error)
+}
+
+// quiet reports whether the recorded fetch f of an open todo is by a
+// window other than the caller's that has been quiet for
+// workflow.AssigneeQuietAfter. A fetch without a window never is; a
+// failed activity read leaves the diagnostic absent (it claims nothing).
+func (t *Tools) quiet(ctx context.Context, inv *kernel.Invocation, todo workflow.Message, f workflow.TodoFetch) bool {
+	if t.Activity == nil || f.Window == "" || f.Window == inv.Window || todo.Kind != workflow.MessageTodo || todo.Status != workflow.MessageOpen {
+		return false
+	}
+	q, err := t.Activity.Quiet(ctx, f.Window, f.At, workflow.AssigneeQuietAfter)
+	return err == nil && q
 }
 
 // Register adds the board tools to reg.
@@ -211,7 +235,18 @@ func (t *Tools) assignment(ctx context.Context, inv *kernel.Invocation, in Assig
 	if err != nil {
 		return workflow.Assignment{}, err
 	}
-	return b.Assignment(ctx, in.SessionID, in.MessageID)
+	a, err := b.Assignment(ctx, in.SessionID, in.MessageID)
+	if err != nil {
+		return a, err
+	}
+	// A caller told that the last fetcher went quiet is looking at
+	// someone else's fetch: recording its own would erase that fact.
+	if t.quiet(ctx, inv, a.Todo, a.Fetch) {
+		a.Todo.AssigneeRecentActivity = workflow.AssigneeNoneWithin10m
+	} else if a.Todo.Status == workflow.MessageOpen {
+		b.RecordFetch(ctx, in.SessionID, in.MessageID, inv.Window)
+	}
+	return a, nil
 }
 
 // CompleteInput is the input of complete_session_message.
@@ -260,10 +295,23 @@ func (t *Tools) observe(ctx context.Context, inv *kernel.Invocation, in ObserveI
 	if in.WaitSeconds < 0 || in.WaitSeconds > int(workflow.MaxObserveWait/time.Second) {
 		return workflow.Observation{}, failure.New(failure.InvalidArguments, "wait_seconds must be 1-60 and needs after_observation_token")
 	}
-	return b.Observe(ctx, workflow.ObserveParams{
+	o, err := b.Observe(ctx, workflow.ObserveParams{
 		SessionID: in.SessionID, Token: in.AfterToken, Wait: time.Duration(in.WaitSeconds) * time.Second, Limit: in.Limit,
 		// The wait holds no request slot: it takes one of the caller's
 		// bounded waiter slots instead, or is refused (too_many_requests).
 		BeforeWait: func() error { return admission.BeginWait(ctx) },
 	})
+	if err != nil || len(o.Fetches) == 0 {
+		return o, err
+	}
+	// The observation may be shared with other observers: copy before
+	// marking.
+	ms := slices.Clone(o.Messages)
+	for i, m := range ms {
+		if t.quiet(ctx, inv, m, o.Fetches[m.ID]) {
+			ms[i].AssigneeRecentActivity = workflow.AssigneeNoneWithin10m
+		}
+	}
+	o.Messages = ms
+	return o, nil
 }

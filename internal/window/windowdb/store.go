@@ -138,6 +138,19 @@ func (s *Store) Activity(ctx context.Context, principal, win string) ([]window.P
 	return out, sqlitedb.StoreError(rows.Err(), "window store")
 }
 
+// LastActive implements window.Store.
+func (s *Store) LastActive(ctx context.Context, win string) (time.Time, bool, error) {
+	var last sql.NullInt64
+	err := s.db.QueryRow(ctx, `SELECT max(last_at_ms) FROM window_activity WHERE window = ?`, win).Scan(&last)
+	if err != nil {
+		return time.Time{}, false, sqlitedb.StoreError(err, "window store")
+	}
+	if !last.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(last.Int64).UTC(), true, nil
+}
+
 // Affinity implements window.Store.
 func (s *Store) Affinity(ctx context.Context, principal, win, project string, since time.Time) (string, bool, error) {
 	var id string

@@ -419,3 +419,37 @@ func (b *boardTx) query(q string, args ...any) ([]workflow.Message, error) {
 	}
 	return out, rows.Err()
 }
+
+// Fetches implements workflow.BoardReader.
+func (b *boardTx) Fetches(ids []string) (map[string]workflow.TodoFetch, error) {
+	out := map[string]workflow.TodoFetch{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := []any{b.id}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := b.tx.QueryContext(b.ctx, `SELECT message_id, fetch_window, fetched_at FROM messages
+		WHERE session_id = ? AND fetch_window != '' AND message_id IN (?`+strings.Repeat(",?", len(ids)-1)+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, win string
+		var at int64
+		if err := rows.Scan(&id, &win, &at); err != nil {
+			return nil, err
+		}
+		out[id] = workflow.TodoFetch{Window: win, At: time.Unix(0, at).UTC()}
+	}
+	return out, rows.Err()
+}
+
+// SetFetch implements workflow.BoardWriter.
+func (b *boardTx) SetFetch(id string, f workflow.TodoFetch) error {
+	_, err := b.tx.ExecContext(b.ctx, `UPDATE messages SET fetch_window = ?, fetched_at = ? WHERE session_id = ? AND message_id = ?`,
+		f.Window, f.At.UnixNano(), b.id, id)
+	return err
+}
