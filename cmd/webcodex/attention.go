@@ -21,7 +21,7 @@ const ExitAttention = 3
 
 func newAttentionCmd(g *globals) *cobra.Command {
 	var sessionID, windowKey string
-	var asJSON bool
+	var asJSON, quiet bool
 	cmd := &cobra.Command{
 		Use:   "attention",
 		Short: "Print what is waiting for you (for agent harness hooks)",
@@ -57,7 +57,7 @@ func newAttentionCmd(g *globals) *cobra.Command {
 				if err := writeJSON(w, att); err != nil {
 					return err
 				}
-			} else {
+			} else if att.Needed || !quiet {
 				printAttention(w, att)
 			}
 			if att.Needed {
@@ -69,6 +69,7 @@ func newAttentionCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&sessionID, "session", "", "Workflow Session id (wc_sess_…)")
 	cmd.Flags().StringVar(&windowKey, "window", "", "host window id, as your MCP client sends it")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "print nothing when nothing is waiting (for hooks that run on every prompt)")
 	return cmd
 }
 

@@ -149,3 +149,126 @@ func TestAttention(t *testing.T) {
 		}
 	}
 }
+
+// hookConfig is the part of a Claude Code settings.json or a Codex
+// hooks.json that says what runs.
+type hookConfig struct {
+	Hooks map[string][]struct {
+		Matcher string `json:"matcher"`
+		Hooks   []struct {
+			Type    string `json:"type"`
+			Command string `json:"command"`
+		} `json:"hooks"`
+	} `json:"hooks"`
+}
+
+// documentedHooks returns the JSON block that follows heading in
+// docs/collaboration.md.
+func documentedHooks(t *testing.T, heading string) hookConfig {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/collaboration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("docs/collaboration.md has no %q", heading)
+	}
+	_, block, ok := strings.Cut(section, "```json\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatalf("%s: no JSON block", heading)
+	}
+	var c hookConfig
+	if err := json.Unmarshal([]byte(block), &c); err != nil {
+		t.Fatalf("%s: %v\n%s", heading, err, block)
+	}
+	return c
+}
+
+// TestDocumentedHooks runs every command of the hook configurations in
+// docs/collaboration.md through sh -c, with webcodex on $PATH, as Claude
+// Code and Codex run them: each exits 0, prints what is waiting as plain
+// text (Codex rejects stdout that looks like JSON unless it is its own hook
+// JSON), and prints nothing once nothing is waiting.
+func TestDocumentedHooks(t *testing.T) {
+	data, dir := t.TempDir(), t.TempDir()
+	srv := startServe(t, "--data-dir", data, "--project", "p="+dir)
+	ctx := context.Background()
+	w, err := callTool(ctx, srv.base, "work_on_project", map[string]any{"project": "agent:local:p", "instruction": "go"}, "")
+	if err != nil || !w.Success {
+		t.Fatalf("work_on_project: %v %+v", err, w.Error)
+	}
+	var ws struct {
+		SessionID string `json:"session_id"`
+	}
+	json.Unmarshal(w.Output, &ws)
+	r, err := callTool(ctx, srv.base, "post_session_message", map[string]any{"session_id": ws.SessionID, "kind": "guidance", "message": "stop editing calc.go", "requires_ack": true}, "")
+	if err != nil || !r.Success {
+		t.Fatalf("post: %v %+v", err, r.Error)
+	}
+	var posted struct {
+		Message struct {
+			MessageID string `json:"message_id"`
+		} `json:"message"`
+	}
+	json.Unmarshal(r.Output, &posted)
+
+	bin := t.TempDir()
+	if err := os.Symlink(os.Args[0], filepath.Join(bin, "webcodex")); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"WEBCODEX_DATA="+data, "WEBCODEX_TOKEN="+testToken, "WEBCODEX_SESSION="+ws.SessionID)
+	hook := func(command string) (string, int) {
+		cmd := exec.Command("sh", "-c", command)
+		cmd.Env = env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, os.Stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return out.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), 0
+	}
+
+	var commands []string
+	for _, heading := range []string{"### Claude Code hooks", "### Codex hooks"} {
+		c := documentedHooks(t, heading)
+		for _, event := range []string{"SessionStart", "UserPromptSubmit"} {
+			if len(c.Hooks[event]) == 0 {
+				t.Errorf("%s: no %s hook", heading, event)
+			}
+			for _, g := range c.Hooks[event] {
+				for _, h := range g.Hooks {
+					if h.Type != "command" || h.Command == "" {
+						t.Errorf("%s %s: %+v is not a command hook", heading, event, h)
+					}
+					commands = append(commands, h.Command)
+				}
+			}
+		}
+	}
+	for _, c := range commands {
+		out, code := hook(c)
+		if code != 0 || !strings.Contains(out, "ACK required "+posted.Message.MessageID) || !strings.Contains(out, "stop editing calc.go") {
+			t.Errorf("%s: exit %d\n%s", c, code, out)
+		}
+		if o := strings.TrimSpace(out); strings.HasPrefix(o, "{") || strings.HasPrefix(o, "[") {
+			t.Errorf("%s: output looks like JSON:\n%s", c, out)
+		}
+	}
+
+	r, err = callTool(ctx, srv.base, "resolve_session_message", map[string]any{"session_id": ws.SessionID, "message_id": posted.Message.MessageID}, "")
+	if err != nil || !r.Success {
+		t.Fatalf("resolve: %v %+v", err, r.Error)
+	}
+	for _, c := range commands {
+		if out, code := hook(c); code != 0 || out != "" {
+			t.Errorf("%s with nothing waiting: exit %d, output %q", c, code, out)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -27,6 +28,13 @@ func TestMain(m *testing.M) {
 			os.Exit(3)
 		}
 		os.Args = append([]string{"webcodex"}, argv...)
+		main()
+		os.Exit(0)
+	}
+	// Started through a link named webcodex (as a documented hook command
+	// starts it from $PATH), the test binary is the CLI with its own
+	// arguments.
+	if filepath.Base(os.Args[0]) == "webcodex" {
 		main()
 		os.Exit(0)
 	}
