@@ -2,9 +2,13 @@ package windowdb_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	_ "modernc.org/sqlite"
 
 	"github.com/webcodex/webcodex/internal/window"
 	"github.com/webcodex/webcodex/internal/window/windowdb"
@@ -88,5 +92,39 @@ func TestAffinity(t *testing.T) {
 	}
 	if id, _, _ := st.Affinity(ctx, "p", "w", "agent:local:other", now.Add(-time.Hour)); id != "" {
 		t.Fatalf("affinity leaked to another project: %q", id)
+	}
+}
+
+// TestLastActiveUsesAnIndex: the stale assignment diagnostic's lookup by
+// window hash alone is an index search, not a scan of every principal's
+// activity.
+func TestLastActiveUsesAnIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), windowdb.FileName)
+	st, err := windowdb.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`EXPLAIN QUERY PLAN SELECT max(last_at_ms) FROM window_activity WHERE window = ?`, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if p := strings.Join(plan, "; "); !strings.Contains(p, "USING COVERING INDEX window_activity_window") {
+		t.Fatalf("LastActive's plan: %s", p)
 	}
 }
