@@ -57,32 +57,43 @@ func runAttention(t *testing.T, data string, args ...string) (string, int) {
 // session's ACK-required message and open todo and the peer message
 // waiting for a window, exits 3, and changes nothing; with nothing
 // waiting it exits 0; an unknown session is an error (exit 1).
-func TestAttention(t *testing.T) {
+// boardServer serves a fresh data directory with project p (holding
+// a.txt) and opens a Workflow Session on it.
+func boardServer(t *testing.T) (srv *child, data, sessionID string) {
+	t.Helper()
 	data, dir := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("x\n"), 0o644)
-	srv := startServe(t, "--data-dir", data, "--project", "p="+dir)
-	ctx := context.Background()
-	w, err := callTool(ctx, srv.base, "work_on_project", map[string]any{"project": "agent:local:p", "instruction": "go"}, "")
+	srv = startServe(t, "--data-dir", data, "--project", "p="+dir)
+	w, err := callTool(context.Background(), srv.base, "work_on_project", map[string]any{"project": "agent:local:p", "instruction": "go"}, "")
 	if err != nil || !w.Success {
 		t.Fatalf("work_on_project: %v %+v", err, w.Error)
 	}
-	var ws struct {
+	var out struct {
 		SessionID string `json:"session_id"`
 	}
-	json.Unmarshal(w.Output, &ws)
-	post := func(kind, msg string, ack bool) string {
-		r, err := callTool(ctx, srv.base, "post_session_message", map[string]any{"session_id": ws.SessionID, "kind": kind, "message": msg, "requires_ack": ack}, "")
-		if err != nil || !r.Success {
-			t.Fatalf("post: %v %+v", err, r.Error)
-		}
-		var out struct {
-			Message struct {
-				MessageID string `json:"message_id"`
-			} `json:"message"`
-		}
-		json.Unmarshal(r.Output, &out)
-		return out.Message.MessageID
+	json.Unmarshal(w.Output, &out)
+	return srv, data, out.SessionID
+}
+
+// postMessage posts to the session's board and returns the message id.
+func postMessage(t *testing.T, base, sessionID, kind, msg string, ack bool) string {
+	t.Helper()
+	r, err := callTool(context.Background(), base, "post_session_message", map[string]any{"session_id": sessionID, "kind": kind, "message": msg, "requires_ack": ack}, "")
+	if err != nil || !r.Success {
+		t.Fatalf("post: %v %+v", err, r.Error)
 	}
+	var out struct {
+		Message struct {
+			MessageID string `json:"message_id"`
+		} `json:"message"`
+	}
+	json.Unmarshal(r.Output, &out)
+	return out.Message.MessageID
+}
+
+func TestAttention(t *testing.T) {
+	srv, data, sessionID := boardServer(t)
+	post := func(kind, msg string, ack bool) string { return postMessage(t, srv.base, sessionID, kind, msg, ack) }
 	ackID := post("guidance", "stop editing calc.go", true)
 	todoID := post("todo", "fix Add", false)
 	post("note", "just a note", false)
@@ -102,7 +113,7 @@ func TestAttention(t *testing.T) {
 	}
 	json.Unmarshal(pm.Output, &pmo)
 
-	out, code := runAttention(t, data, "--session", ws.SessionID, "--window", "hook-window-B")
+	out, code := runAttention(t, data, "--session", sessionID, "--window", "hook-window-B")
 	if code != ExitAttention {
 		t.Fatalf("exit %d, want %d:\n%s", code, ExitAttention, out)
 	}
@@ -114,7 +125,7 @@ func TestAttention(t *testing.T) {
 	if strings.Contains(out, "just a note") {
 		t.Errorf("an ordinary note is not attention:\n%s", out)
 	}
-	out, code = runAttention(t, data, "--session", ws.SessionID, "--json")
+	out, code = runAttention(t, data, "--session", sessionID, "--json")
 	var att struct {
 		AckRequired []struct {
 			MessageID string `json:"message_id"`
@@ -192,34 +203,15 @@ func documentedHooks(t *testing.T, heading string) hookConfig {
 // text (Codex rejects stdout that looks like JSON unless it is its own hook
 // JSON), and prints nothing once nothing is waiting.
 func TestDocumentedHooks(t *testing.T) {
-	data, dir := t.TempDir(), t.TempDir()
-	srv := startServe(t, "--data-dir", data, "--project", "p="+dir)
-	ctx := context.Background()
-	w, err := callTool(ctx, srv.base, "work_on_project", map[string]any{"project": "agent:local:p", "instruction": "go"}, "")
-	if err != nil || !w.Success {
-		t.Fatalf("work_on_project: %v %+v", err, w.Error)
-	}
-	var ws struct {
-		SessionID string `json:"session_id"`
-	}
-	json.Unmarshal(w.Output, &ws)
-	r, err := callTool(ctx, srv.base, "post_session_message", map[string]any{"session_id": ws.SessionID, "kind": "guidance", "message": "stop editing calc.go", "requires_ack": true}, "")
-	if err != nil || !r.Success {
-		t.Fatalf("post: %v %+v", err, r.Error)
-	}
-	var posted struct {
-		Message struct {
-			MessageID string `json:"message_id"`
-		} `json:"message"`
-	}
-	json.Unmarshal(r.Output, &posted)
+	srv, data, sessionID := boardServer(t)
+	ackID := postMessage(t, srv.base, sessionID, "guidance", "stop editing calc.go", true)
 
 	bin := t.TempDir()
 	if err := os.Symlink(os.Args[0], filepath.Join(bin, "webcodex")); err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"WEBCODEX_DATA="+data, "WEBCODEX_TOKEN="+testToken, "WEBCODEX_SESSION="+ws.SessionID)
+		"WEBCODEX_DATA="+data, "WEBCODEX_TOKEN="+testToken, "WEBCODEX_SESSION="+sessionID)
 	hook := func(command string) (string, int) {
 		cmd := exec.Command("sh", "-c", command)
 		cmd.Env = env
@@ -254,7 +246,7 @@ func TestDocumentedHooks(t *testing.T) {
 	}
 	for _, c := range commands {
 		out, code := hook(c)
-		if code != 0 || !strings.Contains(out, "ACK required "+posted.Message.MessageID) || !strings.Contains(out, "stop editing calc.go") {
+		if code != 0 || !strings.Contains(out, "ACK required "+ackID) || !strings.Contains(out, "stop editing calc.go") {
 			t.Errorf("%s: exit %d\n%s", c, code, out)
 		}
 		if o := strings.TrimSpace(out); strings.HasPrefix(o, "{") || strings.HasPrefix(o, "[") {
@@ -262,7 +254,7 @@ func TestDocumentedHooks(t *testing.T) {
 		}
 	}
 
-	r, err = callTool(ctx, srv.base, "resolve_session_message", map[string]any{"session_id": ws.SessionID, "message_id": posted.Message.MessageID}, "")
+	r, err := callTool(context.Background(), srv.base, "resolve_session_message", map[string]any{"session_id": sessionID, "message_id": ackID}, "")
 	if err != nil || !r.Success {
 		t.Fatalf("resolve: %v %+v", err, r.Error)
 	}
