@@ -110,6 +110,10 @@ var classes = map[Kind]Class{
 	// Window plane.
 	UnknownRecipient:        {ClassNotStarted, RecoverFixInput, statusNotFound},
 	ClientWindowUnavailable: {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	// Revisions and Goals.
+	RevisionConflict: {ClassStalePrecondition, RecoverRereadAndRetry, statusConflict},
+	UnknownGoalID:    {ClassNotStarted, RecoverFixInput, statusNotFound},
+	GoalLimitReached: {ClassNotStarted, RecoverInspectState, statusConflict},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

@@ -67,6 +67,12 @@ const (
 	// Window plane (Window Peers).
 	UnknownRecipient        Kind = "unknown_recipient"
 	ClientWindowUnavailable Kind = "client_window_unavailable"
+	// Compare-and-swap revisions (Goals): a stale expected_revision; the
+	// detail carries current_revision.
+	RevisionConflict Kind = "revision_conflict"
+	// Goals.
+	UnknownGoalID    Kind = "unknown_goal_id"
+	GoalLimitReached Kind = "goal_limit_reached"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -86,6 +92,7 @@ var Kinds = []Kind{
 	SessionMessageNotTodo, UnknownMessageID, CompletionPersistenceUncertain,
 	InvalidObservationToken,
 	UnknownRecipient, ClientWindowUnavailable,
+	RevisionConflict, UnknownGoalID, GoalLimitReached,
 }
 
 // Error is a failure with a stable kind, a human message and optional
