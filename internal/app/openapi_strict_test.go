@@ -249,6 +249,17 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("current_window_activity", map[string]any{}, true)
 	actWindow = ""
 
+	// Goals.
+	goal := field(act("create_goal", map[string]any{"project": proj, "title": "Fix Add"}, true), "goal", "goal_id")
+	grev := field(act("get_goal", map[string]any{"goal_id": goal}, true), "goal", "revision")
+	act("list_goals", map[string]any{"project": proj}, true)
+	act("update_goal", map[string]any{"goal_id": goal, "expected_revision": "1-0000000000000000", "status": "blocked"}, false)
+	grev = field(act("update_goal", map[string]any{"goal_id": goal, "expected_revision": grev, "status": "blocked"}, true), "goal", "revision")
+	act("checkpoint_goal", map[string]any{"goal_id": goal, "expected_revision": grev, "recovery_summary": "Add fixed",
+		"steps": []any{map[string]any{"title": "fix", "status": "done"}}}, true)
+	act("associate_goal_workflow_session", map[string]any{"goal_id": goal, "session_id": sess}, true)
+	act("get_goal", map[string]any{"goal_id": "wc_goal_x"}, false)
+
 	// Closeout.
 	act("session_handoff_summary", map[string]any{"session_id": sess}, true)
 	act("finish_coding_task", map[string]any{"project": proj, "session_id": sess}, true)

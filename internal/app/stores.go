@@ -9,6 +9,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/audit/auditdb"
 	"github.com/webcodex/webcodex/internal/auth/authdb"
+	"github.com/webcodex/webcodex/internal/goal/goaldb"
 	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/project/projectdb"
 	"github.com/webcodex/webcodex/internal/window/windowdb"
@@ -28,6 +29,8 @@ const (
 	// WindowDB holds window activity and Window Peer messages (decision
 	// 0032); it is neither a Workflow Session nor an Action Audit store.
 	WindowDB = "window.db"
+	// GoalsDB holds Goals and their session correlations (decision 0036).
+	GoalsDB = goaldb.FileName
 )
 
 // Stores are the opened databases of a data directory.
@@ -38,6 +41,7 @@ type Stores struct {
 	Jobs     *jobsdb.Store
 	Audit    *auditdb.Store
 	Window   *windowdb.Store
+	Goals    *goaldb.Store
 }
 
 // OpenStores creates the data directory (0700) if needed and opens every
@@ -70,6 +74,10 @@ func OpenStores(ctx context.Context, dataDir string) (*Stores, error) {
 	if s.Window, err = windowdb.Open(ctx, filepath.Join(dataDir, WindowDB)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", WindowDB, err)
+	}
+	if s.Goals, err = goaldb.Open(ctx, filepath.Join(dataDir, GoalsDB)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", GoalsDB, err)
 	}
 	return s, nil
 }
@@ -104,6 +112,9 @@ func (s *Stores) Close() error {
 	}
 	if s.Window != nil {
 		errs = append(errs, s.Window.Close())
+	}
+	if s.Goals != nil {
+		errs = append(errs, s.Goals.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -35,6 +35,9 @@ var toolBudget = map[string]int{
 	"observe_session_messages": 1700,
 	// Window Peers (issue 15), in the full profile only.
 	"list_peers": 870, "post_peer_message": 1200, "current_window_activity": 910,
+	// Goals (issue 16), in the full profile only.
+	"create_goal": 1100, "get_goal": 880, "list_goals": 1100, "update_goal": 1200, "checkpoint_goal": 1360,
+	"associate_goal_workflow_session": 1150,
 }
 
 // Whole tools/list results (the JSON-RPC result member as sent) per

@@ -13,6 +13,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/files"
 	"github.com/webcodex/webcodex/internal/tools/git"
+	"github.com/webcodex/webcodex/internal/tools/goals"
 	"github.com/webcodex/webcodex/internal/tools/jobctl"
 	"github.com/webcodex/webcodex/internal/tools/peers"
 	"github.com/webcodex/webcodex/internal/tools/run"
@@ -29,13 +30,14 @@ const evidenceCheckpointTimeout = 10 * time.Second
 // services.
 func NewRegistry(a *App) *kernel.Registry {
 	reg := kernel.NewRegistry()
+	goalSvc := newGoals(a)
 	// The journal behind interfaces: nil stays a nil interface.
 	var counter sessions.EvidenceCounter
 	var journal closeout.Journal
 	if a.Evidence != nil {
 		counter, journal = a.Evidence, a.Evidence
 	}
-	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions, Evidence: counter, OnClose: func(id string) {
+	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions, Evidence: counter, Goals: goalNames(goalSvc), OnClose: func(id string) {
 		if a.Shells != nil {
 			a.Shells.CloseSession(id)
 		}
@@ -57,13 +59,15 @@ func NewRegistry(a *App) *kernel.Registry {
 	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs, Host: a.Runner})
 	sessionshell.Register(reg, a.Shells)
 	validate.Register(reg, vt)
-	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner, Snapshots: newSnapshots(a)})
+	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner, Snapshots: newSnapshots(a),
+		Goals: goalNames(goalSvc)})
 	bt := &board.Tools{Board: newBoard(a)}
 	if a.Windows != nil {
 		bt.Activity = a.Windows
 	}
 	board.Register(reg, bt)
 	peers.Register(reg, &peers.Tools{Windows: a.Windows})
+	goals.Register(reg, &goals.Tools{Goals: goalSvc})
 	return reg
 }
 

@@ -51,6 +51,9 @@ type Tools struct {
 	// counts in one store snapshot. Nil: the fence has only its ledger
 	// dimension and the counts are reported unavailable.
 	Snapshots workflow.SnapshotReader
+	// Goals, when set, names the Goals correlated with the session in
+	// the brief (id and title only); it is never used to change one.
+	Goals workflow.GoalNames
 }
 
 // Register adds session_handoff_summary and finish_coding_task to reg.

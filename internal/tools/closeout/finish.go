@@ -394,6 +394,8 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in FinishInp
 		Session: sess, Events: evs, Feedback: &fb,
 		IncludeWorkspace: includeWorkspace, Workspace: bws, Guidance: g.guidance, SessionChanged: changed,
 		Evidence: BriefEvidence(ctx, t.Evidence, sess.ID),
+		// Named only: finishing never transitions a correlated Goal.
+		Goals: workflow.Correlated(ctx, t.Goals, sess.ID, handoff.BriefMaxGoals),
 	})
 	out.SuggestedNextActions = append([]string{}, brief.NextActions...)
 	if len(out.SuggestedNextActions) > handoff.MaxSuggestedActions {

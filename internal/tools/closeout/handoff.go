@@ -93,6 +93,7 @@ func (t *Tools) summary(ctx context.Context, inv *kernel.Invocation, in HandoffI
 		IncludeWorkspace: includeWorkspace, Workspace: ws.brief(),
 		Guidance: g.guidance, SessionChanged: changed,
 		Evidence: BriefEvidence(ctx, t.Evidence, sess.ID),
+		Goals:    workflow.Correlated(ctx, t.Goals, sess.ID, handoff.BriefMaxGoals),
 	})
 	out := HandoffOutput{SessionID: sess.ID, Project: sess.Project, HandoffBrief: json.RawMessage(raw)}
 	if in.Diagnostic {

@@ -28,6 +28,9 @@ type Tools struct {
 	// Evidence, when set, counts the session's evidence journal records
 	// for session_summary.
 	Evidence EvidenceCounter
+	// Goals, when set, names the Goals correlated with the session in
+	// session_summary (id and title only).
+	Goals workflow.GoalNames
 }
 
 // EvidenceCounter counts a session's evidence journal records by binding.
@@ -253,6 +256,9 @@ type SummaryOutput struct {
 	// crash): their count, tools and the newest of them. Typed loosely
 	// (a handoff.UnknownOutcomeCalls) to keep the published schema small.
 	OutcomeUnknown any `json:"outcome_unknown"`
+	// Goals names the correlated Goals (a workflow.CorrelatedGoals, at
+	// most workflow.SummaryMaxGoals); absent when they were not read.
+	Goals any `json:"goals,omitempty" jsonschema:"correlated goals: items (goal_id, title), total, returned, truncated"`
 }
 
 func (t *Tools) sessionSummary(ctx context.Context, inv *kernel.Invocation, in SummaryInput) (SummaryOutput, error) {
@@ -273,6 +279,9 @@ func (t *Tools) sessionSummary(ctx context.Context, inv *kernel.Invocation, in S
 		return SummaryOutput{}, err
 	}
 	out.OutcomeUnknown = handoff.UnknownOutcomes(sess, all, handoff.MaxUnknownCalls)
+	if g := workflow.Correlated(ctx, t.Goals, sess.ID, workflow.SummaryMaxGoals); g != nil {
+		out.Goals = g
+	}
 	if t.Evidence != nil {
 		if c, err := t.Evidence.SessionCounts(ctx, sess.ID); err == nil {
 			out.Evidence = &EvidenceView{Counts: c, Proves: handoff.EvidenceProves}

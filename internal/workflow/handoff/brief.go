@@ -28,6 +28,8 @@ const (
 	BriefMaxNextActions = 5
 	// BriefMaxRefChars bounds workspace branch and head.
 	BriefMaxRefChars = 200
+	// BriefMaxGoals bounds goals, the correlated Goals (id and title).
+	BriefMaxGoals = 5
 )
 
 // Progress states, in precedence order.
@@ -103,6 +105,9 @@ type BriefInput struct {
 	// Evidence is the evidence journal's view of the session; nil when no
 	// journal was consulted (the basis then shows evidence: null).
 	Evidence *BriefEvidence
+	// Goals are the Goals correlated with the session; nil when no Goal
+	// reader was consulted or it failed (the brief then has no goals).
+	Goals *workflow.CorrelatedGoals
 }
 
 // EvidenceProves states, in every brief that carries evidence counts, what
@@ -146,6 +151,9 @@ type HandoffBrief struct {
 	Attention     BriefAttention  `json:"attention"`
 	NextActions   []string        `json:"next_actions"`
 	Basis         BriefBasis      `json:"basis"`
+	// Goals names the correlated Goals (at most BriefMaxGoals, id and
+	// title only); absent when they were not read.
+	Goals *workflow.CorrelatedGoals `json:"goals,omitempty"`
 }
 
 // BriefSession identifies the session.
@@ -381,6 +389,10 @@ func Brief(in BriefInput) (HandoffBrief, []byte) {
 		ev.Proves = EvidenceProves
 		b.Basis.Evidence = &ev
 	}
+	if g := in.Goals; g != nil {
+		n := min(len(g.Items), BriefMaxGoals)
+		b.Goals = &workflow.CorrelatedGoals{Items: slices.Clone(g.Items[:n]), Total: g.Total, Returned: n, Truncated: n < g.Total}
+	}
 
 	// Progress state, in precedence order.
 	openRisk := in.Guidance != nil && in.Guidance.OpenRisks > 0
@@ -449,8 +461,8 @@ func encode(b *HandoffBrief) []byte {
 }
 
 // fit reduces b, in a stable order, until its encoding fits BriefMaxBytes:
-// recent files, changed paths, failure identities, next actions, then
-// instruction excerpt characters (root first, then latest).
+// recent files, changed paths, failure identities, next actions, goals,
+// then instruction excerpt characters (root first, then latest).
 func fit(b *HandoffBrief) []byte {
 	out := encode(b)
 	popPath := func(l *PathList) bool {
@@ -487,6 +499,15 @@ func fit(b *HandoffBrief) []byte {
 				return false
 			}
 			b.NextActions = b.NextActions[:len(b.NextActions)-1]
+			return true
+		},
+		func() bool {
+			g := b.Goals
+			if g == nil || len(g.Items) == 0 {
+				return false
+			}
+			g.Items = g.Items[:len(g.Items)-1]
+			g.Returned, g.Truncated = len(g.Items), true
 			return true
 		},
 	}
