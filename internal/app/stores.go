@@ -92,6 +92,16 @@ func OpenAudit(ctx context.Context, dataDir string) (*auditdb.Store, error) {
 	return st, nil
 }
 
+// OpenGoals opens only the data directory's goals.db, for commands that
+// read Goals and must not touch any other database.
+func OpenGoals(ctx context.Context, dataDir string) (*goaldb.Store, error) {
+	st, err := goaldb.Open(ctx, filepath.Join(dataDir, GoalsDB))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", GoalsDB, err)
+	}
+	return st, nil
+}
+
 // Close closes every open store.
 func (s *Stores) Close() error {
 	var errs []error

@@ -39,7 +39,10 @@ type Store interface {
 
 // ListFilter selects Goals.
 type ListFilter struct {
-	Owner   string
+	// Owner is the authority group whose Goals are listed; AllOwners
+	// lists every group's (the operator CLI only).
+	Owner     string
+	AllOwners bool
 	Project string // "" for every project (and none)
 	Status  Status // "" for every status
 	Limit   int
@@ -124,10 +127,27 @@ func (s *Service) List(ctx context.Context, f ListFilter) ([]Goal, int, error) {
 	if f.Limit < 0 || f.Limit > ListMax || f.Offset < 0 {
 		return nil, 0, errorf("limit must be 0-%d and offset non-negative", ListMax)
 	}
+	if f.Owner == "" && !f.AllOwners {
+		return nil, 0, errorf("a goal list needs an owner")
+	}
 	if f.Limit == 0 {
 		f.Limit = ListDefault
 	}
 	return s.store.List(ctx, f)
+}
+
+// Inspect returns any owner's Goal id and its associations, for the
+// operator CLI (never for a tool: tools see only their caller's Goals).
+func (s *Service) Inspect(ctx context.Context, id string) (Goal, []Association, error) {
+	if _, err := ParseID(id); err != nil {
+		return Goal{}, nil, err
+	}
+	g, err := s.store.Get(ctx, id)
+	if err != nil {
+		return Goal{}, nil, err
+	}
+	as, err := s.store.Sessions(ctx, id)
+	return g, as, err
 }
 
 // Sessions returns the associations of owner's Goal id.

@@ -118,8 +118,8 @@ func (s *Store) Get(ctx context.Context, id string) (goal.Goal, error) {
 
 // List implements goal.Store.
 func (s *Store) List(ctx context.Context, f goal.ListFilter) ([]goal.Goal, int, error) {
-	where := `owner = ? AND (? = '' OR project = ?) AND (? = '' OR status = ?)`
-	wargs := []any{f.Owner, f.Project, f.Project, string(f.Status), string(f.Status)}
+	where := `(? OR owner = ?) AND (? = '' OR project = ?) AND (? = '' OR status = ?)`
+	wargs := []any{f.AllOwners, f.Owner, f.Project, f.Project, string(f.Status), string(f.Status)}
 	var total int
 	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM goals WHERE `+where, wargs...).Scan(&total); err != nil {
 		return nil, 0, sqlitedb.StoreError(err, storeName)
