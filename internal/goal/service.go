@@ -43,10 +43,10 @@ type ListFilter struct {
 	// lists every group's (the operator CLI only).
 	Owner     string
 	AllOwners bool
-	Project string // "" for every project (and none)
-	Status  Status // "" for every status
-	Limit   int
-	Offset  int
+	Project   string // "" for every project (and none)
+	Status    Status // "" for every status
+	Limit     int
+	Offset    int
 }
 
 // Service is the Goal API of the tools and the CLI.
