@@ -79,6 +79,21 @@ func TestGoalsEndToEnd(t *testing.T) {
 	if list.Total != 1 || list.Goals[0].ID != g.ID {
 		t.Fatalf("list %+v", list)
 	}
+	// Outside the core profile (the default here), through the gateway.
+	lt, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range lt.Tools {
+		if strings.Contains(tl.Name, "goal") {
+			t.Fatalf("the core profile lists %s", tl.Name)
+		}
+	}
+	var viaGateway struct{ Total int }
+	decodeInto(t, outputJSON(t, mcpOK(t, cs, "call_tool", map[string]any{"tool": "list_goals", "arguments": map[string]any{}}).Output), &viaGateway)
+	if viaGateway.Total != 1 {
+		t.Fatalf("list_goals through call_tool: %d goals", viaGateway.Total)
+	}
 	if r, raw := callMCP(t, cs, "create_goal", map[string]any{"project": "agent:local:nope", "title": "x"}, nil); r.Success || r.Error.Kind != "unknown_project" {
 		t.Fatalf("create on an unregistered project: %s", raw)
 	}

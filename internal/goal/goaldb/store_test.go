@@ -231,3 +231,77 @@ func TestAssociate(t *testing.T) {
 		t.Fatalf("%d associations, want %d", len(as), goal.MaxSessionsPerGoal)
 	}
 }
+
+// TestOwnerBound: the store refuses a goal beyond max for its owner, and
+// other owners are not counted.
+func TestOwnerBound(t *testing.T) {
+	ctx := context.Background()
+	_, st := open(t)
+	mk := func(owner string) goal.Goal {
+		return goal.Goal{ID: goal.NewID(), Owner: owner, Title: "t", Status: goal.Active, Generation: 1, Revision: "1-0000000000000000", Steps: []goal.Step{}}
+	}
+	for range 2 {
+		if err := st.Create(ctx, mk(alice), 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := mk(alice)
+	wantKind(t, st.Create(ctx, g, 2), failure.GoalLimitReached)
+	if _, err := st.Get(ctx, g.ID); !failure.Is(err, failure.UnknownGoalID) {
+		t.Fatalf("a refused goal was stored: %v", err)
+	}
+	if err := st.Create(ctx, mk(bob), 2); err != nil {
+		t.Fatalf("another owner's goal: %v", err)
+	}
+}
+
+// TestConcurrentUpdatesOneWins: writers racing on one expected revision:
+// exactly one wins, every other gets revision_conflict naming the winner's
+// revision.
+func TestConcurrentUpdatesOneWins(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := open(t)
+	g, err := svc.Create(ctx, goal.CreateParams{Owner: alice, Title: "race"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	type res struct {
+		g   goal.Goal
+		err error
+	}
+	out := make(chan res, n)
+	start := make(chan struct{})
+	for i := range n {
+		go func() {
+			<-start
+			title := strings.Repeat("w", i+1)
+			up, _, err := svc.Update(ctx, goal.UpdateParams{Owner: alice, ID: g.ID, ExpectedRevision: g.Revision, Title: &title})
+			out <- res{up, err}
+		}()
+	}
+	close(start)
+	var wins []goal.Goal
+	var conflicts []error
+	for range n {
+		r := <-out
+		if r.err == nil {
+			wins = append(wins, r.g)
+		} else {
+			wantKind(t, r.err, failure.RevisionConflict)
+			conflicts = append(conflicts, r.err)
+		}
+	}
+	if len(wins) != 1 || len(conflicts) != n-1 {
+		t.Fatalf("%d wins, %d conflicts", len(wins), len(conflicts))
+	}
+	for _, err := range conflicts {
+		if failure.DetailOf(err)["current_revision"] != wins[0].Revision {
+			t.Fatalf("conflict names %v, the winner is %s", failure.DetailOf(err)["current_revision"], wins[0].Revision)
+		}
+	}
+	cur, _ := svc.Get(ctx, alice, g.ID)
+	if cur.Revision != wins[0].Revision || cur.Title != wins[0].Title {
+		t.Fatalf("stored %+v, winner %+v", cur, wins[0])
+	}
+}
