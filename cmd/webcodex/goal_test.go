@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/goal"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // TestGoalCommands: goal list and show, as tables and --json, over a
@@ -84,5 +86,40 @@ func TestGoalCommands(t *testing.T) {
 	}
 	if _, err := run(t, "--data-dir", data, "goal", "list", "--status", "done"); !failure.Is(err, failure.InvalidArguments) {
 		t.Fatalf("bad status: %v", err)
+	}
+}
+
+// TestSessionHandoffNamesGoals: the offline brief names the session's
+// correlated goals like the tool's (id and title).
+func TestSessionHandoffNamesGoals(t *testing.T) {
+	data := t.TempDir()
+	ctx := context.Background()
+	st, err := app.OpenStores(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := auth.Fingerprint("local")
+	s, err := workflow.NewService(st.Workflow, nil).Start(ctx, workflow.StartParams{Project: "agent:local:demo", Fingerprint: fp, Instruction: "Fix the parser."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := goal.NewService(st.Goals, nil)
+	g, err := gs.Create(ctx, goal.CreateParams{Owner: fp, Title: "Parser rewrite"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gs.Associate(ctx, goal.AssociateParams{Owner: fp, ID: g.ID, SessionID: s.ID, SessionOwner: fp, SessionProject: s.Project}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if out := mustRun(t, "--data-dir", data, "session", "handoff", s.ID); !strings.Contains(out, "Goals     1 correlated: "+g.ID+" (Parser rewrite)") {
+		t.Fatalf("handoff:\n%s", out)
+	}
+	var brief struct {
+		Goals workflow.CorrelatedGoals
+	}
+	json.Unmarshal([]byte(mustRun(t, "--data-dir", data, "session", "handoff", s.ID, "--json")), &brief)
+	if brief.Goals.Total != 1 || len(brief.Goals.Items) != 1 || brief.Goals.Items[0] != (workflow.GoalRef{ID: g.ID, Title: "Parser rewrite"}) {
+		t.Fatalf("handoff --json goals: %+v", brief.Goals)
 	}
 }

@@ -144,7 +144,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		Short: "Show where a task stands: the session's deterministic handoff brief",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withWorkflow(cmd.Context(), g, func(svc *workflow.Service) error {
+			return withWorkflowStores(cmd.Context(), g, func(svc *workflow.Service, st *app.Stores) error {
 				id, err := workflow.ParseSessionID(args[0])
 				if err != nil {
 					return err
@@ -173,7 +173,8 @@ func newSessionCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				brief, raw := handoff.Brief(handoff.BriefInput{Session: sess, Events: evs, Feedback: &fb, Guidance: guidance, Evidence: ev})
+				brief, raw := handoff.Brief(handoff.BriefInput{Session: sess, Events: evs, Feedback: &fb, Guidance: guidance, Evidence: ev,
+					Goals: workflow.Correlated(cmd.Context(), app.GoalNames(st), id, handoff.BriefMaxGoals)})
 				if handoffJSON {
 					_, err := cmd.OutOrStdout().Write(append(raw, '\n'))
 					return err
@@ -263,6 +264,13 @@ func printBrief(w io.Writer, s workflow.Session, b handoff.HandoffBrief) {
 		fprintf(w, "Board     %d open todo(s), %d question(s), %d risk(s), %d guidance; %d unresolved ACK-required\n",
 			*a.OpenTodos, *a.OpenQuestions, *a.OpenRisks, *a.OpenGuidance, *a.UnresolvedAckRequired)
 	}
+	if gl := b.Goals; gl != nil && gl.Total > 0 {
+		fprintf(w, "Goals     %d correlated:", gl.Total)
+		for _, r := range gl.Items {
+			fprintf(w, " %s (%s)", r.ID, r.Title)
+		}
+		fprintf(w, "\n")
+	}
 	for i, a := range b.NextActions {
 		fprintf(w, "Next %d    %s\n", i+1, a)
 	}
@@ -281,12 +289,18 @@ func printBrief(w io.Writer, s workflow.Session, b handoff.HandoffBrief) {
 }
 
 func withWorkflow(ctx context.Context, g *globals, fn func(*workflow.Service) error) error {
+	return withWorkflowStores(ctx, g, func(svc *workflow.Service, _ *app.Stores) error { return fn(svc) })
+}
+
+// withWorkflowStores is withWorkflow for a command that also reads
+// another store of the data directory.
+func withWorkflowStores(ctx context.Context, g *globals, fn func(*workflow.Service, *app.Stores) error) error {
 	st, _, err := g.openStores(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return fn(workflow.NewService(st.Workflow, nil))
+	return fn(workflow.NewService(st.Workflow, nil), st)
 }
 
 func printSessions(w io.Writer, ss []workflow.Session, total int, asJSON bool) error {

@@ -35,3 +35,12 @@ func goalNames(svc *goal.Service) workflow.GoalNames {
 		return out, total, nil
 	}
 }
+
+// GoalNames is goalNames over the Goal store of s, for the offline
+// commands that build the same briefs as the tools (nil without one).
+func GoalNames(s *Stores) workflow.GoalNames {
+	if s == nil || s.Goals == nil {
+		return nil
+	}
+	return goalNames(goal.NewService(s.Goals, nil))
+}
