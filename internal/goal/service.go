@@ -71,13 +71,14 @@ type CreateParams struct {
 	Objective string
 }
 
-// text checks a field's bound and returns it redacted.
+// text checks a field's bound and returns it redacted, still within the
+// bound (a redaction marker longer than the secret it replaces is cut).
 func text(name, s string, minChars, maxChars int) (string, error) {
 	n := utf8.RuneCountInString(s)
 	if utf8.RuneCountInString(strings.TrimSpace(s)) < minChars || n > maxChars {
 		return "", errorf("%s must be %d-%d characters", name, minChars, maxChars)
 	}
-	return redact.String(s), nil
+	return redact.Bounded(s, maxChars), nil
 }
 
 // Create stores a new active Goal at generation 1.
