@@ -270,7 +270,22 @@ func (s *Server) details(ctx context.Context, v *SessionView, p auth.Principal) 
 			v.Evidence = e
 		}
 	}
-	v.CanPost = p.Has(auth.ScopeProjectWrite) && sess.Mutable()
+	v.CanPost = sess.Mutable() && s.mayCall(p, PostTool)
+}
+
+// mayCall reports whether p holds every scope the API requires for tool
+// (the kernel's registry decides; the kernel checks again on dispatch).
+func (s *Server) mayCall(p auth.Principal, tool string) bool {
+	t, ok := s.opts.Kernel.Registry().Lookup(tool)
+	if !ok {
+		return false
+	}
+	for _, sc := range t.Scopes {
+		if !p.Has(sc) {
+			return false
+		}
+	}
+	return true
 }
 
 // threads groups messages (newest first) into threads: a message whose
