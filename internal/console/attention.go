@@ -17,7 +17,7 @@ import (
 const (
 	// AttentionScanSessions is how many of the viewer's active sessions
 	// (most recently updated first) the attention page judges.
-	AttentionScanSessions = 50
+	AttentionScanSessions = 25
 	// InvalidClaimWindow is how far back the page looks for invalid
 	// claims, and InvalidClaimScan how many of a session's newest
 	// evidence records it reads for them.

@@ -28,7 +28,7 @@ type server struct {
 	done    chan error
 }
 
-func start(t *testing.T) *server {
+func start(t testing.TB) *server {
 	t.Helper()
 	dir := t.TempDir()
 	cfg, err := app.LoadConfig(dir, func(string) string { return "" })
@@ -67,7 +67,7 @@ func start(t *testing.T) *server {
 }
 
 // token creates an API token of owner with scopes.
-func (s *server) token(t *testing.T, owner string, scopes ...auth.Scope) string {
+func (s *server) token(t testing.TB, owner string, scopes ...auth.Scope) string {
 	t.Helper()
 	if len(scopes) == 0 {
 		scopes = []auth.Scope{auth.ScopeProjectRead, auth.ScopeProjectWrite, auth.ScopeJobRun}
@@ -81,7 +81,7 @@ func (s *server) token(t *testing.T, owner string, scopes ...auth.Scope) string 
 
 // call is one REST tool call with token; it fails the test unless the tool
 // succeeds, and returns the output.
-func (s *server) call(t *testing.T, token, tool string, args any) map[string]json.RawMessage {
+func (s *server) call(t testing.TB, token, tool string, args any) map[string]json.RawMessage {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args})
 	req, _ := http.NewRequest("POST", s.base+"/api/tools/call", strings.NewReader(string(body)))
@@ -107,7 +107,7 @@ func (s *server) call(t *testing.T, token, tool string, args any) map[string]jso
 
 // startSession starts a Workflow Session for token with instruction
 // (its title is derived from it).
-func (s *server) startSession(t *testing.T, token, instruction string) string {
+func (s *server) startSession(t testing.TB, token, instruction string) string {
 	t.Helper()
 	out := s.call(t, token, "work_on_project", map[string]any{"project": s.project, "instruction": instruction})
 	var id string
@@ -120,13 +120,13 @@ func (s *server) startSession(t *testing.T, token, instruction string) string {
 // browser is an HTTP client with a cookie jar that does not follow
 // redirects (so each answer can be checked).
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	s    *server
 	c    *http.Client
 	csrf string
 }
 
-func (s *server) browser(t *testing.T) *browser {
+func (s *server) browser(t testing.TB) *browser {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	return &browser{t: t, s: s, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
