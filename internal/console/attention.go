@@ -67,16 +67,16 @@ func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
 	since := s.opts.Now().Add(-InvalidClaimWindow)
 	for _, sess := range sessions {
 		it := AttentionItem{Session: sess}
-		v, err := s.view(ctx, sess)
+		b, _, err := s.brief(ctx, sess)
 		if err != nil {
 			return err
 		}
-		it.State = v.Brief.Progress.State
-		if a := v.Brief.Attention; a.UnresolvedAckRequired != nil {
-			it.AckRequired = *a.UnresolvedAckRequired
+		it.State = b.Progress.State
+		if n := b.Attention.UnresolvedAckRequired; n != nil {
+			it.AckRequired = *n
 		}
-		if a := v.Brief.Attention; a.OpenTodos != nil {
-			it.OpenTodos = *a.OpenTodos
+		if n := b.Attention.OpenTodos; n != nil {
+			it.OpenTodos = *n
 		}
 		for _, j := range jobsBySession[sess.ID] {
 			switch j.State {

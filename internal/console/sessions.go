@@ -153,11 +153,11 @@ func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) error {
 // progressState is the handoff progress state of sess, from the same
 // projection handoff_brief uses.
 func (s *Server) progressState(ctx context.Context, sess workflow.Session) (string, error) {
-	v, err := s.view(ctx, sess)
+	b, _, err := s.brief(ctx, sess)
 	if err != nil {
 		return "", err
 	}
-	return v.Brief.Progress.State, nil
+	return b.Progress.State, nil
 }
 
 // SessionView is everything the session page and the export show.
@@ -203,8 +203,23 @@ type EvidenceView struct {
 }
 
 // view gathers the session view: the ledger tail, the brief over it,
-// validation, jobs, board and evidence.
+// validation and the first timeline page.
 func (s *Server) view(ctx context.Context, sess workflow.Session) (*SessionView, error) {
+	brief, evs, err := s.brief(ctx, sess)
+	if err != nil {
+		return nil, err
+	}
+	v := &SessionView{Session: sess, Brief: brief, events: evs}
+	v.Validation = workflow.SummarizeValidation(evs)
+	v.Timeline = page(rows(evs), 0)
+	v.Timeline.EventsObserved, v.Timeline.Truncated = sess.EventsObserved, sess.RetentionTruncated
+	return v, nil
+}
+
+// brief projects handoff_brief version 1 of sess exactly as the handoff
+// tool does (without the workspace, which the console does not query),
+// over its retained events, which it returns too.
+func (s *Server) brief(ctx context.Context, sess workflow.Session) (handoff.HandoffBrief, []workflow.Event, error) {
 	var guidance *handoff.GuidanceSnapshot
 	if s.opts.Snapshots != nil {
 		if snap, err := s.opts.Snapshots.SessionSnapshot(ctx, sess.ID); err == nil {
@@ -213,9 +228,8 @@ func (s *Server) view(ctx context.Context, sess workflow.Session) (*SessionView,
 	}
 	evs, err := s.opts.Sessions.Store().Events(ctx, sess.ID, 0)
 	if err != nil {
-		return nil, err
+		return handoff.HandoffBrief{}, nil, err
 	}
-	v := &SessionView{Session: sess}
 	var jobSnap *handoff.JobsSnapshot
 	if s.opts.Jobs != nil {
 		acc := jobs.Access{Project: sess.Project, Fingerprint: sess.OwnerFingerprint}
@@ -230,12 +244,8 @@ func (s *Server) view(ctx context.Context, sess workflow.Session) (*SessionView,
 			ev = &handoff.BriefEvidence{Verified: c.Verified, Sessionless: c.Sessionless, InvalidClaim: c.InvalidClaim, Unknown: c.Unknown, Proves: handoff.EvidenceProves}
 		}
 	}
-	v.Brief, _ = handoff.Brief(handoff.BriefInput{Session: sess, Events: evs, Feedback: &fb, Guidance: guidance, Evidence: ev})
-	v.Validation = workflow.SummarizeValidation(evs)
-	v.Timeline = page(rows(evs), 0)
-	v.Timeline.EventsObserved, v.Timeline.Truncated = sess.EventsObserved, sess.RetentionTruncated
-	v.events = evs
-	return v, nil
+	b, _ := handoff.Brief(handoff.BriefInput{Session: sess, Events: evs, Feedback: &fb, Guidance: guidance, Evidence: ev})
+	return b, evs, nil
 }
 
 // details adds the parts only the full page and the export show: jobs,
