@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -98,6 +99,24 @@ func TestAttentionListsWhatWaits(t *testing.T) {
 	}
 	if len(ids) != 2 || !ids[risky] || !ids[running] {
 		t.Errorf("state=blocked lists %v, want the risky and running sessions", ids)
+	}
+	listed := func(query string) int {
+		p := b.get("/console/sessions?" + query)
+		if p.status != http.StatusOK {
+			t.Fatalf("%s: %d", query, p.status)
+		}
+		ids := map[string]bool{}
+		for _, m := range regexp.MustCompile(`/console/sessions/(wc_sess_[0-9a-f]{32})"`).FindAllStringSubmatch(p.body, -1) {
+			ids[m[1]] = true
+		}
+		return len(ids)
+	}
+	s.call(t, tok, "close_session", map[string]any{"session_id": quiet})
+	for query, want := range map[string]int{"": 6, "project=" + url.QueryEscape(s.project): 6, "project=agent%3Alocal%3Aother": 0,
+		"lifecycle=closed": 1, "lifecycle=active": 5, "state=closed": 1, "state=needs_validation": 1} {
+		if got := listed(query); got != want {
+			t.Errorf("sessions?%s lists %d, want %d", query, got, want)
+		}
 	}
 	if p := b.get("/console/sessions?lifecycle=nope"); p.status != http.StatusBadRequest {
 		t.Errorf("lifecycle=nope: %d", p.status)
