@@ -110,6 +110,13 @@ var classes = map[Kind]Class{
 	// Window plane.
 	UnknownRecipient:        {ClassNotStarted, RecoverFixInput, statusNotFound},
 	ClientWindowUnavailable: {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	// Managed worktrees.
+	UnknownRef:      {ClassInvalidArguments, RecoverFixInput, statusNotFound},
+	NotAGitCheckout: {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	WorktreeExists:  {ClassNotStarted, RecoverInspectState, statusConflict},
+	BaseRefMismatch: {ClassInvalidArguments, RecoverFixInput, statusConflict},
+	NotAWorktree:    {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	ProjectInUse:    {ClassNotStarted, RecoverInspectState, statusConflict},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

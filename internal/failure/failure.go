@@ -67,6 +67,13 @@ const (
 	// Window plane (Window Peers).
 	UnknownRecipient        Kind = "unknown_recipient"
 	ClientWindowUnavailable Kind = "client_window_unavailable"
+	// Managed worktrees (work_on_project mode=worktree).
+	UnknownRef      Kind = "unknown_ref"
+	NotAGitCheckout Kind = "not_a_git_checkout"
+	WorktreeExists  Kind = "worktree_exists"
+	BaseRefMismatch Kind = "base_ref_mismatch"
+	NotAWorktree    Kind = "not_a_worktree"
+	ProjectInUse    Kind = "project_in_use"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -86,6 +93,7 @@ var Kinds = []Kind{
 	SessionMessageNotTodo, UnknownMessageID, CompletionPersistenceUncertain,
 	InvalidObservationToken,
 	UnknownRecipient, ClientWindowUnavailable,
+	UnknownRef, NotAGitCheckout, WorktreeExists, BaseRefMismatch, NotAWorktree, ProjectInUse,
 }
 
 // Error is a failure with a stable kind, a human message and optional
