@@ -150,4 +150,3 @@ func TestWorktreeModeInputErrors(t *testing.T) {
 		t.Fatalf("sessions created: %d, %v", total, err)
 	}
 }
-
