@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -101,4 +103,65 @@ func TestMCPWorktreeSessionsAreIsolated(t *testing.T) {
 	if _, err := s.a.Projects.Get(t.Context(), w1.Project); err != nil {
 		t.Fatalf("finishing unregistered the worktree: %v", err)
 	}
+}
+
+// TestMCPWorktreeWorkersCoordinateOnTheBoard runs the pattern of
+// docs/collaboration.md "Several agents on one repository": the
+// coordinator's session C is on the source project; a worker's session W
+// is on its own worktree project, so W cannot be the recorder of calls on
+// C (session_project_mismatch, nothing changes); the worker reads and
+// completes C's todo naming C alone.
+func TestMCPWorktreeWorkersCoordinateOnTheBoard(t *testing.T) {
+	repo := gitRepo(t)
+	s := startApp(t, t.TempDir(), "calc="+repo)
+	defer s.stop(t)
+	coord := connectMCP(t, s, "", nil)
+	worker := connectMCP(t, s, "", nil)
+	defer coord.Close()
+	defer worker.Close()
+	var c, w string
+	decodeInto(t, mcpOK(t, coord, "work_on_project", map[string]any{"project": "agent:local:calc",
+		"instruction": "Coordinate."}).Output["session_id"], &c)
+	var todo boardMsg
+	decodeInto(t, mcpOK(t, coord, "post_session_message", map[string]any{"session_id": c, "kind": "todo",
+		"message": "Make Add add.", "recording_session_id": c}).Output["message"], &todo)
+	r := mcpOK(t, worker, "work_on_project", map[string]any{"project": "agent:local:calc", "mode": "worktree",
+		"instruction": "Work on the coordinator's todo."})
+	decodeInto(t, r.Output["session_id"], &w)
+	var wt struct {
+		Project string `json:"project"`
+	}
+	decodeInto(t, r.Output["worktree"], &wt)
+
+	var fence string
+	decodeInto(t, mcpOK(t, worker, "get_session_assignment", map[string]any{"session_id": c, "message_id": todo.ID}).Output["assignment_fence"], &fence)
+	mcpOK(t, worker, "write_project_file", map[string]any{"session_id": w, "project": wt.Project, "path": "calc.go",
+		"content": "package calc\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n", "expected_sha256": sha256Hex(t, repo, "calc.go")})
+
+	complete := map[string]any{"session_id": c, "message_id": todo.ID, "answer": "Fixed in " + wt.Project + ".",
+		"completion_key": "wt-add-1", "expected_assignment_fence": fence, "recording_session_id": w}
+	before := boardList(t, s, c)
+	res, raw := callMCP(t, worker, "complete_session_message", complete, nil)
+	if res.Success || res.Error == nil || res.Error.Kind != "session_project_mismatch" || boardList(t, s, c) != before {
+		t.Fatalf("completion recorded in the worktree session: %s", raw)
+	}
+	delete(complete, "recording_session_id")
+	var answer boardMsg
+	decodeInto(t, mcpOK(t, worker, "complete_session_message", complete).Output["answer"], &answer)
+	if answer.ReplyTo != todo.ID || answer.AuthorSessionID != nil {
+		t.Fatalf("completion without a recorder: %+v", answer)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "calc.go")); strings.Contains(string(b), "a + b") {
+		t.Fatal("the worker's fix reached the source checkout")
+	}
+}
+
+func sha256Hex(t *testing.T, dir, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
