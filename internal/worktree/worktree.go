@@ -132,11 +132,14 @@ func (m *Manager) discardDir(dir string) {
 // registered, else in the worktree) to p's stored base commit.
 //
 // Errors: failure.NotAWorktree when p is an ordinary project;
-// failure.BaseRefMismatch when baseRef names another commit;
+// failure.NotAGitCheckout when its directory is gone; failure.BaseRefMismatch when baseRef names another commit;
 // failure.UnknownRef when it names none.
 func (m *Manager) Resume(ctx context.Context, p project.Project, baseRef string) (Worktree, error) {
 	if !p.Worktree() {
 		return Worktree{}, failure.New(failure.NotAWorktree, "project %s is not a managed worktree", p.ID)
+	}
+	if st, err := os.Stat(p.Root); err != nil || !st.IsDir() {
+		return Worktree{}, failure.New(failure.NotAGitCheckout, "the directory of worktree %s no longer exists", p.ID)
 	}
 	w := Worktree{Project: p, Source: p.Source, BaseRef: baseRef, BaseCommit: p.BaseCommit}
 	if baseRef == "" {

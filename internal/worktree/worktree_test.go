@@ -213,6 +213,10 @@ func TestResumeChecksTheBaseCommit(t *testing.T) {
 	if _, err := e.m.Resume(ctx, e.source, ""); !failure.Is(err, failure.NotAWorktree) {
 		t.Fatalf("ordinary project: %v", err)
 	}
+	os.RemoveAll(w.Project.Root)
+	if _, err := e.m.Resume(ctx, w.Project, ""); !failure.Is(err, failure.NotAGitCheckout) {
+		t.Fatalf("worktree directory gone: %v", err)
+	}
 }
 
 func TestRemove(t *testing.T) {
