@@ -300,6 +300,8 @@ func (c Config) SandboxPolicy() *runner.Policy {
 	return &runner.Policy{
 		Mode: runner.Mode(c.Sandbox), Network: runner.Network(c.SandboxNetwork),
 		Deny: []string{c.DataDir}, ExtraWrite: c.SandboxExtraWrite,
+		// Managed worktrees are projects: reachable like any other.
+		Allow: []string{WorktreesDir(c.DataDir)},
 	}
 }
 

@@ -26,7 +26,7 @@ var toolBudget = map[string]int{
 	"run_shell": 2250, "run_tests": 2600, "search_project_texts": 2350,
 	"session_handoff_summary": 1700, "session_shell_exec": 2050, "session_shell_status": 1500,
 	"session_summary": 1250, "stop_job": 1000, "update_session_context": 1200,
-	"validation_summary": 1300, "work_on_project": 1550, "write_project_file": 1550,
+	"validation_summary": 1300, "work_on_project": 1900, "write_project_file": 1550,
 	// The gateway (decision 0024), listed in every profile.
 	"call_tool": 650, "describe_tool": 600, "list_tools": 550,
 	// The message board.

@@ -21,6 +21,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/tools/sessionshell"
 	"github.com/webcodex/webcodex/internal/tools/validate"
+	"github.com/webcodex/webcodex/internal/transport/mcpserver"
 )
 
 // evidenceCheckpointTimeout bounds the checkpoint signed at session close.
@@ -37,19 +38,20 @@ func NewRegistry(a *App) *kernel.Registry {
 	if a.Evidence != nil {
 		counter, journal = a.Evidence, a.Evidence
 	}
-	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions, Evidence: counter, Goals: goalNames(goalSvc), OnClose: func(id string) {
-		if a.Shells != nil {
-			a.Shells.CloseSession(id)
-		}
-		if a.Evidence != nil {
-			// A closed session's records are covered by a signed head.
-			ctx, cancel := context.WithTimeout(context.Background(), evidenceCheckpointTimeout)
-			defer cancel()
-			if _, err := a.Evidence.Checkpoint(ctx); err != nil {
-				a.Log.Warn("evidence: checkpoint at session close", "session", id, "err", err)
+	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions, Evidence: counter, Goals: goalNames(goalSvc),
+		Worktrees: newWorktrees(a), Guidance: mcpserver.WorkflowGuide, OnClose: func(id string) {
+			if a.Shells != nil {
+				a.Shells.CloseSession(id)
 			}
-		}
-	}})
+			if a.Evidence != nil {
+				// A closed session's records are covered by a signed head.
+				ctx, cancel := context.WithTimeout(context.Background(), evidenceCheckpointTimeout)
+				defer cancel()
+				if _, err := a.Evidence.Checkpoint(ctx); err != nil {
+					a.Log.Warn("evidence: checkpoint at session close", "session", id, "err", err)
+				}
+			}
+		}})
 	files.Register(reg)
 	search.Register(reg)
 	edit.Register(reg)

@@ -2,11 +2,27 @@ package app
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/worktree"
 )
 
 func newProjects(s *Stores) *project.Registry { return project.NewRegistry(s.Projects, nil) }
+
+// newWorktrees is the managed-worktree manager of the app: worktrees in
+// <data>/worktrees, git run through the app's sandboxed runner. It is nil
+// before the app has a registry (schema-only registries).
+func newWorktrees(a *App) *worktree.Manager {
+	if a.Projects == nil {
+		return nil
+	}
+	return &worktree.Manager{Projects: a.Projects, Host: a.Runner, Dir: WorktreesDir(a.Config.DataDir)}
+}
+
+// WorktreesDir is where the managed worktrees of the data directory dataDir
+// live.
+func WorktreesDir(dataDir string) string { return filepath.Join(dataDir, worktree.DirName) }
 
 // RegisterProjects registers each spec ("DIR" or "NAME=DIR"); re-registering
 // the same name and directory is a no-op.

@@ -114,6 +114,13 @@ var classes = map[Kind]Class{
 	RevisionConflict: {ClassStalePrecondition, RecoverRereadAndRetry, statusConflict},
 	UnknownGoalID:    {ClassNotStarted, RecoverFixInput, statusNotFound},
 	GoalLimitReached: {ClassNotStarted, RecoverInspectState, statusConflict},
+	// Managed worktrees.
+	UnknownRef:      {ClassInvalidArguments, RecoverFixInput, statusNotFound},
+	NotAGitCheckout: {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	WorktreeExists:  {ClassNotStarted, RecoverInspectState, statusConflict},
+	BaseRefMismatch: {ClassInvalidArguments, RecoverFixInput, statusConflict},
+	NotAWorktree:    {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	ProjectInUse:    {ClassNotStarted, RecoverInspectState, statusConflict},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

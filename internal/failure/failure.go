@@ -73,6 +73,13 @@ const (
 	// Goals.
 	UnknownGoalID    Kind = "unknown_goal_id"
 	GoalLimitReached Kind = "goal_limit_reached"
+	// Managed worktrees (work_on_project mode=worktree).
+	UnknownRef      Kind = "unknown_ref"
+	NotAGitCheckout Kind = "not_a_git_checkout"
+	WorktreeExists  Kind = "worktree_exists"
+	BaseRefMismatch Kind = "base_ref_mismatch"
+	NotAWorktree    Kind = "not_a_worktree"
+	ProjectInUse    Kind = "project_in_use"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -93,6 +100,7 @@ var Kinds = []Kind{
 	InvalidObservationToken,
 	UnknownRecipient, ClientWindowUnavailable,
 	RevisionConflict, UnknownGoalID, GoalLimitReached,
+	UnknownRef, NotAGitCheckout, WorktreeExists, BaseRefMismatch, NotAWorktree, ProjectInUse,
 }
 
 // Error is a failure with a stable kind, a human message and optional

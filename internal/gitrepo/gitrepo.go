@@ -106,6 +106,9 @@ type git struct {
 	// index, when set, is the GIT_INDEX_FILE of a private index copy, in
 	// the private directory indexDir.
 	index, indexDir string
+	// write lists further paths git may write (a worktree's creation or
+	// removal); empty for every read.
+	write []string
 }
 
 // newGit finds git on the server's PATH (the PATH runner.Local gives its
@@ -140,6 +143,7 @@ func (g git) sandbox() runner.Sandbox {
 	if g.indexDir != "" {
 		sb.Write = []string{g.indexDir}
 	}
+	sb.Write = append(sb.Write, g.write...)
 	return sb
 }
 

@@ -42,6 +42,31 @@ type Instructions struct {
 	// Status is loaded when at least one file was read, else not_found.
 	Status  string              `json:"status"`
 	Sources []InstructionSource `json:"sources"`
+	// ContentIncluded is false when the bodies were left out on request
+	// (the files were still read and fingerprinted).
+	ContentIncluded bool `json:"content_included"`
+}
+
+// WithoutContent returns ins with every body left out: status, paths,
+// sizes and fingerprints stay.
+func (ins Instructions) WithoutContent() Instructions {
+	out := Instructions{Status: ins.Status, Sources: make([]InstructionSource, len(ins.Sources))}
+	for i, s := range ins.Sources {
+		s.Content = ""
+		out.Sources[i] = s
+	}
+	return out
+}
+
+// Fingerprint digests what was observed of the files (each path, its
+// fingerprint and why it was unavailable), not whether bodies were
+// included: equal fingerprints mean the files did not change.
+func (ins Instructions) Fingerprint() string {
+	h := sha256.New()
+	for _, s := range ins.Sources {
+		io.WriteString(h, s.Path+"\x00"+s.SHA256+"\x00"+s.Unavailable+"\x00")
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ReadInstructions reads the project's instruction files through the path
@@ -49,7 +74,7 @@ type Instructions struct {
 // unavailable and never read. Bodies are cut to MaxInstructionFileBytes on a UTF-8
 // boundary.
 func (p Project) ReadInstructions() Instructions {
-	out := Instructions{Status: "not_found", Sources: []InstructionSource{}}
+	out := Instructions{Status: "not_found", Sources: []InstructionSource{}, ContentIncluded: true}
 	t, err := p.OpenTree()
 	if err != nil {
 		return out

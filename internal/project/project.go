@@ -56,7 +56,15 @@ type Project struct {
 	// start in it (workspace-write, read-only or off); empty takes the
 	// server's default.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Source is the id of the source project of a managed worktree
+	// (work_on_project mode=worktree), and BaseCommit the exact commit it
+	// was created at; both empty for an ordinary project.
+	Source     string `json:"source,omitempty"`
+	BaseCommit string `json:"base_commit,omitempty"`
 }
+
+// Worktree reports whether p is a managed worktree.
+func (p Project) Worktree() bool { return p.Source != "" }
 
 // LocalID returns the project id for a local project name.
 func LocalID(name string) string { return LocalPrefix + name }

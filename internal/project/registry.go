@@ -76,6 +76,32 @@ func (r *Registry) RegisterSandboxed(ctx context.Context, name, dir, sandbox str
 	return r.store.Get(ctx, p.ID)
 }
 
+// RegisterWorktree registers the managed worktree dir of the source
+// project source at commit base as the local project name, with the
+// source's sandbox mode. Errors as RegisterSandboxed; registering a name
+// that is taken, whatever its root, is [failure.Conflict] (a worktree is
+// always new).
+func (r *Registry) RegisterWorktree(ctx context.Context, name, dir string, source Project, base string) (Project, error) {
+	root, err := CanonicalRoot(dir)
+	if err != nil {
+		return Project{}, err
+	}
+	if err := ValidateName(name); err != nil {
+		return Project{}, err
+	}
+	if _, err := r.store.Get(ctx, LocalID(name)); err == nil {
+		return Project{}, failure.New(failure.Conflict, "project %s is already registered", LocalID(name))
+	}
+	p := Project{
+		ID: LocalID(name), Name: name, Root: root, AddedAt: r.now().UTC().Round(0),
+		Sandbox: source.Sandbox, Source: source.ID, BaseCommit: base,
+	}
+	if err := r.store.Add(ctx, p); err != nil {
+		return Project{}, err
+	}
+	return r.store.Get(ctx, p.ID)
+}
+
 // Unregister removes the project with the exact id. It never touches the
 // project's files. Errors: [failure.UnknownProject] when absent.
 func (r *Registry) Unregister(ctx context.Context, id string) error {

@@ -89,6 +89,11 @@ type Policy struct {
 	// Deny lists paths no confined child may read or write: the data
 	// directory (databases, keys, tokens, config.toml).
 	Deny []string
+	// Allow lists paths inside a denied path that are not denied (the
+	// managed worktrees in the data directory): Deny is carved around
+	// them, so a child reaches them as it would any other path, and
+	// nothing else of the denied path.
+	Allow []string
 	// ExtraWrite lists paths writable under WorkspaceWrite besides the
 	// project and the run's temporary directory.
 	ExtraWrite []string
@@ -211,6 +216,17 @@ func (p *Policy) Confine(req Sandbox) (*Confinement, error) {
 	deny, err := canonicalAll(p.Deny)
 	if err != nil {
 		return nil, err
+	}
+	if len(p.Allow) > 0 {
+		allow, err := canonicalAll(p.Allow)
+		if err != nil {
+			return nil, err
+		}
+		// The denied paths minus the allowed ones: each denied directory
+		// holding an allowed path becomes its other entries, read now
+		// (an entry added later is under no grant, so still unreachable).
+		var ignored []watched
+		deny = carve(deny, allow, &ignored)
 	}
 	var write []string
 	read := []string{"/"}

@@ -403,3 +403,40 @@ func TestSweepTempRemovesOnlyTheGone(t *testing.T) {
 		}
 	}
 }
+
+func TestSandboxAllowsAPathInsideTheDataDirectory(t *testing.T) {
+	e := newSandboxEnv(t)
+	wt := filepath.Join(e.data, "worktrees", "p-wt")
+	if err := os.MkdirAll(wt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(wt, "main.txt"), []byte("worktree file"), 0o644)
+	l := closing(t, &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{e.data}, Allow: []string{filepath.Join(e.data, "worktrees")}}})
+	run := func(mode runner.Mode, script string) runner.Result {
+		res, err := runner.Run(context.Background(), l, runner.Spec{
+			Argv: []string{"bash", "-c", script}, Dir: wt,
+			Sandbox: runner.Sandbox{Mode: mode, Project: wt},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run(runner.WorkspaceWrite, "cat main.txt && echo new > new.txt"); res.ExitCode != 0 || res.Stdout.Text != "worktree file" {
+		t.Fatalf("the allowed project is not usable: %+v", res)
+	}
+	if res := run(runner.ReadOnly, "cat main.txt; echo x > denied.txt"); res.Stdout.Text != "worktree file" || res.ExitCode == 0 {
+		t.Fatalf("read-only over the allowed project: %+v", res)
+	}
+	for _, f := range secrets {
+		if res := run(runner.WorkspaceWrite, "cat "+filepath.Join(e.data, f)); res.ExitCode == 0 || strings.Contains(res.Stdout.Text, "secret") {
+			t.Errorf("reading %s beside the allowed path: %+v", f, res)
+		}
+	}
+	// A file created in the data directory after the rules were compiled
+	// is not reachable either.
+	os.WriteFile(filepath.Join(e.data, "late.db"), []byte("secret late"), 0o600)
+	if res := run(runner.WorkspaceWrite, "cat "+filepath.Join(e.data, "late.db")); res.ExitCode == 0 {
+		t.Errorf("a file created later in the data directory was read: %+v", res)
+	}
+}

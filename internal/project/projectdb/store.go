@@ -80,8 +80,8 @@ func (s *Store) Add(ctx context.Context, p project.Project) error {
 			return fmt.Errorf("projects: look up %s: %w", p.ID, err)
 		}
 		_, err = tx.ExecContext(ctx,
-			`INSERT INTO projects (id, name, root, added_at, sandbox) VALUES (?, ?, ?, ?, ?)`,
-			p.ID, p.Name, p.Root, p.AddedAt.UnixNano(), p.Sandbox)
+			`INSERT INTO projects (id, name, root, added_at, sandbox, source, base_commit) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			p.ID, p.Name, p.Root, p.AddedAt.UnixNano(), p.Sandbox, p.Source, p.BaseCommit)
 		if err != nil {
 			return fmt.Errorf("projects: insert %s: %w", p.ID, err)
 		}
@@ -115,7 +115,7 @@ func (s *Store) Get(ctx context.Context, id string) (project.Project, error) {
 }
 
 func (s *Store) get(ctx context.Context, id string) (project.Project, error) {
-	row := s.db.QueryRow(ctx, `SELECT id, name, root, added_at, sandbox FROM projects WHERE id = ?`, id)
+	row := s.db.QueryRow(ctx, `SELECT id, name, root, added_at, sandbox, source, base_commit FROM projects WHERE id = ?`, id)
 	p, err := scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return project.Project{}, unknown(id)
@@ -128,7 +128,7 @@ func (s *Store) get(ctx context.Context, id string) (project.Project, error) {
 
 // List returns every project ordered by id.
 func (s *Store) List(ctx context.Context) ([]project.Project, error) {
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT id, name, root, added_at, sandbox FROM projects ORDER BY id`)
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT id, name, root, added_at, sandbox, source, base_commit FROM projects ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("projects: list: %w", err)
 	}
@@ -150,7 +150,7 @@ func (s *Store) List(ctx context.Context) ([]project.Project, error) {
 func scan(row interface{ Scan(...any) error }) (project.Project, error) {
 	var p project.Project
 	var added int64
-	if err := row.Scan(&p.ID, &p.Name, &p.Root, &added, &p.Sandbox); err != nil {
+	if err := row.Scan(&p.ID, &p.Name, &p.Root, &added, &p.Sandbox, &p.Source, &p.BaseCommit); err != nil {
 		return project.Project{}, err
 	}
 	p.AddedAt = time.Unix(0, added).UTC()

@@ -52,6 +52,22 @@ func Run(t *testing.T, open func(t *testing.T) project.Store) {
 		}
 	})
 
+	t.Run("WorktreeProvenance", func(t *testing.T) {
+		s := open(t)
+		w := mk("src-wt-1", root(t))
+		w.Source, w.BaseCommit = project.LocalID("src"), strings.Repeat("a", 40)
+		if err := s.Add(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Get(ctx, w.ID)
+		if err != nil || !got.Worktree() {
+			t.Fatalf("Get: %+v, %v", got, err)
+		}
+		if diff := cmp.Diff(w, got); diff != "" {
+			t.Errorf("worktree provenance not kept (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("ListEmpty", func(t *testing.T) {
 		s := open(t)
 		list, err := s.List(ctx)

@@ -16,6 +16,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
+	"github.com/webcodex/webcodex/internal/worktree"
 )
 
 // Tools holds the dependencies of the session tools.
@@ -31,6 +32,13 @@ type Tools struct {
 	// Goals, when set, names the Goals correlated with the session in
 	// session_summary (id and title only).
 	Goals workflow.GoalNames
+	// Worktrees, when set, serves mode worktree.
+	Worktrees *worktree.Manager
+	// Guidance is the workflow guidance work_on_project projects.
+	Guidance string
+	// StartupProfile overrides StartupProfile (a diagnostic control for
+	// tests only; never a wire field).
+	StartupProfile handoff.Profile
 }
 
 // EvidenceCounter counts a session's evidence journal records by binding.
@@ -49,8 +57,8 @@ type EvidenceView struct {
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[WorkInput, WorkOutput]{
 		Name: "work_on_project",
-		Description: "Start a coding task on a project (a new Workflow Session) or continue the session session_id " +
-			"names. Returns session_id, to pass to later calls, and the project's instruction files.",
+		Description: "Start a coding task (a new Workflow Session) or continue the session session_id names; " +
+			"returns session_id, for later calls, and the instruction files.",
 		Category: "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Mutates: true, Session: kernel.SessionOptional,
 		Handler: t.workOnProject,
@@ -88,12 +96,40 @@ func Register(reg *kernel.Registry, t *Tools) {
 	})
 }
 
+// ModeWorktree is work_on_project's mode that starts the session on a new
+// managed worktree of the project (the session's own mode is normal).
+const ModeWorktree workflow.Mode = "worktree"
+
+// Startup projection values.
+const (
+	// StartupProfile is the exploration profile of work_on_project's
+	// continuation feedback: standard (at most handoff.ExplorationStandard
+	// paths). Full feedback (handoff.ExplorationFull) is
+	// session_handoff_summary's and finish_coding_task's.
+	StartupProfile = handoff.ProfileStandard
+	// InstructionsReused and InstructionsChanged are the instruction
+	// status of a continued session whose files are as, or not as, the
+	// session's previous work_on_project observed them.
+	InstructionsReused  = "reused"
+	InstructionsChanged = "changed"
+	// instructionsFact is the fact of the work_on_project event that keeps
+	// the instruction files' fingerprint.
+	instructionsFact = "instructions_sha256"
+)
+
 // WorkInput is the input of work_on_project.
 type WorkInput struct {
 	kernel.ProjectRef
 	kernel.SessionRef
 	Instruction string        `json:"instruction" jsonschema:"the task, 1-4000 characters"`
-	Mode        workflow.Mode `json:"mode,omitempty" jsonschema:"normal (default) or read_only (denies writes and shells)"`
+	Mode        workflow.Mode `json:"mode,omitempty" jsonschema:"normal (default), read_only or worktree (on a new git worktree of project)"`
+	BaseRef     string        `json:"base_ref,omitempty" jsonschema:"for worktree; default HEAD"`
+	// The include_* flags default to true; false only leaves that
+	// projection out (the instruction files are still read and their
+	// status updated).
+	IncludeWorkflowGuidance    *bool `json:"include_workflow_guidance,omitempty"`
+	IncludeProjectInstructions *bool `json:"include_project_instructions,omitempty"`
+	IncludeExtensionCatalog    *bool `json:"include_extension_catalog,omitempty"`
 }
 
 // WorkOutput is the result of work_on_project.
@@ -104,7 +140,19 @@ type WorkOutput struct {
 	Mode             workflow.Mode             `json:"mode"`
 	ExecutionContext workflow.ExecutionContext `json:"execution_context"`
 	EventsObserved   int64                     `json:"events_observed"`
-	Instructions     project.Instructions      `json:"instructions"`
+	// Workflow is the workflow guidance (omitted on request).
+	Workflow string `json:"workflow,omitempty"`
+	// Instructions are the project's instruction files; bodies are left
+	// out on request.
+	Instructions project.Instructions `json:"instructions"`
+	// Extensions is the extension catalog, an ExtensionCatalog (omitted
+	// on request).
+	Extensions any `json:"extensions,omitempty"`
+	// Worktree is the session's managed worktree, a WorktreeView (absent
+	// for an ordinary project).
+	Worktree any `json:"worktree,omitempty"`
+	// Warnings lists warning codes (WarningSourceDirty).
+	Warnings []string `json:"warnings,omitempty"`
 	// ContinuationFeedback describes the previous attempt of a continued
 	// session (a fresh session reports not_applicable / fresh_session).
 	// (Typed as any so the tools/list schema stays small; the value is a
@@ -112,35 +160,119 @@ type WorkOutput struct {
 	ContinuationFeedback any `json:"continuation_feedback,omitempty" jsonschema:"on continue: the previous attempt's instruction, activity, changes, workset, unresolved failures, validation and next actions"`
 }
 
+// WarningSourceDirty says the source checkout of a new worktree had
+// uncommitted changes or untracked files, which the worktree (checked
+// out at the base commit) does not have.
+const WarningSourceDirty = "source_dirty"
+
+// WorktreeView is work_on_project's worktree block.
+type WorktreeView struct {
+	Managed       bool   `json:"managed"`
+	Project       string `json:"project"`
+	Path          string `json:"path"`
+	SourceProject string `json:"source_project"`
+	BaseRef       string `json:"base_ref,omitempty"`
+	BaseCommit    string `json:"base_commit"`
+	SourceDirty   bool   `json:"source_dirty"`
+}
+
+// ExtensionCatalog is the extension catalog: there is no skill or plugin
+// runtime, so both are unavailable with a stable reason.
+type ExtensionCatalog struct {
+	Skills  Unavailable `json:"skills"`
+	Plugins Unavailable `json:"plugins"`
+}
+
+// Unavailable is a projection that cannot be served, and why.
+type Unavailable struct {
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+}
+
+var extensionCatalog = ExtensionCatalog{
+	Skills:  Unavailable{Status: "unavailable", Reason: "no_skill_runtime"},
+	Plugins: Unavailable{Status: "unavailable", Reason: "no_plugin_runtime"},
+}
+
+func include(b *bool) bool { return b == nil || *b }
+
+func (t *Tools) profile() handoff.Profile {
+	if t.StartupProfile != "" {
+		return t.StartupProfile
+	}
+	return StartupProfile
+}
+
 func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in WorkInput) (WorkOutput, error) {
 	var (
 		sess         workflow.Session
 		err          error
 		continuation string
+		wt           *worktree.Worktree
+		prevEvents   []workflow.Event
 	)
+	mode := in.Mode
+	if in.BaseRef != "" && mode != ModeWorktree {
+		return WorkOutput{}, failure.New(failure.InvalidArguments, "base_ref needs mode worktree")
+	}
+	if mode == ModeWorktree {
+		if t.Worktrees == nil {
+			return WorkOutput{}, failure.New(failure.Unavailable, "managed worktrees are not available on this server")
+		}
+		mode = ""
+	}
 	var feedback *handoff.ContinuationFeedback
 	if in.SessionID != "" {
+		if in.Mode == ModeWorktree {
+			// An exact resume re-observes the session's own worktree
+			// (the kernel has checked the session is on inv.Project); it
+			// never creates another.
+			w, werr := t.Worktrees.Resume(ctx, inv.Project, in.BaseRef)
+			if werr != nil {
+				return WorkOutput{}, werr
+			}
+			wt = &w
+		}
 		// Describe the previous attempt from the session as it stands
 		// before the new instruction is appended.
 		if prev, gerr := t.Sessions.Get(ctx, in.SessionID); gerr == nil {
 			if evs, eerr := t.Sessions.Store().Events(ctx, in.SessionID, 0); eerr == nil {
-				fb := handoff.Feedback(prev, evs, handoff.FeedbackOptions{Profile: handoff.ProfileMinimal})
+				prevEvents = evs
+				fb := handoff.Feedback(prev, evs, handoff.FeedbackOptions{Profile: t.profile()})
 				feedback = &fb
 			}
 		}
-		sess, err = t.Sessions.Continue(ctx, in.SessionID, in.Instruction, in.Mode)
+		sess, err = t.Sessions.Continue(ctx, in.SessionID, in.Instruction, mode)
 		continuation = "continued"
 	} else {
+		projectID := inv.Project.ID
+		if in.Mode == ModeWorktree {
+			if !inv.Principal.Has(auth.ScopeProjectWrite) {
+				return WorkOutput{}, failure.New(failure.InsufficientScope, "mode worktree requires scope %s", auth.ScopeProjectWrite)
+			}
+			if err := workflow.ValidateInstruction(in.Instruction); err != nil {
+				return WorkOutput{}, err
+			}
+			w, werr := t.Worktrees.Create(ctx, inv.Project, in.BaseRef)
+			if werr != nil {
+				return WorkOutput{}, werr
+			}
+			wt, projectID = &w, w.Project.ID
+		}
 		sess, err = t.Sessions.Start(ctx, workflow.StartParams{
-			Project: inv.Project.ID, Fingerprint: inv.Principal.AuthorityFingerprint(),
-			Mode: in.Mode, Instruction: in.Instruction,
+			Project: projectID, Fingerprint: inv.Principal.AuthorityFingerprint(),
+			Mode: mode, Instruction: in.Instruction,
 		})
+		if err != nil && wt != nil {
+			// The session could not be created: the worktree goes too.
+			t.Worktrees.Discard(ctx, *wt)
+		}
 		if err == nil {
 			inv.Adopt(sess)
 			// A fresh session has no previous attempt: the feedback says
 			// so (not_applicable / fresh_session).
 			if evs, eerr := t.Sessions.Store().Events(ctx, sess.ID, 0); eerr == nil {
-				fb := handoff.Feedback(sess, evs, handoff.FeedbackOptions{Profile: handoff.ProfileMinimal})
+				fb := handoff.Feedback(sess, evs, handoff.FeedbackOptions{Profile: t.profile()})
 				feedback = &fb
 			}
 		}
@@ -149,11 +281,60 @@ func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in Wo
 	if err != nil {
 		return WorkOutput{}, err
 	}
-	return WorkOutput{
+	target := inv.Project
+	if wt != nil {
+		target = wt.Project
+	} else if inv.Project.Worktree() {
+		wt = &worktree.Worktree{Project: inv.Project, Source: inv.Project.Source, BaseCommit: inv.Project.BaseCommit}
+	}
+	// The instruction files are read (and their status decided) whatever
+	// the caller asked to be shown.
+	ins := target.ReadInstructions()
+	fp := ins.Fingerprint()
+	inv.Fact(instructionsFact, fp)
+	if prevFP := lastInstructionsFingerprint(prevEvents); prevFP != "" && ins.Status != "not_found" {
+		ins.Status = InstructionsChanged
+		if prevFP == fp {
+			ins.Status = InstructionsReused
+		}
+	}
+	if !include(in.IncludeProjectInstructions) {
+		ins = ins.WithoutContent()
+	}
+	out := WorkOutput{
 		SessionID: sess.ID, Continuation: continuation, Project: sess.Project, Mode: sess.Mode,
 		ExecutionContext: sess.ExecutionContext, EventsObserved: sess.EventsObserved,
-		Instructions: inv.Project.ReadInstructions(), ContinuationFeedback: feedbackValue(feedback),
-	}, nil
+		Instructions: ins, ContinuationFeedback: feedbackValue(feedback),
+	}
+	if include(in.IncludeWorkflowGuidance) {
+		out.Workflow = t.Guidance
+	}
+	if include(in.IncludeExtensionCatalog) {
+		out.Extensions = extensionCatalog
+	}
+	if wt != nil {
+		v := WorktreeView{Managed: true, Project: wt.Project.ID, Path: wt.Project.Root, SourceProject: wt.Source,
+			BaseRef: wt.BaseRef, BaseCommit: wt.BaseCommit, SourceDirty: wt.SourceDirty}
+		out.Worktree = v
+		inv.Fact("worktree_project", v.Project)
+		inv.Fact("base_commit", v.BaseCommit)
+		if v.SourceDirty {
+			out.Warnings = []string{WarningSourceDirty}
+		}
+	}
+	return out, nil
+}
+
+// lastInstructionsFingerprint is the instruction fingerprint the newest
+// retained successful work_on_project of events recorded ("" none).
+func lastInstructionsFingerprint(events []workflow.Event) string {
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if e.Tool == "work_on_project" && e.Outcome == workflow.OutcomeOK && e.Facts[instructionsFact] != "" {
+			return e.Facts[instructionsFact]
+		}
+	}
+	return ""
 }
 
 // feedbackValue keeps an absent feedback absent (a nil pointer in an any

@@ -20,7 +20,8 @@ import (
 
 type env struct {
 	*kerneltest.Env
-	svc *workflow.Service
+	svc   *workflow.Service
+	tools *sessions.Tools
 }
 
 func newEnv(t *testing.T, files map[string]string) *env {
@@ -33,9 +34,10 @@ func newEnv(t *testing.T, files map[string]string) *env {
 	svc := workflow.NewService(st, nil)
 	p := kerneltest.TempProject(t, files)
 	reg := kernel.NewRegistry()
-	sessions.Register(reg, &sessions.Tools{Sessions: svc})
+	tools := &sessions.Tools{Sessions: svc, Guidance: "the guide"}
+	sessions.Register(reg, tools)
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
-	return &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc}
+	return &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, tools: tools}
 }
 
 func (e *env) start(instruction string) sessions.WorkOutput {

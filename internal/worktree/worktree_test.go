@@ -1,0 +1,246 @@
+package worktree_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/project/projectdb"
+	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/worktree"
+)
+
+type env struct {
+	t      *testing.T
+	data   string
+	reg    *project.Registry
+	m      *worktree.Manager
+	source project.Project
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"}, args...)...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// newEnv makes a source repository with two commits (tag v1 at the
+// first), a registry in a real SQLite file and a manager whose worktrees
+// live in the data directory, run through a sandboxed runner that denies
+// the data directory but allows its worktrees, as the server's does.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not on PATH")
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	data, _ := project.CanonicalRoot(t.TempDir())
+	src, _ := project.CanonicalRoot(t.TempDir())
+	git(t, src, "init", "-q")
+	os.WriteFile(filepath.Join(src, "a.txt"), []byte("one\n"), 0o644)
+	git(t, src, "add", ".")
+	git(t, src, "commit", "-q", "-m", "one")
+	git(t, src, "tag", "v1")
+	os.WriteFile(filepath.Join(src, "a.txt"), []byte("two\n"), 0o644)
+	git(t, src, "commit", "-q", "-am", "two")
+	st, err := projectdb.Open(context.Background(), filepath.Join(data, projectdb.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	reg := project.NewRegistry(st, nil)
+	sp, err := reg.Register(context.Background(), "src", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(data, worktree.DirName)
+	pol := &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{data}, Allow: []string{dir}}
+	t.Cleanup(pol.Close)
+	return &env{t: t, data: data, reg: reg, source: sp,
+		m: &worktree.Manager{Projects: reg, Host: &runner.Local{Policy: pol}, Dir: dir}}
+}
+
+// unchanged checks that a failed Create left no project, no worktree
+// directory and no git worktree.
+func (e *env) unchanged(projects int) {
+	e.t.Helper()
+	ps, _ := e.reg.List(context.Background())
+	if len(ps) != projects {
+		e.t.Errorf("%d projects registered, want %d", len(ps), projects)
+	}
+	if list := git(e.t, e.source.Root, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		e.t.Errorf("git worktrees: %s", list)
+	}
+}
+
+func TestCreateAtHeadAndAtRef(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	head := git(t, e.source.Root, "rev-parse", "HEAD")
+	w, err := e.m.Create(ctx, e.source, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.BaseCommit != head || w.Source != e.source.ID || w.SourceDirty || !w.Project.Worktree() ||
+		w.Project.Source != e.source.ID || w.Project.BaseCommit != head || !strings.HasPrefix(w.Project.Root, e.m.Dir+"/") {
+		t.Fatalf("worktree: %+v", w)
+	}
+	if got := git(t, w.Project.Root, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("worktree HEAD %s, want %s", got, head)
+	}
+	stored, err := e.reg.Get(ctx, w.Project.ID)
+	if err != nil || stored.Source != e.source.ID || stored.BaseCommit != head {
+		t.Fatalf("registered: %+v, %v", stored, err)
+	}
+	v1 := git(t, e.source.Root, "rev-parse", "v1^{commit}")
+	w1, err := e.m.Create(ctx, e.source, "v1")
+	if err != nil || w1.BaseCommit != v1 || w1.Project.ID == w.Project.ID {
+		t.Fatalf("at v1: %+v, %v", w1, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w1.Project.Root, "a.txt")); string(b) != "one\n" {
+		t.Fatalf("v1 checkout has %q", b)
+	}
+	// Writing in one worktree touches neither the source nor the other.
+	os.WriteFile(filepath.Join(w.Project.Root, "a.txt"), []byte("changed\n"), 0o644)
+	if b, _ := os.ReadFile(filepath.Join(e.source.Root, "a.txt")); string(b) != "two\n" {
+		t.Fatalf("source changed: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w1.Project.Root, "a.txt")); string(b) != "one\n" {
+		t.Fatalf("other worktree changed: %q", b)
+	}
+}
+
+func TestCreateReportsADirtySource(t *testing.T) {
+	e := newEnv(t)
+	os.WriteFile(filepath.Join(e.source.Root, "new.txt"), []byte("untracked\n"), 0o644)
+	w, err := e.m.Create(context.Background(), e.source, "")
+	if err != nil || !w.SourceDirty {
+		t.Fatalf("dirty source: %+v, %v", w, err)
+	}
+	if _, err := os.Stat(filepath.Join(w.Project.Root, "new.txt")); err == nil {
+		t.Fatal("the untracked file was carried into the worktree")
+	}
+}
+
+func TestCreateBadInputChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	t.Run("unknown ref", func(t *testing.T) {
+		e := newEnv(t)
+		for _, ref := range []string{"no-such-branch", "0123456789abcdef0123456789abcdef01234567"} {
+			if _, err := e.m.Create(ctx, e.source, ref); !failure.Is(err, failure.UnknownRef) {
+				t.Fatalf("%s: %v", ref, err)
+			}
+		}
+		if _, err := e.m.Create(ctx, e.source, "--output=/tmp/x"); !failure.Is(err, failure.InvalidArguments) {
+			t.Fatalf("option-like ref: %v", err)
+		}
+		e.unchanged(1)
+		if _, err := os.Stat(e.m.Dir); err == nil {
+			t.Fatal("the worktrees directory was created")
+		}
+	})
+	t.Run("not a git checkout", func(t *testing.T) {
+		e := newEnv(t)
+		plain, err := e.reg.Register(ctx, "plain", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.Create(ctx, plain, ""); !failure.Is(err, failure.NotAGitCheckout) {
+			t.Fatalf("plain directory: %v", err)
+		}
+		sub := filepath.Join(e.source.Root, "sub")
+		os.Mkdir(sub, 0o755)
+		subp, err := e.reg.Register(ctx, "sub", sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.Create(ctx, subp, ""); !failure.Is(err, failure.NotAGitCheckout) {
+			t.Fatalf("subdirectory of a work tree: %v", err)
+		}
+		e.unchanged(3)
+	})
+	t.Run("worktree path exists", func(t *testing.T) {
+		e := newEnv(t)
+		e.m.Suffix = func() string { return "fixed000" }
+		taken := filepath.Join(e.m.Dir, "src-wt-fixed000")
+		os.MkdirAll(taken, 0o755)
+		os.WriteFile(filepath.Join(taken, "keep.txt"), []byte("mine"), 0o644)
+		if _, err := e.m.Create(ctx, e.source, ""); !failure.Is(err, failure.WorktreeExists) {
+			t.Fatalf("existing path: %v", err)
+		}
+		e.unchanged(1)
+		entries, _ := os.ReadDir(taken)
+		if b, _ := os.ReadFile(filepath.Join(taken, "keep.txt")); len(entries) != 1 || string(b) != "mine" {
+			t.Fatalf("the existing directory was touched: %d entries", len(entries))
+		}
+	})
+}
+
+func TestResumeChecksTheBaseCommit(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w, err := e.m.Create(ctx, e.source, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.m.Resume(ctx, w.Project, "v1"); err != nil || r.BaseCommit != w.BaseCommit {
+		t.Fatalf("matching base_ref: %+v, %v", r, err)
+	}
+	if _, err := e.m.Resume(ctx, w.Project, ""); err != nil {
+		t.Fatalf("no base_ref: %v", err)
+	}
+	_, err = e.m.Resume(ctx, w.Project, "main")
+	if !failure.Is(err, failure.BaseRefMismatch) || failure.DetailOf(err)["base_commit"] != w.BaseCommit {
+		t.Fatalf("mismatching base_ref: %v", err)
+	}
+	if _, err := e.m.Resume(ctx, w.Project, "nope"); !failure.Is(err, failure.UnknownRef) {
+		t.Fatalf("unknown base_ref: %v", err)
+	}
+	if _, err := e.m.Resume(ctx, e.source, ""); !failure.Is(err, failure.NotAWorktree) {
+		t.Fatalf("ordinary project: %v", err)
+	}
+	os.RemoveAll(w.Project.Root)
+	if _, err := e.m.Resume(ctx, w.Project, ""); !failure.Is(err, failure.NotAGitCheckout) {
+		t.Fatalf("worktree directory gone: %v", err)
+	}
+}
+
+func TestRemove(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w, err := e.m.Create(ctx, e.source, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(w.Project.Root, "a.txt"), []byte("dirty\n"), 0o644)
+	if err := e.m.Remove(ctx, w.Project, false); !failure.Is(err, failure.OperationFailed) {
+		t.Fatalf("removing a dirty worktree without force: %v", err)
+	}
+	if _, err := e.reg.Get(ctx, w.Project.ID); err != nil {
+		t.Fatalf("a refused removal unregistered the worktree: %v", err)
+	}
+	if err := e.m.Remove(ctx, w.Project, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(w.Project.Root); err == nil {
+		t.Fatal("the worktree directory is still there")
+	}
+	e.unchanged(1)
+	if err := e.m.Remove(ctx, e.source, true); !failure.Is(err, failure.NotAWorktree) {
+		t.Fatalf("removing the source: %v", err)
+	}
+}
