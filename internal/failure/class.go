@@ -110,6 +110,11 @@ var classes = map[Kind]Class{
 	// Window plane.
 	UnknownRecipient:        {ClassNotStarted, RecoverFixInput, statusNotFound},
 	ClientWindowUnavailable: {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	// Project Memory.
+	RevisionConflict: {ClassStalePrecondition, RecoverRereadAndRetry, statusConflict},
+	InvalidRevision:  {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	UnknownMemory:    {ClassNotStarted, RecoverFixInput, statusNotFound},
+	MemoryScopeFull:  {ClassNotStarted, RecoverFixInput, statusConflict},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

@@ -67,6 +67,11 @@ const (
 	// Window plane (Window Peers).
 	UnknownRecipient        Kind = "unknown_recipient"
 	ClientWindowUnavailable Kind = "client_window_unavailable"
+	// Project Memory.
+	RevisionConflict Kind = "revision_conflict"
+	InvalidRevision  Kind = "invalid_revision"
+	UnknownMemory    Kind = "unknown_memory"
+	MemoryScopeFull  Kind = "memory_scope_full"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -86,6 +91,7 @@ var Kinds = []Kind{
 	SessionMessageNotTodo, UnknownMessageID, CompletionPersistenceUncertain,
 	InvalidObservationToken,
 	UnknownRecipient, ClientWindowUnavailable,
+	RevisionConflict, InvalidRevision, UnknownMemory, MemoryScopeFull,
 }
 
 // Error is a failure with a stable kind, a human message and optional
