@@ -249,6 +249,16 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("current_window_activity", map[string]any{}, true)
 	actWindow = ""
 
+	// Project Memory.
+	mrev := field(act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add adds", "tags": []string{"pinned"}}, true), "entry", "revision")
+	act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add subtracts"}, false)
+	act("memory_read", map[string]any{"project": proj, "memory_key": "calc", "include_history": true}, true)
+	act("memory_search", map[string]any{"project": proj, "query": "adds"}, true)
+	act("memory_search", map[string]any{"project": proj, "query": `"adds`}, false)
+	act("memory_scope_list", map[string]any{}, true)
+	act("memory_delete", map[string]any{"project": proj, "memory_key": "calc", "expected_revision": mrev}, true)
+	act("memory_scope_purge", map[string]any{"scope_id": "wc_mscope_00000000000000000000000000000000"}, false)
+
 	// Closeout.
 	act("session_handoff_summary", map[string]any{"session_id": sess}, true)
 	act("finish_coding_task", map[string]any{"project": proj, "session_id": sess}, true)

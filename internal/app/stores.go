@@ -10,6 +10,7 @@ import (
 	"github.com/webcodex/webcodex/internal/audit/auditdb"
 	"github.com/webcodex/webcodex/internal/auth/authdb"
 	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
+	"github.com/webcodex/webcodex/internal/memory/memorydb"
 	"github.com/webcodex/webcodex/internal/project/projectdb"
 	"github.com/webcodex/webcodex/internal/window/windowdb"
 	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
@@ -28,6 +29,9 @@ const (
 	// WindowDB holds window activity and Window Peer messages (decision
 	// 0032); it is neither a Workflow Session nor an Action Audit store.
 	WindowDB = "window.db"
+	// MemoryDB holds Project Memory (decision 0035); no Workflow Session
+	// event ever writes it.
+	MemoryDB = "memory.db"
 )
 
 // Stores are the opened databases of a data directory.
@@ -38,6 +42,7 @@ type Stores struct {
 	Jobs     *jobsdb.Store
 	Audit    *auditdb.Store
 	Window   *windowdb.Store
+	Memory   *memorydb.Store
 }
 
 // OpenStores creates the data directory (0700) if needed and opens every
@@ -70,6 +75,10 @@ func OpenStores(ctx context.Context, dataDir string) (*Stores, error) {
 	if s.Window, err = windowdb.Open(ctx, filepath.Join(dataDir, WindowDB)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", WindowDB, err)
+	}
+	if s.Memory, err = memorydb.Open(ctx, filepath.Join(dataDir, MemoryDB)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", MemoryDB, err)
 	}
 	return s, nil
 }
@@ -104,6 +113,9 @@ func (s *Stores) Close() error {
 	}
 	if s.Window != nil {
 		errs = append(errs, s.Window.Close())
+	}
+	if s.Memory != nil {
+		errs = append(errs, s.Memory.Close())
 	}
 	return errors.Join(errs...)
 }

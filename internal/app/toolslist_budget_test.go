@@ -35,6 +35,9 @@ var toolBudget = map[string]int{
 	"observe_session_messages": 1700,
 	// Window Peers (issue 15), in the full profile only.
 	"list_peers": 870, "post_peer_message": 1200, "current_window_activity": 910,
+	// Project Memory (issue 16), in the full profile only.
+	"memory_set": 1450, "memory_read": 1080, "memory_search": 1180, "memory_delete": 1000,
+	"memory_scope_list": 780, "memory_scope_purge": 940,
 }
 
 // Whole tools/list results (the JSON-RPC result member as sent) per

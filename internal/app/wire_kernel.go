@@ -14,6 +14,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/files"
 	"github.com/webcodex/webcodex/internal/tools/git"
 	"github.com/webcodex/webcodex/internal/tools/jobctl"
+	"github.com/webcodex/webcodex/internal/tools/memory"
 	"github.com/webcodex/webcodex/internal/tools/peers"
 	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/search"
@@ -64,6 +65,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	}
 	board.Register(reg, bt)
 	peers.Register(reg, &peers.Tools{Windows: a.Windows})
+	memorytools.Register(reg, &memorytools.Tools{Memory: newMemory(a)})
 	return reg
 }
 
