@@ -63,7 +63,7 @@ const (
 	MaxBootstrapBytes = 16 << 10
 	// MaxEntriesPerScope is the most live entries one scope holds; a set
 	// creating one more fails with failure.MemoryScopeFull.
-	MaxEntriesPerScope = 1000
+	MaxEntriesPerScope = 10000
 	// MaxHistoryPerKey is the most revisions kept per incarnation (the
 	// current one included); older ones are dropped as new ones are
 	// written.

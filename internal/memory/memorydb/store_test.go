@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -262,6 +263,8 @@ func TestBounds(t *testing.T) {
 	}
 }
 
+var fillIDs atomic.Int64
+
 // fill inserts n entries into scope in one transaction (the bound tests
 // and the benchmark; Set would commit each on its own).
 func fill(t testing.TB, st *Store, scope memory.Scope, n int, body func(i int) string) {
@@ -269,7 +272,7 @@ func fill(t testing.TB, st *Store, scope memory.Scope, n int, body func(i int) s
 	now := time.Now()
 	err := st.db.Writer.Do(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		for i := range n {
-			e := memory.Entry{MemoryKey: fmt.Sprintf("fill/%05d", i), MemoryID: fmt.Sprintf("wc_mem_%032x", i+1<<40),
+			e := memory.Entry{MemoryKey: fmt.Sprintf("fill/%05d", i), MemoryID: fmt.Sprintf("wc_mem_%032x", fillIDs.Add(1)),
 				Revision: fmt.Sprintf("mrev_1_%024x", i), Body: body(i), Tags: []string{"fill"}, Generation: 1,
 				DefinitionHash: fmt.Sprint(i), CreatedAt: now, UpdatedAt: now.Add(time.Duration(i) * time.Millisecond)}
 			if err := put(ctx, tx, scope, e); err != nil {
@@ -430,5 +433,39 @@ func TestPurge(t *testing.T) {
 	sc, _ = svc.Scopes(ctx)
 	if len(sc) != 1 || sc[0].ID != other.ID || len(hits) != 1 {
 		t.Fatalf("after purge: %+v %+v", sc, hits)
+	}
+}
+
+func TestListingBounds(t *testing.T) {
+	st, svc, _ := open(t)
+	ctx := context.Background()
+	fill(t, st, scopeA, memory.MaxListEntries+5, func(i int) string { return "b" })
+	es, n, err := svc.List(ctx, scopeA, 0)
+	if err != nil || len(es) != memory.MaxListEntries || n != memory.MaxListEntries+5 {
+		t.Fatalf("list: %d of %d, %v", len(es), n, err)
+	}
+	if es[0].MemoryKey != fmt.Sprintf("fill/%05d", memory.MaxListEntries+4) {
+		t.Fatalf("list is not newest first: %s", es[0].MemoryKey)
+	}
+	for i := range memory.MaxScopeList + 1 {
+		fill(t, st, memory.ScopeFor(fmt.Sprintf("agent:local:p%d", i), "/r"), 1, func(int) string { return "b" })
+	}
+	sc, err := svc.Scopes(ctx)
+	if err != nil || len(sc) != memory.MaxScopeList {
+		t.Fatalf("scopes: %d, %v", len(sc), err)
+	}
+	// A snippet holds at most SnippetTokens tokens.
+	words := make([]string, 200)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d", i)
+	}
+	words[100] = "needle"
+	mustSet(t, svc, memory.SetParams{Key: "long", Body: strings.Join(words, " ")})
+	hits, _, err := svc.Search(ctx, memory.SearchParams{Scope: scopeA, Query: "needle"})
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("search: %v %v", hits, err)
+	}
+	if got := len(strings.Fields(strings.Trim(hits[0].Snippet, "…"))); got > memory.SnippetTokens || !strings.Contains(hits[0].Snippet, "[needle]") {
+		t.Fatalf("snippet of %d tokens: %q", got, hits[0].Snippet)
 	}
 }
