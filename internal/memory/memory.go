@@ -172,8 +172,9 @@ type Change struct {
 }
 
 // Decide is the domain's decision over the current entry (nil when the
-// key is absent) and the scope's live entry count; the store runs it
-// inside its write transaction and applies the returned change.
+// key is absent) and, when it is absent, the scope's live entry count
+// (0 otherwise); the store runs it inside its write transaction and
+// applies the returned change.
 type Decide func(cur *Entry, entries int) (Change, error)
 
 // Hit is one search result.

@@ -33,13 +33,31 @@ var migrations embed.FS
 // FileName is the database's name inside the data directory.
 const FileName = "memory.db"
 
-// bm25 weights of the FTS columns: key, tags, body.
-const rank = "bm25(memory_fts, 10.0, 5.0, 1.0)"
-
 // Store is a memory.Store backed by one SQLite database file.
 type Store struct {
 	db *sqlitedb.DB
+	// The writer's hot statements, prepared once (sqlitedb.Writer.Prepare).
+	stmts struct {
+		current, count, scope, upsert, history, trim *sql.Stmt
+	}
 }
+
+const (
+	sqlCurrent = `SELECT ` + entryCols + ` FROM memory_entries WHERE scope_id = ? AND memory_key = ?`
+	sqlCount   = `SELECT count(*) FROM memory_entries WHERE scope_id = ?`
+	sqlScope   = `INSERT INTO memory_scopes (scope_id, project, root, created_at_ms) VALUES (?, ?, ?, ?)
+		ON CONFLICT (scope_id) DO NOTHING`
+	sqlUpsert = `INSERT INTO memory_entries
+		(scope_id, memory_key, memory_id, generation, revision, definition_hash, body, tags, tag_text, pinned, written_by, created_at_ms, updated_at_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (scope_id, memory_key) DO UPDATE SET
+		memory_id = excluded.memory_id, generation = excluded.generation, revision = excluded.revision,
+		definition_hash = excluded.definition_hash, body = excluded.body, tags = excluded.tags, tag_text = excluded.tag_text,
+		pinned = excluded.pinned, written_by = excluded.written_by, updated_at_ms = excluded.updated_at_ms`
+	sqlHistory = `INSERT INTO memory_history (memory_id, generation, revision, body, tags, written_by, written_at_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlTrim = `DELETE FROM memory_history WHERE memory_id = ? AND generation <= ?`
+)
 
 var _ memory.Store = (*Store)(nil)
 
@@ -49,7 +67,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db}
+	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.current, Query: sqlCurrent},
+		sqlitedb.Stmt{Dst: &s.stmts.count, Query: sqlCount}, sqlitedb.Stmt{Dst: &s.stmts.scope, Query: sqlScope},
+		sqlitedb.Stmt{Dst: &s.stmts.upsert, Query: sqlUpsert}, sqlitedb.Stmt{Dst: &s.stmts.history, Query: sqlHistory},
+		sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Close waits for queued writes and closes the database.
@@ -92,29 +118,30 @@ func tagsJSON(tags []string) string {
 	return string(b)
 }
 
-// Apply implements memory.Store.
+// Apply implements memory.Store. The scope's entry count is read only
+// when the key is absent (the only case a decision needs it).
 func (s *Store) Apply(ctx context.Context, scope memory.Scope, key string, decide memory.Decide) (memory.Change, error) {
 	var ch memory.Change
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var cur *memory.Entry
-		e, err := scanEntry(tx.QueryRowContext(ctx, `SELECT `+entryCols+` FROM memory_entries WHERE scope_id = ? AND memory_key = ?`, scope.ID, key))
+		n := 0
+		e, err := scanEntry(tx.StmtContext(ctx, s.stmts.current).QueryRowContext(ctx, scope.ID, key))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
+			if err := tx.StmtContext(ctx, s.stmts.count).QueryRowContext(ctx, scope.ID).Scan(&n); err != nil {
+				return fmt.Errorf("memory count: %w", err)
+			}
 		case err != nil:
 			return fmt.Errorf("memory entry: %w", err)
 		default:
 			cur = &e
-		}
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM memory_entries WHERE scope_id = ?`, scope.ID).Scan(&n); err != nil {
-			return fmt.Errorf("memory count: %w", err)
 		}
 		if ch, err = decide(cur, n); err != nil {
 			return err
 		}
 		switch ch.Op {
 		case memory.OpPut:
-			return put(ctx, tx, scope, ch.Entry)
+			return s.put(ctx, tx, scope, ch.Entry)
 		case memory.OpDelete:
 			return remove(ctx, tx, ch.Entry.MemoryID)
 		}
@@ -126,9 +153,8 @@ func (s *Store) Apply(ctx context.Context, scope memory.Scope, key string, decid
 	return ch, nil
 }
 
-func put(ctx context.Context, tx *sql.Tx, scope memory.Scope, e memory.Entry) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_scopes (scope_id, project, root, created_at_ms) VALUES (?, ?, ?, ?)
-		ON CONFLICT (scope_id) DO NOTHING`, scope.ID, scope.Project, scope.Root, ms(e.UpdatedAt)); err != nil {
+func (s *Store) put(ctx context.Context, tx *sql.Tx, scope memory.Scope, e memory.Entry) error {
+	if _, err := tx.StmtContext(ctx, s.stmts.scope).ExecContext(ctx, scope.ID, scope.Project, scope.Root, ms(e.UpdatedAt)); err != nil {
 		return fmt.Errorf("memory scope: %w", err)
 	}
 	tags := tagsJSON(e.Tags)
@@ -136,24 +162,17 @@ func put(ctx context.Context, tx *sql.Tx, scope memory.Scope, e memory.Entry) er
 	if e.Pinned() {
 		pinned = 1
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_entries
-		(scope_id, memory_key, memory_id, generation, revision, definition_hash, body, tags, tag_text, pinned, written_by, created_at_ms, updated_at_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (scope_id, memory_key) DO UPDATE SET
-		memory_id = excluded.memory_id, generation = excluded.generation, revision = excluded.revision,
-		definition_hash = excluded.definition_hash, body = excluded.body, tags = excluded.tags, tag_text = excluded.tag_text,
-		pinned = excluded.pinned, written_by = excluded.written_by, updated_at_ms = excluded.updated_at_ms`,
-		scope.ID, e.MemoryKey, e.MemoryID, e.Generation, e.Revision, e.DefinitionHash, e.Body, tags,
-		strings.Join(e.Tags, " "), pinned, e.WrittenBy, ms(e.CreatedAt), ms(e.UpdatedAt)); err != nil {
+	if _, err := tx.StmtContext(ctx, s.stmts.upsert).ExecContext(ctx, scope.ID, e.MemoryKey, e.MemoryID, e.Generation, e.Revision,
+		e.DefinitionHash, e.Body, tags, strings.Join(e.Tags, " "), pinned, e.WrittenBy, ms(e.CreatedAt), ms(e.UpdatedAt)); err != nil {
 		return fmt.Errorf("memory entry: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_history (memory_id, generation, revision, body, tags, written_by, written_at_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, e.MemoryID, e.Generation, e.Revision, e.Body, tags, e.WrittenBy, ms(e.UpdatedAt)); err != nil {
+	if _, err := tx.StmtContext(ctx, s.stmts.history).ExecContext(ctx, e.MemoryID, e.Generation, e.Revision, e.Body, tags, e.WrittenBy, ms(e.UpdatedAt)); err != nil {
 		return fmt.Errorf("memory history: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_history WHERE memory_id = ? AND generation <= ?`,
-		e.MemoryID, e.Generation-memory.MaxHistoryPerKey); err != nil {
-		return fmt.Errorf("memory history retention: %w", err)
+	if e.Generation > memory.MaxHistoryPerKey {
+		if _, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, e.MemoryID, e.Generation-memory.MaxHistoryPerKey); err != nil {
+			return fmt.Errorf("memory history retention: %w", err)
+		}
 	}
 	return nil
 }
@@ -220,12 +239,15 @@ func (s *Store) History(ctx context.Context, memoryID string) ([]memory.Revision
 // failure.InvalidArguments: it is the only error the MATCH of a query
 // that prepared can raise from the caller's text.
 func (s *Store) Search(ctx context.Context, scopeID string, q memory.Query) ([]memory.Hit, error) {
+	// ORDER BY rank lets FTS5 yield rows best first (rank is bm25 with the
+	// column weights, configured in the migration), so the join stops at
+	// the limit and snippets are made only for the rows returned.
 	rows, err := s.db.Read.QueryContext(ctx, `SELECT e.memory_key, e.memory_id, e.revision, e.tags, e.updated_at_ms,
-		snippet(memory_fts, -1, '[', ']', '…', ?), `+rank+`
+		snippet(memory_fts, -1, '[', ']', '…', ?), memory_fts.rank
 		FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid
 		WHERE memory_fts MATCH ? AND e.scope_id = ?
 		AND NOT EXISTS (SELECT 1 FROM json_each(?) want WHERE want.value NOT IN (SELECT value FROM json_each(e.tags)))
-		ORDER BY `+rank+`, e.id LIMIT ?`, memory.SnippetTokens, q.Text, scopeID, tagsJSON(q.Tags), q.Limit+1)
+		ORDER BY memory_fts.rank LIMIT ?`, memory.SnippetTokens, q.Text, scopeID, tagsJSON(q.Tags), q.Limit+1)
 	if err != nil {
 		return nil, searchError(err)
 	}

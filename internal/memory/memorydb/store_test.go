@@ -275,7 +275,7 @@ func fill(t testing.TB, st *Store, scope memory.Scope, n int, body func(i int) s
 			e := memory.Entry{MemoryKey: fmt.Sprintf("fill/%05d", i), MemoryID: fmt.Sprintf("wc_mem_%032x", fillIDs.Add(1)),
 				Revision: fmt.Sprintf("mrev_1_%024x", i), Body: body(i), Tags: []string{"fill"}, Generation: 1,
 				DefinitionHash: fmt.Sprint(i), CreatedAt: now, UpdatedAt: now.Add(time.Duration(i) * time.Millisecond)}
-			if err := put(ctx, tx, scope, e); err != nil {
+			if err := st.put(ctx, tx, scope, e); err != nil {
 				return err
 			}
 		}

@@ -43,6 +43,9 @@ CREATE VIRTUAL TABLE memory_fts USING fts5(
 	content = 'memory_entries', content_rowid = 'id'
 );
 
+-- rank is BM25 weighting key 10, tags 5, body 1.
+INSERT INTO memory_fts (memory_fts, rank) VALUES ('rank', 'bm25(10.0, 5.0, 1.0)');
+
 CREATE TRIGGER memory_entries_ai AFTER INSERT ON memory_entries BEGIN
 	INSERT INTO memory_fts (rowid, memory_key, tag_text, body) VALUES (new.id, new.memory_key, new.tag_text, new.body);
 END;
