@@ -142,16 +142,36 @@ func TestMemoryOverRESTAndMCP(t *testing.T) {
 		sess := rawStartSession(t, s, s.token, "memory evidence")
 		must(t, s.call(t, "memory_read", map[string]any{"project": rawProjectID, "memory_key": "conventions"}, sess), "memory_read")
 		must(t, s.call(t, "memory_search", map[string]any{"project": rawProjectID, "query": "client"}, sess), "memory_search")
+		must(t, s.call(t, "memory_set", map[string]any{"project": rawProjectID, "memory_key": "recorded", "body": "client B wrote this"}, sess), "memory_set")
+		rd := must(t, s.call(t, "memory_read", map[string]any{"project": rawProjectID, "memory_key": "recorded", "include_history": true}, ""), "memory_read")
+		var got struct {
+			WrittenBy string `json:"written_by_session"`
+		}
+		json.Unmarshal(rd.Output["entry"], &got)
+		if got.WrittenBy != sess {
+			t.Fatalf("writer is %q, want the verified recorder %s", got.WrittenBy, sess)
+		}
 		_, evs, err := s.a.Sessions.Summary(ctx, sess, 50)
 		if err != nil {
 			t.Fatal(err)
 		}
 		raw, _ := json.Marshal(evs)
-		if !strings.Contains(string(raw), `"memory_key":"conventions"`) || !strings.Contains(string(raw), `"memory_hits":"1"`) {
+		if !strings.Contains(string(raw), `"memory_key":"conventions"`) || !strings.Contains(string(raw), `"memory_hits":"1"`) ||
+			!strings.Contains(string(raw), `"memory_key":"recorded"`) {
 			t.Fatalf("no memory metadata in the session: %s", raw)
 		}
-		if strings.Contains(string(raw), "client A") || strings.Contains(string(raw), "client B") {
+		if strings.Contains(string(raw), "client A") || strings.Contains(string(raw), "client B") || strings.Contains(string(raw), "[client]") {
 			t.Fatalf("a memory body reached the session: %s", raw)
+		}
+	})
+
+	t.Run("ThroughTheGateway", func(t *testing.T) {
+		// The default (core) profile does not list the memory tools;
+		// call_tool reaches them through the same kernel.
+		res := rawCall(t, s, s.token, "call_tool", map[string]any{"tool": "memory_search",
+			"arguments": map[string]any{"project": rawProjectID, "query": "client"}})
+		if !res.StructuredContent.Success || string(res.StructuredContent.Output["returned"]) != "2" { // the race winner and "recorded"
+			t.Fatalf("call_tool memory_search: %+v %s", res.StructuredContent.Error, res.StructuredContent.Output["returned"])
 		}
 	})
 
