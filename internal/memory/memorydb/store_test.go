@@ -16,6 +16,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/memory"
+	"github.com/webcodex/webcodex/internal/redact"
 )
 
 func open(t testing.TB) (*Store, *memory.Service, string) {
@@ -352,18 +353,27 @@ func TestSecretNeverStored(t *testing.T) {
 	}
 	_, err := svc.Set(context.Background(), memory.SetParams{Scope: scopeA, Key: "key " + secret, Body: "b"})
 	wantKind(t, err, failure.InvalidArguments)
-	st.Close()
-	for _, f := range []string{path, path + "-wal"} {
-		b, err := os.ReadFile(f)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		for _, s := range []string{secret, "hunter2hunter2"} {
-			if bytes.Contains(b, []byte(s)) {
-				t.Fatalf("%s holds the planted secret %q", filepath.Base(f), s)
+	// Scan while open (the WAL holds the frames) and after close (the
+	// checkpoint has moved them into the file).
+	scan := func(when string, needWAL bool) {
+		for _, f := range []string{path, path + "-wal"} {
+			b, err := os.ReadFile(f)
+			if err != nil && (needWAL || !os.IsNotExist(err)) {
+				t.Fatal(err)
+			}
+			if f == path+"-wal" && needWAL && !bytes.Contains(b, []byte(redact.Marker)) {
+				t.Fatalf("%s: the WAL does not hold the redacted body: the scan saw nothing", when)
+			}
+			for _, s := range []string{secret, "hunter2hunter2"} {
+				if bytes.Contains(b, []byte(s)) {
+					t.Fatalf("%s: %s holds the planted secret %q", when, filepath.Base(f), s)
+				}
 			}
 		}
 	}
+	scan("open", true)
+	st.Close()
+	scan("closed", false)
 }
 
 func TestBootstrap(t *testing.T) {
