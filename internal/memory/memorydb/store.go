@@ -44,9 +44,9 @@ type Store struct {
 
 const (
 	sqlCurrent = `SELECT ` + entryCols + ` FROM memory_entries WHERE scope_id = ? AND memory_key = ?`
-	sqlCount   = `SELECT count(*) FROM memory_entries WHERE scope_id = ?`
-	sqlScope   = `INSERT INTO memory_scopes (scope_id, project, root, created_at_ms) VALUES (?, ?, ?, ?)
-		ON CONFLICT (scope_id) DO NOTHING`
+	sqlCount   = `SELECT coalesce((SELECT entries FROM memory_scopes WHERE scope_id = ?), 0)`
+	sqlScope   = `INSERT INTO memory_scopes (scope_id, project, root, created_at_ms, entries) VALUES (?, ?, ?, ?, 1)
+		ON CONFLICT (scope_id) DO UPDATE SET entries = entries + 1`
 	sqlUpsert = `INSERT INTO memory_entries
 		(scope_id, memory_key, memory_id, generation, revision, definition_hash, body, tags, tag_text, pinned, written_by, created_at_ms, updated_at_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -118,8 +118,9 @@ func tagsJSON(tags []string) string {
 	return string(b)
 }
 
-// Apply implements memory.Store. The scope's entry count is read only
-// when the key is absent (the only case a decision needs it).
+// Apply implements memory.Store. The scope's entry count (kept in its
+// row) is read only when the key is absent, the only case a decision
+// needs it.
 func (s *Store) Apply(ctx context.Context, scope memory.Scope, key string, decide memory.Decide) (memory.Change, error) {
 	var ch memory.Change
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -141,9 +142,9 @@ func (s *Store) Apply(ctx context.Context, scope memory.Scope, key string, decid
 		}
 		switch ch.Op {
 		case memory.OpPut:
-			return s.put(ctx, tx, scope, ch.Entry)
+			return s.put(ctx, tx, scope, ch.Entry, ch.Created)
 		case memory.OpDelete:
-			return remove(ctx, tx, ch.Entry.MemoryID)
+			return remove(ctx, tx, scope.ID, ch.Entry.MemoryID)
 		}
 		return nil
 	})
@@ -153,9 +154,13 @@ func (s *Store) Apply(ctx context.Context, scope memory.Scope, key string, decid
 	return ch, nil
 }
 
-func (s *Store) put(ctx context.Context, tx *sql.Tx, scope memory.Scope, e memory.Entry) error {
-	if _, err := tx.StmtContext(ctx, s.stmts.scope).ExecContext(ctx, scope.ID, scope.Project, scope.Root, ms(e.UpdatedAt)); err != nil {
-		return fmt.Errorf("memory scope: %w", err)
+// put writes e and its history revision; created counts a new entry in
+// the scope (creating the scope row on its first entry).
+func (s *Store) put(ctx context.Context, tx *sql.Tx, scope memory.Scope, e memory.Entry, created bool) error {
+	if created {
+		if _, err := tx.StmtContext(ctx, s.stmts.scope).ExecContext(ctx, scope.ID, scope.Project, scope.Root, ms(e.UpdatedAt)); err != nil {
+			return fmt.Errorf("memory scope: %w", err)
+		}
 	}
 	tags := tagsJSON(e.Tags)
 	pinned := 0
@@ -177,9 +182,12 @@ func (s *Store) put(ctx context.Context, tx *sql.Tx, scope memory.Scope, e memor
 	return nil
 }
 
-func remove(ctx context.Context, tx *sql.Tx, memoryID string) error {
+func remove(ctx context.Context, tx *sql.Tx, scopeID, memoryID string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_entries WHERE memory_id = ?`, memoryID); err != nil {
 		return fmt.Errorf("memory entry: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE memory_scopes SET entries = entries - 1 WHERE scope_id = ?`, scopeID); err != nil {
+		return fmt.Errorf("memory scope: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_history WHERE memory_id = ?`, memoryID); err != nil {
 		return fmt.Errorf("memory history: %w", err)
@@ -317,7 +325,7 @@ func (s *Store) Each(ctx context.Context, scopeID string, fn func(memory.Entry) 
 // Count implements memory.Store.
 func (s *Store) Count(ctx context.Context, scopeID string) (int, error) {
 	var n int
-	err := s.db.QueryRow(ctx, `SELECT count(*) FROM memory_entries WHERE scope_id = ?`, scopeID).Scan(&n)
+	err := s.db.QueryRow(ctx, sqlCount, scopeID).Scan(&n)
 	return n, sqlitedb.StoreError(err, storeName)
 }
 

@@ -52,12 +52,18 @@ func wantKind(t *testing.T, err error, k failure.Kind) {
 }
 
 // snapshot is every row of every table, concatenated by SQLite (cheap
-// even for a full scope), to prove a refused call changed nothing.
+// even for a full scope), to prove a refused call changed nothing. It
+// also checks that each scope's kept entry count is its row count.
 func snapshot(t *testing.T, st *Store) string {
 	t.Helper()
+	var bad int
+	if err := st.db.Read.QueryRow(`SELECT count(*) FROM memory_scopes s
+		WHERE s.entries <> (SELECT count(*) FROM memory_entries e WHERE e.scope_id = s.scope_id)`).Scan(&bad); err != nil || bad != 0 {
+		t.Fatalf("%d scopes keep a wrong entry count (%v)", bad, err)
+	}
 	var b strings.Builder
 	for _, q := range []string{
-		`SELECT scope_id || project || root AS x FROM memory_scopes ORDER BY scope_id`,
+		`SELECT scope_id || project || root || entries AS x FROM memory_scopes ORDER BY scope_id`,
 		`SELECT memory_key || memory_id || revision || body || tags || written_by || updated_at_ms AS x FROM memory_entries ORDER BY id`,
 		`SELECT memory_id || generation || revision || body AS x FROM memory_history ORDER BY memory_id, generation`,
 		`SELECT count(*) AS x FROM memory_fts`,
@@ -191,6 +197,7 @@ func TestDeleteAndRecreateIsNewIncarnation(t *testing.T) {
 	if r2.Entry.DefinitionHash != r1.Entry.DefinitionHash {
 		t.Fatal("identical content must have the same definition hash")
 	}
+	snapshot(t, st) // the kept entry count followed the delete and the create
 	_, hist, _ := svc.Read(ctx, memory.ReadParams{Scope: scopeA, Key: "k", WithHistory: true})
 	if len(hist) != 1 {
 		t.Fatalf("a new incarnation inherited history: %+v", hist)
@@ -271,7 +278,7 @@ func fill(t testing.TB, st *Store, scope memory.Scope, n int, body func(i int) s
 			e := memory.Entry{MemoryKey: fmt.Sprintf("fill/%05d", i), MemoryID: fmt.Sprintf("wc_mem_%032x", fillIDs.Add(1)),
 				Revision: fmt.Sprintf("mrev_1_%024x", i), Body: body(i), Tags: []string{"fill"}, Generation: 1,
 				DefinitionHash: fmt.Sprint(i), CreatedAt: now, UpdatedAt: now.Add(time.Duration(i) * time.Millisecond)}
-			if err := st.put(ctx, tx, scope, e); err != nil {
+			if err := st.put(ctx, tx, scope, e, true); err != nil {
 				return err
 			}
 		}

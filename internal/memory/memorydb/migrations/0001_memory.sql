@@ -4,7 +4,10 @@ CREATE TABLE memory_scopes (
 	scope_id      TEXT PRIMARY KEY,
 	project       TEXT NOT NULL,
 	root          TEXT NOT NULL,
-	created_at_ms INTEGER NOT NULL
+	created_at_ms INTEGER NOT NULL,
+	-- entries is the live entry count, kept with every create and delete
+	-- (the entries-per-scope bound reads it instead of counting rows).
+	entries       INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
 CREATE TABLE memory_entries (
