@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/memory"
 )
@@ -82,4 +84,19 @@ func mustRoot(t *testing.T, data string) string {
 		t.Fatalf("projects: %+v", list)
 	}
 	return list.Projects[0].Root
+}
+
+// TestTokensGainMemoryScopesOnlyWhenAsked: a token created with the
+// default scopes holds no memory scope; one created with them does.
+func TestTokensGainMemoryScopesOnlyWhenAsked(t *testing.T) {
+	data := t.TempDir()
+	var def, mem struct{ Record auth.Token }
+	json.Unmarshal([]byte(mustRun(t, "--data-dir", data, "token", "create", "--name", "d", "--json")), &def)
+	json.Unmarshal([]byte(mustRun(t, "--data-dir", data, "token", "create", "--name", "m", "--scopes", "project:read,memory:read", "--json")), &mem)
+	if len(def.Record.Scopes) == 0 || slices.Contains(def.Record.Scopes, auth.ScopeMemoryRead) || slices.Contains(def.Record.Scopes, auth.ScopeMemoryManage) {
+		t.Fatalf("default token scopes: %v", def.Record.Scopes)
+	}
+	if !slices.Equal(mem.Record.Scopes, []auth.Scope{auth.ScopeProjectRead, auth.ScopeMemoryRead}) {
+		t.Fatalf("memory token scopes: %v", mem.Record.Scopes)
+	}
 }
