@@ -28,6 +28,7 @@ pairs=(
 	"./internal/tools/search|BenchmarkSearchVsRipgrep/literal|search literal: ours / rg (generated tree)|<= 2"
 	"./internal/tools/search|BenchmarkSearchVsRipgrep/regex|search regex: ours / rg (generated tree)|<= 2"
 	"./internal/tools/search|BenchmarkSearchVsRipgrep/caseless|search case-insensitive: ours / rg (generated tree)|<= 2"
+	"./internal/memory/memorydb|BenchmarkMemorySetVsInsert|memory_set (new key) / plain SQLite insert|<= 2"
 )
 
 printf '%-52s %8s %8s  %s\n' "pair" "median" "goal" "runs"

@@ -228,7 +228,7 @@ func (a *App) MCP() *mcpserver.Server {
 	if a.mcp == nil {
 		a.mcp = mcpserver.New(mcpserver.Options{
 			Kernel: a.Kernel, Projects: a.Projects, Logger: a.Log, Version: Version, Local: auth.LocalUser(),
-			Profile: a.toolProfile,
+			Profile: a.toolProfile, Memory: memoryBootstrap(a),
 		})
 	}
 	return a.mcp

@@ -33,7 +33,7 @@ func TestArchitecture(t *testing.T) {
 	}{
 		{[]string{"internal/workflow", "internal/auth", "internal/project", "internal/failure", "internal/redact",
 			"internal/sqlitedb", "internal/runner", "internal/shell", "internal/jobs", "internal/testreport", "internal/audit", "internal/evidence",
-			"internal/gitrepo", "internal/admission", "internal/window", "internal/goal"},
+			"internal/gitrepo", "internal/admission", "internal/window", "internal/goal", "internal/memory"},
 			[]string{"internal/kernel", "internal/tools", "internal/transport", "internal/httpserver", "internal/app"},
 			"domains and infrastructure import no kernel, tool or transport"},
 		{[]string{"internal/kernel"}, []string{"internal/transport", "internal/httpserver", "internal/app", "internal/tools"},
@@ -51,6 +51,7 @@ func TestArchitecture(t *testing.T) {
 		{[]string{"internal/window"}, []string{"internal/workflow", "internal/audit"}, "the window plane is not a session type: it reads no session store"},
 		{[]string{"internal/goal"}, []string{"internal/workflow", "internal/audit"}, "Goals are correlation only: the Goal domain reads no session store"},
 		{[]string{"internal/workflow"}, []string{"internal/goal"}, "no session lifecycle changes a Goal: Workflow Sessions never import the Goal domain"},
+		{[]string{"internal/memory"}, []string{"internal/workflow", "internal/audit"}, "Project Memory is its own plane: no session event writes it"},
 	}
 	// Tool packages (internal/tools/<tool>) import no other tool package:
 	// what two tools share lives in a domain or infrastructure package.

@@ -445,6 +445,9 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 	if r := s.call(t, "list_sessions", map[string]any{}, secrets[1]); r.Success {
 		t.Fatal("a token accepted as recording_session_id")
 	}
+	// Project Memory bodies are redacted before memory.db (decision 0035).
+	must(t, s.call(t, "memory_set", map[string]any{"project": "agent:local:p", "memory_key": "deploy",
+		"body": "deploy with " + secrets[0] + " and password: " + secrets[2]}, id), "memory_set")
 	s.stop(t)
 
 	redacted := false

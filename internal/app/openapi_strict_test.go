@@ -259,6 +259,15 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 		"steps": []any{map[string]any{"title": "fix", "status": "done"}}}, true)
 	act("associate_goal_workflow_session", map[string]any{"goal_id": goal, "session_id": sess}, true)
 	act("get_goal", map[string]any{"goal_id": "wc_goal_x"}, false)
+	// Project Memory.
+	mrev := field(act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add adds", "tags": []string{"pinned"}}, true), "entry", "revision")
+	act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add subtracts"}, false)
+	act("memory_read", map[string]any{"project": proj, "memory_key": "calc", "include_history": true}, true)
+	act("memory_search", map[string]any{"project": proj, "query": "adds"}, true)
+	act("memory_search", map[string]any{"project": proj, "query": `"adds`}, false)
+	act("memory_scope_list", map[string]any{}, true)
+	act("memory_delete", map[string]any{"project": proj, "memory_key": "calc", "expected_revision": mrev}, true)
+	act("memory_scope_purge", map[string]any{"scope_id": "wc_mscope_00000000000000000000000000000000"}, false)
 
 	// Closeout.
 	act("session_handoff_summary", map[string]any{"session_id": sess}, true)

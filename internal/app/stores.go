@@ -11,6 +11,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth/authdb"
 	"github.com/webcodex/webcodex/internal/goal/goaldb"
 	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
+	"github.com/webcodex/webcodex/internal/memory/memorydb"
 	"github.com/webcodex/webcodex/internal/project/projectdb"
 	"github.com/webcodex/webcodex/internal/window/windowdb"
 	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
@@ -31,6 +32,9 @@ const (
 	WindowDB = "window.db"
 	// GoalsDB holds Goals and their session correlations (decision 0036).
 	GoalsDB = goaldb.FileName
+	// MemoryDB holds Project Memory (decision 0035); no Workflow Session
+	// event ever writes it.
+	MemoryDB = "memory.db"
 )
 
 // Stores are the opened databases of a data directory.
@@ -42,6 +46,7 @@ type Stores struct {
 	Audit    *auditdb.Store
 	Window   *windowdb.Store
 	Goals    *goaldb.Store
+	Memory   *memorydb.Store
 }
 
 // OpenStores creates the data directory (0700) if needed and opens every
@@ -78,6 +83,10 @@ func OpenStores(ctx context.Context, dataDir string) (*Stores, error) {
 	if s.Goals, err = goaldb.Open(ctx, filepath.Join(dataDir, GoalsDB)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", GoalsDB, err)
+	}
+	if s.Memory, err = memorydb.Open(ctx, filepath.Join(dataDir, MemoryDB)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", MemoryDB, err)
 	}
 	return s, nil
 }
@@ -125,6 +134,9 @@ func (s *Stores) Close() error {
 	}
 	if s.Goals != nil {
 		errs = append(errs, s.Goals.Close())
+	}
+	if s.Memory != nil {
+		errs = append(errs, s.Memory.Close())
 	}
 	return errors.Join(errs...)
 }

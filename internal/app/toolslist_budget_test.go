@@ -38,6 +38,9 @@ var toolBudget = map[string]int{
 	// Goals (issue 16), in the full profile only.
 	"create_goal": 1100, "get_goal": 880, "list_goals": 1100, "update_goal": 1200, "checkpoint_goal": 1360,
 	"associate_goal_workflow_session": 1150,
+	// Project Memory (issue 16), in the full profile only.
+	"memory_set": 1450, "memory_read": 1080, "memory_search": 1180, "memory_delete": 1000,
+	"memory_scope_list": 780, "memory_scope_purge": 940,
 }
 
 // Whole tools/list results (the JSON-RPC result member as sent) per

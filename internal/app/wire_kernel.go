@@ -15,6 +15,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/git"
 	"github.com/webcodex/webcodex/internal/tools/goals"
 	"github.com/webcodex/webcodex/internal/tools/jobctl"
+	"github.com/webcodex/webcodex/internal/tools/memory"
 	"github.com/webcodex/webcodex/internal/tools/peers"
 	"github.com/webcodex/webcodex/internal/tools/run"
 	"github.com/webcodex/webcodex/internal/tools/search"
@@ -70,6 +71,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	board.Register(reg, bt)
 	peers.Register(reg, &peers.Tools{Windows: a.Windows})
 	goals.Register(reg, &goals.Tools{Goals: goalSvc})
+	memorytools.Register(reg, &memorytools.Tools{Memory: newMemory(a)})
 	return reg
 }
 

@@ -121,6 +121,10 @@ var classes = map[Kind]Class{
 	BaseRefMismatch: {ClassInvalidArguments, RecoverFixInput, statusConflict},
 	NotAWorktree:    {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
 	ProjectInUse:    {ClassNotStarted, RecoverInspectState, statusConflict},
+	// Project Memory.
+	InvalidRevision: {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	UnknownMemory:   {ClassNotStarted, RecoverFixInput, statusNotFound},
+	MemoryScopeFull: {ClassNotStarted, RecoverFixInput, statusConflict},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

@@ -67,7 +67,7 @@ const (
 	// Window plane (Window Peers).
 	UnknownRecipient        Kind = "unknown_recipient"
 	ClientWindowUnavailable Kind = "client_window_unavailable"
-	// Compare-and-swap revisions (Goals): a stale expected_revision; the
+	// Compare-and-swap revisions (Goals, Project Memory): a stale expected_revision; the
 	// detail carries current_revision.
 	RevisionConflict Kind = "revision_conflict"
 	// Goals.
@@ -80,6 +80,10 @@ const (
 	BaseRefMismatch Kind = "base_ref_mismatch"
 	NotAWorktree    Kind = "not_a_worktree"
 	ProjectInUse    Kind = "project_in_use"
+	// Project Memory.
+	InvalidRevision Kind = "invalid_revision"
+	UnknownMemory   Kind = "unknown_memory"
+	MemoryScopeFull Kind = "memory_scope_full"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -101,6 +105,7 @@ var Kinds = []Kind{
 	UnknownRecipient, ClientWindowUnavailable,
 	RevisionConflict, UnknownGoalID, GoalLimitReached,
 	UnknownRef, NotAGitCheckout, WorktreeExists, BaseRefMismatch, NotAWorktree, ProjectInUse,
+	InvalidRevision, UnknownMemory, MemoryScopeFull,
 }
 
 // Error is a failure with a stable kind, a human message and optional

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/memory"
 	"github.com/webcodex/webcodex/internal/project"
 )
 
@@ -12,9 +13,33 @@ import (
 const (
 	MaterialWorkflow     = "webcodex.workflow"
 	MaterialInstructions = "project.instructions"
+	MaterialMemory       = "memory.bootstrap"
+	MaterialSkills       = "skills.catalog"
+	MaterialPlugins      = "plugins.catalog"
 )
 
-var knownMaterials = []string{MaterialWorkflow, MaterialInstructions}
+var knownMaterials = []string{MaterialWorkflow, MaterialInstructions, MaterialMemory, MaterialSkills, MaterialPlugins}
+
+// Reasons of unavailable materials (stable strings).
+const (
+	ReasonUnknownMaterial   = "unknown_material"
+	ReasonInsufficientScope = "insufficient_scope"
+	ReasonProjectRequired   = "project_required"
+	ReasonUnknownProject    = "unknown_project"
+	// ReasonMemoryUnavailable: the server has no memory store or it
+	// could not be read.
+	ReasonMemoryUnavailable = "memory_unavailable"
+	// ReasonNoRuntime: no skill or plugin runtime exists in WebCodex, so
+	// skills.catalog and plugins.catalog are always unavailable.
+	ReasonNoRuntime = "no_runtime"
+)
+
+// MemoryProjector is Project Memory as memory.bootstrap reads it
+// (internal/app wires the memory service).
+type MemoryProjector interface {
+	// Bootstrap returns the bounded projection of p's memory scope.
+	Bootstrap(ctx context.Context, p project.Project) (memory.Bootstrap, error)
+}
 
 // Material is one context_request answer. Unavailable materials carry a
 // reason and no content; a denied or unknown key never fails the call.
@@ -22,7 +47,8 @@ type Material struct {
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
 	// Content is the material: text for webcodex.workflow, the instruction
-	// files for project.instructions.
+	// files for project.instructions, a memory.Bootstrap for
+	// memory.bootstrap.
 	Content any `json:"content,omitempty"`
 }
 
@@ -36,8 +62,9 @@ const WorkflowGuide = "1. Call work_on_project {project, instruction} once per t
 
 // materials answers a context_request after the tool has run. Each key is
 // authorized on its own: project.instructions needs the call's explicit
-// project argument and project:read; it is never inferred from a session,
-// connection or window.
+// project argument and project:read, memory.bootstrap that and
+// memory:read; neither is ever inferred from a session, connection or
+// window.
 func (s *Server) materials(ctx context.Context, p auth.Principal, args json.RawMessage, keys []string) map[string]Material {
 	out := make(map[string]Material, len(keys))
 	for _, k := range keys {
@@ -46,28 +73,69 @@ func (s *Server) materials(ctx context.Context, p auth.Principal, args json.RawM
 			out[k] = Material{Status: "available", Content: WorkflowGuide}
 		case MaterialInstructions:
 			out[k] = s.instructions(ctx, p, args)
+		case MaterialMemory:
+			out[k] = s.memoryBootstrap(ctx, p, args)
+		case MaterialSkills, MaterialPlugins:
+			out[k] = unavailable(ReasonNoRuntime)
 		default:
-			out[k] = Material{Status: "unavailable", Reason: "unknown_material"}
+			out[k] = unavailable(ReasonUnknownMaterial)
 		}
 	}
 	return out
 }
 
-func (s *Server) instructions(ctx context.Context, p auth.Principal, args json.RawMessage) Material {
-	if !p.Has(auth.ScopeProjectRead) {
-		return Material{Status: "unavailable", Reason: "insufficient_scope"}
+func unavailable(reason string) Material { return Material{Status: "unavailable", Reason: reason} }
+
+// explicitProject resolves the call's explicit project argument for a
+// material that needs every scope of need; the Material is set when it
+// cannot.
+func (s *Server) explicitProject(ctx context.Context, p auth.Principal, args json.RawMessage, need ...auth.Scope) (project.Project, *Material) {
+	for _, sc := range need {
+		if !p.Has(sc) {
+			m := unavailable(ReasonInsufficientScope)
+			return project.Project{}, &m
+		}
 	}
 	var a struct {
 		Project string `json:"project"`
 	}
 	json.Unmarshal(args, &a)
 	if a.Project == "" || s.opts.Projects == nil {
-		return Material{Status: "unavailable", Reason: "project_required"}
+		m := unavailable(ReasonProjectRequired)
+		return project.Project{}, &m
 	}
 	pr, err := s.opts.Projects.Get(ctx, a.Project)
 	if err != nil {
-		return Material{Status: "unavailable", Reason: "unknown_project"}
+		m := unavailable(ReasonUnknownProject)
+		return project.Project{}, &m
+	}
+	return pr, nil
+}
+
+func (s *Server) instructions(ctx context.Context, p auth.Principal, args json.RawMessage) Material {
+	pr, denied := s.explicitProject(ctx, p, args, auth.ScopeProjectRead)
+	if denied != nil {
+		return *denied
 	}
 	var ins project.Instructions = pr.ReadInstructions()
 	return Material{Status: "available", Content: ins}
+}
+
+// memoryBootstrap is the memory.bootstrap material: at most
+// memory.MaxBootstrapBytes of the project's memory, pinned then newest
+// entries first, truncation reported in it.
+func (s *Server) memoryBootstrap(ctx context.Context, p auth.Principal, args json.RawMessage) Material {
+	pr, denied := s.explicitProject(ctx, p, args, auth.ScopeProjectRead, auth.ScopeMemoryRead)
+	if denied != nil {
+		return *denied
+	}
+	if s.opts.Memory == nil {
+		return unavailable(ReasonMemoryUnavailable)
+	}
+	b, err := s.opts.Memory.Bootstrap(ctx, pr)
+	if err != nil {
+		s.log.Warn("memory.bootstrap", "project", pr.ID, "err", err)
+		return unavailable(ReasonMemoryUnavailable)
+	}
+	return Material{Status: "available", Content: b}
 }

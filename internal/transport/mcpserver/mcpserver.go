@@ -65,6 +65,9 @@ type Options struct {
 	// tools (decision 0024); the zero Profile lists every tool. Every
 	// tool is callable whatever the profile.
 	Profile gateway.Profile
+	// Memory projects the memory.bootstrap material; nil leaves it
+	// unavailable.
+	Memory MemoryProjector
 }
 
 // Server is the MCP transport over one kernel.
