@@ -113,7 +113,7 @@ func TestGoalsEndToEnd(t *testing.T) {
 	if r.Success || r.Error.Kind != "revision_conflict" || str(t, r.Output["current_revision"]) != up.Goal.Revision {
 		t.Fatalf("stale update: %s", raw)
 	}
-	if rr := s.call(t, "update_goal", map[string]any{"goal_id": g.ID, "expected_revision": "not-a-revision", "title": "Bad"}, ""); rr.Success || rr.Error.Kind != "invalid_arguments" {
+	if rr := s.call(t, "update_goal", map[string]any{"goal_id": g.ID, "expected_revision": "not-a-revision", "title": "Bad"}, ""); rr.Success || rr.Error.Kind != "invalid_revision" {
 		t.Fatalf("malformed revision over REST: %+v", rr)
 	}
 	if goalBytes(t, s, g.ID) != before {

@@ -67,9 +67,11 @@ const (
 	// Window plane (Window Peers).
 	UnknownRecipient        Kind = "unknown_recipient"
 	ClientWindowUnavailable Kind = "client_window_unavailable"
-	// Compare-and-swap revisions (Goals, Project Memory): a stale expected_revision; the
-	// detail carries current_revision.
+	// Compare-and-swap revisions (Goals, Project Memory): a stale
+	// expected_revision; the detail carries current_revision.
 	RevisionConflict Kind = "revision_conflict"
+	// An expected_revision that is not a revision this server issues.
+	InvalidRevision Kind = "invalid_revision"
 	// Goals.
 	UnknownGoalID    Kind = "unknown_goal_id"
 	GoalLimitReached Kind = "goal_limit_reached"
@@ -81,7 +83,6 @@ const (
 	NotAWorktree    Kind = "not_a_worktree"
 	ProjectInUse    Kind = "project_in_use"
 	// Project Memory.
-	InvalidRevision Kind = "invalid_revision"
 	UnknownMemory   Kind = "unknown_memory"
 	MemoryScopeFull Kind = "memory_scope_full"
 )

@@ -183,13 +183,13 @@ func ParseID(id string) (string, error) {
 }
 
 // ParseRevision validates the form of a revision (GENERATION-16 hex):
-// failure.InvalidArguments otherwise.
+// failure.InvalidRevision otherwise.
 func ParseRevision(rev string) (string, error) {
 	if !revisionRE.MatchString(rev) {
 		if len(rev) > 64 {
 			rev = rev[:64] + "..."
 		}
-		return "", failure.New(failure.InvalidArguments, "expected_revision %q is not a goal revision (GENERATION-16 lowercase hex)", rev)
+		return "", failure.New(failure.InvalidRevision, "expected_revision %q is not a goal revision (GENERATION-16 lowercase hex)", rev)
 	}
 	return rev, nil
 }

@@ -86,10 +86,10 @@ func TestCreateGetListUpdate(t *testing.T) {
 	if raw(t, st, g.ID) != before {
 		t.Fatal("a stale update changed the goal")
 	}
-	// Malformed revisions: invalid_arguments, unchanged.
+	// Malformed revisions: invalid_revision, unchanged.
 	for _, rev := range []string{"", "1", "0-0123456789abcdef", "2-0123456789ABCDEF", "x-" + strings.Repeat("a", 16), strings.Repeat("9", 80)} {
 		_, _, err = svc.Update(ctx, goal.UpdateParams{Owner: alice, ID: g.ID, ExpectedRevision: rev, Title: &title})
-		wantKind(t, err, failure.InvalidArguments)
+		wantKind(t, err, failure.InvalidRevision)
 	}
 	if raw(t, st, g.ID) != before {
 		t.Fatal("a malformed revision changed the goal")
@@ -141,12 +141,13 @@ func TestBounds(t *testing.T) {
 		{Steps: []goal.Step{{Title: "s", Status: "finished"}}, RecoverySummary: "r"},
 		{Steps: steps(1), RecoverySummary: ""},
 		{Steps: steps(1), RecoverySummary: strings.Repeat("r", goal.RecoverySummaryMaxChars+1)},
-		{Steps: steps(1), RecoverySummary: "r", ExpectedRevision: "nope"},
 	} {
 		p.Owner, p.ID = alice, g.ID
 		_, err := svc.Checkpoint(ctx, p)
 		wantKind(t, err, failure.InvalidArguments)
 	}
+	_, err = svc.Checkpoint(ctx, goal.CheckpointParams{Owner: alice, ID: g.ID, Steps: steps(1), RecoverySummary: "r", ExpectedRevision: "nope"})
+	wantKind(t, err, failure.InvalidRevision)
 	if raw(t, st, g.ID) != before {
 		t.Fatal("a refused checkpoint changed the goal")
 	}
