@@ -126,17 +126,7 @@ func (db *DB) Close() error {
 }
 
 func openConn(path string, maxOpen int) (*sql.DB, error) {
-	q := url.Values{}
-	for _, p := range []string{
-		"journal_mode(WAL)",
-		"synchronous(FULL)",
-		"busy_timeout(10000)",
-		"foreign_keys(ON)",
-	} {
-		q.Add("_pragma", p)
-	}
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := sql.Open("sqlite", dsn(path))
 	if err != nil {
 		return nil, fmt.Errorf("sqlitedb: open: %w", err)
 	}
@@ -148,6 +138,21 @@ func openConn(path string, maxOpen int) (*sql.DB, error) {
 		return nil, fmt.Errorf("sqlitedb: open %s: %w", filepath.Base(path), err)
 	}
 	return db, nil
+}
+
+// dsn is the data source name of every connection to the database at path.
+func dsn(path string) string {
+	q := url.Values{}
+	for _, p := range []string{
+		"journal_mode(WAL)",
+		"synchronous(FULL)",
+		"busy_timeout(10000)",
+		"foreign_keys(ON)",
+	} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
 }
 
 // Migrations returns the sub-filesystem dir of an embedded FS, for Open.
