@@ -6,22 +6,25 @@
 #
 #   scripts/bench.sh            # all pairs, 5 runs each
 #   COUNT=9 scripts/bench.sh    # more runs
+#   ONLY=MCP scripts/bench.sh   # only the pairs whose description has MCP
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count="${COUNT:-5}"
 
-# package | benchmark | what the ratio is (subject / base) | goal
+# package | benchmark | what the ratio is (subject / base) | goal | subject
+# (optional: the subject's name, to print its median time per call too, for
+# goals stated in time)
 pairs=(
 	"./internal/tools/files|BenchmarkReadFiles|read_files: root handle / path string|<= 1.1"
 	"./internal/tools/run|BenchmarkRunProcessTrue|run_process true: sandboxed / unsandboxed|<= 1.1"
 	"./internal/app|BenchmarkRunProcessTrue|run_process true recorded / os/exec|"
-	"./internal/app|BenchmarkShellCommand|session_shell_exec / run_shell (kernel, recorded)|<= 0.4"
+	"./internal/app|BenchmarkShellCommand|session_shell_exec / run_shell (kernel, recorded)|<= 0.4|session_shell_exec"
 	"./internal/tools/sessionshell|BenchmarkShellExec|session_shell_exec / run_shell (tool package)|<= 0.4"
 	"./internal/jobs|BenchmarkRunSyncOverhead|job manager / runner alone|"
-	"./internal/transport/mcpserver|BenchmarkToolsCallRecordedVsBare|MCP read: recorded WebCodex / bare go-sdk (time)|<= 1.25"
+	"./internal/transport/mcpserver|BenchmarkToolsCallRecordedVsBare|MCP read: recorded WebCodex / bare go-sdk (time)|<= 1.25|webcodex_recorded"
 	"./internal/app|BenchmarkReadEditRecordedVsUnrecorded|read+edit round trip: recorded / unrecorded|<= 1.25"
 	"./internal/app|BenchmarkRecordedMutationOnTmpfs|write_project_file on tmpfs: recorded / unrecorded|"
-	"./internal/kernel|BenchmarkMutatingCallOverhead|no-op mutation on tmpfs: kernel recorded / handler|"
+	"./internal/kernel|BenchmarkMutatingCallOverhead|no-op mutation on tmpfs: kernel recorded / handler|<= 0.2 ms|kernel_recorded"
 	"./internal/workflow/workflowdb|BenchmarkBoardPostVsAppend|message post (board full) / ledger append|<= 1.25"
 	"./internal/transport/mcpserver|BenchmarkStdioSmallCall/read_unrecorded|stdio read_files 4 KiB / hand-written floor|"
 	"./internal/transport/mcpserver|BenchmarkStdioSmallCall/write_unrecorded|stdio write_project_file 4 KiB / floor|"
@@ -31,15 +34,24 @@ pairs=(
 	"./internal/memory/memorydb|BenchmarkMemorySetVsInsert|memory_set (new key) / plain SQLite insert|<= 2"
 )
 
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
 printf '%-52s %8s %8s  %s\n' "pair" "median" "goal" "runs"
 for p in "${pairs[@]}"; do
-	IFS='|' read -r pkg bench what goal <<<"$p"
-	ratios=$(go test "$pkg" -run '^$' -bench "^${bench}\$" -count "$count" 2>/dev/null |
-		awk '{for (i = 2; i <= NF; i++) if ($i == "ratio") print $(i-1)}')
+	IFS='|' read -r pkg bench what goal subject <<<"$p"
+	if [ -n "${ONLY:-}" ] && [[ "$what" != *"$ONLY"* ]]; then
+		continue
+	fi
+	out=$(go test "$pkg" -run '^$' -bench "^${bench}\$" -count "$count" 2>/dev/null)
+	ratios=$(awk '{for (i = 2; i <= NF; i++) if ($i == "ratio") print $(i-1)}' <<<"$out")
 	if [ -z "$ratios" ]; then
 		printf '%-52s %8s %8s  %s\n' "$what" "failed" "${goal:--}" ""
 		continue
 	fi
-	median=$(printf '%s\n' $ratios | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
-	printf '%-52s %8.3f %8s  %s\n' "$what" "$median" "${goal:--}" "$(echo $ratios | tr '\n' ' ')"
+	extra=""
+	if [ -n "$subject" ]; then
+		ns=$(awk -v m="${subject}-median-ns" '{for (i = 2; i <= NF; i++) if ($i == m) print $(i-1)}' <<<"$out" | median)
+		extra=$(awk -v ns="$ns" 'BEGIN {printf "  (%s %.3f ms a call)", "'"$subject"'", ns / 1e6}')
+	fi
+	printf '%-52s %8.3f %8s  %s%s\n' "$what" "$(printf '%s\n' $ratios | median)" "${goal:--}" "$(echo $ratios | tr '\n' ' ')" "$extra"
 done

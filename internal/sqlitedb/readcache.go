@@ -2,17 +2,20 @@ package sqlitedb
 
 import (
 	"context"
-	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"sync"
 )
 
 // versionConn is the connection DataVersion asks: SQLite's data_version is
-// per connection, so it must be one that is kept open.
+// per connection, so it must be one that is kept open. It is a driver
+// connection of its own, used only under mu, so its one statement runs
+// without database/sql's pool, rows and scanning around it.
 type versionConn struct {
 	mu   sync.Mutex
-	db   *sql.DB // opened on first use; nil until then
-	stmt *sql.Stmt
+	conn driver.Conn // opened on first use; nil until then
+	stmt driver.Stmt
+	row  [1]driver.Value
 }
 
 // DataVersion returns SQLite's data_version of the database as seen by a
@@ -29,21 +32,30 @@ func (db *DB) DataVersion(ctx context.Context) (int64, error) {
 	vc := &db.version
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
-	if vc.db == nil {
-		c, err := openConn(db.path, 1)
+	if vc.conn == nil {
+		c, err := db.Read.Driver().Open(dsn(db.path)) // the registered driver, on a connection of its own
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("sqlitedb: data_version: %w", err)
 		}
-		st, err := c.PrepareContext(ctx, `PRAGMA data_version`)
+		st, err := c.(driver.ConnPrepareContext).PrepareContext(ctx, `PRAGMA data_version`)
 		if err != nil {
 			c.Close()
 			return 0, fmt.Errorf("sqlitedb: data_version: %w", err)
 		}
-		vc.db, vc.stmt = c, st
+		vc.conn, vc.stmt = c, st
 	}
-	var v int64
-	if err := vc.stmt.QueryRowContext(ctx).Scan(&v); err != nil {
+	rows, err := vc.stmt.(driver.StmtQueryContext).QueryContext(ctx, nil)
+	if err != nil {
 		return 0, fmt.Errorf("sqlitedb: data_version: %w", err)
+	}
+	err = rows.Next(vc.row[:])
+	rows.Close()
+	v, ok := vc.row[0].(int64)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("sqlitedb: data_version: %w", err)
+	case !ok:
+		return 0, fmt.Errorf("sqlitedb: data_version: got %T", vc.row[0])
 	}
 	return v, nil
 }
@@ -51,12 +63,12 @@ func (db *DB) DataVersion(ctx context.Context) (int64, error) {
 func (vc *versionConn) close() error {
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
-	if vc.db == nil {
+	if vc.conn == nil {
 		return nil
 	}
 	vc.stmt.Close()
-	err := vc.db.Close()
-	vc.db, vc.stmt = nil, nil
+	err := vc.conn.Close()
+	vc.conn, vc.stmt = nil, nil
 	return err
 }
 

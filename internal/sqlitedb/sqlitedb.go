@@ -57,18 +57,31 @@ type DB struct {
 // statement cached by query text, so hot lookups do not re-compile their
 // SQL on every call.
 func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	if st, ok := db.stmts.Load(query); ok {
-		return st.(*sql.Stmt).QueryRowContext(ctx, args...)
+	if st := db.Stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
-	st, err := db.Read.PrepareContext(ctx, query)
+	return db.Read.QueryRowContext(ctx, query, args...) // reports the error on Scan
+}
+
+// Stmt returns query prepared on the read pool, cached by its text (nil
+// when it cannot be prepared: the caller then runs the text, and meets
+// the error there). A read transaction runs it with tx.StmtContext, which
+// reuses the statement compiled on the transaction's connection; the
+// statements are closed with the database. Only fixed query texts belong
+// here: the cache is never trimmed.
+func (db *DB) Stmt(ctx context.Context, query string) *sql.Stmt {
+	if st, ok := db.stmts.Load(query); ok {
+		return st.(*sql.Stmt)
+	}
+	st, err := db.Read.PrepareContext(context.WithoutCancel(ctx), query)
 	if err != nil {
-		return db.Read.QueryRowContext(ctx, query, args...) // reports the error on Scan
+		return nil
 	}
 	if prev, loaded := db.stmts.LoadOrStore(query, st); loaded {
 		st.Close()
 		st = prev.(*sql.Stmt)
 	}
-	return st.QueryRowContext(ctx, args...)
+	return st
 }
 
 // Open opens (creating if needed) the database file at path, applies the
@@ -113,17 +126,7 @@ func (db *DB) Close() error {
 }
 
 func openConn(path string, maxOpen int) (*sql.DB, error) {
-	q := url.Values{}
-	for _, p := range []string{
-		"journal_mode(WAL)",
-		"synchronous(FULL)",
-		"busy_timeout(10000)",
-		"foreign_keys(ON)",
-	} {
-		q.Add("_pragma", p)
-	}
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := sql.Open("sqlite", dsn(path))
 	if err != nil {
 		return nil, fmt.Errorf("sqlitedb: open: %w", err)
 	}
@@ -135,6 +138,21 @@ func openConn(path string, maxOpen int) (*sql.DB, error) {
 		return nil, fmt.Errorf("sqlitedb: open %s: %w", filepath.Base(path), err)
 	}
 	return db, nil
+}
+
+// dsn is the data source name of every connection to the database at path.
+func dsn(path string) string {
+	q := url.Values{}
+	for _, p := range []string{
+		"journal_mode(WAL)",
+		"synchronous(FULL)",
+		"busy_timeout(10000)",
+		"foreign_keys(ON)",
+	} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
 }
 
 // Migrations returns the sub-filesystem dir of an embedded FS, for Open.

@@ -269,3 +269,34 @@ func TestGoAfterCloseIsErrClosed(t *testing.T) {
 		t.Fatalf("Go after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestStmtIsCachedAndRunsInReadTransactions checks that Stmt prepares a
+// query text once, that a read transaction runs it and sees committed
+// rows, and that a text that cannot be prepared gives nil.
+func TestStmtIsCachedAndRunsInReadTransactions(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	if err := db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO kv (k, v) VALUES ('a', 7)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const q = `SELECT v FROM kv WHERE k = ?`
+	st := db.Stmt(ctx, q)
+	if st == nil || db.Stmt(ctx, q) != st {
+		t.Fatalf("Stmt(%q) = %p then %p, want one prepared statement", q, st, db.Stmt(ctx, q))
+	}
+	tx, err := db.Read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.StmtContext(ctx, st).QueryRowContext(ctx, "a").Scan(&v); err != nil || v != 7 {
+		t.Fatalf("v = %d, %v; want 7", v, err)
+	}
+	if st := db.Stmt(ctx, `SELECT nothing FROM nowhere`); st != nil {
+		t.Fatal("Stmt of an invalid query is not nil")
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +43,7 @@ const DurableEvery = time.Second
 type Store struct {
 	db    *sqlitedb.DB
 	stmts struct {
-		ensure, insert, counters, trim *sql.Stmt
+		ensure, insert, counters, trim, retained *sql.Stmt
 	}
 	// lastDurable is the Unix nanosecond time of the last durable event
 	// append (0: none yet).
@@ -71,14 +70,22 @@ const (
 		total_duration_ms = total_duration_ms + ?,
 		changed_files_count = changed_files_count + ?,
 		job_ids_count = job_ids_count + ?,
+		retained_events = retained_events + ?,
 		first_event_at = COALESCE(first_event_at, ?),
 		last_event_at = MAX(COALESCE(last_event_at, 0), ?),
 		updated_at = MAX(updated_at, ?)
 		WHERE session_id = ?
-		RETURNING total_actions`
-	// sqlTrim deletes all but the newest ? events of a session.
-	sqlTrim = `DELETE FROM action_events WHERE session_id = ? AND seq < (
-		SELECT seq FROM action_events WHERE session_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`
+		RETURNING retained_events`
+	// sqlTrim deletes the oldest ? events of a session: it walks only
+	// the index entries it deletes.
+	sqlTrim = `DELETE FROM action_events WHERE seq IN (
+		SELECT seq FROM action_events WHERE session_id = ? ORDER BY seq LIMIT ?)`
+	// sqlRetained sets how many events a session holds after a trim:
+	// the count it kept (first ?), or, when the trim found fewer events
+	// than retained_events said, the count of what is there.
+	sqlRetained = `UPDATE action_sessions SET retained_events = CASE WHEN ? THEN ?
+		ELSE (SELECT COUNT(*) FROM action_events e WHERE e.session_id = action_sessions.session_id) END
+		WHERE session_id = ?`
 
 	sessionColumns = `session_id, title, note, status, created_at, updated_at, closed_at, first_event_at, last_event_at,
 		total_actions, success_count, failed_count, timeout_or_unknown_count, warning_count, total_duration_ms,
@@ -96,7 +103,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s := &Store{db: db}
 	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.ensure, Query: sqlEnsure}, sqlitedb.Stmt{Dst: &s.stmts.insert, Query: sqlInsert},
-		sqlitedb.Stmt{Dst: &s.stmts.counters, Query: sqlCounters}, sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}); err != nil {
+		sqlitedb.Stmt{Dst: &s.stmts.counters, Query: sqlCounters}, sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim},
+		sqlitedb.Stmt{Dst: &s.stmts.retained, Query: sqlRetained}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("auditdb: prepare: %w", err)
 	}
@@ -315,25 +323,30 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 				}
 			}
 		}
-		counters, trim := tx.StmtContext(ctx, s.stmts.counters), tx.StmtContext(ctx, s.stmts.trim)
+		counters := tx.StmtContext(ctx, s.stmts.counters)
 		for _, id := range order {
 			d := per[id]
-			var total int64
+			var retained int64
 			err := counters.QueryRowContext(ctx, d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS,
-				d.files, d.jobs, d.first, d.last, at, id).Scan(&total)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				total = math.MaxInt64 // no counters to judge by: trim
-			case err != nil:
-				return err
+				d.files, d.jobs, d.n, d.first, d.last, at, id).Scan(&retained)
+			if err != nil {
+				return err // the session was ensured above: no row is an error too
 			}
-			// Every event of a session was counted in total_actions, so a
-			// session that ever had at most maxEvents has nothing to trim
-			// (the trim's sub-select walks up to maxEvents index entries).
-			if total <= int64(maxEvents) {
+			if retained <= int64(maxEvents) {
 				continue
 			}
-			if _, err := trim.ExecContext(ctx, id, id, maxEvents-1); err != nil {
+			// retained_events counts the session's events, so the oldest
+			// retained-maxEvents are exactly the ones past the bound.
+			excess := retained - int64(maxEvents)
+			res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, excess)
+			if err != nil {
+				return err
+			}
+			deleted, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if _, err := tx.StmtContext(ctx, s.stmts.retained).ExecContext(ctx, deleted == excess, maxEvents, id); err != nil {
 				return err
 			}
 		}

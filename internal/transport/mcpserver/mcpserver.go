@@ -383,8 +383,8 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 			// which records it.
 			Refusal: err,
 		}
-		if ci := req.ClientInfo(); ci != nil {
-			call.ClientName = clipTo(ci.Name+"/"+ci.Version, 128)
+		if name, version, ok := clientInfo(req); ok {
+			call.ClientName = clipTo(name+"/"+version, 128)
 		}
 		if req.Extra != nil && req.Extra.Header != nil {
 			call.UserAgent = clipTo(req.Extra.Header.Get("User-Agent"), 256)
@@ -407,6 +407,48 @@ func (s *Server) handler(t *kernel.Tool) mcp.ToolHandler {
 		auditmw.ReportWindow(ctx, windowFacts(call, res))
 		return result(res, materials), nil
 	}
+}
+
+// clientInfo returns the calling client's name and version, as
+// req.ClientInfo() does. A modern-era request carries them in its _meta as
+// a generic JSON object, which ClientInfo re-encodes and decodes (with a
+// 32 KiB decoder buffer) on every call; when that object holds only the
+// Implementation's string members, under their exact names, the strings
+// are taken as they are, which is what that decoding gives. Anything else
+// goes through ClientInfo.
+func clientInfo(req *mcp.CallToolRequest) (name, version string, ok bool) {
+	if req.Params != nil {
+		if m, isMap := req.Params.Meta[mcp.MetaKeyClientInfo].(map[string]any); isMap {
+			if name, version, ok := plainImplementation(m); ok {
+				return name, version, true
+			}
+		}
+	}
+	if ci := req.ClientInfo(); ci != nil {
+		return ci.Name, ci.Version, true
+	}
+	return "", "", false
+}
+
+// plainImplementation reads name and version from m when every member of m
+// is a string member of mcp.Implementation (false otherwise).
+func plainImplementation(m map[string]any) (name, version string, ok bool) {
+	for k, v := range m {
+		s, isString := v.(string)
+		if !isString {
+			return "", "", false
+		}
+		switch k {
+		case "name":
+			name = s
+		case "version":
+			version = s
+		case "title", "description", "websiteUrl":
+		default:
+			return "", "", false
+		}
+	}
+	return name, version, true
 }
 
 // principal returns the caller: the bearer principal on HTTP, the local

@@ -40,12 +40,20 @@ func (s *Store) ViewBoard(ctx context.Context, id string, fn func(workflow.Board
 	if err := s.check(ctx, id); err != nil {
 		return storeErr(err)
 	}
-	tx, err := s.db.Read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	// The snapshot is not interrupted mid-way (with a cancellable context
+	// the driver arms a watcher per transaction and per query, which costs
+	// as much as these small reads); a cancellation is reported after it.
+	rctx := context.WithoutCancel(ctx)
+	tx, err := s.db.Read.BeginTx(rctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return storeErr(err)
 	}
 	defer tx.Rollback()
-	return storeErr(fn(&boardTx{ctx: ctx, tx: tx, id: id}))
+	err = fn(&boardTx{ctx: rctx, tx: tx, id: id, read: s.db})
+	if err == nil {
+		err = ctx.Err()
+	}
+	return storeErr(err)
 }
 
 // UpdateBoard implements workflow.BoardStore: fn runs in the writer's
@@ -113,11 +121,19 @@ type boardTx struct {
 	tx       *sql.Tx
 	id       string
 	prepared map[string]*sql.Stmt // nil in a read snapshot
+	// read is the database of a read snapshot, whose statements come from
+	// its read pool's cache (nil in the writer's transaction).
+	read *sqlitedb.DB
 }
 
 func (b *boardTx) stmt(q string) *sql.Stmt {
 	if st := b.prepared[q]; st != nil {
 		return b.tx.StmtContext(b.ctx, st)
+	}
+	if b.read != nil {
+		if st := b.read.Stmt(b.ctx, q); st != nil {
+			return b.tx.StmtContext(b.ctx, st)
+		}
 	}
 	return nil
 }
@@ -269,14 +285,19 @@ func (b *boardTx) Counts() (map[workflow.MessageKind]map[workflow.MessageStatus]
 // attentionWhere selects the messages a session_attention block may show.
 const attentionWhere = ` AND status = 'open' AND (requires_ack = 1 OR projection_count = 0) AND created_at < ?`
 
+var (
+	qAttention      = selectMessage + attentionWhere + ` ORDER BY requires_ack DESC, seq LIMIT ?`
+	qAttentionCount = `SELECT COUNT(*) FROM messages WHERE session_id = ?` + attentionWhere
+)
+
 func (b *boardTx) Attention(before time.Time, limit int) ([]workflow.Message, int, error) {
-	ms, err := b.query(selectMessage+attentionWhere+` ORDER BY requires_ack DESC, seq LIMIT ?`, b.id, before.UnixNano(), limit)
+	ms, err := b.query(qAttention, b.id, before.UnixNano(), limit)
 	if err != nil || len(ms) < limit {
 		return ms, len(ms), err
 	}
 	// A full page: count them all (same snapshot).
 	var total int
-	err = b.tx.QueryRowContext(b.ctx, `SELECT COUNT(*) FROM messages WHERE session_id = ?`+attentionWhere, b.id, before.UnixNano()).Scan(&total)
+	err = b.row(qAttentionCount, b.id, before.UnixNano()).Scan(&total)
 	return ms, total, err
 }
 

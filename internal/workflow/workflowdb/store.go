@@ -30,6 +30,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
@@ -434,6 +435,55 @@ func scanHeaderWith(cache *sync.Map, row *sql.Row, id string) (workflow.Session,
 	return sess, retained, nil
 }
 
+// rememberHeader caches sess as the decoding of hdr, its encoding just
+// written, so the next read of this header (the next call's claim check
+// and started append) need not decode it again. The cache is keyed by the
+// exact bytes, so a write that is rolled back leaves an entry no stored
+// header matches: a miss, never a wrong session. A session whose decoding
+// would differ from it (see asDecoded) or that would fail decodeHeader's
+// validation is not cached: its next read decodes it.
+func (s *Store) rememberHeader(id, hdr string, sess workflow.Session) {
+	d, ok := asDecoded(sess)
+	if !ok || workflow.ValidateSession(sess) != nil {
+		s.headers.Delete(id)
+		return
+	}
+	s.headers.Store(id, &decodedHeader{json: hdr, sess: d})
+}
+
+// asDecoded is what decodeHeader returns from encodeHeader(sess), sharing
+// nothing with sess, and true; false when that is not known without
+// decoding. JSON keeps an instant and its offset but not its Location, and
+// replaces invalid UTF-8, so only times in UTC and valid strings qualify;
+// the monotonic reading is dropped, and an empty job marker list (omitted
+// when empty) decodes as nil.
+func asDecoded(sess workflow.Session) (workflow.Session, bool) {
+	utc := func(t time.Time) bool { return t.Location() == time.UTC }
+	if !utc(sess.CreatedAt) || !utc(sess.UpdatedAt) || (sess.ClosedAt != nil && !utc(*sess.ClosedAt)) {
+		return workflow.Session{}, false
+	}
+	for _, v := range [...]string{sess.ID, sess.Project, sess.Title, string(sess.Mode), string(sess.Lifecycle),
+		sess.OwnerFingerprint, sess.ExecutionContext.DefaultCwd, string(sess.ExecutionContext.DefaultShell)} {
+		if !utf8.ValidString(v) {
+			return workflow.Session{}, false
+		}
+	}
+	for _, v := range sess.JobMarkers {
+		if !utf8.ValidString(v) {
+			return workflow.Session{}, false
+		}
+	}
+	sess = copySession(sess)
+	sess.CreatedAt, sess.UpdatedAt = sess.CreatedAt.UTC(), sess.UpdatedAt.UTC()
+	if sess.ClosedAt != nil {
+		*sess.ClosedAt = sess.ClosedAt.UTC()
+	}
+	if len(sess.JobMarkers) == 0 {
+		sess.JobMarkers = nil
+	}
+	return sess, true
+}
+
 // copySession is s with nothing shared with the original (the header
 // cache's copy is never changed through a caller's).
 func copySession(s workflow.Session) workflow.Session {
@@ -587,10 +637,12 @@ func (s *Store) updateTx(id string, fn workflow.UpdateFunc, outbox []byte, readS
 			n, _ := res.RowsAffected()
 			retained -= n
 		}
+		hdr := encodeHeader(sess)
 		if _, err := tx.StmtContext(ctx, s.stmts.updateHeader).ExecContext(ctx,
-			string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, encodeHeader(sess), id); err != nil {
+			string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, hdr, id); err != nil {
 			return err
 		}
+		s.rememberHeader(id, hdr, sess)
 		if outbox != nil {
 			if _, err := tx.StmtContext(ctx, s.stmts.outbox).ExecContext(ctx, outbox); err != nil {
 				return err

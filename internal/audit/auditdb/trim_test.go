@@ -1,0 +1,120 @@
+package auditdb_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/audit/auditdb"
+	"github.com/webcodex/webcodex/internal/sqlitedb"
+)
+
+// eventIDs are a session's stored event ids, oldest first.
+func eventIDs(t *testing.T, st *auditdb.Store, session string) []string {
+	t.Helper()
+	rows, err := st.DB().Read.QueryContext(ctx, `SELECT event_id FROM action_events WHERE session_id = ? ORDER BY seq`, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// TestBatchesTrimToExactlyTheNewest appends batches of several sizes that
+// mix two sessions and checks after each that every session holds
+// exactly its newest maxEvents events, in order.
+func TestBatchesTrimToExactlyTheNewest(t *testing.T) {
+	st, err := auditdb.Open(ctx, filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const maxEvents = 7
+	sent := map[string][]string{}
+	n := 0
+	for _, size := range []int{1, 3, 6, 1, 9, 2, 20, 1, 1} {
+		var batch []audit.Event
+		for range size {
+			session := []string{"a", "b"}[n%3/2] // a, a, b, a, a, b, ...
+			id := fmt.Sprintf("e%03d", n)
+			n++
+			sent[session] = append(sent[session], id)
+			batch = append(batch, audit.Event{EventView: audit.EventView{EventID: id, SessionID: session, Status: audit.EventSuccess}})
+		}
+		if err := st.AppendEvents(ctx, batch, maxEvents, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for session, ids := range sent {
+			want := ids[max(0, len(ids)-maxEvents):]
+			if got := eventIDs(t, st, session); !slices.Equal(got, want) {
+				t.Fatalf("after %d events, session %s holds %v, want %v", n, session, got, want)
+			}
+		}
+	}
+}
+
+// TestRetainedCountIsBackfilled opens a database written before
+// retained_events existed, holding more events than the bound, and checks
+// that the next append leaves exactly the newest maxEvents.
+func TestRetainedCountIsBackfilled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.db")
+	old := fstest.MapFS{}
+	for _, name := range []string{"0001_init.sql", "0002_window.sql"} {
+		b, err := os.ReadFile(filepath.Join("migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[name] = &fstest.MapFile{Data: b}
+	}
+	db, err := sqlitedb.Open(ctx, path, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	if err := db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO action_sessions (session_id, created_at, updated_at, total_actions) VALUES ('s', 0, 0, 12)`); err != nil {
+			return err
+		}
+		for i := range 12 {
+			id := fmt.Sprintf("old%02d", i)
+			want = append(want, id)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO action_events (event_id, session_id, started_at, ended_at, duration_ms,
+			endpoint, operation, action_name, project, status, http_status, error_summary, warning_summary, changed_files_json,
+			ids_json, summary_json, request_bytes, response_bytes) VALUES (?, 's', 0, 0, 0, '', '', '', '', 'success', 200, '', '', '[]', '{}', '{}', 0, 0)`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	st, err := auditdb.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.AppendEvents(ctx, []audit.Event{{EventView: audit.EventView{EventID: "new", SessionID: "s", Status: audit.EventSuccess}}}, 5, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "new")
+	if got := eventIDs(t, st, "s"); !slices.Equal(got, want[len(want)-5:]) {
+		t.Fatalf("session holds %v, want %v", got, want[len(want)-5:])
+	}
+}
