@@ -214,6 +214,11 @@ func (a *App) Handler() http.Handler {
 	if a.Evidence != nil {
 		(&evidenceapi.API{Journal: a.Evidence, Sessions: a.Sessions}).Register(mux)
 	}
+	if c, err := newConsole(a); err != nil {
+		a.Log.Error("console: not mounted", "err", err)
+	} else {
+		c.Register(mux)
+	}
 	return mux.Handler()
 }
 

@@ -42,6 +42,8 @@ func TestArchitecture(t *testing.T) {
 			"tools import no transport"},
 		{[]string{"internal/gateway"}, []string{"internal/transport", "internal/httpserver", "internal/app", "internal/tools"},
 			"the gateway reads the kernel's registry and imports no transport and no tool"},
+		{[]string{"internal/console"}, []string{"internal/tools", "internal/transport", "internal/app"},
+			"the console is a transport: it reads domains and dispatches through the kernel, never a tool package"},
 		{[]string{"internal/failure"}, []string{"internal/"}, "failure is a leaf"},
 		{[]string{"internal/audit"}, []string{"internal/workflow"}, "Action Audit Sessions never read or write Workflow Sessions"},
 		{[]string{"internal/workflow"}, []string{"internal/audit"}, "Workflow Sessions never read or write Action Audit Sessions"},

@@ -7,5 +7,5 @@ import (
 )
 
 func newAuth(s *Stores, cfg Config, log *slog.Logger) (*auth.Service, error) {
-	return auth.NewService(s.Auth, auth.Options{Bootstrap: cfg.BootstrapToken, Logger: log, CheckTools: CheckToolProfile})
+	return auth.NewService(s.Auth, auth.Options{Bootstrap: cfg.BootstrapToken, Logger: log, CheckTools: CheckToolProfile, Consoles: s.Auth})
 }

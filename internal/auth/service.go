@@ -45,6 +45,9 @@ type Options struct {
 	// an error names the tool that is not one. Nil: a token cannot be
 	// created with a tool profile.
 	CheckTools func(tools []string) error
+	// Consoles stores Runtime Console sessions; nil: console sign-in is
+	// unavailable (see LoginConsole).
+	Consoles ConsoleStore
 }
 
 // A Service issues, lists, revokes and authenticates API tokens over a
@@ -55,6 +58,7 @@ type Service struct {
 	log        *slog.Logger
 	bootstrap  *[sha256.Size]byte // nil when disabled
 	checkTools func([]string) error
+	consoles   ConsoleStore
 }
 
 // NewService returns a Service over store. It returns
@@ -62,7 +66,7 @@ type Service struct {
 // contains white space or control characters (the message never includes
 // the value).
 func NewService(store Store, opts Options) (*Service, error) {
-	s := &Service{store: store, now: opts.Now, log: opts.Logger, checkTools: opts.CheckTools}
+	s := &Service{store: store, now: opts.Now, log: opts.Logger, checkTools: opts.CheckTools, consoles: opts.Consoles}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -226,7 +230,12 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, erro
 			s.log.Warn("auth: recording token use failed", slog.String("token_id", t.ID), slog.Any("error", err))
 		}
 	}
-	return Principal{Kind: KindAPIToken, ID: t.ID, Owner: t.Owner, Scopes: slices.Clone(t.Scopes), Tools: slices.Clone(t.Tools)}, nil
+	return tokenPrincipal(t), nil
+}
+
+// tokenPrincipal is the principal an API token stands for.
+func tokenPrincipal(t Token) Principal {
+	return Principal{Kind: KindAPIToken, ID: t.ID, Owner: t.Owner, Scopes: slices.Clone(t.Scopes), Tools: slices.Clone(t.Tools)}
 }
 
 // clock returns the current time in UTC without a monotonic reading, so

@@ -51,10 +51,11 @@ const (
 	SourceREST     Source = "rest"
 	SourceCLI      Source = "cli"
 	SourceInternal Source = "internal"
+	SourceConsole  Source = "console"
 )
 
 // Sources lists every Source.
-var Sources = []Source{SourceMCP, SourceREST, SourceCLI, SourceInternal}
+var Sources = []Source{SourceMCP, SourceREST, SourceCLI, SourceInternal, SourceConsole}
 
 // Binding is the evidence state of the recorder claim.
 type Binding string

@@ -200,3 +200,49 @@ func (m *Manager) chunk(j Job, s Stream, cursor *int64, max int) (Chunk, error) 
 	}
 	return c, nil
 }
+
+// SessionCounts are the job counts of one session, proved over the full
+// bounded aggregate of its owner's jobs in its project (never a truncated
+// page).
+type SessionCounts struct {
+	// Active counts the owner's queued and running jobs in the project.
+	Active int
+	// Blocking counts the active jobs run in, or recorded in, the
+	// session.
+	Blocking int
+	// TerminalPending counts the session's terminal validation jobs whose
+	// evidence is not yet materialized there (not in markers, the
+	// session's job markers).
+	TerminalPending int
+}
+
+// CountSession returns the job counts of session sessionID, owned by acc,
+// whose job markers are markers. Errors: failure.Unavailable when a list
+// fails or would be cut short (then no count can be proved).
+func (m *Manager) CountSession(ctx context.Context, acc Access, sessionID string, markers []string) (SessionCounts, error) {
+	active, total, err := m.List(ctx, acc, ListFilter{Active: true, Limit: MaxListLimit})
+	if err != nil || total > len(active) {
+		return SessionCounts{}, failure.New(failure.Unavailable, "the active jobs cannot all be listed")
+	}
+	c := SessionCounts{Active: total}
+	for _, j := range active {
+		if j.InSession(sessionID) {
+			c.Blocking++
+		}
+	}
+	bg, bgTotal, err := m.List(ctx, acc, ListFilter{BackgroundOnly: true, Limit: MaxListLimit})
+	if err != nil || bgTotal > len(bg) {
+		return SessionCounts{}, failure.New(failure.Unavailable, "the background jobs cannot all be listed")
+	}
+	for _, j := range bg {
+		if j.State.Terminal() && j.Validation != nil && j.InSession(sessionID) && !slices.Contains(markers, j.ID) {
+			c.TerminalPending++
+		}
+	}
+	return c, nil
+}
+
+// InSession reports whether j was run in, or recorded in, session id.
+func (j Job) InSession(id string) bool {
+	return j.SessionID == id || (j.Validation != nil && slices.Contains(j.Validation.Sessions, id))
+}

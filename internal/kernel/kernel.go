@@ -30,6 +30,8 @@ const (
 	SourceMCP      Source = "mcp"
 	SourceCLI      Source = "cli"
 	SourceInternal Source = "internal"
+	// SourceConsole is a person's action in the Runtime Console.
+	SourceConsole Source = "console"
 )
 
 // MaxRecordingSessionIDBytes bounds the recorder claim kept as evidence.

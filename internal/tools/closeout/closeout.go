@@ -20,7 +20,6 @@ package closeout
 import (
 	"context"
 	"encoding/base64"
-	"slices"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/jobs"
@@ -95,31 +94,11 @@ func (t *Tools) jobs(ctx context.Context, sess workflow.Session) (*handoff.JobsS
 		return nil, NotConfigured
 	}
 	acc := jobs.Access{Project: sess.Project, Fingerprint: sess.OwnerFingerprint}
-	active, total, err := t.Jobs.List(ctx, acc, jobs.ListFilter{Active: true, Limit: jobs.MaxListLimit})
-	if err != nil || total > len(active) {
+	c, err := t.Jobs.CountSession(ctx, acc, sess.ID, sess.JobMarkers)
+	if err != nil {
 		return nil, Unavailable
 	}
-	snap := &handoff.JobsSnapshot{Active: total}
-	for _, j := range active {
-		if inSession(j, sess.ID) {
-			snap.Blocking++
-		}
-	}
-	bg, bgTotal, err := t.Jobs.List(ctx, acc, jobs.ListFilter{BackgroundOnly: true, Limit: jobs.MaxListLimit})
-	if err != nil || bgTotal > len(bg) {
-		return nil, Unavailable
-	}
-	for _, j := range bg {
-		if j.State.Terminal() && j.Validation != nil && inSession(j, sess.ID) && !slices.Contains(sess.JobMarkers, j.ID) {
-			snap.TerminalPending++
-		}
-	}
-	return snap, Available
-}
-
-// inSession reports whether job j was run in, or recorded in, session id.
-func inSession(j jobs.Job, id string) bool {
-	return j.SessionID == id || (j.Validation != nil && slices.Contains(j.Validation.Sessions, id))
+	return &handoff.JobsSnapshot{Active: c.Active, Blocking: c.Blocking, TerminalPending: c.TerminalPending}, Available
 }
 
 // gathered is what both closeout tools read of one session under a

@@ -1,0 +1,180 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/handoff"
+)
+
+// Bounds of the attention page.
+const (
+	// AttentionScanSessions is how many of the viewer's active sessions
+	// (most recently updated first) the attention page judges.
+	AttentionScanSessions = 25
+	// InvalidClaimWindow is how far back the page looks for invalid
+	// claims, and InvalidClaimScan how many of a session's newest
+	// evidence records it reads for them.
+	InvalidClaimWindow = 24 * time.Hour
+	InvalidClaimScan   = 200
+)
+
+// AttentionData is the model of the home page.
+type AttentionData struct {
+	Items []AttentionItem
+	// Scanned counts the sessions judged; Active how many active sessions
+	// the viewer has (more than Scanned: the rest were not judged).
+	Scanned, Active int
+	// JobsNote says why jobs were not judged, "" when they were.
+	JobsNote string
+}
+
+// AttentionItem is one session that needs a person or an agent, with
+// every reason.
+type AttentionItem struct {
+	Session workflow.Session
+	// State is the handoff progress state.
+	State string
+	// AckRequired and OpenTodos are the board's unresolved ACK-required
+	// messages and open todos.
+	AckRequired, OpenTodos int
+	// Jobs counts the session's jobs by state (running, queued, lost).
+	Running, Queued, Lost int
+	// InvalidClaims counts invalid claims on the session in the last
+	// InvalidClaimWindow (among its newest InvalidClaimScan records).
+	InvalidClaims int
+	Reasons       []string
+}
+
+func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
+	ctx, p := r.Context(), viewerOf(r).Principal
+	if err := requireRead(p); err != nil {
+		return err
+	}
+	sessions, total, err := s.opts.Sessions.List(ctx, workflow.ListFilter{Fingerprint: p.AuthorityFingerprint(), Lifecycle: workflow.Active, Limit: AttentionScanSessions})
+	if err != nil {
+		return err
+	}
+	data := AttentionData{Scanned: len(sessions), Active: total}
+	jobsBySession, note := s.sessionJobs(ctx, p.AuthorityFingerprint(), sessions)
+	data.JobsNote = note
+	since := s.opts.Now().Add(-InvalidClaimWindow)
+	for _, sess := range sessions {
+		it := AttentionItem{Session: sess}
+		b, _, err := s.brief(ctx, sess)
+		if err != nil {
+			return err
+		}
+		it.State = b.Progress.State
+		if n := b.Attention.UnresolvedAckRequired; n != nil {
+			it.AckRequired = *n
+		}
+		if n := b.Attention.OpenTodos; n != nil {
+			it.OpenTodos = *n
+		}
+		for _, j := range jobsBySession[sess.ID] {
+			switch j.State {
+			case jobs.Running:
+				it.Running++
+			case jobs.Queued:
+				it.Queued++
+			case jobs.Lost:
+				it.Lost++
+			}
+		}
+		it.InvalidClaims = s.invalidClaims(ctx, sess.ID, since)
+		it.Reasons = reasons(it)
+		if len(it.Reasons) > 0 {
+			data.Items = append(data.Items, it)
+		}
+	}
+	return s.render(w, r, http.StatusOK, "attention", "Attention", "attention", data)
+}
+
+// reasons says why it needs attention, most urgent first.
+func reasons(it AttentionItem) []string {
+	var out []string
+	switch it.State {
+	case handoff.StateBlocked:
+		out = append(out, "blocked")
+	case handoff.StateNeedsValidation:
+		out = append(out, "needs validation")
+	}
+	add := func(n int, one, many string) {
+		switch {
+		case n == 1:
+			out = append(out, "1 "+one)
+		case n > 1:
+			out = append(out, strconv.Itoa(n)+" "+many)
+		}
+	}
+	add(it.AckRequired, "ACK-required message", "ACK-required messages")
+	add(it.OpenTodos, "open todo", "open todos")
+	add(it.Running, "running job", "running jobs")
+	add(it.Queued, "queued job", "queued jobs")
+	add(it.Lost, "lost job", "lost jobs")
+	add(it.InvalidClaims, "invalid claim in the last day", "invalid claims in the last day")
+	return out
+}
+
+// sessionJobs returns the viewer's running, queued and lost jobs of the
+// listed sessions, per session, read per project (the jobs API's
+// access), and a note when they could not be read.
+func (s *Server) sessionJobs(ctx context.Context, fingerprint string, sessions []workflow.Session) (map[string][]jobs.Job, string) {
+	if s.opts.Jobs == nil {
+		return nil, "jobs are not configured on this server"
+	}
+	out := map[string][]jobs.Job{}
+	var projects []string
+	for _, sess := range sessions {
+		if !slices.Contains(projects, sess.Project) {
+			projects = append(projects, sess.Project)
+		}
+	}
+	for _, pr := range projects {
+		js, _, err := s.opts.Jobs.List(ctx, jobs.Access{Project: pr, Fingerprint: fingerprint}, jobs.ListFilter{Limit: jobs.MaxListLimit})
+		if err != nil {
+			return nil, "jobs could not be read"
+		}
+		for _, j := range js {
+			if j.State != jobs.Running && j.State != jobs.Queued && j.State != jobs.Lost {
+				continue
+			}
+			for _, sess := range sessions {
+				if j.InSession(sess.ID) {
+					out[sess.ID] = append(out[sess.ID], j)
+				}
+			}
+		}
+	}
+	return out, ""
+}
+
+// invalidClaims counts the invalid claims on session id at or after
+// since, among its newest InvalidClaimScan evidence records.
+func (s *Server) invalidClaims(ctx context.Context, id string, since time.Time) int {
+	if s.opts.Journal == nil {
+		return 0
+	}
+	c, err := s.opts.Journal.SessionCounts(ctx, id)
+	if err != nil || c.InvalidClaim == 0 {
+		return 0
+	}
+	entries, err := s.opts.Journal.SessionRecords(ctx, id, InvalidClaimScan)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Record.Binding == evidence.BindingInvalidClaim && !e.Record.At.Before(since) {
+			n++
+		}
+	}
+	return n
+}
