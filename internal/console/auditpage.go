@@ -139,7 +139,7 @@ func auditCharts(rep audit.ToolReport) AuditCharts {
 	var calls, success, bytes []svgchart.Bar
 	var latency []svgchart.Range
 	for _, t := range rep.Tools {
-		calls = append(calls, svgchart.Bar{Label: t.Tool, Value: float64(t.Count), Text: strconv.FormatInt(t.Count, 10) + " calls"})
+		calls = append(calls, svgchart.Bar{Label: t.Tool, Value: float64(t.Count), Text: plural(t.Count, "call")})
 		success = append(success, svgchart.Bar{Label: t.Tool, Value: t.SuccessRate, Text: svgchart.Percent(t.SuccessRate) + " (" + strconv.FormatInt(t.Successes, 10) + " ok)"})
 		latency = append(latency, svgchart.Range{Label: t.Tool, P50: t.P50MS, P95: t.P95MS})
 		bytes = append(bytes, svgchart.Bar{Label: t.Tool, Value: float64(t.MeanBytes), Text: "mean " + svgchart.Bytes(t.MeanBytes) + " · p95 " + svgchart.Bytes(t.P95Bytes)})
@@ -150,4 +150,12 @@ func auditCharts(rep audit.ToolReport) AuditCharts {
 		Latency: svgchart.Latency("Latency per tool", latency),
 		Bytes:   svgchart.Bars("Result size per tool", bytes),
 	}
+}
+
+// plural is "1 call", "2 calls".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
 }
