@@ -179,6 +179,21 @@ func TestPostNeedsTheSessionsCSRFToken(t *testing.T) {
 	if len(sources) != 1 || sources[0] != evidence.SourceConsole {
 		t.Fatalf("evidence sources of the post: %v", sources)
 	}
+	// The evidence bundle downloads and verifies offline.
+	if _, err := s.a.Evidence.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bun := b.get("/console/sessions/" + id + "/bundle")
+	if bun.status != http.StatusOK || !strings.Contains(bun.header.Get("Content-Disposition"), id+".evidence.json") {
+		t.Fatalf("bundle: %d %v", bun.status, bun.header)
+	}
+	rep, err := evidence.VerifyBundle([]byte(bun.body))
+	if err != nil || len(rep.Kinds()) != 0 || rep.Records == 0 || rep.OK != rep.Records {
+		t.Fatalf("the downloaded bundle does not verify: %v %+v", err, rep)
+	}
+	if sp := b.get("/console/sessions/" + id); !strings.Contains(sp.body, `href="/console/sessions/`+id+`/bundle"`) {
+		t.Error("the session page has no bundle link")
+	}
 	// A todo, and an over-long body refused with the board's error kind.
 	if p := b.post("/console/sessions/"+id+"/messages", url.Values{"kind": {"todo"}, "message": {"write the test"}, console.CSRFField: {b.csrf}}); p.status != http.StatusSeeOther {
 		t.Fatalf("todo: %d", p.status)
