@@ -7,8 +7,9 @@
 // event empties the append slots (a stream starts over with a tail, also
 // after a reconnect). The "end" event closes the stream and sets
 // data-live-state="ended"; a stream the server merely dropped is
-// reconnected by the browser. A <details> element follows only while it
-// is open, so a page opens streams only for what a person looks at.
+// reconnected by the browser, one it refused (an error status) sets
+// data-live-state="failed". A <details> element follows only while it is
+// open, so a page opens streams only for what a person looks at.
 (function () {
   "use strict";
 
@@ -39,6 +40,13 @@
     });
     source.addEventListener("open", function () {
       root.setAttribute("data-live-state", "open");
+    });
+    // A refused stream (e.g. too many open) is closed by the browser, not
+    // retried: say so on the element.
+    source.addEventListener("error", function () {
+      if (source.readyState === EventSource.CLOSED) {
+        root.setAttribute("data-live-state", "failed");
+      }
     });
     source.addEventListener("end", function () {
       source.close();
