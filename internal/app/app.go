@@ -97,6 +97,9 @@ type App struct {
 	// board is the one message board of the tools and the kernel's
 	// session_attention projection (wire_workflow.go).
 	board *workflow.Board
+
+	// live holds the console's streams and verifier (wire_console_live.go).
+	live consoleLive
 }
 
 // Open opens the data directory described by cfg and builds the services.
@@ -249,6 +252,7 @@ func (a *App) Listen() (net.Addr, error) {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
+	a.server.RegisterOnShutdown(a.live.shutdown)
 	return ln.Addr(), nil
 }
 
@@ -291,6 +295,7 @@ func (a *App) Serve(ctx context.Context) error {
 // Close ends the remaining jobs and shells, writes the audit events still
 // queued, and releases the stores. Call it after Serve returns.
 func (a *App) Close() error {
+	a.live.close()
 	a.release()
 	if a.Contain != nil {
 		a.Contain.Tidy()

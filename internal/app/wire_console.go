@@ -18,5 +18,7 @@ func newConsole(a *App) (*console.Server, error) {
 	if a.Evidence != nil {
 		o.Journal = a.Evidence
 	}
+	o.Audit = a.Audit
+	o.Streams, o.Verify = a.live.parts(a)
 	return console.New(o)
 }

@@ -32,7 +32,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/console/sse"
+	"github.com/webcodex/webcodex/internal/console/verifyrun"
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/httpserver"
@@ -98,6 +101,12 @@ type Options struct {
 	// request over TLS gets it regardless.
 	Secure bool
 	Logger *slog.Logger
+	// Audit, Verify and Streams serve the audit and evidence pages and
+	// the live streams (auditpage.go, evidencepage.go, jobtail.go); nil
+	// leaves those parts out and says so.
+	Audit   *audit.Service
+	Verify  *verifyrun.Runner
+	Streams *sse.Limiter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -143,7 +152,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", ContentSecurityPolicy)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser posts
+	// forms with "Origin: null", which the Origin check refuses.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	s.mux.ServeHTTP(w, r)
 }

@@ -440,6 +440,28 @@ func (j *Journal) Checkpoint(ctx context.Context) (evidence.SignedCheckpoint, er
 	return sc, wrapWrite(err)
 }
 
+// Head returns the journal's current tree head: the size and root of every
+// stored record, signed or not (the next checkpoint signs it). It reads
+// the head in a writer transaction, as Checkpoint does, so that records
+// another process appended are counted.
+func (j *Journal) Head(ctx context.Context) (evidence.Checkpoint, error) {
+	if err := j.flushBeforeRead(ctx); err != nil {
+		return evidence.Checkpoint{}, err
+	}
+	var head evidence.Checkpoint
+	err := j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if err := j.sync(ctx, tx); err != nil {
+			return err
+		}
+		root, err := evidence.RootOf(j.rng)
+		head = evidence.Checkpoint{Origin: j.origin, Size: j.rng.End(), Root: root}
+		return err
+	})
+	return head, wrapRead(err)
+}
+
 // Run signs the head every checkpoint interval when it grew, until ctx is
 // done; it returns ctx.Err(). Errors go to Options.OnError.
 func (j *Journal) Run(ctx context.Context) error {

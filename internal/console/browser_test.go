@@ -1,0 +1,250 @@
+package console_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/webcodex/webcodex/internal/auth"
+)
+
+// The browser tests drive the console in real headless Chromium (Debian's
+// chromium, through the DevTools protocol with chromedp). Without chromium
+// they skip, unless WEBCODEX_REQUIRE_CHROMIUM=1 (set by .ci/run), when they
+// fail. Screenshots go to $WEBCODEX_SCREENSHOTS (kept) or a temporary
+// directory; -console-docs also writes the README's two screenshots into
+// docs/.
+
+var consoleDocs = flag.Bool("console-docs", false, "write docs/console-attention.png and docs/console-session.png from the browser test")
+
+// chromium returns the browser's path, or skips (fails when required).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{os.Getenv("WEBCODEX_CHROMIUM"), "chromium", "chromium-browser"} {
+		if name == "" {
+			continue
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("WEBCODEX_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal("chromium is required (WEBCODEX_REQUIRE_CHROMIUM=1) but not found: apt-get install -y chromium, or set WEBCODEX_CHROMIUM")
+	}
+	t.Skip("chromium is not installed (apt-get install -y chromium); the browser tests need it")
+	return ""
+}
+
+// newBrowser starts a fresh headless chromium (its own profile directory,
+// no network beyond the test server) and returns a tab's context.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 960),
+	)
+	// A bound on the whole browser session, so that a broken page fails
+	// the test instead of hanging it; no step waits for a time.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	tab, tcancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(tcancel)
+	if err := chromedp.Do(tab); err != nil { // starts the browser
+		t.Fatalf("start chromium: %v", err)
+	}
+	return tab
+}
+
+// shots is where screenshots go.
+func shots(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("WEBCODEX_SCREENSHOTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+func screenshot(t *testing.T, tab context.Context, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	if *consoleDocs && (name == "console-attention.png" || name == "console-session.png") {
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// must runs steps in the tab and fails the test with what on an error.
+func must(t *testing.T, tab context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(tab, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// truthy waits (without a timeout of its own) until expr is true in the
+// page.
+func truthy(t *testing.T, tab context.Context, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](expr, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(0))); err != nil {
+		t.Fatalf("waiting for %s (%s): %v", what, expr, err)
+	}
+}
+
+func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
+	tab := newBrowser(t)
+	dir := shots(t)
+	s := start(t)
+	alice := s.token(t, "alice")
+	// A planted script in an instruction: it would set a global and the
+	// title if it ever ran.
+	planted := `Fix the parser <script>window.__planted = 1; document.title = "pwned"</script> and <img src=x onerror="window.__planted = 2">`
+	sess := s.startSession(t, alice, planted)
+	other := s.startSession(t, alice, "review the migration")
+	s.call(t, alice, "post_session_message", map[string]any{"session_id": other, "kind": "risk", "message": "the migration may lose rows"})
+	s.call(t, alice, "post_session_message", map[string]any{"session_id": other, "kind": "todo", "message": "add a rollback test"})
+	p, err := s.a.Projects.Get(context.Background(), s.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := filepath.Join(p.Root, "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	job := s.runJob(t, alice, sess, `echo "tests started"; read word < gate; echo "tests finished: $word"`)
+
+	// Sign in: the form posts the token, the console sets its cookie.
+	must(t, tab, "sign in",
+		chromedp.Navigate(s.base+"/console/login"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), alice),
+		chromedp.Click(chromedp.CSS(`form.login button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav[aria-label="Console"]`)),
+	)
+	// The attention page lists both sessions, each linking to its page.
+	must(t, tab, "attention page",
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+sess+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+other+`"]`)),
+	)
+	screenshot(t, tab, dir, "console-attention.png")
+
+	// The session page: the instruction is shown as text, its script
+	// never ran; the running job's tail follows it live.
+	must(t, tab, "session page",
+		chromedp.Click(chromedp.CSS(`a[href="/console/sessions/`+sess+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`details.jobtail[open]`)),
+	)
+	truthy(t, tab, "the job's first line", `document.querySelector('pre[data-live-slot="stdout"]').textContent.includes("tests started")`)
+	ran, err := chromedp.Run(tab, chromedp.Evaluate[bool](`window.__planted !== undefined || document.title === "pwned"`))
+	if err != nil || ran {
+		t.Fatalf("the planted script ran (%v, %v)", ran, err)
+	}
+	shown, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.body.textContent.includes('<script>window.__planted = 1')`))
+	if err != nil || !shown {
+		t.Fatalf("the instruction is not shown as text (%v, %v)", shown, err)
+	}
+	// Let the job finish and watch it end on the page.
+	f, err := os.OpenFile(gate, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("green\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	truthy(t, tab, "the job's end", `document.querySelector('details.jobtail').getAttribute("data-live-state") === "ended"`)
+	out, err := chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`pre[data-live-slot="stdout"]`)))
+	if err != nil || out != "tests started\ntests finished: green\n" {
+		t.Fatalf("tail output %q (%v)", out, err)
+	}
+	state, err := chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`details.jobtail [data-live-slot="state"]`)))
+	if err != nil || !strings.Contains(state, "succeeded") || !strings.Contains(state, "exit code 0") {
+		t.Fatalf("tail state %q (%v)", state, err)
+	}
+	must(t, tab, "scroll to the job", chromedp.ScrollIntoView(chromedp.CSS(`details.jobtail`)))
+	screenshot(t, tab, dir, "console-job-tail.png")
+	must(t, tab, "top of the session", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+	screenshot(t, tab, dir, "console-session.png")
+
+	// The timeline pairs the calls.
+	must(t, tab, "timeline",
+		chromedp.Navigate(s.base+"/console/sessions/"+sess+"/timeline"),
+		chromedp.WaitVisible(chromedp.CSS(`#h-timeline`)),
+	)
+	truthy(t, tab, "run_job in the timeline", `document.querySelector("main").textContent.includes("run_job")`)
+	ran, err = chromedp.Run(tab, chromedp.Evaluate[bool](`window.__planted !== undefined`))
+	if err != nil || ran {
+		t.Fatalf("the planted script ran on the timeline (%v, %v)", ran, err)
+	}
+	screenshot(t, tab, dir, "console-timeline.png")
+	_ = job
+}
+
+func TestBrowserAuditChartsAndVerifyNow(t *testing.T) {
+	tab := newBrowser(t)
+	dir := shots(t)
+	s := start(t)
+	op := s.token(t, "ops", auth.ScopeAccountManage, auth.ScopeProjectRead)
+	alice := s.token(t, "alice")
+	s.auditCall(t, alice, "audit-browser", "work_on_project", map[string]any{"project": s.project, "instruction": "audited"})
+	s.auditCall(t, alice, "audit-browser", "work_on_project", map[string]any{"project": s.project, "bogus": 1})
+	s.auditCall(t, alice, "audit-browser", "list_sessions", map[string]any{"project": s.project})
+	ctx := context.Background()
+	if err := s.a.Evidence.SyncOutbox(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.a.Evidence.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	must(t, tab, "sign in",
+		chromedp.Navigate(s.base+"/console/login"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), op),
+		chromedp.Click(chromedp.CSS(`form.login button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav[aria-label="Console"]`)),
+		chromedp.Click(chromedp.CSS(`nav a[href="/console/audit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`svg.chart`)),
+	)
+	charts, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll("svg.chart").length`))
+	if err != nil || charts != 4 {
+		t.Fatalf("%d charts (%v)", charts, err)
+	}
+	screenshot(t, tab, dir, "console-audit.png")
+
+	// Verify now: the POST starts the run, the page follows it to its end.
+	must(t, tab, "evidence page",
+		chromedp.Navigate(s.base+"/console/evidence"),
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/console/evidence/verify"] button`)),
+	)
+	// RunResponse returns once the navigation the click starts (the POST
+	// and its redirect) has loaded.
+	resp, err := chromedp.RunResponse(tab, chromedp.Click(chromedp.CSS(`form[action="/console/evidence/verify"] button`)))
+	if err != nil || resp.Status != 200 || !strings.HasSuffix(resp.URL, "/console/evidence") {
+		t.Fatalf("verify now: %+v, %v", resp, err)
+	}
+	truthy(t, tab, "the verification's report", `document.querySelector(".verify").textContent.includes("Run 1: clean.")`)
+	screenshot(t, tab, dir, "console-evidence.png")
+}

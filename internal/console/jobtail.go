@@ -1,0 +1,153 @@
+package console
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/webcodex/webcodex/internal/console/sse"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/jobs"
+)
+
+// The job live tail: GET /console/sessions/{id}/jobs/{job}/tail streams a
+// job's output and state as server-sent events, read with the same
+// jobs.Manager.Observe loop observe_jobs uses (wake on change, byte
+// cursors), so the page shows exactly what the job stored. Events:
+//
+//	reset   the stream starts over (the browser empties the output)
+//	state   the job's status line, rendered HTML (template "job_state",
+//	        templates/partials/live.html)
+//	stdout  new stdout text (the browser appends it as text, never as markup)
+//	stderr  new stderr text
+//	end     the job is terminal and its output was sent; the browser closes
+//
+// The job must be one of the session's (its run or recording session) and
+// the session the viewer's; anything else is 404. The stream is bounded by
+// the console's sse.Limiter.
+func init() {
+	funcs["jobSession"] = jobSession
+	extraRouteFuncs = append(extraRouteFuncs, func(s *Server) {
+		s.handle("GET "+Prefix+"/sessions/{id}/jobs/{job}/tail", s.page(s.jobTail))
+	})
+}
+
+// Tail bounds.
+const (
+	// TailWait is one observe wait; after a quiet one the stream writes a
+	// heartbeat and observes again.
+	TailWait = sse.Heartbeat
+	// TailChunkBytes bounds one output event per stream.
+	TailChunkBytes = 16 << 10
+	// TailFirstBytes is how much of each stream's end the first events
+	// carry (a tail, not the whole file).
+	TailFirstBytes = 16 << 10
+)
+
+func (s *Server) jobTail(w http.ResponseWriter, r *http.Request) error {
+	p := viewerOf(r).Principal
+	sess, err := s.authorize(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if s.opts.Jobs == nil {
+		return failure.New(failure.Unavailable, "jobs are not configured on this server")
+	}
+	acc := jobs.Access{Project: sess.Project, Fingerprint: p.AuthorityFingerprint()}
+	j, err := s.opts.Jobs.Get(r.Context(), acc, r.PathValue("job"))
+	if err != nil || !j.InSession(sess.ID) {
+		// Another group's, another project's, another session's or no
+		// job: one answer, so that existence does not leak.
+		return failure.New(failure.NotFound, "no job %q in this session", r.PathValue("job"))
+	}
+	limiter, err := s.streams()
+	if err != nil {
+		return err
+	}
+	ctx, release, err := limiter.Acquire(r.Context(), viewerOf(r).CSRF)
+	if err != nil {
+		return err
+	}
+	defer release()
+	st, err := sse.Start(w)
+	if err != nil || st.Event("reset", "") != nil {
+		return nil // the client is gone
+	}
+	var cur jobs.Cursors
+	first := true
+	state := jobs.State("")
+	for {
+		req := jobs.ObserveRequest{IDs: []string{j.ID}, Wait: TailWait, WakeOn: jobs.WakeChange, MaxBytes: TailChunkBytes}
+		if first {
+			req.Wait, req.MaxBytes = 0, TailFirstBytes
+		} else {
+			req.Cursors = map[string]jobs.Cursors{j.ID: cur}
+		}
+		obs, woke, err := s.opts.Jobs.Observe(ctx, acc, req)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("console: job tail", "job", j.ID, "err", err)
+				st.Event("end", failure.MessageOf(err))
+			}
+			return nil
+		}
+		o, sent := obs[0], false
+		if first || o.Job.State != state {
+			var buf bytes.Buffer
+			if err := s.pages["session"].ExecuteTemplate(&buf, "job_state", o.Job); err != nil {
+				s.log.Error("console: job state fragment", "err", err)
+				return nil
+			}
+			if st.Event("state", buf.String()) != nil {
+				return nil
+			}
+			state, sent = o.Job.State, true
+		}
+		for _, c := range []struct {
+			name  string
+			chunk jobs.Chunk
+			next  **int64
+		}{{"stdout", o.Stdout, &cur.Stdout}, {"stderr", o.Stderr, &cur.Stderr}} {
+			if c.chunk.Text != "" {
+				if st.Event(c.name, c.chunk.Text) != nil {
+					return nil
+				}
+				sent = true
+			}
+			n := c.chunk.NextCursor
+			*c.next = &n
+		}
+		first = false
+		if o.Job.State.Terminal() && !o.Stdout.More && !o.Stderr.More {
+			st.Event("end", string(o.Job.State))
+			return nil
+		}
+		if woke == jobs.WokeShutdown {
+			// The jobs manager is closing: nothing more will be observed.
+			st.Event("end", "server shutdown")
+			return nil
+		}
+		if !sent && st.Comment() != nil {
+			return nil // a heartbeat after a quiet wait; the client is gone
+		}
+	}
+}
+
+// jobSession is a session j is in (InSession): the one it ran in, else
+// the first its validation evidence is recorded in; "" for neither.
+func jobSession(j jobs.Job) string {
+	if j.SessionID != "" {
+		return j.SessionID
+	}
+	if j.Validation != nil && len(j.Validation.Sessions) > 0 {
+		return j.Validation.Sessions[0]
+	}
+	return ""
+}
+
+// streams is the console's stream limiter.
+func (s *Server) streams() (*sse.Limiter, error) {
+	if s.opts.Streams == nil {
+		return nil, failure.New(failure.Unavailable, "live streams are not configured on this server")
+	}
+	return s.opts.Streams, nil
+}

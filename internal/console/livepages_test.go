@@ -1,0 +1,301 @@
+package console_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/console"
+)
+
+// event is one server-sent event.
+type event struct{ name, data string }
+
+// events parses a whole event stream.
+func events(body string) []event {
+	var out []event
+	var cur event
+	var data []string
+	for line := range strings.SplitSeq(body, "\n") {
+		switch {
+		case line == "":
+			if cur.name != "" || data != nil {
+				cur.data = strings.Join(data, "\n")
+				out = append(out, cur)
+			}
+			cur, data = event{}, nil
+		case strings.HasPrefix(line, "event: "):
+			cur.name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data = append(data, strings.TrimPrefix(line, "data: "))
+		}
+	}
+	return out
+}
+
+// auditCall makes one REST tool call in Action Audit session auditID.
+func (s *server) auditCall(t *testing.T, token, auditID, tool string, args any) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args})
+	req, _ := http.NewRequest("POST", s.base+"/api/tools/call", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("x-action-session-id", auditID)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+func TestAuditPageShowsTheToolReport(t *testing.T) {
+	s := start(t)
+	op := s.token(t, "ops", auth.ScopeAccountManage, auth.ScopeProjectRead)
+	alice := s.token(t, "alice")
+	s.auditCall(t, alice, "audit-console-1", "work_on_project", map[string]any{"project": s.project, "instruction": "audited"})
+	s.auditCall(t, alice, "audit-console-1", "work_on_project", map[string]any{"project": s.project, "bogus": 1})
+
+	b := s.browser(t)
+	b.login(op)
+	p := b.get("/console/audit")
+	if p.status != http.StatusOK {
+		t.Fatalf("audit page: %d\n%s", p.status, p.body)
+	}
+	// The figures are the audit service's own report.
+	rep, err := s.a.Audit.Tools(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wop *audit.ToolStats
+	for i := range rep.Tools {
+		if rep.Tools[i].Tool == "work_on_project" {
+			wop = &rep.Tools[i]
+		}
+	}
+	if wop == nil || wop.Count != 2 || wop.Successes != 1 {
+		t.Fatalf("report: %+v", rep.Tools)
+	}
+	for _, want := range []string{
+		`<svg`, "Calls per tool", "Latency per tool", "2 calls", "50 % (1 ok)", "<code>invalid_arguments</code> × 1",
+		`href="/console/audit/sessions/audit-console-1"`, "solid: up to p50",
+	} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("audit page lacks %q", want)
+		}
+	}
+
+	ps := b.get("/console/audit/sessions/audit-console-1")
+	if ps.status != http.StatusOK || strings.Count(ps.body, "<code>/api/tools/call</code>") != 2 || !strings.Contains(ps.body, `class="failed"`) {
+		t.Fatalf("audit session page: %d\n%s", ps.status, ps.body)
+	}
+	if p := b.get("/console/audit/sessions/no-such-audit-session"); p.status != http.StatusNotFound {
+		t.Fatalf("unknown audit session: %d", p.status)
+	}
+	if p := b.get("/console/audit/sessions/audit-console-1?events=x"); p.status != http.StatusBadRequest {
+		t.Fatalf("bad events limit: %d", p.status)
+	}
+
+	// Without account:manage the audit pages are refused, like the API.
+	ab := s.browser(t)
+	ab.login(alice)
+	for _, path := range []string{"/console/audit", "/console/audit/sessions/audit-console-1"} {
+		if p := ab.get(path); p.status != http.StatusForbidden || !strings.Contains(p.body, "account:manage") || strings.Contains(p.body, "audited") {
+			t.Fatalf("%s without account:manage: %d\n%s", path, p.status, p.body)
+		}
+	}
+}
+
+func TestEvidencePageVerifyNow(t *testing.T) {
+	s := start(t)
+	op := s.token(t, "ops", auth.ScopeAccountManage, auth.ScopeProjectRead)
+	alice := s.token(t, "alice")
+	s.startSession(t, alice, "make some evidence")
+	b := s.browser(t)
+	b.login(op)
+	p := b.get("/console/evidence")
+	if p.status != http.StatusOK || !strings.Contains(p.body, s.a.Evidence.JournalID()) || !strings.Contains(p.body, s.a.Evidence.KeyID()) ||
+		!strings.Contains(p.body, "No verification has run") {
+		t.Fatalf("evidence page: %d\n%s", p.status, p.body)
+	}
+
+	// No or a wrong CSRF token: refused, and no run starts.
+	for name, csrf := range map[string]string{"missing": "", "wrong": "AAAA"} {
+		form := url.Values{}
+		if csrf != "" {
+			form.Set(console.CSRFField, csrf)
+		}
+		if p := b.post("/console/evidence/verify", form); p.status != http.StatusForbidden || !strings.Contains(p.body, "CSRF") {
+			t.Fatalf("%s CSRF token: %d\n%s", name, p.status, p.body)
+		}
+		if p := b.get("/console/evidence"); !strings.Contains(p.body, "No verification has run") {
+			t.Fatalf("%s CSRF token started a run:\n%s", name, p.body)
+		}
+	}
+	// Without account:manage: the status, no verify.
+	ab := s.browser(t)
+	ab.login(alice)
+	ap := ab.get("/console/evidence")
+	if ap.status != http.StatusOK || !strings.Contains(ap.body, s.a.Evidence.JournalID()) || strings.Contains(ap.body, "Verify now") {
+		t.Fatalf("evidence page without account:manage: %d\n%s", ap.status, ap.body)
+	}
+	if p := ab.post("/console/evidence/verify", url.Values{console.CSRFField: {ab.csrf}}); p.status != http.StatusForbidden || !strings.Contains(p.body, "account:manage") {
+		t.Fatalf("verify without account:manage: %d\n%s", p.status, p.body)
+	}
+	if p := ab.get("/console/evidence/verify/events"); p.status != http.StatusForbidden {
+		t.Fatalf("verify events without account:manage: %d", p.status)
+	}
+	if p := b.get("/console/evidence"); !strings.Contains(p.body, "No verification has run") {
+		t.Fatalf("a refused verify started a run:\n%s", p.body)
+	}
+
+	// With the token: the run starts, its events end with the report. The
+	// fresh journal has records and no checkpoint yet: a true finding.
+	verify := func(run string) string {
+		t.Helper()
+		if p := b.post("/console/evidence/verify", url.Values{console.CSRFField: {b.csrf}}); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/evidence" {
+			t.Fatalf("verify: %d %s", p.status, p.header.Get("Location"))
+		}
+		ev := events(b.get("/console/evidence/verify/events").body)
+		if len(ev) < 2 || ev[len(ev)-1] != (event{"end", "finished"}) || ev[len(ev)-2].name != "verify" || !strings.Contains(ev[len(ev)-2].data, "Run "+run+":") {
+			t.Fatalf("verify events: %+v", ev)
+		}
+		return ev[len(ev)-2].data
+	}
+	if last := verify("1"); !strings.Contains(last, "Run 1: findings.") || !strings.Contains(last, "<code>no_checkpoint</code> × 1") {
+		t.Fatalf("run over an unsigned journal:\n%s", last)
+	}
+	ctx := context.Background()
+	if err := s.a.Evidence.SyncOutbox(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.a.Evidence.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if last := verify("2"); !strings.Contains(last, "Run 2: clean.") {
+		t.Fatalf("run over a signed journal:\n%s", last)
+	}
+	if p := b.get("/console/evidence"); !strings.Contains(p.body, "Run 2: clean.") || !strings.Contains(p.body, "Verify now") {
+		t.Fatalf("evidence page after the run:\n%s", p.body)
+	}
+}
+
+// runJob starts a background job in session id and returns its id.
+func (s *server) runJob(t *testing.T, token, session, command string) string {
+	t.Helper()
+	out := s.call(t, token, "run_job", map[string]any{"project": s.project, "session_id": session, "command": command})
+	var j struct {
+		ID string `json:"job_id"`
+	}
+	if err := json.Unmarshal(out["job"], &j); err != nil || j.ID == "" {
+		t.Fatalf("run_job: %s", out["job"])
+	}
+	return j.ID
+}
+
+func TestJobTailStreamsTheJobToItsEnd(t *testing.T) {
+	s := start(t)
+	alice, bob := s.token(t, "alice"), s.token(t, "bob")
+	sess := s.startSession(t, alice, "run a job")
+	other := s.startSession(t, alice, "another session")
+	job := s.runJob(t, alice, sess, `printf 'one\n<b>two</b>\n'; printf 'warn\n' >&2`)
+	b := s.browser(t)
+	b.login(alice)
+	tail := "/console/sessions/" + sess + "/jobs/" + job + "/tail"
+	p := b.get(tail)
+	if p.status != http.StatusOK || p.header.Get("Content-Type") != "text/event-stream; charset=utf-8" {
+		t.Fatalf("tail: %d %s", p.status, p.body)
+	}
+	ev := events(p.body)
+	var out, errOut, states strings.Builder
+	for _, e := range ev {
+		switch e.name {
+		case "stdout":
+			out.WriteString(e.data)
+		case "stderr":
+			errOut.WriteString(e.data)
+		case "state":
+			states.WriteString(e.data)
+		}
+	}
+	if ev[0].name != "reset" || ev[len(ev)-1] != (event{"end", "succeeded"}) {
+		t.Fatalf("tail events: %+v", ev)
+	}
+	// Output is sent as it was stored (the page appends it as text).
+	if out.String() != "one\n<b>two</b>\n" || errOut.String() != "warn\n" || !strings.Contains(states.String(), "succeeded") {
+		t.Fatalf("stdout %q stderr %q states %q", out.String(), errOut.String(), states.String())
+	}
+	// The session page has the tail, closed for a finished job.
+	if p := b.get("/console/sessions/" + sess); !strings.Contains(p.body, `data-live="`+tail+`"`) {
+		t.Fatalf("session page lacks the tail:\n%s", p.body)
+	}
+
+	// Another owner, another session, no such job: one 404.
+	bb := s.browser(t)
+	bb.login(bob)
+	for name, c := range map[string]struct {
+		b    *browser
+		path string
+	}{
+		"another owner":     {bb, tail},
+		"another session":   {b, "/console/sessions/" + other + "/jobs/" + job + "/tail"},
+		"unknown job":       {b, "/console/sessions/" + sess + "/jobs/wc_job_00000000000000000000000000000000/tail"},
+		"another's session": {bb, "/console/sessions/" + sess + "/jobs/nope/tail"},
+	} {
+		if p := c.b.get(c.path); p.status != http.StatusNotFound || strings.Contains(p.body, "two") {
+			t.Fatalf("%s: %d\n%s", name, p.status, p.body)
+		}
+	}
+}
+
+func TestJobTailEndsAtShutdown(t *testing.T) {
+	s := start(t)
+	alice := s.token(t, "alice")
+	sess := s.startSession(t, alice, "a job that waits")
+	root, err := s.a.Projects.Get(context.Background(), s.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root.Root, "gate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	job := s.runJob(t, alice, sess, `echo started; read x < gate; echo never`)
+	b := s.browser(t)
+	b.login(alice)
+	req, _ := http.NewRequest("GET", s.base+"/console/sessions/"+sess+"/jobs/"+job+"/tail", nil)
+	resp, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var seen strings.Builder
+	for !strings.Contains(seen.String(), "data: started") {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("tail ended before the job's output: %v\n%s", err, seen.String())
+		}
+		seen.WriteString(line)
+	}
+	// The server shuts down while the job runs and the page follows it:
+	// the stream ends, and Serve returns cleanly (a stream that held on
+	// would keep Shutdown waiting and Serve would fail).
+	s.cancel()
+	err = <-s.done
+	s.done <- err // for the harness's cleanup
+	if err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	rest, _ := bufio.NewReader(br).ReadString(0)
+	if strings.Contains(rest, "never") {
+		t.Fatalf("the stream went on: %q", rest)
+	}
+	_ = os.Remove(filepath.Join(root.Root, "gate"))
+}
