@@ -38,14 +38,21 @@ type Store struct {
 	db *sqlitedb.DB
 	// The writer's hot statements, prepared once (sqlitedb.Writer.Prepare).
 	stmts struct {
-		current, count, scope, upsert, supersede, trim *sql.Stmt
+		current, scope, upsert, supersede, trim *sql.Stmt
 	}
 }
 
 const (
-	sqlCurrent = `SELECT ` + entryCols + ` FROM memory_entries WHERE scope_id = ? AND memory_key = ?`
-	sqlCount   = `SELECT coalesce((SELECT entries FROM memory_scopes WHERE scope_id = ?), 0)`
-	sqlScope   = `INSERT INTO memory_scopes (scope_id, project, root, created_at_ms, entries) VALUES (?, ?, ?, ?, 1)
+	// sqlCurrent reads key's entry and the scope's kept entry count in one
+	// statement. It yields one row always: the entry's columns (zero when
+	// the key is absent), whether it exists, and the count.
+	sqlCurrent = `SELECT coalesce(e.memory_key, ''), coalesce(e.memory_id, ''), coalesce(e.generation, 0), coalesce(e.revision, ''),
+		coalesce(e.definition_hash, ''), coalesce(e.body, ''), coalesce(e.tags, '[]'), coalesce(e.written_by, ''),
+		coalesce(e.created_at_ms, 0), coalesce(e.updated_at_ms, 0),
+		e.id IS NOT NULL, coalesce((SELECT entries FROM memory_scopes WHERE scope_id = ?1), 0)
+		FROM (SELECT 1) LEFT JOIN memory_entries e ON e.scope_id = ?1 AND e.memory_key = ?2`
+	sqlCount = `SELECT coalesce((SELECT entries FROM memory_scopes WHERE scope_id = ?), 0)`
+	sqlScope = `INSERT INTO memory_scopes (scope_id, project, root, created_at_ms, entries) VALUES (?, ?, ?, ?, 1)
 		ON CONFLICT (scope_id) DO UPDATE SET entries = entries + 1`
 	sqlUpsert = `INSERT INTO memory_entries
 		(scope_id, memory_key, memory_id, generation, revision, definition_hash, body, tags, tag_text, pinned, written_by, created_at_ms, updated_at_ms)
@@ -72,7 +79,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s := &Store{db: db}
 	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.current, Query: sqlCurrent},
-		sqlitedb.Stmt{Dst: &s.stmts.count, Query: sqlCount}, sqlitedb.Stmt{Dst: &s.stmts.scope, Query: sqlScope},
+		sqlitedb.Stmt{Dst: &s.stmts.scope, Query: sqlScope},
 		sqlitedb.Stmt{Dst: &s.stmts.upsert, Query: sqlUpsert}, sqlitedb.Stmt{Dst: &s.stmts.supersede, Query: sqlSupersede},
 		sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}); err != nil {
 		db.Close()
@@ -121,24 +128,23 @@ func tagsJSON(tags []string) string {
 	return string(b)
 }
 
-// Apply implements memory.Store. The scope's entry count (kept in its
-// row) is read only when the key is absent, the only case a decision
-// needs it.
+// Apply implements memory.Store. One statement reads the current entry
+// and the scope's entry count (kept in its row); the decision is given the
+// count only when the key is absent, the only case it needs it.
 func (s *Store) Apply(ctx context.Context, scope memory.Scope, key string, decide memory.Decide) (memory.Change, error) {
 	var ch memory.Change
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var cur *memory.Entry
-		n := 0
-		e, err := scanEntry(tx.StmtContext(ctx, s.stmts.current).QueryRowContext(ctx, scope.ID, key))
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			if err := tx.StmtContext(ctx, s.stmts.count).QueryRowContext(ctx, scope.ID).Scan(&n); err != nil {
-				return fmt.Errorf("memory count: %w", err)
-			}
-		case err != nil:
+		var (
+			cur   *memory.Entry
+			found bool
+			n     int
+		)
+		e, err := scanEntry(tx.StmtContext(ctx, s.stmts.current).QueryRowContext(ctx, scope.ID, key), &found, &n)
+		if err != nil {
 			return fmt.Errorf("memory entry: %w", err)
-		default:
-			cur = &e
+		}
+		if found {
+			cur, n = &e, 0
 		}
 		if ch, err = decide(cur, n); err != nil {
 			return err
