@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -15,7 +16,8 @@ import (
 // TestMigrationDropsCurrentRevisionCopies: a memory.db written under
 // 0001 alone, whose puts copied every revision into memory_history (the
 // current one included), reads back the same history after 0002, which
-// leaves only the superseded revisions in memory_history.
+// leaves only the superseded revisions in memory_history; 0003 makes the
+// order index ascending.
 func TestMigrationDropsCurrentRevisionCopies(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), FileName)
@@ -56,6 +58,30 @@ func TestMigrationDropsCurrentRevisionCopies(t *testing.T) {
 	}
 	if err := st.db.Read.QueryRow(`SELECT count(*) FROM memory_history`).Scan(&kept); err != nil || kept != 1 {
 		t.Fatalf("memory_history holds %d rows (%v), want only the superseded one", kept, err)
+	}
+	// 0003: the order index is ascending (a new entry appends at the right
+	// end of its scope) and still names scope, pinned and time.
+	var cols []string
+	rows, err := st.db.Read.Query(`SELECT coalesce(name, 'rowid'), desc FROM pragma_index_xinfo('memory_entries_order') WHERE key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var (
+			name string
+			desc bool
+		)
+		if err := rows.Scan(&name, &desc); err != nil {
+			t.Fatal(err)
+		}
+		if desc {
+			t.Fatalf("memory_entries_order column %s is DESC", name)
+		}
+		cols = append(cols, name)
+	}
+	rows.Close()
+	if strings.Join(cols, ",") != "scope_id,pinned,updated_at_ms" {
+		t.Fatalf("memory_entries_order columns %v", cols)
 	}
 	_, hist, err := memory.NewService(st, nil).Read(ctx, memory.ReadParams{Scope: scopeA, Key: "k", WithHistory: true})
 	if err != nil || len(hist) != 2 {
