@@ -199,13 +199,16 @@ type Query struct {
 type Store interface {
 	// Apply runs decide over key's current entry in scope inside one write
 	// transaction (creating the scope row if needed) and applies its
-	// change: a put writes the entry and a history revision (keeping
-	// MaxHistoryPerKey), a delete removes the entry and its history.
+	// change: a put writes the entry, moving the revision it replaces into
+	// the history (the entry and its history keep MaxHistoryPerKey
+	// revisions together), a delete removes the entry and its history.
 	Apply(ctx context.Context, scope Scope, key string, decide Decide) (Change, error)
 	// Get returns key's entry in scope; ByID the incarnation memoryID.
 	Get(ctx context.Context, scopeID, key string) (Entry, bool, error)
 	ByID(ctx context.Context, scopeID, memoryID string) (Entry, bool, error)
-	// History returns an incarnation's kept revisions, newest first.
+	// History returns an incarnation's kept revisions, newest first: its
+	// current revision, then the superseded ones (none when memoryID is
+	// not a current incarnation).
 	History(ctx context.Context, memoryID string) ([]Revision, error)
 	// Search ranks scope's entries matching q.Text (FTS5 syntax) by BM25
 	// over key, tags and body; it returns up to q.Limit+1 hits. Invalid

@@ -38,14 +38,21 @@ type Store struct {
 	db *sqlitedb.DB
 	// The writer's hot statements, prepared once (sqlitedb.Writer.Prepare).
 	stmts struct {
-		current, count, scope, upsert, history, trim *sql.Stmt
+		current, scope, upsert, supersede, trim *sql.Stmt
 	}
 }
 
 const (
-	sqlCurrent = `SELECT ` + entryCols + ` FROM memory_entries WHERE scope_id = ? AND memory_key = ?`
-	sqlCount   = `SELECT coalesce((SELECT entries FROM memory_scopes WHERE scope_id = ?), 0)`
-	sqlScope   = `INSERT INTO memory_scopes (scope_id, project, root, created_at_ms, entries) VALUES (?, ?, ?, ?, 1)
+	// sqlCurrent reads key's entry and the scope's kept entry count in one
+	// statement. It yields one row always: the entry's columns (zero when
+	// the key is absent), whether it exists, and the count.
+	sqlCurrent = `SELECT coalesce(e.memory_key, ''), coalesce(e.memory_id, ''), coalesce(e.generation, 0), coalesce(e.revision, ''),
+		coalesce(e.definition_hash, ''), coalesce(e.body, ''), coalesce(e.tags, '[]'), coalesce(e.written_by, ''),
+		coalesce(e.created_at_ms, 0), coalesce(e.updated_at_ms, 0),
+		e.id IS NOT NULL, coalesce((SELECT entries FROM memory_scopes WHERE scope_id = ?1), 0)
+		FROM (SELECT 1) LEFT JOIN memory_entries e ON e.scope_id = ?1 AND e.memory_key = ?2`
+	sqlCount = `SELECT coalesce((SELECT entries FROM memory_scopes WHERE scope_id = ?), 0)`
+	sqlScope = `INSERT INTO memory_scopes (scope_id, project, root, created_at_ms, entries) VALUES (?, ?, ?, ?, 1)
 		ON CONFLICT (scope_id) DO UPDATE SET entries = entries + 1`
 	sqlUpsert = `INSERT INTO memory_entries
 		(scope_id, memory_key, memory_id, generation, revision, definition_hash, body, tags, tag_text, pinned, written_by, created_at_ms, updated_at_ms)
@@ -54,8 +61,11 @@ const (
 		memory_id = excluded.memory_id, generation = excluded.generation, revision = excluded.revision,
 		definition_hash = excluded.definition_hash, body = excluded.body, tags = excluded.tags, tag_text = excluded.tag_text,
 		pinned = excluded.pinned, written_by = excluded.written_by, updated_at_ms = excluded.updated_at_ms`
-	sqlHistory = `INSERT INTO memory_history (memory_id, generation, revision, body, tags, written_by, written_at_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	// sqlSupersede moves the revision a put replaces into the history: the
+	// current revision is the entry row itself and is never copied there.
+	sqlSupersede = `INSERT INTO memory_history (memory_id, generation, revision, body, tags, written_by, written_at_ms)
+		SELECT memory_id, generation, revision, body, tags, written_by, updated_at_ms FROM memory_entries
+		WHERE scope_id = ? AND memory_key = ?`
 	sqlTrim = `DELETE FROM memory_history WHERE memory_id = ? AND generation <= ?`
 )
 
@@ -69,8 +79,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s := &Store{db: db}
 	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.current, Query: sqlCurrent},
-		sqlitedb.Stmt{Dst: &s.stmts.count, Query: sqlCount}, sqlitedb.Stmt{Dst: &s.stmts.scope, Query: sqlScope},
-		sqlitedb.Stmt{Dst: &s.stmts.upsert, Query: sqlUpsert}, sqlitedb.Stmt{Dst: &s.stmts.history, Query: sqlHistory},
+		sqlitedb.Stmt{Dst: &s.stmts.scope, Query: sqlScope},
+		sqlitedb.Stmt{Dst: &s.stmts.upsert, Query: sqlUpsert}, sqlitedb.Stmt{Dst: &s.stmts.supersede, Query: sqlSupersede},
 		sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}); err != nil {
 		db.Close()
 		return nil, err
@@ -118,24 +128,23 @@ func tagsJSON(tags []string) string {
 	return string(b)
 }
 
-// Apply implements memory.Store. The scope's entry count (kept in its
-// row) is read only when the key is absent, the only case a decision
-// needs it.
+// Apply implements memory.Store. One statement reads the current entry
+// and the scope's entry count (kept in its row); the decision is given the
+// count only when the key is absent, the only case it needs it.
 func (s *Store) Apply(ctx context.Context, scope memory.Scope, key string, decide memory.Decide) (memory.Change, error) {
 	var ch memory.Change
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var cur *memory.Entry
-		n := 0
-		e, err := scanEntry(tx.StmtContext(ctx, s.stmts.current).QueryRowContext(ctx, scope.ID, key))
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			if err := tx.StmtContext(ctx, s.stmts.count).QueryRowContext(ctx, scope.ID).Scan(&n); err != nil {
-				return fmt.Errorf("memory count: %w", err)
-			}
-		case err != nil:
+		var (
+			cur   *memory.Entry
+			found bool
+			n     int
+		)
+		e, err := scanEntry(tx.StmtContext(ctx, s.stmts.current).QueryRowContext(ctx, scope.ID, key), &found, &n)
+		if err != nil {
 			return fmt.Errorf("memory entry: %w", err)
-		default:
-			cur = &e
+		}
+		if found {
+			cur, n = &e, 0
 		}
 		if ch, err = decide(cur, n); err != nil {
 			return err
@@ -154,13 +163,18 @@ func (s *Store) Apply(ctx context.Context, scope memory.Scope, key string, decid
 	return ch, nil
 }
 
-// put writes e and its history revision; created counts a new entry in
-// the scope (creating the scope row on its first entry).
+// put writes e as key's current entry. created counts a new entry in the
+// scope (creating the scope row on its first entry); otherwise the
+// revision e replaces moves into the history first, and the history keeps
+// the MaxHistoryPerKey-1 newest superseded revisions, so that with the
+// current one an incarnation keeps MaxHistoryPerKey.
 func (s *Store) put(ctx context.Context, tx *sql.Tx, scope memory.Scope, e memory.Entry, created bool) error {
 	if created {
 		if _, err := tx.StmtContext(ctx, s.stmts.scope).ExecContext(ctx, scope.ID, scope.Project, scope.Root, ms(e.UpdatedAt)); err != nil {
 			return fmt.Errorf("memory scope: %w", err)
 		}
+	} else if _, err := tx.StmtContext(ctx, s.stmts.supersede).ExecContext(ctx, scope.ID, e.MemoryKey); err != nil {
+		return fmt.Errorf("memory history: %w", err)
 	}
 	tags := tagsJSON(e.Tags)
 	pinned := 0
@@ -170,9 +184,6 @@ func (s *Store) put(ctx context.Context, tx *sql.Tx, scope memory.Scope, e memor
 	if _, err := tx.StmtContext(ctx, s.stmts.upsert).ExecContext(ctx, scope.ID, e.MemoryKey, e.MemoryID, e.Generation, e.Revision,
 		e.DefinitionHash, e.Body, tags, strings.Join(e.Tags, " "), pinned, e.WrittenBy, ms(e.CreatedAt), ms(e.UpdatedAt)); err != nil {
 		return fmt.Errorf("memory entry: %w", err)
-	}
-	if _, err := tx.StmtContext(ctx, s.stmts.history).ExecContext(ctx, e.MemoryID, e.Generation, e.Revision, e.Body, tags, e.WrittenBy, ms(e.UpdatedAt)); err != nil {
-		return fmt.Errorf("memory history: %w", err)
 	}
 	if e.Generation > memory.MaxHistoryPerKey {
 		if _, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, e.MemoryID, e.Generation-memory.MaxHistoryPerKey); err != nil {
@@ -216,10 +227,15 @@ func (s *Store) ByID(ctx context.Context, scopeID, memoryID string) (memory.Entr
 	return s.one(ctx, `scope_id = ? AND memory_id = ?`, scopeID, memoryID)
 }
 
-// History implements memory.Store.
+// History implements memory.Store: the current revision is read from the
+// entry row, the superseded ones from memory_history, in one statement
+// (one read snapshot).
 func (s *Store) History(ctx context.Context, memoryID string) ([]memory.Revision, error) {
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT revision, body, tags, written_by, written_at_ms FROM memory_history
-		WHERE memory_id = ? ORDER BY generation DESC LIMIT ?`, memoryID, memory.MaxHistoryPerKey)
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT revision, body, tags, written_by, at FROM (
+		SELECT generation, revision, body, tags, written_by, updated_at_ms AS at FROM memory_entries WHERE memory_id = ?1
+		UNION ALL
+		SELECT generation, revision, body, tags, written_by, written_at_ms FROM memory_history WHERE memory_id = ?1)
+		ORDER BY generation DESC LIMIT ?2`, memoryID, memory.MaxHistoryPerKey)
 	if err != nil {
 		return nil, sqlitedb.StoreError(err, storeName)
 	}

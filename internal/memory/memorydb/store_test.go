@@ -253,16 +253,30 @@ func TestBounds(t *testing.T) {
 	if snapshot(t, st) != before {
 		t.Fatal("refused sets changed the store")
 	}
-	// History per key keeps MaxHistoryPerKey revisions.
+	// History per key keeps MaxHistoryPerKey revisions: the current one
+	// (the entry row, never copied into memory_history) and the newest
+	// superseded ones.
 	r := mustSet(t, svc, memory.SetParams{Key: "h", Body: "0"})
+	revs := []string{r.Entry.Revision}
 	for i := 1; i <= memory.MaxHistoryPerKey+3; i++ {
 		r = mustSet(t, svc, memory.SetParams{Key: "h", Body: fmt.Sprint(i), ExpectedRevision: r.Entry.Revision})
+		revs = append(revs, r.Entry.Revision)
 	}
-	_, hist, _ := svc.Read(ctx, memory.ReadParams{Scope: scopeA, Key: "h", WithHistory: true})
-	var kept int
-	st.db.Read.QueryRow(`SELECT count(*) FROM memory_history WHERE memory_id = ?`, r.Entry.MemoryID).Scan(&kept)
-	if len(hist) != memory.MaxHistoryPerKey || kept != memory.MaxHistoryPerKey || hist[0].Revision != r.Entry.Revision {
-		t.Fatalf("history %d returned, %d kept, want %d", len(hist), kept, memory.MaxHistoryPerKey)
+	e, hist, _ := svc.Read(ctx, memory.ReadParams{Scope: scopeA, Key: "h", WithHistory: true})
+	if len(hist) == 0 || !hist[0].WrittenAt.Equal(e.UpdatedAt) || hist[0].WrittenBy != e.WrittenBy {
+		t.Fatalf("the current revision in history %+v does not match the entry %+v", hist, e)
+	}
+	var kept, current int
+	st.db.Read.QueryRow(`SELECT count(*), count(*) FILTER (WHERE revision = ?) FROM memory_history WHERE memory_id = ?`,
+		r.Entry.Revision, r.Entry.MemoryID).Scan(&kept, &current)
+	if len(hist) != memory.MaxHistoryPerKey || kept != memory.MaxHistoryPerKey-1 || current != 0 {
+		t.Fatalf("history %d returned, %d kept (%d of the current revision), want %d", len(hist), kept, current, memory.MaxHistoryPerKey)
+	}
+	for i, h := range hist {
+		want := len(revs) - 1 - i
+		if h.Revision != revs[want] || h.Body != fmt.Sprint(want) {
+			t.Fatalf("history[%d] = %s %q, want %s %q", i, h.Revision, h.Body, revs[want], fmt.Sprint(want))
+		}
 	}
 }
 
