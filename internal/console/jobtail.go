@@ -2,10 +2,12 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 
 	"github.com/webcodex/webcodex/internal/console/sse"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
 )
 
@@ -59,11 +61,7 @@ func (s *Server) jobTail(w http.ResponseWriter, r *http.Request) error {
 		// job: one answer, so that existence does not leak.
 		return failure.New(failure.NotFound, "no job %q in this session", r.PathValue("job"))
 	}
-	limiter, err := s.streams()
-	if err != nil {
-		return err
-	}
-	ctx, release, err := limiter.Acquire(r.Context(), viewerOf(r).CSRF)
+	ctx, release, err := s.admitStream(r)
 	if err != nil {
 		return err
 	}
@@ -144,10 +142,20 @@ func jobSession(j jobs.Job) string {
 	return ""
 }
 
-// streams is the console's stream limiter.
-func (s *Server) streams() (*sse.Limiter, error) {
+// admitStream admits a live stream of r's console session under the
+// console's sse.Limiter (its bounds answer 429 beyond them) and then gives
+// back the public request slot r holds (httpserver.ReleasePublicSlot): an
+// admitted stream holds one of the limiter's slots for its life, not one
+// of the MaxPublic request slots sign-in and every page need. The
+// returned context and release are the limiter's.
+func (s *Server) admitStream(r *http.Request) (context.Context, func(), error) {
 	if s.opts.Streams == nil {
-		return nil, failure.New(failure.Unavailable, "live streams are not configured on this server")
+		return nil, nil, failure.New(failure.Unavailable, "live streams are not configured on this server")
 	}
-	return s.opts.Streams, nil
+	ctx, release, err := s.opts.Streams.Acquire(r.Context(), viewerOf(r).CSRF)
+	if err != nil {
+		return nil, nil, err
+	}
+	httpserver.ReleasePublicSlot(r)
+	return ctx, release, nil
 }
