@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/webcodex/webcodex/internal/auth"
 )
@@ -189,6 +191,10 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 	must(t, tab, "top of the session", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	screenshot(t, tab, dir, "console-session.png")
 
+	// "Export as HTML" downloads one self-contained file of the session.
+	export := download(t, tab, `a[href="/console/sessions/`+sess+`/export"]`)
+	checkExport(t, export, sess)
+
 	// The timeline pairs the calls.
 	must(t, tab, "timeline",
 		chromedp.Navigate(s.base+"/console/sessions/"+sess+"/timeline"),
@@ -201,6 +207,84 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 	}
 	screenshot(t, tab, dir, "console-timeline.png")
 	_ = job
+}
+
+// download clicks the link at selector in tab and returns the file the
+// browser saved.
+func download(t *testing.T, tab context.Context, selector string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	progress := chromedp.Events(tab, browser.DownloadProgress)
+	enable := true
+	must(t, tab, "download "+selector,
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+				Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: &enable,
+			})
+			return err
+		}),
+		chromedp.Click(chromedp.CSS(selector)),
+	)
+	for ev, err := range progress {
+		if err != nil {
+			t.Fatalf("download %s: %v", selector, err)
+		}
+		switch ev.State {
+		case browser.DownloadProgressStateCanceled:
+			t.Fatalf("download %s was cancelled", selector)
+		case browser.DownloadProgressStateCompleted:
+			b, err := os.ReadFile(filepath.Join(dir, ev.GUID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+	}
+	t.Fatalf("download %s: no completed download", selector)
+	return nil
+}
+
+var (
+	// tagRE finds the markup tags of a file (escaped text has no "<").
+	tagRE = regexp.MustCompile(`<[a-zA-Z][^>]*>`)
+	// refRE finds, in a tag, an attribute that refers to something
+	// other than a #fragment of the file itself.
+	refRE   = regexp.MustCompile(`(?i)\s(?:src|href|action|formaction|srcset|poster|data|background)\s*=\s*["']?\s*[^"'#\s>]`)
+	styleRE = regexp.MustCompile(`(?s)<style>(.+?)</style>`)
+)
+
+// checkExport checks that b is one self-contained HTML file of session
+// id: no script, nothing referenced from outside, its CSS inline, the
+// planted markup escaped.
+func checkExport(t *testing.T, b []byte, id string) {
+	t.Helper()
+	doc := string(b)
+	if !strings.HasPrefix(doc, "<!doctype html>") || !strings.HasSuffix(strings.TrimSpace(doc), "</html>") {
+		t.Fatalf("export is not one HTML document: %.200q", doc)
+	}
+	if scriptRE.MatchString(doc) || handlerRE.MatchString(doc) {
+		t.Fatalf("export holds a script or an event handler: %s", scriptRE.FindString(doc)+handlerRE.FindString(doc))
+	}
+	for _, tag := range tagRE.FindAllString(doc, -1) {
+		if refRE.MatchString(tag) {
+			t.Fatalf("export refers outside itself: %s", tag)
+		}
+	}
+	if css := styleRE.FindAllStringSubmatch(doc, -1); len(css) != 1 || strings.Contains(css[0][1], "url(") || strings.Contains(css[0][1], "@import") {
+		t.Fatalf("export CSS is not one inline <style> that loads nothing")
+	}
+	if strings.Contains(doc, "/console") || strings.Contains(doc, "http://") || strings.Contains(doc, "https://") {
+		t.Fatalf("export names a server path or URL")
+	}
+	if m := styleRE.FindStringSubmatch(doc); m == nil || !strings.Contains(m[1], ".card") {
+		t.Fatalf("export has no inline CSS")
+	}
+	if !strings.Contains(doc, "&lt;script&gt;window.__planted = 1") || !strings.Contains(doc, "&lt;img src=x onerror=") {
+		t.Fatalf("export does not show the planted markup escaped")
+	}
+	if !strings.Contains(doc, id) {
+		t.Fatalf("export does not name session %s", id)
+	}
 }
 
 func TestBrowserAuditChartsAndVerifyNow(t *testing.T) {

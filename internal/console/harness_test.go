@@ -117,19 +117,19 @@ func (s *server) startSession(t testing.TB, token, instruction string) string {
 	return id
 }
 
-// browser is an HTTP client with a cookie jar that does not follow
+// client is an HTTP client with a cookie jar that does not follow
 // redirects (so each answer can be checked).
-type browser struct {
+type client struct {
 	t    testing.TB
 	s    *server
 	c    *http.Client
 	csrf string
 }
 
-func (s *server) browser(t testing.TB) *browser {
+func (s *server) browser(t testing.TB) *client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, s: s, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &client{t: t, s: s, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 // page is one answer: status, headers and body.
@@ -139,7 +139,7 @@ type page struct {
 	body   string
 }
 
-func (b *browser) do(req *http.Request) page {
+func (b *client) do(req *http.Request) page {
 	b.t.Helper()
 	resp, err := b.c.Do(req)
 	if err != nil {
@@ -159,13 +159,13 @@ func (b *browser) do(req *http.Request) page {
 
 var csrfRE = regexp.MustCompile(`name="` + console.CSRFField + `" value="([^"]+)"`)
 
-func (b *browser) get(path string) page {
+func (b *client) get(path string) page {
 	b.t.Helper()
 	req, _ := http.NewRequest("GET", b.s.base+path, nil)
 	return b.do(req)
 }
 
-func (b *browser) post(path string, form url.Values) page {
+func (b *client) post(path string, form url.Values) page {
 	b.t.Helper()
 	req, _ := http.NewRequest("POST", b.s.base+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -173,7 +173,7 @@ func (b *browser) post(path string, form url.Values) page {
 }
 
 // login signs in with token and fails the test unless it works.
-func (b *browser) login(token string) {
+func (b *client) login(token string) {
 	b.t.Helper()
 	p := b.post("/console/login", url.Values{"token": {token}})
 	if p.status != http.StatusSeeOther {

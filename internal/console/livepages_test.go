@@ -241,7 +241,7 @@ func TestJobTailStreamsTheJobToItsEnd(t *testing.T) {
 	bb := s.browser(t)
 	bb.login(bob)
 	for name, c := range map[string]struct {
-		b    *browser
+		b    *client
 		path string
 	}{
 		"another owner":     {bb, tail},

@@ -18,7 +18,7 @@ import (
 
 // openStream opens a live stream with b's cookie and returns the response
 // (the body still streaming); the caller closes it.
-func (b *browser) openStream(ctx context.Context, path string) *http.Response {
+func (b *client) openStream(ctx context.Context, path string) *http.Response {
 	b.t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "GET", b.s.base+path, nil)
 	resp, err := b.c.Do(req)
