@@ -151,6 +151,20 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+sess+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+other+`"]`)),
 	)
+	// Each blocked session says why, not just that it is blocked.
+	main, err := chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`main`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, why := range []string{
+		"blocked: 1 open risk: “the migration may lose rows”",
+		"1 open todo: “add a rollback test”",
+		"blocked: 1 job of this session is not finished: running " + job + " (sh)",
+	} {
+		if !strings.Contains(main, why) {
+			t.Fatalf("the attention page does not say %q:\n%s", why, main)
+		}
+	}
 	screenshot(t, tab, dir, "console-attention.png")
 
 	// The session page: the instruction is shown as text, its script
@@ -159,6 +173,12 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`a[href="/console/sessions/`+sess+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`details.jobtail[open]`)),
 	)
+	why, err := chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`ul.why`)))
+	if err != nil || !strings.Contains(why, "blocked: 1 job of this session is not finished: running "+job) {
+		t.Fatalf("the session page's why %q (%v)", why, err)
+	}
+	row := `document.querySelector('tr[data-live-slot="row"]').textContent`
+	truthy(t, tab, "the job's row says running", row+`.includes("running")`)
 	truthy(t, tab, "the job's first line", `document.querySelector('pre[data-live-slot="stdout"]').textContent.includes("tests started")`)
 	ran, err := chromedp.Run(tab, chromedp.Evaluate[bool](`window.__planted !== undefined || document.title === "pwned"`))
 	if err != nil || ran {
@@ -186,6 +206,11 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 	if err != nil || !strings.Contains(state, "succeeded") || !strings.Contains(state, "exit code 0") {
 		t.Fatalf("tail state %q (%v)", state, err)
 	}
+	// The job's row above the tail followed it: it says succeeded now.
+	rowText, err := chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`tr[data-live-slot="row"]`)))
+	if err != nil || !strings.Contains(rowText, "succeeded") || strings.Contains(rowText, "running") || !strings.Contains(rowText, job) {
+		t.Fatalf("job row %q (%v)", rowText, err)
+	}
 	must(t, tab, "scroll to the job", chromedp.ScrollIntoView(chromedp.CSS(`details.jobtail`)))
 	screenshot(t, tab, dir, "console-job-tail.png")
 	must(t, tab, "top of the session", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
@@ -206,7 +231,6 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 		t.Fatalf("the planted script ran on the timeline (%v, %v)", ran, err)
 	}
 	screenshot(t, tab, dir, "console-timeline.png")
-	_ = job
 }
 
 // download clicks the link at selector in tab and returns the file the

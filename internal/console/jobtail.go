@@ -19,6 +19,9 @@ import (
 //	reset   the stream starts over (the browser empties the output)
 //	state   the job's status line, rendered HTML (template "job_state",
 //	        templates/partials/live.html)
+//	row     the cells of the job's row in the jobs list above the tail,
+//	        rendered HTML (template "job_row", partials/sections.html),
+//	        sent with every state, so the row never keeps a stale state
 //	stdout  new stdout text (the browser appends it as text, never as markup)
 //	stderr  new stderr text
 //	end     the job is terminal and its output was sent; the browser closes
@@ -90,13 +93,15 @@ func (s *Server) jobTail(w http.ResponseWriter, r *http.Request) error {
 		}
 		o, sent := obs[0], false
 		if first || o.Job.State != state {
-			var buf bytes.Buffer
-			if err := s.pages["session"].ExecuteTemplate(&buf, "job_state", o.Job); err != nil {
-				s.log.Error("console: job state fragment", "err", err)
-				return nil
-			}
-			if st.Event("state", buf.String()) != nil {
-				return nil
+			for _, ev := range [...]string{"state", "row"} {
+				var buf bytes.Buffer
+				if err := s.pages["session"].ExecuteTemplate(&buf, "job_"+ev, o.Job); err != nil {
+					s.log.Error("console: job fragment", "fragment", ev, "err", err)
+					return nil
+				}
+				if st.Event(ev, buf.String()) != nil {
+					return nil
+				}
 			}
 			state, sent = o.Job.State, true
 		}
