@@ -21,10 +21,10 @@ import (
 // chromium, through the DevTools protocol with chromedp). Without chromium
 // they skip, unless WEBCODEX_REQUIRE_CHROMIUM=1 (set by .ci/run), when they
 // fail. Screenshots go to $WEBCODEX_SCREENSHOTS (kept) or a temporary
-// directory; -console-docs also writes the README's two screenshots into
-// docs/.
+// directory. With -console-docs, TestBrowserDocsScreenshots builds a
+// realistic scenario and writes the README's two screenshots into docs/.
 
-var consoleDocs = flag.Bool("console-docs", false, "write docs/console-attention.png and docs/console-session.png from the browser test")
+var consoleDocs = flag.Bool("console-docs", false, "run TestBrowserDocsScreenshots: write docs/console-attention.png and docs/console-session.png")
 
 // chromium returns the browser's path, or skips (fails when required).
 func chromium(t *testing.T) string {
@@ -92,11 +92,6 @@ func screenshot(t *testing.T, tab context.Context, dir, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
-	if *consoleDocs && (name == "console-attention.png" || name == "console-session.png") {
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", name), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // must runs steps in the tab and fails the test with what on an error.
@@ -355,4 +350,92 @@ func TestBrowserAuditChartsAndVerifyNow(t *testing.T) {
 	}
 	truthy(t, tab, "the verification's report", `document.querySelector(".verify").textContent.includes("Run 1: clean.")`)
 	screenshot(t, tab, dir, "console-evidence.png")
+}
+
+// TestBrowserDocsScreenshots (only with -console-docs) makes the README's
+// two screenshots from a realistic scenario: a session blocked by a
+// failing pytest run after a few calls, one waiting on an open todo and an
+// ACK, and one running a job.
+func TestBrowserDocsScreenshots(t *testing.T) {
+	if !*consoleDocs {
+		t.Skip("only with -console-docs")
+	}
+	tab := newBrowser(t)
+	s := start(t)
+	alice := s.token(t, "alice")
+	proj := s.project
+
+	// A session that fixed calc.add, ran the tests and is blocked by the
+	// one still failing.
+	fix := s.startSession(t, alice, "Fix the rounding in calc.add so the tests pass")
+	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "calc.py",
+		"content": "def add(a, b):\n    return round(a + b)\n\n\ndef mul(a, b):\n    return a * b\n"})
+	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "test_calc.py",
+		"content": "from calc import add, mul\n\n\ndef test_add_ints():\n    assert add(2, 2) == 4\n\n\ndef test_add_floats():\n    assert add(0.1, 0.2) == 0.3\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n"})
+	s.call(t, alice, "list_project_files", map[string]any{"project": proj, "session_id": fix})
+	s.call(t, alice, "read_files", map[string]any{"project": proj, "session_id": fix, "files": []map[string]any{{"path": "calc.py"}, {"path": "test_calc.py"}}})
+	s.call(t, alice, "search_project_texts", map[string]any{"project": proj, "session_id": fix, "queries": []map[string]any{{"query": "round("}}})
+	if kind := s.callFailing(t, alice, "run_tests", map[string]any{"project": proj, "session_id": fix, "runner": "pytest", "purpose": "unit tests after the rounding fix"}); kind != "validation_failed" {
+		t.Fatalf("run_tests: %s", kind)
+	}
+	s.call(t, alice, "post_session_message", map[string]any{"session_id": fix, "kind": "risk",
+		"message": "round() on the sum hides float error instead of fixing it; test_add_floats still fails"})
+
+	// A session waiting on a person: an open todo and guidance to ACK.
+	review := s.startSession(t, alice, "Review the 0042 migration before it ships")
+	s.call(t, alice, "read_files", map[string]any{"project": proj, "session_id": review, "files": []map[string]any{{"path": "calc.py"}}})
+	s.call(t, alice, "post_session_message", map[string]any{"session_id": review, "kind": "todo", "message": "Add a rollback test for the 0042 migration"})
+	s.call(t, alice, "post_session_message", map[string]any{"session_id": review, "kind": "guidance", "requires_ack": true,
+		"message": "Keep the old column until the backfill has run in production"})
+
+	// A session running a long job.
+	suite := s.startSession(t, alice, "Run the integration suite against the staging database")
+	p, err := s.a.Projects.Get(context.Background(), proj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := filepath.Join(p.Root, "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.call(t, alice, "run_job", map[string]any{"project": proj, "session_id": suite, "purpose": "integration suite",
+		"command": `echo "collecting 184 integration tests"; read word < gate; echo "$word"`})
+	defer func() {
+		f, err := os.OpenFile(gate, os.O_WRONLY, 0)
+		if err == nil {
+			f.WriteString("done\n")
+			f.Close()
+		}
+	}()
+
+	must(t, tab, "sign in",
+		chromedp.Navigate(s.base+"/console/login"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), alice),
+		chromedp.Click(chromedp.CSS(`form.login button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+fix+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+review+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+suite+`"]`)),
+	)
+	docShot(t, tab, "console-attention.png")
+	must(t, tab, "the blocked session",
+		chromedp.Click(chromedp.CSS(`a[href="/console/sessions/`+fix+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`ul.why`)),
+	)
+	// Tall enough to show the brief and the timeline's newest calls.
+	must(t, tab, "a taller window", chromedp.EmulateViewport(1280, 1700))
+	docShot(t, tab, "console-session.png")
+}
+
+// docShot writes a screenshot of tab into docs/.
+func docShot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote docs/%s", name)
 }
