@@ -30,6 +30,10 @@ type AttentionData struct {
 	// Scanned counts the sessions judged; Active how many active sessions
 	// the viewer has (more than Scanned: the rest were not judged).
 	Scanned, Active int
+	// The other bounds of a judgement, for the page to say: the retained
+	// ledger tail per session, the newest jobs read per project, and the
+	// newest evidence records read for invalid claims.
+	TailEvents, JobsRead, EvidenceRead int
 	// JobsNote says why jobs were not judged, "" when they were.
 	JobsNote string
 }
@@ -61,7 +65,8 @@ func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	data := AttentionData{Scanned: len(sessions), Active: total}
+	data := AttentionData{Scanned: len(sessions), Active: total,
+		TailEvents: workflow.TailLimit, JobsRead: jobs.MaxListLimit, EvidenceRead: InvalidClaimScan}
 	jobsBySession, note := s.sessionJobs(ctx, p.AuthorityFingerprint(), sessions)
 	data.JobsNote = note
 	since := s.opts.Now().Add(-InvalidClaimWindow)

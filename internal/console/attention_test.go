@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/webcodex/webcodex/internal/console"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // attentionRows maps each session id on the attention page to its row's
@@ -150,5 +154,32 @@ func TestAttentionListsWhatWaits(t *testing.T) {
 	}
 	if p := b.get("/console/sessions/" + risky + "/timeline?page=x"); p.status != http.StatusBadRequest {
 		t.Errorf("page=x: %d", p.status)
+	}
+}
+
+// The attention page judges only the AttentionScanSessions most recently
+// updated sessions and says so, naming how many more there are; an older
+// session that needs attention is not listed.
+func TestAttentionSaysWhatItJudged(t *testing.T) {
+	s := start(t)
+	tok := s.token(t, "alice")
+	old := s.startSession(t, tok, "an old session with a risk")
+	s.call(t, tok, "post_session_message", map[string]any{"session_id": old, "kind": "risk", "message": "an old risk"})
+	for i := range console.AttentionScanSessions {
+		s.startSession(t, tok, fmt.Sprintf("newer session %d", i))
+	}
+	b := s.browser(t)
+	b.login(tok)
+	p := b.get("/console/")
+	if p.status != http.StatusOK {
+		t.Fatalf("attention: %d", p.status)
+	}
+	want := fmt.Sprintf("Judged: the %d most recently updated of your %d active sessions (1 more not judged here: see <a href=\"/console/sessions?lifecycle=active\">the sessions list</a>); each on its handoff brief over its retained ledger tail (at most %d events)",
+		console.AttentionScanSessions, console.AttentionScanSessions+1, workflow.TailLimit)
+	if !strings.Contains(p.body, want) {
+		t.Fatalf("the page does not say what it judged (%q):\n%s", want, p.body)
+	}
+	if _, listed := attentionRows(t, p.body)[old]; listed {
+		t.Fatalf("the unjudged old session is listed")
 	}
 }
