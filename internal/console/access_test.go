@@ -119,7 +119,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 }
 
 // withCookie is a browser whose console cookie is value.
-func (s *server) withCookie(t *testing.T, value string) *browser {
+func (s *server) withCookie(t *testing.T, value string) *client {
 	b := s.browser(t)
 	b.c.Jar.SetCookies(mustURL(t, s.base+"/console/"), []*http.Cookie{{Name: console.CookieName, Value: value, Path: "/console"}})
 	return b
@@ -133,7 +133,7 @@ func TestExpiredForgedAndRevokedCookiesSignOut(t *testing.T) {
 	rand.Read(random)
 	forged := auth.ConsoleCookiePrefix + base64.RawURLEncoding.EncodeToString(random)
 
-	check := func(t *testing.T, b *browser) {
+	check := func(t *testing.T, b *client) {
 		t.Helper()
 		for _, path := range []string{"/console/", "/console/sessions/" + id, "/console/sessions/" + id + "/export"} {
 			p := b.get(path)

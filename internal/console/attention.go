@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
@@ -31,6 +30,10 @@ type AttentionData struct {
 	// Scanned counts the sessions judged; Active how many active sessions
 	// the viewer has (more than Scanned: the rest were not judged).
 	Scanned, Active int
+	// The other bounds of a judgement, for the page to say: the retained
+	// ledger tail per session, the newest jobs read per project, and the
+	// newest evidence records read for invalid claims.
+	TailEvents, JobsRead, EvidenceRead int
 	// JobsNote says why jobs were not judged, "" when they were.
 	JobsNote string
 }
@@ -49,7 +52,8 @@ type AttentionItem struct {
 	// InvalidClaims counts invalid claims on the session in the last
 	// InvalidClaimWindow (among its newest InvalidClaimScan records).
 	InvalidClaims int
-	Reasons       []string
+	// Reasons name every cause, most urgent first (why, then reasons).
+	Reasons []string
 }
 
 func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
@@ -61,7 +65,8 @@ func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	data := AttentionData{Scanned: len(sessions), Active: total}
+	data := AttentionData{Scanned: len(sessions), Active: total,
+		TailEvents: workflow.TailLimit, JobsRead: jobs.MaxListLimit, EvidenceRead: InvalidClaimScan}
 	jobsBySession, note := s.sessionJobs(ctx, p.AuthorityFingerprint(), sessions)
 	data.JobsNote = note
 	since := s.opts.Now().Add(-InvalidClaimWindow)
@@ -89,7 +94,7 @@ func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		it.InvalidClaims = s.invalidClaims(ctx, sess.ID, since)
-		it.Reasons = reasons(it)
+		it.Reasons = append(s.why(ctx, sess, b, jobsBySession[sess.ID]), reasons(it, b, jobsBySession[sess.ID])...)
 		if len(it.Reasons) > 0 {
 			data.Items = append(data.Items, it)
 		}
@@ -97,28 +102,29 @@ func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, r, http.StatusOK, "attention", "Attention", "attention", data)
 }
 
-// reasons says why it needs attention, most urgent first.
-func reasons(it AttentionItem) []string {
+// reasons says what else makes it need attention besides what why names
+// from the brief: running and queued jobs when the brief could not count
+// them, lost jobs (named), and invalid claims.
+func reasons(it AttentionItem, b handoff.HandoffBrief, sessionJobs []jobs.Job) []string {
 	var out []string
-	switch it.State {
-	case handoff.StateBlocked:
-		out = append(out, "blocked")
-	case handoff.StateNeedsValidation:
-		out = append(out, "needs validation")
-	}
 	add := func(n int, one, many string) {
-		switch {
-		case n == 1:
-			out = append(out, "1 "+one)
-		case n > 1:
-			out = append(out, strconv.Itoa(n)+" "+many)
+		if n > 0 {
+			out = append(out, count(n, one, many))
 		}
 	}
-	add(it.AckRequired, "ACK-required message", "ACK-required messages")
-	add(it.OpenTodos, "open todo", "open todos")
-	add(it.Running, "running job", "running jobs")
-	add(it.Queued, "queued job", "queued jobs")
-	add(it.Lost, "lost job", "lost jobs")
+	if b.Attention.BlockingJobs == nil {
+		add(it.Running, "running job", "running jobs")
+		add(it.Queued, "queued job", "queued jobs")
+	}
+	if it.Lost > 0 {
+		var names []string
+		for _, j := range sessionJobs {
+			if j.State == jobs.Lost {
+				names = append(names, jobLabel(j))
+			}
+		}
+		out = append(out, count(it.Lost, "lost job", "lost jobs")+items(names, it.Lost))
+	}
 	add(it.InvalidClaims, "invalid claim in the last day", "invalid claims in the last day")
 	return out
 }

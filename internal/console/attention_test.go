@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/webcodex/webcodex/internal/console"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // attentionRows maps each session id on the attention page to its row's
@@ -21,6 +25,8 @@ func attentionRows(t *testing.T, body string) map[string]string {
 	}
 	return out
 }
+
+var whyRE = regexp.MustCompile(`(?s)<dt>Why</dt><dd><ul class="reasons why">.*?</ul>`)
 
 var rowRE = regexp.MustCompile(`(?s)<tr>\s*<td><a href="/console/sessions/(wc_sess_[0-9a-f]{32})">.*?</tr>`)
 
@@ -37,7 +43,9 @@ func TestAttentionListsWhatWaits(t *testing.T) {
 	s.call(t, tok, "post_session_message", map[string]any{"session_id": waiting, "kind": "todo", "message": "add the test"})
 	s.call(t, tok, "post_session_message", map[string]any{"session_id": waiting, "kind": "guidance", "message": "ack this", "requires_ack": true})
 	running := s.startSession(t, tok, "running session")
-	s.call(t, tok, "run_job", map[string]any{"project": s.project, "session_id": running, "command": "sleep 60"})
+	runJob := s.runJob(t, tok, running, "sleep 60")
+	failing := s.startSession(t, tok, "failing session")
+	s.failingPytest(t, tok, failing)
 	claimed := s.startSession(t, tok, "claimed session")
 	// Bob claims alice's session as his recorder: an invalid claim on it.
 	body, _ := json.Marshal(map[string]any{"tool": "list_sessions", "arguments": map[string]any{"project": s.project}, "recording_session_id": claimed})
@@ -59,11 +67,13 @@ func TestAttentionListsWhatWaits(t *testing.T) {
 		t.Fatalf("attention: %d", p.status)
 	}
 	rows := attentionRows(t, p.body)
+	// Each row names the cause, not just the state.
 	want := map[string][]string{
-		risky:   {"blocked"},
-		changed: {"needs validation"},
-		waiting: {"1 ACK-required message", "1 open todo"},
-		running: {"blocked", "1 running job"},
+		risky:   {"blocked: 1 open risk: “the migration may lose rows”"},
+		changed: {"needs validation: 1 changed path not validated since the change: a.txt"},
+		waiting: {"1 message waits for an ACK: “ack this”", "1 open todo: “add the test”"},
+		running: {"blocked: 1 job of this session is not finished: running " + runJob + " (sh)"},
+		failing: {"blocked: validation failed; 1 failing test not yet proven passing: test_calc.test_add"},
 		claimed: {"1 invalid claim in the last day"},
 	}
 	for id, reasons := range want {
@@ -84,10 +94,25 @@ func TestAttentionListsWhatWaits(t *testing.T) {
 	if len(rows) != len(want) {
 		t.Errorf("%d rows, want %d", len(rows), len(want))
 	}
-	// Each row links to its session, which opens.
-	for id := range want {
-		if pg := b.get("/console/sessions/" + id); pg.status != http.StatusOK {
+	// Each row links to its session, which opens and names the same
+	// causes in its brief (the invalid claim is the attention page's).
+	for id, reasons := range want {
+		pg := b.get("/console/sessions/" + id)
+		if pg.status != http.StatusOK {
 			t.Errorf("%s: %d", id, pg.status)
+			continue
+		}
+		if id == claimed {
+			if strings.Contains(pg.body, "<dt>Why</dt>") {
+				t.Errorf("%s: the session page says why, but nothing in its brief calls for it", id)
+			}
+			continue
+		}
+		why := whyRE.FindString(pg.body)
+		for _, r := range reasons {
+			if !strings.Contains(why, "<li>"+r+"</li>") {
+				t.Errorf("%s: the session page's why lacks %q:\n%s", id, r, why)
+			}
 		}
 	}
 	// The list filters by state with the same projection.
@@ -97,8 +122,8 @@ func TestAttentionListsWhatWaits(t *testing.T) {
 	for _, m := range got {
 		ids[m[1]] = true
 	}
-	if len(ids) != 2 || !ids[risky] || !ids[running] {
-		t.Errorf("state=blocked lists %v, want the risky and running sessions", ids)
+	if len(ids) != 3 || !ids[risky] || !ids[running] || !ids[failing] {
+		t.Errorf("state=blocked lists %v, want the risky, running and failing sessions", ids)
 	}
 	listed := func(query string) int {
 		p := b.get("/console/sessions?" + query)
@@ -112,8 +137,8 @@ func TestAttentionListsWhatWaits(t *testing.T) {
 		return len(ids)
 	}
 	s.call(t, tok, "close_session", map[string]any{"session_id": quiet})
-	for query, want := range map[string]int{"": 6, "project=" + url.QueryEscape(s.project): 6, "project=agent%3Alocal%3Aother": 0,
-		"lifecycle=closed": 1, "lifecycle=active": 5, "state=closed": 1, "state=needs_validation": 1} {
+	for query, want := range map[string]int{"": 7, "project=" + url.QueryEscape(s.project): 7, "project=agent%3Alocal%3Aother": 0,
+		"lifecycle=closed": 1, "lifecycle=active": 6, "state=closed": 1, "state=needs_validation": 1} {
 		if got := listed(query); got != want {
 			t.Errorf("sessions?%s lists %d, want %d", query, got, want)
 		}
@@ -129,5 +154,32 @@ func TestAttentionListsWhatWaits(t *testing.T) {
 	}
 	if p := b.get("/console/sessions/" + risky + "/timeline?page=x"); p.status != http.StatusBadRequest {
 		t.Errorf("page=x: %d", p.status)
+	}
+}
+
+// The attention page judges only the AttentionScanSessions most recently
+// updated sessions and says so, naming how many more there are; an older
+// session that needs attention is not listed.
+func TestAttentionSaysWhatItJudged(t *testing.T) {
+	s := start(t)
+	tok := s.token(t, "alice")
+	old := s.startSession(t, tok, "an old session with a risk")
+	s.call(t, tok, "post_session_message", map[string]any{"session_id": old, "kind": "risk", "message": "an old risk"})
+	for i := range console.AttentionScanSessions {
+		s.startSession(t, tok, fmt.Sprintf("newer session %d", i))
+	}
+	b := s.browser(t)
+	b.login(tok)
+	p := b.get("/console/")
+	if p.status != http.StatusOK {
+		t.Fatalf("attention: %d", p.status)
+	}
+	want := fmt.Sprintf("Judged: the %d most recently updated of your %d active sessions (1 more not judged here: see <a href=\"/console/sessions?lifecycle=active\">the sessions list</a>); each on its handoff brief over its retained ledger tail (at most %d events)",
+		console.AttentionScanSessions, console.AttentionScanSessions+1, workflow.TailLimit)
+	if !strings.Contains(p.body, want) {
+		t.Fatalf("the page does not say what it judged (%q):\n%s", want, p.body)
+	}
+	if _, listed := attentionRows(t, p.body)[old]; listed {
+		t.Fatalf("the unjudged old session is listed")
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/webcodex/webcodex/internal/auth"
 )
@@ -19,10 +21,10 @@ import (
 // chromium, through the DevTools protocol with chromedp). Without chromium
 // they skip, unless WEBCODEX_REQUIRE_CHROMIUM=1 (set by .ci/run), when they
 // fail. Screenshots go to $WEBCODEX_SCREENSHOTS (kept) or a temporary
-// directory; -console-docs also writes the README's two screenshots into
-// docs/.
+// directory. With -console-docs, TestBrowserDocsScreenshots builds a
+// realistic scenario and writes the README's two screenshots into docs/.
 
-var consoleDocs = flag.Bool("console-docs", false, "write docs/console-attention.png and docs/console-session.png from the browser test")
+var consoleDocs = flag.Bool("console-docs", false, "run TestBrowserDocsScreenshots: write docs/console-attention.png and docs/console-session.png")
 
 // chromium returns the browser's path, or skips (fails when required).
 func chromium(t *testing.T) string {
@@ -90,11 +92,6 @@ func screenshot(t *testing.T, tab context.Context, dir, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
-	if *consoleDocs && (name == "console-attention.png" || name == "console-session.png") {
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", name), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // must runs steps in the tab and fails the test with what on an error.
@@ -149,6 +146,20 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+sess+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+other+`"]`)),
 	)
+	// Each blocked session says why, not just that it is blocked.
+	main, err := chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`main`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, why := range []string{
+		"blocked: 1 open risk: “the migration may lose rows”",
+		"1 open todo: “add a rollback test”",
+		"blocked: 1 job of this session is not finished: running " + job + " (sh)",
+	} {
+		if !strings.Contains(main, why) {
+			t.Fatalf("the attention page does not say %q:\n%s", why, main)
+		}
+	}
 	screenshot(t, tab, dir, "console-attention.png")
 
 	// The session page: the instruction is shown as text, its script
@@ -157,6 +168,12 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`a[href="/console/sessions/`+sess+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`details.jobtail[open]`)),
 	)
+	why, err := chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`ul.why`)))
+	if err != nil || !strings.Contains(why, "blocked: 1 job of this session is not finished: running "+job) {
+		t.Fatalf("the session page's why %q (%v)", why, err)
+	}
+	row := `document.querySelector('tr[data-live-slot="row"]').textContent`
+	truthy(t, tab, "the job's row says running", row+`.includes("running")`)
 	truthy(t, tab, "the job's first line", `document.querySelector('pre[data-live-slot="stdout"]').textContent.includes("tests started")`)
 	ran, err := chromedp.Run(tab, chromedp.Evaluate[bool](`window.__planted !== undefined || document.title === "pwned"`))
 	if err != nil || ran {
@@ -184,10 +201,19 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 	if err != nil || !strings.Contains(state, "succeeded") || !strings.Contains(state, "exit code 0") {
 		t.Fatalf("tail state %q (%v)", state, err)
 	}
+	// The job's row above the tail followed it: it says succeeded now.
+	rowText, err := chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`tr[data-live-slot="row"]`)))
+	if err != nil || !strings.Contains(rowText, "succeeded") || strings.Contains(rowText, "running") || !strings.Contains(rowText, job) {
+		t.Fatalf("job row %q (%v)", rowText, err)
+	}
 	must(t, tab, "scroll to the job", chromedp.ScrollIntoView(chromedp.CSS(`details.jobtail`)))
 	screenshot(t, tab, dir, "console-job-tail.png")
 	must(t, tab, "top of the session", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	screenshot(t, tab, dir, "console-session.png")
+
+	// "Export as HTML" downloads one self-contained file of the session.
+	export := download(t, tab, `a[href="/console/sessions/`+sess+`/export"]`)
+	checkExport(t, export, sess)
 
 	// The timeline pairs the calls.
 	must(t, tab, "timeline",
@@ -200,7 +226,84 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 		t.Fatalf("the planted script ran on the timeline (%v, %v)", ran, err)
 	}
 	screenshot(t, tab, dir, "console-timeline.png")
-	_ = job
+}
+
+// download clicks the link at selector in tab and returns the file the
+// browser saved.
+func download(t *testing.T, tab context.Context, selector string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	progress := chromedp.Events(tab, browser.DownloadProgress)
+	enable := true
+	must(t, tab, "download "+selector,
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+				Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: &enable,
+			})
+			return err
+		}),
+		chromedp.Click(chromedp.CSS(selector)),
+	)
+	for ev, err := range progress {
+		if err != nil {
+			t.Fatalf("download %s: %v", selector, err)
+		}
+		switch ev.State {
+		case browser.DownloadProgressStateCanceled:
+			t.Fatalf("download %s was cancelled", selector)
+		case browser.DownloadProgressStateCompleted:
+			b, err := os.ReadFile(filepath.Join(dir, ev.GUID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+	}
+	t.Fatalf("download %s: no completed download", selector)
+	return nil
+}
+
+var (
+	// tagRE finds the markup tags of a file (escaped text has no "<").
+	tagRE = regexp.MustCompile(`<[a-zA-Z][^>]*>`)
+	// refRE finds, in a tag, an attribute that refers to something
+	// other than a #fragment of the file itself.
+	refRE   = regexp.MustCompile(`(?i)\s(?:src|href|action|formaction|srcset|poster|data|background)\s*=\s*["']?\s*[^"'#\s>]`)
+	styleRE = regexp.MustCompile(`(?s)<style>(.+?)</style>`)
+)
+
+// checkExport checks that b is one self-contained HTML file of session
+// id: no script, nothing referenced from outside, its CSS inline, the
+// planted markup escaped.
+func checkExport(t *testing.T, b []byte, id string) {
+	t.Helper()
+	doc := string(b)
+	if !strings.HasPrefix(doc, "<!doctype html>") || !strings.HasSuffix(strings.TrimSpace(doc), "</html>") {
+		t.Fatalf("export is not one HTML document: %.200q", doc)
+	}
+	if scriptRE.MatchString(doc) || handlerRE.MatchString(doc) {
+		t.Fatalf("export holds a script or an event handler: %s", scriptRE.FindString(doc)+handlerRE.FindString(doc))
+	}
+	for _, tag := range tagRE.FindAllString(doc, -1) {
+		if refRE.MatchString(tag) {
+			t.Fatalf("export refers outside itself: %s", tag)
+		}
+	}
+	if css := styleRE.FindAllStringSubmatch(doc, -1); len(css) != 1 || strings.Contains(css[0][1], "url(") || strings.Contains(css[0][1], "@import") {
+		t.Fatalf("export CSS is not one inline <style> that loads nothing")
+	}
+	if strings.Contains(doc, "/console") || strings.Contains(doc, "http://") || strings.Contains(doc, "https://") {
+		t.Fatalf("export names a server path or URL")
+	}
+	if m := styleRE.FindStringSubmatch(doc); m == nil || !strings.Contains(m[1], ".card") {
+		t.Fatalf("export has no inline CSS")
+	}
+	if !strings.Contains(doc, "&lt;script&gt;window.__planted = 1") || !strings.Contains(doc, "&lt;img src=x onerror=") {
+		t.Fatalf("export does not show the planted markup escaped")
+	}
+	if !strings.Contains(doc, id) {
+		t.Fatalf("export does not name session %s", id)
+	}
 }
 
 func TestBrowserAuditChartsAndVerifyNow(t *testing.T) {
@@ -247,4 +350,92 @@ func TestBrowserAuditChartsAndVerifyNow(t *testing.T) {
 	}
 	truthy(t, tab, "the verification's report", `document.querySelector(".verify").textContent.includes("Run 1: clean.")`)
 	screenshot(t, tab, dir, "console-evidence.png")
+}
+
+// TestBrowserDocsScreenshots (only with -console-docs) makes the README's
+// two screenshots from a realistic scenario: a session blocked by a
+// failing pytest run after a few calls, one waiting on an open todo and an
+// ACK, and one running a job.
+func TestBrowserDocsScreenshots(t *testing.T) {
+	if !*consoleDocs {
+		t.Skip("only with -console-docs")
+	}
+	tab := newBrowser(t)
+	s := start(t)
+	alice := s.token(t, "alice")
+	proj := s.project
+
+	// A session that fixed calc.add, ran the tests and is blocked by the
+	// one still failing.
+	fix := s.startSession(t, alice, "Fix the rounding in calc.add so the tests pass")
+	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "calc.py",
+		"content": "def add(a, b):\n    return round(a + b)\n\n\ndef mul(a, b):\n    return a * b\n"})
+	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "test_calc.py",
+		"content": "from calc import add, mul\n\n\ndef test_add_ints():\n    assert add(2, 2) == 4\n\n\ndef test_add_floats():\n    assert add(0.1, 0.2) == 0.3\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n"})
+	s.call(t, alice, "list_project_files", map[string]any{"project": proj, "session_id": fix})
+	s.call(t, alice, "read_files", map[string]any{"project": proj, "session_id": fix, "files": []map[string]any{{"path": "calc.py"}, {"path": "test_calc.py"}}})
+	s.call(t, alice, "search_project_texts", map[string]any{"project": proj, "session_id": fix, "queries": []map[string]any{{"query": "round("}}})
+	if kind := s.callFailing(t, alice, "run_tests", map[string]any{"project": proj, "session_id": fix, "runner": "pytest", "purpose": "unit tests after the rounding fix"}); kind != "validation_failed" {
+		t.Fatalf("run_tests: %s", kind)
+	}
+	s.call(t, alice, "post_session_message", map[string]any{"session_id": fix, "kind": "risk",
+		"message": "round() on the sum hides float error instead of fixing it; test_add_floats still fails"})
+
+	// A session waiting on a person: an open todo and guidance to ACK.
+	review := s.startSession(t, alice, "Review the 0042 migration before it ships")
+	s.call(t, alice, "read_files", map[string]any{"project": proj, "session_id": review, "files": []map[string]any{{"path": "calc.py"}}})
+	s.call(t, alice, "post_session_message", map[string]any{"session_id": review, "kind": "todo", "message": "Add a rollback test for the 0042 migration"})
+	s.call(t, alice, "post_session_message", map[string]any{"session_id": review, "kind": "guidance", "requires_ack": true,
+		"message": "Keep the old column until the backfill has run in production"})
+
+	// A session running a long job.
+	suite := s.startSession(t, alice, "Run the integration suite against the staging database")
+	p, err := s.a.Projects.Get(context.Background(), proj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := filepath.Join(p.Root, "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.call(t, alice, "run_job", map[string]any{"project": proj, "session_id": suite, "purpose": "integration suite",
+		"command": `echo "collecting 184 integration tests"; read word < gate; echo "$word"`})
+	defer func() {
+		f, err := os.OpenFile(gate, os.O_WRONLY, 0)
+		if err == nil {
+			f.WriteString("done\n")
+			f.Close()
+		}
+	}()
+
+	must(t, tab, "sign in",
+		chromedp.Navigate(s.base+"/console/login"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), alice),
+		chromedp.Click(chromedp.CSS(`form.login button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+fix+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+review+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/console/sessions/`+suite+`"]`)),
+	)
+	docShot(t, tab, "console-attention.png")
+	must(t, tab, "the blocked session",
+		chromedp.Click(chromedp.CSS(`a[href="/console/sessions/`+fix+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`ul.why`)),
+	)
+	// Tall enough to show the brief and the timeline's newest calls.
+	must(t, tab, "a taller window", chromedp.EmulateViewport(1280, 1700))
+	docShot(t, tab, "console-session.png")
+}
+
+// docShot writes a screenshot of tab into docs/.
+func docShot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote docs/%s", name)
 }

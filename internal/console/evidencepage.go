@@ -178,11 +178,7 @@ func (s *Server) verifyEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limiter, err := s.streams()
-	if err != nil {
-		return err
-	}
-	ctx, release, err := limiter.Acquire(r.Context(), v.CSRF)
+	ctx, release, err := s.admitStream(r)
 	if err != nil {
 		return err
 	}

@@ -105,6 +105,42 @@ func (s *server) call(t testing.TB, token, tool string, args any) map[string]jso
 	return r.Output
 }
 
+// callFailing is one REST tool call with token that must fail; it returns
+// the error kind.
+func (s *server) callFailing(t testing.TB, token, tool string, args any) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args})
+	req, _ := http.NewRequest("POST", s.base+"/api/tools/call", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Success bool
+		Error   *struct{ Kind, Message string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Success || r.Error == nil {
+		t.Fatalf("%s succeeded; it should fail", tool)
+	}
+	return r.Error.Kind
+}
+
+// failingPytest writes a pytest file with one passing and one failing test
+// in session and runs it with run_tests: a failed validation run.
+func (s *server) failingPytest(t testing.TB, token, session string) {
+	t.Helper()
+	s.call(t, token, "write_project_file", map[string]any{"project": s.project, "session_id": session, "path": "test_calc.py",
+		"content": "def add(a, b):\n    return a - b\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"})
+	if kind := s.callFailing(t, token, "run_tests", map[string]any{"project": s.project, "session_id": session, "runner": "pytest", "purpose": "unit tests"}); kind != "validation_failed" {
+		t.Fatalf("run_tests: %s, want validation_failed", kind)
+	}
+}
+
 // startSession starts a Workflow Session for token with instruction
 // (its title is derived from it).
 func (s *server) startSession(t testing.TB, token, instruction string) string {
@@ -117,19 +153,19 @@ func (s *server) startSession(t testing.TB, token, instruction string) string {
 	return id
 }
 
-// browser is an HTTP client with a cookie jar that does not follow
+// client is an HTTP client with a cookie jar that does not follow
 // redirects (so each answer can be checked).
-type browser struct {
+type client struct {
 	t    testing.TB
 	s    *server
 	c    *http.Client
 	csrf string
 }
 
-func (s *server) browser(t testing.TB) *browser {
+func (s *server) browser(t testing.TB) *client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, s: s, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &client{t: t, s: s, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 // page is one answer: status, headers and body.
@@ -139,7 +175,7 @@ type page struct {
 	body   string
 }
 
-func (b *browser) do(req *http.Request) page {
+func (b *client) do(req *http.Request) page {
 	b.t.Helper()
 	resp, err := b.c.Do(req)
 	if err != nil {
@@ -159,13 +195,13 @@ func (b *browser) do(req *http.Request) page {
 
 var csrfRE = regexp.MustCompile(`name="` + console.CSRFField + `" value="([^"]+)"`)
 
-func (b *browser) get(path string) page {
+func (b *client) get(path string) page {
 	b.t.Helper()
 	req, _ := http.NewRequest("GET", b.s.base+path, nil)
 	return b.do(req)
 }
 
-func (b *browser) post(path string, form url.Values) page {
+func (b *client) post(path string, form url.Values) page {
 	b.t.Helper()
 	req, _ := http.NewRequest("POST", b.s.base+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -173,7 +209,7 @@ func (b *browser) post(path string, form url.Values) page {
 }
 
 // login signs in with token and fails the test unless it works.
-func (b *browser) login(token string) {
+func (b *client) login(token string) {
 	b.t.Helper()
 	p := b.post("/console/login", url.Values{"token": {token}})
 	if p.status != http.StatusSeeOther {

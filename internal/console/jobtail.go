@@ -2,10 +2,12 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 
 	"github.com/webcodex/webcodex/internal/console/sse"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
 )
 
@@ -17,6 +19,9 @@ import (
 //	reset   the stream starts over (the browser empties the output)
 //	state   the job's status line, rendered HTML (template "job_state",
 //	        templates/partials/live.html)
+//	row     the cells of the job's row in the jobs list above the tail,
+//	        rendered HTML (template "job_row", partials/sections.html),
+//	        sent with every state, so the row never keeps a stale state
 //	stdout  new stdout text (the browser appends it as text, never as markup)
 //	stderr  new stderr text
 //	end     the job is terminal and its output was sent; the browser closes
@@ -59,11 +64,7 @@ func (s *Server) jobTail(w http.ResponseWriter, r *http.Request) error {
 		// job: one answer, so that existence does not leak.
 		return failure.New(failure.NotFound, "no job %q in this session", r.PathValue("job"))
 	}
-	limiter, err := s.streams()
-	if err != nil {
-		return err
-	}
-	ctx, release, err := limiter.Acquire(r.Context(), viewerOf(r).CSRF)
+	ctx, release, err := s.admitStream(r)
 	if err != nil {
 		return err
 	}
@@ -92,13 +93,15 @@ func (s *Server) jobTail(w http.ResponseWriter, r *http.Request) error {
 		}
 		o, sent := obs[0], false
 		if first || o.Job.State != state {
-			var buf bytes.Buffer
-			if err := s.pages["session"].ExecuteTemplate(&buf, "job_state", o.Job); err != nil {
-				s.log.Error("console: job state fragment", "err", err)
-				return nil
-			}
-			if st.Event("state", buf.String()) != nil {
-				return nil
+			for _, ev := range [...]string{"state", "row"} {
+				var buf bytes.Buffer
+				if err := s.pages["session"].ExecuteTemplate(&buf, "job_"+ev, o.Job); err != nil {
+					s.log.Error("console: job fragment", "fragment", ev, "err", err)
+					return nil
+				}
+				if st.Event(ev, buf.String()) != nil {
+					return nil
+				}
 			}
 			state, sent = o.Job.State, true
 		}
@@ -144,10 +147,20 @@ func jobSession(j jobs.Job) string {
 	return ""
 }
 
-// streams is the console's stream limiter.
-func (s *Server) streams() (*sse.Limiter, error) {
+// admitStream admits a live stream of r's console session under the
+// console's sse.Limiter (its bounds answer 429 beyond them) and then gives
+// back the public request slot r holds (httpserver.ReleasePublicSlot): an
+// admitted stream holds one of the limiter's slots for its life, not one
+// of the MaxPublic request slots sign-in and every page need. The
+// returned context and release are the limiter's.
+func (s *Server) admitStream(r *http.Request) (context.Context, func(), error) {
 	if s.opts.Streams == nil {
-		return nil, failure.New(failure.Unavailable, "live streams are not configured on this server")
+		return nil, nil, failure.New(failure.Unavailable, "live streams are not configured on this server")
 	}
-	return s.opts.Streams, nil
+	ctx, release, err := s.opts.Streams.Acquire(r.Context(), viewerOf(r).CSRF)
+	if err != nil {
+		return nil, nil, err
+	}
+	httpserver.ReleasePublicSlot(r)
+	return ctx, release, nil
 }

@@ -215,8 +215,11 @@ func TestJobTailStreamsTheJobToItsEnd(t *testing.T) {
 	}
 	ev := events(p.body)
 	var out, errOut, states strings.Builder
+	lastRow := ""
 	for _, e := range ev {
 		switch e.name {
+		case "row":
+			lastRow = e.data
 		case "stdout":
 			out.WriteString(e.data)
 		case "stderr":
@@ -232,6 +235,12 @@ func TestJobTailStreamsTheJobToItsEnd(t *testing.T) {
 	if out.String() != "one\n<b>two</b>\n" || errOut.String() != "warn\n" || !strings.Contains(states.String(), "succeeded") {
 		t.Fatalf("stdout %q stderr %q states %q", out.String(), errOut.String(), states.String())
 	}
+	// The job's row above the tail gets the final state too, rendered as
+	// the page renders it: its cells, the job's id and its exit code.
+	if !strings.HasPrefix(lastRow, `<td><code class="id">`+job+`</code>`) || !strings.Contains(lastRow, `<span class="state state-succeeded">succeeded</span>`) ||
+		!strings.Contains(lastRow, "<td>0</td>") || strings.Contains(lastRow, "<tr") {
+		t.Fatalf("last row event %q", lastRow)
+	}
 	// The session page has the tail, closed for a finished job.
 	if p := b.get("/console/sessions/" + sess); !strings.Contains(p.body, `data-live="`+tail+`"`) {
 		t.Fatalf("session page lacks the tail:\n%s", p.body)
@@ -241,7 +250,7 @@ func TestJobTailStreamsTheJobToItsEnd(t *testing.T) {
 	bb := s.browser(t)
 	bb.login(bob)
 	for name, c := range map[string]struct {
-		b    *browser
+		b    *client
 		path string
 	}{
 		"another owner":     {bb, tail},

@@ -83,6 +83,7 @@ var funcs = template.FuncMap{
 	"duration": duration,
 	"join":     strings.Join,
 	"add":      func(a, b int) int { return a + b },
+	"sub":      func(a, b int) int { return a - b },
 }
 
 // RowTextChars bounds the text of one timeline row on a page (the

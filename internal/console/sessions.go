@@ -179,6 +179,9 @@ type SessionView struct {
 	Threads      []Thread
 	MessagesMore bool
 	Evidence     *EvidenceView
+	// Why names what makes the session need a person or an agent (the
+	// brief's causes with their items, see why); empty when nothing does.
+	Why []string
 	// CanPost is true when the viewer's token may post to the board.
 	CanPost bool
 	// Exported is true in the export file.
@@ -280,6 +283,7 @@ func (s *Server) details(ctx context.Context, v *SessionView, p auth.Principal) 
 			v.Evidence = e
 		}
 	}
+	v.Why = s.why(ctx, sess, v.Brief, v.Jobs)
 	v.CanPost = sess.Mutable() && s.mayCall(p, PostTool)
 }
 

@@ -158,7 +158,7 @@ func (m *Mux) Handler() http.Handler {
 				return
 			}
 			defer release()
-			h.ServeHTTP(w, r)
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), publicSlotKey{}, release)))
 			return
 		}
 		if _, pattern := m.authed.Handler(r); pattern == "" {
@@ -306,6 +306,22 @@ func (h *hold) release() {
 	h.request()
 	if h.waiter != nil {
 		h.waiter()
+	}
+}
+
+type publicSlotKey struct{}
+
+// ReleasePublicSlot gives back the public request slot (of the MaxPublic)
+// that r holds, for a public handler that goes on for long under a bound
+// of its own: a console live stream, once its stream limiter has admitted
+// it, holds one of that limiter's slots instead, so that open streams
+// never take the slots sign-in, static files and other public routes
+// need. Only the first call counts (the Mux's own release at the end of
+// the request then does nothing); on a request that holds no public slot
+// it does nothing.
+func ReleasePublicSlot(r *http.Request) {
+	if release, ok := r.Context().Value(publicSlotKey{}).(func()); ok {
+		release()
 	}
 }
 

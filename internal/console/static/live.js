@@ -1,6 +1,7 @@
 // Live parts of the WebCodex console: an element with data-live="URL"
 // follows the server-sent events at URL. An event named N goes to the
-// element inside it marked data-live-slot="N": a slot marked
+// element inside it marked data-live-slot="N" (inside its nearest ancestor
+// marked data-live-scope, when it has one): a slot marked
 // data-live-mode="append" gets the event's data appended as text (never
 // parsed as markup); any other slot has its content replaced by the data,
 // which is HTML the server rendered with every value escaped. A "reset"
@@ -15,13 +16,16 @@
 
   function follow(root) {
     var source = new EventSource(root.getAttribute("data-live"));
+    // Slots may sit beside the element, within its nearest ancestor
+    // marked data-live-scope (a job's row above its tail).
+    var scope = root.closest("[data-live-scope]") || root;
     var names = {};
-    root.querySelectorAll("[data-live-slot]").forEach(function (slot) {
+    scope.querySelectorAll("[data-live-slot]").forEach(function (slot) {
       names[slot.getAttribute("data-live-slot")] = true;
     });
     Object.keys(names).forEach(function (name) {
       source.addEventListener(name, function (ev) {
-        var slot = root.querySelector('[data-live-slot="' + name + '"]');
+        var slot = scope.querySelector('[data-live-slot="' + name + '"]');
         if (!slot) {
           return;
         }
@@ -34,7 +38,7 @@
       });
     });
     source.addEventListener("reset", function () {
-      root.querySelectorAll('[data-live-mode="append"]').forEach(function (slot) {
+      scope.querySelectorAll('[data-live-mode="append"]').forEach(function (slot) {
         slot.textContent = "";
       });
     });
