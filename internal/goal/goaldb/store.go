@@ -214,7 +214,7 @@ func (s *Store) Associate(ctx context.Context, a goal.Association, max int) (goa
 // Sessions implements goal.Store.
 func (s *Store) Sessions(ctx context.Context, goalID string) ([]goal.Association, error) {
 	rows, err := s.db.Read.QueryContext(ctx, `SELECT session_id, project, associated_at_ms FROM goal_sessions
-		WHERE goal_id = ? ORDER BY associated_at_ms, session_id`, goalID)
+		WHERE goal_id = ? ORDER BY associated_at_ms, rowid`, goalID)
 	if err != nil {
 		return nil, sqlitedb.StoreError(err, storeName)
 	}
@@ -239,7 +239,7 @@ func (s *Store) OfSession(ctx context.Context, sessionID string, limit int) ([]g
 		return nil, 0, sqlitedb.StoreError(err, storeName)
 	}
 	rows, err := s.db.Read.QueryContext(ctx, `SELECT g.id, g.title FROM goal_sessions a JOIN goals g ON g.id = a.goal_id
-		WHERE a.session_id = ? ORDER BY a.associated_at_ms, g.id LIMIT ?`, sessionID, limit)
+		WHERE a.session_id = ? ORDER BY a.associated_at_ms, a.rowid LIMIT ?`, sessionID, limit)
 	if err != nil {
 		return nil, 0, sqlitedb.StoreError(err, storeName)
 	}

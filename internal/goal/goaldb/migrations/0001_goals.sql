@@ -28,5 +28,5 @@ CREATE TABLE goal_sessions (
     project          TEXT    NOT NULL,
     associated_at_ms INTEGER NOT NULL,
     PRIMARY KEY (goal_id, session_id)
-) WITHOUT ROWID;
+); -- a rowid table: the rowid orders associations made in the same millisecond
 CREATE INDEX goal_sessions_session ON goal_sessions (session_id, associated_at_ms);
