@@ -46,7 +46,8 @@ func status(t *testing.T, base string) map[string]any {
 
 // TestServeSandbox runs the real binary: the banner and /api/status name
 // the sandbox in force, a run_process reading the data directory fails as
-// the command's own failure, and sandbox = "off" is announced.
+// the command's own failure, and sandbox = "off" is announced. The banner
+// also names the console, whose sign-in page answers.
 func TestServeSandbox(t *testing.T) {
 	if runner.LandlockABI() < 1 {
 		t.Skip("Landlock is unavailable on this kernel")
@@ -68,9 +69,17 @@ func TestServeSandbox(t *testing.T) {
 			t.Fatalf("reading %s: %+v", f, res)
 		}
 	}
+	resp, err := http.Get(srv.base + "/console/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 	out := stopServe(t, srv)
 	if !strings.Contains(out, "  sandbox   workspace-write (Landlock ABI ") {
 		t.Fatalf("banner without the sandbox:\n%s", out)
+	}
+	if !strings.Contains(out, "  console   "+srv.base+"/console/ ") || resp.StatusCode != http.StatusOK {
+		t.Fatalf("banner without the console, or its sign-in page answered %d:\n%s", resp.StatusCode, out)
 	}
 
 	if err := os.WriteFile(filepath.Join(data, "config.toml"), []byte("sandbox = \"off\"\n"), 0o600); err != nil {

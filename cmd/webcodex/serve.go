@@ -71,6 +71,7 @@ func runServe(ctx context.Context, cfg app.Config, projects []string, stdout, st
 	fprintf(stdout, "  actions   POST %s/api/actions/{tool}\n", base)
 	fprintf(stdout, "  openapi   %s/openapi.json\n", base)
 	fprintf(stdout, "  health    %s/healthz\n", base)
+	fprintf(stdout, "  console   %s/console/   (sign in with an API token)\n", base)
 	fprintf(stdout, "  data      %s\n", cfg.DataDir)
 	fprintf(stdout, "  sandbox   %s\n", a.Sandbox.Status())
 	fprintf(stdout, "  contain   %s (%s)\n", a.Contain.Mechanism(), a.Contain.Detail())
