@@ -338,17 +338,27 @@ func threads(msgs []workflow.Message) []Thread {
 }
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.sessionPage(r)
+	if err != nil {
+		return err
+	}
+	return s.render(w, r, http.StatusOK, "session", sessionTitle(v.Session), "sessions", v)
+}
+
+// sessionPage authorizes the request's session id for its viewer and
+// builds everything the session page and the export show.
+func (s *Server) sessionPage(r *http.Request) (*SessionView, error) {
 	ctx, p := r.Context(), viewerOf(r).Principal
 	sess, err := s.authorize(ctx, p, r.PathValue("id"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	v, err := s.view(ctx, sess)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.details(ctx, v, p)
-	return s.render(w, r, http.StatusOK, "session", sessionTitle(sess), "sessions", v)
+	return v, nil
 }
 
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request) error {
@@ -389,20 +399,13 @@ func sessionTitle(sess workflow.Session) string {
 // inline, no script, nothing loaded from anywhere; what it shows was
 // redacted by the stores before it was stored.
 func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) error {
-	ctx, p := r.Context(), viewerOf(r).Principal
-	sess, err := s.authorize(ctx, p, r.PathValue("id"))
+	v, err := s.sessionPage(r)
 	if err != nil {
 		return err
 	}
-	v, err := s.view(ctx, sess)
-	if err != nil {
-		return err
-	}
-	s.details(ctx, v, p)
+	sess := v.Session
 	v.CanPost, v.Exported = false, true
-	v.Timeline = page(rows(v.events), 0)
 	v.Timeline.Rows = rows(v.events) // every retained row, not one page
-	v.Timeline.EventsObserved, v.Timeline.Truncated = sess.EventsObserved, sess.RetentionTruncated
 	b, err := s.renderExport(v)
 	if err != nil {
 		return err
