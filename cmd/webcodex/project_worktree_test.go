@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/gitrepo/gittest"
 )
 
 // TestProjectListAndRemoveWorktrees: with a server running, two
@@ -17,20 +17,9 @@ import (
 // the one whose session is active (changing nothing), removes the one
 // whose session was closed, and removes the active one with --force.
 func TestProjectListAndRemoveWorktrees(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not on PATH")
-	}
+	gittest.Need(t)
 	data, src := t.TempDir(), t.TempDir()
-	gitc := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"}, args...)...)
-		cmd.Dir = src
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	gitc := func(args ...string) string { return gittest.Run(t, src, args...) }
 	gitc("init", "-q")
 	os.WriteFile(filepath.Join(src, "a.txt"), []byte("a\n"), 0o644)
 	gitc("add", ".")

@@ -1,15 +1,14 @@
 package worktree_test
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/gitrepo/gittest"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/project/projectdb"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -24,39 +23,24 @@ type env struct {
 	source project.Project
 }
 
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"}, args...)...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // newEnv makes a source repository with two commits (tag v1 at the
 // first), a registry in a real SQLite file and a manager whose worktrees
 // live in the data directory, run through a sandboxed runner that denies
 // the data directory but allows its worktrees, as the server's does.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not on PATH")
-	}
+	gittest.Need(t)
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	data, _ := project.CanonicalRoot(t.TempDir())
 	src, _ := project.CanonicalRoot(t.TempDir())
-	git(t, src, "init", "-q")
+	gittest.Run(t, src, "init", "-q")
 	os.WriteFile(filepath.Join(src, "a.txt"), []byte("one\n"), 0o644)
-	git(t, src, "add", ".")
-	git(t, src, "commit", "-q", "-m", "one")
-	git(t, src, "tag", "v1")
+	gittest.Run(t, src, "add", ".")
+	gittest.Run(t, src, "commit", "-q", "-m", "one")
+	gittest.Run(t, src, "tag", "v1")
 	os.WriteFile(filepath.Join(src, "a.txt"), []byte("two\n"), 0o644)
-	git(t, src, "commit", "-q", "-am", "two")
+	gittest.Run(t, src, "commit", "-q", "-am", "two")
 	st, err := projectdb.Open(context.Background(), filepath.Join(data, projectdb.FileName))
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +66,7 @@ func (e *env) unchanged(projects int) {
 	if len(ps) != projects {
 		e.t.Errorf("%d projects registered, want %d", len(ps), projects)
 	}
-	if list := git(e.t, e.source.Root, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+	if list := gittest.Run(e.t, e.source.Root, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
 		e.t.Errorf("git worktrees: %s", list)
 	}
 }
@@ -90,7 +74,7 @@ func (e *env) unchanged(projects int) {
 func TestCreateAtHeadAndAtRef(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	head := git(t, e.source.Root, "rev-parse", "HEAD")
+	head := gittest.Run(t, e.source.Root, "rev-parse", "HEAD")
 	w, err := e.m.Create(ctx, e.source, "")
 	if err != nil {
 		t.Fatal(err)
@@ -99,14 +83,14 @@ func TestCreateAtHeadAndAtRef(t *testing.T) {
 		w.Project.Source != e.source.ID || w.Project.BaseCommit != head || !strings.HasPrefix(w.Project.Root, e.m.Dir+"/") {
 		t.Fatalf("worktree: %+v", w)
 	}
-	if got := git(t, w.Project.Root, "rev-parse", "HEAD"); got != head {
+	if got := gittest.Run(t, w.Project.Root, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("worktree HEAD %s, want %s", got, head)
 	}
 	stored, err := e.reg.Get(ctx, w.Project.ID)
 	if err != nil || stored.Source != e.source.ID || stored.BaseCommit != head {
 		t.Fatalf("registered: %+v, %v", stored, err)
 	}
-	v1 := git(t, e.source.Root, "rev-parse", "v1^{commit}")
+	v1 := gittest.Run(t, e.source.Root, "rev-parse", "v1^{commit}")
 	w1, err := e.m.Create(ctx, e.source, "v1")
 	if err != nil || w1.BaseCommit != v1 || w1.Project.ID == w.Project.ID {
 		t.Fatalf("at v1: %+v, %v", w1, err)

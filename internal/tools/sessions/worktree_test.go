@@ -1,17 +1,16 @@
 package sessions_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/gitrepo/gittest"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/project"
@@ -31,39 +30,24 @@ type wtEnv struct {
 	data string
 }
 
-func runGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"}, args...)...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // newWtEnv registers a git source project (commits one and two, tag v1
 // at one) in a real registry the kernel resolves from, with worktrees in
 // the data directory run through a sandboxed runner.
 func newWtEnv(t *testing.T) *wtEnv {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not on PATH")
-	}
+	gittest.Need(t)
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	ctx := context.Background()
 	data, _ := project.CanonicalRoot(t.TempDir())
 	src, _ := project.CanonicalRoot(t.TempDir())
-	runGit(t, src, "init", "-q")
+	gittest.Run(t, src, "init", "-q")
 	os.WriteFile(filepath.Join(src, "AGENTS.md"), []byte("one\n"), 0o644)
-	runGit(t, src, "add", ".")
-	runGit(t, src, "commit", "-q", "-m", "one")
-	runGit(t, src, "tag", "v1")
+	gittest.Run(t, src, "add", ".")
+	gittest.Run(t, src, "commit", "-q", "-m", "one")
+	gittest.Run(t, src, "tag", "v1")
 	os.WriteFile(filepath.Join(src, "AGENTS.md"), []byte("two\n"), 0o644)
-	runGit(t, src, "commit", "-q", "-am", "two")
+	gittest.Run(t, src, "commit", "-q", "-am", "two")
 	ps, err := projectdb.Open(ctx, filepath.Join(data, projectdb.FileName))
 	if err != nil {
 		t.Fatal(err)
@@ -112,14 +96,14 @@ func (e *wtEnv) nothingCreated() {
 	if _, total, _ := e.svc.List(ctx, workflow.ListFilter{}); total != 0 {
 		e.T.Errorf("%d sessions created", total)
 	}
-	if list := runGit(e.T.(*testing.T), e.Project.Root, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+	if list := gittest.Run(e.T, e.Project.Root, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
 		e.T.Errorf("git worktrees: %s", list)
 	}
 }
 
 func TestWorktreeModeStartsOnANewWorktree(t *testing.T) {
 	e := newWtEnv(t)
-	head := runGit(t, e.Project.Root, "rev-parse", "HEAD")
+	head := gittest.Run(t, e.Project.Root, "rev-parse", "HEAD")
 	out := kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": "fix it", "mode": "worktree"}))
 	v := worktreeOf(t, out)
 	if out.Project == e.Project.ID || v.Project != out.Project || v.SourceProject != e.Project.ID || v.BaseCommit != head ||
@@ -181,7 +165,7 @@ func TestWorktreeModeAtARefWithADirtySource(t *testing.T) {
 	os.WriteFile(filepath.Join(e.Project.Root, "scratch.txt"), []byte("x"), 0o644)
 	out := kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": "old", "mode": "worktree", "base_ref": "v1"}))
 	v := worktreeOf(t, out)
-	if v.BaseCommit != runGit(t, e.Project.Root, "rev-parse", "v1^{commit}") || v.BaseRef != "v1" || !v.SourceDirty ||
+	if v.BaseCommit != gittest.Run(t, e.Project.Root, "rev-parse", "v1^{commit}") || v.BaseRef != "v1" || !v.SourceDirty ||
 		len(out.Warnings) != 1 || out.Warnings[0] != sessions.WarningSourceDirty || out.Instructions.Sources[0].Content != "one\n" {
 		t.Fatalf("worktree at v1 from a dirty source: %+v %+v", out, v)
 	}
