@@ -94,6 +94,13 @@ type RestoreReport struct {
 	Duration  time.Duration
 }
 
+// BehindGather is how long a batch of behind writes (read-only calls'
+// events, board and outbox upkeep) waits for more before it commits
+// (sqlitedb.Writer.GatherBehind): sequential calls arrive a millisecond or
+// two apart, and each would otherwise pay a transaction of its own. Every
+// reader of the ledger, a mutation and Close end the wait at once.
+const BehindGather = 10 * time.Millisecond
+
 // Open opens (creating if needed) the ledger at path. It reads no session
 // or event row: each session is validated at its first use. now may be nil.
 func Open(ctx context.Context, path string, now func() time.Time) (*Store, error) {
@@ -109,6 +116,7 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 		db.Close()
 		return nil, err
 	}
+	db.Writer.GatherBehind(BehindGather)
 	s := &Store{db: db, now: now, inst: inst}
 	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.header, Query: sqlHeader}, sqlitedb.Stmt{Dst: &s.stmts.insertEvent, Query: sqlInsertEvent},
 		sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}, sqlitedb.Stmt{Dst: &s.stmts.updateHeader, Query: sqlUpdateHeader},
