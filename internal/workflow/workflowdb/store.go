@@ -66,6 +66,11 @@ type Store struct {
 	pending sync.Map
 	readMu  sync.Mutex
 	readSeq int64
+	// boardPending maps a session id to the ticket of its newest behind
+	// board write (see UpdateBoardBehind), which board readers wait for;
+	// boardMu orders those tickets as pending's are ordered by readMu.
+	boardPending sync.Map
+	boardMu      sync.Mutex
 	// unrecorded is the number of reads acknowledged by dead processes
 	// and never committed, found by Open.
 	unrecorded int64
@@ -585,14 +590,20 @@ func (s *Store) AppendCall(ctx context.Context, id string, fn workflow.UpdateFun
 // waitPending waits until the behind writes queued for session id so far
 // have ended, so that a reader sees every acknowledged call.
 func (s *Store) waitPending(ctx context.Context, id string) error {
-	t, ok := s.pending.Load(id)
+	return s.waitFor(ctx, &s.pending, id)
+}
+
+// waitFor waits until the write whose ticket pending holds for id (if
+// any) has ended.
+func (s *Store) waitFor(ctx context.Context, pending *sync.Map, id string) error {
+	t, ok := pending.Load(id)
 	if !ok {
 		return nil
 	}
 	if err := s.db.Writer.Wait(ctx, t.(uint64)); err != nil {
 		return err
 	}
-	s.pending.CompareAndDelete(id, t)
+	pending.CompareAndDelete(id, t)
 	return nil
 }
 
