@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
@@ -298,5 +299,103 @@ func TestStmtIsCachedAndRunsInReadTransactions(t *testing.T) {
 	}
 	if st := db.Stmt(ctx, `SELECT nothing FROM nowhere`); st != nil {
 		t.Fatal("Stmt of an invalid query is not nil")
+	}
+}
+
+// insertKV is a write function adding key k.
+func insertKV(k string) sqlitedb.TxFunc {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO kv VALUES (?, 1)`, k)
+		return err
+	}
+}
+
+// TestGatherBehindSharesOneCommitAndWaitEndsIt: behind writes queued while
+// a gathering batch waits commit together, and a Wait ends the gathering
+// (an hour long here: without the kick the test would hang).
+func TestGatherBehindSharesOneCommitAndWaitEndsIt(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	gathering := make(chan struct{}, 1)
+	sqlitedb.SetOnGather(db.Writer, func() { gathering <- struct{}{} })
+	db.Writer.GatherBehind(time.Hour)
+	commits0, _ := db.Writer.Stats()
+	for i := range 3 {
+		if _, err := db.Writer.Go(ctx, insertKV(fmt.Sprint(i)), nil); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			// The first write's batch is gathering: the others arrive
+			// after the writer took it.
+			<-gathering
+		}
+	}
+	if err := db.Writer.Wait(ctx, db.Writer.Queued()); err != nil {
+		t.Fatal(err)
+	}
+	commits, jobs := db.Writer.Stats()
+	if commits-commits0 != 1 || jobs != 3 {
+		t.Fatalf("commits %d, jobs %d: want the 3 behind writes in 1 commit", commits-commits0, jobs)
+	}
+	if got := count(t, db); got != 3 {
+		t.Fatalf("rows = %d, want 3", got)
+	}
+	if n := db.Writer.LazyCommits(); n != 1 {
+		t.Fatalf("lazy commits = %d, want 1", n)
+	}
+}
+
+// TestGatherBehindNeverDelaysDo: a Do arriving while behind writes gather
+// joins their batch and commits at once, durably, with them before it.
+func TestGatherBehindNeverDelaysDo(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	db.Writer.GatherBehind(time.Hour)
+	behind := make(chan error, 1)
+	if _, err := db.Writer.Go(ctx, insertKV("behind"), func(err error) { behind <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Writer.Do(ctx, insertKV("durable")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-behind:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatal("the behind write queued before the Do had not ended when Do returned")
+	}
+	if got := count(t, db); got != 2 {
+		t.Fatalf("rows = %d, want 2", got)
+	}
+	if n := db.Writer.LazyCommits(); n != 0 {
+		t.Fatalf("lazy commits = %d, want 0 (the batch carried a Do)", n)
+	}
+}
+
+// TestGatherBehindEndsAtClose: closing the database commits a gathering
+// batch.
+func TestGatherBehindEndsAtClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	migrations := fstest.MapFS{"0001_init.sql": {Data: []byte(`CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL);`)}}
+	db, err := sqlitedb.Open(context.Background(), path, migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Writer.GatherBehind(time.Hour)
+	if _, err := db.Writer.Go(context.Background(), insertKV("a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := sqlitedb.Open(context.Background(), path, migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if got := count(t, again); got != 1 {
+		t.Fatalf("rows after close = %d, want 1", got)
 	}
 }

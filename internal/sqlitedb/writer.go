@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // MaxBatch is the largest number of queued functions one group commit runs
@@ -49,6 +51,15 @@ type Writer struct {
 	// savepoint, rollbackTo and release are prepared once; nil when
 	// preparing failed, in which case the SQL text is executed instead.
 	savepoint, rollbackTo, release *sql.Stmt
+
+	// gather is how long (in nanoseconds) a batch of only functions
+	// queued by Go waits for more before it commits (0: it does not; see
+	// GatherBehind); kick ends such a wait at once (Wait sends on it).
+	gather atomic.Int64
+	kick   chan struct{}
+	// onGather, when set (by tests, before any write), is called when a
+	// batch begins to gather.
+	onGather func()
 }
 
 type job struct {
@@ -65,7 +76,8 @@ type job struct {
 }
 
 func newWriter(db *sql.DB) *Writer {
-	w := &Writer{db: db, queue: make(chan *job, MaxBatch), done: make(chan struct{}), advanced: make(chan struct{})}
+	w := &Writer{db: db, queue: make(chan *job, MaxBatch), done: make(chan struct{}), advanced: make(chan struct{}),
+		kick: make(chan struct{}, 1)}
 	w.savepoint, _ = db.Prepare(sqlSavepoint)
 	w.rollbackTo, _ = db.Prepare(sqlRollbackTo)
 	w.release, _ = db.Prepare(sqlRelease)
@@ -183,6 +195,21 @@ func (w *Writer) enqueue(ctx context.Context, j *job) (uint64, error) {
 	}
 }
 
+// GatherBehind makes a batch holding only functions queued by Go wait up
+// to d for more before it commits, so that behind writes arriving a few
+// milliseconds apart (one per sequential call) share one transaction, and
+// its fixed cost (begin, the pages every write touches, commit), instead
+// of paying it each. The wait ends at once when a function queued by Do
+// or DoLazy arrives (it joins the batch, and commits without delay), when
+// Wait is called, when the batch reaches MaxBatch, and at close; so no
+// caller that waits for an outcome ever waits for the gathering. What is
+// at risk in a crash is unchanged in kind: the functions not yet
+// committed (at most one batch and the queue). 0 (the default) turns it
+// off.
+func (w *Writer) GatherBehind(d time.Duration) {
+	w.gather.Store(int64(d))
+}
+
 // Queued returns the ticket of the newest queued function (0 when none
 // was ever queued); Wait(ctx, Queued()) waits for everything queued so far.
 func (w *Writer) Queued() uint64 {
@@ -200,6 +227,12 @@ func (w *Writer) Wait(ctx context.Context, t uint64) error {
 		w.doneMu.Unlock()
 		if reached {
 			return nil
+		}
+		// A gathering batch may hold ticket t, or the next one will:
+		// end its wait (again after each batch that ends short of t).
+		select {
+		case w.kick <- struct{}{}:
+		default:
 		}
 		select {
 		case <-ch:
@@ -247,19 +280,7 @@ func (w *Writer) loop() {
 	defer close(w.done)
 	batch := make([]*job, 0, MaxBatch)
 	for first := range w.queue {
-		batch = append(batch[:0], first)
-	fill:
-		for len(batch) < MaxBatch {
-			select {
-			case j, ok := <-w.queue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, j)
-			default:
-				break fill
-			}
-		}
+		batch = w.gatherBehind(w.drain(append(batch[:0], first)))
 		w.run(batch)
 		// Let the callers just acknowledged run before the next batch is
 		// gathered: each typically queues its next function at once.
@@ -275,6 +296,61 @@ func (w *Writer) loop() {
 			n = m
 		}
 	}
+}
+
+// gatherBehind returns batch with the functions that arrive while it
+// waits, when every function of batch was queued by Go and gathering is
+// on (see GatherBehind).
+func (w *Writer) gatherBehind(batch []*job) []*job {
+	d := time.Duration(w.gather.Load())
+	if d <= 0 || len(batch) >= MaxBatch {
+		return batch
+	}
+	for _, j := range batch {
+		if j.res != nil {
+			return batch
+		}
+	}
+	// A kick left by a Wait whose ticket was reached since only ends
+	// this wait early.
+	if w.onGather != nil {
+		w.onGather()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for len(batch) < MaxBatch {
+		select {
+		case j, ok := <-w.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, j)
+			if j.res != nil {
+				return batch
+			}
+		case <-w.kick:
+			return w.drain(batch)
+		case <-t.C:
+			return w.drain(batch)
+		}
+	}
+	return batch
+}
+
+// drain adds to batch the functions queued now, up to MaxBatch.
+func (w *Writer) drain(batch []*job) []*job {
+	for len(batch) < MaxBatch {
+		select {
+		case j, ok := <-w.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, j)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (w *Writer) run(batch []*job) {

@@ -293,8 +293,25 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 	}
 	err := commit(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		ensure, insert := tx.StmtContext(ctx, s.stmts.ensure), tx.StmtContext(ctx, s.stmts.insert)
-		for _, id := range order {
-			if _, err := ensure.ExecContext(ctx, id, at, at); err != nil {
+		counters := tx.StmtContext(ctx, s.stmts.counters)
+		// The counters first: a session that has its row (nearly every
+		// append) needs no INSERT OR IGNORE; one that has none is created,
+		// then counted. Its events are inserted below, in the same
+		// transaction, so the order changes nothing that is stored.
+		retained := make([]int64, len(order))
+		for i, id := range order {
+			d := per[id]
+			count := func() error {
+				return counters.QueryRowContext(ctx, d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS,
+					d.files, d.jobs, d.n, d.first, d.last, at, id).Scan(&retained[i])
+			}
+			err := count()
+			if errors.Is(err, sql.ErrNoRows) {
+				if _, err = ensure.ExecContext(ctx, id, at, at); err == nil {
+					err = count() // ensured just now: no row is an error too
+				}
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -323,21 +340,13 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 				}
 			}
 		}
-		counters := tx.StmtContext(ctx, s.stmts.counters)
-		for _, id := range order {
-			d := per[id]
-			var retained int64
-			err := counters.QueryRowContext(ctx, d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS,
-				d.files, d.jobs, d.n, d.first, d.last, at, id).Scan(&retained)
-			if err != nil {
-				return err // the session was ensured above: no row is an error too
-			}
-			if retained <= int64(maxEvents) {
+		for i, id := range order {
+			if retained[i] <= int64(maxEvents) {
 				continue
 			}
 			// retained_events counts the session's events, so the oldest
 			// retained-maxEvents are exactly the ones past the bound.
-			excess := retained - int64(maxEvents)
+			excess := retained[i] - int64(maxEvents)
 			res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, excess)
 			if err != nil {
 				return err

@@ -143,7 +143,7 @@ func New(o Options) *Server {
 	var modern, legacy []*mcp.Tool
 	for _, t := range o.Kernel.Registry().Tools() {
 		mt := mcpTool(t, true)
-		s.mcp.AddTool(mt, s.handler(t))
+		s.mcp.AddTool(dispatchTool(mt), s.handler(t))
 		s.modern[t.Name], s.legacy[t.Name] = mt, mcpTool(t, false)
 		if s.profile.Listed(t.Name) {
 			modern, legacy = append(modern, mt), append(legacy, s.legacy[t.Name])
@@ -289,6 +289,9 @@ func (s *Server) listForEra(next mcp.MethodHandler) mcp.MethodHandler {
 			case kernelTool && !profile.Listed(t.Name):
 			case kernelTool && listEra == EraLegacy:
 				shown.Tools = append(shown.Tools, s.legacy[t.Name])
+			case kernelTool:
+				// The SDK holds the dispatch copy (dispatchTool).
+				shown.Tools = append(shown.Tools, s.modern[t.Name])
 			default:
 				shown.Tools = append(shown.Tools, t)
 			}
@@ -567,6 +570,28 @@ func mcpTool(t *kernel.Tool, modern bool) *mcp.Tool {
 			OpenWorldHint:   &closed,
 		},
 	}
+}
+
+// dispatchInputSchema is the input schema of the copy of a kernel tool
+// the SDK dispatches: an object, with no x-mcp-header annotation.
+var dispatchInputSchema = json.RawMessage(`{"type":"object"}`)
+
+// dispatchTool returns the copy of t registered with the SDK, which uses
+// a registered tool's input schema on a call for one thing only: on every
+// Streamable HTTP tools/call it re-encodes and re-decodes the whole schema
+// to find x-mcp-header annotations (about 70 µs and 25 KiB of garbage for
+// read_files). The kernel validates arguments against its own schema and
+// tools/list serves t itself (listForEra), so the copy's schema is the
+// bare object, which binds the same headers as t's: none. A schema that
+// declares x-mcp-header keeps it (the SDK then checks those headers).
+func dispatchTool(t *mcp.Tool) *mcp.Tool {
+	raw, _ := t.InputSchema.(json.RawMessage)
+	if raw == nil || bytes.Contains(raw, []byte(`"x-mcp-header"`)) {
+		return t
+	}
+	d := *t
+	d.InputSchema = dispatchInputSchema
+	return &d
 }
 
 func inputSchema(t *kernel.Tool, modern bool) map[string]any {

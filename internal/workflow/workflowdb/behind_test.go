@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -212,5 +213,45 @@ func TestHeaderCacheFollowsTheStoredBytes(t *testing.T) {
 	set(`{"session_id":"` + s.ID + `","bogus":1}`)
 	if got, err := st.Get(ctx, s.ID); err == nil {
 		t.Fatalf("get of a malformed header returned %+v, want an error", got)
+	}
+}
+
+// TestBoardReadersSeeBehindBoardWrites: a board read waits for the behind
+// board writes queued before it (projection facts, fetches), so that it
+// sees every acknowledged call. The writer gathers behind writes for an
+// hour here: without the wait the read would find the write uncommitted.
+func TestBoardReadersSeeBehindBoardWrites(t *testing.T) {
+	ctx := context.Background()
+	e := newBoardEnv(t)
+	m := e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "context"})
+	e.st.DB().Writer.GatherBehind(time.Hour)
+	done := make(chan error, 1)
+	err := e.st.UpdateBoardBehind(ctx, e.sess.ID, func(w workflow.BoardWriter) error {
+		got, ok, err := w.Message(m.ID)
+		if err != nil || !ok {
+			return fmt.Errorf("message %s: %v %v", m.ID, ok, err)
+		}
+		got.ProjectionCount++
+		return w.Save(got)
+	}, func(err error) { done <- err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count int64
+	if err := e.st.ViewBoard(ctx, e.sess.ID, func(r workflow.BoardReader) error {
+		got, _, err := r.Message(m.ID)
+		count = got.ProjectionCount
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if count != m.ProjectionCount+1 {
+		t.Errorf("projection count seen by the board read = %d, want %d (the behind write queued before it)", count, m.ProjectionCount+1)
+	}
+	if err := e.st.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

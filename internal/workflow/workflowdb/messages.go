@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -37,6 +38,11 @@ var selectMessage = `SELECT ` + fmt.Sprintf(messageColumns, "body") + ` FROM mes
 // ViewBoard implements workflow.BoardStore: fn reads one committed
 // snapshot (a read-only transaction on the read pool).
 func (s *Store) ViewBoard(ctx context.Context, id string, fn func(workflow.BoardReader) error) error {
+	// The board as every acknowledged call left it: its behind writes
+	// (projection facts, fetches) are committed first.
+	if err := s.waitFor(ctx, &s.boardPending, id); err != nil {
+		return storeErr(err)
+	}
 	if err := s.check(ctx, id); err != nil {
 		return storeErr(err)
 	}
@@ -77,14 +83,24 @@ func (s *Store) UpdateBoardBehind(ctx context.Context, id string, fn func(workfl
 		return storeErr(err)
 	}
 	prepared := s.board.get(ctx, s.db.Writer)
-	_, err := s.db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	s.boardMu.Lock()
+	defer s.boardMu.Unlock()
+	var ticket atomic.Uint64
+	t, err := s.db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return fn(&boardTx{ctx: ctx, tx: tx, id: id, prepared: prepared})
 	}, func(err error) {
+		// Ended: board readers need not wait for it.
+		s.boardPending.CompareAndDelete(id, ticket.Load())
 		if done != nil {
 			done(storeErr(err))
 		}
 	})
-	return storeErr(err)
+	if err != nil {
+		return storeErr(err)
+	}
+	ticket.Store(t)
+	s.boardPending.Store(id, t)
+	return nil
 }
 
 // boardStatements are the board's writer statements, prepared once on the

@@ -17,6 +17,9 @@ func (s *Store) SessionSnapshot(ctx context.Context, id string) (workflow.Sessio
 	if err := s.waitPending(ctx, id); err != nil {
 		return out, storeErr(err)
 	}
+	if err := s.waitFor(ctx, &s.boardPending, id); err != nil {
+		return out, storeErr(err)
+	}
 	if err := s.check(ctx, id); err != nil {
 		return out, storeErr(err)
 	}

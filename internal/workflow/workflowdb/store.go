@@ -66,6 +66,11 @@ type Store struct {
 	pending sync.Map
 	readMu  sync.Mutex
 	readSeq int64
+	// boardPending maps a session id to the ticket of its newest behind
+	// board write (see UpdateBoardBehind), which board readers wait for;
+	// boardMu orders those tickets as pending's are ordered by readMu.
+	boardPending sync.Map
+	boardMu      sync.Mutex
 	// unrecorded is the number of reads acknowledged by dead processes
 	// and never committed, found by Open.
 	unrecorded int64
@@ -94,6 +99,13 @@ type RestoreReport struct {
 	Duration  time.Duration
 }
 
+// BehindGather is how long a batch of behind writes (read-only calls'
+// events, board and outbox upkeep) waits for more before it commits
+// (sqlitedb.Writer.GatherBehind): sequential calls arrive a millisecond or
+// two apart, and each would otherwise pay a transaction of its own. Every
+// reader of the ledger, a mutation and Close end the wait at once.
+const BehindGather = 10 * time.Millisecond
+
 // Open opens (creating if needed) the ledger at path. It reads no session
 // or event row: each session is validated at its first use. now may be nil.
 func Open(ctx context.Context, path string, now func() time.Time) (*Store, error) {
@@ -109,6 +121,7 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 		db.Close()
 		return nil, err
 	}
+	db.Writer.GatherBehind(BehindGather)
 	s := &Store{db: db, now: now, inst: inst}
 	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.header, Query: sqlHeader}, sqlitedb.Stmt{Dst: &s.stmts.insertEvent, Query: sqlInsertEvent},
 		sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}, sqlitedb.Stmt{Dst: &s.stmts.updateHeader, Query: sqlUpdateHeader},
@@ -577,14 +590,20 @@ func (s *Store) AppendCall(ctx context.Context, id string, fn workflow.UpdateFun
 // waitPending waits until the behind writes queued for session id so far
 // have ended, so that a reader sees every acknowledged call.
 func (s *Store) waitPending(ctx context.Context, id string) error {
-	t, ok := s.pending.Load(id)
+	return s.waitFor(ctx, &s.pending, id)
+}
+
+// waitFor waits until the write whose ticket pending holds for id (if
+// any) has ended.
+func (s *Store) waitFor(ctx context.Context, pending *sync.Map, id string) error {
+	t, ok := pending.Load(id)
 	if !ok {
 		return nil
 	}
 	if err := s.db.Writer.Wait(ctx, t.(uint64)); err != nil {
 		return err
 	}
-	s.pending.CompareAndDelete(id, t)
+	pending.CompareAndDelete(id, t)
 	return nil
 }
 
