@@ -167,6 +167,13 @@ func (b *Board) Attend(ctx context.Context, p AttendParams) *Attention {
 	if p.SessionID == "" {
 		return finish()
 	}
+	if len(judge) == 0 {
+		// No id to judge: a board without a message this block could show
+		// needs no snapshot. An error here leaves it to the full read.
+		if possible, err := b.store.AttentionPossible(ctx, p.SessionID, p.Before); err == nil && !possible {
+			return finish()
+		}
+	}
 	before := b.pendingSnapshot(p.SessionID)
 	var shown []Message
 	// The recorder was verified by the kernel: no lifecycle check here.

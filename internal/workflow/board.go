@@ -94,6 +94,14 @@ type BoardStore interface {
 	// an fsync of its own unless it carries a durable write: for analysis
 	// facts only, never for a mutation a caller is told about.
 	UpdateBoardBehind(ctx context.Context, id string, fn func(BoardWriter) error, done func(error)) error
+	// AttentionPossible reports whether session id's board holds a
+	// message a session_attention block could show for a call that began
+	// at before: an open message posted before it that requires an ACK
+	// or was never projected. It reads one committed state without
+	// waiting for queued behind writes (those only ever make a message
+	// ineligible), so false is final for that call and true only means
+	// the full snapshot (ViewBoard) must decide.
+	AttentionPossible(ctx context.Context, id string, before time.Time) (bool, error)
 }
 
 // Board is the Session-local message board API used by the tools. Every

@@ -199,3 +199,68 @@ func BenchmarkAttend(b *testing.B) {
 		})
 	}
 }
+
+// TestAttentionPossibleAgreesWithTheBlock: the probe a call without ACK
+// ids takes instead of the board snapshot says false exactly when the full
+// block would show nothing, through every state a message passes: no
+// board, a fresh note, the note projected, an ACK-required risk (shown on
+// every call), the risk resolved, and a message posted after the call
+// began.
+func TestAttentionPossibleAgreesWithTheBlock(t *testing.T) {
+	e := newBoardEnv(t)
+	ctx := context.Background()
+	// full is the block the snapshot path builds (an ACK id forces it;
+	// a malformed one is only rejected, never shown).
+	full := func(before time.Time) []string {
+		a := e.board.Attend(ctx, workflow.AttendParams{SessionID: e.sess.ID, Acks: []string{"x"}, Before: before})
+		e.flush(t)
+		var ids []string
+		for _, m := range a.Messages {
+			ids = append(ids, m.ID)
+		}
+		return ids
+	}
+	check := func(state string, before time.Time, want bool) {
+		t.Helper()
+		got, err := e.st.AttentionPossible(ctx, e.sess.ID, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("%s: possible %v, want %v", state, got, want)
+		}
+		// The fast path of Attend (no ACK ids) shows what the probe says.
+		if fast := e.attend(t, e.board); want != (fast != nil) {
+			t.Fatalf("%s: block %+v with possible %v", state, fast, want)
+		}
+		e.flush(t)
+	}
+	later := func() time.Time { return time.Now().Add(time.Second) }
+
+	check("no board", later(), false)
+	if ids := full(later()); len(ids) != 0 {
+		t.Fatalf("no board: the snapshot shows %v", ids)
+	}
+	note := e.post(t, workflow.PostParams{Kind: workflow.MessageNote})
+	if got, _ := e.st.AttentionPossible(ctx, e.sess.ID, note.CreatedAt); got {
+		t.Fatal("a note posted at the call's start counted as posted before it")
+	}
+	check("a fresh note", later(), true) // shown here, so projected after
+	check("the note projected", later(), false)
+	if ids := full(later()); len(ids) != 0 {
+		t.Fatalf("projected note: the snapshot shows %v", ids)
+	}
+	risk := e.post(t, workflow.PostParams{Kind: workflow.MessageRisk, RequiresAck: true})
+	check("an ACK-required risk", later(), true)
+	check("the risk shown once", later(), true)
+	if ids := full(later()); len(ids) != 1 || ids[0] != risk.ID {
+		t.Fatalf("risk: the snapshot shows %v", ids)
+	}
+	if _, _, err := e.board.Resolve(ctx, workflow.ResolveParams{SessionID: e.sess.ID, MessageID: risk.ID, Resolution: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	check("the risk resolved", later(), false)
+	if ids := full(later()); len(ids) != 0 {
+		t.Fatalf("resolved: the snapshot shows %v", ids)
+	}
+}

@@ -62,6 +62,24 @@ func (s *Store) ViewBoard(ctx context.Context, id string, fn func(workflow.Board
 	return storeErr(err)
 }
 
+// qAttentionPossible is whether any message qualifies for a
+// session_attention block (the condition of qAttention).
+var qAttentionPossible = `SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = ?` + attentionWhere + `)`
+
+// AttentionPossible implements workflow.BoardStore: one statement on the
+// read pool (no transaction, no wait for behind writes: they only ever
+// record projections and fetches, which never make a message eligible).
+func (s *Store) AttentionPossible(ctx context.Context, id string, before time.Time) (bool, error) {
+	if err := s.check(ctx, id); err != nil {
+		return false, storeErr(err)
+	}
+	var possible bool
+	if err := s.db.QueryRow(context.WithoutCancel(ctx), qAttentionPossible, id, before.UnixNano()).Scan(&possible); err != nil {
+		return false, storeErr(err)
+	}
+	return possible, storeErr(ctx.Err())
+}
+
 // UpdateBoard implements workflow.BoardStore: fn runs in the writer's
 // transaction and UpdateBoard returns once it is durably committed.
 func (s *Store) UpdateBoard(ctx context.Context, id string, fn func(workflow.BoardWriter) error) error {
