@@ -168,3 +168,9 @@ func (b BoardAttention) Project(ctx context.Context, c AmbientCall, p *Projectio
 	}
 	p.SessionAttention = b.Board.Attend(ctx, workflow.AttendParams{SessionID: id, Acks: c.AckMessageIDs, Before: c.Began, Claimed: p.ackClaimed})
 }
+
+// NoExtensionRuntime is the one reason skills and plugins are unavailable
+// wherever they are projected (context_request's skills.catalog and
+// plugins.catalog, work_on_project's extension catalog): WebCodex has no
+// skill or plugin runtime.
+const NoExtensionRuntime = "no_runtime"

@@ -190,8 +190,8 @@ type Unavailable struct {
 }
 
 var extensionCatalog = ExtensionCatalog{
-	Skills:  Unavailable{Status: "unavailable", Reason: "no_skill_runtime"},
-	Plugins: Unavailable{Status: "unavailable", Reason: "no_plugin_runtime"},
+	Skills:  Unavailable{Status: "unavailable", Reason: kernel.NoExtensionRuntime},
+	Plugins: Unavailable{Status: "unavailable", Reason: kernel.NoExtensionRuntime},
 }
 
 func include(b *bool) bool { return b == nil || *b }

@@ -107,8 +107,8 @@ func TestIncludeFlags(t *testing.T) {
 	b, _ := json.Marshal(all.Extensions)
 	var cat sessions.ExtensionCatalog
 	json.Unmarshal(b, &cat)
-	if cat.Skills != (sessions.Unavailable{Status: "unavailable", Reason: "no_skill_runtime"}) ||
-		cat.Plugins != (sessions.Unavailable{Status: "unavailable", Reason: "no_plugin_runtime"}) {
+	if cat.Skills != (sessions.Unavailable{Status: "unavailable", Reason: "no_runtime"}) ||
+		cat.Plugins != (sessions.Unavailable{Status: "unavailable", Reason: "no_runtime"}) {
 		t.Fatalf("extension catalog: %s", b)
 	}
 	off := map[string]any{"session_id": all.SessionID, "instruction": "again",

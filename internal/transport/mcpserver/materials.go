@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/memory"
 	"github.com/webcodex/webcodex/internal/project"
 )
@@ -31,7 +32,7 @@ const (
 	ReasonMemoryUnavailable = "memory_unavailable"
 	// ReasonNoRuntime: no skill or plugin runtime exists in WebCodex, so
 	// skills.catalog and plugins.catalog are always unavailable.
-	ReasonNoRuntime = "no_runtime"
+	ReasonNoRuntime = kernel.NoExtensionRuntime
 )
 
 // MemoryProjector is Project Memory as memory.bootstrap reads it
