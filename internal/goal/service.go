@@ -308,8 +308,8 @@ func (s *Service) Associate(ctx context.Context, p AssociateParams) (Association
 	return s.store.Associate(ctx, a, MaxSessionsPerGoal)
 }
 
-// OfSession names up to limit Goals associated with session id (id and
-// title only) and how many there are.
+// OfSession names up to limit (at least 1) Goals associated with session
+// id (id and title only) and how many there are.
 func (s *Service) OfSession(ctx context.Context, sessionID string, limit int) ([]Ref, int, error) {
 	return s.store.OfSession(ctx, sessionID, limit)
 }

@@ -232,22 +232,19 @@ func (s *Store) Sessions(ctx context.Context, goalID string) ([]goal.Association
 	return out, sqlitedb.StoreError(rows.Err(), storeName)
 }
 
-// OfSession implements goal.Store.
+// OfSession implements goal.Store. One statement gives the page and the
+// total (a window count, taken before LIMIT), so they agree.
 func (s *Store) OfSession(ctx context.Context, sessionID string, limit int) ([]goal.Ref, int, error) {
-	var total int
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM goal_sessions WHERE session_id = ?`, sessionID).Scan(&total); err != nil {
-		return nil, 0, sqlitedb.StoreError(err, storeName)
-	}
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT g.id, g.title FROM goal_sessions a JOIN goals g ON g.id = a.goal_id
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT g.id, g.title, count(*) OVER () FROM goal_sessions a JOIN goals g ON g.id = a.goal_id
 		WHERE a.session_id = ? ORDER BY a.associated_at_ms, a.rowid LIMIT ?`, sessionID, limit)
 	if err != nil {
 		return nil, 0, sqlitedb.StoreError(err, storeName)
 	}
 	defer rows.Close()
-	out := []goal.Ref{}
+	out, total := []goal.Ref{}, 0
 	for rows.Next() {
 		var r goal.Ref
-		if err := rows.Scan(&r.ID, &r.Title); err != nil {
+		if err := rows.Scan(&r.ID, &r.Title, &total); err != nil {
 			return nil, 0, sqlitedb.StoreError(err, storeName)
 		}
 		out = append(out, r)
