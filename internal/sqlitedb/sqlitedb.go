@@ -65,13 +65,16 @@ func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row 
 
 // Stmt returns query prepared on the read pool, cached by its text (nil
 // when it cannot be prepared: the caller then runs the text, and meets
-// the error there). A read transaction runs it with tx.StmtContext, which
-// reuses the statement compiled on the transaction's connection; the
-// statements are closed with the database. Only fixed query texts belong
-// here: the cache is never trimmed.
+// the error there). The statements are closed with the database. Only
+// fixed query texts belong here: the cache is never trimmed.
+//
+// On a miss Stmt prepares on the pool, which takes a free connection: it
+// must not be called while holding one (inside a read transaction), where
+// [ReadConns] such callers would each wait for the others forever. Inside
+// a transaction use [DB.Cached], after [DB.Prepare] outside it.
 func (db *DB) Stmt(ctx context.Context, query string) *sql.Stmt {
-	if st, ok := db.stmts.Load(query); ok {
-		return st.(*sql.Stmt)
+	if st := db.Cached(query); st != nil {
+		return st
 	}
 	st, err := db.Read.PrepareContext(context.WithoutCancel(ctx), query)
 	if err != nil {
@@ -83,6 +86,29 @@ func (db *DB) Stmt(ctx context.Context, query string) *sql.Stmt {
 	}
 	return st
 }
+
+// Prepare puts queries in the read pool's statement cache (see
+// [DB.Stmt]); a query that cannot be prepared is left out, to run as
+// text. It must not be called inside a read transaction.
+func (db *DB) Prepare(ctx context.Context, queries ...string) {
+	for _, q := range queries {
+		db.Stmt(ctx, q)
+	}
+}
+
+// Cached returns query's statement from the read pool's cache, or nil. It
+// never prepares, so it is safe inside a read transaction, which runs it
+// with tx.StmtContext (the statement compiled on the transaction's
+// connection is reused).
+func (db *DB) Cached(query string) *sql.Stmt {
+	if st, ok := db.stmts.Load(query); ok {
+		return st.(*sql.Stmt)
+	}
+	return nil
+}
+
+// ReadConns is the size of every database's read pool.
+const ReadConns = 4
 
 // Open opens (creating if needed) the database file at path, applies the
 // migrations found in migrations (files named NNNN_name.sql, applied in
@@ -107,7 +133,7 @@ func Open(ctx context.Context, path string, migrations fs.FS) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
-	r, err := openConn(path, 4)
+	r, err := openConn(path, ReadConns)
 	if err != nil {
 		w.Close()
 		return nil, err

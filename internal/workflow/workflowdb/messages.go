@@ -50,6 +50,7 @@ func (s *Store) ViewBoard(ctx context.Context, id string, fn func(workflow.Board
 	// the driver arms a watcher per transaction and per query, which costs
 	// as much as these small reads); a cancellation is reported after it.
 	rctx := context.WithoutCancel(ctx)
+	s.boardReads.Do(func() { s.db.Prepare(rctx, boardReadQueries...) })
 	tx, err := s.db.Read.BeginTx(rctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return storeErr(err)
@@ -156,7 +157,8 @@ type boardTx struct {
 	id       string
 	prepared map[string]*sql.Stmt // nil in a read snapshot
 	// read is the database of a read snapshot, whose statements come from
-	// its read pool's cache (nil in the writer's transaction).
+	// its read pool's cache, filled before the snapshot began (nil in the
+	// writer's transaction).
 	read *sqlitedb.DB
 }
 
@@ -165,7 +167,7 @@ func (b *boardTx) stmt(q string) *sql.Stmt {
 		return b.tx.StmtContext(b.ctx, st)
 	}
 	if b.read != nil {
-		if st := b.read.Stmt(b.ctx, q); st != nil {
+		if st := b.read.Cached(q); st != nil {
 			return b.tx.StmtContext(b.ctx, st)
 		}
 	}
@@ -193,6 +195,10 @@ func (b *boardTx) exec(q string, args ...any) (sql.Result, error) {
 	return b.tx.ExecContext(b.ctx, q, args...)
 }
 
+// boardReadQueries are the read snapshot's prepared queries (List's,
+// built from its filter, run as text).
+var boardReadQueries = []string{qState, qMessage, qByDeliveryKey, qReplies, qChanged, qAttention, qAttentionCount}
+
 // The board's queries (the prepared ones by their exact text).
 var (
 	qState = `SELECT s.lifecycle, m.generation, m.posted, m.retained, m.removed, m.observation_revision, m.observation_low_watermark
@@ -207,6 +213,7 @@ var (
 	qInsert        = `INSERT INTO messages (session_id, ` + fmt.Sprintf(messageColumns, "body") + `) VALUES (?` + strings.Repeat(",?", messageColumnCount) + `)`
 	qSave          = `UPDATE messages SET ` + saveSet() + ` WHERE session_id = ? AND message_id = ?`
 	qRemoveOne     = `DELETE FROM messages WHERE session_id = ? AND message_id = ?`
+	qChanged       = selectMessage + ` AND observation_revision > ? ORDER BY observation_revision LIMIT ?`
 	// qOldest excludes up to oldestExclude message ids (padded with '').
 	qOldest = map[workflow.RetentionClass]string{}
 )
@@ -292,7 +299,7 @@ func (b *boardTx) List(f workflow.MessageFilter) ([]workflow.Message, bool, erro
 }
 
 func (b *boardTx) Changed(after int64, limit int) ([]workflow.Message, error) {
-	return b.query(selectMessage+` AND observation_revision > ? ORDER BY observation_revision LIMIT ?`, b.id, after, limit)
+	return b.query(qChanged, b.id, after, limit)
 }
 
 func (b *boardTx) Counts() (map[workflow.MessageKind]map[workflow.MessageStatus]int, error) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/sqlitedb"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -379,6 +380,44 @@ func TestObservationRevisionProperties(t *testing.T) {
 		}
 		if step%10 == 0 {
 			cursors = append(cursors, cursor{tok: e.observe(t, workflow.ObserveParams{}).Token, rev: after, state: now})
+		}
+	}
+}
+
+// TestViewBoardFullPool: as many read snapshots as the read pool has
+// connections, open at once, each running queries no snapshot has run
+// before, all finish. A snapshot never waits for a second connection of
+// the pool: when it prepared its statements there, a burst of observers
+// (TestObserveManyWaiters) each held a connection and waited for another.
+func TestViewBoardFullPool(t *testing.T) {
+	e := newBoardEnv(t)
+	m := e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "seen by all"})
+	var inside sync.WaitGroup
+	inside.Add(sqlitedb.ReadConns)
+	errs := make(chan error, sqlitedb.ReadConns)
+	for range sqlitedb.ReadConns {
+		go func() {
+			errs <- e.st.ViewBoard(context.Background(), e.sess.ID, func(r workflow.BoardReader) error {
+				inside.Done()
+				inside.Wait() // every connection of the pool is now held
+				changed, err := r.Changed(0, 10)
+				if err != nil {
+					return err
+				}
+				listed, _, err := r.List(workflow.MessageFilter{Status: workflow.MessageOpen, Limit: 10})
+				if err != nil {
+					return err
+				}
+				if len(changed) != 1 || changed[0].ID != m.ID || len(listed) != 1 || listed[0].ID != m.ID {
+					return fmt.Errorf("changed %v, listed %v, want [%s]", ids(changed), ids(listed), m.ID)
+				}
+				return nil
+			})
+		}()
+	}
+	for range sqlitedb.ReadConns {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }

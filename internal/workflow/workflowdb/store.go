@@ -55,6 +55,9 @@ type Store struct {
 	}
 	// board holds the message board's writer statements (messages.go).
 	board boardStatements
+	// boardReads puts the board's fixed read queries in the read pool's
+	// statement cache, once, before the first read snapshot.
+	boardReads sync.Once
 	// stmts are Update's statements, prepared once on the writer.
 	stmts struct {
 		header, insertEvent, trim, updateHeader, openCall, closeCall, outbox, readMark *sql.Stmt
