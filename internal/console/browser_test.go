@@ -131,7 +131,7 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 	if err := syscall.Mkfifo(gate, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	job := s.runJob(t, alice, sess, `echo "tests started"; read word < gate; echo "tests finished: $word"`)
+	job := s.runJob(t, alice, sess, `echo "tests started"; read word < gate; echo "tests finished: $word"; test "$word" = green`)
 
 	// Sign in: the form posts the token, the console sets its cookie.
 	must(t, tab, "sign in",
@@ -183,28 +183,39 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 	if err != nil || !shown {
 		t.Fatalf("the instruction is not shown as text (%v, %v)", shown, err)
 	}
-	// Let the job finish and watch it end on the page.
+	// The running job's row is not coloured as failed.
+	rowBackground := `getComputedStyle(document.querySelector('tr[data-live-slot="row"]')).backgroundColor`
+	running, err := chromedp.Run(tab, chromedp.Evaluate[string](rowBackground))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Let the job fail and watch it end on the page.
 	f, err := os.OpenFile(gate, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString("green\n"); err != nil {
+	if _, err := f.WriteString("red\n"); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
 	truthy(t, tab, "the job's end", `document.querySelector('details.jobtail').getAttribute("data-live-state") === "ended"`)
 	out, err := chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`pre[data-live-slot="stdout"]`)))
-	if err != nil || out != "tests started\ntests finished: green\n" {
+	if err != nil || out != "tests started\ntests finished: red\n" {
 		t.Fatalf("tail output %q (%v)", out, err)
 	}
 	state, err := chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`details.jobtail [data-live-slot="state"]`)))
-	if err != nil || !strings.Contains(state, "succeeded") || !strings.Contains(state, "exit code 0") {
+	if err != nil || !strings.Contains(state, "failed") || !strings.Contains(state, "exit code 1") {
 		t.Fatalf("tail state %q (%v)", state, err)
 	}
-	// The job's row above the tail followed it: it says succeeded now.
+	// The job's row above the tail followed it: it says failed now, and
+	// is coloured so without a reload.
 	rowText, err := chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`tr[data-live-slot="row"]`)))
-	if err != nil || !strings.Contains(rowText, "succeeded") || strings.Contains(rowText, "running") || !strings.Contains(rowText, job) {
+	if err != nil || !strings.Contains(rowText, "failed") || strings.Contains(rowText, "running") || !strings.Contains(rowText, job) {
 		t.Fatalf("job row %q (%v)", rowText, err)
+	}
+	failed, err := chromedp.Run(tab, chromedp.Evaluate[string](rowBackground))
+	if err != nil || failed == running || failed != "rgb(253, 236, 234)" {
+		t.Fatalf("the failed job's row background is %q (running: %q, %v)", failed, running, err)
 	}
 	must(t, tab, "scroll to the job", chromedp.ScrollIntoView(chromedp.CSS(`details.jobtail`)))
 	screenshot(t, tab, dir, "console-job-tail.png")
