@@ -287,6 +287,22 @@ type bareOut struct {
 // setupBare serves a plain go-sdk stateless Streamable HTTP server with one
 // typed read tool over the same small file: the cost of MCP itself.
 func setupBare(b *testing.B, agents int) *benchEnv {
+	s := bareServer(b)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	calls := make([]*mcp.CallToolParams, agents)
+	for i := range calls {
+		calls[i] = &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": benchFile}}
+	}
+	env := &benchEnv{endpoint: srv.URL, hc: benchClient(b, "", agents), call: func(i int) *mcp.CallToolParams { return calls[i] }}
+	env.sessions = connectAgents(b, env.endpoint, env.hc, agents)
+	return env
+}
+
+// bareServer is a plain go-sdk server with one typed read tool over a
+// directory of its own holding the small file.
+func bareServer(b *testing.B) *mcp.Server {
 	dir := b.TempDir()
 	writeBenchFile(b, dir)
 	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
@@ -299,16 +315,7 @@ func setupBare(b *testing.B, agents int) *benchEnv {
 			sum := sha256.Sum256(data)
 			return nil, bareOut{Path: in.Path, Content: string(data), SHA256: hex.EncodeToString(sum[:])}, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
-	srv := httptest.NewServer(h)
-	b.Cleanup(srv.Close)
-	calls := make([]*mcp.CallToolParams, agents)
-	for i := range calls {
-		calls[i] = &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": benchFile}}
-	}
-	env := &benchEnv{endpoint: srv.URL, hc: benchClient(b, "", agents), call: func(i int) *mcp.CallToolParams { return calls[i] }}
-	env.sessions = connectAgents(b, env.endpoint, env.hc, agents)
-	return env
+	return s
 }
 
 func writeBenchFile(b *testing.B, dir string) {
