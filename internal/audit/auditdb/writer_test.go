@@ -441,3 +441,65 @@ func TestWriterBatchBounds(t *testing.T) {
 		t.Fatalf("%d events in batches, total_actions %d, want %d", total, sess.TotalActions, n)
 	}
 }
+
+// TestStopWaitsForQueued: Stop while a batch is being written and events
+// are queued behind it returns only once every one of them is committed
+// (and its result handed to its Submit); a Submit after Stop writes its
+// own event.
+func TestStopWaitsForQueued(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := auditdb.Open(ctx, filepath.Join(dir, auditdb.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		g := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+		svc := audit.NewService(g, nil)
+		svc.Start(nil)
+		var wg sync.WaitGroup
+		var answered atomic.Int64
+		submit := func() {
+			wg.Go(func() {
+				if err := svc.Submit(ctx, time.Minute, "s", okEvent(), audit.Attribution{}); err != nil {
+					t.Error(err)
+				}
+				answered.Add(1)
+			})
+		}
+		submit()
+		<-g.entered // the first event's batch is being written
+		for range 3 {
+			submit()
+		}
+		synctest.Wait() // three Submits queued
+		stopped := make(chan error, 1)
+		go func() { stopped <- svc.Stop(ctx) }()
+		synctest.Wait() // Stop waiting
+		select {
+		case err := <-stopped:
+			t.Fatalf("Stop returned (%v) while a batch and 3 queued events were unwritten", err)
+		default:
+		}
+		if n := answered.Load(); n != 0 {
+			t.Fatalf("%d Submits answered before their batch was written", n)
+		}
+		close(g.release)
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		if n := countEvents(t, st); n != 4 {
+			t.Fatalf("after Stop: %d events written, want 4", n)
+		}
+		wg.Wait()
+		g.mu.Lock()
+		sizes := slices.Clone(g.sizes)
+		g.mu.Unlock()
+		if !slices.Equal(sizes, []int{1, 3}) {
+			t.Fatalf("batch sizes %v, want [1 3]: the one being written, then the three queued behind it", sizes)
+		}
+		if err := svc.Submit(ctx, time.Minute, "s", okEvent(), audit.Attribution{}); err != nil || countEvents(t, st) != 5 {
+			t.Fatalf("Submit after Stop: %v, %d events", err, countEvents(t, st))
+		}
+	})
+}
