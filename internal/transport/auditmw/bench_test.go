@@ -50,7 +50,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	}
 	m := benchpair.RunSides(b, benchpair.Side{Name: "direct", F: serve(h)}, benchpair.Side{Name: "audited", F: serve(wrapped)})
 	b.ReportMetric(float64(m[1])/float64(m[0]), "ratio")
-	b.ReportMetric(float64((m[1]-m[0]).Nanoseconds()), "audit-ns")
+	b.ReportMetric(float64((m[1] - m[0]).Nanoseconds()), "audit-ns")
 	if n := mw.WriteFailures(); n != 0 {
 		b.Fatalf("%d audit writes failed", n)
 	}

@@ -273,10 +273,14 @@ func TestStructuredContentJoinsBodyAndSidecar(t *testing.T) {
 		res       kernel.Result
 		materials map[string]Material
 	}{
-		"warnings":          {func() kernel.Result { r := ok; r.Warnings = warn; return r }(), nil},
-		"context":           {ok, map[string]Material{"webcodex.workflow": {Status: "ok", Content: tricky}}},
-		"attention":         {func() kernel.Result { r := ok; r.Projections = attention; return r }(), nil},
-		"failure, warnings": {func() kernel.Result { r := kernel.Failure(failure.New(failure.NotFound, "%s", tricky)); r.Warnings = warn; return r }(), nil},
+		"warnings":  {func() kernel.Result { r := ok; r.Warnings = warn; return r }(), nil},
+		"context":   {ok, map[string]Material{"webcodex.workflow": {Status: "ok", Content: tricky}}},
+		"attention": {func() kernel.Result { r := ok; r.Projections = attention; return r }(), nil},
+		"failure, warnings": {func() kernel.Result {
+			r := kernel.Failure(failure.New(failure.NotFound, "%s", tricky))
+			r.Warnings = warn
+			return r
+		}(), nil},
 		"all": {func() kernel.Result {
 			r := ok
 			r.Warnings, r.Projections = warn, attention
