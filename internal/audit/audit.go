@@ -41,7 +41,10 @@ const (
 	MaxStatsEventsPerSession = 200
 
 	// MaxEventsPerSession is how many events a session retains; older ones
-	// are trimmed while the session counters stay cumulative.
+	// are trimmed while the session counters stay cumulative. The store
+	// trims in batches: a session may hold up to an eighth more before
+	// its oldest are deleted down to this bound (auditdb.TrimSlack,
+	// decision 0041).
 	MaxEventsPerSession = 500
 
 	MaxSummaryTextChars = 500  // error_summary, warning_summary

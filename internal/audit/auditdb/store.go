@@ -39,6 +39,18 @@ var _ audit.Store = (*Store)(nil)
 // which hold the facts of every call, are not relaxed by this.
 const DurableEvery = time.Second
 
+// TrimSlack is how many events past maxEvents a session may hold before
+// its oldest are deleted (decision 0041): an append that takes a session
+// past maxEvents+TrimSlack(maxEvents) deletes down to its newest
+// maxEvents, so one trim of about maxEvents/8 events replaces a trim of
+// one event in nearly every append, which cost about a third of an
+// audit commit (three more WAL pages and two more statements). A session
+// therefore holds between maxEvents and maxEvents+TrimSlack events, the
+// newest ones, once it has had that many; reads are bounded by their own
+// limits (audit.MaxEventsLimit, the stats caps). A bound under 8 is kept
+// exactly.
+func TrimSlack(maxEvents int) int { return maxEvents / 8 }
+
 // Store is the SQLite audit store.
 type Store struct {
 	db    *sqlitedb.DB
@@ -341,11 +353,12 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 			}
 		}
 		for i, id := range order {
-			if retained[i] <= int64(maxEvents) {
+			if retained[i] <= int64(maxEvents+TrimSlack(maxEvents)) {
 				continue
 			}
 			// retained_events counts the session's events, so the oldest
-			// retained-maxEvents are exactly the ones past the bound.
+			// retained-maxEvents are exactly the ones past the bound:
+			// the session is left with its newest maxEvents.
 			excess := retained[i] - int64(maxEvents)
 			res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, excess)
 			if err != nil {

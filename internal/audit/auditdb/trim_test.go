@@ -68,6 +68,54 @@ func TestBatchesTrimToExactlyTheNewest(t *testing.T) {
 	}
 }
 
+// TestBatchedTrimKeepsTheNewest: with a bound of 16 (a slack of 2), a
+// session holds all its events up to 18, and an append that takes it
+// past 18 leaves exactly its newest 16, whatever the batch sizes and
+// however two sessions' events mix in one batch.
+func TestBatchedTrimKeepsTheNewest(t *testing.T) {
+	st, err := auditdb.Open(ctx, filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const maxEvents = 16
+	if s := auditdb.TrimSlack(maxEvents); s != 2 {
+		t.Fatalf("TrimSlack(%d) = %d, want 2", maxEvents, s)
+	}
+	sent := map[string][]string{}
+	held := map[string]int{} // what the session must hold
+	n := 0
+	for _, size := range []int{5, 5, 5, 1, 1, 1, 1, 2, 1, 1, 30, 1, 3} {
+		var batch []audit.Event
+		added := map[string]int{}
+		for range size {
+			session := []string{"a", "b"}[n%3/2]
+			id := fmt.Sprintf("e%03d", n)
+			n++
+			sent[session] = append(sent[session], id)
+			added[session]++
+			batch = append(batch, audit.Event{EventView: audit.EventView{EventID: id, SessionID: session, Status: audit.EventSuccess}})
+		}
+		if err := st.AppendEvents(ctx, batch, maxEvents, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for session, k := range added {
+			if held[session] += k; held[session] > maxEvents+2 {
+				held[session] = maxEvents
+			}
+		}
+		for session, ids := range sent {
+			want := ids[len(ids)-held[session]:]
+			if got := eventIDs(t, st, session); !slices.Equal(got, want) {
+				t.Fatalf("after %d events, session %s holds %v, want its newest %d: %v", n, session, got, len(want), want)
+			}
+		}
+	}
+	if held["a"] != maxEvents+2 {
+		t.Fatalf("the batches never left session a at the slack's top (held %v): the case tests less than it says", held)
+	}
+}
+
 // TestRetainedCountIsBackfilled opens a database written before
 // retained_events existed, holding more events than the bound, and checks
 // that the next append leaves exactly the newest maxEvents.
