@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
 )
 
 // Group commit bounds.
@@ -224,11 +226,23 @@ func (s *Service) Stop(ctx context.Context) error {
 
 // writeBatch commits the events of batch in one transaction and returns
 // each one's result; when the transaction fails it retries event by event
-// so that one bad event costs only itself.
-func (s *Service) writeBatch(batch []*pending) []error {
+// so that one bad event costs only itself. A panic of the store is every
+// unanswered event's failure, so that the turn is still passed on (a
+// request goroutine writes the batch, and its panic is recovered by the
+// HTTP server).
+func (s *Service) writeBatch(batch []*pending) (errs []error) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	errs := make([]error, len(batch))
+	errs = make([]error, len(batch))
+	decided := 0 // errs[:decided] are the events' results
+	defer func() {
+		if p := recover(); p != nil {
+			for i := decided; i < len(errs); i++ {
+				errs[i] = failure.New(failure.Internal, "audit: writing events panicked: %v", p)
+				s.failed(batch[i].ev, errs[i])
+			}
+		}
+	}()
 	evs := make([]Event, len(batch))
 	for i, p := range batch {
 		evs[i] = p.ev
@@ -241,12 +255,14 @@ func (s *Service) writeBatch(batch []*pending) []error {
 		for i := range errs {
 			errs[i] = err
 		}
+		decided = len(errs)
 		return errs
 	}
 	for i, p := range batch {
 		if errs[i] = s.store.AppendEvents(ctx, []Event{p.ev}, MaxEventsPerSession, s.now()); errs[i] != nil {
 			s.failed(p.ev, errs[i])
 		}
+		decided = i + 1
 	}
 	return errs
 }

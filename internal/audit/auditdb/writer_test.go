@@ -505,3 +505,69 @@ func TestStopWaitsForQueued(t *testing.T) {
 		}
 	})
 }
+
+// panickyStore's first AppendEvents closes entered, waits for release
+// and panics.
+type panickyStore struct {
+	audit.Store
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (p *panickyStore) AppendEvents(ctx context.Context, evs []audit.Event, max int, now time.Time) error {
+	first := false
+	p.once.Do(func() { first = true })
+	if first {
+		close(p.entered)
+		<-p.release
+		panic("store broke")
+	}
+	return p.Store.AppendEvents(ctx, evs, max, now)
+}
+
+// TestPanicFailsTheBatchOnly: a store that panics while a Submit writes
+// a batch fails that batch's event, counted, and the Submits queued
+// behind it are still written in the next batch, as are later ones: the
+// group commit goes on.
+func TestPanicFailsTheBatchOnly(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := auditdb.Open(ctx, filepath.Join(dir, auditdb.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		p := &panickyStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+		svc := audit.NewService(p, nil)
+		svc.Start(nil)
+		defer svc.Stop(ctx)
+		first := make(chan error, 1)
+		go func() { first <- svc.Submit(ctx, time.Minute, "p", okEvent(), audit.Attribution{}) }()
+		<-p.entered
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for range 3 {
+			wg.Go(func() {
+				if err := svc.Submit(ctx, time.Minute, "p", okEvent(), audit.Attribution{}); err != nil {
+					failed.Add(1)
+				}
+			})
+		}
+		synctest.Wait() // three queued behind the batch being written
+		close(p.release)
+		if err := <-first; !failure.Is(err, failure.Internal) {
+			t.Fatalf("the panicking batch's Submit = %v, want internal", err)
+		}
+		wg.Wait()
+		if n := failed.Load(); n != 0 {
+			t.Fatalf("%d of the queued Submits failed; the panic was the first batch's only", n)
+		}
+		if err := svc.Submit(ctx, time.Minute, "p", okEvent(), audit.Attribution{}); err != nil {
+			t.Fatalf("Submit after the panic: %v", err)
+		}
+		if n, f := countEvents(t, st), svc.WriteFailures(); n != 4 || f != 1 {
+			t.Fatalf("%d events written, %d failures counted; want 4 and 1", n, f)
+		}
+	})
+}
