@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 )
 
@@ -222,6 +223,9 @@ type benchEnv struct {
 	// call returns the agent's call. Each agent has its own params: the
 	// go-sdk client writes the request _meta into the params it is given.
 	call func(agent int) *mcp.CallToolParams
+	// audit is the audit service behind the server's middleware (nil:
+	// none).
+	audit *audit.Service
 }
 
 // setupApp serves the complete WebCodex handler with one registered project
@@ -251,7 +255,7 @@ func setupApp(recorded bool) func(*testing.B, int) *benchEnv {
 		}
 		srv := httptest.NewServer(a.Handler())
 		b.Cleanup(srv.Close)
-		env := &benchEnv{endpoint: srv.URL + "/mcp", hc: benchClient(b, token, agents)}
+		env := &benchEnv{endpoint: srv.URL + "/mcp", hc: benchClient(b, token, agents), audit: a.Audit}
 		env.sessions = connectAgents(b, env.endpoint, env.hc, agents)
 		recorders := make([]string, agents)
 		if recorded {

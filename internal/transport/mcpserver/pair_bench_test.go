@@ -23,7 +23,10 @@ import (
 // per call; the goal (throughput at least 0.8× the bare server's) is a
 // ratio of at most 1.25.
 //
-// A third side, in the same turns, splits the gap: bare_sdk_audited is
+// Each audit session first gets MaxEventsPerSession events (fillAudit):
+// the calls are timed as an agent's past its first 500, whose session
+// stays at its retention bound. A third side, in the same turns, splits
+// the gap: bare_sdk_audited is
 // the bare server behind the audit middleware over its own audit.db, its
 // event committed before the response's tail is written (decisions 0012
 // and 0029): the floor the audit contract alone sets. audited-ratio is
@@ -33,6 +36,7 @@ func BenchmarkToolsCallRecordedVsBare(b *testing.B) {
 	rec, bare, audited := setupApp(true)(b, 1), setupBare(b, 1), setupBareAudited(b)
 	for _, env := range []*benchEnv{rec, bare, audited} {
 		callOnce(b, env.sessions[0], env.call(0))
+		fillAudit(b, env)
 	}
 	ctx := context.Background()
 	one := func(env *benchEnv) func() {
@@ -54,6 +58,31 @@ func BenchmarkToolsCallRecordedVsBare(b *testing.B) {
 	b.ReportMetric(float64(m[2])/float64(m[0]), "ratio")
 	b.ReportMetric(float64(m[1])/float64(m[0]), "audited-ratio")
 	b.ReportMetric(float64(m[2])/float64(m[1]), "recorded-over-audited-ratio")
+}
+
+// fillAudit gives the audit session the calls of env are recorded in
+// (the one idle reuse picks) MaxEventsPerSession events more, so that its
+// calls are timed as those of an agent past its first 500 calls: with
+// the session at its retention bound, as it stays from then on.
+func fillAudit(b *testing.B, env *benchEnv) {
+	if env.audit == nil {
+		return
+	}
+	ctx := context.Background()
+	id, _, err := env.audit.Affinity(ctx, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev := audit.Event{EventView: audit.EventView{Endpoint: "/mcp", Operation: auditmw.OpMCP, ActionName: "read_files",
+		Status: audit.EventSuccess, Summary: map[string]any{"transport": auditmw.TransportMCP, "tool": "read_files"}}}
+	for range audit.MaxEventsPerSession {
+		if err := env.audit.Record(ctx, id, ev, audit.Attribution{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if again, _, err := env.audit.Affinity(ctx, ""); err != nil || again != id {
+		b.Fatalf("the calls would be recorded in %q (%v), not the filled %q", again, err, id)
+	}
 }
 
 // setupBareAudited serves the bare server's read tool behind the audit
@@ -91,7 +120,7 @@ func setupBareAudited(b *testing.B) *benchEnv {
 	srv := httptest.NewServer(h)
 	b.Cleanup(srv.Close)
 	call := &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": benchFile}}
-	env := &benchEnv{endpoint: srv.URL, hc: benchClient(b, "", 1), call: func(int) *mcp.CallToolParams { return call }}
+	env := &benchEnv{endpoint: srv.URL, hc: benchClient(b, "", 1), call: func(int) *mcp.CallToolParams { return call }, audit: svc}
 	env.sessions = connectAgents(b, env.endpoint, env.hc, 1)
 	b.Cleanup(func() {
 		if n := mw.WriteFailures(); n != 0 {
