@@ -54,4 +54,10 @@ for p in "${pairs[@]}"; do
 		extra=$(awk -v ns="$ns" 'BEGIN {printf "  (%s %.3f ms a call)", "'"$subject"'", ns / 1e6}')
 	fi
 	printf '%-52s %8.3f %8s  %s%s\n' "$what" "$(printf '%s\n' $ratios | median)" "${goal:--}" "$(echo $ratios | tr '\n' ' ')" "$extra"
+	# A benchmark's further ratios (metrics named <what>-ratio, such as
+	# the MCP read's audited-ratio), each on its own row below its pair.
+	for m in $(awk '{for (i = 2; i <= NF; i++) if ($i ~ /.-ratio$/) print $i}' <<<"$out" | sort -u); do
+		rs=$(awk -v m="$m" '{for (i = 2; i <= NF; i++) if ($i == m) print $(i-1)}' <<<"$out")
+		printf '  %-50s %8.3f %8s  %s\n' "${m%-ratio}" "$(printf '%s\n' $rs | median)" "-" "$(echo $rs | tr '\n' ' ')"
+	done
 done

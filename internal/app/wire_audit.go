@@ -6,7 +6,7 @@ import (
 )
 
 // newAudit builds the Action Audit Session service over audit.db with its
-// background writer running (stopped by Close), and the HTTP middleware
+// group commit running (stopped by Close), and the HTTP middleware
 // that records audited requests and serves the operator audit API.
 func newAudit(a *App) (*audit.Service, *auditmw.Middleware) {
 	svc := audit.NewService(a.Stores.Audit, nil)

@@ -41,7 +41,10 @@ const (
 	MaxStatsEventsPerSession = 200
 
 	// MaxEventsPerSession is how many events a session retains; older ones
-	// are trimmed while the session counters stay cumulative.
+	// are trimmed while the session counters stay cumulative. The store
+	// trims in batches: a session may hold up to an eighth more before
+	// its oldest are deleted down to this bound (auditdb.TrimSlack,
+	// decision 0041).
 	MaxEventsPerSession = 500
 
 	MaxSummaryTextChars = 500  // error_summary, warning_summary
@@ -240,7 +243,9 @@ type Store interface {
 	Resolve(ctx context.Context, req ResolveRequest) (Resolved, error)
 	// AppendEvents stores already sanitized events in one transaction
 	// (all or none), creating missing sessions, updating the session
-	// counters and keeping only the newest maxEvents events per session.
+	// counters and keeping the newest events of each session: all of them
+	// up to maxEvents plus a slack, then trimmed to the newest maxEvents
+	// (auditdb.TrimSlack, decision 0041).
 	AppendEvents(ctx context.Context, evs []Event, maxEvents int, now time.Time) error
 	// Ergonomics returns the newest limit summary.model_ergonomics records,
 	// newest first, and how many are stored.

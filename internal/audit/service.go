@@ -14,7 +14,7 @@ import (
 )
 
 // Service applies the audit rules (affinity, sanitizing, bounds) over a
-// Store, and owns the background writer (see [Service.Start]).
+// Store, and owns the group commit of Submit (see [Service.Start]).
 type Service struct {
 	store Store
 	now   func() time.Time

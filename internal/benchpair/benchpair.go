@@ -18,25 +18,43 @@ import (
 // and reports their medians and ratio. Each side runs at least once.
 func Run(b *testing.B, baseName string, base func(), subjectName string, subject func()) {
 	b.Helper()
-	var tBase, tSubject []time.Duration
+	m := RunSides(b, Side{baseName, base}, Side{subjectName, subject})
+	b.ReportMetric(float64(m[1])/float64(m[0]), "ratio")
+}
+
+// Side is one side of a comparison: its name (the prefix of its
+// "<name>-median-ns" metric) and one call.
+type Side struct {
+	Name string
+	F    func()
+}
+
+// RunSides times sides in turns (one call of each, in order, then again)
+// until the benchmark's loop ends, reports each side's median as
+// "<name>-median-ns" and returns the medians in the order of sides. Each
+// side runs at least once. The caller reports the ratios it compares.
+func RunSides(b *testing.B, sides ...Side) []time.Duration {
+	b.Helper()
+	times := make([][]time.Duration, len(sides))
 	for i := 0; b.Loop(); i++ {
-		f, ts := base, &tBase
-		if i%2 == 1 {
-			f, ts = subject, &tSubject
+		k := i % len(sides)
+		start := time.Now()
+		sides[k].F()
+		times[k] = append(times[k], time.Since(start))
+	}
+	for k, s := range sides { // a short loop: give every side its turn
+		if len(times[k]) == 0 {
+			start := time.Now()
+			s.F()
+			times[k] = append(times[k], time.Since(start))
 		}
-		start := time.Now()
-		f()
-		*ts = append(*ts, time.Since(start))
 	}
-	if len(tSubject) == 0 { // a single iteration: give the subject its turn
-		start := time.Now()
-		subject()
-		tSubject = append(tSubject, time.Since(start))
+	medians := make([]time.Duration, len(sides))
+	for k, s := range sides {
+		medians[k] = Median(times[k])
+		b.ReportMetric(float64(medians[k].Nanoseconds()), s.Name+"-median-ns")
 	}
-	mb, ms := Median(tBase), Median(tSubject)
-	b.ReportMetric(float64(mb.Nanoseconds()), baseName+"-median-ns")
-	b.ReportMetric(float64(ms.Nanoseconds()), subjectName+"-median-ns")
-	b.ReportMetric(float64(ms)/float64(mb), "ratio")
+	return medians
 }
 
 // Median returns the median of ds (0 for none). It sorts a copy.

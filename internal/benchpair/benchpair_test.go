@@ -46,3 +46,25 @@ func TestRunAlternates(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSidesTakesTurns: three sides run in order, in turns, each at
+// least once, and one median is returned per side.
+func TestRunSidesTakesTurns(t *testing.T) {
+	var order []byte
+	var medians []time.Duration
+	testing.Benchmark(func(b *testing.B) {
+		order = order[:0]
+		side := func(c byte) benchpair.Side {
+			return benchpair.Side{Name: string(c), F: func() { order = append(order, c) }}
+		}
+		medians = benchpair.RunSides(b, side('a'), side('b'), side('c'))
+	})
+	if len(order) < 3 || len(medians) != 3 {
+		t.Fatalf("ran %q, medians %v", order, medians)
+	}
+	for i, c := range order {
+		if c != "abc"[i%3] {
+			t.Fatalf("not in turns: %q", order)
+		}
+	}
+}

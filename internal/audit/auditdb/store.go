@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,15 +40,71 @@ var _ audit.Store = (*Store)(nil)
 // which hold the facts of every call, are not relaxed by this.
 const DurableEvery = time.Second
 
+// TrimSlack is how many events past maxEvents a session may hold before
+// its oldest are deleted (decision 0041): an append that takes a session
+// past maxEvents+TrimSlack(maxEvents) deletes down to its newest
+// maxEvents, so one trim of about maxEvents/8 events replaces a trim of
+// one event in nearly every append, which cost about a third of an
+// audit commit (three more WAL pages and two more statements). A session
+// therefore holds between maxEvents and maxEvents+TrimSlack events, the
+// newest ones, once it has had that many (events another process
+// appends to a session this store also appends to can delay its trim by
+// as many; see heldCache); reads are bounded by their own limits
+// (audit.MaxEventsLimit, the stats caps). A bound under 8 is kept
+// exactly.
+func TrimSlack(maxEvents int) int { return maxEvents / 8 }
+
 // Store is the SQLite audit store.
 type Store struct {
 	db    *sqlitedb.DB
 	stmts struct {
-		ensure, insert, counters, trim, retained *sql.Stmt
+		ensure, insert, counters, count, held, trim, retained *sql.Stmt
 	}
 	// lastDurable is the Unix nanosecond time of the last durable event
 	// append (0: none yet).
 	lastDurable atomic.Int64
+	held        heldCache
+}
+
+// maxHeldSessions bounds the held cache (it is emptied when full).
+const maxHeldSessions = 1024
+
+// heldCache is, per session this store appended to, how many events the
+// session holds as far as this store knows: its retained_events after
+// the store's last append (read back once, then advanced by each append
+// and trim). It only decides when an append reads the exact count to
+// judge a trim: the trim itself always works from the stored count, so
+// an entry that is off (another process appended to the session, or an
+// append failed after advancing it) can make a trim come later or a
+// look come sooner, never change what is kept. An entry is dropped when
+// an append of its session fails.
+type heldCache struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (c *heldCache) get(id string) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.n[id]
+	return n, ok
+}
+
+func (c *heldCache) set(id string, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil || len(c.n) >= maxHeldSessions {
+		c.n = map[string]int64{}
+	}
+	c.n[id] = n
+}
+
+func (c *heldCache) drop(ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		delete(c.n, id)
+	}
 }
 
 const (
@@ -61,7 +118,9 @@ const (
 		(window_principal, client_window, session_id, kind, first_at, last_at, count) VALUES (?, ?, ?, ?, ?, ?, 1)
 		ON CONFLICT (window_principal, client_window, session_id, kind) DO UPDATE SET
 		last_at = max(last_at, excluded.last_at), count = count + 1`
-	sqlCounters = `UPDATE action_sessions SET
+	// sqlCount adds an append's deltas to its session's counters;
+	// sqlCounters also reads back how many events the session holds.
+	sqlCount = `UPDATE action_sessions SET
 		total_actions = total_actions + ?,
 		success_count = success_count + ?,
 		failed_count = failed_count + ?,
@@ -74,8 +133,10 @@ const (
 		first_event_at = COALESCE(first_event_at, ?),
 		last_event_at = MAX(COALESCE(last_event_at, 0), ?),
 		updated_at = MAX(updated_at, ?)
-		WHERE session_id = ?
-		RETURNING retained_events`
+		WHERE session_id = ?`
+	sqlCounters = sqlCount + ` RETURNING retained_events`
+	// sqlHeld reads how many events a session holds.
+	sqlHeld = `SELECT retained_events FROM action_sessions WHERE session_id = ?`
 	// sqlTrim deletes the oldest ? events of a session: it walks only
 	// the index entries it deletes.
 	sqlTrim = `DELETE FROM action_events WHERE seq IN (
@@ -104,6 +165,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s := &Store{db: db}
 	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.ensure, Query: sqlEnsure}, sqlitedb.Stmt{Dst: &s.stmts.insert, Query: sqlInsert},
 		sqlitedb.Stmt{Dst: &s.stmts.counters, Query: sqlCounters}, sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim},
+		// The counters without RETURNING: an Exec costs less than a
+		// query's rows, and the held cache says how many the session holds.
+		sqlitedb.Stmt{Dst: &s.stmts.count, Query: sqlCount},
+		sqlitedb.Stmt{Dst: &s.stmts.held, Query: sqlHeld},
 		sqlitedb.Stmt{Dst: &s.stmts.retained, Query: sqlRetained}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("auditdb: prepare: %w", err)
@@ -298,12 +363,26 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 		// append) needs no INSERT OR IGNORE; one that has none is created,
 		// then counted. Its events are inserted below, in the same
 		// transaction, so the order changes nothing that is stored.
-		retained := make([]int64, len(order))
+		// A session the held cache knows is counted without reading its
+		// count back (exact[i] false: retained[i] is the cache's).
+		retained, exact := make([]int64, len(order)), make([]bool, len(order))
 		for i, id := range order {
 			d := per[id]
+			args := []any{d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS, d.files, d.jobs, d.n, d.first, d.last, at, id}
+			if held, ok := s.held.get(id); ok {
+				res, err := tx.StmtContext(ctx, s.stmts.count).ExecContext(ctx, args...)
+				if err != nil {
+					return err
+				}
+				if n, err := res.RowsAffected(); err == nil && n == 1 {
+					retained[i] = held + d.n
+					s.held.set(id, retained[i])
+					continue
+				}
+				// No row (or no answer): count it below, reading back.
+			}
 			count := func() error {
-				return counters.QueryRowContext(ctx, d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS,
-					d.files, d.jobs, d.n, d.first, d.last, at, id).Scan(&retained[i])
+				return counters.QueryRowContext(ctx, args...).Scan(&retained[i])
 			}
 			err := count()
 			if errors.Is(err, sql.ErrNoRows) {
@@ -314,6 +393,8 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 			if err != nil {
 				return err
 			}
+			exact[i] = true
+			s.held.set(id, retained[i])
 		}
 		for _, r := range rows {
 			ev := r.ev
@@ -341,11 +422,22 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 			}
 		}
 		for i, id := range order {
-			if retained[i] <= int64(maxEvents) {
+			if retained[i] <= int64(maxEvents+TrimSlack(maxEvents)) {
 				continue
 			}
+			if !exact[i] {
+				// Judge the trim by the stored count, not the cache's.
+				if err := tx.StmtContext(ctx, s.stmts.held).QueryRowContext(ctx, id).Scan(&retained[i]); err != nil {
+					return err
+				}
+				s.held.set(id, retained[i])
+				if retained[i] <= int64(maxEvents+TrimSlack(maxEvents)) {
+					continue
+				}
+			}
 			// retained_events counts the session's events, so the oldest
-			// retained-maxEvents are exactly the ones past the bound.
+			// retained-maxEvents are exactly the ones past the bound:
+			// the session is left with its newest maxEvents.
 			excess := retained[i] - int64(maxEvents)
 			res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, excess)
 			if err != nil {
@@ -358,9 +450,17 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 			if _, err := tx.StmtContext(ctx, s.stmts.retained).ExecContext(ctx, deleted == excess, maxEvents, id); err != nil {
 				return err
 			}
+			if deleted == excess {
+				s.held.set(id, int64(maxEvents))
+			} else {
+				s.held.drop([]string{id}) // recounted in SQL: read it back next time
+			}
 		}
 		return nil
 	})
+	if err != nil {
+		s.held.drop(order)
+	}
 	if err == nil && durable {
 		s.lastDurable.Store(now.UnixNano())
 	}

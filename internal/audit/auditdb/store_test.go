@@ -227,13 +227,36 @@ func TestCountersAndTrimming(t *testing.T) {
 	svc, st, c, _ := newService(t)
 	id, _, _ := svc.Affinity(ctx, "trim")
 	statuses := []string{audit.EventSuccess, audit.EventFailed, audit.EventTimeoutOrUnknown, audit.EventWarning, "other"}
-	total := audit.MaxEventsPerSession + 20
+	// Trimming is batched (decision 0041): the session holds every event
+	// up to MaxEventsPerSession+TrimSlack, the next one trims it to its
+	// newest MaxEventsPerSession, and it grows again from there.
+	limit := audit.MaxEventsPerSession + auditdb.TrimSlack(audit.MaxEventsPerSession)
+	total := (limit/len(statuses) + 5) * len(statuses) // past the trim, a multiple of the statuses
+	kept := func() []string {
+		ids := eventIDs(t, st, id)
+		for i, e := range ids {
+			if i > 0 && e <= ids[i-1] {
+				t.Fatalf("events out of order: %s after %s", e, ids[i-1])
+			}
+		}
+		return ids
+	}
 	for i := range total {
 		c.add(time.Second)
 		ev := audit.Event{EventView: audit.EventView{EventID: fmt.Sprintf("e%04d", i), Status: statuses[i%len(statuses)], DurationMS: 10,
 			ChangedFiles: []string{"f"}, IDs: map[string]string{"job_id": "j"}}}
 		if err := svc.Record(ctx, id, ev, audit.Attribution{}); err != nil {
 			t.Fatal(err)
+		}
+		switch n := i + 1; n {
+		case limit:
+			if k := kept(); len(k) != limit || k[0] != "e0000" {
+				t.Fatalf("after %d events: %d kept from %s, want all %d", n, len(k), k[0], limit)
+			}
+		case limit + 1:
+			if k := kept(); len(k) != audit.MaxEventsPerSession || k[0] != fmt.Sprintf("e%04d", n-audit.MaxEventsPerSession) {
+				t.Fatalf("after %d events: %d kept from %s, want the newest %d", n, len(k), k[0], audit.MaxEventsPerSession)
+			}
 		}
 	}
 	sess, evs, err := svc.SessionWithEvents(ctx, id, 1000)
@@ -243,10 +266,8 @@ func TestCountersAndTrimming(t *testing.T) {
 	if len(evs) != audit.MaxEventsLimit || evs[len(evs)-1].EventID != fmt.Sprintf("e%04d", total-1) || evs[0].EventID != fmt.Sprintf("e%04d", total-audit.MaxEventsLimit) {
 		t.Fatalf("events window: %d first=%s", len(evs), evs[0].EventID)
 	}
-	var kept int
-	st.DB().Read.QueryRow(`SELECT COUNT(*) FROM action_events WHERE session_id = ?`, id).Scan(&kept)
-	if kept != audit.MaxEventsPerSession {
-		t.Fatalf("kept %d events, want %d", kept, audit.MaxEventsPerSession)
+	if k, want := kept(), audit.MaxEventsPerSession+total-limit-1; len(k) != want || k[0] != fmt.Sprintf("e%04d", total-want) {
+		t.Fatalf("kept %d events from %s, want the newest %d", len(k), k[0], want)
 	}
 	per := int64(total / len(statuses))
 	if sess.TotalActions != int64(total) || sess.SuccessCount != per || sess.FailedCount != per || sess.TimeoutOrUnknownCount != per ||

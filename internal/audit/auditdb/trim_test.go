@@ -68,6 +68,54 @@ func TestBatchesTrimToExactlyTheNewest(t *testing.T) {
 	}
 }
 
+// TestBatchedTrimKeepsTheNewest: with a bound of 16 (a slack of 2), a
+// session holds all its events up to 18, and an append that takes it
+// past 18 leaves exactly its newest 16, whatever the batch sizes and
+// however two sessions' events mix in one batch.
+func TestBatchedTrimKeepsTheNewest(t *testing.T) {
+	st, err := auditdb.Open(ctx, filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const maxEvents = 16
+	if s := auditdb.TrimSlack(maxEvents); s != 2 {
+		t.Fatalf("TrimSlack(%d) = %d, want 2", maxEvents, s)
+	}
+	sent := map[string][]string{}
+	held := map[string]int{} // what the session must hold
+	n := 0
+	for _, size := range []int{5, 5, 5, 1, 1, 1, 1, 2, 1, 1, 30, 1, 3} {
+		var batch []audit.Event
+		added := map[string]int{}
+		for range size {
+			session := []string{"a", "b"}[n%3/2]
+			id := fmt.Sprintf("e%03d", n)
+			n++
+			sent[session] = append(sent[session], id)
+			added[session]++
+			batch = append(batch, audit.Event{EventView: audit.EventView{EventID: id, SessionID: session, Status: audit.EventSuccess}})
+		}
+		if err := st.AppendEvents(ctx, batch, maxEvents, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for session, k := range added {
+			if held[session] += k; held[session] > maxEvents+2 {
+				held[session] = maxEvents
+			}
+		}
+		for session, ids := range sent {
+			want := ids[len(ids)-held[session]:]
+			if got := eventIDs(t, st, session); !slices.Equal(got, want) {
+				t.Fatalf("after %d events, session %s holds %v, want its newest %d: %v", n, session, got, len(want), want)
+			}
+		}
+	}
+	if held["a"] != maxEvents+2 {
+		t.Fatalf("the batches never left session a at the slack's top (held %v): the case tests less than it says", held)
+	}
+}
+
 // TestRetainedCountIsBackfilled opens a database written before
 // retained_events existed, holding more events than the bound, and checks
 // that the next append leaves exactly the newest maxEvents.
@@ -116,5 +164,93 @@ func TestRetainedCountIsBackfilled(t *testing.T) {
 	want = append(want, "new")
 	if got := eventIDs(t, st, "s"); !slices.Equal(got, want[len(want)-5:]) {
 		t.Fatalf("session holds %v, want %v", got, want[len(want)-5:])
+	}
+}
+
+// TestTrimJudgedByTheStoredCount: a store counts a session it knows
+// without reading its count back, so events another store (another
+// process) appended to the same session are not in its view and can
+// delay a trim by as many events; but the trim is judged by the stored
+// count, so what is kept is always the newest events, retained_events is
+// their number, and a trim leaves exactly the bound; a failed append
+// changes none of it.
+func TestTrimJudgedByTheStoredCount(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.db")
+	one, err := auditdb.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	other, err := auditdb.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	const maxEvents = 16 // a slack of 2: trimmed past 18
+	var sent []string
+	appendTo := func(st *auditdb.Store, n int) error {
+		var batch []audit.Event
+		for range n {
+			id := fmt.Sprintf("e%03d", len(sent)+len(batch))
+			batch = append(batch, audit.Event{EventView: audit.EventView{EventID: id, SessionID: "s", Status: audit.EventSuccess}})
+		}
+		err := st.AppendEvents(ctx, batch, maxEvents, time.Now())
+		if err == nil {
+			for _, ev := range batch {
+				sent = append(sent, ev.EventID)
+			}
+		}
+		return err
+	}
+	held := func() (ids []string, retained int) {
+		if err := one.DB().Read.QueryRowContext(ctx, `SELECT retained_events FROM action_sessions WHERE session_id = 's'`).Scan(&retained); err != nil {
+			t.Fatal(err)
+		}
+		return eventIDs(t, one, "s"), retained
+	}
+	check := func(step string, want int) {
+		t.Helper()
+		ids, retained := held()
+		if !slices.Equal(ids, sent[len(sent)-want:]) || retained != want {
+			t.Fatalf("%s: holds %v (retained_events %d), want the newest %d of %v", step, ids, retained, want, sent)
+		}
+	}
+	for _, step := range []struct {
+		name string
+		st   *auditdb.Store
+		n    int
+		want int
+	}{
+		{"one appends 10", one, 10, 10},
+		{"the other appends 7", other, 7, 17},
+		{"one appends 1", one, 1, 18}, // one's view: 11
+		// one's view: 12, within the slack; the other's 7 make 19.
+		{"one appends 1 more", one, 1, 19},
+		{"one appends 6", one, 6, 25}, // one's view: 18
+		// one's view passes the slack: the stored 26 are trimmed.
+		{"one appends 1 past its view's slack", one, 1, 16},
+		{"one appends 2", one, 2, 18},
+		{"one appends 1 past the slack", one, 1, 16},
+	} {
+		if err := appendTo(step.st, step.n); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		check(step.name, step.want)
+	}
+	// A failed append (its second event repeats a stored id) changes
+	// nothing, and the next appends are still judged by what is stored.
+	dup := []audit.Event{
+		{EventView: audit.EventView{EventID: "fresh", SessionID: "s", Status: audit.EventSuccess}},
+		{EventView: audit.EventView{EventID: sent[len(sent)-1], SessionID: "s", Status: audit.EventSuccess}},
+	}
+	if err := one.AppendEvents(ctx, dup, maxEvents, time.Now()); err == nil {
+		t.Fatal("an append repeating a stored event id succeeded")
+	}
+	check("after the failed append", 16)
+	for n, want := range []int{17, 18, 16} {
+		if err := appendTo(one, 1); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("append %d after the failure", n+1), want)
 	}
 }

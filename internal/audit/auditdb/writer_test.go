@@ -149,6 +149,8 @@ func TestBackgroundWriter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// (The last batch took it past the trim slack: it holds exactly
+		// the bound.)
 		if want := int64(audit.QueueSize + 2); sess.TotalActions != want || countEvents(t, st) != audit.MaxEventsPerSession {
 			t.Fatalf("after every Submit returned: total_actions %d (want %d), %d events kept", sess.TotalActions, want, countEvents(t, st))
 		}
@@ -440,4 +442,132 @@ func TestWriterBatchBounds(t *testing.T) {
 	if total != n || sess.TotalActions != n {
 		t.Fatalf("%d events in batches, total_actions %d, want %d", total, sess.TotalActions, n)
 	}
+}
+
+// TestStopWaitsForQueued: Stop while a batch is being written and events
+// are queued behind it returns only once every one of them is committed
+// (and its result handed to its Submit); a Submit after Stop writes its
+// own event.
+func TestStopWaitsForQueued(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := auditdb.Open(ctx, filepath.Join(dir, auditdb.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		g := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+		svc := audit.NewService(g, nil)
+		svc.Start(nil)
+		var wg sync.WaitGroup
+		var answered atomic.Int64
+		submit := func() {
+			wg.Go(func() {
+				if err := svc.Submit(ctx, time.Minute, "s", okEvent(), audit.Attribution{}); err != nil {
+					t.Error(err)
+				}
+				answered.Add(1)
+			})
+		}
+		submit()
+		<-g.entered // the first event's batch is being written
+		for range 3 {
+			submit()
+		}
+		synctest.Wait() // three Submits queued
+		stopped := make(chan error, 1)
+		go func() { stopped <- svc.Stop(ctx) }()
+		synctest.Wait() // Stop waiting
+		select {
+		case err := <-stopped:
+			t.Fatalf("Stop returned (%v) while a batch and 3 queued events were unwritten", err)
+		default:
+		}
+		if n := answered.Load(); n != 0 {
+			t.Fatalf("%d Submits answered before their batch was written", n)
+		}
+		close(g.release)
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		if n := countEvents(t, st); n != 4 {
+			t.Fatalf("after Stop: %d events written, want 4", n)
+		}
+		wg.Wait()
+		g.mu.Lock()
+		sizes := slices.Clone(g.sizes)
+		g.mu.Unlock()
+		if !slices.Equal(sizes, []int{1, 3}) {
+			t.Fatalf("batch sizes %v, want [1 3]: the one being written, then the three queued behind it", sizes)
+		}
+		if err := svc.Submit(ctx, time.Minute, "s", okEvent(), audit.Attribution{}); err != nil || countEvents(t, st) != 5 {
+			t.Fatalf("Submit after Stop: %v, %d events", err, countEvents(t, st))
+		}
+	})
+}
+
+// panickyStore's first AppendEvents closes entered, waits for release
+// and panics.
+type panickyStore struct {
+	audit.Store
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (p *panickyStore) AppendEvents(ctx context.Context, evs []audit.Event, max int, now time.Time) error {
+	first := false
+	p.once.Do(func() { first = true })
+	if first {
+		close(p.entered)
+		<-p.release
+		panic("store broke")
+	}
+	return p.Store.AppendEvents(ctx, evs, max, now)
+}
+
+// TestPanicFailsTheBatchOnly: a store that panics while a Submit writes
+// a batch fails that batch's event, counted, and the Submits queued
+// behind it are still written in the next batch, as are later ones: the
+// group commit goes on.
+func TestPanicFailsTheBatchOnly(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := auditdb.Open(ctx, filepath.Join(dir, auditdb.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		p := &panickyStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+		svc := audit.NewService(p, nil)
+		svc.Start(nil)
+		defer svc.Stop(ctx)
+		first := make(chan error, 1)
+		go func() { first <- svc.Submit(ctx, time.Minute, "p", okEvent(), audit.Attribution{}) }()
+		<-p.entered
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for range 3 {
+			wg.Go(func() {
+				if err := svc.Submit(ctx, time.Minute, "p", okEvent(), audit.Attribution{}); err != nil {
+					failed.Add(1)
+				}
+			})
+		}
+		synctest.Wait() // three queued behind the batch being written
+		close(p.release)
+		if err := <-first; !failure.Is(err, failure.Internal) {
+			t.Fatalf("the panicking batch's Submit = %v, want internal", err)
+		}
+		wg.Wait()
+		if n := failed.Load(); n != 0 {
+			t.Fatalf("%d of the queued Submits failed; the panic was the first batch's only", n)
+		}
+		if err := svc.Submit(ctx, time.Minute, "p", okEvent(), audit.Attribution{}); err != nil {
+			t.Fatalf("Submit after the panic: %v", err)
+		}
+		if n, f := countEvents(t, st), svc.WriteFailures(); n != 4 || f != 1 {
+			t.Fatalf("%d events written, %d failures counted; want 4 and 1", n, f)
+		}
+	})
 }

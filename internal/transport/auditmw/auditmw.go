@@ -20,7 +20,7 @@
 // from what the HTTP layer knows: its route, status and sizes.
 //
 // When the handler returns, its event is committed by the audit service's
-// background writer (group commit) before the response is complete for
+// group commit (Submit) before the response is complete for
 // the client: the middleware holds the response's last bytes until then
 // (see holdWriter), so an audit read made after a response was received
 // includes its event. The session id echoed in the response header is

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 )
 
@@ -222,6 +223,9 @@ type benchEnv struct {
 	// call returns the agent's call. Each agent has its own params: the
 	// go-sdk client writes the request _meta into the params it is given.
 	call func(agent int) *mcp.CallToolParams
+	// audit is the audit service behind the server's middleware (nil:
+	// none).
+	audit *audit.Service
 }
 
 // setupApp serves the complete WebCodex handler with one registered project
@@ -251,7 +255,7 @@ func setupApp(recorded bool) func(*testing.B, int) *benchEnv {
 		}
 		srv := httptest.NewServer(a.Handler())
 		b.Cleanup(srv.Close)
-		env := &benchEnv{endpoint: srv.URL + "/mcp", hc: benchClient(b, token, agents)}
+		env := &benchEnv{endpoint: srv.URL + "/mcp", hc: benchClient(b, token, agents), audit: a.Audit}
 		env.sessions = connectAgents(b, env.endpoint, env.hc, agents)
 		recorders := make([]string, agents)
 		if recorded {
@@ -287,6 +291,22 @@ type bareOut struct {
 // setupBare serves a plain go-sdk stateless Streamable HTTP server with one
 // typed read tool over the same small file: the cost of MCP itself.
 func setupBare(b *testing.B, agents int) *benchEnv {
+	s := bareServer(b)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	calls := make([]*mcp.CallToolParams, agents)
+	for i := range calls {
+		calls[i] = &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": benchFile}}
+	}
+	env := &benchEnv{endpoint: srv.URL, hc: benchClient(b, "", agents), call: func(i int) *mcp.CallToolParams { return calls[i] }}
+	env.sessions = connectAgents(b, env.endpoint, env.hc, agents)
+	return env
+}
+
+// bareServer is a plain go-sdk server with one typed read tool over a
+// directory of its own holding the small file.
+func bareServer(b *testing.B) *mcp.Server {
 	dir := b.TempDir()
 	writeBenchFile(b, dir)
 	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
@@ -299,16 +319,7 @@ func setupBare(b *testing.B, agents int) *benchEnv {
 			sum := sha256.Sum256(data)
 			return nil, bareOut{Path: in.Path, Content: string(data), SHA256: hex.EncodeToString(sum[:])}, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
-	srv := httptest.NewServer(h)
-	b.Cleanup(srv.Close)
-	calls := make([]*mcp.CallToolParams, agents)
-	for i := range calls {
-		calls[i] = &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": benchFile}}
-	}
-	env := &benchEnv{endpoint: srv.URL, hc: benchClient(b, "", agents), call: func(i int) *mcp.CallToolParams { return calls[i] }}
-	env.sessions = connectAgents(b, env.endpoint, env.hc, agents)
-	return env
+	return s
 }
 
 func writeBenchFile(b *testing.B, dir string) {

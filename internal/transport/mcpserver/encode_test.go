@@ -12,6 +12,7 @@ import (
 	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // sdkEncode encodes v the way the SDK's JSON-RPC layer encodes a result: a
@@ -249,4 +250,70 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			b.Fatal("not decoded")
 		}
 	})
+}
+
+// TestStructuredContentJoinsBodyAndSidecar: the structuredContent of a
+// call with a sidecar, built from the Body's bytes and the sidecar's, is
+// byte for byte the ToolResult encoded whole, for successes and failures,
+// with warnings, context and projections, and text that JSON escapes.
+func TestStructuredContentJoinsBodyAndSidecar(t *testing.T) {
+	tricky := "a < b && c > d \u2028 é \"q\" \\"
+	body := func(res kernel.Result) kernel.Result {
+		res.Body = sdkEncode(t, struct {
+			Success bool              `json:"success"`
+			Output  any               `json:"output"`
+			Error   *kernel.ErrorBody `json:"error,omitempty"`
+		}{res.Success, res.Output, res.Error})
+		return res
+	}
+	ok := body(kernel.Result{Success: true, Output: map[string]any{"files": []any{map[string]any{"path": "a.go", "content": tricky}}}})
+	warn := []kernel.Warning{{Kind: failure.EvidenceGap, Message: "gap <" + tricky + ">"}}
+	attention := kernel.Projections{SessionAttention: &workflow.Attention{SessionID: "wc_sess_x", AckAccepted: []string{"wc_msg_1"}}}
+	cases := map[string]struct {
+		res       kernel.Result
+		materials map[string]Material
+	}{
+		"warnings":  {func() kernel.Result { r := ok; r.Warnings = warn; return r }(), nil},
+		"context":   {ok, map[string]Material{"webcodex.workflow": {Status: "ok", Content: tricky}}},
+		"attention": {func() kernel.Result { r := ok; r.Projections = attention; return r }(), nil},
+		"failure, warnings": {func() kernel.Result {
+			r := kernel.Failure(failure.New(failure.NotFound, "%s", tricky))
+			r.Warnings = warn
+			return r
+		}(), nil},
+		"all": {func() kernel.Result {
+			r := ok
+			r.Warnings, r.Projections = warn, attention
+			return r
+		}(), map[string]Material{"k": {Status: "unavailable", Reason: "no"}}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := result(c.res, c.materials)
+			got, isRaw := r.StructuredContent.(json.RawMessage)
+			if !isRaw || len(r.Content) != 2 {
+				t.Fatalf("structuredContent %T, %d content blocks; want raw bytes and a sidecar block", r.StructuredContent, len(r.Content))
+			}
+			want := sdkEncode(t, ToolResult{Success: c.res.Success, Output: c.res.Output, Error: c.res.Error, Warnings: c.res.Warnings,
+				Context: c.materials, Projections: c.res.Projections})
+			if !bytes.Equal(got, want) {
+				t.Fatalf("structuredContent differs from the ToolResult's encoding:\n got %s\nwant %s", got, want)
+			}
+			if !json.Valid(got) {
+				t.Fatalf("not JSON: %s", got)
+			}
+		})
+	}
+	for _, c := range []struct{ a, b, want string }{
+		{`{"x":1}`, `{}`, `{"x":1}`}, {`{}`, `{"y":2}`, `{"y":2}`}, {`{"x":1}`, `{"y":2}`, `{"x":1,"y":2}`},
+	} {
+		if got, ok := joinObjects([]byte(c.a), []byte(c.b)); !ok || string(got) != c.want {
+			t.Errorf("joinObjects(%s, %s) = %s, %v; want %s", c.a, c.b, got, ok, c.want)
+		}
+	}
+	for _, c := range [][2]string{{`[1]`, `{}`}, {`{"x":1}`, `null`}, {``, `{}`}} {
+		if _, ok := joinObjects([]byte(c[0]), []byte(c[1])); ok {
+			t.Errorf("joinObjects(%s, %s) joined what is not two objects", c[0], c[1])
+		}
+	}
 }

@@ -521,14 +521,43 @@ func result(res kernel.Result, materials map[string]Material) *mcp.CallToolResul
 	if len(res.Warnings) == 0 && len(materials) == 0 && res.Projections.Empty() {
 		return r
 	}
-	side, err1 := httpserver.EncodeJSON(Sidecar{Warnings: res.Warnings, Context: materials, Projections: res.Projections})
-	full, err2 := httpserver.EncodeJSON(ToolResult{Success: res.Success, Output: res.Output, Error: res.Error, Warnings: res.Warnings,
-		Context: materials, Projections: res.Projections})
-	if err1 == nil && err2 == nil {
-		r.Content = append(r.Content, &mcp.TextContent{Text: string(side)})
-		r.StructuredContent = json.RawMessage(full)
+	side, err := httpserver.EncodeJSON(Sidecar{Warnings: res.Warnings, Context: materials, Projections: res.Projections})
+	if err != nil {
+		return r
 	}
+	full, ok := joinObjects(body, side)
+	if !ok {
+		full, err = httpserver.EncodeJSON(ToolResult{Success: res.Success, Output: res.Output, Error: res.Error, Warnings: res.Warnings,
+			Context: materials, Projections: res.Projections})
+		if err != nil {
+			return r
+		}
+	}
+	r.Content = append(r.Content, &mcp.TextContent{Text: string(side)})
+	r.StructuredContent = json.RawMessage(full)
 	return r
+}
+
+// joinObjects returns the members of JSON object a followed by those of
+// JSON object b as one object, the bytes of encoding a struct whose fields
+// are a's then b's: the ToolResult is the Body's {success, output, error}
+// followed by the Sidecar's members, so it is built from the bytes
+// already encoded instead of encoding the tool's output a second time.
+// ok is false when either is not an encoded object.
+func joinObjects(a, b []byte) (joined []byte, ok bool) {
+	if len(a) < 2 || a[0] != '{' || a[len(a)-1] != '}' || len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, false
+	}
+	switch {
+	case len(b) == 2:
+		return a, true
+	case len(a) == 2:
+		return b, true
+	}
+	joined = make([]byte, 0, len(a)+len(b)-1)
+	joined = append(joined, a[:len(a)-1]...)
+	joined = append(joined, ',')
+	return append(joined, b[1:]...), true
 }
 
 // mcpTool describes a kernel tool for tools/list: its input schema with the

@@ -1,0 +1,41 @@
+package auditdb_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/benchpair"
+)
+
+// BenchmarkSubmit alternates one sequential Submit through the background
+// writer (what the audit middleware waits for before a response's tail)
+// with the store's AppendEvents of one event called directly: the
+// writer's own cost over the commit it waits for. ratio is submit over
+// append.
+func BenchmarkSubmit(b *testing.B) {
+	st, _ := open(b)
+	svc := audit.NewService(st, nil)
+	svc.Start(nil)
+	b.Cleanup(func() { svc.Stop(ctx) })
+	ev := okEvent()
+	ev.Summary = map[string]any{"transport": "mcp", "tool": "read_files"}
+	ev.Endpoint, ev.Operation, ev.ActionName = "/mcp", "mcp", "read_files"
+	submit := func() {
+		if err := svc.Submit(ctx, time.Minute, "bench", ev, audit.Attribution{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := 0
+	direct := func() {
+		n++
+		e := ev
+		e.SessionID, e.EventID, e.EndedAt = "bench", audit.NewID(), time.Now().Unix()
+		if err := st.AppendEvents(ctx, []audit.Event{audit.Sanitize(e)}, audit.MaxEventsPerSession, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	submit()
+	m := benchpair.RunSides(b, benchpair.Side{Name: "append", F: direct}, benchpair.Side{Name: "submit", F: submit})
+	b.ReportMetric(float64(m[1])/float64(m[0]), "ratio")
+}
