@@ -40,11 +40,11 @@ const (
 	MaxStatsEventsOneSession = 500
 	MaxStatsEventsPerSession = 200
 
-	// MaxEventsPerSession is how many events a session retains; older ones
+	// MaxEventsPerSession is the most events a session retains; older ones
 	// are trimmed while the session counters stay cumulative. The store
-	// trims in batches: a session may hold up to an eighth more before
-	// its oldest are deleted down to this bound (auditdb.TrimSlack,
-	// decision 0041).
+	// trims in batches: an append past this bound deletes the session's
+	// oldest down to an eighth below it (auditdb.TrimSlack, decision
+	// 0041).
 	MaxEventsPerSession = 500
 
 	MaxSummaryTextChars = 500  // error_summary, warning_summary
@@ -244,8 +244,8 @@ type Store interface {
 	// AppendEvents stores already sanitized events in one transaction
 	// (all or none), creating missing sessions, updating the session
 	// counters and keeping the newest events of each session: all of them
-	// up to maxEvents plus a slack, then trimmed to the newest maxEvents
-	// (auditdb.TrimSlack, decision 0041).
+	// up to maxEvents, never more; an append past it trims the session to
+	// its newest maxEvents less a slack (auditdb.TrimSlack, decision 0041).
 	AppendEvents(ctx context.Context, evs []Event, maxEvents int, now time.Time) error
 	// Ergonomics returns the newest limit summary.model_ergonomics records,
 	// newest first, and how many are stored.

@@ -40,18 +40,17 @@ var _ audit.Store = (*Store)(nil)
 // which hold the facts of every call, are not relaxed by this.
 const DurableEvery = time.Second
 
-// TrimSlack is how many events past maxEvents a session may hold before
-// its oldest are deleted (decision 0041): an append that takes a session
-// past maxEvents+TrimSlack(maxEvents) deletes down to its newest
-// maxEvents, so one trim of about maxEvents/8 events replaces a trim of
-// one event in nearly every append, which cost about a third of an
-// audit commit (three more WAL pages and two more statements). A session
-// therefore holds between maxEvents and maxEvents+TrimSlack events, the
-// newest ones, once it has had that many (events another process
-// appends to a session this store also appends to can delay its trim by
-// as many; see heldCache); reads are bounded by their own limits
-// (audit.MaxEventsLimit, the stats caps). A bound under 8 is kept
-// exactly.
+// TrimSlack is how many events below maxEvents a trim goes (decision
+// 0041): an append that takes a session past maxEvents deletes its
+// oldest down to its newest maxEvents-TrimSlack(maxEvents), so one trim
+// of about maxEvents/8 events replaces a trim of one event in nearly
+// every append, which cost about a third of an audit commit (three more
+// WAL pages and two more statements). A session therefore never holds
+// more than maxEvents events, and once it has had that many it holds
+// its newest maxEvents-TrimSlack to maxEvents. (Only the server appends;
+// a session another process also appended to can pass maxEvents by what
+// that process added until this store next reads its count, see
+// heldCache.) A bound under 8 is kept exactly.
 func TrimSlack(maxEvents int) int { return maxEvents / 8 }
 
 // Store is the SQLite audit store.
@@ -422,7 +421,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 			}
 		}
 		for i, id := range order {
-			if retained[i] <= int64(maxEvents+TrimSlack(maxEvents)) {
+			if retained[i] <= int64(maxEvents) {
 				continue
 			}
 			if !exact[i] {
@@ -431,14 +430,15 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 					return err
 				}
 				s.held.set(id, retained[i])
-				if retained[i] <= int64(maxEvents+TrimSlack(maxEvents)) {
+				if retained[i] <= int64(maxEvents) {
 					continue
 				}
 			}
 			// retained_events counts the session's events, so the oldest
-			// retained-maxEvents are exactly the ones past the bound:
-			// the session is left with its newest maxEvents.
-			excess := retained[i] - int64(maxEvents)
+			// retained-keep are exactly the ones past what is kept: the
+			// session is left with its newest keep.
+			keep := int64(maxEvents - TrimSlack(maxEvents))
+			excess := retained[i] - keep
 			res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, excess)
 			if err != nil {
 				return err
@@ -447,11 +447,11 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 			if err != nil {
 				return err
 			}
-			if _, err := tx.StmtContext(ctx, s.stmts.retained).ExecContext(ctx, deleted == excess, maxEvents, id); err != nil {
+			if _, err := tx.StmtContext(ctx, s.stmts.retained).ExecContext(ctx, deleted == excess, keep, id); err != nil {
 				return err
 			}
 			if deleted == excess {
-				s.held.set(id, int64(maxEvents))
+				s.held.set(id, keep)
 			} else {
 				s.held.drop([]string{id}) // recounted in SQL: read it back next time
 			}

@@ -228,9 +228,10 @@ func TestCountersAndTrimming(t *testing.T) {
 	id, _, _ := svc.Affinity(ctx, "trim")
 	statuses := []string{audit.EventSuccess, audit.EventFailed, audit.EventTimeoutOrUnknown, audit.EventWarning, "other"}
 	// Trimming is batched (decision 0041): the session holds every event
-	// up to MaxEventsPerSession+TrimSlack, the next one trims it to its
-	// newest MaxEventsPerSession, and it grows again from there.
-	limit := audit.MaxEventsPerSession + auditdb.TrimSlack(audit.MaxEventsPerSession)
+	// up to MaxEventsPerSession, the next one trims it to its newest
+	// MaxEventsPerSession-TrimSlack, and it grows again from there.
+	limit := audit.MaxEventsPerSession
+	keep := audit.MaxEventsPerSession - auditdb.TrimSlack(audit.MaxEventsPerSession)
 	total := (limit/len(statuses) + 5) * len(statuses) // past the trim, a multiple of the statuses
 	kept := func() []string {
 		ids := eventIDs(t, st, id)
@@ -254,8 +255,8 @@ func TestCountersAndTrimming(t *testing.T) {
 				t.Fatalf("after %d events: %d kept from %s, want all %d", n, len(k), k[0], limit)
 			}
 		case limit + 1:
-			if k := kept(); len(k) != audit.MaxEventsPerSession || k[0] != fmt.Sprintf("e%04d", n-audit.MaxEventsPerSession) {
-				t.Fatalf("after %d events: %d kept from %s, want the newest %d", n, len(k), k[0], audit.MaxEventsPerSession)
+			if k := kept(); len(k) != keep || k[0] != fmt.Sprintf("e%04d", n-keep) {
+				t.Fatalf("after %d events: %d kept from %s, want the newest %d", n, len(k), k[0], keep)
 			}
 		}
 	}
@@ -266,7 +267,7 @@ func TestCountersAndTrimming(t *testing.T) {
 	if len(evs) != audit.MaxEventsLimit || evs[len(evs)-1].EventID != fmt.Sprintf("e%04d", total-1) || evs[0].EventID != fmt.Sprintf("e%04d", total-audit.MaxEventsLimit) {
 		t.Fatalf("events window: %d first=%s", len(evs), evs[0].EventID)
 	}
-	if k, want := kept(), audit.MaxEventsPerSession+total-limit-1; len(k) != want || k[0] != fmt.Sprintf("e%04d", total-want) {
+	if k, want := kept(), keep+total-limit-1; len(k) != want || k[0] != fmt.Sprintf("e%04d", total-want) {
 		t.Fatalf("kept %d events from %s, want the newest %d", len(k), k[0], want)
 	}
 	per := int64(total / len(statuses))
