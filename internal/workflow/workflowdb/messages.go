@@ -209,7 +209,7 @@ var (
 		observation_low_watermark = excluded.observation_low_watermark`
 	qMessage       = selectMessage + ` AND message_id = ? LIMIT 1`
 	qByDeliveryKey = selectMessage + ` AND delivery_key = ? LIMIT 1`
-	qReplies       = selectMessage + ` AND reply_to = ? ORDER BY seq LIMIT ?`
+	qReplies       = selectMessage + ` AND reply_to = ? AND reply_to != '' ORDER BY seq LIMIT ?` // != '': the partial messages_by_reply
 	qInsert        = `INSERT INTO messages (session_id, ` + fmt.Sprintf(messageColumns, "body") + `) VALUES (?` + strings.Repeat(",?", messageColumnCount) + `)`
 	qSave          = `UPDATE messages SET ` + saveSet() + ` WHERE session_id = ? AND message_id = ?`
 	qRemoveOne     = `DELETE FROM messages WHERE session_id = ? AND message_id = ?`
@@ -279,16 +279,8 @@ func (b *boardTx) Replies(id string, limit int) ([]workflow.Message, error) {
 }
 
 func (b *boardTx) List(f workflow.MessageFilter) ([]workflow.Message, bool, error) {
-	q := selectMessage
-	args := []any{b.id}
-	for _, c := range []struct{ col, v string }{{"kind", string(f.Kind)}, {"status", string(f.Status)},
-		{"message_id", f.MessageID}, {"reply_to", f.ReplyTo}} {
-		if c.v != "" {
-			q += ` AND ` + c.col + ` = ?`
-			args = append(args, c.v)
-		}
-	}
-	ms, err := b.query(q+` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit+1)...)
+	q, args := boardListQuery(b.id, f)
+	ms, err := b.query(q, args...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -296,6 +288,24 @@ func (b *boardTx) List(f workflow.MessageFilter) ([]workflow.Message, bool, erro
 		return ms[:f.Limit], true, nil
 	}
 	return ms, false, nil
+}
+
+// boardListQuery is List's query of session id's messages by f, and its
+// arguments: one more than a page, newest first.
+func boardListQuery(id string, f workflow.MessageFilter) (string, []any) {
+	q := selectMessage
+	args := []any{id}
+	for _, c := range []struct{ col, v string }{{"kind", string(f.Kind)}, {"status", string(f.Status)},
+		{"message_id", f.MessageID}, {"reply_to", f.ReplyTo}} {
+		if c.v != "" {
+			q += ` AND ` + c.col + ` = ?`
+			args = append(args, c.v)
+		}
+	}
+	if f.ReplyTo != "" {
+		q += ` AND reply_to != ''` // lets the planner use the partial messages_by_reply
+	}
+	return q + ` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit+1)
 }
 
 func (b *boardTx) Changed(after int64, limit int) ([]workflow.Message, error) {
