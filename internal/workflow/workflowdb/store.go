@@ -173,14 +173,6 @@ func decodeHeader(b []byte) (workflow.Session, error) {
 	return sess, nil
 }
 
-func encodeHeader(sess workflow.Session) string {
-	b, err := json.Marshal(sess)
-	if err != nil {
-		panic(err) // Session has only marshalable fields
-	}
-	return string(b)
-}
-
 const eventColumns = `seq, at, kind, tool, call_id, invocation_id, role, outcome, error_kind, duration_ms, text, observed_json, changed_json, facts_json, validation_json`
 
 type eventRow struct {
