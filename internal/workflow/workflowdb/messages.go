@@ -214,17 +214,31 @@ var (
 	qSave          = `UPDATE messages SET ` + saveSet() + ` WHERE session_id = ? AND message_id = ?`
 	qRemoveOne     = `DELETE FROM messages WHERE session_id = ? AND message_id = ?`
 	qChanged       = selectMessage + ` AND observation_revision > ? ORDER BY observation_revision LIMIT ?`
-	// qOldest excludes up to oldestExclude message ids (padded with '').
-	qOldest = map[workflow.RetentionClass]string{}
+	// qOldest is Oldest's query of each list of classes retention asks
+	// for (workflow.RetentionPasses); each excludes up to oldestExclude
+	// message ids (padded with '').
+	qOldest = map[string]string{}
 )
 
 const oldestExclude = 2
 
 func init() {
-	for class, cond := range retentionClass {
-		qOldest[class] = `SELECT m.message_id, m.seq, m.reply_to, m.observation_revision FROM messages m WHERE m.session_id = ? AND ` + cond +
-			strings.Repeat(` AND m.message_id != ?`, oldestExclude) + ` ORDER BY m.seq LIMIT ?`
+	for _, classes := range workflow.RetentionPasses {
+		qOldest[fmt.Sprint(classes)] = oldestQuery(classes)
 	}
+}
+
+// oldestQuery selects, for session ?1, the messages of classes that are
+// not ?2 or ?3, the first ?4 of them by class (in the order of classes)
+// and then by seq. Each class is an arm limited to ?4 rows on its own
+// index, so the final sort handles at most ?4 rows per class.
+func oldestQuery(classes []workflow.RetentionClass) string {
+	arms := make([]string, len(classes))
+	for i, class := range classes {
+		arms[i] = fmt.Sprintf(`SELECT * FROM (SELECT %d AS class, m.message_id, m.seq, m.reply_to, m.observation_revision FROM messages m
+			WHERE m.session_id = ?1 AND %s AND m.message_id != ?2 AND m.message_id != ?3 ORDER BY m.seq LIMIT ?4)`, i, retentionClass[class])
+	}
+	return strings.Join(arms, ` UNION ALL `) + ` ORDER BY class, seq LIMIT ?4`
 }
 
 func saveSet() string {
@@ -363,10 +377,10 @@ var retentionClass = map[workflow.RetentionClass]string{
 	workflow.RetainTodoReplies: `m.reply_to != '' AND NOT (m.kind = 'todo' AND m.status = 'open') AND ` + openTodoParent,
 }
 
-func (b *boardTx) Oldest(class workflow.RetentionClass, exclude []string, limit int) ([]workflow.Message, error) {
-	q, ok := qOldest[class]
+func (b *boardTx) Oldest(classes []workflow.RetentionClass, exclude []string, limit int) ([]workflow.Message, error) {
+	q, ok := qOldest[fmt.Sprint(classes)]
 	if !ok || len(exclude) > oldestExclude {
-		return nil, fmt.Errorf("retention class %d excluding %d messages", class, len(exclude))
+		return nil, fmt.Errorf("retention classes %v excluding %d messages", classes, len(exclude))
 	}
 	args := []any{b.id}
 	for i := range oldestExclude {
@@ -384,7 +398,8 @@ func (b *boardTx) Oldest(class workflow.RetentionClass, exclude []string, limit 
 	var out []workflow.Message
 	for rows.Next() {
 		m := workflow.Message{SessionID: b.id}
-		if err := rows.Scan(&m.ID, &m.Seq, &m.ReplyTo, &m.ObservationRevision); err != nil {
+		var class int
+		if err := rows.Scan(&class, &m.ID, &m.Seq, &m.ReplyTo, &m.ObservationRevision); err != nil {
 			return nil, err
 		}
 		out = append(out, m)

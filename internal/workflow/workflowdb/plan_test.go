@@ -2,6 +2,7 @@ package workflowdb
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,8 +12,9 @@ import (
 
 // TestQueriesUseTheirIndexes: the partial messages_by_reply (migration
 // 0007) holds replies only, and the planner uses it only for a query that
-// itself says reply_to != ”; without it a session's replies would be
-// found by reading every message of the session.
+// itself says that reply_to is not empty; without it a session's replies would be
+// found by reading every message of the session. Retention's common pass
+// stays on messages_by_status.
 func TestQueriesUseTheirIndexes(t *testing.T) {
 	st, err := Open(context.Background(), filepath.Join(t.TempDir(), "workflow.db"), nil)
 	if err != nil {
@@ -27,22 +29,35 @@ func TestQueriesUseTheirIndexes(t *testing.T) {
 		{"replies", qReplies, []any{"wc_sess_x", "wc_msg_y", 10}},
 		{"list by reply_to", list, args},
 	} {
-		rows, err := st.db.Read.Query(`EXPLAIN QUERY PLAN `+c.query, c.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		if !strings.Contains(strings.Join(plan, "\n"), "USING INDEX messages_by_reply") {
+		plan := queryPlan(t, st, c.query, c.args...)
+		if !strings.Contains(plan, "USING INDEX messages_by_reply") {
 			t.Errorf("%s: plan %q does not use messages_by_reply", c.name, plan)
 		}
 	}
+	// The common retention pass reads each class's oldest rows from
+	// messages_by_status (in seq order, so each arm stops at its limit)
+	// and sorts only what the arms return.
+	plan := queryPlan(t, st, qOldest[fmt.Sprint(workflow.RetentionPasses[0])], "wc_sess_x", "", "", 1)
+	if n := strings.Count(plan, "USING INDEX messages_by_status (session_id=? AND status=?)"); n != 2 || strings.Contains(plan, "SCAN m") {
+		t.Errorf("first retention pass: plan %q, want both arms on messages_by_status", plan)
+	}
+}
+
+func queryPlan(t *testing.T, st *Store, query string, args ...any) string {
+	t.Helper()
+	rows, err := st.db.Read.Query(`EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	return strings.Join(plan, "\n")
 }
