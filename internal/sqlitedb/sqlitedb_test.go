@@ -502,3 +502,49 @@ func TestCloseWaitsForADoRunningOnItsCaller(t *testing.T) {
 		t.Fatalf("rows after close = %d, want 1", got)
 	}
 }
+
+// TestReadIdleRunsOnlyAtAnIdleWriter: ReadIdle reads on the writer's
+// connection when nothing is queued or running (fn's error is returned),
+// and declines, without running fn, while a batch runs and after close.
+func TestReadIdleRunsOnlyAtAnIdleWriter(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	if err := db.Writer.Do(ctx, insertKV("a")); err != nil {
+		t.Fatal(err)
+	}
+	get, err := db.Writer.Prepare(ctx, `SELECT COUNT(*) FROM kv`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	ran, err := db.Writer.ReadIdle(func() error { return get.QueryRowContext(ctx).Scan(&n) })
+	if !ran || err != nil || n != 1 {
+		t.Fatalf("idle: ran=%v err=%v n=%d, want true, nil, 1", ran, err, n)
+	}
+	boom := errors.New("boom")
+	if ran, err := db.Writer.ReadIdle(func() error { return boom }); !ran || err != boom {
+		t.Fatalf("fn's error: ran=%v err=%v", ran, err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	<-entered
+	called := false
+	if ran, err := db.Writer.ReadIdle(func() error { called = true; return nil }); ran || err != nil || called {
+		t.Fatalf("during a batch: ran=%v err=%v called=%v, want a refusal", ran, err, called)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if ran, _ := db.Writer.ReadIdle(func() error { called = true; return nil }); ran || called {
+		t.Fatal("ReadIdle ran after close")
+	}
+}

@@ -215,6 +215,28 @@ func (w *Writer) runIdle(j *job) bool {
 	return true
 }
 
+// ReadIdle runs fn on the writer's connection when no batch is running or
+// queued, and reports whether it did; otherwise the caller reads from the
+// read pool. fn must only read, outside any transaction, through
+// statements prepared with Prepare (run directly, not in a Tx), and must
+// not use the writer. A read there sees every commit, as a pool read
+// does, but it finds the pages this writer just wrote still in its
+// connection's cache, where a pool connection must read them again after
+// every commit of another connection.
+func (w *Writer) ReadIdle(fn func() error) (bool, error) {
+	if w.pending.Load() != 0 || !w.runMu.TryLock() {
+		return false, nil
+	}
+	defer w.runMu.Unlock()
+	w.mu.RLock()
+	closed := w.closed
+	w.mu.RUnlock()
+	if closed || w.pending.Load() != 0 {
+		return false, nil
+	}
+	return true, fn()
+}
+
 // Go queues fn behind the caller: it returns as soon as fn is queued, in
 // the order of every other queued function, and then (which may be nil)
 // is called from the writer with fn's outcome once its batch has ended.
