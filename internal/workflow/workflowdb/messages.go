@@ -1,11 +1,13 @@
 package workflowdb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -228,17 +230,19 @@ func init() {
 	}
 }
 
-// oldestQuery selects, for session ?1, the messages of classes that are
-// not ?2 or ?3, the first ?4 of them by class (in the order of classes)
-// and then by seq. Each class is an arm limited to ?4 rows on its own
-// index, so the final sort handles at most ?4 rows per class.
+// oldestQuery selects, for session ?1, the oldest ?4 messages (by seq) of
+// each of classes that are not ?2 or ?3, each row with its class's index
+// in classes: one statement with an arm per class, each limited on its
+// own index. The rows of a compound SELECT come in no defined order, so
+// Oldest orders them itself; a sort in SQL would cost more than a second
+// statement.
 func oldestQuery(classes []workflow.RetentionClass) string {
 	arms := make([]string, len(classes))
 	for i, class := range classes {
 		arms[i] = fmt.Sprintf(`SELECT * FROM (SELECT %d AS class, m.message_id, m.seq, m.reply_to, m.observation_revision FROM messages m
 			WHERE m.session_id = ?1 AND %s AND m.message_id != ?2 AND m.message_id != ?3 ORDER BY m.seq LIMIT ?4)`, i, retentionClass[class])
 	}
-	return strings.Join(arms, ` UNION ALL `) + ` ORDER BY class, seq LIMIT ?4`
+	return strings.Join(arms, ` UNION ALL `)
 }
 
 func saveSet() string {
@@ -395,16 +399,27 @@ func (b *boardTx) Oldest(classes []workflow.RetentionClass, exclude []string, li
 		return nil, err
 	}
 	defer rows.Close()
-	var out []workflow.Message
+	type classed struct {
+		class int
+		m     workflow.Message
+	}
+	var all []classed
 	for rows.Next() {
-		m := workflow.Message{SessionID: b.id}
-		var class int
-		if err := rows.Scan(&class, &m.ID, &m.Seq, &m.ReplyTo, &m.ObservationRevision); err != nil {
+		c := classed{m: workflow.Message{SessionID: b.id}}
+		if err := rows.Scan(&c.class, &c.m.ID, &c.m.Seq, &c.m.ReplyTo, &c.m.ObservationRevision); err != nil {
 			return nil, err
 		}
-		out = append(out, m)
+		all = append(all, c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(a, b classed) int { return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(a.m.Seq, b.m.Seq)) })
+	out := make([]workflow.Message, 0, min(len(all), limit))
+	for _, c := range all[:min(len(all), limit)] {
+		out = append(out, c.m)
+	}
+	return out, nil
 }
 
 func (b *boardTx) Insert(m workflow.Message) error {
