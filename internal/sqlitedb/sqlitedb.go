@@ -17,7 +17,9 @@
 // calls are queued; the writer runs every queued function inside one
 // transaction, each in its own SAVEPOINT so that one function's failure rolls
 // back only its own changes, and then commits once. All callers of a batch
-// learn their outcome after that one COMMIT.
+// learn their outcome after that one COMMIT. A Do that finds the writer
+// idle runs its own batch of one on the caller's goroutine instead of
+// handing it to the writer's.
 package sqlitedb
 
 import (

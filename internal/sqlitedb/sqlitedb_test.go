@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -397,5 +398,153 @@ func TestGatherBehindEndsAtClose(t *testing.T) {
 	defer again.Close()
 	if got := count(t, again); got != 1 {
 		t.Fatalf("rows after close = %d, want 1", got)
+	}
+}
+
+// TestIdleAndQueuedWritesKeepTicketOrder: a Do at an idle writer runs
+// its batch itself, others queue behind it; whichever way each function
+// runs, a Wait on a Go's ticket returns only once that function's batch
+// has ended, every outcome is delivered, and every row is committed.
+func TestIdleAndQueuedWritesKeepTicketOrder(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	const workers, rounds = 4, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds*2)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				if err := db.Writer.Do(ctx, insertKV(fmt.Sprintf("do_%d_%d", w, i))); err != nil {
+					errs <- err
+					return
+				}
+				var outcome error
+				var delivered atomic.Bool
+				k := fmt.Sprintf("go_%d_%d", w, i)
+				tk, err := db.Writer.Go(ctx, insertKV(k), func(err error) { outcome = err; delivered.Store(true) })
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := db.Writer.Wait(ctx, tk); err != nil {
+					errs <- err
+					return
+				}
+				if !delivered.Load() {
+					errs <- fmt.Errorf("%s: Wait returned before the outcome was delivered", k)
+					return
+				}
+				if outcome != nil {
+					errs <- outcome
+					return
+				}
+				var n int
+				if err := db.Read.QueryRow(`SELECT COUNT(*) FROM kv WHERE k = ?`, k).Scan(&n); err != nil || n != 1 {
+					errs <- fmt.Errorf("%s after Wait: %d rows (%v)", k, n, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := count(t, db); got != workers*rounds*2 {
+		t.Fatalf("rows = %d, want %d", got, workers*rounds*2)
+	}
+}
+
+// TestCloseWaitsForADoRunningOnItsCaller: a Do at an idle writer runs on
+// its caller's goroutine; Close returns only after that batch ended, and
+// its row is committed.
+func TestCloseWaitsForADoRunningOnItsCaller(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	migrations := fstest.MapFS{"0001_init.sql": {Data: []byte(`CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL);`)}}
+	db, err := sqlitedb.Open(context.Background(), path, migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var ended atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Writer.Do(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+			close(entered)
+			<-release
+			_, err := tx.ExecContext(ctx, `INSERT INTO kv VALUES ('a', 1)`)
+			ended.Store(true)
+			return err
+		})
+	}()
+	<-entered
+	closed := make(chan bool, 1)
+	go func() {
+		db.Close()
+		closed <- ended.Load()
+	}()
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !<-closed {
+		t.Fatal("Close returned while a Do's batch was still running")
+	}
+	again, err := sqlitedb.Open(context.Background(), path, migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if got := count(t, again); got != 1 {
+		t.Fatalf("rows after close = %d, want 1", got)
+	}
+}
+
+// TestReadIdleRunsOnlyAtAnIdleWriter: ReadIdle reads on the writer's
+// connection when nothing is queued or running (fn's error is returned),
+// and declines, without running fn, while a batch runs and after close.
+func TestReadIdleRunsOnlyAtAnIdleWriter(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	if err := db.Writer.Do(ctx, insertKV("a")); err != nil {
+		t.Fatal(err)
+	}
+	get, err := db.Writer.Prepare(ctx, `SELECT COUNT(*) FROM kv`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	ran, err := db.Writer.ReadIdle(func() error { return get.QueryRowContext(ctx).Scan(&n) })
+	if !ran || err != nil || n != 1 {
+		t.Fatalf("idle: ran=%v err=%v n=%d, want true, nil, 1", ran, err, n)
+	}
+	boom := errors.New("boom")
+	if ran, err := db.Writer.ReadIdle(func() error { return boom }); !ran || err != boom {
+		t.Fatalf("fn's error: ran=%v err=%v", ran, err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	<-entered
+	called := false
+	if ran, err := db.Writer.ReadIdle(func() error { called = true; return nil }); ran || err != nil || called {
+		t.Fatalf("during a batch: ran=%v err=%v called=%v, want a refusal", ran, err, called)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if ran, _ := db.Writer.ReadIdle(func() error { called = true; return nil }); ran || called {
+		t.Fatal("ReadIdle ran after close")
 	}
 }

@@ -31,6 +31,12 @@ type Writer struct {
 	once   sync.Once
 	mu     sync.RWMutex // guards closed against sends on queue
 	closed bool
+	// runMu is held by whoever runs a batch on the connection: the loop,
+	// or a caller of Do or DoLazy that found the writer idle and runs its
+	// own function (see do). pending counts the functions queued or
+	// running and not yet ended; it is raised under mu.
+	runMu   sync.Mutex
+	pending atomic.Int64
 
 	statsMu sync.Mutex
 	commits int64
@@ -70,9 +76,11 @@ type job struct {
 	durable bool
 	ticket  uint64
 	// res receives the outcome of a job whose caller waits; then is called
-	// with the outcome of a job queued behind (Go).
+	// with the outcome of a job queued behind (Go). err is the outcome of
+	// a job run by its caller (runIdle), which has neither.
 	res  chan error
 	then func(error)
+	err  error
 }
 
 func newWriter(db *sql.DB) *Writer {
@@ -133,7 +141,9 @@ func exec(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, query string) error {
 }
 
 // Do runs fn inside a transaction and returns after that transaction has been
-// durably committed (nil) or rolled back (the error). fn's changes are
+// durably committed (nil) or rolled back (the error). When nothing is queued
+// or running, Do runs that transaction on the caller's goroutine (see
+// runIdle); otherwise the writer's goroutine runs it in the next batch. fn's changes are
 // isolated by a savepoint: if fn returns an error only its own changes are
 // undone and other functions in the same batch still commit. When the batch's
 // COMMIT itself fails, every function in it receives that error and none of
@@ -159,11 +169,72 @@ func (w *Writer) DoLazy(ctx context.Context, fn TxFunc) error {
 }
 
 func (w *Writer) do(ctx context.Context, fn TxFunc, durable bool) error {
-	j := &job{ctx: ctx, fn: fn, durable: durable, res: make(chan error, 1)}
+	j := &job{ctx: ctx, fn: fn, durable: durable}
+	if w.runIdle(j) {
+		return j.err
+	}
+	j.res = make(chan error, 1)
 	if _, err := w.enqueue(ctx, j); err != nil {
 		return err
 	}
 	return <-j.res
+}
+
+// runIdle runs j as a batch of its own on the caller's goroutine when
+// nothing is queued or running, and reports whether it did (j.err is then
+// its outcome). A waiting caller alone at an idle writer thus pays no
+// hand-off to the loop's goroutine and back; it is the batch the loop
+// would have run. Functions queued meanwhile wait for it, as they would
+// behind the loop's batch, and the loop gathers them into the next one.
+//
+// Before it commits to running alone, the caller yields once: callers
+// that the last batch has just acknowledged typically write again at
+// once, and if any of them queues meanwhile, j is queued too, so that
+// the loop's next batch carries them all under one commit instead of j
+// committing alone ahead of them (concurrent writers keep their group
+// commits).
+func (w *Writer) runIdle(j *job) bool {
+	if w.pending.Load() != 0 || !w.runMu.TryLock() {
+		return false
+	}
+	runtime.Gosched()
+	w.mu.Lock()
+	// pending is raised under mu before a function is queued: at 0 no
+	// earlier ticket is unfinished, so this batch ends in ticket order.
+	if w.closed || w.pending.Load() != 0 {
+		w.mu.Unlock()
+		w.runMu.Unlock()
+		return false
+	}
+	w.tickets++
+	j.ticket = w.tickets
+	w.pending.Add(1)
+	w.mu.Unlock()
+	defer w.runMu.Unlock()
+	w.run([]*job{j})
+	return true
+}
+
+// ReadIdle runs fn on the writer's connection when no batch is running or
+// queued, and reports whether it did; otherwise the caller reads from the
+// read pool. fn must only read, outside any transaction, through
+// statements prepared with Prepare (run directly, not in a Tx), and must
+// not use the writer. A read there sees every commit, as a pool read
+// does, but it finds the pages this writer just wrote still in its
+// connection's cache, where a pool connection must read them again after
+// every commit of another connection.
+func (w *Writer) ReadIdle(fn func() error) (bool, error) {
+	if w.pending.Load() != 0 || !w.runMu.TryLock() {
+		return false, nil
+	}
+	defer w.runMu.Unlock()
+	w.mu.RLock()
+	closed := w.closed
+	w.mu.RUnlock()
+	if closed || w.pending.Load() != 0 {
+		return false, nil
+	}
+	return true, fn()
 }
 
 // Go queues fn behind the caller: it returns as soon as fn is queued, in
@@ -186,11 +257,13 @@ func (w *Writer) enqueue(ctx context.Context, j *job) (uint64, error) {
 	}
 	w.tickets++
 	j.ticket = w.tickets
+	w.pending.Add(1)
 	select {
 	case w.queue <- j:
 		return j.ticket, nil
 	case <-ctx.Done():
 		w.tickets--
+		w.pending.Add(-1)
 		return 0, ctx.Err()
 	}
 }
@@ -273,6 +346,10 @@ func (w *Writer) close() {
 		close(w.queue)
 		w.mu.Unlock()
 		<-w.done
+		// A batch run by its caller (runIdle) ends before the
+		// connection closes.
+		w.runMu.Lock()
+		w.runMu.Unlock()
 	})
 }
 
@@ -280,8 +357,10 @@ func (w *Writer) loop() {
 	defer close(w.done)
 	batch := make([]*job, 0, MaxBatch)
 	for first := range w.queue {
+		w.runMu.Lock()
 		batch = w.gatherBehind(w.drain(append(batch[:0], first)))
 		w.run(batch)
+		w.runMu.Unlock()
 		// Let the callers just acknowledged run before the next batch is
 		// gathered: each typically queues its next function at once.
 		// Yielding while the queue still grows lets one commit carry them
@@ -428,10 +507,13 @@ func (w *Writer) run(batch []*job) {
 // the ended ticket.
 func (w *Writer) finish(batch []*job, results []error) {
 	for i, j := range batch {
-		if j.res != nil {
+		switch {
+		case j.res != nil:
 			j.res <- results[i]
-		} else if j.then != nil {
+		case j.then != nil:
 			j.then(results[i])
+		default:
+			j.err = results[i]
 		}
 	}
 	w.doneMu.Lock()
@@ -439,6 +521,7 @@ func (w *Writer) finish(batch []*job, results []error) {
 	close(w.advanced)
 	w.advanced = make(chan struct{})
 	w.doneMu.Unlock()
+	w.pending.Add(-int64(len(batch)))
 }
 
 // runAlone runs fn as the only function of tx, which is rolled back when

@@ -50,10 +50,11 @@ type BoardWriter interface {
 	// Insert adds m; Save replaces the stored fields of m (by id).
 	Insert(m Message) error
 	Save(m Message) error
-	// Oldest returns, oldest first, at most limit retained messages of
-	// class that are not in exclude, with only ID, Seq, ReplyTo and
-	// ObservationRevision set.
-	Oldest(class RetentionClass, exclude []string, limit int) ([]Message, error)
+	// Oldest returns at most limit retained messages of classes that are
+	// not in exclude, by class in the order of classes and oldest first
+	// within a class, with only ID, Seq, ReplyTo and ObservationRevision
+	// set. classes is one of RetentionPasses.
+	Oldest(classes []RetentionClass, exclude []string, limit int) ([]Message, error)
 	// Remove deletes the messages with these ids.
 	Remove(ids []string) error
 	// SetState stores the board's counters.
@@ -80,6 +81,12 @@ const (
 	// that todo not completable).
 	RetainTodoReplies
 )
+
+// RetentionPasses are the lists of classes retention asks Oldest for, in
+// turn, until it has enough: the first two classes in one statement (the
+// common case: a full board removes a resolved or loose message), then
+// the replies to open todos, whose query costs more and is rarely needed.
+var RetentionPasses = [][]RetentionClass{{RetainResolved, RetainLoose}, {RetainTodoReplies}}
 
 // BoardStore persists Session-local message boards beside the ledger.
 type BoardStore interface {
@@ -289,12 +296,12 @@ func (b *Board) retain(w BoardWriter, st *BoardState, keep []string) error {
 	}
 	var victims []string
 	lost := map[string]int64{} // parent → its replies removed now
-	for _, class := range []RetentionClass{RetainResolved, RetainLoose, RetainTodoReplies} {
+	for _, classes := range RetentionPasses {
 		need := int(excess) - len(victims)
 		if need == 0 {
 			break
 		}
-		ms, err := w.Oldest(class, keep, need)
+		ms, err := w.Oldest(classes, keep, need)
 		if err != nil {
 			return err
 		}

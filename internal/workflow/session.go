@@ -14,7 +14,7 @@ package workflow
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"regexp"
+	"strings"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -52,7 +52,12 @@ const (
 	MaxJobMarkers = 64
 )
 
-var sessionIDRE = regexp.MustCompile(`^wc_sess_[0-9a-f]{32}$`)
+// isSessionID reports whether id is wc_sess_ followed by 32 lowercase hex
+// digits (every claim check validates a header: no regexp on that path).
+func isSessionID(id string) bool {
+	hex, ok := strings.CutPrefix(id, SessionIDPrefix)
+	return ok && len(hex) == 32 && lowerHex(hex)
+}
 
 // NewSessionID returns a fresh wc_sess_ id carrying 128 random bits.
 func NewSessionID() string {
@@ -67,7 +72,7 @@ func NewSessionID() string {
 // failure.InvalidSessionID for anything but wc_sess_ followed by 32
 // lowercase hex digits.
 func ParseSessionID(id string) (string, error) {
-	if !sessionIDRE.MatchString(id) {
+	if !isSessionID(id) {
 		if len(id) > 64 {
 			id = id[:64] + "..."
 		}

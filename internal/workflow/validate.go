@@ -2,11 +2,21 @@ package workflow
 
 import (
 	"fmt"
-	"regexp"
 	"unicode/utf8"
 )
 
-var fingerprintRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+// isFingerprint reports whether s is a lowercase hex SHA-256.
+func isFingerprint(s string) bool { return len(s) == 64 && lowerHex(s) }
+
+// lowerHex reports whether s is made of lowercase hex digits only.
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // ValidateSession checks that a stored or imported header is well formed.
 // Restore and import discard a row that fails it rather than admit it.
@@ -26,7 +36,7 @@ func ValidateSession(s Session) error {
 	if (s.Lifecycle == Closed) != (s.ClosedAt != nil) {
 		return fmt.Errorf("closed_at: must be set exactly when lifecycle is closed")
 	}
-	if !fingerprintRE.MatchString(s.OwnerFingerprint) {
+	if !isFingerprint(s.OwnerFingerprint) {
 		return fmt.Errorf("owner_authority_fingerprint: not a lowercase SHA-256")
 	}
 	if err := s.ExecutionContext.Validate(); err != nil {

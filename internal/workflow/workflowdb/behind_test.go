@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 // readPair is the events a read-only call records: started and finished
@@ -181,6 +182,122 @@ func TestTrimOutbox(t *testing.T) {
 	}
 	if after, _ := st.Outbox(ctx, rows[2].Seq, 10); len(after) != 0 {
 		t.Fatalf("rows after the last: %v", after)
+	}
+}
+
+// TestOutboxSeqNeverGoesBack: a trim up to the newest row keeps that row,
+// so the next row (in this process and after a restart) takes a seq above
+// every seq given out before; the journal's watermark would skip a reused
+// one, losing its record.
+func TestOutboxSeqNeverGoesBack(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	st := open(t, path)
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	store := func(st *workflowdb.Store, svc *workflow.Service, call string) int64 {
+		t.Helper()
+		if err := svc.FinishCall(ctx, s.ID, time.Now(), workflow.CallWrite{Outbox: []byte(call)}, readPair(call)...); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := st.Outbox(ctx, 0, 100)
+		if err != nil || len(rows) == 0 || string(rows[len(rows)-1].Body) != call {
+			t.Fatalf("outbox after storing %s: %v %v", call, rows, err)
+		}
+		return rows[len(rows)-1].Seq
+	}
+	trimAll := func(st *workflowdb.Store, upTo int64) {
+		t.Helper()
+		if err := st.TrimOutbox(ctx, upTo+10); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := st.Outbox(ctx, 0, 100)
+		if err != nil || len(rows) != 1 || rows[0].Seq != upTo {
+			t.Fatalf("outbox after trimming past the newest row %d: %v %v, want only that row", upTo, rows, err)
+		}
+	}
+	a := store(st, svc, "call_a")
+	b := store(st, svc, "call_b")
+	trimAll(st, b)
+	c := store(st, svc, "call_c")
+	if !(a < b && b < c) {
+		t.Fatalf("seqs %d, %d, %d do not increase", a, b, c)
+	}
+	trimAll(st, c)
+	st.Close()
+	st = open(t, path)
+	d := store(st, workflow.NewService(st, nil), "call_d")
+	if d <= c {
+		t.Fatalf("seq after a restart %d, want above %d", d, c)
+	}
+}
+
+// TestOutboxMigrationKeepsTheSequence: migration 0007 drops the outbox's
+// AUTOINCREMENT; a ledger whose outbox was trimmed empty (the old
+// sequence alone remembers its last seq) or left holding rows continues
+// above the last seq the old table gave out.
+func TestOutboxMigrationKeepsTheSequence(t *testing.T) {
+	for _, left := range []int{0, 2} {
+		t.Run(fmt.Sprint("rows_left=", left), func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "workflow.db")
+			st := open(t, path)
+			// Back to the outbox of migration 0004: seqs 1..5 given out,
+			// all but the last left ones trimmed.
+			if err := st.DB().Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				for _, q := range []string{
+					`DROP TABLE evidence_outbox`,
+					`CREATE TABLE evidence_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, body BLOB NOT NULL)`,
+					`INSERT INTO evidence_outbox (body) VALUES ('r1'), ('r2'), ('r3'), ('r4'), ('r5')`,
+					fmt.Sprintf(`DELETE FROM evidence_outbox WHERE seq <= %d`, 5-left),
+					`DROP INDEX messages_by_reply`,
+					`CREATE INDEX messages_by_reply ON messages(session_id, reply_to, seq)`,
+					`DELETE FROM schema_migrations WHERE name = '0007_leaner_commits.sql'`,
+				} {
+					if _, err := tx.ExecContext(ctx, q); err != nil {
+						return fmt.Errorf("%s: %w", q, err)
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+			st = open(t, path)
+			var auto int
+			if err := st.DB().Read.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name = 'evidence_outbox' AND sql LIKE '%AUTOINCREMENT%'`).Scan(&auto); err != nil || auto != 0 {
+				t.Fatalf("outbox still AUTOINCREMENT after the migration (%d, %v)", auto, err)
+			}
+			rows, err := st.Outbox(ctx, 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seqs []int64
+			for _, r := range rows {
+				seqs = append(seqs, r.Seq)
+			}
+			want := []int64{5} // the old sequence's last value, an empty row
+			if left > 0 {
+				want = []int64{4, 5}
+			}
+			if fmt.Sprint(seqs) != fmt.Sprint(want) {
+				t.Fatalf("outbox seqs after the migration %v, want %v", seqs, want)
+			}
+			if left == 0 && len(rows[0].Body) != 0 {
+				t.Fatalf("the kept sequence row has a body %q", rows[0].Body)
+			}
+			svc := workflow.NewService(st, nil)
+			s := start(t, svc)
+			if err := svc.FinishCall(ctx, s.ID, time.Now(), workflow.CallWrite{Outbox: []byte("new")}, readPair("call_new")...); err != nil {
+				t.Fatal(err)
+			}
+			if rows, err := st.Outbox(ctx, 5, 10); err != nil || len(rows) != 1 || rows[0].Seq != 6 || string(rows[0].Body) != "new" {
+				t.Fatalf("the first row after the migration: %v %v, want seq 6", rows, err)
+			}
+		})
 	}
 }
 

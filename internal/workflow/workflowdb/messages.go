@@ -1,11 +1,13 @@
 package workflowdb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -209,22 +211,38 @@ var (
 		observation_low_watermark = excluded.observation_low_watermark`
 	qMessage       = selectMessage + ` AND message_id = ? LIMIT 1`
 	qByDeliveryKey = selectMessage + ` AND delivery_key = ? LIMIT 1`
-	qReplies       = selectMessage + ` AND reply_to = ? ORDER BY seq LIMIT ?`
+	qReplies       = selectMessage + ` AND reply_to = ? AND reply_to != '' ORDER BY seq LIMIT ?` // != '': the partial messages_by_reply
 	qInsert        = `INSERT INTO messages (session_id, ` + fmt.Sprintf(messageColumns, "body") + `) VALUES (?` + strings.Repeat(",?", messageColumnCount) + `)`
 	qSave          = `UPDATE messages SET ` + saveSet() + ` WHERE session_id = ? AND message_id = ?`
 	qRemoveOne     = `DELETE FROM messages WHERE session_id = ? AND message_id = ?`
 	qChanged       = selectMessage + ` AND observation_revision > ? ORDER BY observation_revision LIMIT ?`
-	// qOldest excludes up to oldestExclude message ids (padded with '').
-	qOldest = map[workflow.RetentionClass]string{}
+	// qOldest is Oldest's query of each list of classes retention asks
+	// for (workflow.RetentionPasses); each excludes up to oldestExclude
+	// message ids (padded with '').
+	qOldest = map[string]string{}
 )
 
 const oldestExclude = 2
 
 func init() {
-	for class, cond := range retentionClass {
-		qOldest[class] = `SELECT m.message_id, m.seq, m.reply_to, m.observation_revision FROM messages m WHERE m.session_id = ? AND ` + cond +
-			strings.Repeat(` AND m.message_id != ?`, oldestExclude) + ` ORDER BY m.seq LIMIT ?`
+	for _, classes := range workflow.RetentionPasses {
+		qOldest[fmt.Sprint(classes)] = oldestQuery(classes)
 	}
+}
+
+// oldestQuery selects, for session ?1, the oldest ?4 messages (by seq) of
+// each of classes that are not ?2 or ?3, each row with its class's index
+// in classes: one statement with an arm per class, each limited on its
+// own index. The rows of a compound SELECT come in no defined order, so
+// Oldest orders them itself; a sort in SQL would cost more than a second
+// statement.
+func oldestQuery(classes []workflow.RetentionClass) string {
+	arms := make([]string, len(classes))
+	for i, class := range classes {
+		arms[i] = fmt.Sprintf(`SELECT * FROM (SELECT %d AS class, m.message_id, m.seq, m.reply_to, m.observation_revision FROM messages m
+			WHERE m.session_id = ?1 AND %s AND m.message_id != ?2 AND m.message_id != ?3 ORDER BY m.seq LIMIT ?4)`, i, retentionClass[class])
+	}
+	return strings.Join(arms, ` UNION ALL `)
 }
 
 func saveSet() string {
@@ -279,16 +297,8 @@ func (b *boardTx) Replies(id string, limit int) ([]workflow.Message, error) {
 }
 
 func (b *boardTx) List(f workflow.MessageFilter) ([]workflow.Message, bool, error) {
-	q := selectMessage
-	args := []any{b.id}
-	for _, c := range []struct{ col, v string }{{"kind", string(f.Kind)}, {"status", string(f.Status)},
-		{"message_id", f.MessageID}, {"reply_to", f.ReplyTo}} {
-		if c.v != "" {
-			q += ` AND ` + c.col + ` = ?`
-			args = append(args, c.v)
-		}
-	}
-	ms, err := b.query(q+` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit+1)...)
+	q, args := boardListQuery(b.id, f)
+	ms, err := b.query(q, args...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -296,6 +306,24 @@ func (b *boardTx) List(f workflow.MessageFilter) ([]workflow.Message, bool, erro
 		return ms[:f.Limit], true, nil
 	}
 	return ms, false, nil
+}
+
+// boardListQuery is List's query of session id's messages by f, and its
+// arguments: one more than a page, newest first.
+func boardListQuery(id string, f workflow.MessageFilter) (string, []any) {
+	q := selectMessage
+	args := []any{id}
+	for _, c := range []struct{ col, v string }{{"kind", string(f.Kind)}, {"status", string(f.Status)},
+		{"message_id", f.MessageID}, {"reply_to", f.ReplyTo}} {
+		if c.v != "" {
+			q += ` AND ` + c.col + ` = ?`
+			args = append(args, c.v)
+		}
+	}
+	if f.ReplyTo != "" {
+		q += ` AND reply_to != ''` // lets the planner use the partial messages_by_reply
+	}
+	return q + ` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit+1)
 }
 
 func (b *boardTx) Changed(after int64, limit int) ([]workflow.Message, error) {
@@ -353,10 +381,10 @@ var retentionClass = map[workflow.RetentionClass]string{
 	workflow.RetainTodoReplies: `m.reply_to != '' AND NOT (m.kind = 'todo' AND m.status = 'open') AND ` + openTodoParent,
 }
 
-func (b *boardTx) Oldest(class workflow.RetentionClass, exclude []string, limit int) ([]workflow.Message, error) {
-	q, ok := qOldest[class]
+func (b *boardTx) Oldest(classes []workflow.RetentionClass, exclude []string, limit int) ([]workflow.Message, error) {
+	q, ok := qOldest[fmt.Sprint(classes)]
 	if !ok || len(exclude) > oldestExclude {
-		return nil, fmt.Errorf("retention class %d excluding %d messages", class, len(exclude))
+		return nil, fmt.Errorf("retention classes %v excluding %d messages", classes, len(exclude))
 	}
 	args := []any{b.id}
 	for i := range oldestExclude {
@@ -371,15 +399,27 @@ func (b *boardTx) Oldest(class workflow.RetentionClass, exclude []string, limit 
 		return nil, err
 	}
 	defer rows.Close()
-	var out []workflow.Message
+	type classed struct {
+		class int
+		m     workflow.Message
+	}
+	var all []classed
 	for rows.Next() {
-		m := workflow.Message{SessionID: b.id}
-		if err := rows.Scan(&m.ID, &m.Seq, &m.ReplyTo, &m.ObservationRevision); err != nil {
+		c := classed{m: workflow.Message{SessionID: b.id}}
+		if err := rows.Scan(&c.class, &c.m.ID, &c.m.Seq, &c.m.ReplyTo, &c.m.ObservationRevision); err != nil {
 			return nil, err
 		}
-		out = append(out, m)
+		all = append(all, c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(a, b classed) int { return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(a.m.Seq, b.m.Seq)) })
+	out := make([]workflow.Message, 0, min(len(all), limit))
+	for _, c := range all[:min(len(all), limit)] {
+		out = append(out, c.m)
+	}
+	return out, nil
 }
 
 func (b *boardTx) Insert(m workflow.Message) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -313,6 +314,58 @@ func TestBoardRetention(t *testing.T) {
 	// Then the oldest open non-todo; the open todo stays.
 	if retained(resolved[1]) || retained(old.ID) || !retained(todo.ID) {
 		t.Fatal("retention order: resolved first, then the oldest open non-todo, never the open todo")
+	}
+}
+
+// TestOldestOrdersByClassThenSeq: one retention pass asks for two classes
+// in one statement; its rows come back resolved first, oldest first, then
+// loose ones, oldest first, cut at the limit, excluding the given ids and
+// never an open todo.
+func TestOldestOrdersByClassThenSeq(t *testing.T) {
+	ctx := context.Background()
+	e := newBoardEnv(t)
+	todo := e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "an open todo"})
+	var notes []workflow.Message
+	for i := range 6 {
+		notes = append(notes, e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: fmt.Sprint("note ", i)}))
+	}
+	for _, i := range []int{4, 2} { // resolved out of seq order
+		if _, _, err := e.board.Resolve(ctx, workflow.ResolveParams{SessionID: e.sess.ID, MessageID: notes[i].ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldest := func(exclude []string, limit int) []string {
+		t.Helper()
+		var ids []string
+		err := e.st.UpdateBoard(ctx, e.sess.ID, func(w workflow.BoardWriter) error {
+			ms, err := w.Oldest(workflow.RetentionPasses[0], exclude, limit)
+			for _, m := range ms {
+				ids = append(ids, m.ID)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	for _, c := range []struct {
+		exclude []string
+		limit   int
+		want    []workflow.Message
+	}{
+		{nil, 1, notes[2:3]},
+		{nil, 3, []workflow.Message{notes[2], notes[4], notes[0]}},
+		{nil, 10, []workflow.Message{notes[2], notes[4], notes[0], notes[1], notes[3], notes[5]}},
+		{[]string{notes[2].ID, notes[0].ID}, 3, []workflow.Message{notes[4], notes[1], notes[3]}},
+	} {
+		var want []string
+		for _, m := range c.want {
+			want = append(want, m.ID)
+		}
+		if got := oldest(c.exclude, c.limit); !slices.Equal(got, want) || slices.Contains(got, todo.ID) {
+			t.Errorf("Oldest(exclude %d, limit %d) = %v, want %v", len(c.exclude), c.limit, got, want)
+		}
 	}
 }
 

@@ -37,10 +37,13 @@ func (s *Store) Outbox(ctx context.Context, after int64, limit int) ([]OutboxRow
 
 // TrimOutbox deletes the outbox rows up to seq, behind the caller and
 // without a commit of its own (the next batch carries it; losing it only
-// leaves rows the journal skips).
+// leaves rows the journal skips). It never deletes the newest row: seq is
+// the table's rowid without AUTOINCREMENT (migration 0007), so a new row
+// takes the largest seq present plus one, and the row kept is what stops
+// a seq from ever being given out twice.
 func (s *Store) TrimOutbox(ctx context.Context, upTo int64) error {
 	_, err := s.db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM evidence_outbox WHERE seq <= ?`, upTo)
+		_, err := tx.ExecContext(ctx, `DELETE FROM evidence_outbox WHERE seq <= ? AND seq < (SELECT MAX(seq) FROM evidence_outbox)`, upTo)
 		return err
 	}, nil)
 	return storeErr(err)

@@ -173,14 +173,6 @@ func decodeHeader(b []byte) (workflow.Session, error) {
 	return sess, nil
 }
 
-func encodeHeader(sess workflow.Session) string {
-	b, err := json.Marshal(sess)
-	if err != nil {
-		panic(err) // Session has only marshalable fields
-	}
-	return string(b)
-}
-
 const eventColumns = `seq, at, kind, tool, call_id, invocation_id, role, outcome, error_kind, duration_ms, text, observed_json, changed_json, facts_json, validation_json`
 
 type eventRow struct {
@@ -534,7 +526,18 @@ func (s *Store) GetCommitted(ctx context.Context, id string) (workflow.Session, 
 	// A primary-key read is not interrupted mid-way (with a cancellable
 	// context the drivers arm two watcher goroutines per query, which
 	// costs as much as the read); a cancellation is reported after it.
-	sess, _, err := s.scanHeader(s.db.QueryRow(context.WithoutCancel(ctx), sqlHeader, id), id)
+	// At an idle writer it reads on the writer's connection, whose cache
+	// holds the header its last commit wrote.
+	rctx := context.WithoutCancel(ctx)
+	var sess workflow.Session
+	done, err := s.db.Writer.ReadIdle(func() error {
+		var err error
+		sess, _, err = s.scanHeader(s.stmts.header.QueryRowContext(rctx, id), id)
+		return err
+	})
+	if !done {
+		sess, _, err = s.scanHeader(s.db.QueryRow(rctx, sqlHeader, id), id)
+	}
 	if err == nil {
 		err = ctx.Err()
 	}
