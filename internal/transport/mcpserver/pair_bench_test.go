@@ -14,6 +14,7 @@ import (
 	"github.com/webcodex/webcodex/internal/audit/auditdb"
 	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
+	"github.com/webcodex/webcodex/internal/transport/mcpserver"
 )
 
 // BenchmarkToolsCallRecordedVsBare alternates, call by call, a recorded
@@ -104,17 +105,7 @@ func setupBareAudited(b *testing.B) *benchEnv {
 		st.Close()
 	})
 	s := bareServer(b)
-	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			res, err := next(ctx, method, req)
-			tool := ""
-			if ct, ok := req.(*mcp.CallToolRequest); ok && ct.Params != nil {
-				tool = ct.Params.Name
-			}
-			auditmw.ReportMethod(ctx, method, tool, err != nil)
-			return res, err
-		}
-	})
+	s.AddReceivingMiddleware(mcpserver.Report)
 	mw := &auditmw.Middleware{Audit: svc}
 	h := mw.Wrap(auditmw.OpMCP, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	srv := httptest.NewServer(h)
