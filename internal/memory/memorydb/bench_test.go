@@ -67,13 +67,10 @@ func benchScope(cur memory.Scope, m int) memory.Scope {
 	return memory.ScopeFor(scopeA.Project, fmt.Sprintf("%s/%d", scopeA.Root, m))
 }
 
-// BenchmarkMemorySetVsInsert times memory_set's service call (a new key:
-// CAS decision, entry, history, FTS index, one durable commit) against a
-// plain durable SQLite INSERT of the same body into a two-column table
-// with the same pragmas, alternated call by call (benchpair). The goal is
-// a ratio of at most 2 (set throughput at least half the insert's).
-func BenchmarkMemorySetVsInsert(b *testing.B) {
-	_, svc, _ := open(b)
+// openPlain opens the base of the set benchmarks: a two-column table in
+// its own database file with memory.db's durability pragmas (WAL,
+// synchronous=FULL) on one connection, and its INSERT prepared.
+func openPlain(b *testing.B) (*sql.DB, *sql.Stmt) {
 	q := url.Values{}
 	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)"} {
 		q.Add("_pragma", p)
@@ -82,7 +79,7 @@ func BenchmarkMemorySetVsInsert(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer plain.Close()
+	b.Cleanup(func() { plain.Close() })
 	plain.SetMaxOpenConns(1)
 	if _, err := plain.Exec(`CREATE TABLE kv (k TEXT PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
 		b.Fatal(err)
@@ -91,6 +88,17 @@ func BenchmarkMemorySetVsInsert(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return plain, ins
+}
+
+// BenchmarkMemorySetVsInsert times memory_set's service call (a new key:
+// CAS decision, entry, history, FTS index, one durable commit) against a
+// plain durable SQLite INSERT of the same body into a two-column table
+// with the same pragmas, alternated call by call (benchpair). The goal is
+// a ratio of at most 2 (set throughput at least half the insert's).
+func BenchmarkMemorySetVsInsert(b *testing.B) {
+	_, svc, _ := open(b)
+	_, ins := openPlain(b)
 	r := rand.New(rand.NewPCG(3, 4))
 	body := benchBody(r, 120)
 	ctx := context.Background()
@@ -145,4 +153,71 @@ func BenchmarkMemorySetVsWriterInsert(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
+}
+
+// BenchmarkMemorySetPages counts the database pages one durable commit
+// writes (its WAL frames): memory_set of a new key in a scope that already
+// holds 2,000 entries, and the plain INSERT of BenchmarkMemorySetVsInsert.
+// Automatic checkpoints are off on both writers, so the WAL keeps every
+// frame; after each round of calls a PASSIVE checkpoint reads the frame
+// count and a TRUNCATE one empties the WAL for the next round. It reports
+// memory_set-pages/op and sqlite_insert-pages/op; ns/op is one call of
+// each.
+func BenchmarkMemorySetPages(b *testing.B) {
+	st, svc, _ := open(b)
+	plain, ins := openPlain(b)
+	ctx := context.Background()
+	body := benchBody(rand.New(rand.NewPCG(3, 4)), 120)
+	const filled = 2_000
+	fill(b, st, scopeA, filled, func(int) string { return body })
+	if err := st.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := plain.Exec(`PRAGMA wal_autocheckpoint = 0`); err != nil {
+		b.Fatal(err)
+	}
+	// frames returns the WAL's frame count and empties it.
+	frames := func(db *sql.DB) int {
+		var busy, log, done, n int
+		if err := db.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &n, &done); err != nil || busy != 0 {
+			b.Fatalf("checkpoint: busy %d, %v", busy, err)
+		}
+		// TRUNCATE reports the emptied WAL's counts (zero).
+		if err := db.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &log, &done); err != nil || busy != 0 {
+			b.Fatalf("checkpoint: busy %d, %v", busy, err)
+		}
+		return n
+	}
+	frames(st.db.Read)
+	frames(plain)
+	const round = 100
+	var setFrames, insFrames, calls, n int
+	m := filled
+	scope := scopeA
+	for b.Loop() {
+		n++
+		if _, err := ins.Exec(fmt.Sprintf("k%d", n), body); err != nil {
+			b.Fatal(err)
+		}
+		m++
+		scope = benchScope(scope, m)
+		if _, err := svc.Set(ctx, memory.SetParams{Scope: scope, Key: fmt.Sprintf("k%d", m), Body: body}); err != nil {
+			b.Fatal(err)
+		}
+		if calls++; calls%round == 0 {
+			setFrames += frames(st.db.Read)
+			insFrames += frames(plain)
+		}
+	}
+	if calls < round {
+		setFrames += frames(st.db.Read)
+		insFrames += frames(plain)
+	} else {
+		calls -= calls % round
+	}
+	b.ReportMetric(float64(setFrames)/float64(calls), "memory_set-pages/op")
+	b.ReportMetric(float64(insFrames)/float64(calls), "sqlite_insert-pages/op")
 }
