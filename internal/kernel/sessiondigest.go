@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -22,8 +20,7 @@ func sessionDigest(s workflow.Session) string {
 	if !ok {
 		return ""
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return digest(b)
 }
 
 // appendSessionJSON appends s as json.Marshal encodes it (members in
