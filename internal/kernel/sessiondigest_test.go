@@ -126,3 +126,25 @@ func FuzzSessionJSON(f *testing.F) {
 		checkSessionJSON(t, s)
 	})
 }
+
+// BenchmarkSessionDigest compares the direct encoding with json.Marshal
+// on a typical session header.
+func BenchmarkSessionDigest(b *testing.B) {
+	at := time.Date(2026, 12, 1, 18, 0, 0, 123456789, time.UTC)
+	s := workflow.Session{ID: "wc_sess_0123456789abcdef01234567", Project: "agent:local:bench", Title: "measure the kernel",
+		Mode: workflow.ModeNormal, Lifecycle: workflow.Active, OwnerFingerprint: strings.Repeat("ab", 32),
+		CreatedAt: at, UpdatedAt: at, EventsObserved: 1234, Counters: workflow.Counters{ToolCalls: 617}}
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sessionDigest(s)
+		}
+	})
+	b.Run("json.Marshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			j, _ := json.Marshal(s)
+			digest(j)
+		}
+	})
+}
