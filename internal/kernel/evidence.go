@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
@@ -90,15 +89,6 @@ type Record struct {
 // evidence_gap warning (the tool's own result is unchanged). Other records
 // may be written later; their failures are the sink's to count.
 type EvidenceSink func(ctx context.Context, r Record) error
-
-// sessionDigest is the hex SHA-256 of the session record as read.
-func sessionDigest(s workflow.Session) string {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return ""
-	}
-	return digest(b)
-}
 
 // An Outbox carries the evidence record of a call recorded in a session in
 // the transaction of the call's tool_call_finished event (the workflow

@@ -260,22 +260,34 @@ func (k *Kernel) admit() bool {
 	return true
 }
 
+// newID is prefix followed by 24 random hex digits (one allocation: the
+// string, for a prefix of at most 32 bytes).
 func newID(prefix string) string {
 	var b [12]byte
 	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
+	if len(prefix) > 32 {
+		return prefix + hex.EncodeToString(b[:])
+	}
+	var out [32 + 2*len(b)]byte
+	n := copy(out[:], prefix)
+	hex.Encode(out[n:], b[:])
+	return string(out[:n+2*len(b)])
 }
 
+// digest is the lower-case hex SHA-256 of b.
 func digest(b []byte) string {
 	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], s[:])
+	return string(out[:])
 }
 
 // argsDigest digests the arguments in compact JSON form (insignificant
 // whitespace removed), or as received when they are not valid JSON.
 func argsDigest(raw json.RawMessage) string {
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) == nil {
+	var small [1024]byte
+	buf := bytes.NewBuffer(small[:0])
+	if json.Compact(buf, raw) == nil {
 		return digest(buf.Bytes())
 	}
 	return digest(raw)
@@ -700,9 +712,10 @@ func (k *Kernel) finish(ctx context.Context, tool *Tool, inv *Invocation, pairs 
 	if adopted != nil {
 		pairs = append(pairs, pair{session: adopted.ID, role: workflow.RoleBusiness, callID: newID("call_")})
 	}
+	// The event's duration is the record's, sealed once (seal runs first).
 	finished := workflow.Event{
 		Tool: tool.Name, InvocationID: inv.ID, Outcome: workflow.OutcomeOK,
-		DurationMS: k.now().Sub(rec.At).Milliseconds(), Facts: facts, ChangedPaths: changed,
+		DurationMS: rec.Duration.Milliseconds(), Facts: facts, ChangedPaths: changed,
 	}
 	switch {
 	case cancelled:
@@ -730,17 +743,13 @@ func (k *Kernel) finish(ctx context.Context, tool *Tool, inv *Invocation, pairs 
 			outbox = b
 		}
 	}
-	r := *rec
 	// The record goes with the first pair's events; when that write fails
 	// it goes to the evidence sink instead, so it is never lost nor
 	// written twice.
-	fallback := func(err error) {
-		k.recordFailures.Add(1)
-		k.log.Warn("record tool_call_finished", "tool", tool.Name, "invocation", inv.ID, "err", err)
-	}
 	if !tool.Mutates {
+		r := *rec
 		k.appendBehind(ctx, inv, pairs, finished, rec.At, outbox, func(first bool, err error) {
-			fallback(err)
+			k.finishFailed(inv, err)
 			if first && outbox != nil {
 				// From the writer's goroutine, which must not wait on
 				// another write.
@@ -755,17 +764,23 @@ func (k *Kernel) finish(ctx context.Context, tool *Tool, inv *Invocation, pairs 
 	errs := k.appendFinished(context.WithoutCancel(ctx), inv, pairs, finished, rec.At, outbox)
 	for i, err := range errs {
 		if err != nil {
-			fallback(err)
+			k.finishFailed(inv, err)
 		}
 		if i == 0 && outbox != nil && err != nil {
-			k.writeEvidence(ctx, r, res)
+			k.writeEvidence(ctx, *rec, res)
 		}
 	}
 	if outbox == nil {
-		k.writeEvidence(ctx, r, res)
+		k.writeEvidence(ctx, *rec, res)
 	} else if errs[0] == nil {
 		k.outbox.Stored()
 	}
+}
+
+// finishFailed counts and logs a tool_call_finished write that failed.
+func (k *Kernel) finishFailed(inv *Invocation, err error) {
+	k.recordFailures.Add(1)
+	k.log.Warn("record tool_call_finished", "tool", inv.Tool, "invocation", inv.ID, "err", err)
 }
 
 // outcome is the call's Result and the record's outcome.

@@ -30,6 +30,7 @@ var prefilterSeeds = []string{
 	"PASSWORD=hunter2", "Api-Key: 'abc def'", "paſſword=hunter2", "client_secret=\"s3\"", "accessKey=zz",
 	"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "token: wc_pat_aaaaaaaaaaaa",
 	"api_token", "password hunter2", "token\t=\tx", "secret\n:\nx",
+	"wc_sess_0123456789abcdef01234567", "WC_PAT_0123456789abcdef", "x wc_agent_abcdefgh wc_pair_abcdefgh wc_csec_abcdefgh",
 }
 
 func TestPrefilterAgreesWithFullScan(t *testing.T) {
@@ -54,6 +55,7 @@ func FuzzPrefilterAgreesWithFullScan(f *testing.F) {
 func BenchmarkString(b *testing.B) {
 	for _, c := range []struct{ name, s string }{
 		{"label", "apply_text_edits"},
+		{"session_id", "wc_sess_0123456789abcdef01234567"},
 		{"prose", "Refactor the parser so that nested groups are handled; see docs/parser.md for the grammar."},
 	} {
 		b.Run(c.name+"/prefiltered", func(b *testing.B) {

@@ -32,7 +32,7 @@ var rules = []rule{
 	// Authorization headers and bearer tokens.
 	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`), []string{"bearer", "basic"}},
 	// WebCodex credentials and common vendor token shapes.
-	{regexp.MustCompile(`wc_(pat|agent|pair|csec)_[A-Za-z0-9_-]{8,}`), []string{"wc_"}},
+	{regexp.MustCompile(`wc_(pat|agent|pair|csec)_[A-Za-z0-9_-]{8,}`), []string{"wc_pat_", "wc_agent_", "wc_pair_", "wc_csec_"}},
 	{regexp.MustCompile(`wck_[A-Za-z0-9_-]{8,}`), []string{"wck_"}},
 	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), []string{"sk-"}},
 	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`), []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
