@@ -273,11 +273,16 @@ func TestScrubbedEnvironment(t *testing.T) {
 func TestConcurrentExecIsBusy(t *testing.T) {
 	m := newManager(t, Options{})
 	info, _ := openShell(t, m, testSession, Sh)
+	// The first command runs until the test opens its gate, after the
+	// second was refused: no timing decides whether it is still busy.
+	gate := filepath.Join(t.TempDir(), "gate")
+	openGate := func() { os.WriteFile(gate, nil, 0o600) }
+	t.Cleanup(openGate)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		res := run(t, m, info.ShellID, "sleep 0.5; echo slept")
+		res := run(t, m, info.ShellID, "while [ ! -e '"+gate+"' ]; do sleep 0.01; done; echo slept")
 		if res.Stdout.Text != "slept\n" {
 			t.Errorf("first command: %+v", res)
 		}
@@ -295,6 +300,7 @@ func TestConcurrentExecIsBusy(t *testing.T) {
 	}
 	_, err := m.Exec(context.Background(), info.ShellID, testSession, "echo second", time.Second)
 	wantKind(t, err, failure.ShellBusy)
+	openGate()
 	wg.Wait()
 	res := run(t, m, info.ShellID, "echo third")
 	if res.Stdout.Text != "third\n" {
