@@ -359,7 +359,13 @@ func TestBrowserAuditChartsAndVerifyNow(t *testing.T) {
 	if err != nil || resp.Status != 200 || !strings.HasSuffix(resp.URL, "/console/evidence") {
 		t.Fatalf("verify now: %+v, %v", resp, err)
 	}
-	truthy(t, tab, "the verification's report", `document.querySelector(".verify").textContent.includes("Run 1: clean.")`)
+	// A query, not a poll: chromedp returns from RunResponse on the load
+	// event, which its listeners see before its target has replaced the
+	// old document's execution context, and a poll evaluated there fails
+	// ("Cannot find context with specified id"); a query asks the browser
+	// for the document it has.
+	must(t, tab, "the verification's report",
+		chromedp.WaitVisible(chromedp.Search(`//div[@class="verify"][contains(., "Run 1: clean.")]`)))
 	screenshot(t, tab, dir, "console-evidence.png")
 }
 

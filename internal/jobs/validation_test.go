@@ -43,7 +43,10 @@ func TestValidationJobMetadataAndKeptOutput(t *testing.T) {
 
 	// Handed off: a candidate of each named session once terminal, and
 	// DiscardOutput never removes a background job's output.
-	spec = e.spec("sleep 0.5; echo late")
+	// It runs until the test opens its gate: still running (not a
+	// candidate) however late the checks below come.
+	gate := filepath.Join(e.work, "gate")
+	spec = e.spec("while [ ! -f " + gate + " ]; do sleep 0.02; done; echo late")
 	spec.Background, spec.KeepOutput, spec.Validation = false, true, meta
 	h, res, err := e.m.RunSync(ctx, spec, 0)
 	if err != nil || res != nil || !h.Background {
@@ -54,6 +57,9 @@ func TestValidationJobMetadataAndKeptOutput(t *testing.T) {
 	}
 	if c, _ := e.m.ValidationCandidates(ctx, "wc_sess_a", 64); len(c) != 0 {
 		t.Fatalf("a running job is a candidate: %v", c)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	e.wait(h.ID)
 	e.m.DiscardOutput(ctx, h.ID)

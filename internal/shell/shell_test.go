@@ -85,6 +85,20 @@ func (m *Manager) pidOf(id string) int {
 	return m.shells[id].pid
 }
 
+// streams returns the stdout and stderr streams of shell id.
+func (m *Manager) streams(id string) (out, errs *stream) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.shells[id].out, m.shells[id].errs
+}
+
+// droppedBytes is how many bytes st has dropped between commands.
+func (st *stream) droppedBytes() int64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.dropped
+}
+
 // waitGone waits until no process of group pgid is left.
 func waitGone(t testing.TB, pgid int) {
 	t.Helper()
@@ -259,11 +273,16 @@ func TestScrubbedEnvironment(t *testing.T) {
 func TestConcurrentExecIsBusy(t *testing.T) {
 	m := newManager(t, Options{})
 	info, _ := openShell(t, m, testSession, Sh)
+	// The first command runs until the test opens its gate, after the
+	// second was refused: no timing decides whether it is still busy.
+	gate := filepath.Join(t.TempDir(), "gate")
+	openGate := func() { os.WriteFile(gate, nil, 0o600) }
+	t.Cleanup(openGate)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		res := run(t, m, info.ShellID, "sleep 0.5; echo slept")
+		res := run(t, m, info.ShellID, "while [ ! -e '"+gate+"' ]; do sleep 0.01; done; echo slept")
 		if res.Stdout.Text != "slept\n" {
 			t.Errorf("first command: %+v", res)
 		}
@@ -281,6 +300,7 @@ func TestConcurrentExecIsBusy(t *testing.T) {
 	}
 	_, err := m.Exec(context.Background(), info.ShellID, testSession, "echo second", time.Second)
 	wantKind(t, err, failure.ShellBusy)
+	openGate()
 	wg.Wait()
 	res := run(t, m, info.ShellID, "echo third")
 	if res.Stdout.Text != "third\n" {
@@ -552,8 +572,22 @@ func TestHugeOutputIsBounded(t *testing.T) {
 func TestBackgroundOutputBetweenCommandsIsDropped(t *testing.T) {
 	m := newManager(t, Options{})
 	info, _ := openShell(t, m, testSession, Sh)
-	run(t, m, info.ShellID, "(sleep 0.1; echo late; echo late >&2) &")
-	time.Sleep(400 * time.Millisecond)
+	// The background job prints only once the first command has ended
+	// (the gate), and the next command starts only once both lines were
+	// read and dropped: no timing decides which command they follow.
+	gate := filepath.Join(t.TempDir(), "gate")
+	run(t, m, info.ShellID, "(while [ ! -e '"+gate+"' ]; do sleep 0.01; done; echo late; echo late >&2) &")
+	out, errs := m.streams(info.ShellID)
+	outBase, errBase := out.droppedBytes(), errs.droppedBytes()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); out.droppedBytes() < outBase+5 || errs.droppedBytes() < errBase+5; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the background lines were not dropped: %d and %d bytes", out.droppedBytes()-outBase, errs.droppedBytes()-errBase)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	res := run(t, m, info.ShellID, "echo mine")
 	if res.Stdout.Text != "mine\n" || res.Stderr.Text != "" {
 		t.Fatalf("background output bled: %+v", res)

@@ -325,11 +325,17 @@ func TestBusyThroughTheKernel(t *testing.T) {
 	e := newEnv(t, nil)
 	sess := e.start("")
 	id := e.open(sess, nil).Shell.ShellID
+	// The first command runs until the test opens its gate, after the
+	// second was refused: however slow a call through the kernel is, the
+	// shell is still busy when the second arrives.
+	gate := filepath.Join(e.Project.Root, "gate")
+	openGate := func() { os.WriteFile(gate, nil, 0o600) }
+	t.Cleanup(openGate)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		e.exec(sess, id, "sleep 0.5")
+		e.exec(sess, id, "while [ ! -e '"+gate+"' ]; do sleep 0.01; done")
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -343,6 +349,7 @@ func TestBusyThroughTheKernel(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	kerneltest.Fails(t, e.Call("session_shell_exec", map[string]any{"session_id": sess, "shell_id": id, "command": "true"}), failure.ShellBusy)
+	openGate()
 	wg.Wait()
 }
 
