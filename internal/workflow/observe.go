@@ -221,7 +221,7 @@ func (b *Board) Observe(ctx context.Context, p ObserveParams) (Observation, erro
 			woke := wake
 			cancel()
 			wake, cancel = b.notify.Subscribe(p.SessionID)
-			if o, err = b.sharedChanges(ctx, p, woke); err != nil || o.Changed {
+			if o, err = b.sharedChanges(ctx, p, woke, wake); err != nil || o.Changed {
 				o.WaitOutcome = WaitUpdated
 				return o, err
 			}
@@ -284,6 +284,11 @@ func (b *Board) changes(ctx context.Context, p ObserveParams) (Observation, erro
 // A flight is one read of a board's changes shared by the observers that
 // one wake signal woke with the same cursor.
 type flight struct {
+	// next is the subscription its starter took before the read began.
+	// An observer whose own next subscription is another one took it
+	// after a later signal, which the read may predate: it must not take
+	// an unchanged result from this flight.
+	next  <-chan struct{}
 	done  chan struct{}
 	ended time.Time // zero while the read runs
 	o     Observation
@@ -302,14 +307,20 @@ type flightKey struct {
 const flightKeep = time.Second
 
 // sharedChanges is changes, read once for every observer woken by the
-// same signal (wake) with the same token and limit: the read starts after
-// that signal, so it sees the change the signal announced, whichever of
-// those observers asks (the result is immutable and shared).
-func (b *Board) sharedChanges(ctx context.Context, p ObserveParams, wake <-chan struct{}) (Observation, error) {
+// same signal (wake) with the same token and limit that has since
+// subscribed to the same next signal (next): the read starts after that
+// subscription, so it sees the change the signal announced, and any later
+// change wakes the observer again, whichever of those observers asks (the
+// result is immutable and shared). An observer that subscribed after a
+// later signal reads for itself.
+func (b *Board) sharedChanges(ctx context.Context, p ObserveParams, wake, next <-chan struct{}) (Observation, error) {
 	key := flightKey{wake, p.SessionID, p.Token, p.Limit}
 	b.mu.Lock()
 	if f := b.flights[key]; f != nil {
 		b.mu.Unlock()
+		if f.next != next {
+			return b.changes(ctx, p)
+		}
 		select {
 		case <-f.done:
 			return f.o, f.err
@@ -323,7 +334,7 @@ func (b *Board) sharedChanges(ctx context.Context, p ObserveParams, wake <-chan 
 			delete(b.flights, k)
 		}
 	}
-	f := &flight{done: make(chan struct{})}
+	f := &flight{next: next, done: make(chan struct{})}
 	if b.flights == nil {
 		b.flights = map[flightKey]*flight{}
 	}

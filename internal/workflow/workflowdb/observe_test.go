@@ -6,9 +6,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -455,4 +457,116 @@ func TestObserveManyWaiters(t *testing.T) {
 	if o := e.observe(t, workflow.ObserveParams{SessionID: other.ID, Token: otherTok}); o.Changed {
 		t.Fatalf("the other session changed: %+v", o)
 	}
+}
+
+// gateNotifier is a LocalNotifier whose next Notify and Subscribe calls a
+// test can hold (a nil hook lets a call through).
+type gateNotifier struct {
+	*workflow.LocalNotifier
+	mu          sync.Mutex
+	onNotify    func()
+	onSubscribe func()
+}
+
+func (g *gateNotifier) hooks(notify, subscribe func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.onNotify, g.onSubscribe = notify, subscribe
+}
+
+func (g *gateNotifier) Notify(id string) {
+	g.mu.Lock()
+	hook := g.onNotify
+	g.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	g.LocalNotifier.Notify(id)
+}
+
+func (g *gateNotifier) Subscribe(id string) (<-chan struct{}, func()) {
+	g.mu.Lock()
+	hook := g.onSubscribe
+	g.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return g.LocalNotifier.Subscribe(id)
+}
+
+// TestObserverWokenLateSeesTheNextPost: two observers whose cursor
+// already holds a post are woken by that post's signal. The first reads
+// (nothing new) and waits again; a second post commits and wakes it. The
+// other observer, scheduled only now, must not take the first one's
+// unchanged read: that read predates the second post, whose signal it
+// subscribed too late to get. It returns the second post at once instead
+// of when its wait runs out.
+func TestObserverWokenLateSeesTheNextPost(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	synctest.Test(t, func(t *testing.T) {
+		st := open(t, path)
+		defer st.Close()
+		g := &gateNotifier{LocalNotifier: workflow.NewLocalNotifier()}
+		board := workflow.NewBoard(st, nil).WithNotifier(g)
+		sess := start(t, workflow.NewService(st, nil))
+		ctx := context.Background()
+		post := func(body string) workflow.Message {
+			m, _, err := board.Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: body})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		// The first post commits; its signal is held.
+		notifying, releaseNotify := make(chan struct{}), make(chan struct{})
+		g.hooks(func() { close(notifying); <-releaseNotify }, nil)
+		go post("first")
+		<-notifying
+		base, err := board.Observe(ctx, workflow.ObserveParams{SessionID: sess.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			o   workflow.Observation
+			err error
+		}
+		results := make(chan result, 2)
+		for range 2 {
+			go func() {
+				o, err := board.Observe(ctx, workflow.ObserveParams{SessionID: sess.ID, Token: base.Token, Wait: workflow.MaxObserveWait})
+				results <- result{o, err}
+			}()
+		}
+		synctest.Wait() // both wait, their cursor holding the first post
+		// Woken, the first to subscribe again goes on; the other is held
+		// there, as if scheduled late.
+		var subscribed int
+		releaseLate := make(chan struct{})
+		g.hooks(nil, func() {
+			g.mu.Lock()
+			subscribed++
+			n := subscribed
+			g.mu.Unlock()
+			if n == 2 {
+				<-releaseLate
+			}
+		})
+		close(releaseNotify)
+		synctest.Wait() // one has read nothing new and waits again
+		second := post("second")
+		synctest.Wait() // that one returned the second post
+		for range 2 {
+			select {
+			case r := <-results:
+				if r.err != nil || r.o.WaitOutcome != workflow.WaitUpdated || fmt.Sprint(ids(r.o.Messages)) != fmt.Sprint([]string{second.ID}) {
+					t.Fatalf("an observer returned %+v, %v; want the second post %s", r.o, r.err, second.ID)
+				}
+			default:
+				t.Fatal("an observer woken by the first post's signal still waits: it missed the second post")
+			}
+			close(releaseLate)
+			releaseLate = make(chan struct{})
+			synctest.Wait() // the late one ran
+		}
+	})
 }
