@@ -20,9 +20,10 @@ func TestValidationJobMetadataAndKeptOutput(t *testing.T) {
 
 	// Inline with KeepOutput: the caller picks its id, the files stay
 	// until DiscardOutput, and the record carries the metadata.
+	// (A grace no loaded machine runs out of: `echo out` ends inline.)
 	spec := e.spec("echo out")
 	spec.Background, spec.KeepOutput, spec.Validation, spec.ID = false, true, meta, jobs.NewID()
-	j, res, err := e.m.RunSync(ctx, spec, 0)
+	j, res, err := e.m.RunSync(ctx, spec, time.Minute)
 	if err != nil || res == nil || j.ID != spec.ID || j.Background {
 		t.Fatalf("inline: %+v %v %v", j, res, err)
 	}
