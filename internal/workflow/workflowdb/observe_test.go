@@ -510,17 +510,18 @@ func TestObserverWokenLateSeesTheNextPost(t *testing.T) {
 		board := workflow.NewBoard(st, nil).WithNotifier(g)
 		sess := start(t, workflow.NewService(st, nil))
 		ctx := context.Background()
-		post := func(body string) workflow.Message {
+		post := func(body string) (workflow.Message, error) {
 			m, _, err := board.Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: body})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
+			return m, err
 		}
 		// The first post commits; its signal is held.
 		notifying, releaseNotify := make(chan struct{}), make(chan struct{})
 		g.hooks(func() { close(notifying); <-releaseNotify }, nil)
-		go post("first")
+		go func() {
+			if _, err := post("first"); err != nil {
+				t.Error(err)
+			}
+		}()
 		<-notifying
 		base, err := board.Observe(ctx, workflow.ObserveParams{SessionID: sess.ID})
 		if err != nil {
@@ -553,7 +554,10 @@ func TestObserverWokenLateSeesTheNextPost(t *testing.T) {
 		})
 		close(releaseNotify)
 		synctest.Wait() // one has read nothing new and waits again
-		second := post("second")
+		second, err := post("second")
+		if err != nil {
+			t.Fatal(err)
+		}
 		synctest.Wait() // that one returned the second post
 		for range 2 {
 			select {
