@@ -352,7 +352,7 @@ func TestAffinityCache(t *testing.T) {
 }
 
 // BenchmarkAppendBatch measures the store's cost per event when the
-// background writer commits batches of 1 to 256 (one fsync per batch),
+// group commit writes batches of 1 to 256 (one fsync per batch),
 // and sanitizing the same event, to show where an audited request's
 // cost goes.
 func BenchmarkAppendBatch(b *testing.B) {

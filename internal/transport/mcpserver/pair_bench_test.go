@@ -87,8 +87,8 @@ func fillAudit(b *testing.B, env *benchEnv) {
 }
 
 // setupBareAudited serves the bare server's read tool behind the audit
-// middleware, over an audit.db of its own with the background writer
-// running, as the app wires it; the server reports the method it
+// middleware, over an audit.db of its own with its group commit
+// started, as the app wires it; the server reports the method it
 // dispatched, as WebCodex's does, so each call's event names its tool.
 func setupBareAudited(b *testing.B) *benchEnv {
 	ctx := context.Background()
