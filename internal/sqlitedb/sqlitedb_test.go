@@ -346,6 +346,39 @@ func TestGatherBehindSharesOneCommitAndWaitEndsIt(t *testing.T) {
 	}
 }
 
+// TestReadIdleWhileBehindWritesGather: a gathering batch does not hold the
+// writer's connection, so ReadIdle reads on it, and sees the committed
+// rows only, not the gathering write.
+func TestReadIdleWhileBehindWritesGather(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	if err := db.Writer.Do(ctx, insertKV("committed")); err != nil {
+		t.Fatal(err)
+	}
+	get, err := db.Writer.Prepare(ctx, `SELECT COUNT(*) FROM kv`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gathering := make(chan struct{}, 1)
+	sqlitedb.SetOnGather(db.Writer, func() { gathering <- struct{}{} })
+	db.Writer.GatherBehind(time.Hour)
+	if _, err := db.Writer.Go(ctx, insertKV("behind"), nil); err != nil {
+		t.Fatal(err)
+	}
+	<-gathering
+	var n int
+	ran, err := db.Writer.ReadIdle(func() error { return get.QueryRowContext(ctx).Scan(&n) })
+	if !ran || err != nil || n != 1 {
+		t.Fatalf("while gathering: ran=%v err=%v n=%d, want true, nil, 1", ran, err, n)
+	}
+	if err := db.Writer.Wait(ctx, db.Writer.Queued()); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, db); got != 2 {
+		t.Fatalf("rows = %d, want 2", got)
+	}
+}
+
 // TestGatherBehindNeverDelaysDo: a Do arriving while behind writes gather
 // joins their batch and commits at once, durably, with them before it.
 func TestGatherBehindNeverDelaysDo(t *testing.T) {
@@ -504,7 +537,7 @@ func TestCloseWaitsForADoRunningOnItsCaller(t *testing.T) {
 }
 
 // TestReadIdleRunsOnlyAtAnIdleWriter: ReadIdle reads on the writer's
-// connection when nothing is queued or running (fn's error is returned),
+// connection when no batch is running (fn's error is returned),
 // and declines, without running fn, while a batch runs and after close.
 func TestReadIdleRunsOnlyAtAnIdleWriter(t *testing.T) {
 	db := open(t)

@@ -215,23 +215,24 @@ func (w *Writer) runIdle(j *job) bool {
 	return true
 }
 
-// ReadIdle runs fn on the writer's connection when no batch is running or
-// queued, and reports whether it did; otherwise the caller reads from the
-// read pool. fn must only read, outside any transaction, through
-// statements prepared with Prepare (run directly, not in a Tx), and must
-// not use the writer. A read there sees every commit, as a pool read
-// does, but it finds the pages this writer just wrote still in its
-// connection's cache, where a pool connection must read them again after
-// every commit of another connection.
+// ReadIdle runs fn on the writer's connection when no batch is running on
+// it (one may be queued, or gathering), and reports whether it did;
+// otherwise the caller reads from the read pool. fn must only read,
+// outside any transaction, through statements prepared with Prepare (run
+// directly, not in a Tx), and must not use the writer. A read there sees
+// every commit and nothing uncommitted, as a pool read does, but it finds
+// the pages this writer just wrote still in its connection's cache, where
+// a pool connection must read them again after every commit of another
+// connection.
 func (w *Writer) ReadIdle(fn func() error) (bool, error) {
-	if w.pending.Load() != 0 || !w.runMu.TryLock() {
+	if !w.runMu.TryLock() {
 		return false, nil
 	}
 	defer w.runMu.Unlock()
 	w.mu.RLock()
 	closed := w.closed
 	w.mu.RUnlock()
-	if closed || w.pending.Load() != 0 {
+	if closed {
 		return false, nil
 	}
 	return true, fn()
@@ -357,8 +358,14 @@ func (w *Writer) loop() {
 	defer close(w.done)
 	batch := make([]*job, 0, MaxBatch)
 	for first := range w.queue {
-		w.runMu.Lock()
+		// A batch of behind writes gathers without holding the connection,
+		// so that ReadIdle can read on it meanwhile; nothing else runs on
+		// it while the batch is queued (runIdle needs an empty queue).
 		batch = w.gatherBehind(w.drain(append(batch[:0], first)))
+		w.runMu.Lock()
+		// Functions queued while a caller's batch (runIdle) or a read
+		// held the connection join this batch.
+		batch = w.drain(batch)
 		w.run(batch)
 		w.runMu.Unlock()
 		// Let the callers just acknowledged run before the next batch is
