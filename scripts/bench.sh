@@ -3,6 +3,9 @@
 # Each pair is timed alternately, call by call, inside one benchmark
 # (internal/benchpair), so machine drift moves both sides alike; every
 # pair runs COUNT times (default 5) and the table shows the median ratio.
+# The pairs at the end run each side alone in a process of its own
+# instead, the two sides alternated process by process, PAIR_BENCHTIME
+# (default 4000x) calls a process.
 #
 #   scripts/bench.sh            # all pairs, 5 runs each
 #   COUNT=9 scripts/bench.sh    # more runs
@@ -34,6 +37,15 @@ pairs=(
 	"./internal/memory/memorydb|BenchmarkMemorySetVsInsert|memory_set (new key) / plain SQLite insert|<= 2"
 )
 
+# Pairs whose sides each run alone in a process of their own, the two
+# alternated process by process (a closed loop per side: ns/op is the mean
+# time per call, so the ratio is one of throughputs, garbage collection and
+# behind-the-response work included):
+# package | benchmark | base side | subject side | what the ratio is | goal
+procpairs=(
+	"./internal/transport/mcpserver|BenchmarkToolsCallThroughput|bare_sdk|webcodex_recorded|MCP read: recorded / bare go-sdk (mean, own process)|<= 1.25"
+)
+
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 printf '%-52s %8s %8s  %s\n' "pair" "median" "goal" "runs"
@@ -60,4 +72,32 @@ for p in "${pairs[@]}"; do
 		rs=$(awk -v m="$m" '{for (i = 2; i <= NF; i++) if ($i == m) print $(i-1)}' <<<"$out")
 		printf '  %-50s %8.3f %8s  %s\n' "${m%-ratio}" "$(printf '%s\n' $rs | median)" "-" "$(echo $rs | tr '\n' ' ')"
 	done
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for p in "${procpairs[@]}"; do
+	IFS='|' read -r pkg bench base subject what goal <<<"$p"
+	if [ -n "${ONLY:-}" ] && [[ "$what" != *"$ONLY"* ]]; then
+		continue
+	fi
+	go test -c -o "$tmp/pair.test" "$pkg"
+	nsop() { (cd "$pkg" && "$tmp/pair.test" -test.run '^$' -test.benchtime "${PAIR_BENCHTIME:-4000x}" -test.bench "^${bench}\$/^$1\$" 2>/dev/null) | awk '$1 ~ /^Benchmark/ {print $3}'; }
+	ratios="" bases="" subjects=""
+	for _ in $(seq "$count"); do
+		b=$(nsop "$base") s=$(nsop "$subject")
+		if [ -z "$b" ] || [ -z "$s" ]; then
+			ratios=""
+			break
+		fi
+		bases="$bases $b" subjects="$subjects $s"
+		ratios="$ratios $(awk -v b="$b" -v s="$s" 'BEGIN {printf "%.4g", s / b}')"
+	done
+	if [ -z "$ratios" ]; then
+		printf '%-52s %8s %8s  %s\n' "$what" "failed" "${goal:--}" ""
+		continue
+	fi
+	extra=$(awk -v b="$(printf '%s\n' $bases | median)" -v s="$(printf '%s\n' $subjects | median)" \
+		'BEGIN {printf "  (%.3f / %.3f ms a call)", s / 1e6, b / 1e6}')
+	printf '%-52s %8.3f %8s  %s%s\n' "$what" "$(printf '%s\n' $ratios | median)" "${goal:--}" "${ratios# }" "$extra"
 done
