@@ -21,26 +21,22 @@ import (
 // (beside it: evidence.key, 0600, and evidence.pub).
 const EvidenceDB = evidencedb.FileName
 
-// maxAsyncEvidence bounds the evidence appends of read-only calls in
-// flight at once; beyond it a read-only call appends synchronously.
-const maxAsyncEvidence = 256
-
 // evidenceSink writes the kernel's invocation records to the journal. A
 // mutating call's record is durable before its result is returned (the
 // append shares group commits with every other append); a read-only
-// call's record is appended concurrently with the response, and Close
-// waits for those appends.
+// call's record is queued behind the response (evidencedb's AppendBehind:
+// a lazy commit, gathered with the next ones; the writer's bounded queue
+// bounds what is held), readers of the journal wait for it, and Close
+// commits it (decision 0043).
 type evidenceSink struct {
 	journal *evidencedb.Journal
 	log     *slog.Logger
-	slots   chan struct{}
-	pending sync.WaitGroup
 	// failures counts records that could not be appended.
 	failures atomic.Int64
 }
 
 func newEvidenceSink(a *App, j *evidencedb.Journal) *evidenceSink {
-	return &evidenceSink{journal: j, log: a.Log, slots: make(chan struct{}, maxAsyncEvidence)}
+	return &evidenceSink{journal: j, log: a.Log}
 }
 
 // record is the kernel.EvidenceSink.
@@ -51,27 +47,27 @@ func (s *evidenceSink) record(ctx context.Context, r kernel.Record) error {
 			"source", r.Source, "claimed_session_id", r.Binding.ClaimedSessionID, "reasons", r.Binding.Reasons)
 	}
 	if !r.Mutates {
-		select {
-		case s.slots <- struct{}{}:
-			s.pending.Add(1)
-			go func() {
-				defer func() { <-s.slots; s.pending.Done() }()
-				s.append(context.WithoutCancel(ctx), rec)
-			}()
-			return nil
-		default:
+		err := s.journal.AppendBehind(context.WithoutCancel(ctx), rec, func(err error) {
+			if err != nil {
+				s.failed(rec, err)
+			}
+		})
+		if err != nil {
+			s.failed(rec, err)
 		}
+		return err
 	}
-	return s.append(ctx, rec)
-}
-
-func (s *evidenceSink) append(ctx context.Context, rec evidence.Record) error {
 	if _, err := s.journal.Append(ctx, rec); err != nil {
-		s.failures.Add(1)
-		s.log.Error("evidence: append", "invocation", rec.InvocationID, "tool", rec.Tool, "err", err)
+		s.failed(rec, err)
 		return err
 	}
 	return nil
+}
+
+// failed counts and logs a record that could not be appended.
+func (s *evidenceSink) failed(rec evidence.Record, err error) {
+	s.failures.Add(1)
+	s.log.Error("evidence: append", "invocation", rec.InvocationID, "tool", rec.Tool, "err", err)
 }
 
 // recordRecovered writes one evidence record per invocation among calls
@@ -124,8 +120,13 @@ func recoveredRecords(calls []workflow.OpenCall) []evidence.Record {
 	return out
 }
 
-// wait blocks until every asynchronous append has finished.
-func (s *evidenceSink) wait() { s.pending.Wait() }
+// wait blocks until every append queued behind a response so far has
+// committed or failed (and been counted).
+func (s *evidenceSink) wait() {
+	if err := s.journal.WaitBehind(context.Background()); err != nil {
+		s.log.Warn("evidence: behind appends not all written", "err", err)
+	}
+}
 
 // evidenceRecord maps the kernel's record to the journal's. The kernel
 // decided the binding in the journal's own vocabulary and already bounded

@@ -33,9 +33,15 @@ import (
 // and 0029): the floor the audit contract alone sets. audited-ratio is
 // bare_sdk_audited over bare_sdk; recorded-over-audited-ratio is what
 // WebCodex adds above that floor.
+//
+// A fourth side, webcodex_unrecorded, is the same read through a second
+// complete WebCodex handler without a recording_session_id: no ledger
+// events, its evidence record appended to the journal behind the response
+// (decision 0043). unrecorded-ratio is webcodex_unrecorded over bare_sdk.
 func BenchmarkToolsCallRecordedVsBare(b *testing.B) {
 	rec, bare, audited := setupApp(true)(b, 1), setupBare(b, 1), setupBareAudited(b)
-	for _, env := range []*benchEnv{rec, bare, audited} {
+	unrec := setupApp(false)(b, 1)
+	for _, env := range []*benchEnv{rec, bare, audited, unrec} {
 		callOnce(b, env.sessions[0], env.call(0))
 		fillAudit(b, env)
 	}
@@ -55,10 +61,12 @@ func BenchmarkToolsCallRecordedVsBare(b *testing.B) {
 	m := benchpair.RunSides(b,
 		benchpair.Side{Name: "bare_sdk", F: one(bare)},
 		benchpair.Side{Name: "bare_sdk_audited", F: one(audited)},
-		benchpair.Side{Name: "webcodex_recorded", F: one(rec)})
+		benchpair.Side{Name: "webcodex_recorded", F: one(rec)},
+		benchpair.Side{Name: "webcodex_unrecorded", F: one(unrec)})
 	b.ReportMetric(float64(m[2])/float64(m[0]), "ratio")
 	b.ReportMetric(float64(m[1])/float64(m[0]), "audited-ratio")
 	b.ReportMetric(float64(m[2])/float64(m[1]), "recorded-over-audited-ratio")
+	b.ReportMetric(float64(m[3])/float64(m[0]), "unrecorded-ratio")
 }
 
 // fillAudit gives the audit session the calls of env are recorded in
