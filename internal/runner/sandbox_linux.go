@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -46,6 +47,9 @@ type compiled struct {
 	watch []watched
 	users int  // confinements between Confine and the end of Start
 	stale bool // replaced in the cache: closed when users reaches 0
+	// spare is an idle thread confined by this ruleset, kept for the
+	// next start (nil when none); it ends when the ruleset is closed.
+	spare atomic.Pointer[confinedThread]
 }
 
 // compile carves the inputs around the denied paths and builds their
@@ -84,6 +88,9 @@ func (c *compiled) release() {
 }
 
 func (c *compiled) close() {
+	if t := c.spare.Swap(nil); t != nil {
+		t.end()
+	}
 	if c.fd >= 0 {
 		unix.Close(c.fd)
 		c.fd = -1
@@ -158,27 +165,73 @@ func appendRules(rs []landlock.Rule, rights landlock.AccessFSSet, paths []string
 // startConfined confines.
 var onConfinedThread func(tid int)
 
-// startConfined starts cmd on an OS thread of its own that is confined
-// first: Landlock domains and no_new_privs are per thread and inherited
-// across fork and exec, and Go forks from the calling thread. The thread
-// is never unlocked, so the runtime destroys it when the goroutine
-// returns; no other goroutine ever runs on it, and threads the runtime
-// creates meanwhile come from its unconfined template thread.
+// startConfined starts cmd on an OS thread confined by set: Landlock
+// domains and no_new_privs are per thread and inherited across fork and
+// exec, and Go forks from the calling thread. The thread is set's spare
+// when it has one (a start alone finds it, so it pays no thread of its
+// own); otherwise a new one, which becomes the spare afterwards unless
+// another start returned one first, and then ends.
 func startConfined(cmd *exec.Cmd, set *compiled) error {
-	fd, flags := set.fd, set.flags
-	return onThrowawayThread(func() error {
+	t := set.spare.Swap(nil)
+	if t == nil {
+		var err error
+		if t, err = newConfinedThread(set.fd, set.flags); err != nil {
+			return err
+		}
+	}
+	err := t.run(cmd.Start)
+	if !set.spare.CompareAndSwap(nil, t) {
+		t.end()
+	}
+	return err
+}
+
+// A confinedThread is a locked OS thread, confined once, that runs the
+// functions handed to it (starts) until end; it is never unlocked, so the
+// runtime destroys it when its goroutine returns. No other goroutine ever
+// runs on it, and threads the runtime creates meanwhile come from its
+// unconfined template thread.
+type confinedThread struct {
+	work chan func() error
+	res  chan error
+}
+
+// newConfinedThread starts a thread confined by the ruleset fd.
+func newConfinedThread(fd int, flags uint32) (*confinedThread, error) {
+	t := &confinedThread{work: make(chan func() error), res: make(chan error)}
+	ready := make(chan error, 1)
+	go onThrowawayThread(func() error {
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			return fmt.Errorf("sandbox: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+			ready <- fmt.Errorf("sandbox: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+			return nil
 		}
 		if onConfinedThread != nil {
 			onConfinedThread(unix.Gettid())
 		}
 		if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
-			return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
+			ready <- fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
+			return nil
 		}
-		return cmd.Start()
+		ready <- nil
+		for f := range t.work {
+			t.res <- f()
+		}
+		return nil
 	})
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return t, nil
 }
+
+// run runs f on the thread and returns its error.
+func (t *confinedThread) run(f func() error) error {
+	t.work <- f
+	return <-t.res
+}
+
+// end lets the thread finish; it must not be used afterwards.
+func (t *confinedThread) end() { close(t.work) }
 
 // onThrowawayThread runs f on a locked OS thread that ends with it. The
 // main thread is never used: the runtime parks it for good instead of

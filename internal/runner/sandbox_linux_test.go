@@ -344,6 +344,51 @@ func TestCarveKeepsSymlinksClearOfTheDataDirectory(t *testing.T) {
 	}
 }
 
+// TestSequentialStartsShareOneConfinedThread: starts one after another
+// under one ruleset are made from one confined thread, and every child is
+// confined (none reads the data directory or writes outside the
+// project); a ruleset compiled anew (here: after the policy closed and a
+// new one opened) confines a thread of its own.
+func TestSequentialStartsShareOneConfinedThread(t *testing.T) {
+	e := newSandboxEnv(t)
+	var mu sync.Mutex
+	threads := 0
+	restore := runner.OnConfinedThread(func(int) {
+		mu.Lock()
+		threads++
+		mu.Unlock()
+	})
+	defer restore()
+	confinedRuns := func(l *runner.Local) {
+		t.Helper()
+		for i := range 5 {
+			res := e.sh(t, l, runner.WorkspaceWrite, "cat "+filepath.Join(e.data, "admin-token")+" || echo x > "+filepath.Join(e.outside, fmt.Sprint("escaped", i)))
+			if res.ExitCode == 0 || res.Sandbox != runner.WorkspaceWrite {
+				t.Fatalf("run %d escaped its confinement: %+v", i, res)
+			}
+		}
+	}
+	l := &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{e.data}}}
+	confinedRuns(l)
+	l.Policy.Close()
+	mu.Lock()
+	got := threads
+	mu.Unlock()
+	if got != 1 {
+		t.Fatalf("5 sequential starts confined %d threads, want 1", got)
+	}
+	confinedRuns(closing(t, &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{e.data}}}))
+	mu.Lock()
+	got = threads
+	mu.Unlock()
+	if got != 2 {
+		t.Fatalf("after a new policy: %d confined threads, want 2", got)
+	}
+	if entries, _ := os.ReadDir(e.outside); len(entries) != 0 {
+		t.Fatalf("files written outside the project: %v", entries)
+	}
+}
+
 // BenchmarkStartTrue runs `true` unconfined and confined (workspace-write)
 // alternately, so both halves see the same machine load.
 func BenchmarkStartTrue(b *testing.B) {
