@@ -853,8 +853,7 @@ func (k *Kernel) startedEvent(p pair, inv *Invocation, at time.Time) workflow.Ev
 // appended concurrently and share group commits.
 func (k *Kernel) appendStarted(ctx context.Context, inv *Invocation, ps []pair, at time.Time) error {
 	return forEachPair(ps, func(_ int, p pair) error {
-		_, _, err := k.sessions.Append(ctx, p.session, k.startedEvent(p, inv, at))
-		return err
+		return k.sessions.StartCall(ctx, p.session, k.startedEvent(p, inv, at))
 	})
 }
 

@@ -81,7 +81,9 @@ type Store interface {
 	// written. It returns how many sessions it imported.
 	Import(ctx context.Context, next func() (LedgerRow, error)) (int, error)
 	// AppendCall is Update for the events of a tool call, written as w
-	// says. Unless w.Behind, it returns after the durable commit.
+	// says. Unless w.Behind, it returns after the durable commit. fn may
+	// run more than once (on the header the store last saw, then on the
+	// one stored, when they differ): it must change nothing but *s.
 	AppendCall(ctx context.Context, id string, fn UpdateFunc, w CallWrite) error
 	// Status reports store-wide counts.
 	Status(ctx context.Context) (StoreStatus, error)

@@ -1,0 +1,249 @@
+package workflowdb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// knownPair is two stores fed the same writes: fast keeps its remembered
+// headers (AppendCall takes appendKnown), slow forgets them before every
+// AppendCall (each one reads the row, as before appendKnown).
+type knownPair struct {
+	fast, slow *Store
+	id         string
+}
+
+func newKnownPair(t *testing.T, events int) *knownPair {
+	t.Helper()
+	ctx := context.Background()
+	p := &knownPair{}
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	clock := func() func() time.Time {
+		n := 0
+		return func() time.Time { n++; return t0.Add(time.Duration(n) * time.Millisecond) }
+	}
+	sess := workflow.Session{ID: workflow.NewSessionID(), Project: "agent:local:demo", Title: "t", Mode: workflow.ModeNormal,
+		Lifecycle: workflow.Active, OwnerFingerprint: auth.Fingerprint("local"), CreatedAt: t0, UpdatedAt: t0}
+	evs := make([]workflow.Event, events)
+	for i := range evs {
+		evs[i] = workflow.Event{Kind: workflow.EventTaskInstruction, At: t0, Text: fmt.Sprint("instruction ", i)}
+	}
+	for _, dst := range []**Store{&p.fast, &p.slow} {
+		st, err := Open(ctx, filepath.Join(t.TempDir(), "workflow.db"), clock())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		if _, _, err := st.Create(ctx, sess, evs); err != nil {
+			t.Fatal(err)
+		}
+		*dst = st
+	}
+	p.id = sess.ID
+	return p
+}
+
+// appendCall runs the same AppendCall on both stores and returns both
+// errors.
+func (p *knownPair) appendCall(t *testing.T, fn workflow.UpdateFunc, w workflow.CallWrite) (fast, slow error) {
+	t.Helper()
+	ctx := context.Background()
+	fast = p.fast.AppendCall(ctx, p.id, fn, w)
+	p.slow.headers.Delete(p.id)
+	slow = p.slow.AppendCall(ctx, p.id, fn, w)
+	if w.Behind {
+		for _, st := range []*Store{p.fast, p.slow} {
+			if err := st.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return fast, slow
+}
+
+// exec runs the same statement on both stores' writers.
+func (p *knownPair) exec(t *testing.T, query string, args ...any) {
+	t.Helper()
+	for _, st := range []*Store{p.fast, p.slow} {
+		if err := st.db.Writer.Do(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, query, args...)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dump is every row an update writes, column by column (open_calls
+// without the instance, which names each store's process).
+func dump(t *testing.T, st *Store) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT session_id, project, owner_fp, lifecycle, updated_at, retained, header_json FROM sessions`,
+		`SELECT session_id, ` + eventColumns + ` FROM events ORDER BY session_id, seq`,
+		`SELECT session_id, call_id, invocation_id, tool, role, started_at, started_seq FROM open_calls ORDER BY session_id, call_id`,
+		`SELECT seq, body FROM evidence_outbox ORDER BY seq`,
+	} {
+		rows, err := st.db.Read.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%#v\n", vals)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	return b.String()
+}
+
+func callEvents(kind workflow.EventKind, i int) workflow.UpdateFunc {
+	return func(s *workflow.Session) ([]workflow.Event, error) {
+		if !s.Mutable() {
+			return nil, failure.New(failure.SessionClosed, "closed")
+		}
+		e := workflow.Event{Kind: kind, Tool: "write_project_file", CallID: fmt.Sprint("call_", i), InvocationID: fmt.Sprint("inv_", i),
+			Role: workflow.RoleBusiness}
+		if kind == workflow.EventToolCallFinished {
+			e.Outcome, e.DurationMS, e.ChangedPaths = workflow.OutcomeOK, 3, []string{"out.txt"}
+		}
+		return []workflow.Event{e}, nil
+	}
+}
+
+// TestAppendKnownWritesWhatAReadWould: AppendCall on the remembered
+// header writes exactly the rows that reading the header first writes,
+// across retention, a header another writer changed (the remembered one
+// is stale), rows fewer than the retained count, behind writes, and a
+// closed session refusing the call (nothing written).
+func TestAppendKnownWritesWhatAReadWould(t *testing.T) {
+	ctx := context.Background()
+	p := newKnownPair(t, workflow.TailLimit-7)
+	for i := range 12 {
+		switch i {
+		case 4:
+			// Another writer (another process on the ledger) changes the
+			// header: fast's remembered one is stale.
+			v, _ := p.fast.headers.Load(p.id)
+			for _, st := range []*Store{p.fast, p.slow} {
+				if _, err := workflow.NewService(st, nil).Continue(ctx, p.id, "and the docs", ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p.fast.headers.Store(p.id, v)
+		case 7:
+			// Fewer rows than the retained count: the trim deletes fewer
+			// rows than the count says.
+			p.exec(t, `DELETE FROM events WHERE session_id = ? AND seq IN (SELECT seq FROM events WHERE session_id = ? ORDER BY seq LIMIT 3)`, p.id, p.id)
+		}
+		if fast, slow := p.appendCall(t, callEvents(workflow.EventToolCallStarted, i), workflow.CallWrite{}); fast != nil || slow != nil {
+			t.Fatalf("started %d: %v / %v", i, fast, slow)
+		}
+		w := workflow.CallWrite{Outbox: fmt.Appendf(nil, `{"record":%d}`, i), Behind: i%3 == 0}
+		if fast, slow := p.appendCall(t, callEvents(workflow.EventToolCallFinished, i), w); fast != nil || slow != nil {
+			t.Fatalf("finished %d: %v / %v", i, fast, slow)
+		}
+		if f, s := dump(t, p.fast), dump(t, p.slow); f != s {
+			t.Fatalf("after call %d the rows differ:\nremembered header:\n%s\nread header:\n%s", i, f, s)
+		}
+	}
+	var retained int64
+	if err := p.fast.db.Read.QueryRow(`SELECT retained FROM sessions WHERE session_id = ?`, p.id).Scan(&retained); err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	if err := p.fast.db.Read.QueryRow(`SELECT COUNT(*) FROM events WHERE session_id = ?`, p.id).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if retained <= rows {
+		// The count stays above the rows once rows went missing beneath
+		// it (as before appendKnown): the trims deleted fewer rows than
+		// counted, the case appendKnown corrects its UPDATE for.
+		t.Fatalf("retained %d, rows %d: the trims never fell short of the count", retained, rows)
+	}
+
+	at := func() time.Time { return time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC) }
+	for _, st := range []*Store{p.fast, p.slow} {
+		if _, _, err := workflow.NewService(st, at).Close(ctx, p.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := dump(t, p.fast)
+	fast, slow := p.appendCall(t, callEvents(workflow.EventToolCallStarted, 99), workflow.CallWrite{Outbox: []byte("{}")})
+	if failure.KindOf(fast) != failure.SessionClosed || failure.KindOf(slow) != failure.SessionClosed {
+		t.Fatalf("closed session: %v / %v, want session_closed", fast, slow)
+	}
+	if after := dump(t, p.fast); after != before {
+		t.Fatalf("a refused call changed rows:\n%s\nwas\n%s", after, before)
+	}
+	if f, s := dump(t, p.fast), dump(t, p.slow); f != s {
+		t.Fatalf("after close the rows differ:\n%s\n%s", f, s)
+	}
+}
+
+// TestAppendCallUsesTheRememberedHeader: while the row holds the
+// remembered header and count, AppendCall computes from the remembered
+// decoding without reading the row (a remembered decoding that differs
+// from the stored one, which rememberHeader never caches, shows it); once
+// the row holds anything else, it reads the row.
+func TestAppendCallUsesTheRememberedHeader(t *testing.T) {
+	p := newKnownPair(t, 1)
+	if err := p.fast.AppendCall(context.Background(), p.id, callEvents(workflow.EventToolCallStarted, 1), workflow.CallWrite{}); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := p.fast.headers.Load(p.id)
+	d := *v.(*decodedHeader)
+	marked := d
+	marked.sess.Title = "remembered"
+	p.fast.headers.Store(p.id, &marked)
+	if err := p.fast.AppendCall(context.Background(), p.id, callEvents(workflow.EventToolCallFinished, 1), workflow.CallWrite{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.fast.Get(context.Background(), p.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Title != "remembered" || got.EventsObserved != d.sess.EventsObserved+1 {
+		t.Fatalf("title %q events_observed %d: the remembered header was not used", got.Title, got.EventsObserved)
+	}
+
+	// The row no longer holds what is remembered: the header before the
+	// last append (as a reader that read it then may leave it).
+	p.fast.headers.Store(p.id, &d)
+	if err := p.fast.AppendCall(context.Background(), p.id, callEvents(workflow.EventToolCallStarted, 2), workflow.CallWrite{}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := p.fast.Get(context.Background(), p.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := got
+	want.EventsObserved++
+	want.Counters.ToolCalls++
+	want.UpdatedAt = again.UpdatedAt
+	if !reflect.DeepEqual(again, want) {
+		t.Fatalf("after a stale remembered header: %+v, want %+v", again, want)
+	}
+}
