@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -245,5 +246,104 @@ func TestAppendCallUsesTheRememberedHeader(t *testing.T) {
 	want.UpdatedAt = again.UpdatedAt
 	if !reflect.DeepEqual(again, want) {
 		t.Fatalf("after a stale remembered header: %+v, want %+v", again, want)
+	}
+}
+
+// TestPairedCallsScanIsTheMap: the scan that judges short appends and
+// the map that judges long ones agree on which calls have both events.
+func TestPairedCallsScanIsTheMap(t *testing.T) {
+	kinds := []workflow.EventKind{workflow.EventToolCallStarted, workflow.EventToolCallFinished, workflow.EventTaskInstruction}
+	for seed := range 300 {
+		n := 1 + seed%8
+		evs := make([]workflow.Event, n)
+		for i := range evs {
+			evs[i] = workflow.Event{Kind: kinds[(seed/(i+1)+i)%3], CallID: []string{"", "a", "b"}[(seed+i*7)%3]}
+		}
+		long := append(slices.Clone(evs), make([]workflow.Event, 9)...) // padded past the scan's bound with events of no call
+		for _, call := range []string{"", "a", "b"} {
+			var started, finished bool
+			for _, e := range evs {
+				if e.CallID == call && call != "" {
+					started = started || e.Kind == workflow.EventToolCallStarted
+					finished = finished || e.Kind == workflow.EventToolCallFinished
+				}
+			}
+			want := started && finished
+			if got := pairedCalls(evs)(call); got != want && call != "" {
+				t.Fatalf("scan of %+v: %q paired = %v, want %v", evs, call, got, want)
+			}
+			if got := pairedCalls(long)(call); got != want && call != "" {
+				t.Fatalf("map of %+v: %q paired = %v, want %v", long, call, got, want)
+			}
+		}
+	}
+}
+
+// TestEventRowsAreStoredAsBound: an events row written through
+// eventValues (one row, prepared; many rows, compiled) stores every
+// column exactly as binding each value as it is (the empty strings
+// included) stores it: same type, same bytes.
+func TestEventRowsAreStoredAsBound(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, filepath.Join(t.TempDir(), "workflow.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := time.Date(2026, 12, 1, 10, 0, 0, 5, time.UTC)
+	evs := []workflow.Event{
+		{Seq: 1, At: at, Kind: workflow.EventToolCallStarted, Tool: "write_project_file", CallID: "call_1", InvocationID: "inv_1", Role: workflow.RoleBusiness},
+		{Seq: 2, At: at, Kind: workflow.EventToolCallFinished, Tool: "write_project_file", CallID: "call_1", InvocationID: "inv_1", Role: workflow.RoleBusiness,
+			Outcome: workflow.OutcomeFailed, ErrorKind: "edit_conflict", DurationMS: 7, ObservedPaths: []string{"a.go"}, ChangedPaths: []string{"b <&> \u2028.go"},
+			Facts: map[string]string{"k": "v"}},
+		{Seq: 3, At: at, Kind: workflow.EventTaskInstruction, Text: "fix it"},
+		{Seq: 4, At: at, Kind: workflow.EventValidationRecorded, Tool: "run_tests", Validation: &workflow.Validation{Tool: "run_tests"}},
+		{Seq: 5, At: at, Kind: workflow.EventSessionClosed},
+	}
+	plain := func(id string, e workflow.Event) []any {
+		return []any{id, e.Seq, e.At.UnixNano(), string(e.Kind), e.Tool, e.CallID, e.InvocationID,
+			string(e.Role), string(e.Outcome), e.ErrorKind, e.DurationMS, e.Text,
+			jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0), jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0),
+			jsonOrEmpty(e.Facts, len(e.Facts) == 0), jsonOrEmpty(e.Validation, e.Validation == nil)}
+	}
+	if err := st.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, e := range evs {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO events (session_id, `+eventColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, plain("bound", e)...); err != nil {
+				return err
+			}
+			if _, err := tx.StmtContext(ctx, st.stmts.insertEvent).ExecContext(ctx, eventArgs("prepared", e)...); err != nil {
+				return err
+			}
+		}
+		return insertEvents(ctx, tx, "compiled", evs)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rows := func(id string) string {
+		var quoted []string
+		for _, c := range strings.Split(eventColumns, ", ") {
+			r, err := st.db.Read.Query(`SELECT typeof(`+c+`) || ':' || quote(`+c+`) FROM events WHERE session_id = ? ORDER BY seq`, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r.Next() {
+				var v string
+				if err := r.Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				quoted = append(quoted, c+"="+v)
+			}
+			r.Close()
+		}
+		return strings.Join(quoted, "\n")
+	}
+	want := rows("bound")
+	if !strings.Contains(want, "tool=text:''") || strings.Count(want, "\n") != 15*len(evs)-1 {
+		t.Fatalf("reference rows:\n%s", want)
+	}
+	for _, id := range []string{"prepared", "compiled"} {
+		if got := rows(id); got != want {
+			t.Errorf("%s rows:\n%s\nwant\n%s", id, got, want)
+		}
 	}
 }

@@ -81,7 +81,7 @@ type Store struct {
 
 const (
 	sqlHeader       = `SELECT header_json, retained FROM sessions WHERE session_id = ?`
-	sqlInsertEvent  = `INSERT INTO events (session_id, ` + eventColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlInsertEvent  = `INSERT INTO events (session_id, ` + eventColumns + `) VALUES ` + eventValues
 	sqlTrim         = `DELETE FROM events WHERE session_id = ? AND seq <= ?`
 	sqlUpdateHeader = `UPDATE sessions SET lifecycle = ?, updated_at = ?, retained = ?, header_json = ? WHERE session_id = ?`
 	// sqlUpdateKnown is sqlUpdateHeader on the condition that the row still
@@ -242,60 +242,62 @@ func insertEvents(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Eve
 		if i > 0 {
 			q.WriteString(",")
 		}
-		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		q.WriteString(eventValues)
 		args = append(args, eventArgs(id, e)...)
 	}
 	_, err := tx.ExecContext(ctx, q.String(), args...)
 	return err
 }
 
-// eventArgs are the values of one events row, in the order of
-// session_id, eventColumns.
+// eventValues are the placeholders of one events row, in the order of
+// session_id, eventColumns. A text column other than session_id and kind
+// takes NULL for ” (see eventArgs): most of them are empty in most
+// events, and a NULL is bound without the copy of its text the driver
+// makes for every string.
+const eventValues = `(?,?,?,?,COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),?,` +
+	`COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''))`
+
+// eventArgs are the values of one events row for eventValues.
 func eventArgs(id string, e workflow.Event) []any {
-	return []any{id, e.Seq, e.At.UnixNano(), string(e.Kind), e.Tool, e.CallID, e.InvocationID,
-		string(e.Role), string(e.Outcome), e.ErrorKind, e.DurationMS, e.Text,
-		jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0),
-		jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0),
-		jsonOrEmpty(e.Facts, len(e.Facts) == 0),
-		jsonOrEmpty(e.Validation, e.Validation == nil)}
+	return []any{id, e.Seq, e.At.UnixNano(), string(e.Kind), orNull(e.Tool), orNull(e.CallID), orNull(e.InvocationID),
+		orNull(string(e.Role)), orNull(string(e.Outcome)), orNull(e.ErrorKind), e.DurationMS, orNull(e.Text),
+		orNull(jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0)),
+		orNull(jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0)),
+		orNull(jsonOrEmpty(e.Facts, len(e.Facts) == 0)),
+		orNull(jsonOrEmpty(e.Validation, e.Validation == nil))}
+}
+
+// orNull is s, or nil (NULL) for "", which eventValues stores as ”.
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // trackCalls keeps open_calls in step with appended events: a started
 // event opens its call and a finished event closes it, unless both are in
 // the same append (the call was never open in a durable state).
 func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Event) error {
-	var started, finished map[string]bool
-	for _, e := range evs {
-		if e.CallID == "" {
-			continue
-		}
-		switch e.Kind {
-		case workflow.EventToolCallStarted:
-			if started == nil {
-				started = map[string]bool{}
-			}
-			started[e.CallID] = true
-		case workflow.EventToolCallFinished:
-			if finished == nil {
-				finished = map[string]bool{}
-			}
-			finished[e.CallID] = true
-		}
-	}
+	both := pairedCalls(evs)
 	// A transaction's statement lives until it is closed or the
 	// transaction ends: bind each at most once per append and close it, so
 	// that a long transaction (an import) does not accumulate them.
 	var open, closing *sql.Stmt
 	defer func() {
-		for _, st := range []*sql.Stmt{open, closing} {
-			if st != nil {
-				st.Close()
-			}
+		if open != nil {
+			open.Close()
+		}
+		if closing != nil {
+			closing.Close()
 		}
 	}()
 	for _, e := range evs {
-		switch {
-		case e.Kind == workflow.EventToolCallStarted && started[e.CallID] && !finished[e.CallID]:
+		if e.CallID == "" || both(e.CallID) {
+			continue
+		}
+		switch e.Kind {
+		case workflow.EventToolCallStarted:
 			if open == nil {
 				open = tx.StmtContext(ctx, s.stmts.openCall)
 			}
@@ -303,7 +305,7 @@ func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []wor
 				string(e.Role), e.At.UnixNano(), e.Seq, s.inst.id); err != nil {
 				return err
 			}
-		case e.Kind == workflow.EventToolCallFinished && finished[e.CallID] && !started[e.CallID]:
+		case workflow.EventToolCallFinished:
 			if closing == nil {
 				closing = tx.StmtContext(ctx, s.stmts.closeCall)
 			}
@@ -313,6 +315,36 @@ func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []wor
 		}
 	}
 	return nil
+}
+
+// pairedCalls returns whether a call id has both a started and a finished
+// event in evs. The common appends (a call's started event, its finished
+// event, or both) are judged by a scan; long ones (an import) by a map.
+func pairedCalls(evs []workflow.Event) func(callID string) bool {
+	if len(evs) <= 8 {
+		return func(callID string) bool {
+			var started, finished bool
+			for _, e := range evs {
+				if e.CallID == callID {
+					started = started || e.Kind == workflow.EventToolCallStarted
+					finished = finished || e.Kind == workflow.EventToolCallFinished
+				}
+			}
+			return started && finished
+		}
+	}
+	const started, finished = 1, 2
+	seen := map[string]int{}
+	for _, e := range evs {
+		switch {
+		case e.CallID == "":
+		case e.Kind == workflow.EventToolCallStarted:
+			seen[e.CallID] |= started
+		case e.Kind == workflow.EventToolCallFinished:
+			seen[e.CallID] |= finished
+		}
+	}
+	return func(callID string) bool { return seen[callID] == started|finished }
 }
 
 // OpenCalls implements workflow.Store. It reads the open_calls table only,
