@@ -62,7 +62,8 @@ type Store struct {
 	stmts struct {
 		header, insertEvent, trim, updateHeader, updateKnown, openCall, closeCall, outbox, readMark *sql.Stmt
 	}
-	// headers caches each session's last decoded header (see scanHeader).
+	// headers caches each session's last decoded header and its retained
+	// count (see scanHeader, and appendKnown, which writes on it).
 	headers sync.Map
 	// pending maps a session id to the ticket of its newest behind write
 	// (see AppendCall); readSeq numbers this process's behind writes.
