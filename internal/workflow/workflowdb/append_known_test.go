@@ -294,7 +294,7 @@ func TestEventRowsAreStoredAsBound(t *testing.T) {
 	evs := []workflow.Event{
 		{Seq: 1, At: at, Kind: workflow.EventToolCallStarted, Tool: "write_project_file", CallID: "call_1", InvocationID: "inv_1", Role: workflow.RoleBusiness},
 		{Seq: 2, At: at, Kind: workflow.EventToolCallFinished, Tool: "write_project_file", CallID: "call_1", InvocationID: "inv_1", Role: workflow.RoleBusiness,
-			Outcome: workflow.OutcomeFailed, ErrorKind: "edit_conflict", DurationMS: 7, ObservedPaths: []string{"a.go"}, ChangedPaths: []string{"b <&> \u2028.go"},
+			Outcome: workflow.OutcomeFailed, ErrorKind: "edit_conflict", DurationMS: 7, ObservedPaths: []string{"a.go", "\xff\x00.go"}, ChangedPaths: []string{"b <&> \u2028.go"},
 			Facts: map[string]string{"k": "v"}},
 		{Seq: 3, At: at, Kind: workflow.EventTaskInstruction, Text: "fix it"},
 		{Seq: 4, At: at, Kind: workflow.EventValidationRecorded, Tool: "run_tests", Validation: &workflow.Validation{Tool: "run_tests"}},

@@ -252,9 +252,9 @@ func insertEvents(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Eve
 
 // eventValues are the placeholders of one events row, in the order of
 // session_id, eventColumns. A text column other than session_id and kind
-// takes NULL for ” (see eventArgs): most of them are empty in most
-// events, and a NULL is bound without the copy of its text the driver
-// makes for every string.
+// takes NULL for the empty string (see eventArgs): most of them are empty
+// in most events, and a NULL is bound without the copy of its text the
+// driver makes for every string.
 const eventValues = `(?,?,?,?,COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),?,` +
 	`COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''))`
 
@@ -262,13 +262,22 @@ const eventValues = `(?,?,?,?,COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALE
 func eventArgs(id string, e workflow.Event) []any {
 	return []any{id, e.Seq, e.At.UnixNano(), string(e.Kind), orNull(e.Tool), orNull(e.CallID), orNull(e.InvocationID),
 		orNull(string(e.Role)), orNull(string(e.Outcome)), orNull(e.ErrorKind), e.DurationMS, orNull(e.Text),
-		orNull(jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0)),
-		orNull(jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0)),
+		pathsOrNull(e.ObservedPaths), pathsOrNull(e.ChangedPaths),
 		orNull(jsonOrEmpty(e.Facts, len(e.Facts) == 0)),
 		orNull(jsonOrEmpty(e.Validation, e.Validation == nil))}
 }
 
-// orNull is s, or nil (NULL) for "", which eventValues stores as ”.
+// pathsOrNull is a path list's JSON (as json.Marshal writes it), or nil
+// (NULL, stored as the empty string) for an empty one.
+func pathsOrNull(paths []string) any {
+	if len(paths) == 0 {
+		return nil
+	}
+	return string(workflow.AppendJSONStrings(make([]byte, 0, 64), paths))
+}
+
+// orNull is s, or nil (NULL) for "", which eventValues stores as the
+// empty string.
 func orNull(s string) any {
 	if s == "" {
 		return nil
