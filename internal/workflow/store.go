@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -46,7 +47,17 @@ type CallWrite struct {
 	// (it survives the process being killed; see docs/ledger-format.md).
 	Behind bool
 	Done   func(error)
+	// Claimed, when not empty, is the stored header (its JSON) a claim on
+	// the session was judged on without reading it (Service.RememberedClaim):
+	// the write fails with ErrClaimChanged, writing nothing, unless the
+	// session's stored header is still exactly it.
+	Claimed string
 }
+
+// ErrClaimChanged is the error of a write whose CallWrite.Claimed is no
+// longer the session's stored header: the claim must be judged again on
+// a read of the session.
+var ErrClaimChanged = errors.New("workflow: the session changed after its claim was judged")
 
 // UpdateFunc inspects and may change a session header, returning events to
 // append. Returning an error aborts the update with nothing written.

@@ -3,6 +3,7 @@ package workflowdb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -345,5 +346,71 @@ func TestEventRowsAreStoredAsBound(t *testing.T) {
 		if got := rows(id); got != want {
 			t.Errorf("%s rows:\n%s\nwant\n%s", id, got, want)
 		}
+	}
+}
+
+// TestClaimedHeaderMustBeStored: an AppendCall given the remembered header
+// as CallWrite.Claimed writes while the row holds it, and fails with
+// workflow.ErrClaimChanged, writing nothing, once the row holds another
+// (here written by a second store on the same file, as another process
+// would) or the store remembers another.
+func TestClaimedHeaderMustBeStored(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "workflow.db")
+	st, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := workflow.NewService(st, nil).Start(ctx, workflow.StartParams{Project: "agent:local:demo", Fingerprint: auth.Fingerprint("local"), Instruction: "fix it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hdr, ok := st.Remembered(s.ID)
+	if ok {
+		t.Fatalf("a header is remembered before this store read or wrote it: %s", hdr)
+	}
+	if _, err := st.GetCommitted(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	sess, hdr, ok := st.Remembered(s.ID)
+	var stored string
+	if err := st.db.Read.QueryRow(`SELECT header_json FROM sessions WHERE session_id = ?`, s.ID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if !ok || hdr != stored || sess.ID != s.ID {
+		t.Fatalf("remembered %v %q, stored %q", ok, hdr, stored)
+	}
+	if err := st.AppendCall(ctx, s.ID, callEvents(workflow.EventToolCallStarted, 1), workflow.CallWrite{Claimed: hdr}); err != nil {
+		t.Fatalf("claimed header still stored: %v", err)
+	}
+	_, hdr, _ = st.Remembered(s.ID)
+
+	other, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := workflow.NewService(other, nil).Continue(ctx, s.ID, "and the docs", ""); err != nil {
+		t.Fatal(err)
+	}
+	before := dump(t, st)
+	err = st.AppendCall(ctx, s.ID, callEvents(workflow.EventToolCallFinished, 1), workflow.CallWrite{Claimed: hdr, Outbox: []byte("{}")})
+	if !errors.Is(err, workflow.ErrClaimChanged) {
+		t.Fatalf("claimed header changed by another process: %v, want ErrClaimChanged", err)
+	}
+	if after := dump(t, st); after != before {
+		t.Fatalf("a refused write changed rows:\n%s\nwas\n%s", after, before)
+	}
+	// The store now remembers the stored header (a read), not the claimed one.
+	if _, err := st.GetCommitted(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	err = st.AppendCall(ctx, s.ID, callEvents(workflow.EventToolCallFinished, 1), workflow.CallWrite{Claimed: hdr})
+	if !errors.Is(err, workflow.ErrClaimChanged) {
+		t.Fatalf("claimed header no longer remembered: %v, want ErrClaimChanged", err)
+	}
+	if after := dump(t, st); after != before {
+		t.Fatalf("a refused write changed rows:\n%s\nwas\n%s", after, before)
 	}
 }

@@ -564,7 +564,7 @@ func BenchmarkRecordedCallOnTmpfs(b *testing.B) {
 	benchpair.Run(b, "two_plain_commits", func() { commit(); commit() }, "recorded_call", func() {
 		i++
 		call, inv := fmt.Sprintf("call_%08d", i), fmt.Sprintf("inv_%08d", i)
-		if err := svc.StartCall(ctx, id, workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "write_project_file",
+		if err := svc.StartCall(ctx, id, "", workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "write_project_file",
 			CallID: call, InvocationID: inv, Role: workflow.RoleBusiness}); err != nil {
 			b.Fatal(err)
 		}

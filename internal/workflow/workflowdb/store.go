@@ -597,6 +597,24 @@ func (s *Store) GetCommitted(ctx context.Context, id string) (workflow.Session, 
 	return sess, storeErr(err)
 }
 
+// Remembered returns the header this store last read or wrote for
+// session id, decoded and as stored (its JSON), without reading the
+// database (see workflow.Service.RememberedClaim); false when it holds
+// none. Another process may have changed the row since: an AppendCall
+// given the JSON as CallWrite.Claimed then fails with
+// workflow.ErrClaimChanged, writing nothing.
+func (s *Store) Remembered(id string) (workflow.Session, string, bool) {
+	if _, ok := s.checked.Load(id); !ok {
+		return workflow.Session{}, "", false
+	}
+	v, ok := s.headers.Load(id)
+	if !ok {
+		return workflow.Session{}, "", false
+	}
+	d := v.(*decodedHeader)
+	return copySession(d.sess), d.json, true
+}
+
 // Update implements workflow.Store.
 func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (workflow.Session, []workflow.Event, error) {
 	var (
@@ -606,7 +624,7 @@ func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (
 	if err := s.check(ctx, id); err != nil {
 		return workflow.Session{}, nil, storeErr(err)
 	}
-	err := s.db.Writer.Do(ctx, s.updateTx(id, fn, false, nil, 0, &outSess, &outEvs))
+	err := s.db.Writer.Do(ctx, s.updateTx(id, fn, false, "", nil, 0, &outSess, &outEvs))
 	if err != nil {
 		return workflow.Session{}, nil, storeErr(err)
 	}
@@ -619,7 +637,7 @@ func (s *Store) AppendCall(ctx context.Context, id string, fn workflow.UpdateFun
 		return storeErr(err)
 	}
 	if !w.Behind {
-		return storeErr(s.db.Writer.Do(ctx, s.updateTx(id, fn, true, w.Outbox, 0, nil, nil)))
+		return storeErr(s.db.Writer.Do(ctx, s.updateTx(id, fn, true, w.Claimed, w.Outbox, 0, nil, nil)))
 	}
 	// A behind write: numbered among this process's reads, queued, and
 	// its number written to the instance file before the caller
@@ -628,7 +646,7 @@ func (s *Store) AppendCall(ctx context.Context, id string, fn workflow.UpdateFun
 	defer s.readMu.Unlock()
 	seq := s.readSeq + 1
 	var ticket atomic.Uint64
-	t, err := s.db.Writer.Go(ctx, s.updateTx(id, fn, true, w.Outbox, seq, nil, nil), func(err error) {
+	t, err := s.db.Writer.Go(ctx, s.updateTx(id, fn, true, w.Claimed, w.Outbox, seq, nil, nil), func(err error) {
 		// Ended: readers need not wait for it (an entry stored after
 		// this runs is removed by the next reader's wait).
 		s.pending.CompareAndDelete(id, ticket.Load())
@@ -677,13 +695,19 @@ func (s *Store) Flush(ctx context.Context) error {
 // is not 0, this process's read mark. out and evs (when not nil) receive
 // the session and the appended events. When known is true (AppendCall),
 // fn may first run on the header this store last read or wrote (see
-// appendKnown).
-func (s *Store) updateTx(id string, fn workflow.UpdateFunc, known bool, outbox []byte, readSeq int64, out *workflow.Session, evsOut *[]workflow.Event) sqlitedb.TxFunc {
+// appendKnown); claimed is CallWrite.Claimed, which the stored header must
+// be (workflow.ErrClaimChanged otherwise).
+func (s *Store) updateTx(id string, fn workflow.UpdateFunc, known bool, claimed string, outbox []byte, readSeq int64, out *workflow.Session, evsOut *[]workflow.Event) sqlitedb.TxFunc {
 	return func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now().UTC()
 		if known {
-			if done, err := s.appendKnown(ctx, tx, id, fn, now, outbox, readSeq); done {
+			if done, err := s.appendKnown(ctx, tx, id, fn, claimed, now, outbox, readSeq); done {
 				return err
+			}
+			if claimed != "" {
+				// The stored header is not the claimed one, or fn
+				// refused it: nothing is written.
+				return workflow.ErrClaimChanged
 			}
 		}
 		sess, retained, err := s.scanHeader(tx.StmtContext(ctx, s.stmts.header).QueryRowContext(ctx, id), id)
@@ -728,12 +752,15 @@ func (s *Store) updateTx(id string, fn workflow.UpdateFunc, known bool, outbox [
 // refuses the remembered header (the stored one is judged again), or when
 // the row holds something else; updateTx then reads the row and runs fn
 // again.
-func (s *Store) appendKnown(ctx context.Context, tx *sql.Tx, id string, fn workflow.UpdateFunc, now time.Time, outbox []byte, readSeq int64) (bool, error) {
+func (s *Store) appendKnown(ctx context.Context, tx *sql.Tx, id string, fn workflow.UpdateFunc, claimed string, now time.Time, outbox []byte, readSeq int64) (bool, error) {
 	v, ok := s.headers.Load(id)
 	if !ok {
 		return false, nil
 	}
 	d := v.(*decodedHeader)
+	if claimed != "" && d.json != claimed {
+		return false, nil
+	}
 	sess := copySession(d.sess)
 	events, err := fn(&sess)
 	if err != nil || workflow.ValidateSession(sess) != nil {
