@@ -42,6 +42,10 @@ type Invocation struct {
 	recordIn []string
 	// recorder is the verified recorder's session id ("" without one).
 	recorder string
+	// claimed is the remembered header the claims on session claimedIn
+	// were judged on (workflow.Claim.Remembered), which its started
+	// commit must find stored; "" when the claims read the store.
+	claimed, claimedIn string
 
 	mu       sync.Mutex
 	attached map[string][]workflow.Event

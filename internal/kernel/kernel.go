@@ -459,11 +459,21 @@ func (k *Kernel) stepsOf(ctx context.Context, c Call, tool *Tool, rec *Record) (
 	if err != nil {
 		return k.refuse(rec, err), false
 	}
-	inv, recorder, err := k.checkClaims(ctx, c, tool, in, rec)
+	inv, recorder, err := k.checkClaims(ctx, c, tool, in, rec, true)
+	if errors.Is(err, errJudgeAgain) {
+		inv, recorder, err = k.checkClaims(ctx, c, tool, in, rec, false)
+	}
 	if err != nil {
 		return k.refuse(rec, err), false
 	}
 	pairs, err := k.begin(ctx, tool, inv, recorder, rec)
+	if errors.Is(err, errJudgeAgain) {
+		// The remembered header the claims were judged on is not the
+		// stored one (nothing was written): judge them on a read.
+		if inv, recorder, err = k.checkClaims(ctx, c, tool, in, rec, false); err == nil {
+			pairs, err = k.begin(ctx, tool, inv, recorder, rec)
+		}
+	}
 	if err != nil {
 		return k.refuse(rec, err), false
 	}
@@ -513,12 +523,24 @@ func (k *Kernel) admitCall(c Call, tool *Tool) (any, error) {
 	return in, nil
 }
 
+// errJudgeAgain is checkClaims' and begin's error when claims judged on a
+// remembered header (see checkClaims) do not stand as judged: nothing was
+// decided or written, and the claims are judged again on a read.
+var errJudgeAgain = errors.New("kernel: judge the claims again on a read")
+
 // checkClaims resolves the call's project and judges every session it
 // names, reading each distinct id once: the business session_id (which
 // authorizes the call and may supply the project) and the
 // recording_session_id (provenance only). It sets the record's project and
 // binding and returns the invocation and the verified recorder.
-func (k *Kernel) checkClaims(ctx context.Context, c Call, tool *Tool, in any, rec *Record) (*Invocation, *workflow.Session, error) {
+//
+// With remember, a mutating call naming one session, whose started event
+// commits before its handler runs, is judged on the header the ledger
+// last read or wrote for it, without a read (workflow.RememberedClaim);
+// its started commit then fails unless that header is still the stored
+// one, and begin returns errJudgeAgain. A refusal is never decided on a
+// remembered header: checkClaims returns errJudgeAgain instead.
+func (k *Kernel) checkClaims(ctx context.Context, c Call, tool *Tool, in any, rec *Record, remember bool) (*Invocation, *workflow.Session, error) {
 	inv := &Invocation{ID: rec.InvocationID, Tool: tool.Name, Principal: c.Principal, Window: c.ClientWindow, progress: c.Progress}
 	fp := c.Principal.AuthorityFingerprint()
 	var projectID, businessID string
@@ -534,16 +556,28 @@ func (k *Kernel) checkClaims(ctx context.Context, c Call, tool *Tool, in any, re
 	}
 
 	// Each distinct id is read once; every check of it judges that read.
+	remember = remember && tool.Mutates && !tool.PreparesBeforeEffect &&
+		(businessID == "" || c.RecordingSessionID == "" || businessID == c.RecordingSessionID)
+	readClaim := func(id string) workflow.Claim {
+		// A caller already gone is told so by the read, as without one.
+		if remember && ctx.Err() == nil {
+			if cl, ok := k.sessions.RememberedClaim(id); ok {
+				inv.claimed, inv.claimedIn = cl.Remembered(), id
+				return cl
+			}
+		}
+		return k.sessions.ReadClaim(ctx, id)
+	}
 	var business, recorder workflow.Claim
 	if businessID != "" {
-		business = k.sessions.ReadClaim(ctx, businessID)
+		business = readClaim(businessID)
 	}
 	switch {
 	case c.RecordingSessionID == "":
 	case c.RecordingSessionID == businessID:
 		recorder = business
 	default:
-		recorder = k.sessions.ReadClaim(ctx, c.RecordingSessionID)
+		recorder = readClaim(c.RecordingSessionID)
 	}
 	if (business.Err() != nil || recorder.Err() != nil) && ctx.Err() != nil {
 		// The caller went away during the read: that says nothing about
@@ -572,6 +606,9 @@ func (k *Kernel) checkClaims(ctx context.Context, c Call, tool *Tool, in any, re
 	if businessID != "" {
 		v := business.Check(workflow.Check{Fingerprint: fp, Project: projectID, Mutate: tool.Mutates, Write: tool.Writes})
 		subject = v
+		if !v.Verified() && business.Remembered() != "" {
+			return nil, nil, errJudgeAgain
+		}
 		if !v.Verified() {
 			rec.Binding = k.bind(rec, v)
 			err := v.Error()
@@ -593,6 +630,9 @@ func (k *Kernel) checkClaims(ctx context.Context, c Call, tool *Tool, in any, re
 	if c.RecordingSessionID != "" {
 		v := recorder.Check(workflow.Check{Fingerprint: fp, Project: projectID, Mutate: true})
 		subject = v
+		if !v.Verified() && recorder.Remembered() != "" {
+			return nil, nil, errJudgeAgain
+		}
 		if !v.Verified() {
 			rec.Binding = k.bind(rec, v)
 			k.invalidClaims.Add(1)
@@ -637,8 +677,15 @@ func (k *Kernel) begin(ctx context.Context, tool *Tool, inv *Invocation, recorde
 		inv.recorder = recorder.ID
 	}
 	pairs := k.pairs(inv, recorder)
+	claimedPair := false
 	for _, p := range pairs {
 		inv.recordIn = append(inv.recordIn, p.session)
+		claimedPair = claimedPair || p.session == inv.claimedIn
+	}
+	if inv.claimed != "" && (!claimedPair || !tool.Mutates || tool.PreparesBeforeEffect) {
+		// No started commit of that session would confirm the
+		// remembered header the claims were judged on.
+		return nil, errJudgeAgain
 	}
 	if tool.Mutates && len(pairs) > 0 {
 		if tool.PreparesBeforeEffect {
@@ -654,6 +701,9 @@ func (k *Kernel) begin(ctx context.Context, tool *Tool, inv *Invocation, recorde
 			return pairs, nil
 		}
 		if err := k.appendStarted(context.WithoutCancel(ctx), inv, pairs, rec.At); err != nil {
+			if errors.Is(err, workflow.ErrClaimChanged) {
+				return nil, errJudgeAgain
+			}
 			k.recordFailures.Add(1)
 			return nil, errStartedNotRecorded(err)
 		}
@@ -853,8 +903,11 @@ func (k *Kernel) startedEvent(p pair, inv *Invocation, at time.Time) workflow.Ev
 // appended concurrently and share group commits.
 func (k *Kernel) appendStarted(ctx context.Context, inv *Invocation, ps []pair, at time.Time) error {
 	return forEachPair(ps, func(_ int, p pair) error {
-		_, _, err := k.sessions.Append(ctx, p.session, k.startedEvent(p, inv, at))
-		return err
+		claimed := ""
+		if p.session == inv.claimedIn {
+			claimed = inv.claimed
+		}
+		return k.sessions.StartCall(ctx, p.session, claimed, k.startedEvent(p, inv, at))
 	})
 }
 

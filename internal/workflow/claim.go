@@ -39,7 +39,15 @@ type Claim struct {
 	Session Session
 	state   claimState
 	err     error
+	// remembered is the stored header a RememberedClaim was taken from
+	// ("" for a claim that read the store).
+	remembered string
 }
+
+// Remembered is the stored header (JSON) a RememberedClaim was judged
+// on, to be passed as CallWrite.Claimed; "" for a claim read from the
+// store.
+func (c Claim) Remembered() string { return c.remembered }
 
 // Found reports whether the store held the claimed session.
 func (c Claim) Found() bool { return c.state == claimFound }
@@ -73,6 +81,29 @@ func (s *Service) ReadClaim(ctx context.Context, id string) Claim {
 		c.state, c.Session = claimFound, sess
 	}
 	return c
+}
+
+// RememberedClaim is ReadClaim from the header the store last read or
+// wrote for id, without reading the store, when the store remembers one
+// (false otherwise). That header may have changed since: a claim judged
+// on it holds only once a write given Remembered as CallWrite.Claimed
+// succeeds (it fails with ErrClaimChanged otherwise), and a claim it
+// refuses must be read again before the refusal stands.
+func (s *Service) RememberedClaim(id string) (Claim, bool) {
+	r, ok := s.store.(interface {
+		Remembered(string) (Session, string, bool)
+	})
+	if !ok {
+		return Claim{}, false
+	}
+	if _, err := ParseSessionID(id); err != nil {
+		return Claim{}, false
+	}
+	sess, hdr, ok := r.Remembered(id)
+	if !ok || hdr == "" {
+		return Claim{}, false
+	}
+	return Claim{ID: id, Session: sess, state: claimFound, remembered: hdr}, true
 }
 
 // A ClaimVerdict is the one judgement of a Claim under a Check: every failing

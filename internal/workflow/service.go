@@ -122,6 +122,19 @@ func (s *Service) Append(ctx context.Context, id string, events ...Event) (Sessi
 	})
 }
 
+// StartCall records the opening events of a tool call (its
+// tool_call_started) in an active session, durably, as Append does.
+// claimed is CallWrite.Claimed: the header of a RememberedClaim the call
+// was admitted on ("" when its claim read the store).
+func (s *Service) StartCall(ctx context.Context, id, claimed string, events ...Event) error {
+	return s.store.AppendCall(ctx, id, func(sess *Session) ([]Event, error) {
+		if !sess.Mutable() {
+			return nil, failure.New(failure.SessionClosed, "%s", reasonMessage(failure.SessionClosed, id))
+		}
+		return events, nil
+	}, CallWrite{Claimed: claimed})
+}
+
 // AppendFinished records the closing events of a tool call admitted at
 // admittedAt. It is allowed while the session is active, and also when the
 // session was closed at or after admittedAt (by that very call), so that a

@@ -114,3 +114,24 @@ func FuzzSessionAppendJSON(f *testing.F) {
 		checkSessionJSON(t, s)
 	})
 }
+
+// FuzzAppendJSONStringsIsMarshal compares AppendJSONStrings with
+// json.Marshal on lists of arbitrary strings.
+func FuzzAppendJSONStringsIsMarshal(f *testing.F) {
+	f.Add("a.go\x00b <&> \u2028.go\x00\xff\xfe", 0)
+	f.Add("", 1)
+	f.Add("x", 0)
+	f.Fuzz(func(t *testing.T, joined string, empty int) {
+		ss := strings.Split(joined, "\x00")
+		if empty%2 == 1 {
+			ss = []string{}
+		}
+		want, err := json.Marshal(ss)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := workflow.AppendJSONStrings([]byte("prefix"), ss); string(got) != "prefix"+string(want) {
+			t.Fatalf("AppendJSONStrings(%q) = %s, json.Marshal = %s", ss, got, want)
+		}
+	})
+}

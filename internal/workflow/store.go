@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -46,7 +47,17 @@ type CallWrite struct {
 	// (it survives the process being killed; see docs/ledger-format.md).
 	Behind bool
 	Done   func(error)
+	// Claimed, when not empty, is the stored header (its JSON) a claim on
+	// the session was judged on without reading it (Service.RememberedClaim):
+	// the write fails with ErrClaimChanged, writing nothing, unless the
+	// session's stored header is still exactly it.
+	Claimed string
 }
+
+// ErrClaimChanged is the error of a write whose CallWrite.Claimed is no
+// longer the session's stored header: the claim must be judged again on
+// a read of the session.
+var ErrClaimChanged = errors.New("workflow: the session changed after its claim was judged")
 
 // UpdateFunc inspects and may change a session header, returning events to
 // append. Returning an error aborts the update with nothing written.
@@ -81,7 +92,9 @@ type Store interface {
 	// written. It returns how many sessions it imported.
 	Import(ctx context.Context, next func() (LedgerRow, error)) (int, error)
 	// AppendCall is Update for the events of a tool call, written as w
-	// says. Unless w.Behind, it returns after the durable commit.
+	// says. Unless w.Behind, it returns after the durable commit. fn may
+	// run more than once (on the header the store last saw, then on the
+	// one stored, when they differ): it must change nothing but *s.
 	AppendCall(ctx context.Context, id string, fn UpdateFunc, w CallWrite) error
 	// Status reports store-wide counts.
 	Status(ctx context.Context) (StoreStatus, error)

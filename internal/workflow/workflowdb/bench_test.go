@@ -520,7 +520,7 @@ func rawScan(ctx context.Context, path string) (int64, error) {
 
 // BenchmarkRecordedCallOnTmpfs times what a recorded mutating call costs
 // the ledger, on tmpfs (/dev/shm, where fsync returns at once): its
-// durable tool_call_started (Service.Append), then its tool_call_finished
+// durable tool_call_started (Service.StartCall), then its tool_call_finished
 // with an evidence outbox row of a record's size (Service.FinishCall),
 // alternated (benchpair) with the floor of two durable commits: two plain
 // BEGIN IMMEDIATE / INSERT / COMMIT on a connection of its own, same
@@ -564,7 +564,7 @@ func BenchmarkRecordedCallOnTmpfs(b *testing.B) {
 	benchpair.Run(b, "two_plain_commits", func() { commit(); commit() }, "recorded_call", func() {
 		i++
 		call, inv := fmt.Sprintf("call_%08d", i), fmt.Sprintf("inv_%08d", i)
-		if _, _, err := svc.Append(ctx, id, workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "write_project_file",
+		if err := svc.StartCall(ctx, id, "", workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "write_project_file",
 			CallID: call, InvocationID: inv, Role: workflow.RoleBusiness}); err != nil {
 			b.Fatal(err)
 		}

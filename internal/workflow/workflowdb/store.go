@@ -60,9 +60,10 @@ type Store struct {
 	boardReads sync.Once
 	// stmts are Update's statements, prepared once on the writer.
 	stmts struct {
-		header, insertEvent, trim, updateHeader, openCall, closeCall, outbox, readMark *sql.Stmt
+		header, insertEvent, trim, updateHeader, updateKnown, openCall, closeCall, outbox, readMark *sql.Stmt
 	}
-	// headers caches each session's last decoded header (see scanHeader).
+	// headers caches each session's last decoded header and its retained
+	// count (see scanHeader, and appendKnown, which writes on it).
 	headers sync.Map
 	// pending maps a session id to the ticket of its newest behind write
 	// (see AppendCall); readSeq numbers this process's behind writes.
@@ -81,13 +82,16 @@ type Store struct {
 
 const (
 	sqlHeader       = `SELECT header_json, retained FROM sessions WHERE session_id = ?`
-	sqlInsertEvent  = `INSERT INTO events (session_id, ` + eventColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlInsertEvent  = `INSERT INTO events (session_id, ` + eventColumns + `) VALUES ` + eventValues
 	sqlTrim         = `DELETE FROM events WHERE session_id = ? AND seq <= ?`
 	sqlUpdateHeader = `UPDATE sessions SET lifecycle = ?, updated_at = ?, retained = ?, header_json = ? WHERE session_id = ?`
-	sqlOpenCall     = `INSERT OR IGNORE INTO open_calls (session_id, call_id, invocation_id, tool, role, started_at, started_seq, instance) VALUES (?,?,?,?,?,?,?,?)`
-	sqlCloseCall    = `DELETE FROM open_calls WHERE session_id = ? AND call_id = ?`
-	sqlOutbox       = `INSERT INTO evidence_outbox (body) VALUES (?)`
-	sqlReadMark     = `INSERT INTO read_marks (instance, seq) VALUES (?1, ?2) ON CONFLICT (instance) DO UPDATE SET seq = MAX(seq, ?2)`
+	// sqlUpdateKnown is sqlUpdateHeader on the condition that the row still
+	// holds the header and retained count the update was computed from.
+	sqlUpdateKnown = `UPDATE sessions SET lifecycle = ?, updated_at = ?, retained = ?, header_json = ? WHERE session_id = ? AND header_json = ? AND retained = ?`
+	sqlOpenCall    = `INSERT OR IGNORE INTO open_calls (session_id, call_id, invocation_id, tool, role, started_at, started_seq, instance) VALUES (?,?,?,?,?,?,?,?)`
+	sqlCloseCall   = `DELETE FROM open_calls WHERE session_id = ? AND call_id = ?`
+	sqlOutbox      = `INSERT INTO evidence_outbox (body) VALUES (?)`
+	sqlReadMark    = `INSERT INTO read_marks (instance, seq) VALUES (?1, ?2) ON CONFLICT (instance) DO UPDATE SET seq = MAX(seq, ?2)`
 )
 
 var _ workflow.Store = (*Store)(nil)
@@ -128,6 +132,7 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 	s := &Store{db: db, now: now, inst: inst}
 	if err := db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &s.stmts.header, Query: sqlHeader}, sqlitedb.Stmt{Dst: &s.stmts.insertEvent, Query: sqlInsertEvent},
 		sqlitedb.Stmt{Dst: &s.stmts.trim, Query: sqlTrim}, sqlitedb.Stmt{Dst: &s.stmts.updateHeader, Query: sqlUpdateHeader},
+		sqlitedb.Stmt{Dst: &s.stmts.updateKnown, Query: sqlUpdateKnown},
 		sqlitedb.Stmt{Dst: &s.stmts.openCall, Query: sqlOpenCall}, sqlitedb.Stmt{Dst: &s.stmts.closeCall, Query: sqlCloseCall},
 		sqlitedb.Stmt{Dst: &s.stmts.outbox, Query: sqlOutbox}, sqlitedb.Stmt{Dst: &s.stmts.readMark, Query: sqlReadMark}); err != nil {
 		db.Close()
@@ -238,60 +243,71 @@ func insertEvents(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Eve
 		if i > 0 {
 			q.WriteString(",")
 		}
-		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		q.WriteString(eventValues)
 		args = append(args, eventArgs(id, e)...)
 	}
 	_, err := tx.ExecContext(ctx, q.String(), args...)
 	return err
 }
 
-// eventArgs are the values of one events row, in the order of
-// session_id, eventColumns.
+// eventValues are the placeholders of one events row, in the order of
+// session_id, eventColumns. A text column other than session_id and kind
+// takes NULL for the empty string (see eventArgs): most of them are empty
+// in most events, and a NULL is bound without the copy of its text the
+// driver makes for every string.
+const eventValues = `(?,?,?,?,COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),?,` +
+	`COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''))`
+
+// eventArgs are the values of one events row for eventValues.
 func eventArgs(id string, e workflow.Event) []any {
-	return []any{id, e.Seq, e.At.UnixNano(), string(e.Kind), e.Tool, e.CallID, e.InvocationID,
-		string(e.Role), string(e.Outcome), e.ErrorKind, e.DurationMS, e.Text,
-		jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0),
-		jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0),
-		jsonOrEmpty(e.Facts, len(e.Facts) == 0),
-		jsonOrEmpty(e.Validation, e.Validation == nil)}
+	return []any{id, e.Seq, e.At.UnixNano(), string(e.Kind), orNull(e.Tool), orNull(e.CallID), orNull(e.InvocationID),
+		orNull(string(e.Role)), orNull(string(e.Outcome)), orNull(e.ErrorKind), e.DurationMS, orNull(e.Text),
+		pathsOrNull(e.ObservedPaths), pathsOrNull(e.ChangedPaths),
+		orNull(jsonOrEmpty(e.Facts, len(e.Facts) == 0)),
+		orNull(jsonOrEmpty(e.Validation, e.Validation == nil))}
+}
+
+// pathsOrNull is a path list's JSON (as json.Marshal writes it), or nil
+// (NULL, stored as the empty string) for an empty one.
+func pathsOrNull(paths []string) any {
+	if len(paths) == 0 {
+		return nil
+	}
+	return string(workflow.AppendJSONStrings(make([]byte, 0, 64), paths))
+}
+
+// orNull is s, or nil (NULL) for "", which eventValues stores as the
+// empty string.
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // trackCalls keeps open_calls in step with appended events: a started
 // event opens its call and a finished event closes it, unless both are in
 // the same append (the call was never open in a durable state).
 func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Event) error {
-	var started, finished map[string]bool
-	for _, e := range evs {
-		if e.CallID == "" {
-			continue
-		}
-		switch e.Kind {
-		case workflow.EventToolCallStarted:
-			if started == nil {
-				started = map[string]bool{}
-			}
-			started[e.CallID] = true
-		case workflow.EventToolCallFinished:
-			if finished == nil {
-				finished = map[string]bool{}
-			}
-			finished[e.CallID] = true
-		}
-	}
+	both := pairedCalls(evs)
 	// A transaction's statement lives until it is closed or the
 	// transaction ends: bind each at most once per append and close it, so
 	// that a long transaction (an import) does not accumulate them.
 	var open, closing *sql.Stmt
 	defer func() {
-		for _, st := range []*sql.Stmt{open, closing} {
-			if st != nil {
-				st.Close()
-			}
+		if open != nil {
+			open.Close()
+		}
+		if closing != nil {
+			closing.Close()
 		}
 	}()
 	for _, e := range evs {
-		switch {
-		case e.Kind == workflow.EventToolCallStarted && started[e.CallID] && !finished[e.CallID]:
+		if e.CallID == "" || both(e.CallID) {
+			continue
+		}
+		switch e.Kind {
+		case workflow.EventToolCallStarted:
 			if open == nil {
 				open = tx.StmtContext(ctx, s.stmts.openCall)
 			}
@@ -299,7 +315,7 @@ func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []wor
 				string(e.Role), e.At.UnixNano(), e.Seq, s.inst.id); err != nil {
 				return err
 			}
-		case e.Kind == workflow.EventToolCallFinished && finished[e.CallID] && !started[e.CallID]:
+		case workflow.EventToolCallFinished:
 			if closing == nil {
 				closing = tx.StmtContext(ctx, s.stmts.closeCall)
 			}
@@ -309,6 +325,36 @@ func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []wor
 		}
 	}
 	return nil
+}
+
+// pairedCalls returns whether a call id has both a started and a finished
+// event in evs. The common appends (a call's started event, its finished
+// event, or both) are judged by a scan; long ones (an import) by a map.
+func pairedCalls(evs []workflow.Event) func(callID string) bool {
+	if len(evs) <= 8 {
+		return func(callID string) bool {
+			var started, finished bool
+			for _, e := range evs {
+				if e.CallID == callID {
+					started = started || e.Kind == workflow.EventToolCallStarted
+					finished = finished || e.Kind == workflow.EventToolCallFinished
+				}
+			}
+			return started && finished
+		}
+	}
+	const started, finished = 1, 2
+	seen := map[string]int{}
+	for _, e := range evs {
+		switch {
+		case e.CallID == "":
+		case e.Kind == workflow.EventToolCallStarted:
+			seen[e.CallID] |= started
+		case e.Kind == workflow.EventToolCallFinished:
+			seen[e.CallID] |= finished
+		}
+	}
+	return func(callID string) bool { return seen[callID] == started|finished }
 }
 
 // OpenCalls implements workflow.Store. It reads the open_calls table only,
@@ -403,10 +449,12 @@ func scanHeader(row *sql.Row, id string) (workflow.Session, int64, error) {
 	return scanHeaderWith(nil, row, id)
 }
 
-// decodedHeader is a header as stored and its decoded, validated value.
+// decodedHeader is a header as stored, its decoded, validated value, and
+// the retained count stored beside it when it was read or written.
 type decodedHeader struct {
-	json string
-	sess workflow.Session
+	json     string
+	sess     workflow.Session
+	retained int64
 }
 
 // scanHeader reads a header row, decoding its JSON only when it differs
@@ -427,8 +475,12 @@ func scanHeaderWith(cache *sync.Map, row *sql.Row, id string) (workflow.Session,
 		return workflow.Session{}, 0, err
 	}
 	if cache != nil {
-		if d, ok := cache.Load(id); ok && d.(*decodedHeader).json == hdr {
-			return copySession(d.(*decodedHeader).sess), retained, nil
+		if v, ok := cache.Load(id); ok && v.(*decodedHeader).json == hdr {
+			d := v.(*decodedHeader)
+			if d.retained != retained {
+				cache.Store(id, &decodedHeader{json: d.json, sess: d.sess, retained: retained})
+			}
+			return copySession(d.sess), retained, nil
 		}
 	}
 	sess, err := decodeHeader([]byte(hdr))
@@ -438,25 +490,26 @@ func scanHeaderWith(cache *sync.Map, row *sql.Row, id string) (workflow.Session,
 		return workflow.Session{}, 0, fmt.Errorf("session %s: %v", id, err)
 	}
 	if cache != nil {
-		cache.Store(id, &decodedHeader{json: hdr, sess: copySession(sess)})
+		cache.Store(id, &decodedHeader{json: hdr, sess: copySession(sess), retained: retained})
 	}
 	return sess, retained, nil
 }
 
 // rememberHeader caches sess as the decoding of hdr, its encoding just
-// written, so the next read of this header (the next call's claim check
-// and started append) need not decode it again. The cache is keyed by the
+// written with retained, so the next read of this header (the next call's
+// claim check) need not decode it again and the next AppendCall need not
+// read it (see appendKnown). The cache is keyed by the
 // exact bytes, so a write that is rolled back leaves an entry no stored
 // header matches: a miss, never a wrong session. A session whose decoding
 // would differ from it (see asDecoded) or that would fail decodeHeader's
 // validation is not cached: its next read decodes it.
-func (s *Store) rememberHeader(id, hdr string, sess workflow.Session) {
+func (s *Store) rememberHeader(id, hdr string, sess workflow.Session, retained int64) {
 	d, ok := asDecoded(sess)
 	if !ok || workflow.ValidateSession(sess) != nil {
 		s.headers.Delete(id)
 		return
 	}
-	s.headers.Store(id, &decodedHeader{json: hdr, sess: d})
+	s.headers.Store(id, &decodedHeader{json: hdr, sess: d, retained: retained})
 }
 
 // asDecoded is what decodeHeader returns from encodeHeader(sess), sharing
@@ -544,6 +597,24 @@ func (s *Store) GetCommitted(ctx context.Context, id string) (workflow.Session, 
 	return sess, storeErr(err)
 }
 
+// Remembered returns the header this store last read or wrote for
+// session id, decoded and as stored (its JSON), without reading the
+// database (see workflow.Service.RememberedClaim); false when it holds
+// none. Another process may have changed the row since: an AppendCall
+// given the JSON as CallWrite.Claimed then fails with
+// workflow.ErrClaimChanged, writing nothing.
+func (s *Store) Remembered(id string) (workflow.Session, string, bool) {
+	if _, ok := s.checked.Load(id); !ok {
+		return workflow.Session{}, "", false
+	}
+	v, ok := s.headers.Load(id)
+	if !ok {
+		return workflow.Session{}, "", false
+	}
+	d := v.(*decodedHeader)
+	return copySession(d.sess), d.json, true
+}
+
 // Update implements workflow.Store.
 func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (workflow.Session, []workflow.Event, error) {
 	var (
@@ -553,7 +624,7 @@ func (s *Store) Update(ctx context.Context, id string, fn workflow.UpdateFunc) (
 	if err := s.check(ctx, id); err != nil {
 		return workflow.Session{}, nil, storeErr(err)
 	}
-	err := s.db.Writer.Do(ctx, s.updateTx(id, fn, nil, 0, &outSess, &outEvs))
+	err := s.db.Writer.Do(ctx, s.updateTx(id, fn, false, "", nil, 0, &outSess, &outEvs))
 	if err != nil {
 		return workflow.Session{}, nil, storeErr(err)
 	}
@@ -566,7 +637,7 @@ func (s *Store) AppendCall(ctx context.Context, id string, fn workflow.UpdateFun
 		return storeErr(err)
 	}
 	if !w.Behind {
-		return storeErr(s.db.Writer.Do(ctx, s.updateTx(id, fn, w.Outbox, 0, nil, nil)))
+		return storeErr(s.db.Writer.Do(ctx, s.updateTx(id, fn, true, w.Claimed, w.Outbox, 0, nil, nil)))
 	}
 	// A behind write: numbered among this process's reads, queued, and
 	// its number written to the instance file before the caller
@@ -575,7 +646,7 @@ func (s *Store) AppendCall(ctx context.Context, id string, fn workflow.UpdateFun
 	defer s.readMu.Unlock()
 	seq := s.readSeq + 1
 	var ticket atomic.Uint64
-	t, err := s.db.Writer.Go(ctx, s.updateTx(id, fn, w.Outbox, seq, nil, nil), func(err error) {
+	t, err := s.db.Writer.Go(ctx, s.updateTx(id, fn, true, w.Claimed, w.Outbox, seq, nil, nil), func(err error) {
 		// Ended: readers need not wait for it (an entry stored after
 		// this runs is removed by the next reader's wait).
 		s.pending.CompareAndDelete(id, ticket.Load())
@@ -622,9 +693,23 @@ func (s *Store) Flush(ctx context.Context) error {
 // updateTx is the transaction function of an update of session id by fn,
 // storing outbox (when not nil) in the evidence outbox and, when readSeq
 // is not 0, this process's read mark. out and evs (when not nil) receive
-// the session and the appended events.
-func (s *Store) updateTx(id string, fn workflow.UpdateFunc, outbox []byte, readSeq int64, out *workflow.Session, evsOut *[]workflow.Event) sqlitedb.TxFunc {
+// the session and the appended events. When known is true (AppendCall),
+// fn may first run on the header this store last read or wrote (see
+// appendKnown); claimed is CallWrite.Claimed, which the stored header must
+// be (workflow.ErrClaimChanged otherwise).
+func (s *Store) updateTx(id string, fn workflow.UpdateFunc, known bool, claimed string, outbox []byte, readSeq int64, out *workflow.Session, evsOut *[]workflow.Event) sqlitedb.TxFunc {
 	return func(ctx context.Context, tx *sql.Tx) error {
+		now := s.now().UTC()
+		if known {
+			if done, err := s.appendKnown(ctx, tx, id, fn, claimed, now, outbox, readSeq); done {
+				return err
+			}
+			if claimed != "" {
+				// The stored header is not the claimed one, or fn
+				// refused it: nothing is written.
+				return workflow.ErrClaimChanged
+			}
+		}
 		sess, retained, err := s.scanHeader(tx.StmtContext(ctx, s.stmts.header).QueryRowContext(ctx, id), id)
 		if err != nil {
 			return err
@@ -636,53 +721,124 @@ func (s *Store) updateTx(id string, fn workflow.UpdateFunc, outbox []byte, readS
 		if err := workflow.ValidateSession(sess); err != nil {
 			return failure.New(failure.InvalidArguments, "invalid session: %v", err)
 		}
-		evs, drop := workflow.Apply(&sess, events, s.now().UTC(), int(retained))
-		if len(evs) <= 2 {
-			// The common appends (one event, or a call's started and
-			// finished pair): each row through the prepared insert, which
-			// costs less than compiling a multi-row INSERT.
-			insert := tx.StmtContext(ctx, s.stmts.insertEvent)
-			for _, e := range evs {
-				if _, err := insert.ExecContext(ctx, eventArgs(id, e)...); err != nil {
-					return err
-				}
-			}
-		} else if err := insertEvents(ctx, tx, id, evs); err != nil {
+		evs, drop := workflow.Apply(&sess, events, now, int(retained))
+		trimmed, err := s.writeEvents(ctx, tx, id, sess, evs, drop)
+		if err != nil {
 			return err
 		}
-		if err := s.trackCalls(ctx, tx, id, evs); err != nil {
-			return err
-		}
-		retained += int64(len(evs))
-		if drop > 0 {
-			res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, sess.EventsObserved-workflow.TailLimit)
-			if err != nil {
-				return err
-			}
-			n, _ := res.RowsAffected()
-			retained -= n
-		}
+		retained += int64(len(evs)) - trimmed
 		hdr := encodeHeader(sess)
 		if _, err := tx.StmtContext(ctx, s.stmts.updateHeader).ExecContext(ctx,
 			string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, hdr, id); err != nil {
 			return err
 		}
-		s.rememberHeader(id, hdr, sess)
-		if outbox != nil {
-			if _, err := tx.StmtContext(ctx, s.stmts.outbox).ExecContext(ctx, outbox); err != nil {
-				return err
-			}
-		}
-		if readSeq != 0 {
-			if _, err := tx.StmtContext(ctx, s.stmts.readMark).ExecContext(ctx, s.inst.id, readSeq); err != nil {
-				return err
-			}
+		s.rememberHeader(id, hdr, sess, retained)
+		if err := s.writeMarks(ctx, tx, outbox, readSeq); err != nil {
+			return err
 		}
 		if out != nil {
 			*out, *evsOut = sess, evs
 		}
 		return nil
 	}
+}
+
+// appendKnown runs fn on the header and retained count this store last
+// read or wrote for session id (s.headers) instead of reading them again,
+// and stores the result with an UPDATE that matches only while the row
+// still holds exactly that header and count: what it then writes is what
+// updateTx's read of the row would have led to. It reports false, having
+// written nothing, when there is no such entry, when fn or the validation
+// refuses the remembered header (the stored one is judged again), or when
+// the row holds something else; updateTx then reads the row and runs fn
+// again.
+func (s *Store) appendKnown(ctx context.Context, tx *sql.Tx, id string, fn workflow.UpdateFunc, claimed string, now time.Time, outbox []byte, readSeq int64) (bool, error) {
+	v, ok := s.headers.Load(id)
+	if !ok {
+		return false, nil
+	}
+	d := v.(*decodedHeader)
+	if claimed != "" && d.json != claimed {
+		return false, nil
+	}
+	sess := copySession(d.sess)
+	events, err := fn(&sess)
+	if err != nil || workflow.ValidateSession(sess) != nil {
+		return false, nil
+	}
+	evs, drop := workflow.Apply(&sess, events, now, int(d.retained))
+	retained := d.retained + int64(len(evs)) - int64(drop)
+	hdr := encodeHeader(sess)
+	res, err := tx.StmtContext(ctx, s.stmts.updateKnown).ExecContext(ctx,
+		string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, hdr, id, d.json, d.retained)
+	if err != nil {
+		return true, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return err != nil, err
+	}
+	trimmed, err := s.writeEvents(ctx, tx, id, sess, evs, drop)
+	if err != nil {
+		return true, err
+	}
+	if trimmed != int64(drop) {
+		// Fewer rows were retained than counted: store the count the
+		// trim leaves, as updateTx would.
+		retained = d.retained + int64(len(evs)) - trimmed
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET retained = ? WHERE session_id = ?`, retained, id); err != nil {
+			return true, err
+		}
+	}
+	s.rememberHeader(id, hdr, sess, retained)
+	return true, s.writeMarks(ctx, tx, outbox, readSeq)
+}
+
+// writeEvents inserts the events an update of session id appends (sess is
+// the header after them), keeps open_calls in step and, when drop > 0,
+// trims the oldest events beyond TailLimit; it returns the number of rows
+// trimmed.
+func (s *Store) writeEvents(ctx context.Context, tx *sql.Tx, id string, sess workflow.Session, evs []workflow.Event, drop int) (int64, error) {
+	if len(evs) <= 2 {
+		// The common appends (one event, or a call's started and
+		// finished pair): each row through the prepared insert, which
+		// costs less than compiling a multi-row INSERT.
+		insert := tx.StmtContext(ctx, s.stmts.insertEvent)
+		for _, e := range evs {
+			if _, err := insert.ExecContext(ctx, eventArgs(id, e)...); err != nil {
+				return 0, err
+			}
+		}
+	} else if err := insertEvents(ctx, tx, id, evs); err != nil {
+		return 0, err
+	}
+	if err := s.trackCalls(ctx, tx, id, evs); err != nil {
+		return 0, err
+	}
+	if drop <= 0 {
+		return 0, nil
+	}
+	res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, sess.EventsObserved-workflow.TailLimit)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// writeMarks stores outbox (when not nil) in the evidence outbox and, when
+// readSeq is not 0, this process's read mark.
+func (s *Store) writeMarks(ctx context.Context, tx *sql.Tx, outbox []byte, readSeq int64) error {
+	if outbox != nil {
+		if _, err := tx.StmtContext(ctx, s.stmts.outbox).ExecContext(ctx, outbox); err != nil {
+			return err
+		}
+	}
+	if readSeq != 0 {
+		if _, err := tx.StmtContext(ctx, s.stmts.readMark).ExecContext(ctx, s.inst.id, readSeq); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // List implements workflow.Store.
