@@ -39,3 +39,44 @@ func BenchmarkSubmit(b *testing.B) {
 	m := benchpair.RunSides(b, benchpair.Side{Name: "append", F: direct}, benchpair.Side{Name: "submit", F: submit})
 	b.ReportMetric(float64(m[1])/float64(m[0]), "ratio")
 }
+
+// evictSink keeps BenchmarkSubmitAfterEviction's reads from being
+// optimized away.
+var evictSink byte
+
+// BenchmarkSubmitAfterEviction alternates a Submit that follows another
+// (its code and pages still in the CPU's caches, as in BenchmarkSubmit)
+// with one that follows a walk over 16 MiB, four times this machine's L2
+// caches: what a request's own work (a go-sdk call allocates about
+// 0.75 MiB) leaves between two audit commits. ratio is evicted over warm.
+func BenchmarkSubmitAfterEviction(b *testing.B) {
+	st, _ := open(b)
+	svc := audit.NewService(st, nil)
+	svc.Start(nil)
+	b.Cleanup(func() { svc.Stop(ctx) })
+	ev := okEvent()
+	ev.Summary = map[string]any{"transport": "mcp", "tool": "read_files"}
+	ev.Endpoint, ev.Operation, ev.ActionName = "/mcp", "mcp", "read_files"
+	submit := func() {
+		if err := svc.Submit(ctx, time.Minute, "bench", ev, audit.Attribution{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range audit.MaxEventsPerSession {
+		submit() // the session at its retention bound, as it stays
+	}
+	junk := make([]byte, 16<<20)
+	var evicted []time.Duration
+	m := benchpair.RunSides(b, benchpair.Side{Name: "warm", F: submit}, benchpair.Side{Name: "evict_and_submit", F: func() {
+		for i := 0; i < len(junk); i += 64 {
+			junk[i]++
+		}
+		evictSink += junk[len(junk)/2]
+		start := time.Now()
+		submit()
+		evicted = append(evicted, time.Since(start))
+	}})
+	e := benchpair.Median(evicted)
+	b.ReportMetric(float64(e.Nanoseconds()), "evicted-median-ns")
+	b.ReportMetric(float64(e)/float64(m[0]), "ratio")
+}
