@@ -274,6 +274,10 @@ func printReport(w io.Writer, rep evidence.Report) {
 		fprintf(w, "  --from      size %d: consistent\n", rep.From.Size)
 	}
 	fprintf(w, "  keys        %s\n", strings.Join(rep.TrustedKeys, ", "))
+	if rep.OutboxPending > 0 {
+		fprintf(w, "  pending     %d record(s) of acknowledged calls wait in %s's evidence outbox; the next server start journals them\n",
+			rep.OutboxPending, app.WorkflowDB)
+	}
 	if rep.Clean {
 		return
 	}

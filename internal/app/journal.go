@@ -8,6 +8,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 // The offline evidence commands (`webcodex evidence ...`, the handoff
@@ -31,8 +32,14 @@ func OpenJournal(ctx context.Context, dataDir string) (*evidencedb.Journal, erro
 
 // VerifyJournal verifies the evidence journal in dataDir offline and
 // read-only (evidencedb.Verify): findings are in the report; an error
-// means the journal could not be read at all.
+// means the journal could not be read at all. The report also counts the
+// records still waiting in the workflow ledger's outbox (OutboxPending),
+// read-only too.
 func VerifyJournal(ctx context.Context, dataDir string, opts evidence.VerifyOptions) (evidence.Report, error) {
+	wf := filepath.Join(dataDir, WorkflowDB)
+	opts.OutboxPending = func(ctx context.Context, watermark int64) (int64, error) {
+		return workflowdb.PendingOutbox(ctx, wf, watermark)
+	}
 	return evidencedb.Verify(ctx, dataDir, opts)
 }
 

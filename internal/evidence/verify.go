@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -134,6 +135,13 @@ type Report struct {
 	Findings          []Finding             `json:"findings"`
 	FindingsTruncated bool                  `json:"findings_truncated"`
 	Clean             bool                  `json:"clean"`
+	// OutboxPending is how many evidence records of acknowledged calls
+	// wait in the workflow ledger's outbox, not yet in the journal (a
+	// server killed before it journaled them; its next start does). They
+	// are not findings. Exact when no server runs; while one runs, the
+	// count may differ by the records it journals meanwhile. 0 for a
+	// bundle.
+	OutboxPending int64 `json:"outbox_pending"`
 }
 
 func (r *Report) add(f Finding) {
@@ -175,6 +183,11 @@ type VerifyOptions struct {
 	// Progress, when set, is called with rows done and the total, every
 	// ProgressEvery rows and at the end.
 	Progress func(done, total uint64)
+	// OutboxPending, when set, counts the records waiting past the
+	// outbox sequence the journal has applied (watermark): the records of
+	// calls the workflow ledger acknowledged that the journal has not
+	// taken yet. Its answer is Report.OutboxPending.
+	OutboxPending func(ctx context.Context, watermark int64) (int64, error)
 }
 
 // ProgressEvery is how many rows pass between Progress calls.

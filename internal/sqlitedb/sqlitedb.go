@@ -258,3 +258,28 @@ func StoreError(err error, store string) error {
 	}
 	return failure.Wrap(failure.Unavailable, err, "%s unavailable", store)
 }
+
+// OpenReadOnly opens the database at path without writing anything, for
+// offline readers (verify, counts) that may run beside a server. When no
+// WAL file exists (no process has the database open and it was closed cleanly)
+// it opens the file as immutable, so SQLite creates no -wal or -shm file
+// either; otherwise it joins the existing WAL read-only.
+func OpenReadOnly(path string) (*sql.DB, error) {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	if _, err := os.Stat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
+		q.Set("immutable", "1")
+	}
+	q.Add("_pragma", "query_only(1)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}

@@ -26,7 +26,8 @@ type watermarks struct {
 }
 
 // readWatermark is the outbox sequence stored with the journal's records
-// (0 when none was applied yet). j.mu held, inside a writer transaction.
+// (0 when none was applied yet), read inside tx (a writer transaction
+// with j.mu held, or Verify's read-only snapshot).
 func readWatermark(ctx context.Context, tx *sql.Tx) (int64, error) {
 	var v string
 	err := tx.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'outbox_watermark'`).Scan(&v)

@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/sqlitedb"
 )
 
 // Verify checks the journal in dataDir offline, without a server and
@@ -31,7 +31,7 @@ func Verify(ctx context.Context, dataDir string, opts evidence.VerifyOptions) (e
 	if _, err := os.Stat(path); err != nil {
 		return evidence.Report{}, failure.Wrap(failure.NotFound, err, "no evidence journal at %s", path)
 	}
-	db, err := openReadOnly(path)
+	db, err := sqlitedb.OpenReadOnly(path)
 	if err != nil {
 		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "open %s read-only", path)
 	}
@@ -106,31 +106,17 @@ func verifyTx(ctx context.Context, tx *sql.Tx, path string, keys *evidence.KeySe
 	if err := rows.Err(); err != nil {
 		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read records")
 	}
-	return c.Finish(), nil
-}
-
-// openReadOnly opens the database without writing anything. When no WAL
-// file exists (no process has the journal open and it was closed cleanly)
-// it opens the file as immutable, so SQLite creates no -wal or -shm file
-// either; otherwise it joins the existing WAL read-only.
-func openReadOnly(path string) (*sql.DB, error) {
-	q := url.Values{}
-	q.Set("mode", "ro")
-	if _, err := os.Stat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
-		q.Set("immutable", "1")
+	rep := c.Finish()
+	if opts.OutboxPending != nil {
+		wm, err := readWatermark(ctx, tx)
+		if err != nil {
+			return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read the outbox watermark of %s", path)
+		}
+		if rep.OutboxPending, err = opts.OutboxPending(ctx, wm); err != nil {
+			return evidence.Report{}, err
+		}
 	}
-	q.Add("_pragma", "query_only(1)")
-	q.Add("_pragma", "busy_timeout(10000)")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	if err := db.Ping(); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+	return rep, nil
 }
 
 func loadCheckpoints(ctx context.Context, tx *sql.Tx, in *evidence.CheckInput) error {

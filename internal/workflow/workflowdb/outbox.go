@@ -3,8 +3,12 @@ package workflowdb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"strings"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/sqlitedb"
 )
 
 // OutboxRow is one evidence outbox row: its sequence and the bytes the
@@ -104,4 +108,25 @@ func (s *Store) countUnrecorded(ctx context.Context) (int64, error) {
 		}
 		return nil
 	})
+}
+
+// PendingOutbox counts, without writing anything (sqlitedb.OpenReadOnly),
+// the outbox rows with a sequence above after in the ledger at path: the
+// evidence records an offline reader of the journal (`webcodex evidence
+// verify`) does not find in it yet. A data directory without a ledger has
+// none.
+func PendingOutbox(ctx context.Context, path string, after int64) (int64, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	db, err := sqlitedb.OpenReadOnly(path)
+	if err != nil {
+		return 0, failure.Wrap(failure.Unavailable, err, "open %s read-only", path)
+	}
+	defer db.Close()
+	var n int64
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM evidence_outbox WHERE seq > ?`, after).Scan(&n); err != nil {
+		return 0, failure.Wrap(failure.Unavailable, err, "count the evidence outbox of %s", path)
+	}
+	return n, nil
 }
