@@ -312,7 +312,6 @@ func (a *App) Close() error {
 		if err := a.outbox.close(context.Background()); err != nil {
 			a.Log.Warn("evidence: outbox not applied at shutdown (applied at the next start)", "err", err)
 		}
-		a.evSink.wait()
 		a.stopBG()
 		<-a.bgDone
 		// The head is signed at shutdown so that verify sees no unsigned tail.

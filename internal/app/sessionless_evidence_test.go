@@ -6,21 +6,25 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // TestSessionlessEvidenceBehind: the evidence of calls recorded in no
 // session (decision 0043). A refused read's record is there for a journal
-// reader as soon as the call is answered; sequential sessionless reads are
-// committed lazily, several to a commit, with no durable commit for them;
-// a sessionless mutating call's record is durably committed before its
-// answer; and Close right after sessionless reads keeps every record.
+// reader as soon as the call is answered; sequential sessionless reads'
+// records go into the ledger's outbox behind their answers, lazily,
+// several to a commit, numbered among the process's reads; a sessionless
+// mutating call's record is in the journal, durably, before its answer;
+// an invalid record is counted and refused; and Close right after
+// sessionless reads keeps every record.
 func TestSessionlessEvidenceBehind(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -32,7 +36,7 @@ func TestSessionlessEvidenceBehind(t *testing.T) {
 	}
 	read := map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "a.txt"}}}
 	stats := func() (commits, jobs, lazy int64) {
-		w := a.Evidence.DB().Writer
+		w := a.Stores.Workflow.DB().Writer
 		commits, jobs = w.Stats()
 		return commits, jobs, w.LazyCommits()
 	}
@@ -52,8 +56,8 @@ func TestSessionlessEvidenceBehind(t *testing.T) {
 		t.Fatalf("records of the refused read right after its answer: %+v (%v)", recs, err)
 	}
 
-	// Sequential sessionless reads: every record written, lazily, in fewer
-	// commits than reads.
+	// Sequential sessionless reads: every record queued in the ledger's
+	// outbox, lazily, in fewer commits than reads, then journaled.
 	const n = 20
 	c0, n0, l0 := stats()
 	for range n {
@@ -61,10 +65,13 @@ func TestSessionlessEvidenceBehind(t *testing.T) {
 			t.Fatalf("read_files: %+v", res.Error)
 		}
 	}
-	a.WaitEvidence()
+	if err := a.WaitEvidence(); err != nil {
+		t.Fatal(err)
+	}
 	c1, n1, l1 := stats()
-	if n1-n0 != n || c1-c0 >= n || c1-c0 != l1-l0 {
-		t.Fatalf("%d sessionless reads: %d appends in %d commits, %d of them lazy; want %d appends in fewer, all lazy commits",
+	// The ledger's writer also carries the pump's outbox trims (behind).
+	if n1-n0 < n || c1-c0 >= n || c1-c0 != l1-l0 {
+		t.Fatalf("%d sessionless reads: %d ledger writes in %d commits, %d of them lazy; want at least %d writes in fewer, all lazy commits",
 			n, n1-n0, c1-c0, l1-l0, n)
 	}
 	if head, err := a.Evidence.Head(ctx); err != nil || head.Size != head0.Size+1+n {
@@ -79,17 +86,28 @@ func TestSessionlessEvidenceBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	c2, _, l2 := stats()
 	if res := dispatch("write_project_file", map[string]any{"project": "agent:local:p", "path": "w.txt", "content": "x\n"}, ""); !res.Success {
 		t.Fatalf("write_project_file: %+v", res.Error)
 	}
-	c3, _, l3 := stats()
 	var writes int
 	if err := raw.QueryRow(`SELECT COUNT(*) FROM records WHERE tool = 'write_project_file' AND session_binding = ?`, string(evidence.BindingSessionless)).Scan(&writes); err != nil {
 		t.Fatal(err)
 	}
-	if durable := (c3 - l3) - (c2 - l2); durable != 1 || writes != 1 {
-		t.Fatalf("a sessionless write: %d durable commits and %d records before its answer, want 1 and 1", durable, writes)
+	if writes != 1 {
+		t.Fatalf("a sessionless write: %d records in the journal before its answer, want 1", writes)
+	}
+
+	// A record the journal would refuse is counted and refused before it
+	// is queued.
+	failures := a.EvidenceFailures()
+	bad := kernel.Record{InvocationID: "inv_bad", At: time.Now(), Source: kernel.SourceInternal,
+		Binding: kernel.Binding{State: evidence.BindingSessionless, Reasons: []evidence.Reason{evidence.ReasonNoRecorderRequested}},
+		Outcome: evidence.OutcomeOK}
+	if err := a.RecordEvidence(ctx, bad); failure.KindOf(err) != failure.InvalidArguments {
+		t.Fatalf("a record without a tool: %v, want invalid_arguments", err)
+	}
+	if got := a.EvidenceFailures(); got != failures+1 {
+		t.Fatalf("failures %d after an invalid record, want %d", got, failures+1)
 	}
 
 	// Close right after more sessionless reads: every record is kept.

@@ -21,22 +21,28 @@ import (
 // (beside it: evidence.key, 0600, and evidence.pub).
 const EvidenceDB = evidencedb.FileName
 
-// evidenceSink writes the kernel's invocation records to the journal. A
-// mutating call's record is durable before its result is returned (the
-// append shares group commits with every other append); a read-only
-// call's record is queued behind the response (evidencedb's AppendBehind:
-// a lazy commit, gathered with the next ones; the writer's bounded queue
-// bounds what is held), readers of the journal wait for it, and Close
-// commits it (decision 0043).
+// evidenceSink writes the kernel's records of calls recorded in no
+// session (a call recorded in one carries its record in the ledger's
+// outbox itself, in the transaction of its finish). A mutating call's
+// record is appended to the journal durably before its result is
+// returned. A read-only call's record is queued behind the response into
+// the same outbox (workflowdb.QueueRecord), numbered among the process's
+// reads, so that one path carries the evidence of every read-only call:
+// a lazy, gathered commit, journaled by the pump, waited for by every
+// reader of the journal, and counted in unrecorded_reads_at_start when a
+// kill -9 loses it (decision 0043).
 type evidenceSink struct {
 	journal *evidencedb.Journal
+	wf      *workflowdb.Store
 	log     *slog.Logger
+	// outbox is the pump that journals the outbox (set once it starts).
+	outbox *outboxPump
 	// failures counts records that could not be appended.
 	failures atomic.Int64
 }
 
 func newEvidenceSink(a *App, j *evidencedb.Journal) *evidenceSink {
-	return &evidenceSink{journal: j, log: a.Log}
+	return &evidenceSink{journal: j, wf: a.Stores.Workflow, log: a.Log}
 }
 
 // record is the kernel.EvidenceSink.
@@ -46,16 +52,21 @@ func (s *evidenceSink) record(ctx context.Context, r kernel.Record) error {
 		s.log.Warn("evidence: invalid session claim", "invocation", r.InvocationID, "tool", r.Tool,
 			"source", r.Source, "claimed_session_id", r.Binding.ClaimedSessionID, "reasons", r.Binding.Reasons)
 	}
-	if !r.Mutates {
-		err := s.journal.AppendBehind(context.WithoutCancel(ctx), rec, func(err error) {
-			if err != nil {
-				s.failed(rec, err)
-			}
-		})
+	if !r.Mutates && s.outbox != nil {
+		body, err := s.outbox.Encode(r)
+		if err == nil {
+			err = s.wf.QueueRecord(context.WithoutCancel(ctx), body, func(err error) {
+				if err != nil {
+					s.failed(rec, err)
+				}
+			})
+		}
 		if err != nil {
 			s.failed(rec, err)
+			return err
 		}
-		return err
+		s.outbox.Stored()
+		return nil
 	}
 	if _, err := s.journal.Append(ctx, rec); err != nil {
 		s.failed(rec, err)
@@ -64,7 +75,7 @@ func (s *evidenceSink) record(ctx context.Context, r kernel.Record) error {
 	return nil
 }
 
-// failed counts and logs a record that could not be appended.
+// failed counts and logs a record that could not be stored.
 func (s *evidenceSink) failed(rec evidence.Record, err error) {
 	s.failures.Add(1)
 	s.log.Error("evidence: append", "invocation", rec.InvocationID, "tool", rec.Tool, "err", err)
@@ -118,14 +129,6 @@ func recoveredRecords(calls []workflow.OpenCall) []evidence.Record {
 		}
 	}
 	return out
-}
-
-// wait blocks until every append queued behind a response so far has
-// committed or failed (and been counted).
-func (s *evidenceSink) wait() {
-	if err := s.journal.WaitBehind(context.Background()); err != nil {
-		s.log.Warn("evidence: behind appends not all written", "err", err)
-	}
 }
 
 // evidenceRecord maps the kernel's record to the journal's. The kernel
@@ -349,6 +352,7 @@ func (p *outboxPump) pass(ctx context.Context, durable bool) (int, error) {
 // before any call is admitted, and starts the pump.
 func (a *App) startOutbox(ctx context.Context) error {
 	a.outbox = newOutboxPump(a, a.evSink)
+	a.evSink.outbox = a.outbox
 	a.Evidence.SetBeforeRead(a.outbox.flush)
 	n, err := a.outbox.pass(ctx, true)
 	if err != nil {

@@ -28,8 +28,9 @@ type StoreStatus struct {
 	// and moved aside; they never reach a caller.
 	DiscardedRows int64 `json:"discarded_rows"`
 	// UnrecordedReads counts read-only calls that processes which died
-	// (kill -9, power loss) had acknowledged but whose events never
-	// reached a commit, found when this process opened the store.
+	// (kill -9, power loss) had acknowledged but whose events (or, for a
+	// call recorded in no session, evidence outbox row) never reached a
+	// commit, found when this process opened the store.
 	UnrecordedReads int64 `json:"unrecorded_reads_at_start"`
 }
 

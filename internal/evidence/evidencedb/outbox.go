@@ -113,18 +113,14 @@ func (j *Journal) Watermarks() (applied, durable int64) {
 // SetBeforeRead installs fn, run before the journal answers a reader of
 // its records (SessionRecords, SessionCounts, Checkpoint, Head,
 // ExportBundle), so that records still on their way (the workflow
-// ledger's outbox) are applied first. Those readers then also wait for
-// the journal's own behind appends queued so far (WaitBehind), with or
-// without fn. Set it before the journal is shared.
+// ledger's outbox) are applied first. Set it before the journal is shared.
 func (j *Journal) SetBeforeRead(fn func(context.Context) error) { j.beforeRead = fn }
 
 func (j *Journal) flushBeforeRead(ctx context.Context) error {
-	if j.beforeRead != nil {
-		if err := j.beforeRead(ctx); err != nil {
-			return err
-		}
+	if j.beforeRead == nil {
+		return nil
 	}
-	return j.WaitBehind(ctx)
+	return j.beforeRead(ctx)
 }
 
 // loadWatermark sets both watermarks from the stored one, at open.

@@ -5,16 +5,12 @@
 //
 // # Durability and ordering
 //
-// Every append runs inside the database's group-commit writer. [Journal.Append]
-// (sqlitedb.Writer.Do) is durable when it returns; [Journal.AppendBehind]
-// (sqlitedb.Writer.Go) returns once the append is queued, and its batch
-// commits lazily (no fsync), gathered up to [BehindGather]; readers wait
-// for it, [Journal.SyncBehind] (run every checkpoint interval by
-// [Journal.Run], and by Close) makes it durable. The tree state (a
+// Every append runs inside the database's group-commit writer
+// (sqlitedb.Writer.Do) and is durable when Append returns. The tree state (a
 // compact range: O(log n) hashes) is updated only inside those transaction
 // functions, which the writer runs one at a time, so the leaf index, the
 // stored row and the tree always advance together; concurrent appends are
-// batched into one commit. The same transaction stores the interior nodes
+// batched into one fsync. The same transaction stores the interior nodes
 // the append completed and the new compact range (tree_nodes, tree_state:
 // see tree.go), so start-up reads one row and proofs read O(log n) nodes.
 // Each transaction function first compares the range's size with the
@@ -41,7 +37,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -55,15 +50,6 @@ import (
 
 //go:embed migrations/*.sql
 var migrations embed.FS
-
-// BehindGather is how long a batch of behind appends (AppendBehind: the
-// records of read-only calls recorded in no session) waits for more
-// before it commits (sqlitedb.Writer.GatherBehind): sequential calls
-// arrive a millisecond or two apart, and each would otherwise pay a
-// transaction of its own. A waiting write (Append, the outbox pump, a
-// checkpoint), every reader of the journal and Close end the wait at
-// once.
-const BehindGather = 10 * time.Millisecond
 
 // FileName is the journal database's file name in the data directory.
 const FileName = "evidence.db"
@@ -88,9 +74,6 @@ type Journal struct {
 
 	marks      watermarks
 	beforeRead func(context.Context) error
-	// behind is set when a behind append committed (lazily) since the
-	// last SyncBehind.
-	behind atomic.Bool
 }
 
 const recordColumns = `idx, invocation_id, key_id, at_ns, tool, source, transport_era,
@@ -127,7 +110,6 @@ func Open(ctx context.Context, dataDir string, opts evidence.Options) (*Journal,
 	if err != nil {
 		return nil, failure.Wrap(failure.Unavailable, err, "open evidence journal")
 	}
-	db.Writer.GatherBehind(BehindGather)
 	j := &Journal{db: db, now: opts.Now, every: opts.CheckpointEvery, interval: opts.CheckpointInterval, onError: opts.OnError, log: opts.Log}
 	if j.log == nil {
 		j.log = slog.Default()
@@ -277,18 +259,8 @@ func (j *Journal) Origin() string { return j.origin }
 // KeyID returns the current signing key's id.
 func (j *Journal) KeyID() string { return j.key.ID }
 
-// Close commits the queued writes, makes the behind appends durable
-// (SyncBehind) and closes the database.
-func (j *Journal) Close() error {
-	err := j.SyncBehind(context.Background())
-	if errors.Is(err, sqlitedb.ErrClosed) {
-		err = nil
-	}
-	return errors.Join(err, j.db.Close())
-}
-
-// DB exposes the underlying database for tests and benchmarks.
-func (j *Journal) DB() *sqlitedb.DB { return j.db }
+// Close closes the database after queued writes commit.
+func (j *Journal) Close() error { return j.db.Close() }
 
 func wrapWrite(err error) error { return sqlitedb.StoreError(err, "evidence journal") }
 
@@ -337,92 +309,21 @@ func (j *Journal) Append(ctx context.Context, r evidence.Record) (evidence.Entry
 	}
 	var e evidence.Entry
 	applied := j.marks.applied.Load()
-	if err := j.db.Writer.Do(ctx, j.appendTx(r, canon, &e)); err != nil {
-		return evidence.Entry{}, wrapWrite(err)
-	}
-	j.durableUpTo(applied)
-	return e, nil
-}
-
-// AppendBehind is Append for a record that need not be durable before its
-// caller goes on (the record of a read-only call recorded in no session).
-// It validates and encodes r as Append does (an invalid record is
-// reported at once and nothing is queued) and returns once the append is
-// queued behind every write queued before it (sqlitedb.Writer.Go); ctx
-// bounds only the wait for room in the writer's queue (sqlitedb.MaxBatch
-// functions), which is also what bounds the appends held in memory. The
-// writer then appends r in queue order, in a batch that commits lazily
-// (synchronous=NORMAL: no fsync unless the batch also carries a durable
-// write) after gathering for up to BehindGather, and calls then (which
-// may be nil) with the outcome, errors as Append reports them, from the
-// writer's goroutine: then must not block nor use the journal.
-//
-// Every reader of the journal waits for the behind appends queued before
-// it (see SetBeforeRead); SyncBehind makes them durable; Close commits
-// every queued one and syncs.
-func (j *Journal) AppendBehind(ctx context.Context, r evidence.Record, then func(error)) error {
-	canon, err := r.Canonical(j.journalID, j.key.ID, 0)
-	if err != nil {
-		return err
-	}
-	_, err = j.db.Writer.Go(ctx, j.appendTx(r, canon, nil), func(err error) {
-		if err == nil {
-			j.behind.Store(true)
-		}
-		if then != nil {
-			then(wrapWrite(err))
-		}
-	})
-	return wrapWrite(err)
-}
-
-// appendTx is the transaction function of one append of r (canonical
-// encoding canon for index 0); e, when not nil, receives its entry.
-func (j *Journal) appendTx(r evidence.Record, canon []byte, e *evidence.Entry) sqlitedb.TxFunc {
-	return func(ctx context.Context, tx *sql.Tx) error {
+	err = j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		if err := j.sync(ctx, tx); err != nil {
 			return err
 		}
-		got, err := j.appendLocked(ctx, tx, r, canon)
-		if e != nil {
-			*e = got
-		}
-		return err
-	}
-}
-
-// WaitBehind returns once every write queued in the journal's writer so
-// far (behind appends included) has committed or failed.
-func (j *Journal) WaitBehind(ctx context.Context) error {
-	return wrapWrite(j.db.Writer.Wait(ctx, j.db.Writer.Queued()))
-}
-
-// SyncBehind makes the behind appends queued so far durable: it waits for
-// them (WaitBehind) and, when one committed lazily since the last
-// SyncBehind, makes one durable commit (it counts these syncs in the meta
-// row behind_syncs, so that the commit writes a page), whose fsync of the
-// WAL covers every earlier commit. It does nothing when no behind append
-// committed since. Run calls it every checkpoint interval, Close at the
-// end.
-func (j *Journal) SyncBehind(ctx context.Context) error {
-	if err := j.WaitBehind(ctx); err != nil {
-		return err
-	}
-	if !j.behind.Swap(false) {
-		return nil
-	}
-	err := j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('behind_syncs', '1')
-			ON CONFLICT (k) DO UPDATE SET v = CAST(v AS INTEGER) + 1`)
+		var err error
+		e, err = j.appendLocked(ctx, tx, r, canon)
 		return err
 	})
 	if err != nil {
-		j.behind.Store(true)
-		return wrapWrite(err)
+		return evidence.Entry{}, wrapWrite(err)
 	}
-	return nil
+	j.durableUpTo(applied)
+	return e, nil
 }
 
 // appendLocked appends r, whose canonical encoding for index 0 is canon,
@@ -561,9 +462,8 @@ func (j *Journal) Head(ctx context.Context) (evidence.Checkpoint, error) {
 	return head, wrapRead(err)
 }
 
-// Run signs the head every checkpoint interval when it grew, and makes the
-// behind appends durable (SyncBehind), until ctx is done; it returns
-// ctx.Err(). Errors go to Options.OnError.
+// Run signs the head every checkpoint interval when it grew, until ctx is
+// done; it returns ctx.Err(). Errors go to Options.OnError.
 func (j *Journal) Run(ctx context.Context) error {
 	t := time.NewTicker(j.interval)
 	defer t.Stop()
@@ -573,9 +473,6 @@ func (j *Journal) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 			if _, err := j.Checkpoint(ctx); err != nil && j.onError != nil && ctx.Err() == nil {
-				j.onError(err)
-			}
-			if err := j.SyncBehind(ctx); err != nil && j.onError != nil && ctx.Err() == nil {
 				j.onError(err)
 			}
 		}

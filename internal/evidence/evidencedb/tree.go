@@ -222,9 +222,6 @@ func (j *Journal) ConsistencyProof(ctx context.Context, size1, size2 uint64) ([]
 }
 
 func (j *Journal) checkSize(ctx context.Context, size uint64) error {
-	if err := j.WaitBehind(ctx); err != nil {
-		return err
-	}
 	var next int64
 	if err := j.db.QueryRow(ctx, sqlNext).Scan(&next); err != nil {
 		return wrapRead(err)

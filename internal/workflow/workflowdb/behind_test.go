@@ -155,6 +155,54 @@ func TestBehindWritesAndAKill(t *testing.T) {
 	}
 }
 
+// TestQueueRecordAndAKill queues the evidence records of sessionless
+// reads (QueueRecord) while the writer is held: the callers do not wait,
+// a flush commits them in order into the outbox, and a kill -9 before the
+// commit (a copy of the data directory) leaves them counted as unrecorded
+// reads by the next process, with the reads of sessions.
+func TestQueueRecordAndAKill(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := open(t, filepath.Join(dir, "workflow.db"))
+	entered, release := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- st.DB().Writer.Do(ctx, func(context.Context, *sql.Tx) error { close(entered); <-release; return nil })
+	}()
+	<-entered
+	done := make(chan error, 2)
+	for _, body := range []string{"sessionless a", "sessionless b"} {
+		if err := st.QueueRecord(ctx, []byte(body), func(err error) { done <- err }); err != nil {
+			t.Fatalf("QueueRecord %s: %v", body, err)
+		}
+	}
+	crashed := t.TempDir()
+	copyDir(t, dir, crashed)
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatalf("queued record outcome: %v", err)
+		}
+	}
+	rows, err := st.Outbox(ctx, 0, 10)
+	if err != nil || len(rows) != 2 || string(rows[0].Body) != "sessionless a" || string(rows[1].Body) != "sessionless b" {
+		t.Fatalf("outbox after the flush: %v %v", err, rows)
+	}
+	after := open(t, filepath.Join(crashed, "workflow.db"))
+	if sum, err := after.Status(ctx); err != nil || sum.UnrecordedReads != 2 {
+		t.Fatalf("unrecorded reads after the kill = %d (%v), want 2", sum.UnrecordedReads, err)
+	}
+	if rows, err := after.Outbox(ctx, 0, 10); err != nil || len(rows) != 0 {
+		t.Fatalf("outbox after the kill holds %d rows (%v), want none", len(rows), err)
+	}
+}
+
 // TestTrimOutbox deletes rows up to a sequence and keeps the rest.
 func TestTrimOutbox(t *testing.T) {
 	ctx := context.Background()

@@ -664,6 +664,37 @@ func (s *Store) AppendCall(ctx context.Context, id string, fn workflow.UpdateFun
 	return nil
 }
 
+// QueueRecord stores body, the evidence record of a read-only call
+// recorded in no session, in the evidence outbox, behind the caller as a
+// recorded read's events are: numbered among this process's reads, its
+// number written to the instance file before QueueRecord returns, so that
+// a kill -9 that loses it is counted in unrecorded_reads_at_start as a
+// read's lost events are. done (which may be nil) is called with the
+// outcome from the writer, once the batch has ended; it must not block.
+// ctx bounds only the wait for room in the writer's queue.
+func (s *Store) QueueRecord(ctx context.Context, body []byte, done func(error)) error {
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	seq := s.readSeq + 1
+	_, err := s.db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.StmtContext(ctx, s.stmts.outbox).ExecContext(ctx, body); err != nil {
+			return err
+		}
+		_, err := tx.StmtContext(ctx, s.stmts.readMark).ExecContext(ctx, s.inst.id, seq)
+		return err
+	}, func(err error) {
+		if done != nil {
+			done(storeErr(err))
+		}
+	})
+	if err != nil {
+		return storeErr(err)
+	}
+	s.readSeq = seq
+	s.inst.markAcknowledged(seq)
+	return nil
+}
+
 // waitPending waits until the behind writes queued for session id so far
 // have ended, so that a reader sees every acknowledged call.
 func (s *Store) waitPending(ctx context.Context, id string) error {
