@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/audit/auditdb"
 	"github.com/webcodex/webcodex/internal/benchpair"
 )
 
@@ -14,18 +15,7 @@ import (
 // writer's own cost over the commit it waits for. ratio is submit over
 // append.
 func BenchmarkSubmit(b *testing.B) {
-	st, _ := open(b)
-	svc := audit.NewService(st, nil)
-	svc.Start(nil)
-	b.Cleanup(func() { svc.Stop(ctx) })
-	ev := okEvent()
-	ev.Summary = map[string]any{"transport": "mcp", "tool": "read_files"}
-	ev.Endpoint, ev.Operation, ev.ActionName = "/mcp", "mcp", "read_files"
-	submit := func() {
-		if err := svc.Submit(ctx, time.Minute, "bench", ev, audit.Attribution{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	st, submit, ev := benchSubmitter(b)
 	n := 0
 	direct := func() {
 		n++
@@ -50,18 +40,7 @@ var evictSink byte
 // caches: what a request's own work (a go-sdk call allocates about
 // 0.75 MiB) leaves between two audit commits. ratio is evicted over warm.
 func BenchmarkSubmitAfterEviction(b *testing.B) {
-	st, _ := open(b)
-	svc := audit.NewService(st, nil)
-	svc.Start(nil)
-	b.Cleanup(func() { svc.Stop(ctx) })
-	ev := okEvent()
-	ev.Summary = map[string]any{"transport": "mcp", "tool": "read_files"}
-	ev.Endpoint, ev.Operation, ev.ActionName = "/mcp", "mcp", "read_files"
-	submit := func() {
-		if err := svc.Submit(ctx, time.Minute, "bench", ev, audit.Attribution{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	_, submit, _ := benchSubmitter(b)
 	for range audit.MaxEventsPerSession {
 		submit() // the session at its retention bound, as it stays
 	}
@@ -79,4 +58,22 @@ func BenchmarkSubmitAfterEviction(b *testing.B) {
 	e := benchpair.Median(evicted)
 	b.ReportMetric(float64(e.Nanoseconds()), "evicted-median-ns")
 	b.ReportMetric(float64(e)/float64(m[0]), "ratio")
+}
+
+// benchSubmitter opens a store with its audit service started and returns
+// the store, a sequential Submit of one MCP read's event into session
+// "bench", and that event.
+func benchSubmitter(b *testing.B) (*auditdb.Store, func(), audit.Event) {
+	st, _ := open(b)
+	svc := audit.NewService(st, nil)
+	svc.Start(nil)
+	b.Cleanup(func() { svc.Stop(ctx) })
+	ev := okEvent()
+	ev.Summary = map[string]any{"transport": "mcp", "tool": "read_files"}
+	ev.Endpoint, ev.Operation, ev.ActionName = "/mcp", "mcp", "read_files"
+	return st, func() {
+		if err := svc.Submit(ctx, time.Minute, "bench", ev, audit.Attribution{}); err != nil {
+			b.Fatal(err)
+		}
+	}, ev
 }
