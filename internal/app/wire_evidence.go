@@ -33,16 +33,16 @@ const EvidenceDB = evidencedb.FileName
 // kill -9 loses it (decision 0043).
 type evidenceSink struct {
 	journal *evidencedb.Journal
-	wf      *workflowdb.Store
 	log     *slog.Logger
-	// outbox is the pump that journals the outbox (set once it starts).
+	// outbox is the pump that journals the outbox, set by startOutbox
+	// before the kernel that calls record is built.
 	outbox *outboxPump
 	// failures counts records that could not be appended.
 	failures atomic.Int64
 }
 
 func newEvidenceSink(a *App, j *evidencedb.Journal) *evidenceSink {
-	return &evidenceSink{journal: j, wf: a.Stores.Workflow, log: a.Log}
+	return &evidenceSink{journal: j, log: a.Log}
 }
 
 // record is the kernel.EvidenceSink.
@@ -52,10 +52,10 @@ func (s *evidenceSink) record(ctx context.Context, r kernel.Record) error {
 		s.log.Warn("evidence: invalid session claim", "invocation", r.InvocationID, "tool", r.Tool,
 			"source", r.Source, "claimed_session_id", r.Binding.ClaimedSessionID, "reasons", r.Binding.Reasons)
 	}
-	if !r.Mutates && s.outbox != nil {
+	if !r.Mutates {
 		body, err := s.outbox.Encode(r)
 		if err == nil {
-			err = s.wf.QueueRecord(context.WithoutCancel(ctx), body, func(err error) {
+			err = s.outbox.wf.QueueRecord(context.WithoutCancel(ctx), body, func(err error) {
 				if err != nil {
 					s.failed(rec, err)
 				}

@@ -84,6 +84,34 @@ type gatedStore struct {
 	sizes   []int
 }
 
+// gatedService opens an audit.db in dir, closed when t ends, and starts a
+// service on it behind a gatedStore.
+func gatedService(t *testing.T, dir string) (*auditdb.Store, *gatedStore, *audit.Service) {
+	t.Helper()
+	st, err := auditdb.Open(ctx, filepath.Join(dir, auditdb.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	g := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+	svc := audit.NewService(g, nil)
+	svc.Start(nil)
+	return st, g, svc
+}
+
+// submitter returns a function that Submits one event into session from
+// a goroutine of wg and counts it in done once Submit returned.
+func submitter(t *testing.T, svc *audit.Service, wg *sync.WaitGroup, session string, done *atomic.Int64) func() {
+	return func() {
+		wg.Go(func() {
+			if err := svc.Submit(ctx, time.Minute, session, okEvent(), audit.Attribution{}); err != nil {
+				t.Error(err)
+			}
+			done.Add(1)
+		})
+	}
+}
+
 func (g *gatedStore) AppendEvents(ctx context.Context, evs []audit.Event, max int, now time.Time) error {
 	first := false
 	g.once.Do(func() { first = true })
@@ -105,24 +133,10 @@ func (g *gatedStore) AppendEvents(ctx context.Context, evs []audit.Event, max in
 func TestBackgroundWriter(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
-		st, err := auditdb.Open(ctx, filepath.Join(dir, auditdb.FileName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		g := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
-		svc := audit.NewService(g, nil)
-		svc.Start(nil)
+		st, g, svc := gatedService(t, dir)
 		var wg sync.WaitGroup
 		var returned atomic.Int64
-		submit := func() {
-			wg.Go(func() {
-				if err := svc.Submit(ctx, time.Minute, "w", okEvent(), audit.Attribution{}); err != nil {
-					t.Error(err)
-				}
-				returned.Add(1)
-			})
-		}
+		submit := submitter(t, svc, &wg, "w", &returned)
 		submit()
 		<-g.entered // the writer holds the first event
 		for i := 0; i < audit.QueueSize; i++ {
@@ -452,24 +466,10 @@ func TestWriterBatchBounds(t *testing.T) {
 func TestStopWaitsForQueued(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
-		st, err := auditdb.Open(ctx, filepath.Join(dir, auditdb.FileName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		g := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
-		svc := audit.NewService(g, nil)
-		svc.Start(nil)
+		st, g, svc := gatedService(t, dir)
 		var wg sync.WaitGroup
 		var answered atomic.Int64
-		submit := func() {
-			wg.Go(func() {
-				if err := svc.Submit(ctx, time.Minute, "s", okEvent(), audit.Attribution{}); err != nil {
-					t.Error(err)
-				}
-				answered.Add(1)
-			})
-		}
+		submit := submitter(t, svc, &wg, "s", &answered)
 		submit()
 		<-g.entered // the first event's batch is being written
 		for range 3 {
