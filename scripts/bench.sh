@@ -44,6 +44,8 @@ pairs=(
 # package | benchmark | base side | subject side | what the ratio is | goal
 procpairs=(
 	"./internal/transport/mcpserver|BenchmarkToolsCallThroughput|bare_sdk|webcodex_recorded|MCP read: recorded / bare go-sdk (mean, own process)|<= 1.25"
+	"./internal/transport/mcpserver|BenchmarkToolsCallThroughput|bare_sdk|bare_sdk_audited|  audit floor: bare audited / bare (own process)|"
+	"./internal/transport/mcpserver|BenchmarkToolsCallThroughput|bare_sdk_audited|webcodex_recorded|  recorded / bare audited (own process)|"
 )
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }

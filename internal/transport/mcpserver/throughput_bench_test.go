@@ -15,7 +15,10 @@ import (
 // make the bare server's collections rarer than they are when it runs
 // alone.
 //
-// Run one side per process, the two alternated (scripts/bench.sh does):
+// bare_sdk_audited is the bare server behind the audit middleware (see
+// BenchmarkToolsCallRecordedVsBare): the floor the audit contract sets.
+//
+// Run one side per process, the sides alternated (scripts/bench.sh does):
 //
 //	go test -c -o mcp.test ./internal/transport/mcpserver
 //	./mcp.test -test.run '^$' -test.bench 'ToolsCallThroughput/bare_sdk$'
@@ -26,6 +29,7 @@ func BenchmarkToolsCallThroughput(b *testing.B) {
 		setup func(*testing.B, int) *benchEnv
 	}{
 		{"bare_sdk", setupBare},
+		{"bare_sdk_audited", func(b *testing.B, _ int) *benchEnv { return setupBareAudited(b) }},
 		{"webcodex_recorded", setupApp(true)},
 	} {
 		b.Run(side.name, func(b *testing.B) {
