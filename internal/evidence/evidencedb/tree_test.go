@@ -285,3 +285,33 @@ func TestTamperedNodeFailsBundle(t *testing.T) {
 		t.Fatalf("not a failure: %T", err)
 	}
 }
+
+// TestOpenLeavesAGapToVerify: a record deleted below the last one is not
+// looked for at start (decision 0045). The journal opens on its stored
+// tree, which still holds the deleted leaf, so what it signs next is a
+// consistent extension of its earlier checkpoint; verify reports the gap.
+func TestOpenLeavesAGapToVerify(t *testing.T) {
+	dir, cp10 := journal10(t)
+	exec(t, rawDB(t, dir), `DELETE FROM records WHERE idx = 3`)
+	j := open(t, dir, evidence.Options{})
+	defer j.Close()
+	if e := fill(t, j, 10, 2, "s"); e[0].Index != 10 || e[1].Index != 11 {
+		t.Fatalf("appended at %d and %d, want 10 and 11", e[0].Index, e[1].Index)
+	}
+	ctx := context.Background()
+	cp12, err := j.Checkpoint(ctx)
+	if err != nil || cp12.Size != 12 {
+		t.Fatalf("checkpoint %+v (%v), want size 12", cp12.Checkpoint, err)
+	}
+	p, err := j.ConsistencyProof(ctx, 10, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proof.VerifyConsistency(evidence.Hasher, 10, 12, p, cp10.Root, cp12.Root); err != nil {
+		t.Fatalf("the checkpoint signed after the gap does not extend the one before it: %v", err)
+	}
+	rep := verify(t, dir, evidence.VerifyOptions{})
+	if !hasFinding(rep, "journal", evidence.FindingMissing, 3) || rep.Clean {
+		t.Fatalf("verify does not report the deleted record 3:\n%s", dump(rep))
+	}
+}
