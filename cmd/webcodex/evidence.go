@@ -86,7 +86,7 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 			if session == "" {
 				return fmt.Errorf("--session is required")
 			}
-			return withJournal(cmd.Context(), g, func(j journal) error {
+			return withJournal(cmd, g, func(j journal) error {
 				b, err := j.ExportBundle(cmd.Context(), session)
 				if err != nil {
 					return err
@@ -131,7 +131,7 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 		Short: "Sign the journal head (if it grew) and print the signed checkpoint; keep it to verify with --from later",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withJournal(cmd.Context(), g, func(j journal) error {
+			return withJournal(cmd, g, func(j journal) error {
 				cp, err := j.Checkpoint(cmd.Context())
 				if err != nil {
 					return err
@@ -155,7 +155,7 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 			if listSession == "" {
 				return fmt.Errorf("--session is required")
 			}
-			return withJournal(cmd.Context(), g, func(j journal) error {
+			return withJournal(cmd, g, func(j journal) error {
 				es, err := j.SessionRecords(cmd.Context(), listSession, listLimit)
 				if err != nil {
 					return err
@@ -214,21 +214,36 @@ type journal interface {
 	Checkpoint(ctx context.Context) (evidence.SignedCheckpoint, error)
 	SessionRecords(ctx context.Context, sessionID string, limit int) ([]evidence.Entry, error)
 	SessionCounts(ctx context.Context, sessionID string) (evidence.Counts, error)
+	Close() error
 }
 
-// withJournal opens the data directory's evidence journal (app.OpenJournal)
+// withJournal opens the data directory's evidence journal (openJournal)
 // for fn and closes it after.
-func withJournal(ctx context.Context, g *globals, fn func(journal) error) error {
+func withJournal(cmd *cobra.Command, g *globals, fn func(journal) error) error {
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return err
 	}
-	j, err := app.OpenJournal(ctx, cfg.DataDir)
+	j, err := openJournal(cmd.Context(), cmd.ErrOrStderr(), cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
 	return fn(j)
+}
+
+// openJournal opens the journal of dataDir for an offline command
+// (app.OpenJournal: the ledger's pending outbox journaled first), and
+// tells errw of each pending record the journal refused.
+func openJournal(ctx context.Context, errw io.Writer, dataDir string) (journal, error) {
+	j, skipped, err := app.OpenJournal(ctx, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range skipped {
+		fprintf(errw, "warning: an evidence record from the workflow ledger's outbox was not journaled: %v\n", e)
+	}
+	return j, nil
 }
 
 func isTerminal(w io.Writer) bool {

@@ -112,8 +112,8 @@ func TestMCPStdio(t *testing.T) {
 	if sess.Counters.ToolCalls != 6 || sess.Counters.ToolFailures != 2 {
 		t.Fatalf("counters %+v, want 6 calls and 2 failures over two eras", sess.Counters)
 	}
-	j, err := app.OpenJournal(ctx, data)
-	if err != nil {
+	j, skipped, err := app.OpenJournal(ctx, data)
+	if err != nil || skipped != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()

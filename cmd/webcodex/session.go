@@ -169,7 +169,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 					return err
 				}
 				fb := handoff.Feedback(sess, evs, handoff.FeedbackOptions{Profile: handoff.ProfileStandard})
-				ev, err := briefEvidence(cmd.Context(), g, id)
+				ev, err := briefEvidence(cmd.Context(), cmd.ErrOrStderr(), g, id)
 				if err != nil {
 					return err
 				}
@@ -216,7 +216,7 @@ func printImport(w io.Writer, rep workflow.LedgerImport) {
 // briefEvidence signs the evidence journal's head and counts the session's
 // records for the brief, when the data directory has a journal (nil
 // otherwise; a brief never creates one).
-func briefEvidence(ctx context.Context, g *globals, id string) (*handoff.BriefEvidence, error) {
+func briefEvidence(ctx context.Context, errw io.Writer, g *globals, id string) (*handoff.BriefEvidence, error) {
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return nil, err
@@ -224,7 +224,7 @@ func briefEvidence(ctx context.Context, g *globals, id string) (*handoff.BriefEv
 	if !app.HasJournal(cfg.DataDir) {
 		return nil, nil
 	}
-	j, err := app.OpenJournal(ctx, cfg.DataDir)
+	j, err := openJournal(ctx, errw, cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}

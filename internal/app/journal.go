@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -26,8 +27,30 @@ func HasJournal(dataDir string) bool {
 // command, creating it and its signing key when there is none. A key that
 // is not the journal's is refused as evidencedb.Open refuses it. No
 // periodic checkpoints run; the caller closes the journal.
-func OpenJournal(ctx context.Context, dataDir string) (*evidencedb.Journal, error) {
-	return evidencedb.Open(ctx, dataDir, evidence.Options{})
+//
+// The records of acknowledged calls still in the workflow ledger's outbox
+// (a server killed before its pump took them, or one running now) are
+// journaled first, durably and read-only on the ledger, as the next start
+// would journal them: what the command then reads or exports includes
+// every acknowledged call. A record the journal refuses is left out and
+// counted in skipped (nil when none); the server's next start does not
+// take it again, since the journal's outbox watermark has passed it.
+func OpenJournal(ctx context.Context, dataDir string) (j *evidencedb.Journal, skipped []error, err error) {
+	j, err = evidencedb.Open(ctx, dataDir, evidence.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	applied, _ := j.Watermarks()
+	err = workflowdb.ReadOutbox(ctx, filepath.Join(dataDir, WorkflowDB), applied, outboxBatch, func(rows []workflowdb.OutboxRow) error {
+		s, err := j.ApplyOutbox(ctx, outboxItems(rows), true)
+		skipped = append(skipped, s...)
+		return err
+	})
+	if err != nil {
+		j.Close()
+		return nil, nil, fmt.Errorf("evidence outbox: %w", err)
+	}
+	return j, skipped, nil
 }
 
 // VerifyJournal verifies the evidence journal in dataDir offline and

@@ -313,17 +313,9 @@ func (p *outboxPump) pass(ctx context.Context, durable bool) (int, error) {
 		if len(rows) == 0 {
 			break
 		}
-		items := make([]evidencedb.OutboxItem, len(rows))
-		for i, r := range rows {
-			items[i].Seq = r.Seq
-			if err := json.Unmarshal(r.Body, &items[i].Record); err != nil {
-				// Left zero: the journal skips it as invalid.
-				items[i].Record = evidence.Record{}
-			}
-		}
 		applied, synced := p.j.Watermarks()
 		lazyRows := applied - synced + int64(len(rows))
-		skipped, err := p.j.ApplyOutbox(ctx, items, lazyRows >= outboxLazyRows)
+		skipped, err := p.j.ApplyOutbox(ctx, outboxItems(rows), lazyRows >= outboxLazyRows)
 		if err != nil {
 			return n, err
 		}
@@ -346,6 +338,20 @@ func (p *outboxPump) pass(ctx context.Context, durable bool) (int, error) {
 		p.trimmed = synced
 	}
 	return n, nil
+}
+
+// outboxItems decodes outbox rows into the journal's items, in order. A
+// body that does not decode is left a zero record, which the journal
+// skips as invalid and reports.
+func outboxItems(rows []workflowdb.OutboxRow) []evidencedb.OutboxItem {
+	items := make([]evidencedb.OutboxItem, len(rows))
+	for i, r := range rows {
+		items[i].Seq = r.Seq
+		if err := json.Unmarshal(r.Body, &items[i].Record); err != nil {
+			items[i].Record = evidence.Record{}
+		}
+	}
+	return items
 }
 
 // startOutbox applies the outbox rows a previous process left (replay),

@@ -23,20 +23,25 @@ type OutboxRow struct {
 // database, across processes too), so a reader that has taken every row
 // up to n never meets a row below n later.
 func (s *Store) Outbox(ctx context.Context, after int64, limit int) ([]OutboxRow, error) {
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT seq, body FROM evidence_outbox WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	out, err := outboxRows(ctx, s.db.Read, after, limit)
+	return out, storeErr(err)
+}
+
+func outboxRows(ctx context.Context, db *sql.DB, after int64, limit int) ([]OutboxRow, error) {
+	rows, err := db.QueryContext(ctx, `SELECT seq, body FROM evidence_outbox WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []OutboxRow
 	for rows.Next() {
 		var r OutboxRow
 		if err := rows.Scan(&r.Seq, &r.Body); err != nil {
-			return nil, storeErr(err)
+			return nil, err
 		}
 		out = append(out, r)
 	}
-	return out, storeErr(rows.Err())
+	return out, rows.Err()
 }
 
 // TrimOutbox deletes the outbox rows up to seq, behind the caller and
@@ -116,17 +121,50 @@ func (s *Store) countUnrecorded(ctx context.Context) (int64, error) {
 // verify`) does not find in it yet. A data directory without a ledger has
 // none.
 func PendingOutbox(ctx context.Context, path string, after int64) (int64, error) {
+	var n int64
+	err := readOnly(path, func(db *sql.DB) error {
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM evidence_outbox WHERE seq > ?`, after).Scan(&n); err != nil {
+			return failure.Wrap(failure.Unavailable, err, "count the evidence outbox of %s", path)
+		}
+		return nil
+	})
+	return n, err
+}
+
+// ReadOutbox hands fn, in sequence order and in batches of at most limit,
+// the outbox rows with a sequence above after in the ledger at path,
+// without writing anything (sqlitedb.OpenReadOnly): how an offline
+// command takes the evidence records a server has not journaled yet. fn's
+// error ends the reading and is returned. A data directory without a
+// ledger has none.
+func ReadOutbox(ctx context.Context, path string, after int64, limit int, fn func([]OutboxRow) error) error {
+	return readOnly(path, func(db *sql.DB) error {
+		for {
+			rows, err := outboxRows(ctx, db, after, limit)
+			if err != nil {
+				return failure.Wrap(failure.Unavailable, err, "read the evidence outbox of %s", path)
+			}
+			if len(rows) == 0 {
+				return nil
+			}
+			if err := fn(rows); err != nil {
+				return err
+			}
+			after = rows[len(rows)-1].Seq
+		}
+	})
+}
+
+// readOnly runs fn on the ledger at path opened read-only; a path where no
+// ledger exists runs nothing.
+func readOnly(path string, fn func(*sql.DB) error) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return nil
 	}
 	db, err := sqlitedb.OpenReadOnly(path)
 	if err != nil {
-		return 0, failure.Wrap(failure.Unavailable, err, "open %s read-only", path)
+		return failure.Wrap(failure.Unavailable, err, "open %s read-only", path)
 	}
 	defer db.Close()
-	var n int64
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM evidence_outbox WHERE seq > ?`, after).Scan(&n); err != nil {
-		return 0, failure.Wrap(failure.Unavailable, err, "count the evidence outbox of %s", path)
-	}
-	return n, nil
+	return fn(db)
 }
