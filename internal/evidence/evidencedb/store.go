@@ -162,15 +162,14 @@ func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
 	if origin != "" && origin != j.origin {
 		return failure.New(failure.InvalidArguments, "evidence journal origin is %q; it cannot change to %q", j.origin, origin)
 	}
-	// Counting records is O(n); they are counted only for the message below.
-	var hasRecords bool
-	var checkpoints int64
-	if err := j.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM records), (SELECT COUNT(*) FROM checkpoints)`).Scan(&hasRecords, &checkpoints); err != nil {
+	// Counting rows is O(n); they are counted only for the message below.
+	var hasRecords, hasCheckpoints bool
+	if err := j.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM records), EXISTS (SELECT 1 FROM checkpoints)`).Scan(&hasRecords, &hasCheckpoints); err != nil {
 		return failure.Wrap(failure.Unavailable, err, "read evidence journal")
 	}
 	key, err := evidence.LoadKey(dataDir)
 	switch {
-	case errors.Is(err, evidence.ErrNoKey) && !hasRecords && checkpoints == 0:
+	case errors.Is(err, evidence.ErrNoKey) && !hasRecords && !hasCheckpoints:
 		key, err = evidence.CreateKey(dataDir, j.origin)
 		if errors.Is(err, os.ErrExist) { // another process created it first
 			key, err = evidence.LoadKey(dataDir)
@@ -179,8 +178,8 @@ func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
 			return failure.Wrap(failure.Unavailable, err, "create the evidence signing key")
 		}
 	case errors.Is(err, evidence.ErrNoKey):
-		var records int64
-		if err := j.db.QueryRow(ctx, `SELECT COUNT(*) FROM records`).Scan(&records); err != nil {
+		var records, checkpoints int64
+		if err := j.db.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM records), (SELECT COUNT(*) FROM checkpoints)`).Scan(&records, &checkpoints); err != nil {
 			return failure.Wrap(failure.Unavailable, err, "read evidence journal")
 		}
 		return failure.New(failure.Unavailable,
