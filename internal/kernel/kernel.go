@@ -459,20 +459,12 @@ func (k *Kernel) stepsOf(ctx context.Context, c Call, tool *Tool, rec *Record) (
 	if err != nil {
 		return k.refuse(rec, err), false
 	}
-	inv, recorder, err := k.checkClaims(ctx, c, tool, in, rec, true)
+	inv, recorder, pairs, err := k.judgeAndBegin(ctx, c, tool, in, rec, true)
 	if errors.Is(err, errJudgeAgain) {
-		inv, recorder, err = k.checkClaims(ctx, c, tool, in, rec, false)
-	}
-	if err != nil {
-		return k.refuse(rec, err), false
-	}
-	pairs, err := k.begin(ctx, tool, inv, recorder, rec)
-	if errors.Is(err, errJudgeAgain) {
-		// The remembered header the claims were judged on is not the
-		// stored one (nothing was written): judge them on a read.
-		if inv, recorder, err = k.checkClaims(ctx, c, tool, in, rec, false); err == nil {
-			pairs, err = k.begin(ctx, tool, inv, recorder, rec)
-		}
+		// What the claims were judged on, the remembered header, is not
+		// the stored one (nothing was decided or written): judge them on
+		// a read.
+		inv, recorder, pairs, err = k.judgeAndBegin(ctx, c, tool, in, rec, false)
 	}
 	if err != nil {
 		return k.refuse(rec, err), false
@@ -521,6 +513,21 @@ func (k *Kernel) admitCall(c Call, tool *Tool) (any, error) {
 		}
 	}
 	return in, nil
+}
+
+// judgeAndBegin judges the call's claims (checkClaims, with remember) and
+// begins it (begin): the invocation, its verified recorder and the
+// sessions it records in, or the first of the two errors.
+func (k *Kernel) judgeAndBegin(ctx context.Context, c Call, tool *Tool, in any, rec *Record, remember bool) (*Invocation, *workflow.Session, []pair, error) {
+	inv, recorder, err := k.checkClaims(ctx, c, tool, in, rec, remember)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pairs, err := k.begin(ctx, tool, inv, recorder, rec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return inv, recorder, pairs, nil
 }
 
 // errJudgeAgain is checkClaims' and begin's error when claims judged on a
