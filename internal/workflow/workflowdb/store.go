@@ -677,11 +677,7 @@ func (s *Store) QueueRecord(ctx context.Context, body []byte, done func(error)) 
 	defer s.readMu.Unlock()
 	seq := s.readSeq + 1
 	_, err := s.db.Writer.Go(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.StmtContext(ctx, s.stmts.outbox).ExecContext(ctx, body); err != nil {
-			return err
-		}
-		_, err := tx.StmtContext(ctx, s.stmts.readMark).ExecContext(ctx, s.inst.id, seq)
-		return err
+		return s.writeMarks(ctx, tx, body, seq)
 	}, func(err error) {
 		if done != nil {
 			done(storeErr(err))
