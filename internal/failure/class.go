@@ -121,6 +121,8 @@ var classes = map[Kind]Class{
 	BaseRefMismatch: {ClassInvalidArguments, RecoverFixInput, statusConflict},
 	NotAWorktree:    {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
 	ProjectInUse:    {ClassNotStarted, RecoverInspectState, statusConflict},
+	// Server-run git confined to its project.
+	GitDirOutsideProject: {ClassPermissionDenied, RecoverFixInput, statusForbidden},
 	// Project Memory.
 	InvalidRevision: {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
 	UnknownMemory:   {ClassNotStarted, RecoverFixInput, statusNotFound},

@@ -82,6 +82,10 @@ const (
 	BaseRefMismatch Kind = "base_ref_mismatch"
 	NotAWorktree    Kind = "not_a_worktree"
 	ProjectInUse    Kind = "project_in_use"
+	// A source project whose git directory (a .git file, a symlink or a
+	// commondir) resolves outside its root: the server runs no git that
+	// writes there.
+	GitDirOutsideProject Kind = "git_dir_outside_project"
 	// Project Memory.
 	UnknownMemory   Kind = "unknown_memory"
 	MemoryScopeFull Kind = "memory_scope_full"
@@ -106,6 +110,7 @@ var Kinds = []Kind{
 	UnknownRecipient, ClientWindowUnavailable,
 	RevisionConflict, UnknownGoalID, GoalLimitReached,
 	UnknownRef, NotAGitCheckout, WorktreeExists, BaseRefMismatch, NotAWorktree, ProjectInUse,
+	GitDirOutsideProject,
 	InvalidRevision, UnknownMemory, MemoryScopeFull,
 }
 

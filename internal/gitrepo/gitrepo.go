@@ -9,13 +9,18 @@
 //
 // git is the binary found on the server's PATH, run with no shell, in the
 // given directory, with the global arguments --no-pager,
-// --no-optional-locks, core.fsmonitor=false, core.quotepath=false and
-// color.ui=false. Its environment is the runner's scrubbed base (PATH,
-// HOME and the few other variables runner inherits, never a GIT_* or
-// XDG_* variable of the server, never a credential; see
-// [runner.ChildEnv]) plus LANG=C, LC_ALL=C, GIT_TERMINAL_PROMPT=0,
-// GIT_OPTIONAL_LOCKS=0, GIT_LITERAL_PATHSPECS=1, GIT_PAGER=cat and, for a
-// private index, GIT_INDEX_FILE. The base also holds TERM=dumb, NO_COLOR=1,
+// --no-optional-locks, core.fsmonitor=false, core.hooksPath=/dev/null,
+// core.quotepath=false and color.ui=false, and, once [Open] has found
+// the repository's filter drivers, every one of them emptied (see
+// "Programs a repository configures" below). Its environment is the
+// runner's scrubbed base (PATH, HOME and the few other variables runner
+// inherits, never a GIT_* or XDG_* variable of the server, never a
+// credential; see [runner.ChildEnv]) plus LANG=C, LC_ALL=C,
+// GIT_TERMINAL_PROMPT=0, GIT_OPTIONAL_LOCKS=0, GIT_LITERAL_PATHSPECS=1,
+// GIT_PAGER=cat, the two values the emptied drivers read
+// (WC_GIT_EMPTY="" and WC_GIT_FALSE=false) and, for a
+// private index, GIT_INDEX_FILE; a git pinned to one repository (a
+// worktree's creation or check) also gets GIT_DIR and GIT_WORK_TREE. The base also holds TERM=dumb, NO_COLOR=1,
 // PAGER=cat and, when the server has them, USER, LOGNAME, LC_CTYPE, TZ,
 // TMPDIR and toolchain directories; none of them changes what git status,
 // diff, ls-files or rev-parse print here (LC_ALL overrides LC_CTYPE, the
@@ -28,7 +33,8 @@
 //
 // Because git runs through runner.Host, the host's sandbox confines git
 // too: git runs read-only (whatever the project's mode), and may write
-// only the private index directory.
+// only the private index directory, or, for [Repo.AddWorktree], the new
+// worktree's directory and the repository's own worktrees directory.
 //
 // Errors: a missing git is failure.Unavailable; a git that exits
 // unsuccessfully (for example on a repository it refuses as of dubious
@@ -36,9 +42,21 @@
 // is operation_failed with the detail timeout=true; a cancelled call is
 // interrupted.
 //
-// Limitation: git itself may run clean/smudge filter drivers configured by
-// the repository while it computes status or diff. Those are the
-// repository's own configuration; this package cannot disable them.
+// # Programs a repository configures
+//
+// A repository's configuration is content its project's agents can
+// write, so no program it names runs with the server's authority where
+// git lets the server say so: hooks are off (core.hooksPath=/dev/null),
+// the fsmonitor hook is off, there is no pager, git_diff passes
+// --no-ext-diff and --no-textconv, and every filter driver the
+// configuration defines when Open reads it (filter.<name>.clean, smudge
+// and process) is emptied with --config-env, which git reads last, and
+// made not required, so that git converts nothing. git has no switch for
+// a driver defined after that read (a child racing the server), for the
+// programs of a submodule's own configuration, or for attributes as a
+// whole: such a program still runs, but under the sandbox above, which
+// lets it write nothing but what the command itself writes. See
+// docs/decisions/0047-server-git-confined.md.
 package gitrepo
 
 import (
@@ -47,6 +65,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,13 +89,26 @@ const (
 var errTimeout = errors.New("git timed out")
 
 // globalArgs precede every git subcommand: no pager, no optional locks, no
-// fsmonitor hook, no colour and unquoted non-ASCII paths.
+// fsmonitor hook, no hooks, no colour and unquoted non-ASCII paths.
 var globalArgs = []string{
 	"--no-pager", "--no-optional-locks",
 	"-c", "core.fsmonitor=false",
+	"-c", "core.hooksPath=/dev/null",
 	"-c", "core.quotepath=false",
 	"-c", "color.ui=false",
 }
+
+// The environment variables --config-env reads to empty a filter driver
+// (an empty command is no filter) and to make it not required.
+const (
+	emptyEnv = "WC_GIT_EMPTY"
+	falseEnv = "WC_GIT_FALSE"
+)
+
+// MaxFilterDrivers bounds the filter drivers a repository's configuration
+// may define; git refuses to run for one with more (operation_failed),
+// since the rest could not be emptied.
+const MaxFilterDrivers = 64
 
 // gitEnv is what git gets on top of the runner's scrubbed base.
 var gitEnv = map[string]string{
@@ -86,6 +118,8 @@ var gitEnv = map[string]string{
 	"GIT_OPTIONAL_LOCKS":    "0",
 	"GIT_LITERAL_PATHSPECS": "1",
 	"GIT_PAGER":             "cat",
+	emptyEnv:                "",
+	falseEnv:                "false",
 }
 
 // WithTimeout returns ctx bounded by Timeout; a call that runs out of it
@@ -106,9 +140,15 @@ type git struct {
 	// index, when set, is the GIT_INDEX_FILE of a private index copy, in
 	// the private directory indexDir.
 	index, indexDir string
-	// write lists further paths git may write (a worktree's creation or
-	// removal); empty for every read.
+	// write lists further paths git may write (a worktree's creation);
+	// empty for every read.
 	write []string
+	// neutral holds the --config-env arguments that empty the
+	// repository's filter drivers (see filterDrivers).
+	neutral []string
+	// gitDir and workTree, when set, pin git to one repository
+	// (GIT_DIR, GIT_WORK_TREE) instead of the one it would discover.
+	gitDir, workTree string
 }
 
 // newGit finds git on the server's PATH (the PATH runner.Local gives its
@@ -133,7 +173,50 @@ func (g git) env() map[string]string {
 	if g.index != "" {
 		env["GIT_INDEX_FILE"] = g.index
 	}
+	if g.gitDir != "" {
+		env["GIT_DIR"] = g.gitDir
+	}
+	if g.workTree != "" {
+		env["GIT_WORK_TREE"] = g.workTree
+	}
 	return env
+}
+
+// filterDrivers reads the names of the filter drivers the configuration
+// defines (every scope, includes followed) and sets g.neutral to empty
+// each: its clean, smudge and process commands become "" and required
+// false. --config-env (unlike -c) takes the name up to the last '=', so
+// any name git accepts is emptied. A configuration with more than
+// MaxFilterDrivers drivers is operation_failed.
+func (g *git) filterDrivers(ctx context.Context) error {
+	out, truncated, err := g.run(ctx, maxProbeBytes, "config", "-z", "--name-only", "--get-regexp", `^filter\..*\.(clean|smudge|process)$`)
+	var ee *exitError
+	if errors.As(err, &ee) && ee.code == 1 {
+		return nil // no driver defined
+	}
+	if err != nil {
+		return asFailure(err, "config")
+	}
+	var names []string
+	for _, key := range strings.Split(string(out), "\x00") {
+		name, ok := strings.CutPrefix(key, "filter.")
+		dot := strings.LastIndexByte(name, '.')
+		if !ok || dot < 0 || slices.Contains(names, name[:dot]) {
+			continue
+		}
+		names = append(names, name[:dot])
+	}
+	if truncated || len(names) > MaxFilterDrivers {
+		return failure.New(failure.OperationFailed, "the repository's configuration defines more than %d filter drivers; the server runs no git there", MaxFilterDrivers)
+	}
+	g.neutral = g.neutral[:0]
+	for _, n := range names {
+		for _, v := range []string{"clean", "smudge", "process"} {
+			g.neutral = append(g.neutral, "--config-env=filter."+n+"."+v+"="+emptyEnv)
+		}
+		g.neutral = append(g.neutral, "--config-env=filter."+n+".required="+falseEnv)
+	}
+	return nil
 }
 
 // sandbox is git's confinement: read-only over its directory, writable
@@ -168,7 +251,7 @@ func (g git) run(ctx context.Context, limit int, args ...string) (out []byte, tr
 	stdout := &limitWriter{max: limit, full: stop}
 	stderr := &limitWriter{max: MaxStderrBytes}
 	res, err := runner.Run(procCtx, g.host, runner.Spec{
-		Argv:    append(append([]string{g.path}, globalArgs...), args...),
+		Argv:    append(append(append([]string{g.path}, globalArgs...), g.neutral...), args...),
 		Dir:     g.dir,
 		Env:     g.env(),
 		Timeout: Timeout, TailBytes: 1,

@@ -20,15 +20,18 @@ type Repo struct {
 	// Prefix is the directory's path relative to the work tree root, with
 	// a trailing slash, or "" at the root.
 	Prefix string
-	// indexPath is the repository's index file, relative to the directory
-	// or absolute.
+	// indexPath is the repository's index file, absolute.
 	indexPath string
-	git       git
+	// gitDir and commonDir are the absolute git directory and common git
+	// directory git reports (symbolic links not resolved).
+	gitDir, commonDir string
+	git               git
 }
 
-// Open finds git and asks it whether dir is inside a work tree. A
-// directory outside any repository is a Repo with Inside false, not an
-// error. A nil host is a runner.Local.
+// Open finds git and asks it whether dir is inside a work tree, and reads
+// the filter drivers the repository configures, which every later git of
+// the Repo empties. A directory outside any repository is a Repo with
+// Inside false, not an error. A nil host is a runner.Local.
 func Open(ctx context.Context, host runner.Host, dir string) (Repo, error) {
 	g, err := newGit(host, dir)
 	if err != nil {
@@ -38,7 +41,8 @@ func Open(ctx context.Context, host runner.Host, dir string) (Repo, error) {
 }
 
 func (g git) probe(ctx context.Context) (Repo, error) {
-	out, _, err := g.run(ctx, maxProbeBytes, "rev-parse", "--is-inside-work-tree", "--show-prefix", "--git-path", "index")
+	out, _, err := g.run(ctx, maxProbeBytes, "rev-parse", "--is-inside-work-tree", "--show-prefix",
+		"--path-format=absolute", "--git-path", "index", "--absolute-git-dir", "--git-common-dir")
 	var ee *exitError
 	if errors.As(err, &ee) && strings.Contains(ee.stderr, "not a git repository") {
 		return Repo{git: g}, nil
@@ -50,14 +54,13 @@ func (g git) probe(ctx context.Context) (Repo, error) {
 	if len(lines) == 0 || lines[0] != "true" {
 		return Repo{git: g}, nil
 	}
-	r := Repo{Inside: true, git: g}
-	if len(lines) > 1 {
-		r.Prefix = lines[1]
+	if len(lines) != 5 {
+		return Repo{}, failure.New(failure.OperationFailed, "git rev-parse printed %d lines, want 5", len(lines))
 	}
-	if len(lines) > 2 {
-		r.indexPath = lines[2]
+	if err := g.filterDrivers(ctx); err != nil {
+		return Repo{}, err
 	}
-	return r, nil
+	return Repo{Inside: true, Prefix: lines[1], indexPath: lines[2], gitDir: lines[3], commonDir: lines[4], git: g}, nil
 }
 
 // Run runs git args in the directory (after the global arguments) and

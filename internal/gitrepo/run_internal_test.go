@@ -50,6 +50,7 @@ func TestEnvironmentIsScrubbed(t *testing.T) {
 	want := []string{
 		"GIT_LITERAL_PATHSPECS=1", "GIT_OPTIONAL_LOCKS=0", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0",
 		"HOME=/home/tester", "LANG=C", "LC_ALL=C", "NO_COLOR=1", "PAGER=cat", "PATH=" + server["PATH"], "TERM=dumb", "TZ=UTC",
+		"WC_GIT_EMPTY=", "WC_GIT_FALSE=false",
 	}
 	environ := func(g git) []string {
 		t.Helper()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/gitrepo"
+	"github.com/webcodex/webcodex/internal/gitrepo/gittest"
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -65,5 +66,59 @@ func TestSandboxedGitWritesOnlyItsPrivateIndex(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "two\n" {
 		t.Fatalf("the work tree changed: %q", b)
+	}
+}
+
+// TestAddWorktreeWritesOnlyTheNewWorktree covers the programs git cannot
+// be told to skip: a smudge filter defined after Open read the
+// configuration (a child racing the server) does run during
+// AddWorktree, but under a sandbox that lets it write the new worktree
+// and nothing else: not a sibling worktree in the same parent directory,
+// not the source's configuration.
+func TestAddWorktreeWritesOnlyTheNewWorktree(t *testing.T) {
+	if runner.LandlockABI() < 1 {
+		t.Skip("Landlock is unavailable on this kernel")
+	}
+	gittest.Need(t)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("HOME", t.TempDir())
+	src, _ := filepath.EvalSymlinks(t.TempDir())
+	gittest.Run(t, src, "init", "-q")
+	os.WriteFile(filepath.Join(src, ".gitattributes"), []byte("* filter=late\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "a.txt"), []byte("one\n"), 0o644)
+	gittest.Run(t, src, "add", ".")
+	gittest.Run(t, src, "commit", "-q", "-m", "one")
+	parent, _ := filepath.EvalSymlinks(t.TempDir())
+	sibling := filepath.Join(parent, "sibling")
+	os.Mkdir(sibling, 0o755)
+	path := filepath.Join(parent, "new")
+
+	host := &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite}}
+	defer host.Policy.Close()
+	ctx := context.Background()
+	repo, err := gitrepo.Open(ctx, host, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := repo.Dirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(src, ".git", "config")
+	gittest.Run(t, src, "config", "filter.late.smudge",
+		"sh -c 'echo ran >> "+filepath.Join(path, "ran.marker")+"; echo pwned > "+filepath.Join(sibling, "AGENTS.md")+
+			"; echo x >> "+config+"; cat'")
+	before, _ := os.ReadFile(config)
+	if err := repo.AddWorktree(ctx, d, path, "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(path, "ran.marker")); !strings.Contains(string(b), "ran") {
+		t.Fatalf("the late filter did not run (marker %q): the test proves nothing", b)
+	}
+	if _, err := os.Lstat(filepath.Join(sibling, "AGENTS.md")); err == nil {
+		t.Fatal("the filter wrote a sibling of the new worktree")
+	}
+	if after, _ := os.ReadFile(config); string(after) != string(before) {
+		t.Fatalf("the filter wrote the source's configuration: %q", after)
 	}
 }

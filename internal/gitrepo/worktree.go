@@ -2,6 +2,9 @@ package gitrepo
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode"
@@ -13,9 +16,13 @@ import (
 // MaxRefBytes bounds a ref given to ResolveCommit.
 const MaxRefBytes = 256
 
-// noHooks keeps the repository's hooks (post-checkout) from running when
-// the server itself changes a repository.
-var noHooks = []string{"-c", "core.hooksPath=/dev/null"}
+// worktreesDir is the directory of the linked worktrees' administrative
+// directories inside a common git directory.
+const worktreesDir = "worktrees"
+
+// maxGitdirFileBytes bounds the gitdir file read back from a worktree's
+// administrative directory.
+const maxGitdirFileBytes = 4096
 
 // ResolveCommit resolves ref (a branch, tag, commit or any revision
 // expression) to the full id of the commit it names. Errors:
@@ -36,61 +43,212 @@ func (r Repo) ResolveCommit(ctx context.Context, ref string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// CommonDir returns the absolute path of the repository's common git
-// directory (the .git shared by all its worktrees).
-func (r Repo) CommonDir(ctx context.Context) (string, error) {
-	out, _, err := r.git.run(ctx, maxProbeBytes, "rev-parse", "--path-format=absolute", "--git-common-dir")
-	if err != nil {
-		return "", asFailure(err, "rev-parse")
-	}
-	return strings.TrimSpace(string(out)), nil
+// Dirs are the git directories of a work tree, resolved (absolute, every
+// symbolic link followed) and checked to lie inside the work tree's root.
+type Dirs struct {
+	// Root is the work tree's root, resolved.
+	Root string
+	// Git is the work tree's git directory (<Root>/.git for a main
+	// checkout).
+	Git string
+	// Common is the common git directory shared by all the worktrees of
+	// the repository (Git itself for a main checkout).
+	Common string
 }
 
-// AddWorktree creates a detached worktree of the repository at path (an
-// absolute path that must not exist; its parent must) checked out at
-// commit. git may write only the common git directory and path's parent;
-// the repository's hooks do not run.
-func (r Repo) AddWorktree(ctx context.Context, path, commit string) error {
-	common, err := r.CommonDir(ctx)
+// Dirs checks that the directory r was opened on is the root of a work
+// tree whose git directory and common git directory, wherever a .git
+// file, a .git symbolic link or a commondir file send them, resolve to
+// paths inside that root, and returns them. Nothing is written.
+//
+// Errors: failure.NotAGitCheckout when the directory is not the root of a
+// work tree; failure.GitDirOutsideProject when either git directory
+// resolves outside it (or cannot be resolved).
+func (r Repo) Dirs() (Dirs, error) {
+	if !r.Inside || r.Prefix != "" {
+		return Dirs{}, failure.New(failure.NotAGitCheckout, "the project is not the root of a git work tree")
+	}
+	root, err := filepath.EvalSymlinks(r.git.dir)
 	if err != nil {
-		return err
+		return Dirs{}, failure.Wrap(failure.NotAGitCheckout, err, "the project's root cannot be resolved")
+	}
+	d := Dirs{Root: root}
+	for _, p := range []struct {
+		in  string
+		out *string
+	}{{r.gitDir, &d.Git}, {r.commonDir, &d.Common}} {
+		resolved, err := filepath.EvalSymlinks(p.in)
+		if err != nil || !filepath.IsAbs(resolved) || !strings.HasPrefix(resolved, root+string(filepath.Separator)) {
+			return Dirs{}, failure.New(failure.GitDirOutsideProject,
+				"the project's git directory %s resolves outside the project's root; the server runs no git that writes there", p.in)
+		}
+		*p.out = resolved
+	}
+	return d, nil
+}
+
+// Admin returns the administrative directory git keeps for the linked
+// worktree whose directory is named name: <Common>/worktrees/<name>.
+func (d Dirs) Admin(name string) string {
+	return filepath.Join(d.Common, worktreesDir, name)
+}
+
+// AddWorktree creates a detached worktree of the repository of d (which
+// r was opened on) at path, checked out at commit. path must not exist
+// and its parent must; path's base name is the worktree's name, and no
+// administrative directory of that name may exist yet.
+//
+// AddWorktree creates the empty directory path itself, so that git,
+// pinned to d (GIT_DIR), may write only path and <Common>/worktrees (the
+// new administrative directory), never path's parent, which holds other
+// projects' worktrees. Hooks do not run and the repository's filter
+// drivers are emptied (see the package documentation). On failure
+// nothing is left: path and its administrative directory are removed.
+//
+// Errors: failure.WorktreeExists when path or the administrative
+// directory exists; failure.GitDirOutsideProject when
+// <Common>/worktrees is not a directory (a symbolic link); operation_failed
+// when git fails.
+func (r Repo) AddWorktree(ctx context.Context, d Dirs, path, commit string) error {
+	name := filepath.Base(path)
+	admins := filepath.Join(d.Common, worktreesDir)
+	switch st, err := os.Lstat(admins); {
+	case errors.Is(err, fs.ErrNotExist):
+		// git would create it; the server does, so that git's grant is it.
+		if err := os.Mkdir(admins, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return failure.Wrap(failure.OperationFailed, err, "cannot create the repository's worktrees directory")
+		}
+	case err != nil:
+		return failure.Wrap(failure.OperationFailed, err, "cannot read the repository's worktrees directory")
+	case !st.IsDir():
+		return failure.New(failure.GitDirOutsideProject, "the repository's %s is not a directory", worktreesDir)
+	}
+	if _, err := os.Lstat(d.Admin(name)); !errors.Is(err, fs.ErrNotExist) {
+		return failure.New(failure.WorktreeExists, "the repository already has a worktree named %s", name)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return failure.New(failure.WorktreeExists, "the worktree directory %s already exists", name)
+		}
+		return failure.Wrap(failure.OperationFailed, err, "cannot create the worktree directory")
 	}
 	g := r.git
-	g.write = []string{common, filepath.Dir(path)}
-	args := append(append([]string{}, noHooks...), "worktree", "add", "--detach", "--quiet", path, commit)
-	if _, _, err := g.run(ctx, maxProbeBytes, args...); err != nil {
+	g.gitDir = d.Git
+	g.write = addGrants(d, path)
+	if _, _, err := g.run(ctx, maxProbeBytes, "worktree", "add", "--detach", "--quiet", path, commit); err != nil {
+		removeAdded(d, path)
 		return asFailure(err, "worktree add")
 	}
 	return nil
 }
 
-// RemoveWorktree removes the worktree at path (its directory and its
-// administrative files in the common git directory) from the repository
-// it belongs to, which is read from path itself. Without force git refuses
-// a worktree with changes or untracked files (operation_failed).
-func RemoveWorktree(ctx context.Context, host runner.Host, path string, force bool) error {
-	r, err := Open(ctx, host, path)
+// addGrants are the paths git worktree add may write: the new worktree's
+// directory and the repository's worktrees directory.
+func addGrants(d Dirs, path string) []string {
+	return []string{path, filepath.Join(d.Common, worktreesDir)}
+}
+
+// removeAdded removes what a failed AddWorktree may have left: the
+// directory and, when it is the new worktree's, its administrative
+// directory.
+func removeAdded(d Dirs, path string) {
+	if ownAdmin(d, path) {
+		removeBeneath(d.Common, filepath.Join(worktreesDir, filepath.Base(path)))
+	}
+	removeBeneath(filepath.Dir(path), filepath.Base(path))
+	removeBeneathIfEmpty(d.Common, worktreesDir)
+}
+
+// ownAdmin reports whether the administrative directory named after path
+// is the one git made for the worktree at path: its gitdir file names
+// <path>/.git. A directory of that name made for another worktree (or
+// planted) is not touched.
+func ownAdmin(d Dirs, path string) bool {
+	root, err := os.OpenRoot(d.Common)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	f, err := root.Open(filepath.Join(worktreesDir, filepath.Base(path), "gitdir"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, maxGitdirFileBytes)
+	n, _ := f.Read(b)
+	return strings.TrimSpace(string(b[:n])) == filepath.Join(path, ".git")
+}
+
+// removeBeneath removes name (and everything beneath it) inside dir,
+// never following a symbolic link out of dir.
+func removeBeneath(dir, name string) error {
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
-	if !r.Inside {
-		return failure.New(failure.NotAGitCheckout, "the worktree directory is not a git work tree")
+	defer root.Close()
+	return root.RemoveAll(name)
+}
+
+// RemoveWorktree removes the managed worktree at path: its directory and,
+// when d is not nil, its administrative directory in d's common git
+// directory, provided git made that one for path (its gitdir file names
+// <path>/.git). Without force a worktree with changes or untracked files
+// (or one git reports locked) is refused, as git worktree remove would:
+// the check is a read-only git status pinned to the administrative
+// directory (or, without d, to whatever the worktree's .git names:
+// only a read). The server removes the files itself, beneath the two
+// directories, following no symbolic link; no git writes anything. A nil
+// d (the source is no longer a project) leaves the administrative
+// directory to git worktree prune.
+//
+// Errors: operation_failed for a worktree with changes without force, or
+// a removal that fails.
+func RemoveWorktree(ctx context.Context, host runner.Host, d *Dirs, path string, force bool) error {
+	own := d != nil && ownAdmin(*d, path)
+	if !force {
+		if own {
+			if _, err := os.Lstat(filepath.Join(d.Admin(filepath.Base(path)), "locked")); err == nil {
+				return failure.New(failure.OperationFailed, "the worktree is locked; remove it with --force")
+			}
+		}
+		g, err := newGit(host, path)
+		if err != nil {
+			return err
+		}
+		if own {
+			g.gitDir, g.workTree = d.Admin(filepath.Base(path)), path
+		}
+		r, err := g.probe(ctx)
+		if err != nil {
+			return err
+		}
+		st, complete, err := r.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if !complete || !st.Clean {
+			return failure.New(failure.OperationFailed, "the worktree has changes or untracked files; remove it with --force")
+		}
 	}
-	common, err := r.CommonDir(ctx)
-	if err != nil {
-		return err
+	if err := removeBeneath(filepath.Dir(path), filepath.Base(path)); err != nil {
+		return failure.Wrap(failure.OperationFailed, err, "cannot remove the worktree directory")
 	}
-	g, err := newGit(host, common)
-	if err != nil {
-		return err
-	}
-	g.write = []string{common, filepath.Dir(path)}
-	args := append(append([]string{}, noHooks...), "worktree", "remove")
-	if force {
-		args = append(args, "--force")
-	}
-	if _, _, err := g.run(ctx, maxProbeBytes, append(args, path)...); err != nil {
-		return asFailure(err, "worktree remove")
+	if own {
+		if err := removeBeneath(d.Common, filepath.Join(worktreesDir, filepath.Base(path))); err != nil {
+			return failure.Wrap(failure.OperationFailed, err, "cannot remove the worktree's git administrative directory")
+		}
+		// git removes the worktrees directory once it is empty; so does
+		// this (Remove fails on a directory that is not).
+		removeBeneathIfEmpty(d.Common, worktreesDir)
 	}
 	return nil
+}
+
+// removeBeneathIfEmpty removes the empty directory name inside dir.
+func removeBeneathIfEmpty(dir, name string) {
+	if root, err := os.OpenRoot(dir); err == nil {
+		root.Remove(name)
+		root.Close()
+	}
 }

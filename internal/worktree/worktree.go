@@ -5,7 +5,8 @@
 // and base commit.
 //
 // Creating a worktree never changes the source checkout's files (git
-// writes only its administrative entry in the shared git directory);
+// writes only the new directory and its administrative entry in the
+// source's git directory, which must lie inside the source's root);
 // finishing or closing a session on a worktree removes nothing. A
 // worktree is removed only by [Manager.Remove] (`webcodex project
 // remove`).
@@ -63,18 +64,17 @@ type Worktree struct {
 // when empty) and registers it. Nothing is left behind on failure.
 //
 // Errors: failure.NotAGitCheckout when source is not the root of a git
-// work tree; failure.UnknownRef (or invalid_arguments) for a ref naming no
-// commit; failure.WorktreeExists when the chosen directory exists;
+// work tree; failure.GitDirOutsideProject when its git directory (a .git
+// file, a symbolic link, a commondir) resolves outside its root, checked
+// before anything is created; failure.UnknownRef (or invalid_arguments)
+// for a ref naming no commit; failure.WorktreeExists when the chosen directory exists;
 // operation_failed when git fails.
 func (m *Manager) Create(ctx context.Context, source project.Project, baseRef string) (Worktree, error) {
 	ctx, cancel := gitrepo.WithTimeout(ctx)
 	defer cancel()
-	repo, err := gitrepo.Open(ctx, m.Host, source.Root)
+	repo, dirs, err := m.openSource(ctx, source)
 	if err != nil {
 		return Worktree{}, err
-	}
-	if !repo.Inside || repo.Prefix != "" {
-		return Worktree{}, failure.New(failure.NotAGitCheckout, "project %s is not the root of a git work tree", source.ID)
 	}
 	ref := baseRef
 	if ref == "" {
@@ -99,29 +99,57 @@ func (m *Manager) Create(ctx context.Context, source project.Project, baseRef st
 	if err := os.MkdirAll(m.Dir, 0o700); err != nil {
 		return Worktree{}, failure.Wrap(failure.OperationFailed, err, "cannot create the worktrees directory")
 	}
-	if err := repo.AddWorktree(ctx, dir, commit); err != nil {
+	if err := repo.AddWorktree(ctx, dirs, dir, commit); err != nil {
 		return Worktree{}, err
 	}
 	p, err := m.Projects.RegisterWorktree(ctx, name, dir, source, commit)
 	if err != nil {
-		m.discardDir(dir)
+		m.discardDir(&dirs, dir)
 		return Worktree{}, err
 	}
 	return Worktree{Project: p, Source: source.ID, BaseRef: baseRef, BaseCommit: commit, SourceDirty: !st.Clean}, nil
 }
 
+// openSource opens the source checkout and checks that it is the root of
+// a work tree whose git directories lie inside it: the server runs no git
+// that writes in another project's repository.
+//
+// Errors: failure.NotAGitCheckout, failure.GitDirOutsideProject (see
+// [gitrepo.Repo.Dirs]).
+func (m *Manager) openSource(ctx context.Context, source project.Project) (gitrepo.Repo, gitrepo.Dirs, error) {
+	repo, err := gitrepo.Open(ctx, m.Host, source.Root)
+	if err != nil {
+		return gitrepo.Repo{}, gitrepo.Dirs{}, err
+	}
+	if !repo.Inside || repo.Prefix != "" {
+		return gitrepo.Repo{}, gitrepo.Dirs{}, failure.New(failure.NotAGitCheckout, "project %s is not the root of a git work tree", source.ID)
+	}
+	dirs, err := repo.Dirs()
+	if err != nil {
+		return gitrepo.Repo{}, gitrepo.Dirs{}, err
+	}
+	return repo, dirs, nil
+}
+
 // Discard undoes a Create whose session could not be created: it
-// unregisters the worktree project and removes its directory.
+// unregisters the worktree project and removes its directory and its
+// administrative directory in the source's git directory.
 func (m *Manager) Discard(ctx context.Context, w Worktree) error {
 	err := m.Projects.Unregister(context.WithoutCancel(ctx), w.Project.ID)
-	m.discardDir(w.Project.Root)
+	var dirs *gitrepo.Dirs
+	if src, serr := m.Projects.Get(ctx, w.Source); serr == nil {
+		if _, d, oerr := m.openSource(ctx, src); oerr == nil {
+			dirs = &d
+		}
+	}
+	m.discardDir(dirs, w.Project.Root)
 	return err
 }
 
-func (m *Manager) discardDir(dir string) {
+func (m *Manager) discardDir(dirs *gitrepo.Dirs, dir string) {
 	ctx, cancel := gitrepo.WithTimeout(context.Background())
 	defer cancel()
-	if gitrepo.RemoveWorktree(ctx, m.Host, dir, true) != nil {
+	if gitrepo.RemoveWorktree(ctx, m.Host, dirs, dir, true) != nil {
 		os.RemoveAll(dir)
 	}
 }
@@ -147,16 +175,18 @@ func (m *Manager) Resume(ctx context.Context, p project.Project, baseRef string)
 	}
 	ctx, cancel := gitrepo.WithTimeout(ctx)
 	defer cancel()
-	dir := p.Root
+	var repo gitrepo.Repo
 	if src, err := m.Projects.Get(ctx, p.Source); err == nil {
-		dir = src.Root
-	}
-	repo, err := gitrepo.Open(ctx, m.Host, dir)
-	if err != nil {
-		return Worktree{}, err
-	}
-	if !repo.Inside {
-		return Worktree{}, failure.New(failure.NotAGitCheckout, "the checkout of %s is no longer a git work tree", p.ID)
+		if repo, _, err = m.openSource(ctx, src); err != nil {
+			return Worktree{}, err
+		}
+	} else {
+		if repo, err = gitrepo.Open(ctx, m.Host, p.Root); err != nil {
+			return Worktree{}, err
+		}
+		if !repo.Inside {
+			return Worktree{}, failure.New(failure.NotAGitCheckout, "the checkout of %s is no longer a git work tree", p.ID)
+		}
 	}
 	commit, err := repo.ResolveCommit(ctx, baseRef)
 	if err != nil {
@@ -169,20 +199,33 @@ func (m *Manager) Resume(ctx context.Context, p project.Project, baseRef string)
 	return w, nil
 }
 
-// Remove removes the managed worktree p: git removes its directory and
-// administrative entry (refusing, without force, a worktree with changes
-// or untracked files), then it is unregistered. A directory already gone
-// is only unregistered. Whether a session is still active on it is the
-// caller's check.
+// Remove removes the managed worktree p: its directory and its
+// administrative directory in the source's git directory are removed
+// (refusing, without force, a worktree with changes or untracked files;
+// see [gitrepo.RemoveWorktree]), then it is unregistered. A directory
+// already gone is only unregistered. When the source is no longer
+// registered, the administrative directory is left to git worktree
+// prune. Whether a session is still active on it is the caller's check.
+//
+// Errors: failure.NotAWorktree; failure.GitDirOutsideProject when the
+// registered source's git directory now lies outside it (nothing is
+// removed); operation_failed as RemoveWorktree.
 func (m *Manager) Remove(ctx context.Context, p project.Project, force bool) error {
 	if !p.Worktree() {
 		return failure.New(failure.NotAWorktree, "project %s is not a managed worktree", p.ID)
 	}
 	if _, err := os.Lstat(p.Root); err == nil {
 		gctx, cancel := gitrepo.WithTimeout(ctx)
-		err := gitrepo.RemoveWorktree(gctx, m.Host, p.Root, force)
-		cancel()
-		if err != nil {
+		defer cancel()
+		var dirs *gitrepo.Dirs
+		if src, err := m.Projects.Get(ctx, p.Source); err == nil {
+			_, d, err := m.openSource(gctx, src)
+			if err != nil {
+				return err
+			}
+			dirs = &d
+		}
+		if err := gitrepo.RemoveWorktree(gctx, m.Host, dirs, p.Root, force); err != nil {
 			return err
 		}
 	}

@@ -228,3 +228,123 @@ func TestRemove(t *testing.T) {
 		t.Fatalf("removing the source: %v", err)
 	}
 }
+
+// newRepo makes a git repository with one commit of a.txt in a new
+// canonical directory.
+func newRepo(t *testing.T) string {
+	t.Helper()
+	dir, _ := project.CanonicalRoot(t.TempDir())
+	gittest.Run(t, dir, "init", "-q")
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("victim\n"), 0o644)
+	gittest.Run(t, dir, "add", ".")
+	gittest.Run(t, dir, "commit", "-q", "-m", "one")
+	return dir
+}
+
+// untouched checks that a refused Create changed nothing in the victim
+// repository: no worktrees directory in its git directory, one worktree.
+func untouched(t *testing.T, victim string) {
+	t.Helper()
+	if _, err := os.Lstat(filepath.Join(victim, ".git", "worktrees")); err == nil {
+		t.Error("the server created worktrees/ inside another project's repository")
+	}
+	if list := gittest.Run(t, victim, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("victim's git worktrees: %s", list)
+	}
+}
+
+// TestCreateRefusesAGitDirOutsideTheSource reproduces the redirect
+// finding: a source whose .git is a file or a symbolic link naming
+// another project's repository, or whose .git/commondir does, is refused
+// with git_dir_outside_project before anything is created; the other
+// repository, the worktrees directory and the registry are unchanged.
+func TestCreateRefusesAGitDirOutsideTheSource(t *testing.T) {
+	ctx := context.Background()
+	for name, redirect := range map[string]func(t *testing.T, src, victim string){
+		".git file": func(t *testing.T, src, victim string) {
+			os.WriteFile(filepath.Join(src, ".git"), []byte("gitdir: "+filepath.Join(victim, ".git")+"\n"), 0o644)
+		},
+		".git symlink": func(t *testing.T, src, victim string) {
+			os.Symlink(filepath.Join(victim, ".git"), filepath.Join(src, ".git"))
+		},
+		"commondir": func(t *testing.T, src, victim string) {
+			gd := filepath.Join(src, ".git")
+			os.Mkdir(gd, 0o755)
+			os.WriteFile(filepath.Join(gd, "HEAD"), []byte(gittest.Run(t, victim, "rev-parse", "HEAD")+"\n"), 0o644)
+			os.WriteFile(filepath.Join(gd, "commondir"), []byte(filepath.Join(victim, ".git")+"\n"), 0o644)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			victim := newRepo(t)
+			if _, err := e.reg.Register(ctx, "victim", victim); err != nil {
+				t.Fatal(err)
+			}
+			src, _ := project.CanonicalRoot(t.TempDir())
+			os.WriteFile(filepath.Join(src, "a.txt"), []byte("victim\n"), 0o644)
+			redirect(t, src, victim)
+			// git itself takes the directory for a work tree of the
+			// victim's repository: the redirect is live.
+			if got := gittest.Run(t, src, "rev-parse", "--is-inside-work-tree"); got != "true" {
+				t.Fatalf("git does not follow the redirect: %s", got)
+			}
+			evil, err := e.reg.Register(ctx, "evil", src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.m.Create(ctx, evil, "")
+			if !failure.Is(err, failure.GitDirOutsideProject) {
+				t.Fatalf("redirected source: %v", err)
+			}
+			untouched(t, victim)
+			e.unchanged(3)
+			if _, err := os.Stat(e.m.Dir); err == nil {
+				t.Fatal("the worktrees directory was created")
+			}
+		})
+	}
+}
+
+// TestCreateNeutralisesTheSourcesFilterAndHooks reproduces the smudge
+// finding: the source's configuration names a smudge filter (applied to
+// every file by its committed .gitattributes, and required) and a
+// post-checkout hook, each writing AGENTS.md into another owner's
+// worktree and a marker into the new one. Creating the worktree runs
+// neither: the other worktree is unchanged, the new one holds no marker,
+// and its files are the committed bytes.
+func TestCreateNeutralisesTheSourcesFilterAndHooks(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	victim, err := e.m.Create(ctx, e.source, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newRepo(t)
+	os.WriteFile(filepath.Join(src, ".gitattributes"), []byte("* filter=evil\n"), 0o644)
+	gittest.Run(t, src, "add", ".gitattributes")
+	gittest.Run(t, src, "commit", "-q", "-m", "attributes")
+	plant := "echo pwned > " + filepath.Join(victim.Project.Root, "AGENTS.md") + "; echo ran > ran.marker"
+	gittest.Run(t, src, "config", "filter.evil.smudge", "sh -c '"+plant+"; cat'")
+	gittest.Run(t, src, "config", "filter.evil.required", "true")
+	os.WriteFile(filepath.Join(src, ".git", "hooks", "post-checkout"), []byte("#!/bin/sh\n"+plant+"\n"), 0o755)
+	evil, err := e.reg.Register(ctx, "evil", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.m.Create(ctx, evil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(victim.Project.Root, "AGENTS.md")); err == nil {
+		t.Fatal("the source's filter or hook planted AGENTS.md in another worktree")
+	}
+	if _, err := os.Lstat(filepath.Join(w.Project.Root, "ran.marker")); err == nil {
+		t.Fatal("the source's filter or hook ran")
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.Project.Root, "a.txt")); string(b) != "victim\n" {
+		t.Fatalf("checked-out a.txt: %q", b)
+	}
+	if st := gittest.Run(t, victim.Project.Root, "status", "--porcelain"); st != "" {
+		t.Fatalf("the other worktree changed: %s", st)
+	}
+}
