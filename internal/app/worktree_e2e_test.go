@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/runner"
 )
 
 // TestMCPWorktreeSessionsAreIsolated: over MCP, two work_on_project
@@ -164,4 +165,84 @@ func sha256Hex(t *testing.T, dir, rel string) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// TestMCPWorktreeCommits: an agent commits in its managed worktree
+// through run_shell (real git, the real sandbox): on the detached HEAD and
+// on a new branch, both visible from the source checkout's git log --all.
+// The same child still cannot write the rest of the source's git
+// directory: its config, hooks, info, HEAD, a new packed-refs, or another
+// worktree's administrative directory; each attempt fails as the
+// command's own failure and changes nothing.
+func TestMCPWorktreeCommits(t *testing.T) {
+	if runner.LandlockABI() < 1 {
+		t.Skip("Landlock is unavailable on this kernel")
+	}
+	repo := gitRepo(t)
+	s := startApp(t, t.TempDir(), "calc="+repo)
+	defer s.stop(t)
+	cs := connectMCP(t, s, "", nil)
+	defer cs.Close()
+	start := func() (session, project, path string) {
+		t.Helper()
+		r := mcpOK(t, cs, "work_on_project", map[string]any{"project": "agent:local:calc", "mode": "worktree", "instruction": "commit"})
+		var wt struct {
+			Project string `json:"project"`
+			Path    string `json:"path"`
+		}
+		decodeInto(t, r.Output["worktree"], &wt)
+		return str(t, r.Output["session_id"]), wt.Project, wt.Path
+	}
+	sess, proj, _ := start()
+	_, _, otherPath := start()
+	shell := func(command string) (mcpResult, []byte) {
+		t.Helper()
+		return callMCP(t, cs, "run_shell", map[string]any{"project": proj, "session_id": sess, "command": command}, nil)
+	}
+	const git = "git -c user.name=t -c user.email=t@example.com -c commit.gpgsign=false "
+	r, raw := shell("echo '// edited' >> calc.go && " + git + "commit -q -am 'in the worktree' && git rev-parse HEAD && " +
+		git + "switch -q -c feature && " + git + "commit -q --allow-empty -m 'on a branch' && git rev-parse HEAD")
+	if !r.Success {
+		t.Fatalf("git commit in the worktree: %s", raw)
+	}
+	var stdout struct {
+		Text string `json:"text"`
+	}
+	decodeInto(t, r.Output["stdout"], &stdout)
+	commits := strings.Fields(stdout.Text)
+	if len(commits) != 2 {
+		t.Fatalf("commits: %q", stdout.Text)
+	}
+	all, err := exec.Command("git", "-C", repo, "log", "--all", "--format=%H").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commits {
+		if !strings.Contains(string(all), c) {
+			t.Errorf("commit %s is not in the source's git log --all:\n%s", c, all)
+		}
+	}
+	if b, _ := exec.Command("git", "-C", repo, "rev-parse", "feature").Output(); strings.TrimSpace(string(b)) != commits[1] {
+		t.Errorf("the source's branch feature is %q, want %s", b, commits[1])
+	}
+	if st, _ := exec.Command("git", "-C", repo, "status", "--porcelain").Output(); len(st) != 0 {
+		t.Errorf("the source checkout changed: %s", st)
+	}
+
+	gitDir := filepath.Join(repo, ".git")
+	otherAdmin := filepath.Join(gitDir, "worktrees", filepath.Base(otherPath))
+	for _, target := range []string{
+		filepath.Join(gitDir, "config"), filepath.Join(gitDir, "hooks", "pre-commit"), filepath.Join(gitDir, "info", "exclude"),
+		filepath.Join(gitDir, "HEAD"), filepath.Join(gitDir, "packed-refs"), filepath.Join(otherAdmin, "HEAD"),
+	} {
+		before, beforeErr := os.ReadFile(target)
+		r, raw := shell("echo planted >> " + target)
+		if r.Success || r.Error == nil || r.Error.Kind != "command_failed" || !strings.Contains(string(raw), "Permission denied") {
+			t.Errorf("writing %s from the worktree: %s", target, raw)
+		}
+		after, afterErr := os.ReadFile(target)
+		if string(after) != string(before) || (beforeErr == nil) != (afterErr == nil) {
+			t.Errorf("%s changed: %q -> %q", target, before, after)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/gitrepo"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -149,8 +150,16 @@ func CwdSource(inv *kernel.Invocation, explicit string) (abs, source string, err
 
 // Sandbox is what a process started by inv asks of its sandbox: the
 // project's mode (empty: the server's default) over the project's root.
+// A managed worktree's process may also write, when it may write the
+// worktree, what git commit there needs in the source's git directory
+// ([gitrepo.WorktreeGrants]): its administrative directory and the
+// repository's objects, refs and logs.
 func Sandbox(inv *kernel.Invocation) runner.Sandbox {
-	return runner.Sandbox{Mode: runner.Mode(inv.Project.Sandbox), Project: inv.Project.Root}
+	sb := runner.Sandbox{Mode: runner.Mode(inv.Project.Sandbox), Project: inv.Project.Root}
+	if inv.Project.Worktree() {
+		sb.ProjectWrite = gitrepo.WorktreeGrants(inv.Project.Root)
+	}
+	return sb
 }
 
 // StartSpec builds the job description of a run made by inv.

@@ -252,3 +252,101 @@ func removeBeneathIfEmpty(dir, name string) {
 		root.Close()
 	}
 }
+
+// The parts of a common git directory a commit in a linked worktree
+// writes besides the worktree's administrative directory: new objects,
+// branch and tag refs, and their reflogs. Everything else there (config,
+// hooks, info, packed-refs, the other worktrees' administrative
+// directories) stays read-only.
+var commitDataDirs = []string{"objects", "refs", "logs"}
+
+// WorktreeGrants returns the paths a child of the managed worktree at
+// root may write besides root itself so that git commit works there: the
+// worktree's administrative directory <common>/worktrees/<name> (its
+// HEAD, index, reflog, config.worktree) and the common directory's
+// objects, refs and logs. Nothing else of the common directory is
+// granted. It reads only files, runs no git, and returns nil unless
+// every link between the worktree and the repository is git's own:
+//
+//   - <root>/.git is a regular file "gitdir: <admin>" with <admin> an
+//     absolute path without symbolic links, named like root, inside a
+//     directory named worktrees, outside root;
+//   - <admin>/gitdir names <root>/.git back (git writes it at creation;
+//     a .git file redirected elsewhere finds no such file);
+//   - <admin>/commondir names <admin>/../.. (git's "../..");
+//   - each granted directory exists and has no symbolic link on its
+//     path.
+func WorktreeGrants(root string) []string {
+	own := filepath.Join(root, ".git")
+	admin, ok := readGitdir(own)
+	if !ok || !filepath.IsAbs(admin) || filepath.Clean(admin) != admin || filepath.Base(admin) != filepath.Base(root) ||
+		filepath.Base(filepath.Dir(admin)) != worktreesDir || !realDir(admin) {
+		return nil
+	}
+	common := filepath.Dir(filepath.Dir(admin))
+	if within(admin, root) || within(root, common) {
+		return nil
+	}
+	d := Dirs{Common: common}
+	if !ownAdmin(d, root) {
+		return nil
+	}
+	cd, ok := readFileBounded(filepath.Join(admin, "commondir"))
+	if !ok {
+		return nil
+	}
+	if cd = strings.TrimSpace(cd); !filepath.IsAbs(cd) {
+		cd = filepath.Join(admin, cd)
+	}
+	if filepath.Clean(cd) != common {
+		return nil
+	}
+	grants := []string{admin}
+	for _, name := range commitDataDirs {
+		if p := filepath.Join(common, name); realDir(p) {
+			grants = append(grants, p)
+		}
+	}
+	return grants
+}
+
+// readGitdir reads the "gitdir: <path>" of a .git file (not a symbolic
+// link, not a directory).
+func readGitdir(path string) (string, bool) {
+	text, ok := readFileBounded(path)
+	if !ok {
+		return "", false
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(text), "gitdir: ")
+	return dir, ok
+}
+
+// readFileBounded reads at most maxGitdirFileBytes of the regular file
+// at path, which must not be a symbolic link.
+func readFileBounded(path string) (string, bool) {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > maxGitdirFileBytes {
+		return "", false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) > maxGitdirFileBytes {
+		return "", false
+	}
+	return string(b), true
+}
+
+// realDir reports whether p is a directory whose path holds no symbolic
+// link.
+func realDir(p string) bool {
+	st, err := os.Lstat(p)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	r, err := filepath.EvalSymlinks(p)
+	return err == nil && r == p
+}
+
+// within reports whether p is d or lies beneath it.
+func within(p, d string) bool {
+	return p == d || strings.HasPrefix(p, d+string(filepath.Separator))
+}

@@ -78,6 +78,11 @@ type Sandbox struct {
 	// job's directory in the data directory); a denied path inside one
 	// stays denied.
 	Write []string
+	// ProjectWrite lists paths writable exactly when the project is
+	// (under WorkspaceWrite), granted like the project: never inside a
+	// denied path. A managed worktree's git administrative directory and
+	// the repository data a commit writes are such paths.
+	ProjectWrite []string
 }
 
 // A Policy is the server-wide sandbox configuration. A nil Policy
@@ -239,6 +244,7 @@ func (p *Policy) Confine(req Sandbox) (*Confinement, error) {
 		if req.Project != "" {
 			write = append(write, req.Project)
 		}
+		write = append(write, req.ProjectWrite...)
 		write = append(write, p.ExtraWrite...)
 		if c.tmp, err = p.tmpFor(req.Project); err != nil {
 			return nil, err

@@ -485,3 +485,41 @@ func TestSandboxAllowsAPathInsideTheDataDirectory(t *testing.T) {
 		t.Errorf("a file created later in the data directory was read: %+v", res)
 	}
 }
+
+// TestSandboxProjectWriteFollowsTheProject: a ProjectWrite path is
+// writable exactly when the project is (workspace-write), never under
+// read-only, and never inside a denied path.
+func TestSandboxProjectWriteFollowsTheProject(t *testing.T) {
+	e := newSandboxEnv(t)
+	l := e.local(runner.WorkspaceWrite, runner.NetworkOn)
+	extra := t.TempDir()
+	denied := filepath.Join(e.data, "objects")
+	if err := os.Mkdir(denied, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run := func(mode runner.Mode, target string) runner.Result {
+		t.Helper()
+		res, err := runner.Run(context.Background(), l, runner.Spec{
+			Argv: []string{"sh", "-c", "echo x > " + target}, Dir: e.project,
+			Sandbox: runner.Sandbox{Mode: mode, Project: e.project, ProjectWrite: []string{extra, denied}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run(runner.WorkspaceWrite, filepath.Join(extra, "w")); res.ExitCode != 0 {
+		t.Fatalf("workspace-write: writing a ProjectWrite path: %+v", res)
+	}
+	if res := run(runner.ReadOnly, filepath.Join(extra, "r")); res.ExitCode == 0 || !strings.Contains(res.Stderr.Text, "Permission denied") {
+		t.Fatalf("read-only: writing a ProjectWrite path: %+v", res)
+	}
+	if res := run(runner.WorkspaceWrite, filepath.Join(denied, "d")); res.ExitCode == 0 {
+		t.Fatalf("workspace-write: a ProjectWrite path inside the data directory was written: %+v", res)
+	}
+	for _, p := range []string{filepath.Join(extra, "r"), filepath.Join(denied, "d")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was created", p)
+		}
+	}
+}
