@@ -246,3 +246,63 @@ func TestMCPWorktreeCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPWorktreeCreationStaysInItsProject reproduces the two findings
+// through the tools. A child of project evil (run_shell) sets a smudge
+// filter in evil's repository, applied to every file by a committed
+// .gitattributes, that plants AGENTS.md in an existing worktree of calc;
+// work_on_project mode=worktree on evil then succeeds without running it.
+// The child then replaces evil's .git with a file naming calc's
+// repository; work_on_project mode=worktree on evil is refused with
+// git_dir_outside_project and calc's repository gains no worktree.
+func TestMCPWorktreeCreationStaysInItsProject(t *testing.T) {
+	if runner.LandlockABI() < 1 {
+		t.Skip("Landlock is unavailable on this kernel")
+	}
+	calc, evil := gitRepo(t), gitRepo(t)
+	s := startApp(t, t.TempDir(), "calc="+calc, "evil="+evil)
+	defer s.stop(t)
+	cs := connectMCP(t, s, "", nil)
+	defer cs.Close()
+	var victim struct {
+		Path string `json:"path"`
+	}
+	decodeInto(t, mcpOK(t, cs, "work_on_project", map[string]any{"project": "agent:local:calc", "mode": "worktree",
+		"instruction": "the victim's worktree"}).Output["worktree"], &victim)
+	sess := str(t, mcpOK(t, cs, "work_on_project", map[string]any{"project": "agent:local:evil", "instruction": "attack"}).Output["session_id"])
+	planted := filepath.Join(victim.Path, "AGENTS.md")
+	before, _ := os.ReadFile(planted)
+	mcpOK(t, cs, "run_shell", map[string]any{"project": "agent:local:evil", "session_id": sess, "command": "echo '* filter=evil' > .gitattributes && git add .gitattributes && " +
+		"git -c user.name=t -c user.email=t@example.com commit -q -m attributes && " +
+		`git config filter.evil.smudge "sh -c 'echo pwned > ` + planted + `; cat'"`})
+	r := mcpOK(t, cs, "work_on_project", map[string]any{"project": "agent:local:evil", "mode": "worktree", "instruction": "trigger"})
+	var made struct {
+		Path string `json:"path"`
+	}
+	decodeInto(t, r.Output["worktree"], &made)
+	if after, _ := os.ReadFile(planted); string(after) != string(before) {
+		t.Fatalf("the smudge filter rewrote the victim's AGENTS.md: %q", after)
+	}
+	if b, _ := os.ReadFile(filepath.Join(made.Path, "calc.go")); !strings.Contains(string(b), "package calc") {
+		t.Fatalf("the new worktree's calc.go: %q", b)
+	}
+
+	mcpOK(t, cs, "run_shell", map[string]any{"project": "agent:local:evil", "session_id": sess,
+		"command": "rm -rf .git && echo 'gitdir: " + filepath.Join(calc, ".git") + "' > .git"})
+	worktreesBefore, _ := exec.Command("git", "-C", calc, "worktree", "list", "--porcelain").Output()
+	entries, _ := os.ReadDir(app.WorktreesDir(s.a.Config.DataDir))
+	projects, _ := s.a.Projects.List(t.Context())
+	r, raw := callMCP(t, cs, "work_on_project", map[string]any{"project": "agent:local:evil", "mode": "worktree", "instruction": "redirect"}, nil)
+	if r.Success || r.Error == nil || r.Error.Kind != "git_dir_outside_project" {
+		t.Fatalf("work_on_project on a redirected source: %s", raw)
+	}
+	if after, _ := exec.Command("git", "-C", calc, "worktree", "list", "--porcelain").Output(); string(after) != string(worktreesBefore) {
+		t.Fatalf("calc's worktrees changed:\n%s\n->\n%s", worktreesBefore, after)
+	}
+	if after, _ := os.ReadDir(app.WorktreesDir(s.a.Config.DataDir)); len(after) != len(entries) {
+		t.Fatalf("the worktrees directory holds %d entries, had %d", len(after), len(entries))
+	}
+	if after, _ := s.a.Projects.List(t.Context()); len(after) != len(projects) {
+		t.Fatalf("%d projects registered, had %d", len(after), len(projects))
+	}
+}
