@@ -348,3 +348,61 @@ func TestCreateNeutralisesTheSourcesFilterAndHooks(t *testing.T) {
 		t.Fatalf("the other worktree changed: %s", st)
 	}
 }
+
+// TestRemoveFollowsTheSourceNotTheWorktreesGitFile: a child of the
+// worktree rewrites its .git to name another repository. Removal still
+// judges the worktree against its own administrative directory in the
+// source (a dirty worktree is refused without force), removes exactly it
+// and the directory, and leaves the other repository alone.
+func TestRemoveFollowsTheSourceNotTheWorktreesGitFile(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w, err := e.m.Create(ctx, e.source, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := newRepo(t)
+	os.WriteFile(filepath.Join(w.Project.Root, "a.txt"), []byte("dirty\n"), 0o644)
+	os.WriteFile(filepath.Join(w.Project.Root, ".git"), []byte("gitdir: "+filepath.Join(victim, ".git")+"\n"), 0o644)
+	if err := e.m.Remove(ctx, w.Project, false); !failure.Is(err, failure.OperationFailed) {
+		t.Fatalf("removing a dirty, redirected worktree without force: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.Project.Root, "a.txt")); err != nil {
+		t.Fatalf("a refused removal removed files: %v", err)
+	}
+	if err := e.m.Remove(ctx, w.Project, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(w.Project.Root); err == nil {
+		t.Fatal("the worktree directory is still there")
+	}
+	e.unchanged(1)
+	if _, err := os.Lstat(filepath.Join(e.source.Root, ".git", "worktrees")); err == nil {
+		t.Error("the source's empty worktrees directory was left")
+	}
+	untouched(t, victim)
+	if b, _ := os.ReadFile(filepath.Join(victim, "a.txt")); string(b) != "victim\n" {
+		t.Errorf("the other repository's checkout changed: %q", b)
+	}
+}
+
+// TestResumeRefusesARedirectedSource: once the source's .git names
+// another repository, a resume's base_ref is not resolved there.
+func TestResumeRefusesARedirectedSource(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w, err := e.m.Create(ctx, e.source, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := newRepo(t)
+	gitDir := filepath.Join(e.source.Root, ".git")
+	if err := os.Rename(gitDir, gitDir+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(gitDir, []byte("gitdir: "+filepath.Join(victim, ".git")+"\n"), 0o644)
+	if _, err := e.m.Resume(ctx, w.Project, "HEAD"); !failure.Is(err, failure.GitDirOutsideProject) {
+		t.Fatalf("resume against a redirected source: %v", err)
+	}
+	untouched(t, victim)
+}
