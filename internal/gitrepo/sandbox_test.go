@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/gitrepo"
 	"github.com/webcodex/webcodex/internal/gitrepo/gittest"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -120,5 +121,71 @@ func TestAddWorktreeWritesOnlyTheNewWorktree(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(config); string(after) != string(before) {
 		t.Fatalf("the filter wrote the source's configuration: %q", after)
+	}
+}
+
+// TestAddWorktreeFailureLeavesNothing: a git worktree add that fails (a
+// commit that does not exist) leaves neither the directory the server
+// made nor a worktrees directory in the repository.
+func TestAddWorktreeFailureLeavesNothing(t *testing.T) {
+	gittest.Need(t)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("HOME", t.TempDir())
+	src, _ := filepath.EvalSymlinks(t.TempDir())
+	gittest.Run(t, src, "init", "-q")
+	gittest.Run(t, src, "commit", "-q", "--allow-empty", "-m", "one")
+	ctx := context.Background()
+	repo, err := gitrepo.Open(ctx, nil, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := repo.Dirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "new")
+	if err := repo.AddWorktree(ctx, d, path, "0123456789abcdef0123456789abcdef01234567"); err == nil {
+		t.Fatal("adding a worktree at a missing commit succeeded")
+	}
+	for _, p := range []string{path, filepath.Join(src, ".git", "worktrees")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was left behind", p)
+		}
+	}
+}
+
+// TestAddWorktreeRefusesALinkedWorktreesDirectory: a repository whose
+// .git/worktrees is a symbolic link to another directory is refused
+// (git_dir_outside_project) before git runs; nothing is created there
+// or at the worktree's path.
+func TestAddWorktreeRefusesALinkedWorktreesDirectory(t *testing.T) {
+	gittest.Need(t)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("HOME", t.TempDir())
+	src, _ := filepath.EvalSymlinks(t.TempDir())
+	gittest.Run(t, src, "init", "-q")
+	gittest.Run(t, src, "commit", "-q", "--allow-empty", "-m", "one")
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(src, ".git", "worktrees")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	repo, err := gitrepo.Open(ctx, nil, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := repo.Dirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "new")
+	if err := repo.AddWorktree(ctx, d, path, "HEAD"); !failure.Is(err, failure.GitDirOutsideProject) {
+		t.Fatalf("a linked worktrees directory: %v", err)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("%d entries were created through the link", len(entries))
+	}
+	if _, err := os.Lstat(path); err == nil {
+		t.Error("the worktree directory was created")
 	}
 }

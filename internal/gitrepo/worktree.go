@@ -111,19 +111,24 @@ func (d Dirs) Admin(name string) string {
 // when git fails.
 func (r Repo) AddWorktree(ctx context.Context, d Dirs, path, commit string) error {
 	name := filepath.Base(path)
-	admins := filepath.Join(d.Common, worktreesDir)
-	switch st, err := os.Lstat(admins); {
+	git, rel, err := d.open()
+	if err != nil {
+		return failure.Wrap(failure.OperationFailed, err, "cannot open the repository's git directory")
+	}
+	defer git.Close()
+	admins := filepath.Join(rel, worktreesDir)
+	switch st, err := git.Lstat(admins); {
 	case errors.Is(err, fs.ErrNotExist):
 		// git would create it; the server does, so that git's grant is it.
-		if err := os.Mkdir(admins, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := git.Mkdir(admins, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return failure.Wrap(failure.OperationFailed, err, "cannot create the repository's worktrees directory")
 		}
 	case err != nil:
-		return failure.Wrap(failure.OperationFailed, err, "cannot read the repository's worktrees directory")
+		return failure.Wrap(failure.GitDirOutsideProject, err, "the repository's %s directory cannot be reached inside the project", worktreesDir)
 	case !st.IsDir():
 		return failure.New(failure.GitDirOutsideProject, "the repository's %s is not a directory", worktreesDir)
 	}
-	if _, err := os.Lstat(d.Admin(name)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := git.Lstat(filepath.Join(admins, name)); !errors.Is(err, fs.ErrNotExist) {
 		return failure.New(failure.WorktreeExists, "the repository already has a worktree named %s", name)
 	}
 	if err := os.Mkdir(path, 0o700); err != nil {
@@ -152,11 +157,29 @@ func addGrants(d Dirs, path string) []string {
 // directory and, when it is the new worktree's, its administrative
 // directory.
 func removeAdded(d Dirs, path string) {
-	if ownAdmin(d, path) {
-		removeBeneath(d.Common, filepath.Join(worktreesDir, filepath.Base(path)))
-	}
+	removeAdmin(d, path)
 	removeBeneath(filepath.Dir(path), filepath.Base(path))
-	removeBeneathIfEmpty(d.Common, worktreesDir)
+	if git, rel, err := d.open(); err == nil {
+		git.Remove(filepath.Join(rel, worktreesDir)) // the server made it; fails unless empty
+		git.Close()
+	}
+}
+
+// open opens the directory through which the server itself touches d's
+// git directory, and returns the common directory's path relative to
+// it: d.Root (so that no symbolic link swapped into the project leads
+// out), or d.Common when Root is unset.
+func (d Dirs) open() (*os.Root, string, error) {
+	base := d.Root
+	if base == "" {
+		base = d.Common
+	}
+	rel, err := filepath.Rel(base, d.Common)
+	if err != nil {
+		return nil, "", err
+	}
+	root, err := os.OpenRoot(base)
+	return root, rel, err
 }
 
 // ownAdmin reports whether the administrative directory named after path
@@ -164,12 +187,12 @@ func removeAdded(d Dirs, path string) {
 // <path>/.git. A directory of that name made for another worktree (or
 // planted) is not touched.
 func ownAdmin(d Dirs, path string) bool {
-	root, err := os.OpenRoot(d.Common)
+	git, rel, err := d.open()
 	if err != nil {
 		return false
 	}
-	defer root.Close()
-	f, err := root.Open(filepath.Join(worktreesDir, filepath.Base(path), "gitdir"))
+	defer git.Close()
+	f, err := git.Open(filepath.Join(rel, worktreesDir, filepath.Base(path), "gitdir"))
 	if err != nil {
 		return false
 	}
@@ -177,6 +200,26 @@ func ownAdmin(d Dirs, path string) bool {
 	b := make([]byte, maxGitdirFileBytes)
 	n, _ := f.Read(b)
 	return strings.TrimSpace(string(b[:n])) == filepath.Join(path, ".git")
+}
+
+// removeAdmin removes the administrative directory of the worktree at
+// path when it is git's own for path (ownAdmin), and then the worktrees
+// directory when it is left empty, as git worktree remove does. Every
+// path is resolved beneath d's root.
+func removeAdmin(d Dirs, path string) error {
+	if !ownAdmin(d, path) {
+		return nil
+	}
+	git, rel, err := d.open()
+	if err != nil {
+		return err
+	}
+	defer git.Close()
+	if err := git.RemoveAll(filepath.Join(rel, worktreesDir, filepath.Base(path))); err != nil {
+		return err
+	}
+	git.Remove(filepath.Join(rel, worktreesDir)) // fails unless empty
+	return nil
 }
 
 // removeBeneath removes name (and everything beneath it) inside dir,
@@ -207,17 +250,16 @@ func removeBeneath(dir, name string) error {
 func RemoveWorktree(ctx context.Context, host runner.Host, d *Dirs, path string, force bool) error {
 	own := d != nil && ownAdmin(*d, path)
 	if !force {
-		if own {
-			if _, err := os.Lstat(filepath.Join(d.Admin(filepath.Base(path)), "locked")); err == nil {
-				return failure.New(failure.OperationFailed, "the worktree is locked; remove it with --force")
-			}
-		}
 		g, err := newGit(host, path)
 		if err != nil {
 			return err
 		}
 		if own {
-			g.gitDir, g.workTree = d.Admin(filepath.Base(path)), path
+			admin := d.Admin(filepath.Base(path))
+			if _, err := os.Lstat(filepath.Join(admin, "locked")); err == nil {
+				return failure.New(failure.OperationFailed, "the worktree is locked; remove it with --force")
+			}
+			g.gitDir, g.workTree = admin, path
 		}
 		r, err := g.probe(ctx)
 		if err != nil {
@@ -235,22 +277,11 @@ func RemoveWorktree(ctx context.Context, host runner.Host, d *Dirs, path string,
 		return failure.Wrap(failure.OperationFailed, err, "cannot remove the worktree directory")
 	}
 	if own {
-		if err := removeBeneath(d.Common, filepath.Join(worktreesDir, filepath.Base(path))); err != nil {
+		if err := removeAdmin(*d, path); err != nil {
 			return failure.Wrap(failure.OperationFailed, err, "cannot remove the worktree's git administrative directory")
 		}
-		// git removes the worktrees directory once it is empty; so does
-		// this (Remove fails on a directory that is not).
-		removeBeneathIfEmpty(d.Common, worktreesDir)
 	}
 	return nil
-}
-
-// removeBeneathIfEmpty removes the empty directory name inside dir.
-func removeBeneathIfEmpty(dir, name string) {
-	if root, err := os.OpenRoot(dir); err == nil {
-		root.Remove(name)
-		root.Close()
-	}
 }
 
 // The parts of a common git directory a commit in a linked worktree
