@@ -227,6 +227,9 @@ func (g git) sandbox() runner.Sandbox {
 		sb.Write = []string{g.indexDir}
 	}
 	sb.Write = append(sb.Write, g.write...)
+	// A worktree's creation grants paths inside a project its children
+	// can rearrange: each is granted only while it holds no link.
+	sb.Exact = len(g.write) > 0
 	return sb
 }
 

@@ -80,9 +80,17 @@ type Sandbox struct {
 	Write []string
 	// ProjectWrite lists paths writable exactly when the project is
 	// (under WorkspaceWrite), granted like the project: never inside a
-	// denied path. A managed worktree's git administrative directory and
-	// the repository data a commit writes are such paths.
+	// denied path, and exactly (see Exact). A managed worktree's git
+	// administrative directory and the repository data a commit writes
+	// are such paths.
 	ProjectWrite []string
+	// Exact grants a Write path only while no symbolic link lies on it,
+	// checked at every confinement: a path whose parent a child swapped
+	// for a link to elsewhere is not granted (the command then fails to
+	// write it) rather than granting the link's target. Landlock binds a
+	// grant to the directory it resolved, so a swap after that is not
+	// followed either.
+	Exact bool
 }
 
 // A Policy is the server-wide sandbox configuration. A nil Policy
@@ -233,6 +241,10 @@ func (p *Policy) Confine(req Sandbox) (*Confinement, error) {
 		var ignored []watched
 		deny = carve(deny, allow, &ignored)
 	}
+	explicit, projectWrite := req.Write, unlinked(req.ProjectWrite)
+	if req.Exact {
+		explicit = unlinked(explicit)
+	}
 	var write []string
 	read := []string{"/"}
 	if req.Project != "" {
@@ -244,14 +256,14 @@ func (p *Policy) Confine(req Sandbox) (*Confinement, error) {
 		if req.Project != "" {
 			write = append(write, req.Project)
 		}
-		write = append(write, req.ProjectWrite...)
+		write = append(write, projectWrite...)
 		write = append(write, p.ExtraWrite...)
 		if c.tmp, err = p.tmpFor(req.Project); err != nil {
 			return nil, err
 		}
 		write = append(write, c.tmp)
 	}
-	in := inputs{read: read, write: write, explicit: req.Write, deny: deny, network: c.network == NetworkOff}
+	in := inputs{read: read, write: write, explicit: explicit, deny: deny, network: c.network == NetworkOff}
 	key := in.key()
 	set := p.cache[key]
 	if set == nil || !set.fresh() {
@@ -451,6 +463,21 @@ func canonicalAll(paths []string) ([]string, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// unlinked returns the paths of ps that are absolute and hold no
+// symbolic link (their resolved form is themselves).
+func unlinked(ps []string) []string {
+	if len(ps) == 0 {
+		return ps
+	}
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if r, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(p) && r == filepath.Clean(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // within reports whether p is d or lies beneath it.

@@ -523,3 +523,51 @@ func TestSandboxProjectWriteFollowsTheProject(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxExactGrantsFollowNoLink: a ProjectWrite path, or a Write
+// path of an Exact request, reached through a symbolic link (a child
+// swapped a parent for a link to elsewhere) is not granted, so the
+// link's target stays unwritable; without Exact a Write path's link is
+// followed as before.
+func TestSandboxExactGrantsFollowNoLink(t *testing.T) {
+	e := newSandboxEnv(t)
+	l := e.local(runner.WorkspaceWrite, runner.NetworkOn)
+	target := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, sb runner.Sandbox) runner.Result {
+		t.Helper()
+		sb.Project = e.project
+		res, err := runner.Run(context.Background(), l, runner.Spec{
+			Argv: []string{"sh", "-c", "echo x > " + filepath.Join(link, name)}, Dir: e.project, Sandbox: sb,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run("p", runner.Sandbox{Mode: runner.WorkspaceWrite, ProjectWrite: []string{link}}); res.ExitCode == 0 {
+		t.Errorf("a ProjectWrite path through a link was granted: %+v", res)
+	}
+	if res := run("e", runner.Sandbox{Mode: runner.ReadOnly, Write: []string{link}, Exact: true}); res.ExitCode == 0 {
+		t.Errorf("an exact Write path through a link was granted: %+v", res)
+	}
+	for _, name := range []string{"p", "e"} {
+		if _, err := os.Lstat(filepath.Join(target, name)); err == nil {
+			t.Errorf("%s was written through the link", name)
+		}
+	}
+	if res := run("w", runner.Sandbox{Mode: runner.ReadOnly, Write: []string{link}}); res.ExitCode != 0 {
+		t.Errorf("a Write path through a link without Exact: %+v", res)
+	}
+	// The target itself, named without a link, is granted exactly.
+	res, err := runner.Run(context.Background(), l, runner.Spec{
+		Argv: []string{"sh", "-c", "echo x > " + filepath.Join(target, "direct")}, Dir: e.project,
+		Sandbox: runner.Sandbox{Mode: runner.WorkspaceWrite, Project: e.project, ProjectWrite: []string{target}},
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Errorf("a ProjectWrite path without a link: %+v %v", res, err)
+	}
+}
