@@ -18,9 +18,10 @@
 // credential; see [runner.ChildEnv]) plus LANG=C, LC_ALL=C,
 // GIT_TERMINAL_PROMPT=0, GIT_OPTIONAL_LOCKS=0, GIT_LITERAL_PATHSPECS=1,
 // GIT_PAGER=cat, the two values the emptied drivers read
-// (WC_GIT_EMPTY="" and WC_GIT_FALSE=false) and, for a
-// private index, GIT_INDEX_FILE; a git pinned to one repository (a
-// worktree's creation or check) also gets GIT_DIR and GIT_WORK_TREE. The base also holds TERM=dumb, NO_COLOR=1,
+// (WC_GIT_EMPTY="" and WC_GIT_FALSE=false) and, for a private index,
+// GIT_INDEX_FILE; a git pinned to one repository (a worktree's creation
+// or its clean check) also gets GIT_DIR (and GIT_WORK_TREE). The base
+// also holds TERM=dumb, NO_COLOR=1,
 // PAGER=cat and, when the server has them, USER, LOGNAME, LC_CTYPE, TZ,
 // TMPDIR and toolchain directories; none of them changes what git status,
 // diff, ls-files or rev-parse print here (LC_ALL overrides LC_CTYPE, the
@@ -34,7 +35,9 @@
 // Because git runs through runner.Host, the host's sandbox confines git
 // too: git runs read-only (whatever the project's mode), and may write
 // only the private index directory, or, for [Repo.AddWorktree], the new
-// worktree's directory and the repository's own worktrees directory.
+// worktree's directory and the repository's own worktrees directory,
+// each granted only while no symbolic link lies on its path
+// ([runner.Sandbox.Exact]).
 //
 // Errors: a missing git is failure.Unavailable; a git that exits
 // unsuccessfully (for example on a repository it refuses as of dubious

@@ -78,7 +78,7 @@ func (r Repo) Dirs() (Dirs, error) {
 		out *string
 	}{{r.gitDir, &d.Git}, {r.commonDir, &d.Common}} {
 		resolved, err := filepath.EvalSymlinks(p.in)
-		if err != nil || !filepath.IsAbs(resolved) || !strings.HasPrefix(resolved, root+string(filepath.Separator)) {
+		if err != nil || !filepath.IsAbs(resolved) || resolved == root || !within(resolved, root) {
 			return Dirs{}, failure.New(failure.GitDirOutsideProject,
 				"the project's git directory %s resolves outside the project's root; the server runs no git that writes there", p.in)
 		}
