@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,8 +21,8 @@ const MaxRefBytes = 256
 // directories inside a common git directory.
 const worktreesDir = "worktrees"
 
-// maxGitdirFileBytes bounds the gitdir file read back from a worktree's
-// administrative directory.
+// maxGitdirFileBytes bounds each git link file read (a .git file, an
+// administrative directory's gitdir and commondir).
 const maxGitdirFileBytes = 4096
 
 // ResolveCommit resolves ref (a branch, tag, commit or any revision
@@ -197,9 +198,8 @@ func ownAdmin(d Dirs, path string) bool {
 		return false
 	}
 	defer f.Close()
-	b := make([]byte, maxGitdirFileBytes)
-	n, _ := f.Read(b)
-	return strings.TrimSpace(string(b[:n])) == filepath.Join(path, ".git")
+	text, ok := readBounded(f)
+	return ok && strings.TrimSpace(text) == filepath.Join(path, ".git")
 }
 
 // removeAdmin removes the administrative directory of the worktree at
@@ -352,18 +352,26 @@ func readGitdir(path string) (string, bool) {
 	return dir, ok
 }
 
-// readFileBounded reads at most maxGitdirFileBytes of the regular file
-// at path, which must not be a symbolic link.
+// readFileBounded reads the regular file at path, which must not be a
+// symbolic link, as readBounded does.
 func readFileBounded(path string) (string, bool) {
 	st, err := os.Lstat(path)
-	if err != nil || !st.Mode().IsRegular() || st.Size() > maxGitdirFileBytes {
+	if err != nil || !st.Mode().IsRegular() {
 		return "", false
 	}
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) > maxGitdirFileBytes {
+	f, err := os.Open(path)
+	if err != nil {
 		return "", false
 	}
-	return string(b), true
+	defer f.Close()
+	return readBounded(f)
+}
+
+// readBounded reads all of f, which must hold at most
+// maxGitdirFileBytes.
+func readBounded(f io.Reader) (string, bool) {
+	b, err := io.ReadAll(io.LimitReader(f, maxGitdirFileBytes+1))
+	return string(b), err == nil && len(b) <= maxGitdirFileBytes
 }
 
 // realDir reports whether p is a directory whose path holds no symbolic
