@@ -67,8 +67,8 @@ type Worktree struct {
 // work tree; failure.GitDirOutsideProject when its git directory (a .git
 // file, a symbolic link, a commondir) resolves outside its root, checked
 // before anything is created; failure.UnknownRef (or invalid_arguments)
-// for a ref naming no commit; failure.WorktreeExists when the chosen directory exists;
-// operation_failed when git fails.
+// for a ref naming no commit; failure.WorktreeExists when the chosen
+// directory exists; operation_failed when git fails.
 func (m *Manager) Create(ctx context.Context, source project.Project, baseRef string) (Worktree, error) {
 	ctx, cancel := gitrepo.WithTimeout(ctx)
 	defer cancel()
@@ -161,7 +161,8 @@ func (m *Manager) discardDir(dirs *gitrepo.Dirs, dir string) {
 //
 // Errors: failure.NotAWorktree when p is an ordinary project;
 // failure.NotAGitCheckout when its directory is gone; failure.BaseRefMismatch when baseRef names another commit;
-// failure.UnknownRef when it names none.
+// failure.UnknownRef when it names none; failure.GitDirOutsideProject
+// when the registered source's git directory now lies outside it.
 func (m *Manager) Resume(ctx context.Context, p project.Project, baseRef string) (Worktree, error) {
 	if !p.Worktree() {
 		return Worktree{}, failure.New(failure.NotAWorktree, "project %s is not a managed worktree", p.ID)
