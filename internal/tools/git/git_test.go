@@ -213,7 +213,9 @@ func TestGitRunsThroughTheHost(t *testing.T) {
 	if d := decode[git.DiffOutput](t, dispatchOn(t, h, r.dir, "git_diff", nil)); d.TotalFiles != 1 {
 		t.Fatalf("diff = %+v", d)
 	}
-	want := []string{"rev-parse", "status", "rev-parse", "diff", "diff", "ls-files"}
+	// Each Open reads the repository's filter drivers (config) to empty
+	// them in every later git.
+	want := []string{"rev-parse", "config", "status", "rev-parse", "config", "diff", "diff", "ls-files"}
 	if !slices.Equal(h.commands, want) {
 		t.Fatalf("host started %q, want %q", h.commands, want)
 	}
