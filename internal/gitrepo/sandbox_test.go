@@ -189,3 +189,50 @@ func TestAddWorktreeRefusesALinkedWorktreesDirectory(t *testing.T) {
 		t.Error("the worktree directory was created")
 	}
 }
+
+// TestAddWorktreeUnderALinkedParent: the worktrees' parent reached
+// through a symbolic link (a data directory under a linked home) still
+// gets a worktree under the exact sandbox grants, at the real path, and
+// its removal takes the administrative directory with it.
+func TestAddWorktreeUnderALinkedParent(t *testing.T) {
+	if runner.LandlockABI() < 1 {
+		t.Skip("Landlock is unavailable on this kernel")
+	}
+	gittest.Need(t)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("HOME", t.TempDir())
+	src, _ := filepath.EvalSymlinks(t.TempDir())
+	gittest.Run(t, src, "init", "-q")
+	gittest.Run(t, src, "commit", "-q", "--allow-empty", "-m", "one")
+	real, _ := filepath.EvalSymlinks(t.TempDir())
+	link := filepath.Join(t.TempDir(), "data")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	host := &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite}}
+	defer host.Policy.Close()
+	ctx := context.Background()
+	repo, err := gitrepo.Open(ctx, host, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := repo.Dirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.AddWorktree(ctx, d, filepath.Join(link, "wt"), "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(real, "wt")
+	if got := gitrepo.WorktreeGrants(path); len(got) == 0 {
+		t.Fatal("the new worktree's links are not git's own")
+	}
+	if err := gitrepo.RemoveWorktree(ctx, host, &d, path, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, filepath.Join(src, ".git", "worktrees")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is left after the removal", p)
+		}
+	}
+}

@@ -96,8 +96,9 @@ func (d Dirs) Admin(name string) string {
 
 // AddWorktree creates a detached worktree of the repository of d (which
 // r was opened on) at path, checked out at commit. path must not exist
-// and its parent must; path's base name is the worktree's name, and no
-// administrative directory of that name may exist yet.
+// and its parent must (symbolic links in the parent's path are resolved
+// first); path's base name is the worktree's name, and no administrative
+// directory of that name may exist yet.
 //
 // AddWorktree creates the empty directory path itself, so that git,
 // pinned to d (GIT_DIR), may write only path and <Common>/worktrees (the
@@ -112,6 +113,13 @@ func (d Dirs) Admin(name string) string {
 // when git fails.
 func (r Repo) AddWorktree(ctx context.Context, d Dirs, path, commit string) error {
 	name := filepath.Base(path)
+	// The parent is the server's own directory: resolving its links makes
+	// path the real path git records and the exact grant names.
+	parent, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		return failure.Wrap(failure.OperationFailed, err, "cannot resolve the worktree's parent directory")
+	}
+	path = filepath.Join(parent, name)
 	git, rel, err := d.open()
 	if err != nil {
 		return failure.Wrap(failure.OperationFailed, err, "cannot open the repository's git directory")
