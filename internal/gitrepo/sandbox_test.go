@@ -227,7 +227,7 @@ func TestAddWorktreeUnderALinkedParent(t *testing.T) {
 	if got := gitrepo.WorktreeGrants(path); len(got) == 0 {
 		t.Fatal("the new worktree's links are not git's own")
 	}
-	if err := gitrepo.RemoveWorktree(ctx, host, &d, path, false); err != nil {
+	if err := gitrepo.RemoveWorktree(ctx, host, &d, filepath.Join(link, "wt"), false); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{path, filepath.Join(src, ".git", "worktrees")} {

@@ -256,6 +256,9 @@ func removeBeneath(dir, name string) error {
 // Errors: operation_failed for a worktree with changes without force, or
 // a removal that fails.
 func RemoveWorktree(ctx context.Context, host runner.Host, d *Dirs, path string, force bool) error {
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		path = filepath.Join(parent, filepath.Base(path)) // the real path git recorded
+	}
 	own := d != nil && ownAdmin(*d, path)
 	if !force {
 		g, err := newGit(host, path)
