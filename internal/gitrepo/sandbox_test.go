@@ -236,3 +236,35 @@ func TestAddWorktreeUnderALinkedParent(t *testing.T) {
 		}
 	}
 }
+
+// TestAddWorktreeAtAnExistingPathChangesNothing: a path that exists is
+// worktree_exists, and neither it nor the repository's git directory
+// (no worktrees directory) is touched.
+func TestAddWorktreeAtAnExistingPathChangesNothing(t *testing.T) {
+	gittest.Need(t)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("HOME", t.TempDir())
+	src, _ := filepath.EvalSymlinks(t.TempDir())
+	gittest.Run(t, src, "init", "-q")
+	gittest.Run(t, src, "commit", "-q", "--allow-empty", "-m", "one")
+	ctx := context.Background()
+	repo, err := gitrepo.Open(ctx, nil, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := repo.Dirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir()
+	os.WriteFile(filepath.Join(path, "keep.txt"), []byte("mine"), 0o644)
+	if err := repo.AddWorktree(ctx, d, path, "HEAD"); !failure.Is(err, failure.WorktreeExists) {
+		t.Fatalf("an existing path: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(src, ".git", "worktrees")); err == nil {
+		t.Error("the repository's worktrees directory was created")
+	}
+	if entries, _ := os.ReadDir(path); len(entries) != 1 {
+		t.Errorf("the existing directory holds %d entries", len(entries))
+	}
+}

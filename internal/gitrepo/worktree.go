@@ -126,25 +126,32 @@ func (r Repo) AddWorktree(ctx context.Context, d Dirs, path, commit string) erro
 	}
 	defer git.Close()
 	admins := filepath.Join(rel, worktreesDir)
-	switch st, err := git.Lstat(admins); {
-	case errors.Is(err, fs.ErrNotExist):
-		// git would create it; the server does, so that git's grant is it.
-		if err := git.Mkdir(admins, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return failure.Wrap(failure.OperationFailed, err, "cannot create the repository's worktrees directory")
-		}
+	st, err := git.Lstat(admins)
+	missing := errors.Is(err, fs.ErrNotExist)
+	switch {
+	case missing:
 	case err != nil:
 		return failure.Wrap(failure.GitDirOutsideProject, err, "the repository's %s directory cannot be reached inside the project", worktreesDir)
 	case !st.IsDir():
 		return failure.New(failure.GitDirOutsideProject, "the repository's %s is not a directory", worktreesDir)
-	}
-	if _, err := git.Lstat(filepath.Join(admins, name)); !errors.Is(err, fs.ErrNotExist) {
-		return failure.New(failure.WorktreeExists, "the repository already has a worktree named %s", name)
+	default:
+		if _, err := git.Lstat(filepath.Join(admins, name)); !errors.Is(err, fs.ErrNotExist) {
+			return failure.New(failure.WorktreeExists, "the repository already has a worktree named %s", name)
+		}
 	}
 	if err := os.Mkdir(path, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return failure.New(failure.WorktreeExists, "the worktree directory %s already exists", name)
 		}
 		return failure.Wrap(failure.OperationFailed, err, "cannot create the worktree directory")
+	}
+	// git would create the worktrees directory; the server does, so that
+	// git's grant is it.
+	if missing {
+		if err := git.Mkdir(admins, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			removeBeneath(parent, name)
+			return failure.Wrap(failure.OperationFailed, err, "cannot create the repository's worktrees directory")
+		}
 	}
 	g := r.git
 	g.gitDir = d.Git
