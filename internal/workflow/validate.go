@@ -99,6 +99,9 @@ func ValidateEvent(e Event) error {
 			return fmt.Errorf("facts: value longer than %d characters", FactMaxChars)
 		}
 	}
+	if err := checkReplay(e); err != nil {
+		return err
+	}
 	if (e.Kind == EventValidationRecorded) != (e.Validation != nil) {
 		return fmt.Errorf("validation: present exactly on validation_recorded events")
 	}
