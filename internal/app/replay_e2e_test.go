@@ -155,6 +155,12 @@ func TestReplaysRecordedAsReplays(t *testing.T) {
 	for _, r := range ev.Records {
 		recs = append(recs, r.Record)
 	}
+	// The summary's and the journal's counts: four of the records are replays.
+	var counts evidence.Counts
+	decodeInto(t, sum.Output["evidence"], &counts)
+	if counts.Replays != 4 || ev.Counts.Replays != 4 {
+		t.Fatalf("evidence counts %+v (summary) and %+v (journal), want 4 replays", counts, ev.Counts)
+	}
 	posts, postRecs := finishedOf(evs, "post_session_message"), recordsOf(recs, "post_session_message")
 	completes, completeRecs := finishedOf(evs, "complete_session_message"), recordsOf(recs, "complete_session_message")
 	if len(posts) != 4 || len(postRecs) != 4 || len(completes) != 4 || len(completeRecs) != 4 {

@@ -376,12 +376,15 @@ type Entry struct {
 	Record    Record `json:"record"`
 }
 
-// Counts is the number of records of a session per binding state.
+// Counts is the number of records of a session per binding state, and
+// how many of them are replays (Record.Replayed: calls that returned an
+// earlier call's result and changed nothing), whatever their binding.
 type Counts struct {
 	Verified     int64 `json:"verified"`
 	Sessionless  int64 `json:"sessionless"`
 	InvalidClaim int64 `json:"invalid_claim"`
 	Unknown      int64 `json:"unknown"`
+	Replays      int64 `json:"replays"`
 }
 
 // Add counts one record of binding b.

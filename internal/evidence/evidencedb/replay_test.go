@@ -58,6 +58,11 @@ func TestReplayRecordsVerify(t *testing.T) {
 	if replays != 2 {
 		t.Fatalf("%d replays read back, want 2", replays)
 	}
+	// fill(0, 4) cycles through the four bindings; the two replays and
+	// record 6 are verified.
+	if c, err := j.SessionCounts(ctx, "wc_sess_a"); err != nil || c != (evidence.Counts{Verified: 4, Sessionless: 1, InvalidClaim: 1, Unknown: 1, Replays: 2}) {
+		t.Fatalf("counts %+v %v", c, err)
+	}
 	b, err := j.ExportBundle(ctx, "wc_sess_a")
 	if err != nil {
 		t.Fatal(err)

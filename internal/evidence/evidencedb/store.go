@@ -551,7 +551,7 @@ func (j *Journal) sessionEntries(ctx context.Context, sessionID, tail string, ar
 }
 
 // SessionCounts counts the records of sessionID (claimed or verified) per
-// binding state.
+// binding state, and the replays among them.
 func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence.Counts, error) {
 	if err := checkSessionID(sessionID); err != nil {
 		return evidence.Counts{}, err
@@ -559,7 +559,7 @@ func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence
 	if err := j.flushBeforeRead(ctx); err != nil {
 		return evidence.Counts{}, err
 	}
-	rows, err := j.db.Read.QueryContext(ctx, `SELECT session_binding, COUNT(*) FROM records
+	rows, err := j.db.Read.QueryContext(ctx, `SELECT session_binding, COUNT(*), SUM(replay_of != '') FROM records
 		WHERE idx IN (`+sqlSession+`) GROUP BY session_binding`, sessionID)
 	if err != nil {
 		return evidence.Counts{}, wrapRead(err)
@@ -568,11 +568,12 @@ func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence
 	var c evidence.Counts
 	for rows.Next() {
 		var b string
-		var n int64
-		if err := rows.Scan(&b, &n); err != nil {
+		var n, replays int64
+		if err := rows.Scan(&b, &n, &replays); err != nil {
 			return evidence.Counts{}, wrapRead(err)
 		}
 		c.Add(evidence.Binding(b), n)
+		c.Replays += replays
 	}
 	return c, wrapRead(rows.Err())
 }
