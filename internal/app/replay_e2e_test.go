@@ -137,8 +137,10 @@ func TestReplaysRecordedAsReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Counters.ToolFailures != before.Counters.ToolFailures+2 || after.Counters.ToolCalls != before.Counters.ToolCalls+3 {
-		// +3: the two conflicts and the board listing in between.
+	if after.Counters.ToolFailures != before.Counters.ToolFailures+2 || after.Counters.ToolCalls != before.Counters.ToolCalls+3 ||
+		after.Counters.Replays != 4 || before.Counters.Replays != 4 {
+		// +3: the two conflicts and the board listing in between; the
+		// four replays, and no conflict among them.
 		t.Fatalf("counters %+v, were %+v", after.Counters, before.Counters)
 	}
 

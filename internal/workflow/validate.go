@@ -57,7 +57,7 @@ func ValidateSession(s Session) error {
 		}
 	}
 	if s.EventsObserved < 0 || s.Counters.ToolCalls < 0 || s.Counters.ToolFailures < 0 ||
-		s.Counters.Instructions < 0 || s.Counters.GuardDenials < 0 {
+		s.Counters.Instructions < 0 || s.Counters.GuardDenials < 0 || s.Counters.Replays < 0 {
 		return fmt.Errorf("counters: negative")
 	}
 	return nil

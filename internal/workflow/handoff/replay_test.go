@@ -30,6 +30,9 @@ func TestFeedbackCountsReplaysApart(t *testing.T) {
 	if a.ToolCalls != 3 || a.MeaningfulToolCalls != 1 || a.Replays != 2 || a.Failures != 0 {
 		t.Fatalf("activity %+v, want 3 calls, 1 meaningful, 2 replays", a)
 	}
+	if l.s.Counters.Replays != 2 || l.s.Counters.ToolFailures != 0 {
+		t.Fatalf("session counters %+v, want 2 replays", l.s.Counters)
+	}
 	if b.Progress.MeaningfulToolCalls != 1 {
 		t.Fatalf("brief counts %d meaningful calls, want 1", b.Progress.MeaningfulToolCalls)
 	}
