@@ -13,13 +13,14 @@ var timelineRowRE = regexp.MustCompile(`(?s)<tr class="[^"]*">.*?</tr>`)
 
 // The timeline labels each replayed call as a replay of its original, no
 // new effect: three identical keyed posts are one post and two labelled
-// replays of the same message.
+// replays of the same message, and three identical completions one
+// completion and two labelled replays of it.
 func TestTimelineLabelsReplays(t *testing.T) {
 	s := start(t)
 	tok := s.token(t, "alice")
 	sid := s.startSession(t, tok, "replay session")
-	post := map[string]any{"session_id": sid, "kind": "note", "message": "rebased on main", "delivery_key": "n-1"}
-	var id string
+	post := map[string]any{"session_id": sid, "kind": "todo", "message": "rebase on main", "delivery_key": "n-1"}
+	var todo string
 	for i := 0; i < 3; i++ {
 		out := s.call(t, tok, "post_session_message", post)
 		var m struct {
@@ -28,7 +29,20 @@ func TestTimelineLabelsReplays(t *testing.T) {
 		if err := json.Unmarshal(out["message"], &m); err != nil || m.ID == "" {
 			t.Fatalf("post %d: %s", i, out["message"])
 		}
-		id = m.ID
+		todo = m.ID
+	}
+	var fence string
+	json.Unmarshal(s.call(t, tok, "get_session_assignment", map[string]any{"session_id": sid, "message_id": todo})["assignment_fence"], &fence)
+	complete := map[string]any{"session_id": sid, "message_id": todo, "answer": "rebased", "completion_key": "c-1", "expected_assignment_fence": fence}
+	var completion string
+	for i := 0; i < 3; i++ {
+		var c struct {
+			CompletionID string `json:"completion_id"`
+		}
+		if err := json.Unmarshal(s.call(t, tok, "complete_session_message", complete)["todo"], &c); err != nil || c.CompletionID == "" {
+			t.Fatalf("completion %d: %v", i, err)
+		}
+		completion = c.CompletionID
 	}
 	b := s.browser(t)
 	b.login(tok)
@@ -36,20 +50,22 @@ func TestTimelineLabelsReplays(t *testing.T) {
 	if p.status != http.StatusOK {
 		t.Fatalf("timeline: %d", p.status)
 	}
-	var posts, replays int
-	for _, row := range timelineRowRE.FindAllString(p.body, -1) {
-		if !strings.Contains(row, "post_session_message") {
-			continue
-		}
-		posts++
-		if strings.Contains(row, "replay, no new effect") {
-			replays++
-			if !strings.Contains(row, "<code>"+id+"</code>") {
-				t.Errorf("a replay row does not name the original %s: %s", id, row)
+	for tool, original := range map[string]string{"post_session_message": todo, "complete_session_message": completion} {
+		var calls, replays int
+		for _, row := range timelineRowRE.FindAllString(p.body, -1) {
+			if !strings.Contains(row, "<strong>"+tool+"</strong>") {
+				continue
+			}
+			calls++
+			if strings.Contains(row, "replay, no new effect") {
+				replays++
+				if !strings.Contains(row, "of <code>"+original+"</code>") {
+					t.Errorf("a %s replay row does not name the original %s: %s", tool, original, row)
+				}
 			}
 		}
-	}
-	if posts != 3 || replays != 2 {
-		t.Fatalf("timeline shows %d post rows, %d labelled replays; want 3 and 2:\n%s", posts, replays, p.body)
+		if calls != 3 || replays != 2 {
+			t.Fatalf("timeline shows %d %s rows, %d labelled replays; want 3 and 2:\n%s", calls, tool, replays, p.body)
+		}
 	}
 }
