@@ -123,13 +123,23 @@ func TestSessionCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A replayed post: shown as a replay of its original and counted
+	// apart, and carried through export and import.
+	const original = "wc_msg_0123456789abcdef0123456789abcdef"
+	if err := svc.FinishCall(ctx, s.ID, s.CreatedAt, workflow.CallWrite{},
+		workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "post_session_message", CallID: "call_1", InvocationID: "inv_1", Role: workflow.RoleBusiness},
+		workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "post_session_message", CallID: "call_1", InvocationID: "inv_1", Role: workflow.RoleBusiness,
+			Outcome: workflow.OutcomeOK, Replayed: true, ReplayOf: original}); err != nil {
+		t.Fatal(err)
+	}
 	st.Close()
 
 	if out := mustRun(t, "--data-dir", data, "session", "list"); !strings.Contains(out, s.ID) || !strings.Contains(out, "Refactor the parser") {
 		t.Fatalf("list: %s", out)
 	}
 	show := mustRun(t, "--data-dir", data, "session", "show", s.ID)
-	if !strings.Contains(show, "task_instruction") || !strings.Contains(show, "active (normal)") {
+	if !strings.Contains(show, "task_instruction") || !strings.Contains(show, "active (normal)") ||
+		!strings.Contains(show, "1 started, 0 failed, 1 replays (no new effect)") || !strings.Contains(show, "replay of "+original[:20]) {
 		t.Fatalf("show: %s", show)
 	}
 	if _, err := run(t, "--data-dir", data, "session", "show", "wc_sess_bad"); err == nil {

@@ -315,7 +315,7 @@ func printEntries(w io.Writer, es []evidence.Entry, c evidence.Counts, asJSON bo
 	if asJSON {
 		return writeJSON(w, map[string]any{"records": es, "counts": c, "proves": handoff.EvidenceProves})
 	}
-	fprintf(w, "verified %d, sessionless %d, invalid_claim %d, unknown %d\n", c.Verified, c.Sessionless, c.InvalidClaim, c.Unknown)
+	fprintf(w, "verified %d, sessionless %d, invalid_claim %d, unknown %d; replays %d\n", c.Verified, c.Sessionless, c.InvalidClaim, c.Unknown, c.Replays)
 	fprintf(w, "(%s)\n", handoff.EvidenceProves)
 	if len(es) == 0 {
 		fprintf(w, "No records.\n")
@@ -329,8 +329,12 @@ func printEntries(w io.Writer, es []evidence.Entry, c evidence.Counts, asJSON bo
 		for i, x := range r.Reasons {
 			reasons[i] = string(x)
 		}
+		outcome := string(r.Outcome)
+		if r.Replayed {
+			outcome += ", replay of " + r.ReplayOf
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Index, r.At.Local().Format("2006-01-02 15:04:05"), r.Tool, r.Source,
-			r.Binding, strings.Join(reasons, ","), r.Outcome, r.InvocationID)
+			r.Binding, strings.Join(reasons, ","), outcome, r.InvocationID)
 	}
 	return tw.Flush()
 }

@@ -61,6 +61,31 @@ func evidenceRecord(i int, b evidence.Binding, sess string) evidence.Record {
 	return r
 }
 
+// TestEvidenceListShowsReplays: `webcodex evidence list` counts the
+// replays and names each one's original.
+func TestEvidenceListShowsReplays(t *testing.T) {
+	data := t.TempDir()
+	j, err := evidencedb.Open(context.Background(), data, evidence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		r := evidenceRecord(i, evidence.BindingVerified, "wc_sess_x")
+		if i > 0 {
+			r.Replayed, r.ReplayOf = true, "wc_cmp_1"
+		}
+		if _, err := j.Append(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	out, err := runEvidence(t, data, "list", "--session", "wc_sess_x")
+	if err != nil || !strings.Contains(out, "verified 3, sessionless 0, invalid_claim 0, unknown 0; replays 2") ||
+		strings.Count(out, "ok, replay of wc_cmp_1") != 2 {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+}
+
 func TestEvidenceCommands(t *testing.T) {
 	data := t.TempDir()
 	j, err := evidencedb.Open(context.Background(), data, evidence.Options{})

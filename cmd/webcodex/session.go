@@ -348,8 +348,8 @@ func printSession(w io.Writer, s workflow.Session, evs []workflow.Event, asJSON 
 		fprintf(w, "Defaults   cwd=%q shell=%q\n", s.ExecutionContext.DefaultCwd, s.ExecutionContext.DefaultShell)
 	}
 	fprintf(w, "Events     %d observed, %d shown%s\n", s.EventsObserved, len(evs), map[bool]string{true: " (older events dropped by retention)", false: ""}[s.RetentionTruncated])
-	fprintf(w, "Calls      %d started, %d failed; %d instructions; %d guard denials\n\n",
-		s.Counters.ToolCalls, s.Counters.ToolFailures, s.Counters.Instructions, s.Counters.GuardDenials)
+	fprintf(w, "Calls      %d started, %d failed, %d replays (no new effect); %d instructions; %d guard denials\n\n",
+		s.Counters.ToolCalls, s.Counters.ToolFailures, s.Counters.Replays, s.Counters.Instructions, s.Counters.GuardDenials)
 	tw := table(w)
 	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tTOOL\tROLE\tOUTCOME\tDETAIL")
 	for _, e := range evs {
@@ -361,6 +361,8 @@ func printSession(w io.Writer, s workflow.Session, evs []workflow.Event, asJSON 
 
 func detail(e workflow.Event) string {
 	switch {
+	case e.Replayed:
+		return "replay of " + e.ReplayOf + ", no new effect"
 	case e.Text != "":
 		return strings.ReplaceAll(e.Text, "\n", " ")
 	case len(e.ChangedPaths) > 0:

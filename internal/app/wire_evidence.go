@@ -153,6 +153,8 @@ func evidenceRecord(r kernel.Record) evidence.Record {
 		DurationMS:          r.Duration.Milliseconds(),
 		ArgumentsDigest:     r.ArgsSHA256,
 		ResultDigest:        r.ResultSHA256,
+		Replayed:            r.ReplayOf != "",
+		ReplayOf:            r.ReplayOf,
 	}
 	if out.Outcome == "" {
 		out.Outcome = evidence.OutcomeUnknown

@@ -38,7 +38,12 @@ type Row struct {
 	Failure workflow.FailureClass
 	// Open is true for a call started and not (yet) finished in the
 	// retained tail.
-	Open         bool
+	Open bool
+	// Replayed is true for an idempotent replay: the call returned the
+	// result of an earlier one, named by ReplayOf (a message or completion
+	// id), and changed nothing; it is no new effect.
+	Replayed     bool
+	ReplayOf     string
 	Text         string
 	ChangedPaths []string
 	Facts        []Fact
@@ -103,6 +108,7 @@ func finish(r *Row, e workflow.Event) {
 		r.Validation = e.Validation
 	}
 	r.Expectation, r.ExpectationMatched = e.Facts["expectation"], e.Facts["expectation_matched"]
+	r.Replayed, r.ReplayOf = e.Replayed, e.ReplayOf
 	r.Failure = workflow.ClassifyFailure(e)
 }
 

@@ -111,8 +111,8 @@ func VerifyBundleWith(b []byte, trusted []string) (Report, error) {
 		case err != nil:
 			rep.Unparseable++
 			rec(FindingMalformed, "canonical bytes do not start with %q and a version", Magic)
-		case v != SchemaVersion:
-			rec(FindingUnsupportedSchema, "canonical schema version %d; this build reads %d", v, SchemaVersion)
+		case !SupportedSchema(v):
+			rec(FindingUnsupportedSchema, "canonical schema version %d; this build reads %d to %d", v, MinSchemaVersion, SchemaVersion)
 		default:
 			h, r, err := ParseCanonical(br.Canonical)
 			if err != nil {

@@ -39,10 +39,12 @@ type Header struct {
 	Index     uint64
 }
 
-// Canonical returns the deterministic version-1 encoding of r as the leaf at
-// index of journal journalID, appended while key keyID was current. The
-// format (docs/evidence.md) is: the 4 bytes "WCEV", the schema version as a
-// big-endian uint16, then every field in a fixed order, with no names:
+// Canonical returns the deterministic encoding of r, in version
+// r.Schema(), as the leaf at index of journal journalID, appended while key
+// keyID was current. The format (docs/evidence.md) is: the 4 bytes "WCEV",
+// the schema version as a big-endian uint16, then every field in a fixed
+// order, with no names (version 2 ends with replay_of after the fields of
+// version 1):
 // strings as a big-endian uint32 byte length followed by the UTF-8 bytes,
 // integers as 8-byte big-endian two's complement, lists as a big-endian
 // uint32 count followed by each string, SHA-256 digests as one length byte
@@ -58,7 +60,7 @@ func (r Record) Canonical(journalID, keyID string, index uint64) ([]byte, error)
 	var e enc
 	e.b = make([]byte, 0, 512)
 	e.b = append(e.b, Magic...)
-	e.b = binary.BigEndian.AppendUint16(e.b, SchemaVersion)
+	e.b = binary.BigEndian.AppendUint16(e.b, r.Schema())
 	e.str(journalID)
 	e.str(keyID)
 	e.u64(index)
@@ -86,10 +88,13 @@ func (r Record) Canonical(journalID, keyID string, index uint64) ([]byte, error)
 	e.u64(uint64(r.DurationMS))
 	e.digest(r.ArgumentsDigest)
 	e.digest(r.ResultDigest)
+	if r.Replayed {
+		e.str(r.ReplayOf)
+	}
 	return e.b, nil
 }
 
-// SetCanonicalIndex returns canonical bytes (of this schema version) with
+// SetCanonicalIndex returns canonical bytes (of a version this build writes) with
 // the index field replaced, without re-encoding: it lets a caller encode a
 // record before its index is known. It copies b.
 func SetCanonicalIndex(b []byte, index uint64) []byte {
@@ -137,17 +142,22 @@ func SchemaOf(b []byte) (uint16, error) {
 	return binary.BigEndian.Uint16(b[len(Magic):]), nil
 }
 
+// SupportedSchema reports whether this build reads canonical schema
+// version v.
+func SupportedSchema(v uint16) bool { return v >= MinSchemaVersion && v <= SchemaVersion }
+
 // ParseCanonical decodes canonical bytes. It fails with ErrUnsupportedSchema
-// for another schema version and ErrMalformed for anything that is not
-// exactly one valid encoding (truncated, trailing bytes, invalid UTF-8, or a
-// record that fails Validate). Canonical(h.JournalID, h.KeyID, h.Index) of
-// the result reproduces b byte for byte.
+// for a schema version this build does not read and ErrMalformed for
+// anything that is not exactly one valid encoding (truncated, trailing
+// bytes, invalid UTF-8, a record that fails Validate, or a version-2
+// encoding of a record that is no replay). Canonical(h.JournalID, h.KeyID,
+// h.Index) of the result reproduces b byte for byte.
 func ParseCanonical(b []byte) (Header, Record, error) {
 	v, err := SchemaOf(b)
 	if err != nil {
 		return Header{}, Record{}, err
 	}
-	if v != SchemaVersion {
+	if !SupportedSchema(v) {
 		return Header{Version: v}, Record{}, fmt.Errorf("%w %d", ErrUnsupportedSchema, v)
 	}
 	if len(b) > MaxCanonicalBytes {
@@ -189,6 +199,14 @@ func ParseCanonical(b []byte) (Header, Record, error) {
 	r.DurationMS = int64(d.u64())
 	r.ArgumentsDigest = d.digest()
 	r.ResultDigest = d.digest()
+	if v == 2 {
+		r.ReplayOf = d.str()
+		// Version 2 is a replay's encoding and names its original.
+		r.Replayed = true
+		if r.ReplayOf == "" {
+			d.bad = true
+		}
+	}
 	if d.bad || len(d.b) != 0 {
 		return Header{}, Record{}, ErrMalformed
 	}

@@ -66,29 +66,101 @@ func TestCanonicalGolden(t *testing.T) {
 	if _, _, err := evidence.ParseCanonical(append(c, 0)); !errors.Is(err, evidence.ErrMalformed) {
 		t.Fatal("trailing byte accepted")
 	}
+	v3 := bytes.Clone(c)
+	v3[5] = 3
+	if _, _, err := evidence.ParseCanonical(v3); !errors.Is(err, evidence.ErrUnsupportedSchema) {
+		t.Fatalf("version 3: %v", err)
+	}
+	// Version 2 is a replay's encoding: a record that is no replay
+	// relabelled as version 2 lacks the original it must name.
 	v2 := bytes.Clone(c)
 	v2[5] = 2
-	if _, _, err := evidence.ParseCanonical(v2); !errors.Is(err, evidence.ErrUnsupportedSchema) {
-		t.Fatalf("version 2: %v", err)
+	if _, _, err := evidence.ParseCanonical(v2); !errors.Is(err, evidence.ErrMalformed) {
+		t.Fatalf("version 2 without replay_of: %v", err)
+	}
+}
+
+// replayGolden is the replay whose version-2 encoding docs/evidence.md
+// documents: golden() as the replay of completion wc_cmp_1.
+func replayGolden() evidence.Record {
+	r := golden()
+	r.Tool = "complete_session_message"
+	r.Replayed, r.ReplayOf = true, "wc_cmp_1"
+	return r
+}
+
+// TestCanonicalReplayGolden pins the version-2 encoding: the version-1
+// fields, then replay_of. A record that is no replay keeps its version-1
+// bytes (TestCanonicalGolden).
+func TestCanonicalReplayGolden(t *testing.T) {
+	r := replayGolden()
+	c, err := r.Canonical("j1", "0a1b2c3d", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(c, []byte("WCEV\x00\x02")) || !bytes.HasSuffix(c, []byte("\x00\x00\x00\x08wc_cmp_1")) {
+		t.Fatalf("version 2 bytes % x", c)
+	}
+	noReplay := r
+	noReplay.Replayed, noReplay.ReplayOf = false, ""
+	c1, _ := noReplay.Canonical("j1", "0a1b2c3d", 7)
+	if !bytes.Equal(c[6:len(c)-12], c1[6:]) {
+		t.Fatal("version 2 is not version 1's fields followed by replay_of")
+	}
+	const wantLeaf = "943a9373dc2054b1ea23e5232a4d234c2a98b1fc6d3799fd712a07da1dbc3492"
+	got := hex.EncodeToString(evidence.LeafHash(c))
+	t.Logf("replay canonical %d bytes, leaf %s", len(c), got)
+	if got != wantLeaf {
+		t.Fatalf("leaf %s, want %s", got, wantLeaf)
+	}
+	h, back, err := evidence.ParseCanonical(c)
+	if err != nil || h.Version != 2 || !back.Replayed || back.ReplayOf != "wc_cmp_1" {
+		t.Fatalf("parse: %+v %+v %v", h, back, err)
+	}
+	c2, _ := back.Canonical(h.JournalID, h.KeyID, h.Index)
+	if !bytes.Equal(c, c2) {
+		t.Fatal("round trip changed the bytes")
+	}
+	c0, _ := r.Canonical("j1", "0a1b2c3d", 0)
+	if !bytes.Equal(evidence.SetCanonicalIndex(c0, 7), c) {
+		t.Fatal("SetCanonicalIndex differs from encoding with the index")
+	}
+	for i := 0; i < len(c); i++ {
+		if _, _, err := evidence.ParseCanonical(c[:i]); !errors.Is(err, evidence.ErrMalformed) {
+			t.Fatalf("truncated at %d: %v", i, err)
+		}
+	}
+	// An empty replay_of in version-2 bytes is no replay: malformed.
+	empty := append(bytes.Clone(c[:len(c)-12]), 0, 0, 0, 0)
+	if _, _, err := evidence.ParseCanonical(empty); !errors.Is(err, evidence.ErrMalformed) {
+		t.Fatalf("version 2 with an empty replay_of: %v", err)
 	}
 }
 
 func TestValidateRejects(t *testing.T) {
 	cases := map[string]func(r *evidence.Record){
-		"unknown source":           func(r *evidence.Record) { r.Source = "ftp" },
-		"unknown outcome":          func(r *evidence.Record) { r.Outcome = "maybe" },
-		"unknown binding":          func(r *evidence.Record) { r.Binding = "trusted" },
-		"unknown key":              func(r *evidence.Record) { r.CheckedKeys = append(r.CheckedKeys, "color") },
-		"checked and skipped":      func(r *evidence.Record) { r.SkippedKeys = []evidence.CheckKey{evidence.KeyProject} },
-		"verified wrong reason":    func(r *evidence.Record) { r.Reasons = []evidence.Reason{evidence.ReasonNotRegistered} },
-		"verified without session": func(r *evidence.Record) { r.Verified.SessionID = "" },
-		"no invocation id":         func(r *evidence.Record) { r.InvocationID = "" },
-		"verified another session": func(r *evidence.Record) { r.Verified.SessionID = "wc_sess_2" },
-		"zero time":                func(r *evidence.Record) { r.At = time.Time{} },
-		"bad digest":               func(r *evidence.Record) { r.ResultDigest = "abc" },
-		"long field":               func(r *evidence.Record) { r.Tool = string(bytes.Repeat([]byte("x"), evidence.MaxFieldBytes+1)) },
-		"negative duration":        func(r *evidence.Record) { r.DurationMS = -1 },
-		"duplicate reason":         func(r *evidence.Record) { r.Reasons = append(r.Reasons, r.Reasons[0]) },
+		"unknown source":            func(r *evidence.Record) { r.Source = "ftp" },
+		"unknown outcome":           func(r *evidence.Record) { r.Outcome = "maybe" },
+		"unknown binding":           func(r *evidence.Record) { r.Binding = "trusted" },
+		"unknown key":               func(r *evidence.Record) { r.CheckedKeys = append(r.CheckedKeys, "color") },
+		"checked and skipped":       func(r *evidence.Record) { r.SkippedKeys = []evidence.CheckKey{evidence.KeyProject} },
+		"verified wrong reason":     func(r *evidence.Record) { r.Reasons = []evidence.Reason{evidence.ReasonNotRegistered} },
+		"verified without session":  func(r *evidence.Record) { r.Verified.SessionID = "" },
+		"no invocation id":          func(r *evidence.Record) { r.InvocationID = "" },
+		"verified another session":  func(r *evidence.Record) { r.Verified.SessionID = "wc_sess_2" },
+		"zero time":                 func(r *evidence.Record) { r.At = time.Time{} },
+		"bad digest":                func(r *evidence.Record) { r.ResultDigest = "abc" },
+		"long field":                func(r *evidence.Record) { r.Tool = string(bytes.Repeat([]byte("x"), evidence.MaxFieldBytes+1)) },
+		"negative duration":         func(r *evidence.Record) { r.DurationMS = -1 },
+		"duplicate reason":          func(r *evidence.Record) { r.Reasons = append(r.Reasons, r.Reasons[0]) },
+		"replayed without original": func(r *evidence.Record) { r.Replayed = true },
+		"original without replayed": func(r *evidence.Record) { r.ReplayOf = "wc_msg_1" },
+		"failed replay": func(r *evidence.Record) {
+			r.Replayed, r.ReplayOf, r.Outcome, r.ErrorKind = true, "wc_msg_1", evidence.OutcomeFailed, "idempotency_conflict"
+		},
+		"long replay_of": func(r *evidence.Record) {
+			r.Replayed, r.ReplayOf = true, string(bytes.Repeat([]byte("x"), evidence.MaxFieldBytes+1))
+		},
 		"invalid_claim with verified": func(r *evidence.Record) {
 			r.Binding, r.Reasons = evidence.BindingInvalidClaim, []evidence.Reason{evidence.ReasonNotRegistered}
 		},
@@ -104,6 +176,9 @@ func TestValidateRejects(t *testing.T) {
 		},
 	}
 	if err := golden().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := replayGolden().Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for name, mut := range cases {

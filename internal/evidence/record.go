@@ -27,9 +27,19 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 )
 
-// SchemaVersion is the version of the canonical record encoding written by
-// this build. Verification reports any other version as unsupported_schema.
-const SchemaVersion = 1
+// The versions of the canonical record encoding this build writes and
+// reads; verification reports any other version as unsupported_schema.
+// Version 2 is version 1 followed by replay_of, and is written exactly for
+// the records of replays ([Record.Replayed]): every other record is
+// written as version 1, byte for byte as before version 2 existed, so
+// that each record has one encoding and journals written earlier (and
+// verifiers built earlier, for all but replays) keep verifying.
+const (
+	// MinSchemaVersion is the oldest version this build reads.
+	MinSchemaVersion = 1
+	// SchemaVersion is the newest version this build writes and reads.
+	SchemaVersion = 2
+)
 
 // Bounds of a record's fields. Validate rejects values beyond them.
 const (
@@ -189,6 +199,23 @@ type Record struct {
 	DurationMS      int64  `json:"duration_ms"`
 	ArgumentsDigest string `json:"arguments_digest"`
 	ResultDigest    string `json:"result_digest"`
+	// Replayed marks the record of an idempotent replay: a call that
+	// repeated an earlier one under an idempotency key and returned that
+	// call's result, changing nothing; ReplayOf is then the id of the
+	// original effect as the domain's store holds it (a wc_msg_ message id
+	// of a replayed post, a wc_cmp_ completion id of a replayed
+	// completion). Both are set together, only with outcome ok.
+	Replayed bool   `json:"replayed"`
+	ReplayOf string `json:"replay_of"`
+}
+
+// Schema returns the canonical schema version r is written in: 2 for a
+// replay, 1 for every other record.
+func (r Record) Schema() uint16 {
+	if r.Replayed {
+		return 2
+	}
+	return 1
 }
 
 // Validate rejects a record with a value outside the closed lists, an
@@ -214,7 +241,7 @@ func (r Record) Validate() error {
 		{"claim.project", r.Claim.Project}, {"claim.principal_kind", r.Claim.PrincipalKind},
 		{"verified.session_id", r.Verified.SessionID}, {"verified.project", r.Verified.Project},
 		{"verified.authority", r.Verified.Authority}, {"verified.lifecycle", r.Verified.Lifecycle},
-		{"error_kind", r.ErrorKind},
+		{"error_kind", r.ErrorKind}, {"replay_of", r.ReplayOf},
 	} {
 		name, s := f.name, f.s
 		if len(s) > MaxFieldBytes {
@@ -241,6 +268,12 @@ func (r Record) Validate() error {
 	}
 	if r.DurationMS < 0 {
 		return bad("duration_ms is negative")
+	}
+	if r.Replayed != (r.ReplayOf != "") {
+		return bad("replayed is set exactly when replay_of names the original")
+	}
+	if r.Replayed && r.Outcome != OutcomeOK {
+		return bad("a replay's outcome is ok")
 	}
 	if len(r.Reasons) == 0 || len(r.Reasons) > MaxListItems {
 		return bad("binding_reasons must hold 1..%d reasons", MaxListItems)
@@ -343,12 +376,15 @@ type Entry struct {
 	Record    Record `json:"record"`
 }
 
-// Counts is the number of records of a session per binding state.
+// Counts is the number of records of a session per binding state, and
+// how many of them are replays (Record.Replayed: calls that returned an
+// earlier call's result and changed nothing), whatever their binding.
 type Counts struct {
 	Verified     int64 `json:"verified"`
 	Sessionless  int64 `json:"sessionless"`
 	InvalidClaim int64 `json:"invalid_claim"`
 	Unknown      int64 `json:"unknown"`
+	Replays      int64 `json:"replays"`
 }
 
 // Add counts one record of binding b.

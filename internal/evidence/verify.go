@@ -333,8 +333,8 @@ func (c *Checker) Row(r StoredRow) {
 	case err != nil:
 		rec(FindingMalformed, "canonical bytes do not start with %q and a version", Magic)
 		columnsOK = false
-	case v != SchemaVersion:
-		rec(FindingUnsupportedSchema, "canonical schema version %d; this build reads %d", v, SchemaVersion)
+	case !SupportedSchema(v):
+		rec(FindingUnsupportedSchema, "canonical schema version %d; this build reads %d to %d", v, MinSchemaVersion, SchemaVersion)
 		columnsOK = false
 	default:
 		h, _, err := ParseCanonical(r.Canonical)

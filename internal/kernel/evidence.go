@@ -81,6 +81,10 @@ type Record struct {
 	Duration     time.Duration
 	ArgsSHA256   string
 	ResultSHA256 string
+	// ReplayOf is, for a successful call its tool's domain decided was an
+	// idempotent replay (see Replayer), the id of the original effect it
+	// returned; "" for every other call.
+	ReplayOf string
 }
 
 // EvidenceSink receives one Record per invocation, including refused ones,

@@ -10,6 +10,17 @@ import (
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
+// A Replayer is a tool output that may be the idempotent replay of an
+// earlier call: its domain decided, under an idempotency key, that the
+// call repeated that call and returned its result, changing nothing
+// (workflow.Replay). The kernel records a successful replay as one call
+// whose tool_call_finished events say replayed and name the original,
+// and whose evidence record says the same; a tool never records it
+// itself.
+type Replayer interface {
+	Replay() workflow.Replay
+}
+
 // An Invocation is what a tool handler knows about its call: the verified
 // caller, the resolved project, the authorized business session, and
 // collectors for the effect evidence the kernel records.

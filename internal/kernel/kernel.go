@@ -118,6 +118,9 @@ type Result struct {
 	ChangedPaths []string `json:"-"`
 	// DryRun is true when the tool reported the call as a dry run.
 	DryRun bool `json:"-"`
+	// ReplayOf is the original effect a successful idempotent replay
+	// returned (see Replayer), "" when the call was no replay.
+	ReplayOf string `json:"-"`
 	// Tool is the registered tool that was called ("" when the name is not
 	// registered); Project is the project the call resolved ("" when none).
 	Tool    string `json:"-"`
@@ -780,6 +783,7 @@ func (k *Kernel) finish(ctx context.Context, tool *Tool, inv *Invocation, pairs 
 		finished.ErrorKind = string(failure.Cancelled)
 	case runErr == nil:
 		finished.ObservedPaths = observed
+		finished.Replayed, finished.ReplayOf = rec.ReplayOf != "", rec.ReplayOf
 	default:
 		finished.Outcome = workflow.OutcomeFailed
 		if interrupted {
@@ -850,6 +854,11 @@ func (k *Kernel) outcome(tool *Tool, inv *Invocation, out any, runErr error, int
 	case runErr == nil:
 		rec.Outcome = evidence.OutcomeOK
 		res = Result{Success: true, Output: out}
+		if r, ok := out.(Replayer); ok {
+			if rep := r.Replay(); rep.Replayed() {
+				rec.ReplayOf, res.ReplayOf = rep.Of, rep.Of
+			}
+		}
 	case interrupted:
 		rec.Outcome = evidence.OutcomeUnknown
 		res = failed(runErr, tool.Mutates)

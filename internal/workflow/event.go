@@ -98,6 +98,12 @@ type Event struct {
 	Facts map[string]string `json:"facts,omitempty"`
 	// Validation is the evidence of a validation_recorded event.
 	Validation *Validation `json:"validation,omitempty"`
+	// Replayed marks the tool_call_finished of an idempotent replay (see
+	// [Replay]): the call returned an earlier call's result and changed
+	// nothing. ReplayOf is then the id of the original effect (Replay.Of).
+	// Both are set together or not at all, and only with outcome ok.
+	Replayed bool   `json:"replayed,omitempty"`
+	ReplayOf string `json:"replay_of,omitempty"`
 	// Synthetic marks evidence materialized after the fact with its own
 	// time (At): appending only synthetic events advances the session's
 	// updated_at to at most their time, never to the wall clock. Not

@@ -127,6 +127,11 @@ type Counters struct {
 	ToolFailures int64 `json:"tool_failures"`
 	Instructions int64 `json:"instructions"`
 	GuardDenials int64 `json:"guard_denials"`
+	// Replays counts the calls (among ToolCalls) that were idempotent
+	// replays (Event.Replayed): each returned an earlier call's result
+	// and changed nothing. Absent (zero) in headers and ledgers written
+	// before replays were recorded.
+	Replays int64 `json:"replays,omitempty"`
 }
 
 // A Session is one Workflow Session's header.

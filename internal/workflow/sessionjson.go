@@ -66,6 +66,10 @@ func (s *Session) AppendJSON(b []byte) (_ []byte, ok bool) {
 	b = strconv.AppendInt(b, s.Counters.Instructions, 10)
 	b = append(b, `,"guard_denials":`...)
 	b = strconv.AppendInt(b, s.Counters.GuardDenials, 10)
+	if s.Counters.Replays != 0 {
+		b = append(b, `,"replays":`...)
+		b = strconv.AppendInt(b, s.Counters.Replays, 10)
+	}
 	b = append(b, '}')
 	if len(s.JobMarkers) > 0 {
 		b = append(b, `,"job_markers":[`...)

@@ -104,7 +104,7 @@ func FuzzSessionAppendJSON(f *testing.F) {
 		s := workflow.Session{ID: id, Project: id + title, Title: title, Mode: workflow.Mode(title), Lifecycle: workflow.Lifecycle(id),
 			OwnerFingerprint: title, ExecutionContext: workflow.ExecutionContext{DefaultCwd: title, DefaultShell: workflow.Shell(id)},
 			CreatedAt: tm, UpdatedAt: tm.Add(time.Duration(n)), EventsObserved: n, RetentionTruncated: closed,
-			Counters: workflow.Counters{ToolCalls: n, ToolFailures: -n, Instructions: sec, GuardDenials: nsec}}
+			Counters: workflow.Counters{ToolCalls: n, ToolFailures: -n, Instructions: sec, GuardDenials: nsec, Replays: n / 2}}
 		if closed {
 			s.ClosedAt = &tm
 		}

@@ -137,6 +137,9 @@ func Apply(s *Session, events []Event, now time.Time, retained int) (out []Event
 			if e.Outcome != OutcomeOK {
 				s.Counters.ToolFailures++
 			}
+			if e.Replayed {
+				s.Counters.Replays++
+			}
 		case EventTaskInstruction:
 			s.Counters.Instructions++
 		case EventGuardDenied:

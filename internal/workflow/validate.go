@@ -57,7 +57,7 @@ func ValidateSession(s Session) error {
 		}
 	}
 	if s.EventsObserved < 0 || s.Counters.ToolCalls < 0 || s.Counters.ToolFailures < 0 ||
-		s.Counters.Instructions < 0 || s.Counters.GuardDenials < 0 {
+		s.Counters.Instructions < 0 || s.Counters.GuardDenials < 0 || s.Counters.Replays < 0 {
 		return fmt.Errorf("counters: negative")
 	}
 	return nil
@@ -98,6 +98,9 @@ func ValidateEvent(e Event) error {
 		if utf8.RuneCountInString(v) > FactMaxChars {
 			return fmt.Errorf("facts: value longer than %d characters", FactMaxChars)
 		}
+	}
+	if err := checkReplay(e); err != nil {
+		return err
 	}
 	if (e.Kind == EventValidationRecorded) != (e.Validation != nil) {
 		return fmt.Errorf("validation: present exactly on validation_recorded events")

@@ -76,14 +76,20 @@ type Journal struct {
 	beforeRead func(context.Context) error
 }
 
-const recordColumns = `idx, invocation_id, key_id, at_ns, tool, source, transport_era,
+// recordColumns are the columns of a record row; recordColumnsV1 those
+// of a journal written before replays were recorded (migration 0003 adds
+// replay_of).
+const (
+	recordColumnsV1 = `idx, invocation_id, key_id, at_ns, tool, source, transport_era,
 	claim_recording_session_id, claim_business_session_id, claim_project, claim_principal_kind, claim_client_window,
 	verified_session_id, verified_project, verified_authority, verified_lifecycle,
 	session_binding, binding_reasons, checked_keys, skipped_keys, session_record_digest,
 	outcome, error_kind, duration_ms, arguments_digest, result_digest, canonical, leaf_hash`
+	recordColumns = recordColumnsV1 + `, replay_of`
+)
 
 const (
-	sqlInsert   = `INSERT INTO records (` + recordColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlInsert   = `INSERT INTO records (` + recordColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	sqlNext     = `SELECT COALESCE(MAX(idx) + 1, 0) FROM records`
 	sqlLastCP   = `SELECT size, root, key_id, note, created_at_ns FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1`
 	sqlInsertCP = `INSERT INTO checkpoints (size, root, key_id, note, created_at_ns) VALUES (?,?,?,?,?)`
@@ -363,7 +369,7 @@ func insertArgs(index uint64, keyID string, r evidence.Record, canon, leaf []byt
 		r.Claim.RecordingSessionID, r.Claim.BusinessSessionID, r.Claim.Project, r.Claim.PrincipalKind, r.Claim.ClientWindow,
 		r.Verified.SessionID, r.Verified.Project, r.Verified.Authority, r.Verified.Lifecycle,
 		string(r.Binding), joinList(r.Reasons), joinList(r.CheckedKeys), joinList(r.SkippedKeys), r.SessionRecordDigest,
-		string(r.Outcome), r.ErrorKind, r.DurationMS, r.ArgumentsDigest, r.ResultDigest, canon, leaf}
+		string(r.Outcome), r.ErrorKind, r.DurationMS, r.ArgumentsDigest, r.ResultDigest, canon, leaf, r.ReplayOf}
 }
 
 // checkpointLocked signs the current head unless the newest checkpoint
@@ -545,7 +551,7 @@ func (j *Journal) sessionEntries(ctx context.Context, sessionID, tail string, ar
 }
 
 // SessionCounts counts the records of sessionID (claimed or verified) per
-// binding state.
+// binding state, and the replays among them.
 func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence.Counts, error) {
 	if err := checkSessionID(sessionID); err != nil {
 		return evidence.Counts{}, err
@@ -553,7 +559,7 @@ func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence
 	if err := j.flushBeforeRead(ctx); err != nil {
 		return evidence.Counts{}, err
 	}
-	rows, err := j.db.Read.QueryContext(ctx, `SELECT session_binding, COUNT(*) FROM records
+	rows, err := j.db.Read.QueryContext(ctx, `SELECT session_binding, COUNT(*), SUM(replay_of != '') FROM records
 		WHERE idx IN (`+sqlSession+`) GROUP BY session_binding`, sessionID)
 	if err != nil {
 		return evidence.Counts{}, wrapRead(err)
@@ -562,11 +568,12 @@ func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence
 	var c evidence.Counts
 	for rows.Next() {
 		var b string
-		var n int64
-		if err := rows.Scan(&b, &n); err != nil {
+		var n, replays int64
+		if err := rows.Scan(&b, &n, &replays); err != nil {
 			return evidence.Counts{}, wrapRead(err)
 		}
 		c.Add(evidence.Binding(b), n)
+		c.Replays += replays
 	}
 	return c, wrapRead(rows.Err())
 }

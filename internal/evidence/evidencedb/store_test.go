@@ -516,7 +516,7 @@ func TestResyncAfterOutsideWrite(t *testing.T) {
 		claim_recording_session_id, claim_business_session_id, claim_project, claim_principal_kind, claim_client_window,
 		verified_session_id, verified_project, verified_authority, verified_lifecycle, session_binding, binding_reasons,
 		checked_keys, skipped_keys, session_record_digest, outcome, error_kind, duration_ms, arguments_digest, result_digest,
-		?, ? FROM records WHERE idx = 1`, c, evidence.LeafHash(c))
+		?, ?, replay_of FROM records WHERE idx = 1`, c, evidence.LeafHash(c))
 	// Row 1 was sessionless too (kinds cycle), but its digests differ from
 	// rec(3): make the columns match the canonical bytes.
 	exec(t, db, `UPDATE records SET at_ns = ?, duration_ms = ?, arguments_digest = ?, result_digest = ? WHERE idx = 3`,

@@ -117,7 +117,7 @@ func applyMutation(t *testing.T, v vector, dir string) []byte {
 			claim_recording_session_id, claim_business_session_id, claim_project, claim_principal_kind, claim_client_window,
 			verified_session_id, verified_project, verified_authority, verified_lifecycle, session_binding, binding_reasons,
 			checked_keys, skipped_keys, session_record_digest, outcome, error_kind, duration_ms, arguments_digest, result_digest,
-			canonical, leaf_hash FROM records WHERE idx = ?`, m.Index)
+			canonical, leaf_hash, replay_of FROM records WHERE idx = ?`, m.Index)
 	case "tree_node": // flip one bit of the stored interior node (Count, Index)
 		var h []byte
 		if err := db.QueryRow(`SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?`, m.Count, m.Index).Scan(&h); err != nil {

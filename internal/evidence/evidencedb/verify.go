@@ -84,12 +84,22 @@ func verifyTx(ctx context.Context, tx *sql.Tx, path string, keys *evidence.KeySe
 	}
 
 	c := evidence.NewChecker(in)
-	rows, err := tx.QueryContext(ctx, `SELECT `+recordColumns+` FROM records ORDER BY idx`)
+	// Verify never migrates: a journal no build with replays has opened
+	// has no replay_of column, and none of its records is a replay.
+	cols := recordColumns
+	var replays bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info('records') WHERE name = 'replay_of')`).Scan(&replays); err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read the records table's columns")
+	}
+	if !replays {
+		cols = recordColumnsV1 + `, '' AS replay_of`
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+cols+` FROM records ORDER BY idx`)
 	if err != nil {
 		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read records")
 	}
 	defer rows.Close()
-	vals := make([]any, 28)
+	vals := make([]any, 29)
 	ptrs := make([]any, len(vals))
 	for i := range vals {
 		ptrs[i] = &vals[i]
@@ -193,6 +203,8 @@ func decodeRow(v []any) evidence.StoredRow {
 	r.ResultDigest = str(25)
 	row.Canonical = blob(26)
 	row.LeafHash = blob(27)
+	r.ReplayOf = str(28)
+	r.Replayed = r.ReplayOf != ""
 	if len(errs) > 0 {
 		row.ColumnsErr = errors.Join(errs...)
 	} else if err := r.Validate(); err != nil {

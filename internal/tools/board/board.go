@@ -49,6 +49,12 @@ func (t *Tools) quiet(ctx context.Context, inv *kernel.Invocation, todo workflow
 	return err == nil && q
 }
 
+// The outputs whose calls can be replays; the kernel records them as such.
+var (
+	_ kernel.Replayer = PostOutput{}
+	_ kernel.Replayer = workflow.Completion{}
+)
+
 // Register adds the board tools to reg.
 func Register(reg *kernel.Registry, t *Tools) {
 	scopes := []auth.Scope{auth.ScopeProjectRead}
@@ -132,6 +138,10 @@ type PostOutput struct {
 	Message  workflow.Message `json:"message"`
 	Replayed bool             `json:"replayed"`
 }
+
+// Replay is the board's verdict on the post (kernel.Replayer): a replayed
+// delivery_key names the original message.
+func (o PostOutput) Replay() workflow.Replay { return workflow.PostReplay(o.Message, o.Replayed) }
 
 func (t *Tools) post(ctx context.Context, inv *kernel.Invocation, in PostInput) (PostOutput, error) {
 	b, err := t.board()
@@ -275,6 +285,8 @@ func (t *Tools) complete(ctx context.Context, inv *kernel.Invocation, in Complet
 	}
 	inv.Fact("message_id", c.Todo.ID)
 	inv.Fact("answer_message_id", c.Answer.ID)
+	// The completion a replay names (replay_of) is this one.
+	inv.Fact("completion_id", c.Todo.CompletionID)
 	return c, nil
 }
 

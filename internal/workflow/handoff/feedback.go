@@ -160,10 +160,14 @@ type Excerpt struct {
 	Truncated bool    `json:"truncated"`
 }
 
-// Activity counts the attempt's tool activity.
+// Activity counts the attempt's tool activity. A replay (a call that
+// returned an earlier call's result under an idempotency key, changing
+// nothing) is a tool call, never a meaningful one: it is counted in
+// ToolCalls and Replays only.
 type Activity struct {
 	ToolCalls           int            `json:"tool_calls"`
 	MeaningfulToolCalls int            `json:"meaningful_tool_calls"`
+	Replays             int            `json:"replays"`
 	Failures            int            `json:"failures"`
 	FailuresByKind      map[string]int `json:"failures_by_kind"`
 	GuardDenials        int            `json:"guard_denials"`
@@ -277,7 +281,10 @@ func Feedback(s workflow.Session, events []workflow.Event, opts FeedbackOptions)
 			a.Activity.GuardDenials++
 		case workflow.EventToolCallFinished:
 			a.Activity.ToolCalls++
-			if !metaTools[e.Tool] {
+			switch {
+			case e.Replayed:
+				a.Activity.Replays++
+			case !metaTools[e.Tool]:
 				a.Activity.MeaningfulToolCalls++
 			}
 			if e.Outcome != workflow.OutcomeOK {

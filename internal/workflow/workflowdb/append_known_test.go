@@ -300,16 +300,18 @@ func TestEventRowsAreStoredAsBound(t *testing.T) {
 		{Seq: 3, At: at, Kind: workflow.EventTaskInstruction, Text: "fix it"},
 		{Seq: 4, At: at, Kind: workflow.EventValidationRecorded, Tool: "run_tests", Validation: &workflow.Validation{Tool: "run_tests"}},
 		{Seq: 5, At: at, Kind: workflow.EventSessionClosed},
+		{Seq: 6, At: at, Kind: workflow.EventToolCallFinished, Tool: "post_session_message", CallID: "call_2", InvocationID: "inv_2", Role: workflow.RoleBusiness,
+			Outcome: workflow.OutcomeOK, Replayed: true, ReplayOf: "wc_msg_0123456789abcdef0123456789abcdef"},
 	}
 	plain := func(id string, e workflow.Event) []any {
 		return []any{id, e.Seq, e.At.UnixNano(), string(e.Kind), e.Tool, e.CallID, e.InvocationID,
 			string(e.Role), string(e.Outcome), e.ErrorKind, e.DurationMS, e.Text,
 			jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0), jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0),
-			jsonOrEmpty(e.Facts, len(e.Facts) == 0), jsonOrEmpty(e.Validation, e.Validation == nil)}
+			jsonOrEmpty(e.Facts, len(e.Facts) == 0), jsonOrEmpty(e.Validation, e.Validation == nil), e.ReplayOf}
 	}
 	if err := st.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, e := range evs {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO events (session_id, `+eventColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, plain("bound", e)...); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO events (session_id, `+eventColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, plain("bound", e)...); err != nil {
 				return err
 			}
 			if _, err := tx.StmtContext(ctx, st.stmts.insertEvent).ExecContext(ctx, eventArgs("prepared", e)...); err != nil {
@@ -339,7 +341,7 @@ func TestEventRowsAreStoredAsBound(t *testing.T) {
 		return strings.Join(quoted, "\n")
 	}
 	want := rows("bound")
-	if !strings.Contains(want, "tool=text:''") || strings.Count(want, "\n") != 15*len(evs)-1 {
+	if !strings.Contains(want, "tool=text:''") || strings.Count(want, "\n") != 16*len(evs)-1 {
 		t.Fatalf("reference rows:\n%s", want)
 	}
 	for _, id := range []string{"prepared", "compiled"} {

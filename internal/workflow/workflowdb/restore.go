@@ -185,7 +185,7 @@ func rowBody(r eventRow) string {
 		"seq": r.seq, "at": r.at, "kind": r.kind, "tool": r.tool, "call_id": r.callID,
 		"invocation_id": r.invocationID, "role": r.role, "outcome": r.outcome, "error_kind": r.errorKind,
 		"duration_ms": r.durationMS, "text": r.text, "observed_json": r.observed,
-		"changed_json": r.changed, "facts_json": r.facts, "validation_json": r.validation,
+		"changed_json": r.changed, "facts_json": r.facts, "validation_json": r.validation, "replay_of": r.replayOf,
 	})
 	return string(b)
 }

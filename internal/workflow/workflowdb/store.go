@@ -178,17 +178,17 @@ func decodeHeader(b []byte) (workflow.Session, error) {
 	return sess, nil
 }
 
-const eventColumns = `seq, at, kind, tool, call_id, invocation_id, role, outcome, error_kind, duration_ms, text, observed_json, changed_json, facts_json, validation_json`
+const eventColumns = `seq, at, kind, tool, call_id, invocation_id, role, outcome, error_kind, duration_ms, text, observed_json, changed_json, facts_json, validation_json, replay_of`
 
 type eventRow struct {
 	seq, at, durationMS                                              int64
 	kind, tool, callID, invocationID, role, outcome, errorKind, text string
-	observed, changed, facts, validation                             string
+	observed, changed, facts, validation, replayOf                   string
 }
 
 func (r *eventRow) dest() []any {
 	return []any{&r.seq, &r.at, &r.kind, &r.tool, &r.callID, &r.invocationID, &r.role, &r.outcome,
-		&r.errorKind, &r.durationMS, &r.text, &r.observed, &r.changed, &r.facts, &r.validation}
+		&r.errorKind, &r.durationMS, &r.text, &r.observed, &r.changed, &r.facts, &r.validation, &r.replayOf}
 }
 
 func (r *eventRow) event() (workflow.Event, error) {
@@ -196,6 +196,7 @@ func (r *eventRow) event() (workflow.Event, error) {
 		Seq: r.seq, At: time.Unix(0, r.at).UTC(), Kind: workflow.EventKind(r.kind), Tool: r.tool,
 		CallID: r.callID, InvocationID: r.invocationID, Role: workflow.Role(r.role),
 		Outcome: workflow.Outcome(r.outcome), ErrorKind: r.errorKind, DurationMS: r.durationMS, Text: r.text,
+		Replayed: r.replayOf != "", ReplayOf: r.replayOf,
 	}
 	if r.observed != "" {
 		if err := json.Unmarshal([]byte(r.observed), &e.ObservedPaths); err != nil {
@@ -232,13 +233,34 @@ func jsonOrEmpty(v any, empty bool) string {
 	return string(b)
 }
 
+// eventRowArgs is the number of values of one events row (eventArgs), and
+// maxEventRowsPerInsert the most rows one INSERT of insertEvents binds:
+// SQLite binds at most 32,766 values per statement.
+const (
+	eventRowArgs          = 17
+	maxEventRowsPerInsert = 32766 / eventRowArgs
+)
+
+// insertEvents inserts evs for session id with multi-row INSERTs of at
+// most maxEventRowsPerInsert rows each.
 func insertEvents(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Event) error {
+	for len(evs) > maxEventRowsPerInsert {
+		if err := insertEventRows(ctx, tx, id, evs[:maxEventRowsPerInsert]); err != nil {
+			return err
+		}
+		evs = evs[maxEventRowsPerInsert:]
+	}
+	return insertEventRows(ctx, tx, id, evs)
+}
+
+// insertEventRows inserts evs for session id with one INSERT.
+func insertEventRows(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
 	var q strings.Builder
 	q.WriteString(`INSERT INTO events (session_id, ` + eventColumns + `) VALUES `)
-	args := make([]any, 0, len(evs)*16)
+	args := make([]any, 0, len(evs)*eventRowArgs)
 	for i, e := range evs {
 		if i > 0 {
 			q.WriteString(",")
@@ -256,7 +278,7 @@ func insertEvents(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Eve
 // in most events, and a NULL is bound without the copy of its text the
 // driver makes for every string.
 const eventValues = `(?,?,?,?,COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),?,` +
-	`COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''))`
+	`COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''))`
 
 // eventArgs are the values of one events row for eventValues.
 func eventArgs(id string, e workflow.Event) []any {
@@ -264,7 +286,7 @@ func eventArgs(id string, e workflow.Event) []any {
 		orNull(string(e.Role)), orNull(string(e.Outcome)), orNull(e.ErrorKind), e.DurationMS, orNull(e.Text),
 		pathsOrNull(e.ObservedPaths), pathsOrNull(e.ChangedPaths),
 		orNull(jsonOrEmpty(e.Facts, len(e.Facts) == 0)),
-		orNull(jsonOrEmpty(e.Validation, e.Validation == nil))}
+		orNull(jsonOrEmpty(e.Validation, e.Validation == nil)), orNull(e.ReplayOf)}
 }
 
 // pathsOrNull is a path list's JSON (as json.Marshal writes it), or nil

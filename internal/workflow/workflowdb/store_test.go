@@ -490,6 +490,49 @@ func TestLedgerRoundTrip(t *testing.T) {
 	}
 }
 
+// TestLedgerCarriesReplays: a replayed call's finish (replayed, replay_of)
+// is exported, imported and exported again unchanged, and read back as a
+// replay.
+func TestLedgerCarriesReplays(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "a.db"))
+	svc := workflow.NewService(st, nil)
+	s := start(t, svc)
+	l, err := workflow.Export(ctx, st, []string{s.ID}, s.CreatedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const of = "wc_msg_0123456789abcdef0123456789abcdef"
+	row := &l.Sessions[0]
+	at := row.UpdatedAt
+	n := row.EventsObserved
+	row.Events = append(row.Events,
+		workflow.Event{Seq: n + 1, At: at, Kind: workflow.EventToolCallStarted, Tool: "post_session_message", CallID: "call_1", InvocationID: "inv_1", Role: workflow.RoleBusiness},
+		workflow.Event{Seq: n + 2, At: at, Kind: workflow.EventToolCallFinished, Tool: "post_session_message", CallID: "call_1", InvocationID: "inv_1", Role: workflow.RoleBusiness,
+			Outcome: workflow.OutcomeOK, Replayed: true, ReplayOf: of})
+	row.EventsObserved = n + 2
+	data, _ := json.Marshal(l)
+	if !strings.Contains(string(data), `"replayed":true,"replay_of":"`+of+`"`) {
+		t.Fatalf("the ledger does not say replayed: %s", data)
+	}
+	st2 := open(t, filepath.Join(t.TempDir(), "b.db"))
+	if n, err := importLedger(st2, string(data)); err != nil || n != 1 {
+		t.Fatalf("import: n=%d err=%v", n, err)
+	}
+	l2, _ := workflow.Export(ctx, st2, []string{s.ID}, s.CreatedAt)
+	data2, _ := json.Marshal(l2)
+	if string(data) != string(data2) {
+		t.Fatalf("re-export differs:\n%s\n%s", data, data2)
+	}
+	evs, err := st2.Events(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := evs[len(evs)-1]; !e.Replayed || e.ReplayOf != of {
+		t.Fatalf("imported finish read back as %+v", e)
+	}
+}
+
 func TestLedgerImportRejects(t *testing.T) {
 	ctx := context.Background()
 	st := open(t, filepath.Join(t.TempDir(), "a.db"))
@@ -534,6 +577,13 @@ func TestLedgerImportRejects(t *testing.T) {
 		"ErrEventUnknownMember": {func(d, r map[string]any) {
 			r["events"].([]any)[0].(map[string]any)["stdout"] = "x"
 		}, failure.InvalidLedger, "row 2"},
+		"ErrReplayedWithoutOriginal": {func(d, r map[string]any) {
+			r["events"].([]any)[0].(map[string]any)["replayed"] = true
+		}, failure.InvalidLedger, "replayed: set exactly when replay_of names the original"},
+		"ErrReplayNotAFinish": {func(d, r map[string]any) {
+			e := r["events"].([]any)[0].(map[string]any)
+			e["replayed"], e["replay_of"] = true, "wc_msg_0123456789abcdef0123456789abcdef"
+		}, failure.InvalidLedger, "replayed: only on a tool_call_finished with outcome ok"},
 		"ErrUnregisteredProject":        {func(d, r map[string]any) { r["project"] = "agent:local:elsewhere" }, failure.UnknownProject, `project "agent:local:elsewhere" is not registered`},
 		"ErrEventsObservedContradicted": {func(d, r map[string]any) { r["events_observed"] = 5 }, failure.InvalidLedger, "events_observed is 5 but 2 events are retained"},
 		"ErrTruncatedContradicted":      {func(d, r map[string]any) { r["retention_truncated"] = true }, failure.InvalidLedger, "retention_truncated is true"},
