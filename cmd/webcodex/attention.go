@@ -25,7 +25,7 @@ func newAttentionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "attention",
 		Short: "Print what is waiting for you (for agent harness hooks)",
-		Long: "Print, for the credential in $WEBCODEX_TOKEN (the local user without one), the session's " +
+		Long: "Print, for the credential in $WEBCODEX_TOKEN (the local user without one; judged as the server judges it), the session's " +
 			"unresolved ACK-required messages and open todos (--session) and the peer messages retained for " +
 			"your window (--window, the host window id your MCP client sends with that same credential). " +
 			"Exit status 3 when something is waiting, 0 when nothing is, 1 on error. Nothing is marked read.",

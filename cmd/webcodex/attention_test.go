@@ -5,40 +5,73 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // windowCall is a REST tool call with the window header set to win.
 func windowCall(t *testing.T, base, win, tool string, args any) toolResult {
 	t.Helper()
+	r, status, _ := tokenCall(t, base, testToken, win, tool, args)
+	if status != http.StatusOK || !r.Success {
+		t.Fatalf("%s: HTTP %d %+v", tool, status, r.Error)
+	}
+	return r
+}
+
+// tokenCall is a REST tool call with credential token and, unless win is
+// "", the window header; it returns the result, the HTTP status and the
+// body (with the ambient blocks beside the result).
+func tokenCall(t *testing.T, base, token, win, tool string, args any) (toolResult, int, []byte) {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args})
 	req, _ := http.NewRequest("POST", base+"/api/tools/call", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("x-webcodex-window", win)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if win != "" {
+		req.Header.Set("x-webcodex-window", win)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var r toolResult
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || !r.Success {
-		t.Fatalf("%s: %v %+v", tool, err, r.Error)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return r
+	var r toolResult
+	if resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+	}
+	return r, resp.StatusCode, raw
 }
 
 // runAttention runs `webcodex attention` as a real child process with the
 // server's credential and returns its stdout and exit status.
 func runAttention(t *testing.T, data string, args ...string) (string, int) {
 	t.Helper()
+	return runAttentionAs(t, data, testToken, args...)
+}
+
+// runAttentionAs is runAttention with WEBCODEX_TOKEN set to token ("":
+// unset, the local user).
+func runAttentionAs(t *testing.T, data, token string, args ...string) (string, int) {
+	t.Helper()
 	argv, _ := json.Marshal(append([]string{"--data-dir", data, "attention"}, args...))
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv), "WEBCODEX_TOKEN="+testToken)
+	cmd.Env = append(withoutEnv(os.Environ(), "WEBCODEX_TOKEN"), "WEBCODEX_TEST_CHILD_ARGS="+string(argv))
+	if token != "" {
+		cmd.Env = append(cmd.Env, "WEBCODEX_TOKEN="+token)
+	}
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	err := cmd.Run()
@@ -158,6 +191,118 @@ func TestAttention(t *testing.T) {
 		if out, code := runAttention(t, data, args...); code != 1 {
 			t.Errorf("%v: exit %d, want 1\n%s", args, code, out)
 		}
+	}
+}
+
+// withoutEnv is env without the variables named name.
+func withoutEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// TestAttentionWithARealToken reproduces the finding of issue 24: with a
+// real API token in WEBCODEX_TOKEN, `webcodex attention` took that token
+// for a bootstrap credential of its own, so it refused the token's own
+// session and printed "Nothing is waiting." while a peer message waited
+// for the token's window. It now judges every credential as the server
+// does: the real token sees its session and window (exit 3) and marks
+// nothing; the server's bootstrap credential is the bootstrap admin (not
+// the token's owner: its session is refused, its window is another, as
+// on the server); a credential the server does not accept is exit 1, and
+// once the server listens without a bootstrap credential, so is that one.
+func TestAttentionWithARealToken(t *testing.T) {
+	data, dir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("x\n"), 0o644)
+	var created struct{ Token string }
+	json.Unmarshal([]byte(mustRun(t, "--data-dir", data, "token", "create", "--name", "agent", "--owner", "alice",
+		"--scopes", "project:read,project:write", "--json")), &created)
+	alice := created.Token
+	srv := startServe(t, "--data-dir", data, "--project", "p="+dir)
+	call := func(win, tool string, args any) toolResult {
+		t.Helper()
+		r, status, _ := tokenCall(t, srv.base, alice, win, tool, args)
+		if status != http.StatusOK || !r.Success {
+			t.Fatalf("%s as alice: HTTP %d %+v", tool, status, r.Error)
+		}
+		return r
+	}
+	var w struct {
+		SessionID string `json:"session_id"`
+	}
+	json.Unmarshal(call("", "work_on_project", map[string]any{"project": "agent:local:p", "instruction": "go"}).Output, &w)
+	var posted struct {
+		Message struct {
+			MessageID string `json:"message_id"`
+		} `json:"message"`
+	}
+	json.Unmarshal(call("", "post_session_message", map[string]any{"session_id": w.SessionID, "kind": "guidance",
+		"message": "stop editing calc.go", "requires_ack": true}).Output, &posted)
+	read := map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "a.txt"}}}
+	call("alice-window-A", "read_files", read)
+	call("alice-window-B", "read_files", read)
+	var cur struct {
+		PeerID string `json:"peer_id"`
+	}
+	json.Unmarshal(call("alice-window-B", "current_window_activity", map[string]any{}).Output, &cur)
+	var pm struct {
+		MessageID string `json:"message_id"`
+	}
+	json.Unmarshal(call("alice-window-A", "post_peer_message", map[string]any{"peer_id": cur.PeerID, "message": "pull main first"}).Output, &pm)
+
+	// The real token: its session and its window, exit 3.
+	out, code := runAttentionAs(t, data, alice, "--session", w.SessionID, "--window", "alice-window-B")
+	if code != ExitAttention || !strings.Contains(out, "ACK required "+posted.Message.MessageID) || !strings.Contains(out, "Peer message "+pm.MessageID) {
+		t.Fatalf("alice's token: exit %d, want %d with both messages:\n%s", code, ExitAttention, out)
+	}
+	if out, code := runAttentionAs(t, data, alice, "--window", "alice-window-B"); code != ExitAttention || strings.Contains(out, "Nothing is waiting.") {
+		t.Fatalf("alice's window: exit %d:\n%s", code, out)
+	}
+	// Nothing was marked: the server still projects the peer message.
+	if _, _, raw := tokenCall(t, srv.base, alice, "alice-window-B", "read_files", read); !bytes.Contains(raw, []byte(pm.MessageID)) {
+		t.Fatalf("the check marked the peer message; the server no longer projects it:\n%s", raw)
+	}
+
+	// The server's bootstrap credential is another principal, there as
+	// here: alice's session is refused (exit 1), her window's hash is not
+	// its own (nothing waiting, exit 0).
+	if r, _, _ := tokenCall(t, srv.base, testToken, "", "session_summary", map[string]any{"session_id": w.SessionID}); r.Success || r.Error.Kind != "session_authority_denied" {
+		t.Fatalf("the server gave the bootstrap credential alice's session: %+v", r)
+	}
+	if out, code := runAttentionAs(t, data, testToken, "--session", w.SessionID); code != 1 {
+		t.Fatalf("bootstrap on alice's session: exit %d, want 1:\n%s", code, out)
+	}
+	if out, code := runAttentionAs(t, data, testToken, "--window", "alice-window-B"); code != 0 || !strings.Contains(out, "Nothing is waiting.") {
+		t.Fatalf("bootstrap on alice's window key: exit %d, want 0:\n%s", code, out)
+	}
+	// A credential the server refuses is an error here too.
+	stranger := "wc_pat_" + strings.Repeat("0", 43)
+	if _, status, _ := tokenCall(t, srv.base, stranger, "", "session_summary", map[string]any{"session_id": w.SessionID}); status != http.StatusUnauthorized {
+		t.Fatalf("the server accepted a credential it never issued: HTTP %d", status)
+	}
+	for _, tok := range []string{stranger, "some-other-long-credential"} {
+		if out, code := runAttentionAs(t, data, tok, "--window", "alice-window-B"); code != 1 {
+			t.Fatalf("%s: exit %d, want 1:\n%s", tok, code, out)
+		}
+	}
+
+	// Served without a bootstrap credential, that one is refused too.
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-srv.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("server did not stop")
+	}
+	startServeCmd(t, func(c *exec.Cmd) { c.Env = withoutEnv(c.Env, "WEBCODEX_TOKEN") }, "--data-dir", data, "--project", "p="+dir)
+	if out, code := runAttentionAs(t, data, testToken, "--window", "alice-window-B"); code != 1 {
+		t.Fatalf("the former bootstrap credential: exit %d, want 1:\n%s", code, out)
+	}
+	if out, code := runAttentionAs(t, data, alice, "--session", w.SessionID); code != ExitAttention {
+		t.Fatalf("alice after the restart: exit %d:\n%s", code, out)
 	}
 }
 

@@ -238,8 +238,13 @@ func (a *App) MCP() *mcpserver.Server {
 }
 
 // Listen binds the configured address and returns the bound address (useful
-// with port 0).
+// with port 0). It first records which bootstrap credential this server
+// accepts (auth.ServedBootstrapFile), so that offline verbs judge a
+// credential as it does.
 func (a *App) Listen() (net.Addr, error) {
+	if err := auth.RecordServedBootstrap(filepath.Join(a.Config.DataDir, auth.ServedBootstrapFile), a.Config.BootstrapToken); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", a.Config.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", a.Config.Listen, err)

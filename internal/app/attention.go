@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
@@ -70,13 +71,21 @@ func CheckAttention(ctx context.Context, st *Stores, p auth.Principal, sessionID
 }
 
 // AttentionPrincipal is the principal of an offline attention check: the
-// principal of token (a WebCodex credential, verified against auth.db
-// like any request's) or, when token is "", the local user.
+// principal the server serving cfg.DataDir gives token, or, when token is
+// "", the local user. token is the caller's credential, never taken for
+// a bootstrap credential of its own: it is verified against auth.db like
+// any request's, and is the bootstrap admin only when it is the one the
+// last server to listen on the data directory accepts
+// (auth.ServedBootstrapFile). Anything else is unauthenticated.
 func AttentionPrincipal(ctx context.Context, st *Stores, cfg Config, token string) (auth.Principal, error) {
 	if token == "" {
 		return auth.LocalUser(), nil
 	}
-	svc, err := newAuth(st, cfg, nil)
+	served, err := auth.ReadServedBootstrap(filepath.Join(cfg.DataDir, auth.ServedBootstrapFile))
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	svc, err := authService(st, auth.Options{BootstrapDigest: served})
 	if err != nil {
 		return auth.Principal{}, err
 	}

@@ -51,8 +51,9 @@ func shownIDs(d *window.Delivery) []string {
 
 // TestPeerMessageDelivery: two windows of one principal on one project;
 // an ordinary peer message is projected once on the recipient's next
-// model-facing result, an ACK-required one on every call until the
-// recipient lists its id in ack_session_message_ids (with no recorder);
+// model-facing result, an ACK-required one on every call that does not
+// list its id in ack_session_message_ids (an ACK, with no recorder,
+// leaves out its body in that call's result only);
 // ACK ids of that message from the sender's window or another principal
 // are rejected and change nothing; a third principal sees nothing; a call
 // with nothing to project has the same bytes as one with no window.
@@ -154,15 +155,18 @@ func TestPeerMessageDelivery(t *testing.T) {
 	if _, _, n, ack := peerFacts(t, s, acked); n != 2 || ack == 0 {
 		t.Fatalf("accepted ACK facts: count=%d ack=%d", n, ack)
 	}
-	// Nothing left to project: the result is the bytes of a call with no
-	// window at all; a third principal never saw anything.
-	blk, withWindow := read(b, metaB)
-	_, without := read(b, nil)
+	// The ACK suppressed the body in that response only: the next call
+	// omitting the id shows it again, while it is retained.
+	blk, _ = read(b, metaB)
+	if got := shownIDs(blk.PeerMessages); len(got) != 1 || got[0] != acked {
+		t.Fatalf("after its ACK %v, want [%s] re-projected", got, acked)
+	}
+	// A third principal never saw anything: its result is the bytes of a
+	// call with no window at all.
+	blk, withWindow := read(x, metaX)
+	_, without := read(x, nil)
 	if blk.PeerMessages != nil || string(withWindow) != string(without) {
 		t.Fatalf("a call with nothing to project differs:\n%s\n%s", withWindow, without)
-	}
-	if blk, _ := read(x, metaX); blk.PeerMessages != nil {
-		t.Fatalf("another principal got %+v", blk.PeerMessages)
 	}
 }
 
@@ -359,7 +363,10 @@ func TestPeerDeliveryREST(t *testing.T) {
 	if blk.PeerMessages == nil || len(blk.PeerMessages.AckAccepted) != 1 || blk.PeerMessages.AckAccepted[0] != id {
 		t.Fatalf("REST ack: %s", out)
 	}
-	if _, out := s.doWindow(t, restWin, "/api/tools/call", body); bytesContains(out, "peer_messages") {
-		t.Fatalf("acknowledged message shown again: %s", out)
+	if blk.PeerMessages.Messages != nil {
+		t.Fatalf("the ACKing call showed the body: %s", out)
+	}
+	if _, out := s.doWindow(t, restWin, "/api/tools/call", body); !bytesContains(out, id) {
+		t.Fatalf("the acknowledged message was not re-projected on the next call omitting its id: %s", out)
 	}
 }

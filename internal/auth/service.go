@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"log/slog"
 	"slices"
 	"strings"
@@ -36,6 +37,11 @@ type Options struct {
 	// characters. The Service keeps only a digest of it; it is never
 	// stored or logged.
 	Bootstrap string
+	// BootstrapDigest, used only when Bootstrap is empty, is the hex
+	// digest of a bootstrap credential (BootstrapDigest): a verb that
+	// answers for a server recognises the server's credential by it
+	// without holding the value (ReadServedBootstrap).
+	BootstrapDigest string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives warnings about best-effort bookkeeping (LastUsedAt
@@ -82,8 +88,21 @@ func NewService(store Store, opts Options) (*Service, error) {
 		}
 		d := bootstrapDigest(opts.Bootstrap)
 		s.bootstrap = &d
+	} else if opts.BootstrapDigest != "" {
+		b, err := hex.DecodeString(opts.BootstrapDigest)
+		if err != nil || len(b) != sha256.Size {
+			return nil, failure.New(failure.InvalidArguments, "the bootstrap digest must be %d hex digits", 2*sha256.Size)
+		}
+		s.bootstrap = (*[sha256.Size]byte)(b)
 	}
 	return s, nil
+}
+
+// BootstrapDigest is the hex digest by which a Service with Options
+// Bootstrap v recognises v (domain-separated SHA-256).
+func BootstrapDigest(v string) string {
+	d := bootstrapDigest(v)
+	return hex.EncodeToString(d[:])
 }
 
 func bootstrapDigest(v string) [sha256.Size]byte {

@@ -110,6 +110,8 @@ var classes = map[Kind]Class{
 	// Window plane.
 	UnknownRecipient:        {ClassNotStarted, RecoverFixInput, statusNotFound},
 	ClientWindowUnavailable: {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
+	// Not retryable: the build serves no other profile.
+	GuidanceProfileUnavailable: {ClassCapabilityUnavailable, RecoverFixInput, statusBadRequest},
 	// Revisions and Goals.
 	RevisionConflict: {ClassStalePrecondition, RecoverRereadAndRetry, statusConflict},
 	UnknownGoalID:    {ClassNotStarted, RecoverFixInput, statusNotFound},

@@ -67,6 +67,9 @@ const (
 	// Window plane (Window Peers).
 	UnknownRecipient        Kind = "unknown_recipient"
 	ClientWindowUnavailable Kind = "client_window_unavailable"
+	// A presentation profile the spec names that this server does not
+	// serve (work_on_project guidance_profile code_mode).
+	GuidanceProfileUnavailable Kind = "guidance_profile_unavailable"
 	// Compare-and-swap revisions (Goals, Project Memory): a stale
 	// expected_revision; the detail carries current_revision.
 	RevisionConflict Kind = "revision_conflict"
@@ -107,7 +110,7 @@ var Kinds = []Kind{
 	IdempotencyConflict, AlreadyCompleted, InvalidAssignmentFence,
 	SessionMessageNotTodo, UnknownMessageID, CompletionPersistenceUncertain,
 	InvalidObservationToken,
-	UnknownRecipient, ClientWindowUnavailable,
+	UnknownRecipient, ClientWindowUnavailable, GuidanceProfileUnavailable,
 	RevisionConflict, UnknownGoalID, GoalLimitReached,
 	UnknownRef, NotAGitCheckout, WorktreeExists, BaseRefMismatch, NotAWorktree, ProjectInUse,
 	GitDirOutsideProject,

@@ -155,6 +155,15 @@ type Tool struct {
 
 var toolNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
+// A Checker is a tool input with a rule its schema does not state (a value
+// the schema admits but this server cannot serve). Check runs right after
+// the input decodes, before the scope check, the project, the session and
+// any recording, so its refusal is a parse failure: nothing is resolved,
+// recorded or changed, and the caller gets the *failure.Error it returns.
+type Checker interface {
+	Check() error
+}
+
 // Register adds a tool to r. It panics on an invalid declaration (a
 // programming error, found at start-up).
 func Register[In, Out any](r *Registry, s Spec[In, Out]) {
@@ -192,6 +201,11 @@ func Register[In, Out any](r *Registry, s Spec[In, Out]) {
 		var v In
 		if err := decodeStrict(raw, resolved, &v); err != nil {
 			return nil, err
+		}
+		if c, ok := any(v).(Checker); ok {
+			if err := c.Check(); err != nil {
+				return nil, err
+			}
 		}
 		return v, nil
 	}

@@ -21,8 +21,10 @@ type goEvent struct {
 }
 
 type goPackage struct {
-	testFailed  bool // some test of the package failed
-	buildFailed bool // a "[build failed]"/"[setup failed]" line was seen
+	testFailed  bool  // some test of the package failed
+	buildFailed bool  // a "[build failed]"/"[setup failed]" line was seen
+	cached      bool  // its result line said "(cached)"
+	cases       []int // indexes in Cases of its results
 }
 
 type goTest struct {
@@ -125,8 +127,19 @@ func (p *goParser) line(line []byte) {
 				pkg.buildFailed = true
 			}
 		}
+		if ev.Test == "" && pkg != nil && cachedResult(ev.Output, ev.Package) {
+			pkg.cached = true
+		}
 	}
 	// start, pause, cont, bench and unknown future actions carry no result.
+}
+
+// cachedResult reports whether line is go test's result line of package
+// pkg replayed from the test cache: "ok  \t<pkg>\t(cached)", optionally
+// followed by coverage or other notes.
+func cachedResult(line, pkg string) bool {
+	rest, ok := strings.CutPrefix(line, "ok  \t"+pkg+"\t")
+	return ok && strings.HasPrefix(rest, "(cached)")
 }
 
 // pkg returns the tracked state of a package, starting it if needed; nil
@@ -199,7 +212,11 @@ func (p *goParser) endTest(pkg, test, action string, elapsed float64) {
 	case "skip":
 		outcome = Skipped
 	}
-	p.b.add(pkg+"."+test, outcome, durationMS(elapsed*1000))
+	if i := p.b.add(pkg+"."+test, outcome, durationMS(elapsed*1000)); i >= 0 {
+		if s := p.packages[pkg]; s != nil {
+			s.cases = append(s.cases, i)
+		}
+	}
 }
 
 func (p *goParser) endPackage(name string, pkg *goPackage, ev goEvent) {
@@ -238,6 +255,9 @@ func (p *goParser) endPackage(name string, pkg *goPackage, ev goEvent) {
 	case "pass":
 		if pkg.testFailed {
 			p.b.problem(ProblemSummaryMismatch)
+		}
+		if pkg.cached {
+			p.b.cached(name, pkg.cases)
 		}
 	}
 }

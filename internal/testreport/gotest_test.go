@@ -125,3 +125,56 @@ func TestGoTestJSONReadError(t *testing.T) {
 	checkInvariants(t, r)
 	expect(t, "read error", r, summary{Passed: 1, Problems: problems(ProblemNoSummary, ProblemTruncatedOutput)})
 }
+
+// goOutput renders a package-level output event of package pkg.
+func goOutput(pkg, line string) string {
+	return fmt.Sprintf(`{"Action":"output","Package":%q,"Output":%q}`, pkg, line) + "\n"
+}
+
+// TestGoTestJSONCached: a package whose result line says "(cached)"
+// (with or without notes after it) is named in Cached and its cases are
+// marked; a fresh package, a package whose name another one's extends, a
+// result line naming another package and a failed package are not; the
+// counts are the runner's either way.
+func TestGoTestJSONCached(t *testing.T) {
+	in := goEvents("start ex.com/a", "run ex.com/a TestA", "pass ex.com/a TestA") +
+		goOutput("ex.com/a", "PASS\n") + goOutput("ex.com/a", "ok  \tex.com/a\t(cached)\n") + goEvents("pass ex.com/a") +
+		goEvents("start ex.com/a.b", "run ex.com/a.b TestB", "pass ex.com/a.b TestB") +
+		goOutput("ex.com/a.b", "ok  \tex.com/a.b\t0.004s\n") + goEvents("pass ex.com/a.b") +
+		goEvents("start ex.com/c", "run ex.com/c TestC", "pass ex.com/c TestC") +
+		goOutput("ex.com/c", "ok  \tex.com/c\t(cached)\tcoverage: 50.0% of statements\n") + goEvents("pass ex.com/c") +
+		goEvents("start ex.com/d", "run ex.com/d TestD", "pass ex.com/d TestD") +
+		goOutput("ex.com/d", "ok  \tex.com/a\t(cached)\n") + goEvents("pass ex.com/d") +
+		goEvents("start ex.com/e", "run ex.com/e TestE", "fail ex.com/e TestE") +
+		goOutput("ex.com/e", "ok  \tex.com/e\t(cached)\n") + goEvents("fail ex.com/e")
+	r := parseString(t, ParseGoTestJSON, in)
+	if fmt.Sprint(r.Cached) != "[ex.com/a ex.com/c]" || r.CachedTotal != 2 || r.Passed != 4 || r.Failed != 1 {
+		t.Fatalf("cached %v (%d), passed %d failed %d", r.Cached, r.CachedTotal, r.Passed, r.Failed)
+	}
+	for _, c := range r.Cases {
+		want := c.ID == "ex.com/a.TestA" || c.ID == "ex.com/c.TestC"
+		if c.Cached != want {
+			t.Errorf("case %s cached=%v, want %v", c.ID, c.Cached, want)
+		}
+	}
+	// A fresh run names nothing.
+	if r := parseString(t, ParseGoTestJSON, goEvents("run p TestA", "pass p TestA")+goOutput("p", "ok  \tp\t0.1s\n")+goEvents("pass p")); r.Cached != nil || r.CachedTotal != 0 {
+		t.Fatalf("fresh run: %v %d", r.Cached, r.CachedTotal)
+	}
+}
+
+// TestGoTestJSONCachedBound: past MaxCachedPackages, Cached keeps the
+// smallest names and CachedTotal counts every cached package.
+func TestGoTestJSONCachedBound(t *testing.T) {
+	var b strings.Builder
+	n := MaxCachedPackages + 7
+	for i := n - 1; i >= 0; i-- {
+		pkg := fmt.Sprintf("ex.com/p%03d", i)
+		b.WriteString(goEvents("run "+pkg+" TestX", "pass "+pkg+" TestX") + goOutput(pkg, "ok  \t"+pkg+"\t(cached)\n") + goEvents("pass "+pkg))
+	}
+	r := parseString(t, ParseGoTestJSON, b.String())
+	if len(r.Cached) != MaxCachedPackages || r.CachedTotal != n || r.Cached[0] != "ex.com/p000" ||
+		r.Cached[MaxCachedPackages-1] != fmt.Sprintf("ex.com/p%03d", MaxCachedPackages-1) || !r.Complete {
+		t.Fatalf("cached %d of %d: first %s last %s", len(r.Cached), r.CachedTotal, r.Cached[0], r.Cached[len(r.Cached)-1])
+	}
+}

@@ -71,6 +71,9 @@ const (
 	// MaxTAPDepth bounds TAP subtest nesting; deeper lines are ignored and
 	// recorded as ProblemLimitExceeded.
 	MaxTAPDepth = 64
+	// MaxCachedPackages is the number of cached packages a Report names in
+	// Cached (the lexicographically smallest ones); CachedTotal counts all.
+	MaxCachedPackages = 50
 )
 
 // Parser is the stable identity of a parser and of its counting rules. Two
@@ -155,6 +158,9 @@ type Case struct {
 	ID         string
 	Outcome    Outcome
 	DurationMS int64 // 0 when the runner reports no duration
+	// Cached is true when the runner replayed this result from its cache
+	// (go test's "(cached)" package result) instead of running the test.
+	Cached bool
 }
 
 // Report is the structured result of one test run.
@@ -179,6 +185,15 @@ type Report struct {
 	// CasesTruncated is true when more were reported.
 	Cases          []Case
 	CasesTruncated bool
+	// Cached names the units whose results the runner replayed from its
+	// cache rather than ran (Go: packages whose result line says
+	// "(cached)"), sorted, at most MaxCachedPackages; CachedTotal counts
+	// them all. A cached result repeats what an earlier run proved for the
+	// inputs the runner tracks: a test reading anything else (a file
+	// outside the module, the network) may no longer pass. It counts like
+	// a run (the runner reports it so); callers say it was cached.
+	Cached      []string
+	CachedTotal int
 }
 
 // Executed is the number of tests that ran to a verdict (Passed + Failed).
@@ -196,8 +211,9 @@ func newBuilder(p Parser) *builder {
 
 func (b *builder) problem(p Problem) { b.problems[p] = true }
 
-// add records one test result under the (sanitized) identity id.
-func (b *builder) add(id string, o Outcome, durationMS int64) {
+// add records one test result under the (sanitized) identity id and
+// returns its index in Cases (-1 when Cases is full).
+func (b *builder) add(id string, o Outcome, durationMS int64) int {
 	id = sanitizeID(id)
 	if durationMS < 0 {
 		durationMS = 0
@@ -215,9 +231,29 @@ func (b *builder) add(id string, o Outcome, durationMS int64) {
 	}
 	if len(b.r.Cases) < MaxCases {
 		b.r.Cases = append(b.r.Cases, Case{ID: id, Outcome: o, DurationMS: durationMS})
-	} else {
-		b.r.CasesTruncated = true
+		return len(b.r.Cases) - 1
 	}
+	b.r.CasesTruncated = true
+	return -1
+}
+
+// cached records that unit's results were replayed from the runner's
+// cache: the Cases at indexes are marked, and unit is named in Cached
+// (the MaxCachedPackages smallest names).
+func (b *builder) cached(unit string, indexes []int) {
+	for _, i := range indexes {
+		b.r.Cases[i].Cached = true
+	}
+	b.r.CachedTotal++
+	c := b.r.Cached
+	i, found := sort.Find(len(c), func(i int) int { return strings.Compare(unit, c[i]) })
+	if found || (len(c) >= MaxCachedPackages && i >= len(c)) {
+		return
+	}
+	if len(c) >= MaxCachedPackages {
+		c = c[:len(c)-1]
+	}
+	b.r.Cached = slices.Insert(c, i, unit)
 }
 
 // addFailure keeps the MaxFailures smallest distinct identities.

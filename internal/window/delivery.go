@@ -54,11 +54,12 @@ type DeliveredMessage struct {
 // states what this response shows, nothing more: a shown message is not
 // read, an accepted ACK grants nothing.
 type Delivery struct {
-	// Messages are the retained ACK-required messages whose ACK was never
-	// observed (every call until one lists the id in
-	// ack_session_message_ids) and the ordinary ones never projected
-	// before, posted before this call began, ACK-required first, each
-	// oldest first.
+	// Messages are the retained ACK-required messages this request does
+	// not acknowledge (every call that omits the id from
+	// ack_session_message_ids, for as long as the message is retained:
+	// an earlier ACK says nothing of the current model context) and the
+	// ordinary ones never projected before, posted before this call
+	// began, ACK-required first, each oldest first.
 	Messages []DeliveredMessage `json:"messages,omitempty"`
 	// Omitted counts the messages that qualified but did not fit.
 	Omitted int `json:"omitted,omitempty"`
@@ -79,7 +80,8 @@ func (d *Delivery) Empty() bool {
 // deliveryState is what delivery keeps in memory: the ordinary messages
 // whose projection facts are queued (so that two concurrent calls do not
 // both show one), and the windows known to have nothing to deliver since
-// their last post (so that their calls cost no read).
+// their last post (so that their calls cost no read). A window with a
+// retained ACK-required message is never quiet.
 type deliveryState struct {
 	mu      sync.Mutex
 	pending map[string]bool   // window key + message id
@@ -143,6 +145,8 @@ func (d *deliveryState) snapshot() map[string]bool {
 
 // claim drops from ms the ordinary messages another call is projecting
 // (queued before this call's read, or since) and claims the rest.
+// ACK-required messages are never claimed: every call that does not
+// acknowledge them shows them.
 func (d *deliveryState) claim(k string, ms []Message, before map[string]bool) []Message {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -151,12 +155,8 @@ func (d *deliveryState) claim(k string, ms []Message, before map[string]bool) []
 	}
 	out := ms[:0:0]
 	for _, m := range ms {
-		pk := k + "\x00" + m.ID
-		if m.RequiresAck {
-			if ak := ackKey(k, m.ID); before[ak] || d.pending[ak] {
-				continue // acknowledged; the fact is not committed yet
-			}
-		} else {
+		if !m.RequiresAck {
+			pk := k + "\x00" + m.ID
 			if before[pk] || d.pending[pk] {
 				continue
 			}
@@ -165,26 +165,6 @@ func (d *deliveryState) claim(k string, ms []Message, before map[string]bool) []
 		out = append(out, m)
 	}
 	return out
-}
-
-// ackKey names an accepted ACK whose fact is queued.
-func ackKey(k, id string) string { return k + "\x00ack\x00" + id }
-
-// acked notes accepted ACKs until their fact commits, so that the next
-// call does not show the message again meanwhile.
-func (d *deliveryState) acked(k string, ids []string, done bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.pending == nil {
-		d.pending = map[string]bool{}
-	}
-	for _, id := range ids {
-		if done {
-			delete(d.pending, ackKey(k, id))
-		} else {
-			d.pending[ackKey(k, id)] = true
-		}
-	}
 }
 
 func (d *deliveryState) release(k string, ms []Message) {
@@ -259,9 +239,9 @@ func (s *Service) Deliver(ctx context.Context, p DeliverParams) (*Delivery, map[
 	for _, m := range all {
 		switch {
 		case !m.CreatedAt.Before(p.Before) || accepted[m.ID]:
-		case m.RequiresAck && !m.AckObserved:
+		case m.RequiresAck:
 			ack = append(ack, m)
-		case !m.RequiresAck && !m.Projected:
+		case !m.Projected:
 			ordinary = append(ordinary, m)
 		}
 	}
@@ -300,10 +280,8 @@ func (s *Service) record(ctx context.Context, pr, win, k string, shown []Message
 			ordinary = append(ordinary, m)
 		}
 	}
-	s.deliver.acked(k, acked, false)
 	done := func(err error) {
 		s.deliver.release(k, ordinary)
-		s.deliver.acked(k, acked, true)
 		if err != nil {
 			s.log.Warn("peer message facts not stored", "err", err)
 		}

@@ -57,10 +57,11 @@ type Message struct {
 	Priority    Priority  `json:"priority"`
 	CreatedAt   time.Time `json:"created_at"`
 
-	// Projected and AckObserved are the analysis facts delivery reads:
-	// the message was projected before, an ACK of it was observed.
-	Projected   bool `json:"-"`
-	AckObserved bool `json:"-"`
+	// Projected is the analysis fact delivery reads: the message was
+	// projected before (an ordinary message is shown once). Whether an
+	// ACK was ever observed is never read: it says nothing of the
+	// current model context.
+	Projected bool `json:"-"`
 
 	// Principal and ToWindow address the message; never serialized.
 	Principal  string `json:"-"`

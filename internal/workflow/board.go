@@ -109,6 +109,11 @@ type BoardStore interface {
 	// ineligible), so false is final for that call and true only means
 	// the full snapshot (ViewBoard) must decide.
 	AttentionPossible(ctx context.Context, id string, before time.Time) (bool, error)
+	// ObservationKey is the store's secret key of ObservationKeyBytes
+	// that authenticates observation tokens. It is the same for every
+	// process serving the store and across restarts, so a token stays
+	// valid for as long as the board it was issued for.
+	ObservationKey() []byte
 }
 
 // Board is the Session-local message board API used by the tools. Every
@@ -117,6 +122,7 @@ type Board struct {
 	store  BoardStore
 	now    func() time.Time
 	notify Notifier
+	tokens tokenKeys
 
 	mu      sync.Mutex
 	flights map[flightKey]*flight // see sharedChanges
@@ -128,12 +134,14 @@ type Board struct {
 }
 
 // NewBoard returns a Board over store that wakes observers in this
-// process ([LocalNotifier]). now may be nil (time.Now).
+// process ([LocalNotifier]). now may be nil (time.Now). It panics when
+// the store's ObservationKey is not ObservationKeyBytes long: a store
+// must not serve a board whose cursors it cannot authenticate.
 func NewBoard(store BoardStore, now func() time.Time) *Board {
 	if now == nil {
 		now = time.Now
 	}
-	return &Board{store: store, now: now, notify: NewLocalNotifier()}
+	return &Board{store: store, now: now, notify: NewLocalNotifier(), tokens: newTokenKeys(store.ObservationKey())}
 }
 
 // WithNotifier returns b waking observers through n instead.

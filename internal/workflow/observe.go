@@ -2,10 +2,11 @@ package workflow
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"strconv"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -15,8 +16,12 @@ import (
 
 // Bounds of message observation.
 const (
-	// ObservationTokenPrefix starts every observation token.
-	ObservationTokenPrefix = "wso1_"
+	// ObservationTokenPrefix starts every observation token (wso1_ was
+	// the unkeyed format before decision 0051; such a token is refused).
+	ObservationTokenPrefix = "wso2_"
+	// ObservationKeyBytes is the size of the secret key a BoardStore
+	// holds to authenticate observation tokens.
+	ObservationKeyBytes = 32
 	// MaxObservationTokenChars bounds an observation token as accepted.
 	MaxObservationTokenChars = 192
 	// MinObserveWait and MaxObserveWait bound one observation's wait.
@@ -35,9 +40,13 @@ const (
 	WaitTimeout = "timeout"
 )
 
-// tokenBytes is the decoded size of a token: revision (8), generation (8)
-// and a 12-byte check binding both to the session.
-const tokenBytes = 8 + 8 + 12
+// The decoded parts of a token (see makeToken): a 16-byte tag, then the
+// revision (8) and generation (8), masked.
+const (
+	tokenTagBytes   = 16
+	tokenFieldBytes = 8 + 8
+	tokenBytes      = tokenTagBytes + tokenFieldBytes
+)
 
 // A Notifier wakes observers waiting on a session's board. It is a wake
 // signal only: an observer re-reads the durable revision after every wake,
@@ -98,17 +107,59 @@ func (n *LocalNotifier) Notify(id string) {
 	}
 }
 
-func tokenCheck(session string, generation, revision int64) []byte {
-	h := sha256.Sum256([]byte("webcodex observation token v1\x00" + session + "\x00" +
-		strconv.FormatInt(generation, 10) + "\x00" + strconv.FormatInt(revision, 10)))
-	return h[:12]
+// tokenKeys are the two keys derived from a store's ObservationKey: one
+// authenticates a token's fields, the other hides them.
+type tokenKeys struct{ mac, enc []byte }
+
+func newTokenKeys(key []byte) tokenKeys {
+	if len(key) != ObservationKeyBytes {
+		panic("workflow: the board store's observation key is not ObservationKeyBytes long")
+	}
+	derive := func(use string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte("webcodex observation token v2 " + use))
+		return m.Sum(nil)
+	}
+	return tokenKeys{mac: derive("mac"), enc: derive("enc")}
 }
 
-func makeToken(session string, generation, revision int64) string {
-	b := make([]byte, 16, tokenBytes)
-	binary.BigEndian.PutUint64(b, uint64(revision))
-	binary.BigEndian.PutUint64(b[8:], uint64(generation))
-	b = append(b, tokenCheck(session, generation, revision)...)
+// tag authenticates a token's cursor fields for session.
+func (k tokenKeys) tag(session string, fields []byte) []byte {
+	m := hmac.New(sha256.New, k.mac)
+	m.Write([]byte(session))
+	m.Write([]byte{0})
+	m.Write(fields)
+	return m.Sum(nil)[:tokenTagBytes]
+}
+
+// mask hides a token's cursor fields; it is derived from the tag, so the
+// same cursor always gives the same token and different cursors share no
+// mask (a synthetic-IV construction).
+func (k tokenKeys) mask(tag []byte) []byte {
+	m := hmac.New(sha256.New, k.enc)
+	m.Write(tag)
+	return m.Sum(nil)[:tokenFieldBytes]
+}
+
+func xorInto(dst, a, b []byte) {
+	for i := range dst {
+		dst[i] = a[i] ^ b[i]
+	}
+}
+
+// makeToken is ObservationTokenPrefix + base64url(tag || fields XOR
+// mask(tag)), where fields are the revision and the board generation,
+// big-endian, and tag is the HMAC-SHA256 of the session and the fields
+// under the store's key: opaque (the revision is not in clear) and
+// unforgeable without the key.
+func (k tokenKeys) makeToken(session string, generation, revision int64) string {
+	fields := make([]byte, tokenFieldBytes)
+	binary.BigEndian.PutUint64(fields, uint64(revision))
+	binary.BigEndian.PutUint64(fields[8:], uint64(generation))
+	b := make([]byte, tokenBytes)
+	tag := k.tag(session, fields)
+	copy(b, tag)
+	xorInto(b[tokenTagBytes:], fields, k.mask(tag))
 	return ObservationTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -118,22 +169,26 @@ func badToken(why string) error {
 
 // parseToken returns the revision of a token issued for session at its
 // board's current generation and revision; anything else (malformed,
-// oversized, edited, another session's, another generation's, or a
-// revision the board has not reached) is invalid_observation_token.
-func parseToken(tok, session string, st BoardState) (int64, error) {
+// oversized, edited, forged without the key, another session's, another
+// generation's, or a revision the board has not reached) is
+// invalid_observation_token.
+func (k tokenKeys) parseToken(tok, session string, st BoardState) (int64, error) {
 	if len(tok) > MaxObservationTokenChars {
-		return 0, badToken("is longer than 192 characters")
+		return 0, badToken(fmt.Sprintf("is longer than %d characters", MaxObservationTokenChars))
 	}
 	rest, ok := strings.CutPrefix(tok, ObservationTokenPrefix)
 	b, err := base64.RawURLEncoding.Strict().DecodeString(rest)
 	if !ok || err != nil || len(b) != tokenBytes {
 		return 0, badToken("is not an observation token")
 	}
-	rev, gen := int64(binary.BigEndian.Uint64(b)), int64(binary.BigEndian.Uint64(b[8:]))
-	if rev < 0 || string(b[16:]) != string(tokenCheck(session, gen, rev)) {
+	tag := b[:tokenTagBytes]
+	fields := make([]byte, tokenFieldBytes)
+	xorInto(fields, b[tokenTagBytes:], k.mask(tag))
+	if !hmac.Equal(tag, k.tag(session, fields)) {
 		return 0, badToken("was not issued for this session")
 	}
-	if gen != st.Generation || rev > st.ObservationRevision {
+	rev, gen := int64(binary.BigEndian.Uint64(fields)), int64(binary.BigEndian.Uint64(fields[8:]))
+	if rev < 0 || gen != st.Generation || rev > st.ObservationRevision {
 		return 0, badToken("is from another generation of this session's board")
 	}
 	return rev, nil
@@ -197,7 +252,7 @@ func (b *Board) Observe(ctx context.Context, p ObserveParams) (Observation, erro
 		err := b.store.ViewBoard(ctx, p.SessionID, func(r BoardReader) error {
 			st, err := r.State()
 			o = Observation{Messages: []Message{}, Baseline: true, WaitOutcome: WaitNone,
-				Token: makeToken(p.SessionID, st.Generation, st.ObservationRevision)}
+				Token: b.tokens.makeToken(p.SessionID, st.Generation, st.ObservationRevision)}
 			return err
 		})
 		return o, err
@@ -248,7 +303,7 @@ func (b *Board) changes(ctx context.Context, p ObserveParams) (Observation, erro
 		if err != nil {
 			return err
 		}
-		after, err := parseToken(p.Token, p.SessionID, st)
+		after, err := b.tokens.parseToken(p.Token, p.SessionID, st)
 		if err != nil {
 			return err
 		}
@@ -275,7 +330,7 @@ func (b *Board) changes(ctx context.Context, p ObserveParams) (Observation, erro
 		if o.Fetches, err = r.Fetches(todos); err != nil {
 			return err
 		}
-		o.Token = makeToken(p.SessionID, st.Generation, next)
+		o.Token = b.tokens.makeToken(p.SessionID, st.Generation, next)
 		return nil
 	})
 	return o, err

@@ -70,6 +70,12 @@ type Validation struct {
 	// Resolved are identities that failed in an earlier run of this scope
 	// in this session and that this run proves passing.
 	Resolved []string `json:"resolved,omitempty"`
+	// CachedPackages are the packages whose result the runner replayed
+	// from its cache instead of running (go test "(cached)"; sorted,
+	// bounded); CachedTotal counts them all. Their results did not run
+	// in this call, and resolve nothing.
+	CachedPackages []string `json:"cached_packages,omitempty"`
+	CachedTotal    int      `json:"cached_total,omitempty"`
 	// Complete is true when the output proved the counts; Problems say
 	// why not.
 	Complete bool     `json:"complete"`
@@ -126,6 +132,7 @@ func sanitizeValidation(v *Validation) *Validation {
 	c.Failures, cut = boundIDs(c.Failures)
 	c.FailuresTruncated = c.FailuresTruncated || cut
 	c.Resolved, _ = boundIDs(c.Resolved)
+	c.CachedPackages, _ = boundIDs(c.CachedPackages)
 	if len(c.Problems) > MaxValidationProblems {
 		c.Problems = c.Problems[:MaxValidationProblems]
 	}
@@ -139,9 +146,9 @@ func (v Validation) Validate() error {
 		return fmt.Errorf("validation: tool missing")
 	case !scopeIDRE.MatchString(v.ScopeID):
 		return fmt.Errorf("validation: scope_id malformed")
-	case v.Passed < 0 || v.Failed < 0 || v.Skipped < 0 || v.FailuresTotal < 0:
+	case v.Passed < 0 || v.Failed < 0 || v.Skipped < 0 || v.FailuresTotal < 0 || v.CachedTotal < 0:
 		return fmt.Errorf("validation: negative count")
-	case len(v.Failures) > MaxValidationIDs || len(v.Resolved) > MaxValidationIDs:
+	case len(v.Failures) > MaxValidationIDs || len(v.Resolved) > MaxValidationIDs || len(v.CachedPackages) > MaxValidationIDs:
 		return fmt.Errorf("validation: more than %d identities", MaxValidationIDs)
 	case len(v.Packages) > MaxValidationPackages || len(v.Problems) > MaxValidationProblems:
 		return fmt.Errorf("validation: bounds exceeded")

@@ -44,6 +44,8 @@ type env struct {
 	store *racyStore
 	board *workflow.Board
 	id    string
+	// other is a registered project the session is not in.
+	other string
 }
 
 func newEnv(t *testing.T, instruction string) *env {
@@ -56,11 +58,15 @@ func newEnv(t *testing.T, instruction string) *env {
 	rs := &racyStore{Store: st}
 	svc := workflow.NewService(rs, nil)
 	p := kerneltest.TempProject(t, map[string]string{"calc.go": "package calc\n"})
+	// A second project the caller may use, which no session of env's is
+	// in.
+	other := kerneltest.TempProject(t, nil)
+	other.ID, other.Name = other.ID+"-other", other.Name+"-other"
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: svc})
 	closeout.Register(reg, &closeout.Tools{Sessions: svc, Snapshots: st})
-	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
-	e := &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, store: rs, board: workflow.NewBoard(st, nil)}
+	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p, other.ID: other}, Sessions: svc})
+	e := &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, store: rs, board: workflow.NewBoard(st, nil), other: other.ID}
 	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": instruction})).SessionID
 	return e
 }

@@ -98,10 +98,13 @@ func registerFinish(reg *kernel.Registry, t *Tools) {
 	})
 }
 
-// FinishInput is the input of finish_coding_task.
+// FinishInput is the input of finish_coding_task. As for
+// session_handoff_summary, the authorized business session supplies the
+// project when project is omitted; an explicit project must be the
+// session's (session_project_mismatch).
 type FinishInput struct {
-	kernel.ProjectRef
 	kernel.RequiredSessionRef
+	kernel.OptionalProjectRef
 	SummaryOnly       bool  `json:"summary_only,omitempty" jsonschema:"return only task_outcome, counts and suggested_next_actions"`
 	IncludeWorkspace  *bool `json:"include_workspace,omitempty" jsonschema:"run one read-only git status; default true"`
 	IncludeValidation *bool `json:"include_validation,omitempty" jsonschema:"report validation evidence; default true"`

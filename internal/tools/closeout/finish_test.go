@@ -11,6 +11,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
 	"github.com/webcodex/webcodex/internal/tools/closeout"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -312,5 +313,52 @@ func TestWorkspace(t *testing.T) {
 	wantOutcome(t, r, closeout.StatusPass, false, closeout.AdvisoryDirtyWorktree)
 	if r.HandoffBrief.Workspace.Status != handoff.WorkspaceAvailable {
 		t.Fatalf("brief workspace: %+v", r.HandoffBrief.Workspace)
+	}
+}
+
+// TestFinishTakesTheSessionsProject reproduces the finding of issue 24:
+// finish_coding_task {session_id} demanded project although the
+// authorized session supplies it. Without project it closes out the
+// session's project, as session_handoff_summary does; with the session's
+// project it gives the same bytes; with another registered project it is
+// session_project_mismatch, and a refused call changes nothing.
+func TestFinishTakesTheSessionsProject(t *testing.T) {
+	e := newFinishEnv(t)
+	e.append(change("calc.go"), passing())
+	call := func(tool string, args map[string]any) kernel.Result {
+		return e.Raw(auth.LocalUser(), tool, mustJSON(t, args))
+	}
+	for _, tool := range []string{closeout.FinishToolName, closeout.HandoffToolName} {
+		res := call(tool, map[string]any{"session_id": e.id})
+		var got struct {
+			Project   string `json:"project"`
+			SessionID string `json:"session_id"`
+		}
+		if !res.Success {
+			t.Fatalf("%s {session_id}: %+v", tool, res.Error)
+		}
+		if err := json.Unmarshal(kerneltest.OutputBytes(t, res), &got); err != nil || got.Project != e.Project.ID || got.SessionID != e.id {
+			t.Fatalf("%s {session_id}: %+v %v", tool, got, err)
+		}
+	}
+	implicit := kerneltest.OutputBytes(t, call(closeout.FinishToolName, map[string]any{"session_id": e.id}))
+	explicit := kerneltest.OutputBytes(t, call(closeout.FinishToolName, map[string]any{"session_id": e.id, "project": e.Project.ID}))
+	if !bytes.Equal(implicit, explicit) {
+		t.Fatalf("the session's project given explicitly changed the closeout:\n%s\n%s", implicit, explicit)
+	}
+	before, err := e.svc.Get(context.Background(), e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{closeout.FinishToolName, closeout.HandoffToolName} {
+		kerneltest.Fails(t, call(tool, map[string]any{"session_id": e.id, "project": e.other}), failure.SessionProjectMismatch)
+		kerneltest.Fails(t, call(tool, map[string]any{"project": e.Project.ID}), failure.InvalidArguments)
+	}
+	after, err := e.svc.Get(context.Background(), e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.EventsObserved != before.EventsObserved || after.Lifecycle != before.Lifecycle {
+		t.Fatalf("closeout calls changed the session: %+v -> %+v", before, after)
 	}
 }

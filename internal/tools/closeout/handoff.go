@@ -45,8 +45,12 @@ type HandoffInput struct {
 	kernel.OptionalProjectRef
 	IncludeWorkspace  *bool `json:"include_workspace,omitempty" jsonschema:"run one git status and report the workspace; default false"`
 	IncludeValidation *bool `json:"include_validation,omitempty" jsonschema:"report validation evidence; default true"`
-	Limit             int   `json:"limit,omitempty" jsonschema:"diagnostic events to return, default 20, max 100"`
-	Diagnostic        bool  `json:"diagnostic,omitempty" jsonschema:"also return continuation_feedback and the newest events"`
+	// IncludeCheckpoints asks for workspace checkpoints, which this server
+	// does not have yet: true is reported as checkpoints_unavailable in
+	// the brief's basis.
+	IncludeCheckpoints bool `json:"include_checkpoints,omitempty" jsonschema:"reported unavailable (none yet)"`
+	Limit              int  `json:"limit,omitempty" jsonschema:"diagnostic events to return, default 20, max 100"`
+	Diagnostic         bool `json:"diagnostic,omitempty" jsonschema:"also return continuation_feedback and the newest events"`
 }
 
 // HandoffOutput is the result of session_handoff_summary.
@@ -90,7 +94,7 @@ func (t *Tools) summary(ctx context.Context, inv *kernel.Invocation, in HandoffI
 		Session: sess, Events: evs, Feedback: &fb,
 		// Git is queried only when include_workspace is true; a snapshot
 		// that cannot be proven is reported unavailable.
-		IncludeWorkspace: includeWorkspace, Workspace: ws.brief(),
+		IncludeWorkspace: includeWorkspace, Workspace: ws.brief(), IncludeCheckpoints: in.IncludeCheckpoints,
 		Guidance: g.guidance, SessionChanged: changed,
 		Evidence: BriefEvidence(ctx, t.Evidence, sess.ID),
 		Goals:    workflow.Correlated(ctx, t.Goals, sess.ID, handoff.BriefMaxGoals),

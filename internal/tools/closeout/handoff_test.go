@@ -1,6 +1,7 @@
 package closeout_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os/exec"
@@ -183,4 +184,29 @@ func TestSameInputSameBytes(t *testing.T) {
 		t.Fatalf("briefs differ:\n%s\n%s", b, c)
 	}
 	_ = a
+}
+
+// TestIncludeCheckpoints reproduces the finding of issue 24:
+// include_checkpoints, named by the spec, was refused as an unknown
+// argument. It is accepted; with no workspace checkpoints on this server,
+// true is reported truthfully as checkpoints_unavailable in the basis
+// (which is then not complete), and false or omitted leaves the brief as
+// it was.
+func TestIncludeCheckpoints(t *testing.T) {
+	e := newHandoffEnv(t)
+	_, omitted := e.handoff(nil)
+	_, off := e.handoff(map[string]any{"include_checkpoints": false})
+	if !bytes.Equal(omitted, off) || bytes.Contains(omitted, []byte(handoff.BasisCheckpointsUnavailable)) {
+		t.Fatalf("include_checkpoints false changed the brief:\n%s\n%s", omitted, off)
+	}
+	out, _ := e.handoff(map[string]any{"include_checkpoints": true, "include_workspace": true})
+	b := out.HandoffBrief.Basis
+	if b.Complete || !slices.Contains(b.ReasonCodes, handoff.BasisCheckpointsUnavailable) || !slices.IsSorted(b.ReasonCodes) {
+		t.Fatalf("basis with include_checkpoints: %+v", b)
+	}
+	if out.HandoffBrief.Progress.State == handoff.StateInsufficientEvidence {
+		t.Fatalf("missing checkpoints made the evidence insufficient: %+v", out.HandoffBrief.Progress)
+	}
+	kerneltest.Fails(t, e.Raw(auth.LocalUser(), "session_handoff_summary",
+		mustJSON(t, map[string]any{"session_id": e.id, "include_checkpoints": "yes"})), failure.InvalidArguments)
 }

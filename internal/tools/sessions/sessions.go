@@ -130,6 +130,33 @@ type WorkInput struct {
 	IncludeWorkflowGuidance    *bool `json:"include_workflow_guidance,omitempty"`
 	IncludeProjectInstructions *bool `json:"include_project_instructions,omitempty"`
 	IncludeExtensionCatalog    *bool `json:"include_extension_catalog,omitempty"`
+	// GuidanceProfile is the request-local presentation of the workflow
+	// guidance: GuidanceDirect (the default, and the only one served).
+	// It is neither remembered nor recorded; omission always means direct.
+	GuidanceProfile string `json:"guidance_profile,omitempty" jsonschema:"direct (default)"`
+}
+
+// Guidance profiles (work_on_project guidance_profile). Only
+// GuidanceDirect is served: this build has no Code Mode, so the others
+// the spec and its reference name are guidance_profile_unavailable.
+const (
+	GuidanceDirect       = "direct"
+	GuidanceCodeMode     = "code_mode"
+	GuidanceHostCodeMode = "host_code_mode"
+)
+
+// Check implements kernel.Checker: an unavailable guidance profile fails
+// parsing, before any session is created or continued, even with
+// include_workflow_guidance false.
+func (in WorkInput) Check() error {
+	switch in.GuidanceProfile {
+	case "", GuidanceDirect:
+		return nil
+	case GuidanceCodeMode, GuidanceHostCodeMode:
+		return failure.New(failure.GuidanceProfileUnavailable,
+			"guidance_profile %s needs an Experimental Code Mode build; this server serves only %s (omit guidance_profile)", in.GuidanceProfile, GuidanceDirect)
+	}
+	return failure.New(failure.InvalidArguments, "guidance_profile must be %s or %s", GuidanceDirect, GuidanceCodeMode)
 }
 
 // WorkOutput is the result of work_on_project.

@@ -197,3 +197,56 @@ func TestContinueDescribesThePreviousAttempt(t *testing.T) {
 		t.Fatalf("fresh session feedback: %s", f)
 	}
 }
+
+// TestGuidanceProfile reproduces the finding of issue 24: guidance_profile,
+// named by the spec, was refused as an unknown argument. direct (the
+// default) is served and gives the bytes an omitted profile gives; the
+// Code Mode profiles fail parsing as guidance_profile_unavailable, even
+// with include_workflow_guidance false and on an exact resume, creating
+// and continuing nothing; any other value is invalid_arguments.
+func TestGuidanceProfile(t *testing.T) {
+	e := newEnv(t, nil)
+	omitted := e.start("task")
+	direct := kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": "task", "guidance_profile": "direct"}))
+	if direct.Workflow != "the guide" || direct.Workflow != omitted.Workflow || direct.Continuation != "created" {
+		t.Fatalf("direct: %+v", direct)
+	}
+	resumed := kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project",
+		map[string]any{"instruction": "more", "session_id": direct.SessionID, "guidance_profile": "direct"}))
+	if resumed.Continuation != "continued" || resumed.Workflow != "the guide" {
+		t.Fatalf("direct on a resume: %+v", resumed)
+	}
+	before, err := e.svc.Get(context.Background(), direct.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func() int {
+		return kerneltest.OK[sessions.ListOutput](t, e.Call("list_sessions", map[string]any{})).Total
+	}
+	sessionsBefore := list()
+	for _, args := range []map[string]any{
+		{"instruction": "task", "guidance_profile": "code_mode"},
+		{"instruction": "task", "guidance_profile": "code_mode", "include_workflow_guidance": false},
+		{"instruction": "task", "guidance_profile": "host_code_mode"},
+		{"instruction": "more", "guidance_profile": "code_mode", "session_id": direct.SessionID},
+		{"instruction": "more", "guidance_profile": "code_mode", "session_id": direct.SessionID, "mode": "read_only"},
+	} {
+		res := e.Call("work_on_project", args)
+		kerneltest.Fails(t, res, failure.GuidanceProfileUnavailable)
+		if !strings.Contains(res.Error.Message, "direct") {
+			t.Fatalf("%v: the refusal does not name the profile served: %s", args, res.Error.Message)
+		}
+	}
+	for _, bad := range []any{"Direct", "fancy"} {
+		kerneltest.Fails(t, e.Call("work_on_project", map[string]any{"instruction": "task", "guidance_profile": bad}), failure.InvalidArguments)
+	}
+	kerneltest.Fails(t, e.Call("work_on_project", map[string]any{"instruction": "task", "guidance_profile": 1}), failure.InvalidArguments)
+	after, err := e.svc.Get(context.Background(), direct.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.EventsObserved != before.EventsObserved || after.Mode != before.Mode || list() != sessionsBefore {
+		t.Fatalf("a refused profile changed something: %d -> %d events, mode %s -> %s, %d -> %d sessions",
+			before.EventsObserved, after.EventsObserved, before.Mode, after.Mode, sessionsBefore, list())
+	}
+}

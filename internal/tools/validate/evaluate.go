@@ -84,6 +84,7 @@ func evaluate(m jobs.ValidationMeta, ex execution) (testreport.Report, Output) {
 	out.Parser, out.Passed, out.Failed, out.Skipped = string(rep.Parser), rep.Passed, rep.Failed, rep.Skipped
 	out.Failures = append(out.Failures, rep.Failures...)
 	out.FailuresTotal, out.FailuresTruncated, out.Complete = rep.FailuresTotal, rep.FailuresTruncated, rep.Complete
+	out.CachedPackages, out.CachedTotal = slices.Clone(rep.Cached), rep.CachedTotal
 	for _, p := range rep.Problems {
 		if !slices.Contains(out.Problems, string(p)) {
 			out.Problems = append(out.Problems, string(p))

@@ -18,13 +18,16 @@ import (
 )
 
 // evidence builds the validation record of a run for session sid, with the
-// earlier failures of its scope there that this run proves passing.
+// earlier failures of its scope there that this run proves passing. A
+// result replayed from the runner's cache proves nothing new (go replays
+// only passes, and a failure since came from something it does not
+// track), so it resolves nothing.
 func evidence(ctx context.Context, sessions *workflow.Service, sid string, m jobs.ValidationMeta, rep testreport.Report, out Output) *workflow.Validation {
 	var resolved []string
 	if m.Expectation == "success" && out.Verdict.Resolves() && sessions != nil {
 		passing := map[string]bool{}
 		for _, c := range rep.Cases {
-			if c.Outcome == testreport.Passed {
+			if c.Outcome == testreport.Passed && !c.Cached {
 				passing[c.ID] = true
 			}
 		}
@@ -43,6 +46,7 @@ func evidence(ctx context.Context, sessions *workflow.Service, sid string, m job
 		Tool: m.Tool, ScopeID: out.ScopeID, Packages: slices.Clone(m.Packages), Filter: m.Filter, Parser: out.Parser,
 		Passed: out.Passed, Failed: out.Failed, Skipped: out.Skipped, Failures: slices.Clone(out.Failures),
 		FailuresTotal: out.FailuresTotal, FailuresTruncated: out.FailuresTruncated, Resolved: resolved,
+		CachedPackages: slices.Clone(out.CachedPackages), CachedTotal: out.CachedTotal,
 		Complete: out.Complete, Problems: slices.Clone(out.Problems), CountCheck: out.CountCheck, Verdict: out.Verdict,
 		Expectation: m.Expectation, ExpectationMatched: out.Expectation.Matched, ExitCode: out.ExitCode, DurationMS: out.DurationMS,
 	}

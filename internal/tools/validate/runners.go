@@ -41,6 +41,9 @@ func (t *Tools) goTest(ctx context.Context, inv *kernel.Invocation, in GoTestInp
 		return Output{}, err
 	}
 	argv := []string{"go", "test", "-json"}
+	if in.Uncached {
+		argv = append(argv, "-count=1")
+	}
 	if in.Run != "" {
 		argv = append(argv, "-run", in.Run)
 	}

@@ -108,6 +108,9 @@ type GoTestInput struct {
 	Common
 	Packages []string `json:"packages,omitempty" jsonschema:"package patterns, default ./..."`
 	Run      string   `json:"run,omitempty" jsonschema:"go test -run regexp"`
+	// Uncached runs every test (go test -count=1) instead of letting go
+	// replay a package's earlier result from its test cache.
+	Uncached bool `json:"uncached,omitempty" jsonschema:"go test -count=1"`
 }
 
 // CargoTestInput is the input of cargo_test.
@@ -161,14 +164,20 @@ type Output struct {
 	FailuresTruncated bool             `json:"failures_truncated"`
 	// Resolved lists earlier failures of this scope that this run proves
 	// passing, in the first session the call is recorded in.
-	Resolved    []string      `json:"resolved"`
-	Complete    bool          `json:"complete"`
-	Problems    []string      `json:"problems"`
-	CountCheck  string        `json:"count_check,omitempty"`
-	Expectation Expectation   `json:"expectation"`
-	ExitCode    int           `json:"exit_code"`
-	Ending      runner.Ending `json:"ending"`
-	DurationMS  int64         `json:"duration_ms"`
+	Resolved []string `json:"resolved"`
+	// CachedPackages are the packages whose result go test replayed from
+	// its test cache instead of running (sorted, at most
+	// testreport.MaxCachedPackages); CachedTotal counts them all. Their
+	// tests did not run now: run with uncached to run them.
+	CachedPackages []string      `json:"cached_packages,omitempty"`
+	CachedTotal    int           `json:"cached_total,omitempty"`
+	Complete       bool          `json:"complete"`
+	Problems       []string      `json:"problems"`
+	CountCheck     string        `json:"count_check,omitempty"`
+	Expectation    Expectation   `json:"expectation"`
+	ExitCode       int           `json:"exit_code"`
+	Ending         runner.Ending `json:"ending"`
+	DurationMS     int64         `json:"duration_ms"`
 	// Output is the tail of the runner's human output (stderr for go test,
 	// stdout otherwise), for reading failures.
 	Output runner.Output `json:"output"`

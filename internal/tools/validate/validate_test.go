@@ -3,12 +3,14 @@ package validate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
@@ -319,5 +321,95 @@ func TestCargo(t *testing.T) {
 	chk := kerneltest.OK[validate.Output](t, e.Call("cargo_check", map[string]any{"session_id": e.id, "env": map[string]string{"CARGO_TARGET_DIR": filepath.Join(t.TempDir(), "target")}}))
 	if chk.Verdict != workflow.VerdictPassed {
 		t.Fatalf("cargo_check: %+v", chk)
+	}
+}
+
+// TestGoTestCache reproduces the finding of issue 24 with a real module
+// and real `go test`: a result go replays from its test cache was recorded
+// as a fresh run, and a test whose input lives outside the module kept
+// passing from the cache after it would fail. The evidence now names the
+// cached package (output and ledger); uncached runs the tests
+// (-count=1) and finds the failure; a later cached pass resolves nothing.
+func TestGoTestCache(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not on PATH")
+	}
+	input := filepath.Join(t.TempDir(), "outside-input.txt")
+	setInput := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(input, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Old enough that go's test cache does not refuse a result for a
+		// freshly written file it tracks.
+		old := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(input, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setInput("ok")
+	outsideTest := fmt.Sprintf(`package calc
+
+import (
+	"os"
+	"testing"
+)
+
+func TestOutside(t *testing.T) {
+	b, err := os.ReadFile(%q)
+	if err != nil || string(b) != "ok" {
+		t.Fatalf("input %%q %%v", b, err)
+	}
+}
+`, input)
+	e := newEnv(t, map[string]string{"go.mod": goMod, "calc.go": "package calc\n", "outside_test.go": outsideTest})
+	run := func(args map[string]any) (kernel.Result, validate.Output) {
+		t.Helper()
+		args["session_id"] = e.id
+		res := e.Call("go_test", args)
+		return res, evidence(t, res)
+	}
+	_, fresh := run(map[string]any{})
+	if fresh.Verdict != workflow.VerdictPassed || fresh.CachedTotal != 0 || fresh.CachedPackages != nil {
+		t.Fatalf("first run: %+v", fresh)
+	}
+	_, cached := run(map[string]any{})
+	if cached.Verdict != workflow.VerdictPassed || cached.CachedTotal != 1 || !slices.Equal(cached.CachedPackages, []string{"example.com/calc"}) {
+		t.Fatalf("second run, from go's cache: %+v", cached)
+	}
+	// The input changes outside the module: go still replays the pass,
+	// and the evidence says so.
+	setInput("broken")
+	_, stale := run(map[string]any{})
+	if stale.Verdict != workflow.VerdictPassed || stale.CachedTotal != 1 {
+		t.Fatalf("a cached run after the input changed: %+v", stale)
+	}
+	res, uncached := run(map[string]any{"uncached": true})
+	kerneltest.Fails(t, res, failure.ValidationFailed)
+	if uncached.CachedTotal != 0 || !slices.Equal(uncached.Failures, []string{"example.com/calc.TestOutside"}) {
+		t.Fatalf("uncached run: %+v", uncached)
+	}
+	// Go caches no failure: the next plain run replays the old pass, which
+	// must not resolve the failure the uncached run proved.
+	_, replay := run(map[string]any{})
+	if replay.CachedTotal != 1 || len(replay.Resolved) != 0 {
+		t.Fatalf("a cached pass after a real failure: %+v", replay)
+	}
+	vs := e.validations()
+	if len(vs) != 5 {
+		t.Fatalf("%d validation records, want 5", len(vs))
+	}
+	for i, want := range []int{0, 1, 1, 0, 1} {
+		if v := vs[i]; v.CachedTotal != want || (want == 1) != slices.Equal(v.CachedPackages, []string{"example.com/calc"}) {
+			t.Errorf("ledger record %d: cached %v (%d), want %d", i, v.CachedPackages, v.CachedTotal, want)
+		}
+	}
+	sum := kerneltest.OK[validate.SummaryOutput](t, e.Call("validation_summary", map[string]any{"session_id": e.id}))
+	if len(sum.Unresolved) != 1 || sum.Unresolved[0].ID != "example.com/calc.TestOutside" {
+		t.Fatalf("the cached pass resolved the real failure: %+v", sum.Unresolved)
+	}
+	kerneltest.Fails(t, e.Call("go_test", map[string]any{"session_id": e.id, "uncached": "yes"}), failure.InvalidArguments)
+	if got := len(e.validations()); got != 5 {
+		t.Fatalf("a refused call left evidence: %d records", got)
 	}
 }

@@ -191,7 +191,7 @@ func (s *Store) PostMessage(ctx context.Context, m window.Message, p window.Prun
 // Waiting implements window.Store.
 func (s *Store) Waiting(ctx context.Context, principal, win string, since time.Time, limit int) ([]window.Message, error) {
 	rows, err := s.db.Read.QueryContext(ctx, `SELECT id, from_peer_id, to_peer_id, body, requires_ack, priority, created_at_ms, from_window,
-		first_projected_at_ms IS NOT NULL, first_ack_observed_at_ms IS NOT NULL
+		first_projected_at_ms IS NOT NULL
 		FROM peer_messages WHERE principal = ? AND to_window = ? AND created_at_ms >= ?
 		ORDER BY created_at_ms, rowid LIMIT ?`, principal, win, ms(since), limit)
 	if err != nil {
@@ -203,7 +203,7 @@ func (s *Store) Waiting(ctx context.Context, principal, win string, since time.T
 		m := window.Message{Principal: principal, ToWindow: win}
 		var created int64
 		var prio string
-		if err := rows.Scan(&m.ID, &m.FromPeer, &m.ToPeer, &m.Body, &m.RequiresAck, &prio, &created, &m.FromWindow, &m.Projected, &m.AckObserved); err != nil {
+		if err := rows.Scan(&m.ID, &m.FromPeer, &m.ToPeer, &m.Body, &m.RequiresAck, &prio, &created, &m.FromWindow, &m.Projected); err != nil {
 			return nil, sqlitedb.StoreError(err, "window store")
 		}
 		m.Priority, m.CreatedAt = window.Priority(prio), time.UnixMilli(created).UTC()

@@ -50,7 +50,10 @@ const (
 
 // Basis reason codes (the fixed set).
 const (
-	BasisAttemptBoundaryEvicted       = "attempt_boundary_evicted"
+	BasisAttemptBoundaryEvicted = "attempt_boundary_evicted"
+	// BasisCheckpointsUnavailable: workspace checkpoints were requested
+	// (include_checkpoints) and this server has none to observe.
+	BasisCheckpointsUnavailable       = "checkpoints_unavailable"
 	BasisContinuationUnavailable      = "continuation_unavailable"
 	BasisGuidanceUnavailable          = "guidance_unavailable"
 	BasisJobSummaryUnavailable        = "job_summary_unavailable"
@@ -96,6 +99,10 @@ type BriefInput struct {
 	// Workspace is nil when it was not observed.
 	IncludeWorkspace bool
 	Workspace        *WorkspaceSnapshot
+	// IncludeCheckpoints says workspace checkpoints were requested. This
+	// server has no checkpoint store, so the basis reports
+	// checkpoints_unavailable (never a made-up empty list).
+	IncludeCheckpoints bool
 	// Guidance is the board's open counts, read under the snapshot fence;
 	// nil when they could not be read (guidance_unavailable).
 	Guidance *GuidanceSnapshot
@@ -380,6 +387,9 @@ func Brief(in BriefInput) (HandoffBrief, []byte) {
 	}
 	if in.SessionChanged {
 		reasons = append(reasons, BasisSessionChangedDuringSnapshot)
+	}
+	if in.IncludeCheckpoints {
+		reasons = append(reasons, BasisCheckpointsUnavailable)
 	}
 	sort.Strings(reasons)
 	reasons = slices.Compact(reasons)

@@ -2,11 +2,16 @@ package workflowdb_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -168,7 +173,7 @@ func TestObserveTokenRejects(t *testing.T) {
 	otherTok := e.observe(t, workflow.ObserveParams{SessionID: other.ID}).Token
 	bad := map[string]string{
 		"oversized":     tok + strings.Repeat("A", workflow.MaxObservationTokenChars+1-len(tok)),
-		"wrong prefix":  "wso2_" + tok[5:],
+		"wrong prefix":  "wso1_" + tok[5:],
 		"not base64url": tok[:len(tok)-1] + "*",
 		"one char less": tok[:len(tok)-1],
 		"other session": otherTok,
@@ -206,6 +211,108 @@ func TestObserveTokenRejects(t *testing.T) {
 	}
 	if e.snap(t, e.sess.ID) != before {
 		t.Fatal("a refused observation changed the board")
+	}
+}
+
+// TestObserveForgedToken reproduces the finding of issue 24: a token
+// carried the revision in clear with an unkeyed check, so anyone could
+// forge a revision-0 token and read the board's history. Tokens are now
+// authenticated with the ledger's key: a revision-0 token forged in the
+// old format, in the new format under any other key, a token with one bit
+// flipped anywhere, and another session's token all fail closed, change
+// nothing, and a real token still works after a restart.
+func TestObserveForgedToken(t *testing.T) {
+	ctx := context.Background()
+	e := newBoardEnv(t)
+	e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "history before the baseline"})
+	tok := e.observe(t, workflow.ObserveParams{}).Token
+	if len(tok) != len(workflow.ObservationTokenPrefix)+43 || len(tok) > workflow.MaxObservationTokenChars {
+		t.Fatalf("token %q: %d characters", tok, len(tok))
+	}
+	var gen int64
+	e.st.ViewBoard(ctx, e.sess.ID, func(r workflow.BoardReader) error {
+		st, err := r.State()
+		gen = st.Generation
+		return err
+	})
+	// The old format: wso1_ + revision, generation, SHA-256 check.
+	oldCheck := sha256.Sum256([]byte("webcodex observation token v1\x00" + e.sess.ID + "\x00" +
+		strconv.FormatInt(gen, 10) + "\x00" + strconv.FormatInt(0, 10)))
+	old := make([]byte, 16, 28)
+	binary.BigEndian.PutUint64(old[8:], uint64(gen))
+	old = append(old, oldCheck[:12]...)
+	// The new format under a guessed key (all zeros) and a random one.
+	forge := func(key []byte) string {
+		derive := func(use string) []byte {
+			m := hmac.New(sha256.New, key)
+			m.Write([]byte("webcodex observation token v2 " + use))
+			return m.Sum(nil)
+		}
+		fields := make([]byte, 16)
+		binary.BigEndian.PutUint64(fields[8:], uint64(gen))
+		m := hmac.New(sha256.New, derive("mac"))
+		m.Write([]byte(e.sess.ID + "\x00"))
+		m.Write(fields)
+		tag := m.Sum(nil)[:16]
+		m = hmac.New(sha256.New, derive("enc"))
+		m.Write(tag)
+		mask := m.Sum(nil)
+		b := append([]byte{}, tag...)
+		for i := range fields {
+			b = append(b, fields[i]^mask[i])
+		}
+		return workflow.ObservationTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	}
+	another := sha256.Sum256([]byte("another server's key"))
+	other := start(t, e.svc)
+	forged := map[string]string{
+		"revision 0, old format":          "wso1_" + base64.RawURLEncoding.EncodeToString(old),
+		"old format under the new prefix": workflow.ObservationTokenPrefix + base64.RawURLEncoding.EncodeToString(old),
+		"revision 0, zero key":            forge(make([]byte, workflow.ObservationKeyBytes)),
+		"revision 0, another key":         forge(another[:]),
+		"other session":                   e.observe(t, workflow.ObserveParams{SessionID: other.ID}).Token,
+	}
+	raw, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, workflow.ObservationTokenPrefix))
+	for i := range raw {
+		for bit := 0; bit < 8; bit++ {
+			b := append([]byte{}, raw...)
+			b[i] ^= 1 << bit
+			forged[fmt.Sprintf("byte %d bit %d flipped", i, bit)] = workflow.ObservationTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+		}
+	}
+	e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "after the baseline"})
+	before := e.snap(t, e.sess.ID)
+	for name, f := range forged {
+		o, err := e.board.Observe(ctx, workflow.ObserveParams{SessionID: e.sess.ID, Token: f})
+		if failure.KindOf(err) != failure.InvalidObservationToken {
+			t.Errorf("%s: %d messages, %v; want invalid_observation_token", name, len(o.Messages), err)
+		}
+	}
+	if e.snap(t, e.sess.ID) != before {
+		t.Fatal("a refused token changed the board")
+	}
+	// The key survives a restart: the real token still reads the one
+	// change after it, and the forgeries still fail.
+	e.reopen(t)
+	if o := e.observe(t, workflow.ObserveParams{Token: tok}); len(o.Messages) != 1 || o.Messages[0].Body != "after the baseline" {
+		t.Fatalf("the real token after a restart: %+v", o)
+	}
+	if _, err := e.board.Observe(ctx, workflow.ObserveParams{SessionID: e.sess.ID, Token: forged["revision 0, zero key"]}); failure.KindOf(err) != failure.InvalidObservationToken {
+		t.Fatalf("a forgery after a restart: %v", err)
+	}
+}
+
+// TestObservationKeyPerLedger: every ledger file has its own key, kept in
+// the file: the same across opens, another for another ledger.
+func TestObservationKeyPerLedger(t *testing.T) {
+	a, b := newBoardEnv(t), newBoardEnv(t)
+	if len(a.st.ObservationKey()) != workflow.ObservationKeyBytes || string(a.st.ObservationKey()) == string(b.st.ObservationKey()) {
+		t.Fatal("two ledgers share a key, or it has the wrong size")
+	}
+	key := string(a.st.ObservationKey())
+	a.reopen(t)
+	if string(a.st.ObservationKey()) != key {
+		t.Fatal("the key changed across a restart")
 	}
 }
 

@@ -78,6 +78,8 @@ type Store struct {
 	// unrecorded is the number of reads acknowledged by dead processes
 	// and never committed, found by Open.
 	unrecorded int64
+	// obsKey authenticates observation tokens (serverkey.go).
+	obsKey []byte
 }
 
 const (
@@ -143,6 +145,11 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 		db.Close()
 		inst.close()
 		return nil, fmt.Errorf("workflowdb: read marks: %w", err)
+	}
+	if s.obsKey, err = loadObservationKey(ctx, db); err != nil {
+		db.Close()
+		inst.close()
+		return nil, err
 	}
 	return s, nil
 }
