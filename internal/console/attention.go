@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"slices"
@@ -23,6 +24,34 @@ const (
 	InvalidClaimWindow = 24 * time.Hour
 	InvalidClaimScan   = 200
 )
+
+// Severity ranks an attention row: the page lists rows by rank (lowest
+// first), then most recently updated first.
+type Severity int
+
+// The ranks, most urgent first. A row takes the rank of its most urgent
+// cause: its handoff progress state when that is blocked or
+// needs_validation, else an unresolved ACK-required message or an open
+// todo; anything else (jobs, lost jobs, invalid claims alone) ranks last.
+const (
+	SeverityBlocked Severity = iota
+	SeverityNeedsValidation
+	SeverityWaitingMessages
+	SeverityOther
+)
+
+// severityOf ranks it (see Severity).
+func severityOf(it AttentionItem) Severity {
+	switch {
+	case it.State == handoff.StateBlocked:
+		return SeverityBlocked
+	case it.State == handoff.StateNeedsValidation:
+		return SeverityNeedsValidation
+	case it.AckRequired > 0 || it.OpenTodos > 0:
+		return SeverityWaitingMessages
+	}
+	return SeverityOther
+}
 
 // AttentionData is the model of the home page.
 type AttentionData struct {
@@ -54,6 +83,8 @@ type AttentionItem struct {
 	InvalidClaims int
 	// Reasons name every cause, most urgent first (why, then reasons).
 	Reasons []string
+	// Severity is the row's rank on the page.
+	Severity Severity
 }
 
 func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
@@ -96,9 +127,13 @@ func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
 		it.InvalidClaims = s.invalidClaims(ctx, sess.ID, since)
 		it.Reasons = append(s.why(ctx, sess, b, jobsBySession[sess.ID]), reasons(it, b, jobsBySession[sess.ID])...)
 		if len(it.Reasons) > 0 {
+			it.Severity = severityOf(it)
 			data.Items = append(data.Items, it)
 		}
 	}
+	slices.SortStableFunc(data.Items, func(a, b AttentionItem) int {
+		return cmp.Or(cmp.Compare(a.Severity, b.Severity), b.Session.UpdatedAt.Compare(a.Session.UpdatedAt))
+	})
 	return s.render(w, r, http.StatusOK, "attention", "Attention", "attention", data)
 }
 
