@@ -168,7 +168,7 @@ type SessionView struct {
 	Brief    handoff.HandoffBrief
 	Timeline Timeline
 	// Validation is the session's validation picture.
-	Validation workflow.ValidationState
+	Validation ValidationView
 	// Jobs are the session's newest jobs; JobsNote says why there are
 	// none to show when they cannot be read.
 	Jobs     []jobs.Job
@@ -249,7 +249,7 @@ func (s *Server) view(ctx context.Context, sess workflow.Session) (*SessionView,
 		return nil, err
 	}
 	v := &SessionView{Session: sess, Brief: brief, events: evs}
-	v.Validation = workflow.SummarizeValidation(evs)
+	v.Validation = validationView(evs)
 	v.Timeline = page(rows(evs), 0)
 	v.Timeline.EventsObserved, v.Timeline.Truncated = sess.EventsObserved, sess.RetentionTruncated
 	return v, nil

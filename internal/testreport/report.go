@@ -71,7 +71,26 @@ const (
 	// MaxTAPDepth bounds TAP subtest nesting; deeper lines are ignored and
 	// recorded as ProblemLimitExceeded.
 	MaxTAPDepth = 64
+	// MaxFailureMessages is the number of failure messages a Report keeps:
+	// those of the first failed cases, in reporting order, that reported
+	// one. MaxFailureMessageBytes bounds one message: a longer one keeps
+	// its first bytes (at a UTF-8 boundary) and ends with
+	// FailureMessageCut.
+	MaxFailureMessages     = 5
+	MaxFailureMessageBytes = 1024
 )
+
+// FailureMessageCut ends a failure message cut at MaxFailureMessageBytes.
+const FailureMessageCut = " …"
+
+// FailureMessage is what the runner reported about one failed case: the
+// Go test's own output (t.Error lines, a panic), or a JUnit <failure> or
+// <error> message. It is what the runner printed, unredacted: whoever
+// stores it redacts it first.
+type FailureMessage struct {
+	ID      string
+	Message string
+}
 
 // Parser is the stable identity of a parser and of its counting rules. Two
 // Reports are comparable only when their Parser values are equal. A change in
@@ -179,6 +198,10 @@ type Report struct {
 	// CasesTruncated is true when more were reported.
 	Cases          []Case
 	CasesTruncated bool
+	// FailureMessages holds at most MaxFailureMessages messages of failed
+	// cases (see FailureMessage); the Go and JUnit parsers report them,
+	// the cargo and TAP parsers none.
+	FailureMessages []FailureMessage
 }
 
 // Executed is the number of tests that ran to a verdict (Passed + Failed).
@@ -218,6 +241,44 @@ func (b *builder) add(id string, o Outcome, durationMS int64) {
 	} else {
 		b.r.CasesTruncated = true
 	}
+}
+
+// wantsMessages reports whether the Report has room for another failure
+// message.
+func (b *builder) wantsMessages() bool { return len(b.r.FailureMessages) < MaxFailureMessages }
+
+// addMessage keeps msg (trimmed, not empty) as the failure message of the
+// failed case id while there is room.
+func (b *builder) addMessage(id string, msg *messageBuf) {
+	text := strings.TrimSpace(msg.String())
+	if text == "" || !b.wantsMessages() {
+		return
+	}
+	if msg.cut {
+		text += FailureMessageCut
+	}
+	b.r.FailureMessages = append(b.r.FailureMessages, FailureMessage{ID: sanitizeID(id), Message: text})
+}
+
+// messageBuf accumulates a failure message: the first
+// MaxFailureMessageBytes of what is written, cut at a UTF-8 boundary,
+// and whether anything was left out.
+type messageBuf struct {
+	strings.Builder
+	cut bool
+}
+
+// write appends s while there is room.
+func (m *messageBuf) write(s string) {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	room := MaxFailureMessageBytes - m.Len()
+	if len(s) > room {
+		for room > 0 && !utf8.RuneStart(s[room]) {
+			room--
+		}
+		s, m.cut = s[:max(room, 0)], true
+	}
+	m.WriteString(s)
 }
 
 // addFailure keeps the MaxFailures smallest distinct identities.
