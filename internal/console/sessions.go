@@ -169,6 +169,9 @@ type SessionView struct {
 	Timeline Timeline
 	// Validation is the session's validation picture.
 	Validation ValidationView
+	// Diffs are the newest recorded change summaries of changed paths
+	// (see DiffSummary), by path.
+	Diffs map[string]*DiffSummary
 	// Jobs are the session's newest jobs; JobsNote says why there are
 	// none to show when they cannot be read.
 	Jobs     []jobs.Job
@@ -250,6 +253,7 @@ func (s *Server) view(ctx context.Context, sess workflow.Session) (*SessionView,
 	}
 	v := &SessionView{Session: sess, Brief: brief, events: evs}
 	v.Validation = validationView(evs)
+	v.Diffs = diffSummaries(evs)
 	v.Timeline = page(rows(evs), 0)
 	v.Timeline.EventsObserved, v.Timeline.Truncated = sess.EventsObserved, sess.RetentionTruncated
 	return v, nil
