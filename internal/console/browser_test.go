@@ -425,8 +425,10 @@ func TestBrowserDocsScreenshots(t *testing.T) {
 	// A session that fixed calc.add, ran the tests and is blocked by the
 	// one still failing.
 	fix := s.startSession(t, alice, "Fix the rounding in calc.add so the tests pass")
-	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "calc.py",
-		"content": "def add(a, b):\n    return round(a + b)\n\n\ndef mul(a, b):\n    return a * b\n"})
+	calc := "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "calc.py", "content": calc})
+	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "calc.py", "expected_sha256": sha(calc),
+		"content": strings.Replace(calc, "return a + b", "return round(a + b)", 1)})
 	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "test_calc.py",
 		"content": "from calc import add, mul\n\n\ndef test_add_ints():\n    assert add(2, 2) == 4\n\n\ndef test_add_floats():\n    assert add(0.1, 0.2) == 0.3\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n"})
 	s.call(t, alice, "list_project_files", map[string]any{"project": proj, "session_id": fix})

@@ -53,3 +53,14 @@ func validationView(evs []workflow.Event) ValidationView {
 	}
 	return v
 }
+
+// MessageOf returns the message of unresolved failure id (the first of
+// that identity, in any scope), "" when it has none.
+func (v ValidationView) MessageOf(id string) string {
+	for _, u := range v.Unresolved {
+		if u.ID == id && u.Message != "" {
+			return u.Message
+		}
+	}
+	return ""
+}
