@@ -31,8 +31,8 @@ type Severity int
 
 // The ranks, most urgent first. A row takes the rank of its most urgent
 // cause: its handoff progress state when that is blocked or
-// needs_validation, else an unresolved ACK-required message or an open
-// todo; anything else (jobs, lost jobs, invalid claims alone) ranks last.
+// needs_validation, else an unresolved ACK-required message, an open todo
+// or an open question; anything else (jobs, lost jobs, invalid claims alone) ranks last.
 const (
 	SeverityBlocked Severity = iota
 	SeverityNeedsValidation
@@ -47,7 +47,7 @@ func severityOf(it AttentionItem) Severity {
 		return SeverityBlocked
 	case it.State == handoff.StateNeedsValidation:
 		return SeverityNeedsValidation
-	case it.AckRequired > 0 || it.OpenTodos > 0:
+	case it.AckRequired > 0 || it.OpenTodos > 0 || it.OpenQuestions > 0:
 		return SeverityWaitingMessages
 	}
 	return SeverityOther
@@ -73,9 +73,9 @@ type AttentionItem struct {
 	Session workflow.Session
 	// State is the handoff progress state.
 	State string
-	// AckRequired and OpenTodos are the board's unresolved ACK-required
-	// messages and open todos.
-	AckRequired, OpenTodos int
+	// AckRequired, OpenTodos and OpenQuestions are the board's
+	// unresolved ACK-required messages, open todos and open questions.
+	AckRequired, OpenTodos, OpenQuestions int
 	// Jobs counts the session's jobs by state (running, queued, lost).
 	Running, Queued, Lost int
 	// InvalidClaims counts invalid claims on the session in the last
@@ -113,6 +113,9 @@ func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
 		}
 		if n := b.Attention.OpenTodos; n != nil {
 			it.OpenTodos = *n
+		}
+		if n := b.Attention.OpenQuestions; n != nil {
+			it.OpenQuestions = *n
 		}
 		for _, j := range jobsBySession[sess.ID] {
 			switch j.State {

@@ -70,6 +70,13 @@ func TestResolveAndAnswerFromTheBoard(t *testing.T) {
 
 	b := s.browser(t)
 	b.login(tok)
+	// The attention page says what waits for the person.
+	row := attentionRows(t, b.get("/console/").body)[id]
+	for _, want := range []string{"<li>1 open question: “Which Go version do we target?”</li>", "<li>1 message unresolved, ACK required: “Keep the API stable”</li>"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the attention row lacks %q:\n%s", want, row)
+		}
+	}
 	p := b.get("/console/sessions/" + id)
 	answer := `action="/console/sessions/` + id + `/messages/` + q.ID + `/answer"`
 	resolve := func(m string) string { return `action="/console/sessions/` + id + `/messages/` + m + `/resolve"` }

@@ -26,7 +26,8 @@ const (
 // state and the counts that decide it, in its precedence order); why only
 // names the items those counts count: the failing tests the brief lists,
 // the session's active jobs (active, of the session's jobs), and its open
-// risks, todos and ACK-required messages (read from the board). An
+// risks, todos, questions and ACK-required messages (read from the
+// board). An
 // ACK-required message is named "unresolved, ACK required" until it is
 // resolved: an ACK does not resolve it, so "waits for an ACK" would be
 // false for one already ACKed. A count
@@ -67,6 +68,9 @@ func (s *Server) why(ctx context.Context, sess workflow.Session, b handoff.Hando
 	}
 	if n := intOf(at.OpenTodos); n > 0 {
 		out = append(out, count(n, "open todo", "open todos")+s.messages(ctx, sess.ID, workflow.MessageTodo, false, n))
+	}
+	if n := intOf(at.OpenQuestions); n > 0 {
+		out = append(out, count(n, "open question", "open questions")+s.messages(ctx, sess.ID, workflow.MessageQuestion, false, n))
 	}
 	return out
 }
