@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"slices"
@@ -24,6 +25,34 @@ const (
 	InvalidClaimScan   = 200
 )
 
+// Severity ranks an attention row: the page lists rows by rank (lowest
+// first), then most recently updated first.
+type Severity int
+
+// The ranks, most urgent first. A row takes the rank of its most urgent
+// cause: its handoff progress state when that is blocked or
+// needs_validation, else an unresolved ACK-required message, an open todo
+// or an open question; anything else (jobs, lost jobs, invalid claims alone) ranks last.
+const (
+	SeverityBlocked Severity = iota
+	SeverityNeedsValidation
+	SeverityWaitingMessages
+	SeverityOther
+)
+
+// severityOf ranks it (see Severity).
+func severityOf(it AttentionItem) Severity {
+	switch {
+	case it.State == handoff.StateBlocked:
+		return SeverityBlocked
+	case it.State == handoff.StateNeedsValidation:
+		return SeverityNeedsValidation
+	case it.AckRequired > 0 || it.OpenTodos > 0 || it.OpenQuestions > 0:
+		return SeverityWaitingMessages
+	}
+	return SeverityOther
+}
+
 // AttentionData is the model of the home page.
 type AttentionData struct {
 	Items []AttentionItem
@@ -44,9 +73,9 @@ type AttentionItem struct {
 	Session workflow.Session
 	// State is the handoff progress state.
 	State string
-	// AckRequired and OpenTodos are the board's unresolved ACK-required
-	// messages and open todos.
-	AckRequired, OpenTodos int
+	// AckRequired, OpenTodos and OpenQuestions are the board's
+	// unresolved ACK-required messages, open todos and open questions.
+	AckRequired, OpenTodos, OpenQuestions int
 	// Jobs counts the session's jobs by state (running, queued, lost).
 	Running, Queued, Lost int
 	// InvalidClaims counts invalid claims on the session in the last
@@ -54,6 +83,8 @@ type AttentionItem struct {
 	InvalidClaims int
 	// Reasons name every cause, most urgent first (why, then reasons).
 	Reasons []string
+	// Severity is the row's rank on the page.
+	Severity Severity
 }
 
 func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
@@ -83,6 +114,9 @@ func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
 		if n := b.Attention.OpenTodos; n != nil {
 			it.OpenTodos = *n
 		}
+		if n := b.Attention.OpenQuestions; n != nil {
+			it.OpenQuestions = *n
+		}
 		for _, j := range jobsBySession[sess.ID] {
 			switch j.State {
 			case jobs.Running:
@@ -96,9 +130,13 @@ func (s *Server) attention(w http.ResponseWriter, r *http.Request) error {
 		it.InvalidClaims = s.invalidClaims(ctx, sess.ID, since)
 		it.Reasons = append(s.why(ctx, sess, b, jobsBySession[sess.ID]), reasons(it, b, jobsBySession[sess.ID])...)
 		if len(it.Reasons) > 0 {
+			it.Severity = severityOf(it)
 			data.Items = append(data.Items, it)
 		}
 	}
+	slices.SortStableFunc(data.Items, func(a, b AttentionItem) int {
+		return cmp.Or(cmp.Compare(a.Severity, b.Severity), b.Session.UpdatedAt.Compare(a.Session.UpdatedAt))
+	})
 	return s.render(w, r, http.StatusOK, "attention", "Attention", "attention", data)
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,7 +72,7 @@ func TestAttentionListsWhatWaits(t *testing.T) {
 	want := map[string][]string{
 		risky:   {"blocked: 1 open risk: “the migration may lose rows”"},
 		changed: {"needs validation: 1 changed path not validated since the change: a.txt"},
-		waiting: {"1 message waits for an ACK: “ack this”", "1 open todo: “add the test”"},
+		waiting: {"1 message unresolved, ACK required: “ack this”", "1 open todo: “add the test”"},
 		running: {"blocked: 1 job of this session is not finished: running " + runJob + " (sh)"},
 		failing: {"blocked: validation failed; 1 failing test not yet proven passing: test_calc.test_add"},
 		claimed: {"1 invalid claim in the last day"},
@@ -181,5 +182,94 @@ func TestAttentionSaysWhatItJudged(t *testing.T) {
 	}
 	if _, listed := attentionRows(t, p.body)[old]; listed {
 		t.Fatalf("the unjudged old session is listed")
+	}
+}
+
+// rowOrder lists the session ids of the attention page's rows in order.
+func rowOrder(body string) []string {
+	var out []string
+	for _, m := range rowRE.FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// The attention list is ordered by severity (blocked, then needs
+// validation, then waiting messages), then most recently updated first:
+// the sessions are made so that recency alone would list them the other
+// way round.
+func TestAttentionOrderedBySeverityThenRecency(t *testing.T) {
+	s := start(t)
+	tok := s.token(t, "alice")
+	olderBlocked := s.startSession(t, tok, "older blocked")
+	s.call(t, tok, "post_session_message", map[string]any{"session_id": olderBlocked, "kind": "risk", "message": "an old risk"})
+	validation := s.startSession(t, tok, "needs validation")
+	s.call(t, tok, "write_project_file", map[string]any{"project": s.project, "session_id": validation, "path": "b.txt", "content": "b\n"})
+	waiting := s.startSession(t, tok, "waits on a message")
+	s.call(t, tok, "post_session_message", map[string]any{"session_id": waiting, "kind": "guidance", "message": "read me", "requires_ack": true})
+	newerBlocked := s.startSession(t, tok, "newer blocked")
+	s.call(t, tok, "post_session_message", map[string]any{"session_id": newerBlocked, "kind": "risk", "message": "a new risk"})
+
+	b := s.browser(t)
+	b.login(tok)
+	p := b.get("/console/")
+	if p.status != http.StatusOK {
+		t.Fatalf("attention: %d", p.status)
+	}
+	got := rowOrder(p.body)
+	want := []string{newerBlocked, olderBlocked, validation, waiting}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v (newer blocked, older blocked, needs validation, waiting)", got, want)
+	}
+}
+
+// A message that was ACKed but not resolved is still counted and named
+// "unresolved, ACK required", never as waiting for an ACK; resolving it
+// takes it off the page.
+func TestAckedUnresolvedMessageWording(t *testing.T) {
+	s := start(t)
+	tok := s.token(t, "alice")
+	id := s.startSession(t, tok, "acked but open")
+	out := s.call(t, tok, "post_session_message", map[string]any{"session_id": id, "kind": "guidance", "message": "keep the API stable", "requires_ack": true})
+	var m workflow.Message
+	if err := json.Unmarshal(out["message"], &m); err != nil {
+		t.Fatal(err)
+	}
+	// The session ACKs it as its own recorder, over the REST envelope.
+	body, _ := json.Marshal(map[string]any{"tool": "list_session_messages", "arguments": map[string]any{"session_id": id, "limit": 1},
+		"recording_session_id": id, "ack_session_message_ids": []string{m.ID}})
+	req, _ := http.NewRequest("POST", s.base+"/api/tools/call", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Success   bool
+		Attention struct {
+			AckAccepted []string `json:"ack_accepted"`
+		} `json:"session_attention"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if err != nil || !r.Success || !slices.Equal(r.Attention.AckAccepted, []string{m.ID}) {
+		t.Fatalf("the ACK was not accepted: %v %+v", err, r)
+	}
+
+	b := s.browser(t)
+	b.login(tok)
+	want := "<li>1 message unresolved, ACK required: “keep the API stable”</li>"
+	for _, path := range []string{"/console/", "/console/sessions/" + id} {
+		p := b.get(path)
+		if !strings.Contains(p.body, want) {
+			t.Errorf("%s lacks %q:\n%s", path, want, p.body)
+		}
+		if strings.Contains(p.body, "waits for an ACK") {
+			t.Errorf("%s says the ACKed message waits for an ACK", path)
+		}
+	}
+	s.call(t, tok, "resolve_session_message", map[string]any{"session_id": id, "message_id": m.ID})
+	if p := b.get("/console/"); strings.Contains(p.body, "ACK required:") {
+		t.Errorf("the resolved message is still named:\n%s", p.body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/audit"
@@ -28,6 +29,9 @@ func init() {
 // AuditData is the model of the audit page.
 type AuditData struct {
 	Sessions []AuditSessionRow
+	// Coverage says which model tool calls the report covers and what
+	// was trimmed (see toolCoverage).
+	Coverage string
 	// Tools is the per-tool report; Charts draw it.
 	Tools  audit.ToolReport
 	Charts AuditCharts
@@ -50,6 +54,9 @@ type AuditSessionData struct {
 	Events  []AuditEventRow
 	// Limit is how many of the newest events were asked for.
 	Limit int
+	// Coverage says which calls are shown, how many the store retains
+	// and how many were trimmed (see sessionCoverage).
+	Coverage string
 }
 
 // AuditEventRow is one audited call.
@@ -90,7 +97,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d := AuditData{Tools: rep, Charts: auditCharts(rep)}
+	d := AuditData{Tools: rep, Charts: auditCharts(rep), Coverage: toolCoverage(rep, sessions)}
 	for _, ss := range sessions {
 		d.Sessions = append(d.Sessions, auditRow(ss))
 	}
@@ -118,7 +125,14 @@ func (s *Server) auditSession(w http.ResponseWriter, r *http.Request) error {
 	if limit == 0 {
 		limit = audit.DefaultEventsLimit
 	}
-	d := AuditSessionData{Session: auditRow(sess), Limit: min(limit, audit.MaxEventsLimit)}
+	// The store's count of the session's retained events (the stats
+	// API's coverage of one session).
+	st, err := svc.Stats(r.Context(), sess.SessionID, 0)
+	if err != nil {
+		return err
+	}
+	d := AuditSessionData{Session: auditRow(sess), Limit: min(limit, audit.MaxEventsLimit),
+		Coverage: sessionCoverage(len(events), st.EventsAvailable, sess.TotalActions)}
 	for _, e := range events {
 		d.Events = append(d.Events, AuditEventRow{EventView: e, Started: time.Unix(e.StartedAt, 0), Failed: e.Status == audit.EventFailed || e.Status == audit.EventTimeoutOrUnknown})
 	}
@@ -158,4 +172,71 @@ func plural(n int64, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}
+
+// sessionCoverage says what an audit session's page shows: the newest
+// shown of the retained events of total calls ever recorded in it (the
+// session's cumulative counter), and, when older events were trimmed
+// (an audit session keeps at most audit.MaxEventsPerSession), how many.
+func sessionCoverage(shown int, retained, total int64) string {
+	out := "Shown: the newest " + thousands(int64(shown)) + ", oldest first, of "
+	if retained < total {
+		return out + "the newest " + thousands(retained) + " retained of " + thousands(total) + " calls in this audit session: " +
+			thousands(total-retained) + " older " + noun(total-retained, "call was", "calls were") +
+			" trimmed (an audit session keeps at most its newest " + thousands(audit.MaxEventsPerSession) + ")."
+	}
+	return out + "the " + thousands(total) + " " + noun(total, "call", "calls") + " in this audit session (none trimmed)."
+}
+
+// toolCoverage says which model tool calls the per-tool report covers:
+// the newest EventsScanned of the EventsAvailable retained ones, and
+// which of the listed audit sessions recorded more calls than a session
+// retains (audit.MaxEventsPerSession), so that their older calls were
+// trimmed and are counted nowhere. A session's counters are cumulative;
+// only a session past the bound was ever trimmed.
+func toolCoverage(rep audit.ToolReport, sessions []audit.Session) string {
+	out := "The newest " + thousands(rep.EventsScanned) + " of the " + thousands(rep.EventsAvailable) + " retained model tool calls"
+	if rep.Truncated {
+		out += " (the older retained ones are left out)"
+	}
+	var trimmed, recorded int64
+	for _, ss := range sessions {
+		if ss.TotalActions > audit.MaxEventsPerSession {
+			trimmed++
+			recorded += ss.TotalActions
+		}
+	}
+	if trimmed == 0 {
+		return out + "; none of the " + thousands(int64(len(sessions))) + " audit sessions listed below was trimmed."
+	}
+	return out + ". Older calls were trimmed and are not counted: " + thousands(trimmed) + " of the " + thousands(int64(len(sessions))) +
+		" audit sessions listed below recorded " + thousands(recorded) + " calls and retain only the newest " +
+		thousands(audit.MaxEventsPerSession) + " of each."
+}
+
+// noun is one when n is 1, else many.
+func noun(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// thousands writes n with a comma between groups of three digits
+// (2801 → "2,801").
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

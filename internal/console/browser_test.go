@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,9 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/console"
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // The browser tests drive the console in real headless Chromium (Debian's
@@ -123,6 +127,7 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 	other := s.startSession(t, alice, "review the migration")
 	s.call(t, alice, "post_session_message", map[string]any{"session_id": other, "kind": "risk", "message": "the migration may lose rows"})
 	s.call(t, alice, "post_session_message", map[string]any{"session_id": other, "kind": "todo", "message": "add a rollback test"})
+	ack := s.post(t, alice, other, map[string]any{"kind": "guidance", "message": "keep the old column", "requires_ack": true})
 	p, err := s.a.Projects.Get(context.Background(), s.project)
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +242,41 @@ func TestBrowserLoginAttentionSessionAndLiveJob(t *testing.T) {
 		t.Fatalf("the planted script ran on the timeline (%v, %v)", ran, err)
 	}
 	screenshot(t, tab, dir, "console-timeline.png")
+
+	// A person resolves the ACK-required message by clicking: the form
+	// posts through the kernel and the page comes back with it resolved.
+	form := `form[action="/console/sessions/` + other + `/messages/` + ack.ID + `/resolve"]`
+	must(t, tab, "the other session's board",
+		chromedp.Navigate(s.base+"/console/sessions/"+other),
+		chromedp.WaitVisible(chromedp.CSS(form+` button`)),
+	)
+	why, err = chromedp.Run(tab, chromedp.TextContent(chromedp.CSS(`ul.why`)))
+	if err != nil || !strings.Contains(why, "1 message unresolved, ACK required: “keep the old column”") {
+		t.Fatalf("the session page's why before resolving %q (%v)", why, err)
+	}
+	must(t, tab, "resolve by clicking",
+		chromedp.SendKeys(chromedp.CSS(form+` input[name="resolution"]`), "kept until the backfill ran"),
+		chromedp.ScrollIntoView(chromedp.CSS(form)),
+	)
+	screenshot(t, tab, dir, "console-board.png")
+	resp, err := chromedp.RunResponse(tab, chromedp.Click(chromedp.CSS(form+` button`)))
+	if err != nil || resp.Status != 200 || !strings.Contains(resp.URL, "/console/sessions/"+other) {
+		t.Fatalf("resolve: %+v, %v", resp, err)
+	}
+	// A query, not a poll (see TestBrowserAuditChartsAndVerifyNow).
+	must(t, tab, "the resolution on the page",
+		chromedp.WaitVisible(chromedp.Search(`//article[@id="`+ack.ID+`"]//p[contains(., "Resolved: kept until the backfill ran")]`)))
+	if n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll('`+form+`').length`)); err != nil || n != 0 {
+		t.Fatalf("the resolved message still has its form (%d, %v)", n, err)
+	}
+	got := byID(s.messages(t, alice, other))[ack.ID]
+	if got.Status != workflow.MessageResolved || got.Resolution != "kept until the backfill ran" {
+		t.Fatalf("after the click: %+v", got)
+	}
+	if src := s.consoleSources(t, other, console.ResolveTool); !slices.Equal(src, []evidence.Source{evidence.SourceConsole}) {
+		t.Fatalf("evidence sources of the resolution: %v", src)
+	}
+	screenshot(t, tab, dir, "console-board-resolved.png")
 }
 
 // download clicks the link at selector in tab and returns the file the
@@ -385,8 +425,10 @@ func TestBrowserDocsScreenshots(t *testing.T) {
 	// A session that fixed calc.add, ran the tests and is blocked by the
 	// one still failing.
 	fix := s.startSession(t, alice, "Fix the rounding in calc.add so the tests pass")
-	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "calc.py",
-		"content": "def add(a, b):\n    return round(a + b)\n\n\ndef mul(a, b):\n    return a * b\n"})
+	calc := "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "calc.py", "content": calc})
+	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "calc.py", "expected_sha256": sha(calc),
+		"content": strings.Replace(calc, "return a + b", "return round(a + b)", 1)})
 	s.call(t, alice, "write_project_file", map[string]any{"project": proj, "session_id": fix, "path": "test_calc.py",
 		"content": "from calc import add, mul\n\n\ndef test_add_ints():\n    assert add(2, 2) == 4\n\n\ndef test_add_floats():\n    assert add(0.1, 0.2) == 0.3\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n"})
 	s.call(t, alice, "list_project_files", map[string]any{"project": proj, "session_id": fix})

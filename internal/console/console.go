@@ -177,6 +177,8 @@ func (s *Server) routes() {
 	s.mux.Handle("GET "+Prefix+"/sessions/{id}/export", s.page(s.exportSession))
 	s.mux.Handle("GET "+Prefix+"/sessions/{id}/bundle", s.page(s.bundle))
 	s.mux.Handle("POST "+Prefix+"/sessions/{id}/messages", s.action(s.postMessage))
+	s.mux.Handle("POST "+Prefix+"/sessions/{id}/messages/{msg}/answer", s.action(s.answerQuestion))
+	s.mux.Handle("POST "+Prefix+"/sessions/{id}/messages/{msg}/resolve", s.action(s.resolveMessage))
 	s.extraRoutes()
 	s.mux.Handle(Prefix+"/", s.page(func(w http.ResponseWriter, r *http.Request) error {
 		return failure.New(failure.NotFound, "no console page %s", r.URL.Path)

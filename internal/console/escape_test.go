@@ -21,7 +21,13 @@ func TestPlantedMarkupIsEscaped(t *testing.T) {
 	s.call(t, tok, "post_session_message", map[string]any{"session_id": id, "kind": "risk",
 		"message": `<script>alert("message")</script><iframe src="https://evil.example"></iframe>`})
 	path := `x<img src=y onerror=alert("path")>.txt`
-	s.call(t, tok, "write_project_file", map[string]any{"project": s.project, "session_id": id, "path": path, "content": "hi\n"})
+	s.call(t, tok, "write_project_file", map[string]any{"project": s.project, "session_id": id, "path": path, "content": "<iframe src=\"diff\"></iframe>\n"})
+	// A question (its answer form) and a pytest failure (its message)
+	// carrying markup too.
+	s.call(t, tok, "post_session_message", map[string]any{"session_id": id, "kind": "question", "message": `<svg onload=alert("question")>`})
+	s.call(t, tok, "write_project_file", map[string]any{"project": s.project, "session_id": id, "path": "test_x.py",
+		"content": "def test_x():\n    assert False, '<img src=y onerror=alert(\"failure\")>'\n"})
+	s.callFailing(t, tok, "run_tests", map[string]any{"project": s.project, "session_id": id, "runner": "pytest"})
 	s.call(t, tok, "run_process", map[string]any{"project": s.project, "session_id": id,
 		"argv": []string{"echo", `<script>alert("output")</script>`}, "purpose": `<script>alert("purpose")</script>`})
 	s.call(t, tok, "run_job", map[string]any{"project": s.project, "session_id": id,
@@ -50,9 +56,12 @@ func TestPlantedMarkupIsEscaped(t *testing.T) {
 		`&lt;script&gt;alert(&#34;message&#34;)&lt;/script&gt;&lt;iframe`,
 		`x&lt;img src=y onerror=alert(&#34;path&#34;)&gt;.txt`,
 		`&lt;svg onload=alert(&#34;job&#34;)&gt;`,
+		`&lt;svg onload=alert(&#34;question&#34;)&gt;`,
+		`<span class="add">&#43;&lt;iframe src=&#34;diff&#34;&gt;&lt;/iframe&gt;</span>`,
+		`&lt;img src=y onerror=alert(&#34;failure&#34;)&gt;`,
 	} {
 		if !strings.Contains(sess, want) {
-			t.Errorf("the session page lacks %s", want)
+			t.Errorf("the session page lacks %s\n%s", want, changedRE.FindString(sess))
 		}
 	}
 	if !strings.Contains(pages["/console/"], `&lt;script&gt;alert(&#34;title&#34;)`) {

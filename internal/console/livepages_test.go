@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
@@ -307,4 +309,56 @@ func TestJobTailEndsAtShutdown(t *testing.T) {
 		t.Fatalf("the stream went on: %q", rest)
 	}
 	_ = os.Remove(filepath.Join(root.Root, "gate"))
+}
+
+// An audit session that recorded more calls than it retains is trimmed;
+// the audit pages say how many are retained of how many, and that the
+// older ones were trimmed, instead of "the newest N of N".
+func TestAuditCoverageSaysWhatWasTrimmed(t *testing.T) {
+	s := start(t)
+	op := s.token(t, "ops", auth.ScopeAccountManage, auth.ScopeProjectRead)
+	const recorded = 2801 // the count; more than a session retains
+	var evs []audit.Event
+	for i := range recorded {
+		evs = append(evs, audit.Event{EventView: audit.EventView{
+			EventID: fmt.Sprintf("ev-%04d", i), SessionID: "audit-trimmed", StartedAt: int64(1_700_000_000 + i), Endpoint: "/api/tools/call",
+			Status: audit.EventSuccess, HTTPStatus: 200,
+			Summary: map[string]any{audit.SummaryErgonomics: map[string]any{"schema_version": 1, "tool_name": "read_project_file",
+				"tool_category": "read", "success": true, "duration_ms": 3, "execution_state": audit.ExecCompleted}},
+		}})
+	}
+	if err := s.a.Audit.Store().AppendEvents(context.Background(), evs, audit.MaxEventsPerSession, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.a.Audit.Stats(context.Background(), "audit-trimmed", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retained := st.EventsAvailable
+	if retained >= recorded || retained == 0 {
+		t.Fatalf("the store retains %d of %d: not trimmed", retained, recorded)
+	}
+	b := s.browser(t)
+	b.login(op)
+	p := b.get("/console/audit/sessions/audit-trimmed")
+	trimmed := recorded - retained // between 1,000 and 999,999: written with one comma
+	want := fmt.Sprintf("Shown: the newest %d, oldest first, of the newest %d retained of 2,801 calls in this audit session: %d,%03d older calls were trimmed (an audit session keeps at most its newest 500).",
+		audit.DefaultEventsLimit, retained, trimmed/1000, trimmed%1000)
+	if p.status != http.StatusOK || !strings.Contains(p.body, want) {
+		t.Fatalf("audit session page: %d, lacks %q:\n%s", p.status, want, p.body)
+	}
+	p = b.get("/console/audit")
+	want = fmt.Sprintf("The newest %d of the %d retained model tool calls. Older calls were trimmed and are not counted: 1 of the 1 audit sessions listed below recorded 2,801 calls and retain only the newest 500 of each.",
+		retained, retained)
+	if p.status != http.StatusOK || !strings.Contains(p.body, want) {
+		t.Fatalf("audit page: %d, lacks %q:\n%s", p.status, want, p.body)
+	}
+
+	// A session that was never trimmed says so.
+	alice := s.token(t, "alice")
+	s.auditCall(t, alice, "audit-whole", "work_on_project", map[string]any{"project": s.project, "instruction": "audited"})
+	want = "Shown: the newest 1, oldest first, of the 1 call in this audit session (none trimmed)."
+	if p := b.get("/console/audit/sessions/audit-whole"); !strings.Contains(p.body, want) {
+		t.Fatalf("audit session page lacks %q:\n%s", want, p.body)
+	}
 }

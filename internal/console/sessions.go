@@ -168,7 +168,10 @@ type SessionView struct {
 	Brief    handoff.HandoffBrief
 	Timeline Timeline
 	// Validation is the session's validation picture.
-	Validation workflow.ValidationState
+	Validation ValidationView
+	// Diffs are the newest recorded change summaries of changed paths
+	// (see DiffSummary), by path.
+	Diffs map[string]*DiffSummary
 	// Jobs are the session's newest jobs; JobsNote says why there are
 	// none to show when they cannot be read.
 	Jobs     []jobs.Job
@@ -184,6 +187,9 @@ type SessionView struct {
 	Why []string
 	// CanPost is true when the viewer's token may post to the board.
 	CanPost bool
+	// Actions are what the viewer may do to the board's open messages;
+	// nil in the export and when the session cannot change.
+	Actions *BoardActions
 	// Exported is true in the export file.
 	Exported bool
 
@@ -192,8 +198,41 @@ type SessionView struct {
 
 // Thread is a root message and its retained replies.
 type Thread struct {
-	Root    workflow.Message
-	Replies []workflow.Message
+	Root    MessageItem
+	Replies []MessageItem
+}
+
+// MessageItem is one message of the board as the session page shows it:
+// the message and the actions the page offers on it (nil: none).
+type MessageItem struct {
+	workflow.Message
+	Actions *BoardActions
+}
+
+// BoardActions are the board forms the session page offers the viewer on
+// an open message: Resolve (resolve_session_message) on any, Answer
+// (post_session_message of kind answer) on a question; each is true only
+// when the viewer's token holds the tool's scopes. CSRF is the viewer's
+// console session's token for the forms.
+type BoardActions struct {
+	SessionID       string
+	CSRF            string
+	Resolve, Answer bool
+}
+
+// offer gives every message of v's threads the actions a; a nil a, or
+// one that allows nothing, offers none.
+func (v *SessionView) offer(a *BoardActions) {
+	if a == nil || (!a.Resolve && !a.Answer) {
+		a = nil
+	}
+	v.Actions = a
+	for i := range v.Threads {
+		v.Threads[i].Root.Actions = a
+		for j := range v.Threads[i].Replies {
+			v.Threads[i].Replies[j].Actions = a
+		}
+	}
 }
 
 // EvidenceView is the evidence part of the session page.
@@ -213,7 +252,8 @@ func (s *Server) view(ctx context.Context, sess workflow.Session) (*SessionView,
 		return nil, err
 	}
 	v := &SessionView{Session: sess, Brief: brief, events: evs}
-	v.Validation = workflow.SummarizeValidation(evs)
+	v.Validation = validationView(evs)
+	v.Diffs = diffSummaries(evs)
 	v.Timeline = page(rows(evs), 0)
 	v.Timeline.EventsObserved, v.Timeline.Truncated = sess.EventsObserved, sess.RetentionTruncated
 	return v, nil
@@ -287,6 +327,16 @@ func (s *Server) details(ctx context.Context, v *SessionView, p auth.Principal) 
 	v.CanPost = sess.Mutable() && s.mayCall(p, PostTool)
 }
 
+// boardActions are the board forms the session page offers p on sess
+// (nil when the session cannot change); csrf is p's console session's
+// CSRF token.
+func (s *Server) boardActions(sess workflow.Session, p auth.Principal, csrf string) *BoardActions {
+	if !sess.Mutable() {
+		return nil
+	}
+	return &BoardActions{SessionID: sess.ID, CSRF: csrf, Resolve: s.mayCall(p, ResolveTool), Answer: s.mayCall(p, PostTool)}
+}
+
 // mayCall reports whether p holds every scope the API requires for tool
 // (the kernel's registry decides; the kernel checks again on dispatch).
 func (s *Server) mayCall(p auth.Principal, tool string) bool {
@@ -310,7 +360,7 @@ func threads(msgs []workflow.Message) []Thread {
 	for _, m := range msgs {
 		if m.ReplyTo == "" || !slices.ContainsFunc(msgs, func(o workflow.Message) bool { return o.ID == m.ReplyTo }) {
 			byID[m.ID] = len(out)
-			out = append(out, Thread{Root: m})
+			out = append(out, Thread{Root: MessageItem{Message: m}})
 		}
 	}
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -331,7 +381,7 @@ func threads(msgs []workflow.Message) []Thread {
 			parent = msgs[j].ReplyTo
 		}
 		if t, ok := byID[parent]; ok {
-			out[t].Replies = append(out[t].Replies, m)
+			out[t].Replies = append(out[t].Replies, MessageItem{Message: m})
 		}
 	}
 	return out
@@ -342,6 +392,8 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	viewer := viewerOf(r)
+	v.offer(s.boardActions(v.Session, viewer.Principal, viewer.CSRF))
 	return s.render(w, r, http.StatusOK, "session", sessionTitle(v.Session), "sessions", v)
 }
 

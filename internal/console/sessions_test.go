@@ -99,20 +99,26 @@ func TestScopesAreTheAPIs(t *testing.T) {
 	r := s.browser(t)
 	r.login(ro)
 	action := `action="/console/sessions/` + id + `/messages"`
-	if p := r.get("/console/sessions/" + id); p.status != 200 || !strings.Contains(p.body, action) {
-		t.Fatalf("project:read viewer: %d, post form shown=%v", p.status, strings.Contains(p.body, action))
+	q := s.post(t, owner, id, map[string]any{"kind": "question", "message": "which one?"})
+	resolve := `action="/console/sessions/` + id + `/messages/` + q.ID + `/resolve"`
+	if p := r.get("/console/sessions/" + id); p.status != 200 || !strings.Contains(p.body, action) || !strings.Contains(p.body, resolve) {
+		t.Fatalf("project:read viewer: %d, post form shown=%v, resolve form shown=%v", p.status, strings.Contains(p.body, action), strings.Contains(p.body, resolve))
 	}
 	s.call(t, owner, "close_session", map[string]any{"session_id": id})
 	p := r.get("/console/sessions/" + id)
-	if p.status != 200 || strings.Contains(p.body, action) {
-		t.Fatalf("closed session: %d, post form shown=%v", p.status, strings.Contains(p.body, action))
+	if p.status != 200 || strings.Contains(p.body, action) || strings.Contains(p.body, `/resolve"`) || strings.Contains(p.body, `/answer"`) {
+		t.Fatalf("closed session: %d, a board form is shown", p.status)
+	}
+	p = r.post("/console/sessions/"+id+"/messages/"+q.ID+"/resolve", url.Values{console.CSRFField: {r.csrf}})
+	if p.status != http.StatusConflict || !strings.Contains(p.body, "session_closed") {
+		t.Fatalf("resolve in a closed session: %d\n%s", p.status, p.body)
 	}
 	p = r.post("/console/sessions/"+id+"/messages", url.Values{"kind": {"todo"}, "message": {"do it"}, console.CSRFField: {r.csrf}})
 	if p.status != http.StatusConflict || !strings.Contains(p.body, "session_closed") {
 		t.Fatalf("post to a closed session: %d\n%s", p.status, p.body)
 	}
-	if ms := s.messages(t, owner, id); len(ms) != 0 {
-		t.Fatalf("%d messages after a refused post", len(ms))
+	if ms := s.messages(t, owner, id); len(ms) != 1 || ms[0].Status != workflow.MessageOpen {
+		t.Fatalf("messages after a refused post and resolution: %+v", ms)
 	}
 }
 

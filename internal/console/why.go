@@ -26,7 +26,11 @@ const (
 // state and the counts that decide it, in its precedence order); why only
 // names the items those counts count: the failing tests the brief lists,
 // the session's active jobs (active, of the session's jobs), and its open
-// risks, todos and ACK-required messages (read from the board). A count
+// risks, todos, questions and ACK-required messages (read from the
+// board). An
+// ACK-required message is named "unresolved, ACK required" until it is
+// resolved: an ACK does not resolve it, so "waits for an ACK" would be
+// false for one already ACKed. A count
 // whose items cannot be read is still said, as a count.
 func (s *Server) why(ctx context.Context, sess workflow.Session, b handoff.HandoffBrief, sessionJobs []jobs.Job) []string {
 	var out []string
@@ -60,10 +64,13 @@ func (s *Server) why(ctx context.Context, sess workflow.Session, b handoff.Hando
 		out = append(out, "needs validation: "+count(c.Total, "changed path", "changed paths")+" not validated since the change"+items(c.Items, c.Total))
 	}
 	if n := intOf(at.UnresolvedAckRequired); n > 0 {
-		out = append(out, count(n, "message waits", "messages wait")+" for an ACK"+s.messages(ctx, sess.ID, "", true, n))
+		out = append(out, count(n, "message", "messages")+" unresolved, ACK required"+s.messages(ctx, sess.ID, "", true, n))
 	}
 	if n := intOf(at.OpenTodos); n > 0 {
 		out = append(out, count(n, "open todo", "open todos")+s.messages(ctx, sess.ID, workflow.MessageTodo, false, n))
+	}
+	if n := intOf(at.OpenQuestions); n > 0 {
+		out = append(out, count(n, "open question", "open questions")+s.messages(ctx, sess.ID, workflow.MessageQuestion, false, n))
 	}
 	return out
 }

@@ -30,6 +30,9 @@ type goPackage struct {
 type goTest struct {
 	hasChildren bool
 	childFailed bool
+	// out is the test's own output, kept for its failure message while
+	// the Report has room for one.
+	out messageBuf
 }
 
 type goParser struct {
@@ -121,6 +124,9 @@ func (p *goParser) line(line []byte) {
 			p.endPackage(ev.Package, pkg, ev)
 		}
 	case "output":
+		if ev.Test != "" {
+			p.testOutput(ev.Package, ev.Test, ev.Output)
+		}
 		if ev.Test == "" && strings.HasPrefix(ev.Output, "FAIL\t") &&
 			(strings.Contains(ev.Output, "[build failed]") || strings.Contains(ev.Output, "[setup failed]")) {
 			if pkg != nil {
@@ -176,12 +182,35 @@ func (p *goParser) startTest(pkg, test string) {
 	p.pending++
 }
 
+// testOutput keeps a line a running test printed for its failure
+// message, leaving out the framing lines go test adds (=== RUN, --- FAIL,
+// ...).
+func (p *goParser) testOutput(pkg, test, line string) {
+	st := p.tests[pkg][test]
+	if st == nil || !p.b.wantsMessages() || goFraming(line) {
+		return
+	}
+	st.out.write(line)
+}
+
+// goFraming reports whether line is one go test prints around a test's
+// own output.
+func goFraming(line string) bool {
+	t := strings.TrimLeft(line, " ")
+	for _, prefix := range []string{"=== RUN", "=== PAUSE", "=== CONT", "=== NAME", "--- FAIL", "--- PASS", "--- SKIP"} {
+		if strings.HasPrefix(t, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // endTest records a test's terminal action.
 func (p *goParser) endTest(pkg, test, action string, elapsed float64) {
-	var st goTest
+	st := &goTest{}
 	if m := p.tests[pkg]; m != nil {
 		if s, ok := m[test]; ok {
-			st = *s
+			st = s
 			delete(m, test)
 			p.pending--
 		}
@@ -216,6 +245,9 @@ func (p *goParser) endTest(pkg, test, action string, elapsed float64) {
 		if s := p.packages[pkg]; s != nil {
 			s.cases = append(s.cases, i)
 		}
+	}
+	if outcome == Failed {
+		p.b.addMessage(pkg+"."+test, &st.out)
 	}
 }
 

@@ -24,6 +24,10 @@ type junitCase struct {
 	ms                        int64
 	failure, errored, skipped bool
 	collection                bool
+	// msg is the failure message: the message attribute of the first
+	// <failure> or <error>, else its text (reading is true inside it).
+	msg     messageBuf
+	reading bool
 }
 
 // ParseJUnitXML parses a JUnit XML report as written by
@@ -138,6 +142,13 @@ loop:
 				if tc == nil || depth != tc.depth+1 {
 					continue
 				}
+				if t.Name.Local != "skipped" && tc.msg.Len() == 0 && b.wantsMessages() {
+					if m := attr(t.Attr, "message"); m != "" {
+						tc.msg.write(m)
+					} else {
+						tc.reading = true
+					}
+				}
 				switch t.Name.Local {
 				case "failure":
 					tc.failure = true
@@ -150,7 +161,14 @@ loop:
 					tc.skipped = true
 				}
 			}
+		case xml.CharData:
+			if tc != nil && tc.reading {
+				tc.msg.write(string(t))
+			}
 		case xml.EndElement:
+			if tc != nil && depth == tc.depth+1 {
+				tc.reading = false
+			}
 			switch {
 			case tc != nil && depth == tc.depth:
 				c := junitCounts{tests: 1}
@@ -177,6 +195,9 @@ loop:
 					s.counts.add(c)
 				}
 				b.add(tc.id, outcome, tc.ms)
+				if outcome == Failed {
+					b.addMessage(tc.id, &tc.msg)
+				}
 				tc = nil
 			case t.Name.Local == "testsuite" && len(suites) > 0 && suites[len(suites)-1].depth == depth:
 				s := suites[len(suites)-1]

@@ -74,7 +74,26 @@ const (
 	// MaxCachedPackages is the number of cached packages a Report names in
 	// Cached (the lexicographically smallest ones); CachedTotal counts all.
 	MaxCachedPackages = 50
+	// MaxFailureMessages is the number of failure messages a Report keeps:
+	// those of the first failed cases, in reporting order, that reported
+	// one. MaxFailureMessageBytes bounds one message: a longer one keeps
+	// its first bytes (at a UTF-8 boundary) and ends with
+	// FailureMessageCut.
+	MaxFailureMessages     = 5
+	MaxFailureMessageBytes = 1024
 )
+
+// FailureMessageCut ends a failure message cut at MaxFailureMessageBytes.
+const FailureMessageCut = " …"
+
+// FailureMessage is what the runner reported about one failed case: the
+// Go test's own output (t.Error lines, a panic), or a JUnit <failure> or
+// <error> message. It is what the runner printed, unredacted: whoever
+// stores it redacts it first.
+type FailureMessage struct {
+	ID      string
+	Message string
+}
 
 // Parser is the stable identity of a parser and of its counting rules. Two
 // Reports are comparable only when their Parser values are equal. A change in
@@ -194,6 +213,10 @@ type Report struct {
 	// a run (the runner reports it so); callers say it was cached.
 	Cached      []string
 	CachedTotal int
+	// FailureMessages holds at most MaxFailureMessages messages of failed
+	// cases (see FailureMessage); the Go and JUnit parsers report them,
+	// the cargo and TAP parsers none.
+	FailureMessages []FailureMessage
 }
 
 // Executed is the number of tests that ran to a verdict (Passed + Failed).
@@ -254,6 +277,44 @@ func (b *builder) cached(unit string, indexes []int) {
 		c = c[:len(c)-1]
 	}
 	b.r.Cached = slices.Insert(c, i, unit)
+}
+
+// wantsMessages reports whether the Report has room for another failure
+// message.
+func (b *builder) wantsMessages() bool { return len(b.r.FailureMessages) < MaxFailureMessages }
+
+// addMessage keeps msg (trimmed, not empty) as the failure message of the
+// failed case id while there is room.
+func (b *builder) addMessage(id string, msg *messageBuf) {
+	text := strings.TrimSpace(msg.String())
+	if text == "" || !b.wantsMessages() {
+		return
+	}
+	if msg.cut {
+		text += FailureMessageCut
+	}
+	b.r.FailureMessages = append(b.r.FailureMessages, FailureMessage{ID: sanitizeID(id), Message: text})
+}
+
+// messageBuf accumulates a failure message: the first
+// MaxFailureMessageBytes of what is written, cut at a UTF-8 boundary,
+// and whether anything was left out.
+type messageBuf struct {
+	strings.Builder
+	cut bool
+}
+
+// write appends s while there is room.
+func (m *messageBuf) write(s string) {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	room := MaxFailureMessageBytes - m.Len()
+	if len(s) > room {
+		for room > 0 && !utf8.RuneStart(s[room]) {
+			room--
+		}
+		s, m.cut = s[:max(room, 0)], true
+	}
+	m.WriteString(s)
 }
 
 // addFailure keeps the MaxFailures smallest distinct identities.

@@ -20,7 +20,20 @@ const (
 	MaxValidationPackages = 8
 	// MaxValidationProblems bounds the problem codes on a record.
 	MaxValidationProblems = 16
+	// MaxValidationMessages bounds the failure messages kept on one
+	// record, and ValidationMessageMaxChars one message (redacted, then
+	// cut): enough to say why a test failed, never the run's output.
+	MaxValidationMessages     = 5
+	ValidationMessageMaxChars = 1000
 )
+
+// FailureMessage is what the runner reported about one failing test: the
+// identity (one of the record's Failures) and its message, redacted and
+// bounded (ValidationMessageMaxChars) before it is stored.
+type FailureMessage struct {
+	ID      string `json:"id"`
+	Message string `json:"message"`
+}
 
 // Verdict is what a validation run proves.
 type Verdict string
@@ -67,6 +80,10 @@ type Validation struct {
 	Failures          []string `json:"failures,omitempty"`
 	FailuresTotal     int      `json:"failures_total"`
 	FailuresTruncated bool     `json:"failures_truncated,omitempty"`
+	// FailureMessages are the messages of the first failing tests that
+	// reported one (at most MaxValidationMessages; the Go and JUnit
+	// parsers report them).
+	FailureMessages []FailureMessage `json:"failure_messages,omitempty"`
 	// Resolved are identities that failed in an earlier run of this scope
 	// in this session and that this run proves passing.
 	Resolved []string `json:"resolved,omitempty"`
@@ -133,10 +150,25 @@ func sanitizeValidation(v *Validation) *Validation {
 	c.FailuresTruncated = c.FailuresTruncated || cut
 	c.Resolved, _ = boundIDs(c.Resolved)
 	c.CachedPackages, _ = boundIDs(c.CachedPackages)
+	c.FailureMessages = boundMessages(c.FailureMessages)
 	if len(c.Problems) > MaxValidationProblems {
 		c.Problems = c.Problems[:MaxValidationProblems]
 	}
 	return &c
+}
+
+// boundMessages redacts and bounds failure messages: at most
+// MaxValidationMessages, each identity MaxValidationIDChars and each
+// message ValidationMessageMaxChars characters.
+func boundMessages(ms []FailureMessage) []FailureMessage {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]FailureMessage, 0, min(len(ms), MaxValidationMessages))
+	for _, m := range ms[:min(len(ms), MaxValidationMessages)] {
+		out = append(out, FailureMessage{ID: redact.Bounded(m.ID, MaxValidationIDChars), Message: redact.Bounded(m.Message, ValidationMessageMaxChars)})
+	}
+	return out
 }
 
 // Validate checks a stored or imported validation record.
@@ -148,6 +180,8 @@ func (v Validation) Validate() error {
 		return fmt.Errorf("validation: scope_id malformed")
 	case v.Passed < 0 || v.Failed < 0 || v.Skipped < 0 || v.FailuresTotal < 0 || v.CachedTotal < 0:
 		return fmt.Errorf("validation: negative count")
+	case len(v.FailureMessages) > MaxValidationMessages:
+		return fmt.Errorf("validation: more than %d failure messages", MaxValidationMessages)
 	case len(v.Failures) > MaxValidationIDs || len(v.Resolved) > MaxValidationIDs || len(v.CachedPackages) > MaxValidationIDs:
 		return fmt.Errorf("validation: more than %d identities", MaxValidationIDs)
 	case len(v.Packages) > MaxValidationPackages || len(v.Problems) > MaxValidationProblems:

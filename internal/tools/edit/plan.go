@@ -99,6 +99,12 @@ func applyTextEdits(ctx context.Context, inv *kernel.Invocation, in ApplyInput) 
 	}
 
 	out := ApplyOutput{DryRun: in.DryRun, Files: make([]FileResult, len(plans)), ChangedPaths: []string{}}
+	diffs := map[string]string{}
+	for _, p := range plans {
+		if p.changed {
+			diffs[p.t.rel] = diffFact(p.result, p.result.Preview)
+		}
+	}
 	for i, p := range plans {
 		if !in.DryRun {
 			p.result.Preview, p.result.PreviewTruncated = "", false
@@ -118,6 +124,7 @@ func applyTextEdits(ctx context.Context, inv *kernel.Invocation, in ApplyInput) 
 	written, err := commit(tree, plans, func() error { return inv.BeforeEffect(ctx) })
 	if len(written) > 0 {
 		inv.Change(written...)
+		recordDiffs(inv, written, diffs)
 	}
 	if err != nil {
 		return ApplyOutput{}, err

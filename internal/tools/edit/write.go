@@ -35,7 +35,8 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 
 	fenced := in.ExpectedReadRevision != "" || in.ExpectedSHA256 != ""
 	content := []byte(in.Content)
-	p := &plan{index: -1, t: t, content: content, changed: true}
+	p := &plan{index: -1, t: t, content: content, changed: true, result: FileResult{Path: t.rel}}
+	var preview string
 	_, statErr := tree.Root().Lstat(t.loc)
 	switch {
 	case errors.Is(statErr, fs.ErrNotExist) && tree.Escaped(t.rel) == nil:
@@ -48,6 +49,8 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 		if p.dirs, err = planCreate(tree, t); err != nil {
 			return WriteOutput{}, err
 		}
+		p.result.AddedLines = countLines(content)
+		preview, _ = previewWhole('+', content)
 	case statErr != nil:
 		return WriteOutput{}, ioFailure(tree, statErr, t.rel)
 	default:
@@ -66,6 +69,11 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 				WithDetail("path", t.rel).WithDetail("reason", ReasonFenceMismatch)
 		}
 		p.op, p.mode, p.changed = OpReplace, mode, !bytes.Equal(old, content)
+		if p.changed {
+			// One replacement of the whole file: diffStats trims the lines
+			// it leaves unchanged at both ends.
+			p.result.AddedLines, p.result.RemovedLines, preview, _ = diffStats(old, []replacement{{start: 0, end: len(old), text: in.Content}})
+		}
 	}
 	out := WriteOutput{
 		Path: t.rel, Created: p.op == OpCreate, Changed: p.changed,
@@ -77,6 +85,7 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 	written, err := commit(tree, []*plan{p}, func() error { return inv.BeforeEffect(ctx) })
 	if len(written) > 0 {
 		inv.Change(written...)
+		recordDiffs(inv, written, map[string]string{t.rel: diffFact(p.result, preview)})
 	}
 	if err != nil {
 		return WriteOutput{}, err

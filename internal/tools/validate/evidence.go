@@ -42,10 +42,14 @@ func evidence(ctx context.Context, sessions *workflow.Service, sid string, m job
 			slices.Sort(resolved)
 		}
 	}
+	var messages []workflow.FailureMessage
+	for _, m := range rep.FailureMessages {
+		messages = append(messages, workflow.FailureMessage{ID: m.ID, Message: m.Message})
+	}
 	return &workflow.Validation{
 		Tool: m.Tool, ScopeID: out.ScopeID, Packages: slices.Clone(m.Packages), Filter: m.Filter, Parser: out.Parser,
 		Passed: out.Passed, Failed: out.Failed, Skipped: out.Skipped, Failures: slices.Clone(out.Failures),
-		FailuresTotal: out.FailuresTotal, FailuresTruncated: out.FailuresTruncated, Resolved: resolved,
+		FailuresTotal: out.FailuresTotal, FailuresTruncated: out.FailuresTruncated, FailureMessages: messages, Resolved: resolved,
 		CachedPackages: slices.Clone(out.CachedPackages), CachedTotal: out.CachedTotal,
 		Complete: out.Complete, Problems: slices.Clone(out.Problems), CountCheck: out.CountCheck, Verdict: out.Verdict,
 		Expectation: m.Expectation, ExpectationMatched: out.Expectation.Matched, ExitCode: out.ExitCode, DurationMS: out.DurationMS,
@@ -153,7 +157,7 @@ func (ev *Evidence) Resolved(ctx context.Context, sid, id string) []string {
 // append again. Eviction (only when the set is full) removes only markers
 // absent from the current snapshot, which this runtime acquires and
 // commits under one lock. The event's time is the job's finished_at; nothing is re-run and
-// no output is stored.
+// no output is stored but the failure messages the record keeps.
 func (ev *Evidence) Reconcile(ctx context.Context, sid, only string) ([]string, error) {
 	if ev.Jobs == nil || ev.Sessions == nil {
 		return nil, nil

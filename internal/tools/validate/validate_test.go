@@ -115,11 +115,19 @@ func TestGoTestFailThenFix(t *testing.T) {
 		!slices.Equal(sum.Delta.NoLongerFailing, []string{"example.com/calc.TestAdd"}) || sum.Runs != 2 {
 		t.Fatalf("summary: %+v delta %+v", sum, sum.Delta)
 	}
-	// The ledger holds the evidence but no test output.
+	// The ledger holds the evidence and the failing test's own message,
+	// but no other test output.
 	evs, _ := e.svc.Store().Events(context.Background(), e.id, 0)
+	runs := workflow.Validations(evs)
+	want := []workflow.FailureMessage{{ID: "example.com/calc.TestAdd", Message: "calc_test.go:7: 2+2"}}
+	if len(runs) != 2 || !slices.Equal(runs[0].FailureMessages, want) || runs[1].FailureMessages != nil {
+		t.Fatalf("failure messages: %+v", runs)
+	}
 	b, _ := json.Marshal(evs)
-	if strings.Contains(string(b), "2+2") {
-		t.Fatal("ledger holds test output")
+	for _, output := range []string{"=== RUN", "--- FAIL", "--- PASS"} {
+		if strings.Contains(string(b), output) {
+			t.Fatalf("ledger holds test output %q", output)
+		}
 	}
 }
 
