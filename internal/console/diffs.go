@@ -5,12 +5,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // DiffSummary is the newest recorded change of one changed path, read
-// from the diff fact (edit.DiffFactPrefix) its edit call left in its
+// from the diff fact (workflow.DiffFactPrefix) its edit call left in its
 // tool_call_finished event: the change's added and removed line counts
 // and its first lines, redacted and cut to workflow.FactMaxChars when the
 // event was stored.
@@ -39,7 +38,7 @@ func diffSummaries(evs []workflow.Event) map[string]*DiffSummary {
 			continue
 		}
 		for k, v := range e.Facts {
-			if !strings.HasPrefix(k, edit.DiffFactPrefix) {
+			if !strings.HasPrefix(k, workflow.DiffFactPrefix) {
 				continue
 			}
 			if path, d, ok := parseDiffFact(v); ok {

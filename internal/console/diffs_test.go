@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/redact"
-	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -40,7 +39,7 @@ func TestSessionPageShowsTheDiffSummary(t *testing.T) {
 	// One apply_text_edits call creating more files than it summarizes,
 	// one of them longer than a fact holds.
 	var changes []map[string]any
-	for i := range edit.MaxDiffFacts + 1 {
+	for i := range workflow.MaxDiffFacts + 1 {
 		content := fmt.Sprintf("line %d\n", i)
 		if i == 0 {
 			content = strings.Repeat("a long line of generated text\n", 40)
@@ -70,20 +69,20 @@ func TestSessionPageShowsTheDiffSummary(t *testing.T) {
 		t.Fatalf("%d writes, %d applies finished", len(writes), len(applies))
 	}
 	wantOverwrite := "+1 -1 calc.py\n@@ -2,1 +2,1 @@\n-    return a - b\n+    return a + b  # aws " + redact.Marker + "\n"
-	if got := writes[1][edit.DiffFactPrefix+"1"]; got != wantOverwrite {
+	if got := writes[1][workflow.DiffFactPrefix+"1"]; got != wantOverwrite {
 		t.Fatalf("the overwrite's diff fact %q, want %q", got, wantOverwrite)
 	}
 	n := 0
 	for k, v := range applies[0] {
-		if strings.HasPrefix(k, edit.DiffFactPrefix) {
+		if strings.HasPrefix(k, workflow.DiffFactPrefix) {
 			n++
 			if utf8.RuneCountInString(v) > workflow.FactMaxChars {
 				t.Errorf("%s is %d characters", k, utf8.RuneCountInString(v))
 			}
 		}
 	}
-	if n != edit.MaxDiffFacts || !strings.HasPrefix(applies[0][edit.DiffFactPrefix+"1"], "+40 -0 gen/f0.txt\n@@ -0,0 +1,40 @@\n+a long line") {
-		t.Fatalf("%d diff facts on the apply (want %d): %q", n, edit.MaxDiffFacts, applies[0])
+	if n != workflow.MaxDiffFacts || !strings.HasPrefix(applies[0][workflow.DiffFactPrefix+"1"], "+40 -0 gen/f0.txt\n@@ -0,0 +1,40 @@\n+a long line") {
+		t.Fatalf("%d diff facts on the apply (want %d): %q", n, workflow.MaxDiffFacts, applies[0])
 	}
 
 	// The session page shows them under the changed paths.
