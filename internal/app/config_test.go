@@ -47,12 +47,15 @@ func TestLoadConfig(t *testing.T) {
 	})
 	t.Run("ErrBadValues", func(t *testing.T) {
 		for name, e := range map[string]map[string]string{
-			"listen":  {"WEBCODEX_LISTEN": "nonsense"},
-			"level":   {"WEBCODEX_LOG_LEVEL": "loud"},
-			"timeout": {"WEBCODEX_SHUTDOWN_TIMEOUT": "soon"},
-			"token":   {"WEBCODEX_TOKEN": "short"},
-			"queue":   {"WEBCODEX_JOB_QUEUE_PER_OWNER": "1001"},
-			"queue-":  {"WEBCODEX_JOB_QUEUE_PER_OWNER": "-1"},
+			"listen":   {"WEBCODEX_LISTEN": "nonsense"},
+			"level":    {"WEBCODEX_LOG_LEVEL": "loud"},
+			"timeout":  {"WEBCODEX_SHUTDOWN_TIMEOUT": "soon"},
+			"token":    {"WEBCODEX_TOKEN": "short"},
+			"queue":    {"WEBCODEX_JOB_QUEUE_PER_OWNER": "1001"},
+			"queue-":   {"WEBCODEX_JOB_QUEUE_PER_OWNER": "-1"},
+			"running":  {"WEBCODEX_JOB_CONCURRENCY": "4", "WEBCODEX_JOB_RUNNING_PER_OWNER": "5"},
+			"running-": {"WEBCODEX_JOB_RUNNING_PER_OWNER": "-1"},
+			"runningx": {"WEBCODEX_JOB_RUNNING_PER_OWNER": "two"},
 		} {
 			if _, err := app.LoadConfig(t.TempDir(), env(e)); err == nil {
 				t.Errorf("%s: accepted %v", name, e)
