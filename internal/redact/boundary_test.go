@@ -64,3 +64,17 @@ func TestCredentialSamplesAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+// TestWordTailKeepsWordsAndTakesCredentials: in one text, a prefix that
+// ends a word is kept and a credential after it is still redacted.
+func TestWordTailKeepsWordsAndTakesCredentials(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"VisualBasic compiler, then Bearer eyJhbGciOiJIUzI1NiJ9", "VisualBasic compiler, then " + redact.Marker},
+		{"git checkout task-implement-fair-scheduling; key=xsk-Hb4Rn9Lc2Xw7Pf5Jd8Qs1", "git checkout task-implement-fair-scheduling; key=x" + redact.Marker},
+		{"xsk-Hb4Rn9Lc2Xw7Pf5Jd8Qs1 and task-implement-fair-scheduling", "x" + redact.Marker + " and task-implement-fair-scheduling"},
+	} {
+		if got := redact.String(c.in); got != c.want {
+			t.Errorf("redact(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -33,6 +33,8 @@ var prefilterSeeds = []string{
 	"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "token: wc_pat_aaaaaaaaaaaa",
 	"api_token", "password hunter2", "token\t=\tx", "secret\n:\nx",
 	"wc_sess_0123456789abcdef01234567", "WC_PAT_0123456789abcdef", "x wc_agent_abcdefgh wc_pair_abcdefgh wc_csec_abcdefgh",
+	"x_AKIAIOSFODNN7EXAMPLE", "v7ghp_" + strings.Repeat("a", 24), "xsk-Ab1" + strings.Repeat("c", 16), "task-implement-fair-scheduling",
+	"VisualBasic compiler", "xBearer Ab1defghij", "build-xoxb-1234567890-abc", "AIza" + strings.Repeat("x", 36),
 }
 
 func TestPrefilterAgreesWithFullScan(t *testing.T) {
