@@ -3,6 +3,7 @@ package auditdb_test
 import (
 	"context"
 	"database/sql"
+	"sync"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/audit"
@@ -125,5 +126,43 @@ func TestLegacySessionsHaveNoPrincipal(t *testing.T) {
 	}
 	if id, _, err := svc.Affinity(ctx, owner, "legacy"); err != nil || id == "legacy" {
 		t.Fatalf("explicit legacy id: %q %v", id, err)
+	}
+}
+
+// TestRacingPrincipalsOnOneExplicitID: two principals' requests racing
+// on one new explicit id make exactly two sessions, one per principal,
+// and every request of a principal gets that principal's.
+func TestRacingPrincipalsOnOneExplicitID(t *testing.T) {
+	svc, st, _, _ := newService(t)
+	const perPrincipal = 16
+	principals := []string{owner, intruder}
+	got := make([][]string, len(principals))
+	var wg sync.WaitGroup
+	for i, p := range principals {
+		got[i] = make([]string, perPrincipal)
+		for j := range perPrincipal {
+			wg.Go(func() {
+				id, _, err := svc.Affinity(ctx, p, "race")
+				if err != nil {
+					t.Error(err)
+				}
+				got[i][j] = id
+			})
+		}
+	}
+	wg.Wait()
+	rows := sessionRows(t, st)
+	if len(rows) != 2 {
+		t.Fatalf("%d sessions for one explicit id and two principals: %v", len(rows), rows)
+	}
+	for i, p := range principals {
+		for _, id := range got[i] {
+			if id != got[i][0] || rows[id][0] != p {
+				t.Fatalf("%s got %v; sessions %v", p, got[i], rows)
+			}
+		}
+	}
+	if got[0][0] == got[1][0] {
+		t.Fatalf("both principals got session %q", got[0][0])
 	}
 }
