@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/command"
 	"github.com/webcodex/webcodex/internal/redact/redacttest"
 )
 
@@ -28,9 +29,9 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 // pattern, planted behind every kind of preceding character (the start, a
 // word boundary, _ - . / a digit, a letter), goes through real tool calls
 // into every store — a Workflow Session's instruction (workflow.db), a
-// memory body (memory.db), a recorded run_process's argv and output (the
-// job store, its output files, evidence.db) and the audit trail
-// (audit.db) — and afterwards no file of the data directory and no line
+// memory body (memory.db), a recorded run_process's argv and output
+// (evidence.db), a run_job's command and purpose (jobs.db) and the audit
+// trail (audit.db) — and afterwards no file of the data directory and no line
 // of the debug log holds any planted secret.
 func TestCredentialsAtAnyBoundaryNeverReachDisk(t *testing.T) {
 	data := t.TempDir()
@@ -58,6 +59,14 @@ func TestCredentialsAtAnyBoundaryNeverReachDisk(t *testing.T) {
 		if !strings.Contains(string(r.Output["stdout"]), c.Secret) {
 			t.Fatalf("%s: run_process did not print the planted text: %s", c.Name, r.Output["stdout"])
 		}
+		// A background job's record (jobs.db) and its recorded call. Its
+		// command prints nothing: a job's output files are the process's
+		// own output, kept unredacted for the caller to read back.
+		job := map[string]any{"project": rawProjectID, "session_id": id, "command": ": '" + text + "'"}
+		if purpose := "x_" + c.Planted; len(purpose) <= command.MaxPurposeChars {
+			job["purpose"] = purpose
+		}
+		must(t, s.call(t, "run_job", job, id), c.Name+" run_job")
 	}
 	s.stop(t)
 	stopped = true
@@ -71,7 +80,7 @@ func TestCredentialsAtAnyBoundaryNeverReachDisk(t *testing.T) {
 			}
 		}
 	})
-	for _, db := range []string{"workflow.db", "memory.db", "evidence.db", "audit.db"} {
+	for _, db := range []string{"workflow.db", "memory.db", "evidence.db", "audit.db", "jobs.db"} {
 		found := false
 		for _, f := range files {
 			found = found || strings.HasPrefix(f, db)

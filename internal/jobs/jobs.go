@@ -195,7 +195,8 @@ type Job struct {
 	// authority group may see or stop the job.
 	Principal string `json:"principal"`
 	Tool      string `json:"tool"`
-	// Program is the base name of argv[0].
+	// Program is the base name of argv[0]. Program, Purpose and Cwd are
+	// redacted (package redact) before the record is stored.
 	Program string `json:"program"`
 	Purpose string `json:"purpose,omitempty"`
 	// Cwd is the project-relative working directory.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/redact"
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -62,7 +63,8 @@ func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *
 	now := m.now().UTC()
 	j := Job{
 		ID: id, Project: s.Project, SessionID: s.SessionID, Principal: s.Principal,
-		Tool: s.Tool, Program: filepath.Base(s.Run.Argv[0]), Purpose: s.Purpose, Cwd: s.Cwd,
+		// The caller's text is redacted before it can reach the store.
+		Tool: s.Tool, Program: redact.String(filepath.Base(s.Run.Argv[0])), Purpose: redact.String(s.Purpose), Cwd: redact.String(s.Cwd),
 		Background: s.Background, TimeoutSeconds: int64(timeout / time.Second),
 		State: Queued, Expectation: s.Expectation, AcceptedExitCodes: slices.Clone(s.AcceptedExitCodes),
 		CreatedAt: now, Validation: s.Validation,
