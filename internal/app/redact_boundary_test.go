@@ -30,8 +30,9 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 // word boundary, _ - . / a digit, a letter), goes through real tool calls
 // into every store — a Workflow Session's instruction (workflow.db), a
 // memory body (memory.db), a recorded run_process's argv and output
-// (evidence.db), a run_job's command and purpose (jobs.db) and the audit
-// trail (audit.db) — and afterwards no file of the data directory and no line
+// (evidence.db), a run_job's command and purpose (jobs.db), a goal's
+// objective and a session message, and the audit trail (audit.db) — and
+// afterwards no file of the data directory and no line
 // of the debug log holds any planted secret.
 func TestCredentialsAtAnyBoundaryNeverReachDisk(t *testing.T) {
 	data := t.TempDir()
@@ -67,6 +68,10 @@ func TestCredentialsAtAnyBoundaryNeverReachDisk(t *testing.T) {
 			job["purpose"] = purpose
 		}
 		must(t, s.call(t, "run_job", job, id), c.Name+" run_job")
+		// A Project Goal's objective and a session message (workflow.db).
+		must(t, s.call(t, "create_goal", map[string]any{"project": rawProjectID, "title": fmt.Sprintf("planted %d", i),
+			"objective": text}, ""), c.Name+" create_goal")
+		must(t, s.call(t, "post_session_message", map[string]any{"session_id": id, "kind": "note", "message": text}, ""), c.Name+" post_session_message")
 	}
 	s.stop(t)
 	stopped = true
