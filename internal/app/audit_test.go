@@ -411,3 +411,53 @@ func TestAuditAffinityInput(t *testing.T) {
 		t.Fatalf("%d audit sessions, want 3 (idle, spaced, long)", len(ss))
 	}
 }
+
+// TestAuditAffinityPerPrincipal reproduces issue 24 over HTTP: two owners'
+// requests without an explicit audit id shared one audit session. Each
+// owner now gets its own idle session, and an owner naming the other's
+// explicit id gets a session of its own for it (the response header says
+// which), while the named session keeps only its owner's events.
+func TestAuditAffinityPerPrincipal(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
+	defer s.stop(t)
+	bob, _, err := s.a.Auth.CreateToken(context.Background(), "bob", "bob", []auth.Scope{auth.ScopeProjectRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := func(token string, hdr map[string]string) string {
+		t.Helper()
+		code, h, body := auditDo(t, s, token, "/api/tools/list", map[string]any{}, hdr)
+		if code != 200 {
+			t.Fatalf("tools/list: HTTP %d %s", code, body)
+		}
+		return h.Get("x-action-session-id")
+	}
+	mine, theirs := session(s.token, nil), session(bob, nil)
+	if mine == "" || theirs == "" || mine == theirs {
+		t.Fatalf("idle reuse: the admin's session %q, bob's %q", mine, theirs)
+	}
+	if again := session(s.token, nil); again != mine {
+		t.Fatalf("the admin's idle session moved: %q, then %q", mine, again)
+	}
+	if again := session(bob, nil); again != theirs {
+		t.Fatalf("bob's idle session moved: %q, then %q", theirs, again)
+	}
+
+	named := map[string]string{"x-action-session-id": "shared-task"}
+	if id := session(s.token, named); id != "shared-task" {
+		t.Fatalf("the admin's explicit id: %q", id)
+	}
+	bobs := session(bob, named)
+	if bobs == "shared-task" || bobs == theirs || len(bobs) != 36 {
+		t.Fatalf("bob naming the admin's session got %q, want a fresh session of his own", bobs)
+	}
+	if again := session(bob, named); again != bobs {
+		t.Fatalf("bob's session for the id moved: %q, then %q", bobs, again)
+	}
+	if got, _ := auditSession(t, s, "shared-task"); got.Session.TotalActions != 1 || len(got.Events) != 1 {
+		t.Fatalf("the admin's named session holds %d actions, want its owner's 1", got.Session.TotalActions)
+	}
+	if got, _ := auditSession(t, s, bobs); got.Session.TotalActions != 2 {
+		t.Fatalf("bob's session holds %d actions, want 2", got.Session.TotalActions)
+	}
+}

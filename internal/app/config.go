@@ -54,6 +54,10 @@ type Config struct {
 	// jobs.DefaultQueuedPerOwner); a further run that would queue fails
 	// with queue_full.
 	JobQueuePerOwner int `toml:"job_queue_per_owner"`
+	// JobRunningPerOwner bounds the runs one authority group executes at
+	// once (0: job_concurrency - jobs.ReservedSlots, at least 1; at most
+	// job_concurrency); its further runs queue (decision 0048).
+	JobRunningPerOwner int `toml:"job_running_per_owner"`
 	// Sandbox is the default sandbox mode of the processes agents start:
 	// workspace-write (the default), read-only or off (announced at start).
 	// A project's own mode (project add --sandbox) takes precedence,
@@ -237,6 +241,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		}
 		c.JobQueuePerOwner = n
 	}
+	if v := getenv("WEBCODEX_JOB_RUNNING_PER_OWNER"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return &ConfigError{Source: "environment", Key: "WEBCODEX_JOB_RUNNING_PER_OWNER", Err: err}
+		}
+		c.JobRunningPerOwner = n
+	}
 	if v := getenv("WEBCODEX_TOOL_PROFILE"); v != "" {
 		c.ToolProfile = v
 	}
@@ -266,6 +277,9 @@ func (c Config) Validate() error {
 	}
 	if c.JobQueuePerOwner < 0 || c.JobQueuePerOwner > jobs.MaxQueuedPerOwner {
 		return &ConfigError{Source: "config", Key: "job_queue_per_owner", Err: fmt.Errorf("must be 1-%d", jobs.MaxQueuedPerOwner)}
+	}
+	if c.JobRunningPerOwner < 0 || c.JobRunningPerOwner > c.JobConcurrency {
+		return &ConfigError{Source: "config", Key: "job_running_per_owner", Err: errors.New("must be 1 to job_concurrency (0 is the default)")}
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)

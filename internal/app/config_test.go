@@ -53,6 +53,8 @@ func TestLoadConfig(t *testing.T) {
 			"token":   {"WEBCODEX_TOKEN": "short"},
 			"queue":   {"WEBCODEX_JOB_QUEUE_PER_OWNER": "1001"},
 			"queue-":  {"WEBCODEX_JOB_QUEUE_PER_OWNER": "-1"},
+			"run-":    {"WEBCODEX_JOB_RUNNING_PER_OWNER": "-1"},
+			"runx":    {"WEBCODEX_JOB_RUNNING_PER_OWNER": "two"},
 		} {
 			if _, err := app.LoadConfig(t.TempDir(), env(e)); err == nil {
 				t.Errorf("%s: accepted %v", name, e)
@@ -88,5 +90,24 @@ func TestSandboxConfig(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Key != key {
 			t.Errorf("%s: got %v, want a ConfigError naming %s", key, err, key)
 		}
+	}
+}
+
+// TestJobRunningPerOwnerConfig: job_running_per_owner is 0 (the default)
+// or 1 to job_concurrency; above that it is refused naming the key.
+func TestJobRunningPerOwnerConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := app.LoadConfig(dir, env(nil))
+	if err != nil || cfg.JobRunningPerOwner != 0 {
+		t.Fatalf("default: %d %v", cfg.JobRunningPerOwner, err)
+	}
+	os.WriteFile(filepath.Join(dir, app.ConfigFile), []byte("job_concurrency = 4\njob_running_per_owner = 4\n"), 0o600)
+	if cfg, err = app.LoadConfig(dir, env(nil)); err != nil || cfg.JobRunningPerOwner != 4 {
+		t.Fatalf("job_running_per_owner = job_concurrency: %d %v", cfg.JobRunningPerOwner, err)
+	}
+	_, err = app.LoadConfig(dir, env(map[string]string{"WEBCODEX_JOB_RUNNING_PER_OWNER": "5"}))
+	var ce *app.ConfigError
+	if !errors.As(err, &ce) || ce.Key != "job_running_per_owner" {
+		t.Fatalf("above job_concurrency: %v, want a ConfigError for job_running_per_owner", err)
 	}
 }

@@ -35,6 +35,12 @@ func startApp(t *testing.T, dataDir string, projects ...string) *server {
 // startAppWith is startApp with tune, when set, changing the configuration.
 func startAppWith(t *testing.T, dataDir string, tune func(*app.Config), projects ...string) *server {
 	t.Helper()
+	return startAppLogging(t, dataDir, slog.New(slog.NewTextHandler(io.Discard, nil)), tune, projects...)
+}
+
+// startAppLogging is startAppWith logging to log.
+func startAppLogging(t *testing.T, dataDir string, log *slog.Logger, tune func(*app.Config), projects ...string) *server {
+	t.Helper()
 	cfg, err := app.LoadConfig(dataDir, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +51,7 @@ func startAppWith(t *testing.T, dataDir string, tune func(*app.Config), projects
 		tune(&cfg)
 	}
 	ctx := context.Background()
-	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ func TestFairJobQueueHTTP(t *testing.T) {
 	const queued = 300
 	data, proj := t.TempDir(), t.TempDir()
 	s := startAppWith(t, data, func(c *app.Config) {
-		c.JobConcurrency, c.JobQueuePerOwner = 2, queued
+		c.JobConcurrency, c.JobRunningPerOwner, c.JobQueuePerOwner = 2, 2, queued
 		// run_process hands a queued run off at once (its job_id), so
 		// that the test frees a slot only after it is queued.
 		c.JobSyncGrace = app.Duration(time.Millisecond)
@@ -297,5 +297,75 @@ func TestFairJobQueueHTTP(t *testing.T) {
 	// The slot the other owner's run gave back went to one of the 300.
 	if started > 1 {
 		t.Fatalf("%d of the queued jobs started, want at most 1", started)
+	}
+}
+
+// TestOneOwnerCannotHoldEverySlotHTTP reproduces issue 24 over HTTP with
+// the default job_concurrency (4) and job_running_per_owner: one owner's
+// 300 run_job calls of day-long commands start 3 and queue the rest, and
+// another owner's run_process echo runs to its end inline while all 300
+// are still running or queued.
+func TestOneOwnerCannotHoldEverySlotHTTP(t *testing.T) {
+	const jobsOfOne = 300
+	s := startAppWith(t, t.TempDir(), func(c *app.Config) {
+		c.JobQueuePerOwner = jobsOfOne
+		// The echo is answered inline, however slow the machine: a run
+		// that queued would be handed off as queued instead.
+		c.JobSyncGrace = app.Duration(time.Minute)
+	}, "demo="+t.TempDir())
+	defer s.stop(t)
+	ctx := context.Background()
+	const p = "agent:local:demo"
+	other, _, err := s.a.Auth.CreateToken(ctx, "other", "someone-else", []auth.Scope{auth.ScopeProjectRead, auth.ScopeJobRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	share := s.a.Config.JobConcurrency - jobs.ReservedSlots
+	ids := make([]string, jobsOfOne)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < jobsOfOne; i += 8 {
+				a := s.tool(s.token, "run_job", map[string]any{"project": p, "command": "exec sleep 86400"})
+				var j struct {
+					ID string `json:"job_id"`
+				}
+				json.Unmarshal(a.output["job"], &j)
+				if !a.success || j.ID == "" {
+					t.Errorf("run_job %d: %+v", i, a)
+				}
+				ids[i] = j.ID
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	acc := jobs.Access{Project: p, Fingerprint: auth.Fingerprint(auth.DefaultOwner)}
+	states := func() map[jobs.State]int {
+		n := map[jobs.State]int{}
+		for _, id := range ids {
+			j, err := s.a.Jobs.Get(ctx, acc, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n[j.State]++
+		}
+		return n
+	}
+	if n := states(); n[jobs.Running] != share || n[jobs.Queued] != jobsOfOne-share {
+		t.Fatalf("the first owner's 300 jobs: %v, want %d running and the rest queued", n, share)
+	}
+	b := s.tool(other, "run_process", map[string]any{"project": p, "argv": []string{"echo", "fair-turn"}})
+	var stdout struct {
+		Text string `json:"text"`
+	}
+	json.Unmarshal(b.output["stdout"], &stdout)
+	if !b.success || stdout.Text != "fair-turn\n" {
+		t.Fatalf("the other owner's run_process echo: %+v", b)
+	}
+	if n := states(); n[jobs.Running] != share || n[jobs.Queued] != jobsOfOne-share {
+		t.Fatalf("after the echo: the first owner's jobs %v, want %d running and the rest queued", n, share)
 	}
 }

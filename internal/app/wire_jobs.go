@@ -25,7 +25,7 @@ func newJobs(ctx context.Context, a *App) (*jobs.Manager, error) {
 	m, err := jobs.NewManager(jobs.Options{
 		Store: a.Stores.Jobs, Host: a.Runner, Dir: filepath.Join(a.Config.DataDir, JobsDir), Logger: a.Log,
 		SyncGrace: time.Duration(a.Config.JobSyncGrace), Concurrency: a.Config.JobConcurrency,
-		QueuedPerOwner: a.Config.JobQueuePerOwner, OnFinished: ev.JobFinished,
+		RunningPerOwner: a.Config.JobRunningPerOwner, QueuedPerOwner: a.Config.JobQueuePerOwner, OnFinished: ev.JobFinished,
 		// Survivors of a crash are killed unless another server may be
 		// running them.
 		KillSurvivors: !a.Stores.Workflow.Shared(),

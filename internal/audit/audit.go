@@ -166,6 +166,10 @@ func (e Event) View() EventView {
 
 // ResolveRequest asks a Store to pick or create the session for a request.
 type ResolveRequest struct {
+	// Principal is the caller's key (its authority fingerprint; "" for
+	// an unauthenticated caller): a session belongs to the principal that
+	// created it, and only that principal's requests resolve to it.
+	Principal string
 	// Explicit is a validated client-supplied id, or "" for idle reuse.
 	Explicit string
 	// Now is the current time; IdleReuse is measured from it.
@@ -236,10 +240,13 @@ type Stats struct {
 // Resolve's check-and-create and AppendEvents' inserts + counter updates +
 // trims each inside one write transaction.
 type Store interface {
-	// Resolve returns the session for a request: the explicit id (created
-	// open when unknown), or the most recent open session whose last
-	// activity (updated_at) is less than IdleReuse before req.Now, or a
-	// new session with id req.NewID().
+	// Resolve returns the session for a request, of req.Principal's
+	// sessions only: the explicit id's session (created open when the id
+	// is unknown); for an explicit id of another principal's session, the
+	// session req.Principal was given for that id before or a new one with
+	// id req.NewID(); with no explicit id, the principal's most recent
+	// open session whose last activity (updated_at) is less than IdleReuse
+	// before req.Now, or a new session with id req.NewID().
 	Resolve(ctx context.Context, req ResolveRequest) (Resolved, error)
 	// AppendEvents stores already sanitized events in one transaction
 	// (all or none), creating missing sessions, updating the session

@@ -93,27 +93,36 @@ func ValidateSessionID(raw string) (string, error) {
 	return id, nil
 }
 
-// Affinity selects the audit session of a request. explicit is the raw
-// x-action-session-id / x-webcodex-session-id header or action_session_id
-// query value ("" when absent). An explicit id is validated and used
-// (created when unknown); otherwise the most recent open session idle for
-// less than IdleReuse is reused, or a new UUID session is created.
-// Concurrent calls never create more than one idle-reuse session.
-func (s *Service) Affinity(ctx context.Context, explicit string) (id string, explicitGiven bool, err error) {
+// Affinity selects the audit session of a request by principal (the
+// caller's authority fingerprint, "" for an unauthenticated caller).
+// explicit is the raw x-action-session-id / x-webcodex-session-id header
+// or action_session_id query value ("" when absent). Sessions belong to
+// the principal that created them, and a request only ever resolves to
+// one of its principal's sessions:
+//   - An explicit id is validated and its session used (created when
+//     unknown). An id that names another principal's session is never
+//     joined: the request gets a session of its own for that id (created
+//     once, then reused for the same principal and id), whose id — not
+//     the one asked for — is returned (decision 0049).
+//   - Otherwise the principal's most recent open session idle for less
+//     than IdleReuse is reused, or a new UUID session is created.
+//     Concurrent calls of one principal never create more than one
+//     idle-reuse session.
+func (s *Service) Affinity(ctx context.Context, principal, explicit string) (id string, explicitGiven bool, err error) {
 	id, err = ValidateSessionID(explicit)
 	if err != nil {
 		return "", true, err
 	}
 	explicitGiven = id != ""
 	now := s.now()
-	if cached := s.affinity.lookup(id, now); cached != "" {
+	if cached := s.affinity.lookup(principal, id, now); cached != "" {
 		return cached, explicitGiven, nil
 	}
-	r, err := s.store.Resolve(ctx, ResolveRequest{Explicit: id, Now: now, NewID: s.newID})
+	r, err := s.store.Resolve(ctx, ResolveRequest{Principal: principal, Explicit: id, Now: now, NewID: s.newID})
 	if err != nil {
 		return "", explicitGiven, err
 	}
-	s.affinity.store(id, r, now)
+	s.affinity.store(principal, id, r, now)
 	return r.ID, explicitGiven, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/runner"
 )
 
 // tick is a clock that advances one millisecond per reading, so that the
@@ -86,10 +87,11 @@ func TestQueueFullAndFairTurn(t *testing.T) {
 	}
 }
 
-// TestFairShareOfSlots: with two slots, an owner whose queue is long gets
-// one of them while another owner has queued work: freed slots alternate.
+// TestFairShareOfSlots: with two slots that one owner may both hold, an
+// owner whose queue is long gets one of them while another owner has
+// queued work: freed slots alternate.
 func TestFairShareOfSlots(t *testing.T) {
-	e := newEnv(t, jobs.Options{Concurrency: 2, Now: tick()})
+	e := newEnv(t, jobs.Options{Concurrency: 2, RunningPerOwner: 2, Now: tick()})
 	ctx := context.Background()
 	a1, a2 := e.start("sleep 60"), e.start("sleep 60")
 	var as []string
@@ -157,4 +159,89 @@ func waitState(t *testing.T, e *env, a jobs.Access, id string, st jobs.State) {
 		}
 	}
 	t.Fatalf("job %s never became %s", id, st)
+}
+
+// TestOneOwnerCannotHoldEverySlot reproduces issue 24: one owner's 300
+// day-long run_job calls held every running slot (4), so another owner's
+// run_process echo queued behind them for up to a day. With the default
+// share (Concurrency - ReservedSlots) the first owner holds 3 slots and
+// queues the rest; the other owner's echo runs to its end while all 300
+// are still running or queued, and the slot it frees goes to a third
+// owner at once, not back to the first owner's queue.
+func TestOneOwnerCannotHoldEverySlot(t *testing.T) {
+	const jobsOfOne = 300
+	e := newEnv(t, jobs.Options{QueuedPerOwner: jobsOfOne})
+	ctx := context.Background()
+	share := jobs.DefaultConcurrency - jobs.ReservedSlots
+	dayLong := e.spec("exec sleep 86400")
+	dayLong.Run.Timeout = runner.MaxTimeout
+	ids := make([]string, jobsOfOne)
+	for i := range ids {
+		j, err := e.m.Start(ctx, dayLong)
+		if err != nil {
+			t.Fatalf("run_job %d: %v", i, err)
+		}
+		if want := map[bool]jobs.State{true: jobs.Running, false: jobs.Queued}[i < share]; j.State != want {
+			t.Fatalf("run_job %d is %s, want %s", i, j.State, want)
+		}
+		ids[i] = j.ID
+	}
+	// All 300 are live and the first owner holds its share, no more.
+	states := func() map[jobs.State]int {
+		n := map[jobs.State]int{}
+		for _, id := range ids {
+			j, err := e.m.Get(ctx, acc, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n[j.State]++
+		}
+		return n
+	}
+	if n := states(); n[jobs.Running] != share || n[jobs.Queued] != jobsOfOne-share {
+		t.Fatalf("the first owner's jobs: %v, want %d running", n, share)
+	}
+
+	echo := e.spec("echo fair-turn")
+	echo.Principal, echo.Tool, echo.Background = "fp-other", "run_process", false
+	j, res, err := e.m.RunSync(ctx, echo, long)
+	if err != nil || res == nil || j.State != jobs.Succeeded || res.Stdout.Text != "fair-turn\n" {
+		t.Fatalf("the other owner's run_process echo: %s %+v %v", j.State, res, err)
+	}
+	if n := states(); n[jobs.Running] != share || n[jobs.Queued] != jobsOfOne-share {
+		t.Fatalf("after the echo: the first owner's jobs %v, want %d running, the rest queued", n, share)
+	}
+	// The slot the echo freed stays out of the first owner's reach.
+	third := e.spec("exec sleep 86400")
+	third.Principal = "fp-third"
+	if j, err := e.m.Start(ctx, third); err != nil || j.State != jobs.Running {
+		t.Fatalf("a third owner's run: %s %v, want running at once", j.State, err)
+	}
+	// A slot the first owner frees goes to its own oldest queued job.
+	if _, _, err := e.m.Stop(ctx, acc, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, acc, ids[share], jobs.Running)
+	if n := states(); n[jobs.Running] != share || n[jobs.Stopped] != 1 {
+		t.Fatalf("after a stop: the first owner's jobs %v, want %d running", n, share)
+	}
+}
+
+// TestRunningPerOwnerBounds: the share is 1 to Concurrency, and its
+// default never drops below one slot.
+func TestRunningPerOwnerBounds(t *testing.T) {
+	// One slot: its one owner may hold it (nothing is reserved).
+	e := newEnv(t, jobs.Options{Concurrency: 1})
+	for _, o := range []jobs.Options{
+		{Concurrency: 2, RunningPerOwner: 3},
+		{Concurrency: 4, RunningPerOwner: -1},
+	} {
+		o.Store, o.Host, o.Dir = e.store, &runner.Local{}, t.TempDir()
+		if m, err := jobs.NewManager(o); err == nil || m != nil {
+			t.Errorf("concurrency %d, running per owner %d: accepted", o.Concurrency, o.RunningPerOwner)
+		}
+	}
+	if j := e.start("exec sleep 86400"); j.State != jobs.Running {
+		t.Fatalf("the only slot: %s", j.State)
+	}
 }

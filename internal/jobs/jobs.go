@@ -71,6 +71,12 @@ const (
 	DefaultConcurrency = 4
 	// MaxConcurrency bounds Options.Concurrency.
 	MaxConcurrency = 64
+	// ReservedSlots is how many of a Manager's slots one owner can never
+	// hold by default: the default Options.RunningPerOwner is Concurrency
+	// minus ReservedSlots (at least 1), so that however many long jobs one
+	// owner starts, another owner's run finds a slot no job of theirs can
+	// take (decision 0048).
+	ReservedSlots = 1
 	// DefaultQueuedPerOwner is how many queued (not yet started) jobs one
 	// owner (authority group) may have; a further one that would queue
 	// fails with queue_full and is neither started nor recorded.
@@ -189,7 +195,8 @@ type Job struct {
 	// authority group may see or stop the job.
 	Principal string `json:"principal"`
 	Tool      string `json:"tool"`
-	// Program is the base name of argv[0].
+	// Program is the base name of argv[0]. Program, Purpose and Cwd are
+	// redacted (package redact) before the record is stored.
 	Program string `json:"program"`
 	Purpose string `json:"purpose,omitempty"`
 	// Cwd is the project-relative working directory.

@@ -26,10 +26,17 @@ type Options struct {
 	// Concurrency is how many executions run at once (0 =
 	// DefaultConcurrency); further ones queue. A freed slot goes to the
 	// owner with the fewest running jobs among those with queued jobs
-	// (among equals, the one served least recently; its oldest queued job
-	// first), so that one owner's queue delays another owner's run by at
-	// most one slot's turn.
+	// and fewer than RunningPerOwner running (among equals, the one
+	// served least recently; its oldest queued job first), so that one
+	// owner's queue delays another owner's run by at most one slot's turn.
 	Concurrency int
+	// RunningPerOwner bounds the slots one owner (authority group) holds
+	// at once, 1 to Concurrency (0 = Concurrency - ReservedSlots, at
+	// least 1); the owner's further runs queue even while slots are free.
+	// Below Concurrency, one owner's long jobs cannot hold every slot: an
+	// owner with nothing running starts at once whenever fewer other
+	// owners than the reserved slots also hold all they may.
+	RunningPerOwner int
 	// QueuedPerOwner bounds one owner's queued jobs (0 =
 	// DefaultQueuedPerOwner, at most MaxQueuedPerOwner).
 	QueuedPerOwner int
@@ -106,6 +113,7 @@ type Manager struct {
 	host   runner.Host
 	dir    string
 	limit  int
+	share  int // RunningPerOwner
 	qlimit int
 	grace  time.Duration
 	cap    int64
@@ -191,6 +199,12 @@ func NewManager(o Options) (*Manager, error) {
 	if o.Concurrency < 1 || o.Concurrency > MaxConcurrency {
 		return nil, fmt.Errorf("jobs: concurrency must be 1-%d", MaxConcurrency)
 	}
+	if o.RunningPerOwner == 0 {
+		o.RunningPerOwner = max(1, o.Concurrency-ReservedSlots)
+	}
+	if o.RunningPerOwner < 1 || o.RunningPerOwner > o.Concurrency {
+		return nil, fmt.Errorf("jobs: running jobs per owner must be 1-%d (the concurrency)", o.Concurrency)
+	}
 	if o.QueuedPerOwner == 0 {
 		o.QueuedPerOwner = DefaultQueuedPerOwner
 	}
@@ -219,7 +233,7 @@ func NewManager(o Options) (*Manager, error) {
 		return nil, fmt.Errorf("jobs: output directory: %w", err)
 	}
 	return &Manager{
-		store: o.Store, host: o.Host, dir: o.Dir, limit: o.Concurrency, qlimit: o.QueuedPerOwner, grace: o.SyncGrace,
+		store: o.Store, host: o.Host, dir: o.Dir, limit: o.Concurrency, share: o.RunningPerOwner, qlimit: o.QueuedPerOwner, grace: o.SyncGrace,
 		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger, hook: o.OnFinished, kill: o.KillSurvivors,
 		live: map[string]*entry{}, runningBy: map[string]int{}, queuedBy: map[string]int{}, served: map[string]uint64{}, closed: make(chan struct{}),
 	}, nil

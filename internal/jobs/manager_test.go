@@ -230,7 +230,7 @@ func TestObserveWakesOnOutput(t *testing.T) {
 }
 
 func TestConcurrencyLimit(t *testing.T) {
-	e := newEnv(t, jobs.Options{Concurrency: 2})
+	e := newEnv(t, jobs.Options{Concurrency: 2, RunningPerOwner: 2})
 	var ids []string
 	for i := range 3 {
 		f := filepath.Join(e.work, "go"+strconv.Itoa(i))

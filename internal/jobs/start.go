@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/redact"
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -62,7 +63,8 @@ func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *
 	now := m.now().UTC()
 	j := Job{
 		ID: id, Project: s.Project, SessionID: s.SessionID, Principal: s.Principal,
-		Tool: s.Tool, Program: filepath.Base(s.Run.Argv[0]), Purpose: s.Purpose, Cwd: s.Cwd,
+		// The caller's text is redacted before it can reach the store.
+		Tool: s.Tool, Program: redact.String(filepath.Base(s.Run.Argv[0])), Purpose: redact.String(s.Purpose), Cwd: redact.String(s.Cwd),
 		Background: s.Background, TimeoutSeconds: int64(timeout / time.Second),
 		State: Queued, Expectation: s.Expectation, AcceptedExitCodes: slices.Clone(s.AcceptedExitCodes),
 		CreatedAt: now, Validation: s.Validation,
@@ -108,7 +110,7 @@ func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *
 		return nil, failure.New(failure.Unavailable, "server is shutting down; nothing ran")
 	}
 	switch {
-	case m.running < m.limit && len(m.queue) == 0:
+	case m.running < m.limit && m.runningBy[e.owner] < m.share && !m.eligibleQueued():
 		m.takeSlot(e)
 		j.State, j.StartedAt = Running, now
 	case m.queuedBy[e.owner] >= m.qlimit:
@@ -214,23 +216,39 @@ func (m *Manager) forget(owner string) {
 }
 
 // next removes from the queue and returns the job a free slot goes to,
-// with its slot taken: of the owners with queued jobs, the one with the
-// fewest running jobs, among equals the one served least recently (round
-// robin), and of that owner's queued jobs the oldest. It is never first
-// in, first out across owners: a job of an owner with nothing running
-// waits for one slot's turn at most. m.queue is not empty.
+// with its slot taken, or nil when every queued job's owner already holds
+// its share (m.share) of the slots: of the owners with queued jobs and
+// fewer running than their share, the one with the fewest running jobs,
+// among equals the one served least recently (round robin), and of that
+// owner's queued jobs the oldest. It is never first in, first out across
+// owners: a job of an owner with nothing running waits for one slot's
+// turn at most.
 func (m *Manager) next() *entry {
-	best := 0
+	best := -1
 	for i, e := range m.queue {
-		if m.before(e.owner, m.queue[best].owner) {
+		if m.runningBy[e.owner] < m.share && (best < 0 || m.before(e.owner, m.queue[best].owner)) {
 			best = i
 		}
+	}
+	if best < 0 {
+		return nil
 	}
 	e := m.queue[best]
 	m.queue = slices.Delete(m.queue, best, best+1)
 	m.unqueue(e)
 	m.takeSlot(e)
 	return e
+}
+
+// eligibleQueued reports whether a queued job's owner holds fewer slots
+// than its share: such a job goes before a new one (next decides which).
+func (m *Manager) eligibleQueued() bool {
+	for _, e := range m.queue {
+		if m.runningBy[e.owner] < m.share {
+			return true
+		}
+	}
+	return false
 }
 
 // before reports whether owner a's next job goes before owner b's.

@@ -15,7 +15,8 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
-// dispatch launches queued jobs while slots are free, each chosen by next.
+// dispatch launches queued jobs while slots are free and some queued
+// job's owner holds fewer than its share, each chosen by next.
 func (m *Manager) dispatch() {
 	for {
 		m.mu.Lock()
@@ -25,6 +26,9 @@ func (m *Manager) dispatch() {
 		}
 		e := m.next()
 		m.mu.Unlock()
+		if e == nil {
+			return // every queued job's owner holds its share
+		}
 		go m.launch(e)
 	}
 }

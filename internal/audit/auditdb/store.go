@@ -191,52 +191,37 @@ func wrapRead(err error) error {
 }
 
 // Resolve implements audit.Store. The common cases (a known explicit id, an
-// idle-reusable session) are answered by one read; only a request that
-// must create a session takes the writer, where the check is repeated so
-// that concurrent requests create exactly one session.
+// idle-reusable session) are answered by reads; only a request that must
+// create a session takes the writer, where the lookup is repeated so that
+// concurrent requests create exactly one session.
 func (s *Store) Resolve(ctx context.Context, req audit.ResolveRequest) (audit.Resolved, error) {
-	now := req.Now.Unix()
-	cutoff := req.Now.Add(-audit.IdleReuse).Unix()
-	var r audit.Resolved
-	var err error
-	if req.Explicit != "" {
-		err = s.db.QueryRow(ctx, `SELECT session_id, updated_at FROM action_sessions WHERE session_id = ?`, req.Explicit).Scan(&r.ID, &r.UpdatedAt)
-	} else {
-		err = s.db.QueryRow(ctx, sqlIdle, cutoff).Scan(&r.ID, &r.UpdatedAt)
-	}
-	if err == nil {
-		return r, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	r, found, _, err := lookup(ctx, s.db.QueryRow, req)
+	if err != nil {
 		return audit.Resolved{}, wrapRead(err)
 	}
+	if found {
+		return r, nil
+	}
 	err = s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		r = audit.Resolved{UpdatedAt: now}
-		if req.Explicit != "" {
-			res, err := tx.StmtContext(ctx, s.stmts.ensure).ExecContext(ctx, req.Explicit, now, now)
-			if err != nil {
-				return err
-			}
-			n, _ := res.RowsAffected()
-			r.ID, r.Created = req.Explicit, n > 0
-			if !r.Created {
-				return tx.QueryRowContext(ctx, `SELECT updated_at FROM action_sessions WHERE session_id = ?`, r.ID).Scan(&r.UpdatedAt)
-			}
-			return nil
-		}
-		err := tx.QueryRowContext(ctx, sqlIdle, cutoff).Scan(&r.ID, &r.UpdatedAt)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		var found, taken bool
+		var err error
+		if r, found, taken, err = lookup(ctx, tx.QueryRowContext, req); err != nil || found {
 			return err
 		}
-		r.ID = req.NewID()
-		if _, err := tx.StmtContext(ctx, s.stmts.ensure).ExecContext(ctx, r.ID, now, now); err != nil {
-			return err
+		// The explicit id when it is free; a fresh one for idle reuse and
+		// for an id another principal's session has (remembered as the
+		// id it was asked for).
+		now := req.Now.Unix()
+		r = audit.Resolved{ID: req.Explicit, Created: true, UpdatedAt: now}
+		var requested any
+		if taken {
+			requested = req.Explicit
 		}
-		r.Created = true
-		return nil
+		if r.ID == "" || taken {
+			r.ID = req.NewID()
+		}
+		_, err = tx.ExecContext(ctx, sqlCreate, r.ID, req.Principal, requested, now, now)
+		return err
 	})
 	if err != nil {
 		return audit.Resolved{}, wrapWrite(err)
@@ -244,10 +229,46 @@ func (s *Store) Resolve(ctx context.Context, req audit.ResolveRequest) (audit.Re
 	return r, nil
 }
 
-// sqlIdle selects the idle-reusable session: the most recent open session
-// active after the cutoff.
-const sqlIdle = `SELECT session_id, updated_at FROM action_sessions
-	WHERE status = 'open' AND updated_at > ? ORDER BY updated_at DESC, rowid DESC LIMIT 1`
+// queryRow is sqlitedb.DB.QueryRow or sql.Tx.QueryRowContext.
+type queryRow func(ctx context.Context, query string, args ...any) *sql.Row
+
+// lookup finds the existing session req resolves to, if any. Idle reuse:
+// req.Principal's most recent open session active after the idle cutoff.
+// An explicit id: its session when that is req.Principal's; when it is
+// another principal's (taken), req.Principal's newest session created for
+// that id.
+func lookup(ctx context.Context, q queryRow, req audit.ResolveRequest) (r audit.Resolved, found, taken bool, err error) {
+	if req.Explicit == "" {
+		err = q(ctx, sqlIdle, req.Principal, req.Now.Add(-audit.IdleReuse).Unix()).Scan(&r.ID, &r.UpdatedAt)
+	} else {
+		var owner string
+		err = q(ctx, sqlExplicit, req.Explicit).Scan(&r.ID, &r.UpdatedAt, &owner)
+		if err == nil && owner != req.Principal {
+			taken = true
+			err = q(ctx, sqlRequested, req.Explicit, req.Principal).Scan(&r.ID, &r.UpdatedAt)
+		}
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return audit.Resolved{}, false, taken, nil
+	}
+	return r, err == nil, taken, err
+}
+
+const (
+	// sqlIdle selects the idle-reusable session of a principal: its most
+	// recent open session active after the cutoff.
+	sqlIdle = `SELECT session_id, updated_at FROM action_sessions
+	WHERE status = 'open' AND principal = ? AND updated_at > ? ORDER BY updated_at DESC, rowid DESC LIMIT 1`
+	// sqlExplicit reads the session an explicit id names and its owner.
+	sqlExplicit = `SELECT session_id, updated_at, principal FROM action_sessions WHERE session_id = ?`
+	// sqlRequested selects a principal's newest session created for an
+	// explicit id another principal's session has.
+	sqlRequested = `SELECT session_id, updated_at FROM action_sessions
+	WHERE requested_id = ? AND principal = ? ORDER BY updated_at DESC, rowid DESC LIMIT 1`
+	// sqlCreate creates an open session.
+	sqlCreate = `INSERT INTO action_sessions (session_id, principal, requested_id, status, created_at, updated_at)
+	VALUES (?, ?, ?, 'open', ?, ?)`
+)
 
 func nullable(s string) any {
 	if s == "" {

@@ -50,6 +50,12 @@ func newService(t testing.TB) (*audit.Service, *auditdb.Store, *clock, string) {
 
 var ctx = context.Background()
 
+// owner and intruder are two principals' keys (authority fingerprints).
+const (
+	owner    = "fp-owner"
+	intruder = "fp-intruder"
+)
+
 func TestSchema(t *testing.T) {
 	st, _ := open(t)
 	rows, err := st.DB().Read.Query(`SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' AND name != 'schema_migrations' ORDER BY type, name`)
@@ -63,7 +69,7 @@ func TestSchema(t *testing.T) {
 		rows.Scan(&typ, &name)
 		got = append(got, typ+":"+name)
 	}
-	want := "index:idx_action_events_meaningful index:idx_action_events_session_seq index:idx_action_sessions_status " +
+	want := "index:idx_action_events_meaningful index:idx_action_events_session_seq index:idx_action_sessions_requested index:idx_action_sessions_status " +
 		"index:idx_window_session_relations_last table:action_events table:action_sessions table:window_session_relations"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("schema objects %v", got)
@@ -81,11 +87,11 @@ func TestSchema(t *testing.T) {
 func TestAffinityRules(t *testing.T) {
 	svc, _, c, _ := newService(t)
 	for _, bad := range []string{strings.Repeat("x", audit.MaxSessionIDChars+1), "bad\x01id", "tab\tinside"} {
-		if _, given, err := svc.Affinity(ctx, bad); !failure.Is(err, failure.InvalidArguments) || !given {
+		if _, given, err := svc.Affinity(ctx, owner, bad); !failure.Is(err, failure.InvalidArguments) || !given {
 			t.Errorf("%q: given=%v err=%v", bad, given, err)
 		}
 	}
-	id, given, err := svc.Affinity(ctx, "  client-chosen  ")
+	id, given, err := svc.Affinity(ctx, owner, "  client-chosen  ")
 	if err != nil || !given || id != "client-chosen" {
 		t.Fatalf("explicit: %q %v %v", id, given, err)
 	}
@@ -93,23 +99,23 @@ func TestAffinityRules(t *testing.T) {
 		t.Fatalf("explicit unknown id not created: %v", err)
 	}
 	// No explicit id: the most recent open session is reused while idle < 1800 s.
-	a, given, err := svc.Affinity(ctx, "")
+	a, given, err := svc.Affinity(ctx, owner, "")
 	if err != nil || given || a != "client-chosen" {
 		t.Fatalf("idle reuse of fresh explicit session: %q %v %v", a, given, err)
 	}
 	c.add(audit.IdleReuse - time.Second)
-	if b, _, _ := svc.Affinity(ctx, ""); b != a {
+	if b, _, _ := svc.Affinity(ctx, owner, ""); b != a {
 		t.Fatalf("1799 s idle: got new session %q", b)
 	}
 	if err := svc.Record(ctx, a, audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{}); err != nil {
 		t.Fatal(err)
 	}
 	c.add(audit.IdleReuse - time.Second) // activity refreshed by the event
-	if b, _, _ := svc.Affinity(ctx, ""); b != a {
+	if b, _, _ := svc.Affinity(ctx, owner, ""); b != a {
 		t.Fatalf("event did not refresh activity: %q", b)
 	}
 	c.add(time.Second) // exactly 1800 s idle: no reuse
-	b, _, err := svc.Affinity(ctx, "")
+	b, _, err := svc.Affinity(ctx, owner, "")
 	if err != nil || b == a || len(b) != 36 {
 		t.Fatalf("after idle timeout: %q %v", b, err)
 	}
@@ -117,7 +123,7 @@ func TestAffinityRules(t *testing.T) {
 	if _, err := svc.CloseSession(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if d, _, _ := svc.Affinity(ctx, ""); d == b || d == a {
+	if d, _, _ := svc.Affinity(ctx, owner, ""); d == b || d == a {
 		t.Fatalf("closed session reused: %q", d)
 	}
 }
@@ -131,7 +137,7 @@ func TestConcurrentFirstRequestsCreateOneSession(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id, _, err := svc.Affinity(ctx, "")
+			id, _, err := svc.Affinity(ctx, owner, "")
 			if err != nil {
 				t.Error(err)
 			}
@@ -162,7 +168,7 @@ const (
 
 func TestSanitizerLeavesNoSecretOnDisk(t *testing.T) {
 	svc, st, _, path := newService(t)
-	id, _, _ := svc.Affinity(ctx, "")
+	id, _, _ := svc.Affinity(ctx, owner, "")
 	ev := audit.Event{EventView: audit.EventView{
 		Endpoint: "/api/tools/run", Operation: "run_process", Status: audit.EventFailed, HTTPStatus: 500,
 		ErrorSummary:   "failed with " + bearer + " and " + pem,
@@ -225,7 +231,7 @@ func TestSanitizerLeavesNoSecretOnDisk(t *testing.T) {
 
 func TestCountersAndTrimming(t *testing.T) {
 	svc, st, c, _ := newService(t)
-	id, _, _ := svc.Affinity(ctx, "trim")
+	id, _, _ := svc.Affinity(ctx, owner, "trim")
 	statuses := []string{audit.EventSuccess, audit.EventFailed, audit.EventTimeoutOrUnknown, audit.EventWarning, "other"}
 	// Trimming is batched (decision 0041): the session holds every event
 	// up to MaxEventsPerSession, the next one trims it to its newest
@@ -285,7 +291,7 @@ func TestCloseIdempotentAndList(t *testing.T) {
 	svc, _, c, _ := newService(t)
 	for i := range 3 {
 		c.add(time.Second)
-		svc.Affinity(ctx, fmt.Sprintf("s%d", i))
+		svc.Affinity(ctx, owner, fmt.Sprintf("s%d", i))
 	}
 	if _, err := svc.CloseSession(ctx, "nope"); !failure.Is(err, failure.NotFound) {
 		t.Fatalf("close unknown: %v", err)
@@ -317,7 +323,7 @@ func TestLimitsClamping(t *testing.T) {
 	svc, _, c, _ := newService(t)
 	for i := range audit.MaxSessionsLimit + 5 {
 		c.add(time.Second)
-		if _, _, err := svc.Affinity(ctx, fmt.Sprintf("s%03d", i)); err != nil {
+		if _, _, err := svc.Affinity(ctx, owner, fmt.Sprintf("s%03d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -429,13 +435,13 @@ func TestAttributionStoredButNotInViews(t *testing.T) {
 
 func TestRecordOnClosedStoreFails(t *testing.T) {
 	svc, st, c, _ := newService(t)
-	id, _, _ := svc.Affinity(ctx, "")
+	id, _, _ := svc.Affinity(ctx, owner, "")
 	st.Close()
 	c.add(audit.AffinityCacheTTL) // past the cached answer
 	if err := svc.Record(ctx, id, audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{}); err == nil {
 		t.Fatal("Record on a closed store succeeded")
 	}
-	if _, _, err := svc.Affinity(ctx, ""); err == nil {
+	if _, _, err := svc.Affinity(ctx, owner, ""); err == nil {
 		t.Fatal("Affinity on a closed store succeeded")
 	}
 	if _, err := svc.Stats(ctx, "", 0); err == nil {
@@ -461,7 +467,7 @@ func TestReopenKeepsData(t *testing.T) {
 
 func BenchmarkRecord(b *testing.B) {
 	svc, st, _, _ := newService(b)
-	id, _, err := svc.Affinity(ctx, "")
+	id, _, err := svc.Affinity(ctx, owner, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -495,7 +501,7 @@ func BenchmarkRecord(b *testing.B) {
 // after it is fsynced again.
 func TestEventsDurableEverySecond(t *testing.T) {
 	svc, st, c, _ := newService(t)
-	id, _, _ := svc.Affinity(ctx, "durable")
+	id, _, _ := svc.Affinity(ctx, owner, "durable")
 	w := st.DB().Writer
 	appendAt := func(i int, wantLazy int64) {
 		t.Helper()

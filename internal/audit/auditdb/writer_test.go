@@ -44,7 +44,7 @@ func TestIdleReuseClock(t *testing.T) {
 		}
 		defer st.Close()
 		svc := audit.NewService(st, nil) // time.Now is the bubble's clock
-		first, _, err := svc.Affinity(ctx, "")
+		first, _, err := svc.Affinity(ctx, owner, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,22 +52,22 @@ func TestIdleReuseClock(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(audit.IdleReuse - time.Second)
-		if id, _, _ := svc.Affinity(ctx, ""); id != first {
+		if id, _, _ := svc.Affinity(ctx, owner, ""); id != first {
 			t.Fatalf("1 s inside the idle window: got %s, want reuse of %s", id, first)
 		}
 		if err := svc.Record(ctx, first, okEvent(), audit.Attribution{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(audit.IdleReuse - time.Second)
-		if id, _, _ := svc.Affinity(ctx, ""); id != first {
+		if id, _, _ := svc.Affinity(ctx, owner, ""); id != first {
 			t.Fatalf("activity did not restart the idle window: got %s", id)
 		}
 		time.Sleep(time.Second)
-		second, _, err := svc.Affinity(ctx, "")
+		second, _, err := svc.Affinity(ctx, owner, "")
 		if err != nil || second == first {
 			t.Fatalf("idle for exactly %s: got %s (%v), want a new session", audit.IdleReuse, second, err)
 		}
-		if id, _, _ := svc.Affinity(ctx, ""); id != second {
+		if id, _, _ := svc.Affinity(ctx, owner, ""); id != second {
 			t.Fatalf("the new session is not reused: %s", id)
 		}
 	})
@@ -241,10 +241,11 @@ func TestUnwritableDatabase(t *testing.T) {
 			if err := svc.Record(ctx, "kept", big, audit.Attribution{}); !failure.Is(err, failure.Unavailable) {
 				t.Fatalf("Record = %v, want unavailable", err)
 			}
-			if id, _, err := svc.Affinity(ctx, ""); err != nil || id != "kept" {
+			// "kept" was made by its first event: it has no principal.
+			if id, _, err := svc.Affinity(ctx, "", ""); err != nil || id != "kept" {
 				t.Fatalf("idle reuse needs no write: %q %v", id, err)
 			}
-			if _, _, err := svc.Affinity(ctx, "new-explicit"); c.smallWritesFail && !failure.Is(err, failure.Unavailable) {
+			if _, _, err := svc.Affinity(ctx, owner, "new-explicit"); c.smallWritesFail && !failure.Is(err, failure.Unavailable) {
 				t.Fatalf("creating a session = %v, want unavailable", err)
 			}
 			if err := svc.Submit(ctx, time.Minute, "kept", big, audit.Attribution{}); !failure.Is(err, failure.Unavailable) {
@@ -335,9 +336,9 @@ func TestAffinityCache(t *testing.T) {
 	cs := &countingStore{Store: st}
 	clk := &clock{t: time.Unix(1_800_000_000, 0)}
 	svc := audit.NewService(cs, clk.now)
-	idle, _, _ := svc.Affinity(ctx, "")
+	idle, _, _ := svc.Affinity(ctx, owner, "")
 	for range 5 {
-		if id, _, _ := svc.Affinity(ctx, ""); id != idle {
+		if id, _, _ := svc.Affinity(ctx, owner, ""); id != idle {
 			t.Fatalf("cached idle answer %s, want %s", id, idle)
 		}
 		svc.Record(ctx, idle, okEvent(), audit.Attribution{})
@@ -346,21 +347,21 @@ func TestAffinityCache(t *testing.T) {
 		t.Fatalf("%d store look-ups for 6 idle requests within the TTL, want 1", cs.resolves)
 	}
 	clk.add(audit.AffinityCacheTTL)
-	svc.Affinity(ctx, "")
+	svc.Affinity(ctx, owner, "")
 	if cs.resolves != 2 {
 		t.Fatalf("after the TTL: %d look-ups, want 2", cs.resolves)
 	}
 	// Activity in an explicit session makes it the most recent one.
 	clk.add(time.Second)
-	svc.Affinity(ctx, "explicit")
+	svc.Affinity(ctx, owner, "explicit")
 	svc.Record(ctx, "explicit", okEvent(), audit.Attribution{})
-	if id, _, _ := svc.Affinity(ctx, ""); id != "explicit" {
+	if id, _, _ := svc.Affinity(ctx, owner, ""); id != "explicit" {
 		t.Fatalf("idle reuse after activity elsewhere: %s, want the store's answer explicit", id)
 	}
 	if _, err := svc.CloseSession(ctx, "explicit"); err != nil {
 		t.Fatal(err)
 	}
-	if id, _, _ := svc.Affinity(ctx, ""); id != idle {
+	if id, _, _ := svc.Affinity(ctx, owner, ""); id != idle {
 		t.Fatalf("idle reuse after closing the cached session: %s, want %s", id, idle)
 	}
 }

@@ -128,7 +128,11 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 			return
 		}
 		start := time.Now()
-		id, _, err := m.Audit.Affinity(r.Context(), Explicit(r))
+		var principal string
+		if p, ok := auth.PrincipalFrom(r.Context()); ok {
+			principal = p.AuthorityFingerprint()
+		}
+		id, _, err := m.Audit.Affinity(r.Context(), principal, Explicit(r))
 		if err != nil {
 			if failure.KindOf(err) == failure.InvalidArguments {
 				httpserver.WriteError(w, http.StatusBadRequest, err)

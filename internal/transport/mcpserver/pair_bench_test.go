@@ -78,7 +78,7 @@ func fillAudit(b *testing.B, env *benchEnv) {
 		return
 	}
 	ctx := context.Background()
-	id, _, err := env.audit.Affinity(ctx, "")
+	id, _, err := env.audit.Affinity(ctx, "", "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func fillAudit(b *testing.B, env *benchEnv) {
 			b.Fatal(err)
 		}
 	}
-	if again, _, err := env.audit.Affinity(ctx, ""); err != nil || again != id {
+	if again, _, err := env.audit.Affinity(ctx, "", ""); err != nil || again != id {
 		b.Fatalf("the calls would be recorded in %q (%v), not the filled %q", again, err, id)
 	}
 }
