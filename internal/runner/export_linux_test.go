@@ -7,3 +7,11 @@ func OnConfinedThread(f func(tid int)) (restore func()) {
 	onConfinedThread = f
 	return func() { onConfinedThread = prev }
 }
+
+// OnCompiled sets the hook that learns of each ruleset compiled and
+// returns a function restoring the previous hook.
+func OnCompiled(f func()) (restore func()) {
+	prev := onCompiled
+	onCompiled = f
+	return func() { onCompiled = prev }
+}

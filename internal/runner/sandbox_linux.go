@@ -65,8 +65,14 @@ func compile(in inputs) (*compiled, error) {
 		return nil, fmt.Errorf("sandbox: the kernel enforces none of the requested rules")
 	}
 	c.fd, c.flags = fd, flags
+	if onCompiled != nil {
+		onCompiled()
+	}
 	return c, nil
 }
+
+// onCompiled, when set (by tests), learns of each ruleset compile builds.
+var onCompiled func()
 
 // fresh reports whether every watched path is still the same inode with
 // the same modification time.

@@ -345,23 +345,41 @@ func TestCarveKeepsSymlinksClearOfTheDataDirectory(t *testing.T) {
 }
 
 // TestSequentialStartsShareOneConfinedThread: starts one after another
-// under one ruleset are made from one confined thread, and every child is
-// confined (none reads the data directory or writes outside the
-// project); a ruleset compiled anew (here: after the policy closed and a
-// new one opened) confines a thread of its own.
+// under one compiled ruleset are made from one confined thread, and every
+// child is confined (none reads the data directory or writes outside the
+// project); a ruleset compiled anew confines a thread of its own (a
+// thread's Landlock domain can only be narrowed, never swapped for
+// another).
+//
+// A policy compiles a ruleset when it first needs one and again whenever
+// a directory it was carved from has changed. The data directory lies
+// under the shared temporary directory, which any process of the machine
+// (another test binary, the go command) may add an entry to at any moment,
+// so the test cannot know how many rulesets five starts take: it counts
+// them and wants exactly one thread per ruleset, not one per policy.
 func TestSequentialStartsShareOneConfinedThread(t *testing.T) {
 	e := newSandboxEnv(t)
 	var mu sync.Mutex
-	threads := 0
-	restore := runner.OnConfinedThread(func(int) {
+	threads, rulesets := 0, 0
+	defer runner.OnConfinedThread(func(int) {
 		mu.Lock()
 		threads++
 		mu.Unlock()
-	})
-	defer restore()
+	})()
+	defer runner.OnCompiled(func() {
+		mu.Lock()
+		rulesets++
+		mu.Unlock()
+	})()
+	counts := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return threads, rulesets
+	}
+	const starts = 5
 	confinedRuns := func(l *runner.Local) {
 		t.Helper()
-		for i := range 5 {
+		for i := range starts {
 			res := e.sh(t, l, runner.WorkspaceWrite, "cat "+filepath.Join(e.data, "admin-token")+" || echo x > "+filepath.Join(e.outside, fmt.Sprint("escaped", i)))
 			if res.ExitCode == 0 || res.Sandbox != runner.WorkspaceWrite {
 				t.Fatalf("run %d escaped its confinement: %+v", i, res)
@@ -371,18 +389,20 @@ func TestSequentialStartsShareOneConfinedThread(t *testing.T) {
 	l := &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{e.data}}}
 	confinedRuns(l)
 	l.Policy.Close()
-	mu.Lock()
-	got := threads
-	mu.Unlock()
-	if got != 1 {
-		t.Fatalf("5 sequential starts confined %d threads, want 1", got)
+	first, firstSets := counts()
+	if firstSets < 1 || first != firstSets {
+		t.Fatalf("%d sequential starts confined %d threads for %d compiled rulesets, want one per ruleset", starts, first, firstSets)
+	}
+	if firstSets == starts {
+		t.Logf("every start found the ruleset's directories changed: no start reused a thread")
 	}
 	confinedRuns(closing(t, &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{e.data}}}))
-	mu.Lock()
-	got = threads
-	mu.Unlock()
-	if got != 2 {
-		t.Fatalf("after a new policy: %d confined threads, want 2", got)
+	got, sets := counts()
+	if sets == firstSets {
+		t.Fatalf("a new policy compiled no ruleset of its own")
+	}
+	if got != sets {
+		t.Fatalf("after a new policy: %d threads for %d compiled rulesets, want one per ruleset", got, sets)
 	}
 	if entries, _ := os.ReadDir(e.outside); len(entries) != 0 {
 		t.Fatalf("files written outside the project: %v", entries)
