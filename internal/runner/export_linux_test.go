@@ -7,3 +7,6 @@ func OnConfinedThread(f func(tid int)) (restore func()) {
 	onConfinedThread = f
 	return func() { onConfinedThread = prev }
 }
+
+// PeekZombie is peekZombie: the pid of a zombie child, not reaped.
+var PeekZombie = peekZombie
