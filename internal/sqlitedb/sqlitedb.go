@@ -179,7 +179,14 @@ func create(ctx context.Context, path string, migrations fs.FS) error {
 		return fmt.Errorf("sqlitedb: create %s: %w", filepath.Base(path), err)
 	}
 	if err := os.Link(tmp, path); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("sqlitedb: create %s: %w", filepath.Base(path), err)
+		// A filesystem without hard links: rename, which replaces, so
+		// only while path still does not exist.
+		if _, serr := os.Stat(path); !errors.Is(serr, os.ErrNotExist) {
+			return fmt.Errorf("sqlitedb: create %s: %w", filepath.Base(path), err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("sqlitedb: create %s: %w", filepath.Base(path), err)
+		}
 	}
 	if err := syncFile(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("sqlitedb: create %s: %w", filepath.Base(path), err)
