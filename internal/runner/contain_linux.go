@@ -603,47 +603,51 @@ func cgroupPopulated(leaf string) bool {
 
 // Reaper pacing. A zombie the reaper must leave (a leader, or a child
 // os/exec waits for) hides the children behind it from waitid, so while
-// one is there the reaper looks again after a pause, and once the same
-// zombie stayed for a whole pause it also lists the server's children
+// one is there the reaper looks again after a pause, and when a timed
+// look still finds such a zombie it also lists the server's children
 // (reapListed), so no orphan waits behind it for longer than a pause.
 const (
 	// reapRetryFirst is the first pause; a leader os/exec is about to
 	// wait for is usually gone by then.
 	reapRetryFirst = time.Millisecond
-	// reapRetryMax bounds the pause, which doubles while the same zombie
-	// stays: the longest an orphan can stay a zombie behind it.
+	// reapRetryMax bounds the pause, which doubles while timed looks keep
+	// finding such a zombie: the longest an orphan can stay a zombie
+	// behind it.
 	reapRetryMax = time.Second
 )
 
 // reaper waits for the orphans that reparent to the server (see Setup):
 // a pass (reapOrphans) at every SIGCHLD, which costs a few system calls
-// per exited child and reads no /proc listing.
+// per exited child and reads no /proc listing. SIGCHLDs never postpone an
+// armed retry, however often they come.
 func reaper() {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, unix.SIGCHLD)
 	retry := time.NewTimer(reapRetryMax)
 	retry.Stop()
-	pause, last := time.Duration(0), 0
+	armed, pause := false, time.Duration(0)
 	for {
 		timed := false
 		select {
 		case <-ch:
 		case <-retry.C:
-			timed = true
+			timed, armed = true, false
 		}
-		_, blocker := reapOrphans()
-		switch {
-		case blocker == 0:
-			pause, last = 0, 0
+		if _, blocker := reapOrphans(); blocker == 0 {
+			pause = 0 // an armed retry only makes one more pass
 			continue
-		case blocker != last:
-			pause = reapRetryFirst
+		}
+		switch {
 		case timed:
 			reapListed()
-			pause = min(2*pause, reapRetryMax)
+			pause = min(max(2*pause, reapRetryFirst), reapRetryMax)
+		case armed:
+			continue
+		default:
+			pause = reapRetryFirst
 		}
-		last = blocker
 		retry.Reset(pause)
+		armed = true
 	}
 }
 
