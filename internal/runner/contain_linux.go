@@ -72,10 +72,11 @@ var (
 // server that is neither a registered leader nor in the server's own
 // process group. It learns of each exited child from waitid(WNOWAIT), a
 // few system calls per child, and lists the server's children only while
-// a zombie it must leave hides others (see reaper). os/exec waits for its own children by pid; every child
-// started through Start is registered until Release, and every other
-// child the server starts (git, ...) stays in the server's process group,
-// so the reaper never takes an exit status os/exec needs. A process
+// a zombie it must leave hides others (see reaper). os/exec waits for its
+// own children by pid; every child started through Start is registered
+// until Release, and every other child the server starts (git, ...) stays
+// in the server's process group, so the reaper never takes an exit status
+// os/exec needs. A process
 // started outside Start with its own process group must not be started
 // after Setup.
 func Setup() *Containment {
