@@ -48,6 +48,9 @@ var (
 	// selfGroup is the server's process group: os/exec waits for the
 	// children in it.
 	selfGroup int
+	// subreaping is set once PR_SET_CHILD_SUBREAPER succeeded: every
+	// descendant of a run stays a descendant of the server.
+	subreaping bool
 
 	// startMu orders process starts against the reaper: a start holds it
 	// shared from fork until its leader is registered, the reaper holds
@@ -84,6 +87,8 @@ func Setup() *Containment {
 		c := &Containment{mech: MechSubreaper}
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			c.detail = "PR_SET_CHILD_SUBREAPER failed: " + err.Error()
+		} else {
+			subreaping = true
 		}
 		selfStart, _ = startTicks(os.Getpid())
 		selfGroup = unix.Getpgrp()
@@ -424,19 +429,32 @@ type proc struct {
 // unreaped (or, with its start time, after a crash), the descendants
 // recorded by Track, those started no earlier than the leader that carry
 // the marker (withEnv; a marker is a random id, never reused) and every
-// descendant of any of them.
+// descendant of any of them. A unit this server started (u.c set) while
+// it is a child subreaper has no process outside the server's own
+// descendants (orphans reparent to the server), so only those are
+// considered: a process elsewhere on the machine whose pid reuses the
+// unit's group id, or that carries the same marker, is never taken.
 func (u *Unit) members(ps []proc, withEnv bool, notAfter uint64) []proc {
 	self := os.Getpid()
 	in := map[int]bool{}
 	children := map[int][]int{}
 	byPid := map[int]proc{}
-	var queue []int
 	for _, p := range ps {
 		if p.zombie || p.pid == self {
 			continue
 		}
 		byPid[p.pid] = p
 		children[p.ppid] = append(children[p.ppid], p.pid)
+	}
+	var ours map[int]bool
+	if u.c != nil && subreaping {
+		ours = descendants(children, self)
+	}
+	var queue []int
+	for _, p := range ps {
+		if _, live := byPid[p.pid]; !live || (ours != nil && !ours[p.pid]) {
+			continue
+		}
 		later := p.start >= u.start
 		root := (p.pgid == u.pid && later && (notAfter == 0 || p.start < notAfter)) ||
 			(!u.reaped && p.pid == u.pid && p.start == u.start) ||
@@ -460,6 +478,24 @@ func (u *Unit) members(ps []proc, withEnv bool, notAfter uint64) []proc {
 	out := make([]proc, 0, len(in))
 	for pid := range in {
 		out = append(out, byPid[pid])
+	}
+	return out
+}
+
+// descendants returns the pids below root in the tree children (pid →
+// child pids).
+func descendants(children map[int][]int, root int) map[int]bool {
+	out := map[int]bool{}
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, c := range children[pid] {
+			if !out[c] {
+				out[c] = true
+				queue = append(queue, c)
+			}
+		}
 	}
 	return out
 }

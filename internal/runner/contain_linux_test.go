@@ -95,7 +95,7 @@ func TestContainmentKillsEscapedDescendants(t *testing.T) {
 					if end.name == "exit" {
 						tail = "; echo ready"
 					}
-					id := "wc_test_" + strings.ReplaceAll(t.Name()[len("TestContainmentKillsEscapedDescendants/"):], "/", "_")
+					id := "wc_test_" + strconv.Itoa(os.Getpid()) + "_" + strings.ReplaceAll(t.Name()[len("TestContainmentKillsEscapedDescendants/"):], "/", "_")
 					w := newReady()
 					s := runner.Spec{Argv: []string{"sh", "-c", script + tail, "sh", pidFile}, Dir: dir, Stdout: w, RunID: id}
 					if end.name == "timeout" {
