@@ -210,6 +210,7 @@ func (a *App) Handler() http.Handler {
 	mux := httpserver.NewMux(httpserver.Options{
 		Auth: a.Auth, AllowedOrigins: a.Config.AllowedOrigins,
 		LoopbackOnly: a.Config.Loopback(), PublicHosts: a.Config.PublicHosts(), Logger: a.Log,
+		PerPrincipal: a.Config.RequestsPerPrincipal,
 	})
 	(&rest.Server{Kernel: a.Kernel, Status: a.Status, PublicURL: a.Config.PublicURL, Version: Version, Audit: a.AuditHTTP}).Register(mux)
 	mux.Authenticated("/mcp", a.AuditHTTP.Wrap(auditmw.OpMCP, a.MCP().Handler(httpserver.MaxBodyBytes)))

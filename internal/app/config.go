@@ -16,6 +16,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/webcodex/webcodex/internal/gateway"
+	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/runner"
 )
@@ -45,6 +46,10 @@ type Config struct {
 	// e.g. a tunnel's), published in OpenAPI; its host is accepted by the
 	// DNS-rebinding check.
 	PublicURL string `toml:"public_url"`
+	// RequestsPerPrincipal bounds the HTTP calls one authority group has
+	// in flight (0: httpserver.MaxPerPrincipal); as many more wait up to
+	// httpserver.RequestQueueWait for a slot before 429.
+	RequestsPerPrincipal int `toml:"requests_per_principal"`
 	// JobSyncGrace is how long a run waits before it continues as a
 	// background job.
 	JobSyncGrace Duration `toml:"job_sync_grace"`
@@ -254,6 +259,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	if v := getenv("WEBCODEX_PUBLIC_URL"); v != "" {
 		c.PublicURL = v
 	}
+	if v := getenv("WEBCODEX_REQUESTS_PER_PRINCIPAL"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return &ConfigError{Source: "environment", Key: "WEBCODEX_REQUESTS_PER_PRINCIPAL", Err: err}
+		}
+		c.RequestsPerPrincipal = n
+	}
 	c.BootstrapToken = getenv("WEBCODEX_TOKEN")
 	return nil
 }
@@ -286,6 +298,9 @@ func (c Config) Validate() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 			return &ConfigError{Source: "config", Key: "public_url", Err: fmt.Errorf("%q is not an http(s) URL such as https://name.example", c.PublicURL)}
 		}
+	}
+	if c.RequestsPerPrincipal < 0 || c.RequestsPerPrincipal > httpserver.MaxConcurrent {
+		return &ConfigError{Source: "config", Key: "requests_per_principal", Err: fmt.Errorf("must be 1-%d", httpserver.MaxConcurrent)}
 	}
 	if m, err := runner.ParseMode(c.Sandbox); err != nil || m == "" {
 		return &ConfigError{Source: "config", Key: "sandbox", Err: fmt.Errorf("%q is not workspace-write, read-only or off", c.Sandbox)}

@@ -45,6 +45,21 @@ func TestLoadConfig(t *testing.T) {
 			t.Fatalf("got %v, want a ConfigError naming listen_adress", err)
 		}
 	})
+	t.Run("RequestsPerPrincipal", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, app.ConfigFile), []byte("requests_per_principal = 4\n"), 0o600)
+		if cfg, err := app.LoadConfig(dir, env(nil)); err != nil || cfg.RequestsPerPrincipal != 4 {
+			t.Fatalf("from the file: %+v %v", cfg, err)
+		}
+		if cfg, err := app.LoadConfig(dir, env(map[string]string{"WEBCODEX_REQUESTS_PER_PRINCIPAL": "32"})); err != nil || cfg.RequestsPerPrincipal != 32 {
+			t.Fatalf("from the environment: %+v %v", cfg, err)
+		}
+		for _, v := range []string{"65", "-1", "many"} {
+			if _, err := app.LoadConfig(t.TempDir(), env(map[string]string{"WEBCODEX_REQUESTS_PER_PRINCIPAL": v})); err == nil {
+				t.Errorf("requests_per_principal %q accepted", v)
+			}
+		}
+	})
 	t.Run("ErrBadValues", func(t *testing.T) {
 		for name, e := range map[string]map[string]string{
 			"listen":  {"WEBCODEX_LISTEN": "nonsense"},

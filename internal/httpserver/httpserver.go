@@ -32,10 +32,12 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 )
 
-// Limits of the HTTP surface. Every pool refuses at once (never queues):
-// a caller over its share gets 429 too_many_requests, a full pool 503
-// unavailable, both with Retry-After. A principal here is an authority
-// group (auth.Principal.Owner): its credentials share one share.
+// Limits of the HTTP surface. A full pool refuses at once (503
+// unavailable); a caller over its share of request slots waits in a short
+// queue of its own (RequestQueueWait) and then gets 429
+// too_many_requests; over its other shares it gets 429 at once. Every
+// refusal carries Retry-After. A principal here is an authority group
+// (auth.Principal.Owner): its credentials share one share.
 const (
 	// MaxBodyBytes bounds one request body (4 MiB).
 	MaxBodyBytes = 4 << 20
@@ -44,8 +46,15 @@ const (
 	// read included) to the response.
 	MaxConcurrent = 64
 	// MaxPerPrincipal bounds the authenticated requests one principal has
-	// in flight: one caller cannot take all MaxConcurrent slots.
+	// in flight (the default of Options.PerPrincipal, config
+	// requests_per_principal): one caller cannot take all MaxConcurrent
+	// slots.
 	MaxPerPrincipal = 16
+	// RequestQueueWait bounds how long a request over its principal's
+	// share waits for one of the principal's slots (first come, first
+	// served) before it is refused 429. As many requests may wait as the
+	// share holds; one more is refused at once.
+	RequestQueueWait = 2 * time.Second
 	// MaxAuthenticating bounds requests in the credential check (a
 	// credential store lookup; no body has been read). A request waits
 	// up to AuthWait for one of these slots (the check itself is short;
@@ -90,7 +99,12 @@ type Options struct {
 	PublicHosts []string
 	// BodyTimeout overrides the package's BodyTimeout when positive.
 	BodyTimeout time.Duration
-	Logger      *slog.Logger
+	// PerPrincipal overrides MaxPerPrincipal when positive (at most
+	// MaxConcurrent).
+	PerPrincipal int
+	// QueueWait overrides RequestQueueWait when positive.
+	QueueWait time.Duration
+	Logger    *slog.Logger
 }
 
 // Mux collects the routes of every transport.
@@ -114,14 +128,25 @@ func NewMux(o Options) *Mux {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = BodyTimeout
 	}
+	if o.PerPrincipal <= 0 || o.PerPrincipal > MaxConcurrent {
+		o.PerPrincipal = MaxPerPrincipal
+	}
+	if o.QueueWait <= 0 {
+		o.QueueWait = RequestQueueWait
+	}
 	return &Mux{
 		opts: o, always: http.NewServeMux(), public: http.NewServeMux(), authed: http.NewServeMux(),
 		authenticating: make(chan struct{}, MaxAuthenticating),
 		publicSlots:    admission.NewPool("public request slots", MaxPublic, 0),
-		requests:       admission.NewPool("request slots", MaxConcurrent, MaxPerPrincipal),
-		waiters:        admission.NewPool("waiting calls", MaxWaiters, MaxWaitersPerPrincipal),
+		requests: admission.NewQueuedPool("request slots", MaxConcurrent, o.PerPrincipal,
+			admission.Queue{Depth: o.PerPrincipal, Wait: o.QueueWait}),
+		waiters: admission.NewPool("waiting calls", MaxWaiters, MaxWaitersPerPrincipal),
 	}
 }
+
+// Queued returns how many requests of the principal owner wait for one of
+// its request slots.
+func (m *Mux) Queued(owner string) int { return m.requests.Waiting(owner) }
 
 // Always registers a public route that is served before and outside every
 // pool, so that it is never refused for capacity: its handler must be
@@ -177,11 +202,14 @@ func (m *Mux) Handler() http.Handler {
 		}
 		// The principal's request slot is taken before its body is read:
 		// a slow body holds a slot of its own principal's share, for at
-		// most the body timeout.
+		// most the body timeout. Over the share the request waits for one
+		// of its principal's slots, behind that principal's calls only.
 		h := &hold{waiters: m.waiters, key: p.Owner}
-		release, err := m.requests.Acquire(h.key)
+		release, err := m.requests.AcquireWait(r.Context(), h.key)
 		if err != nil {
-			refuse(w, r, err)
+			if r.Context().Err() == nil { // else the client is gone
+				refuse(w, r, err)
+			}
 			return
 		}
 		h.request = release

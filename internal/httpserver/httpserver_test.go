@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ func (ts tokens) Authenticate(_ context.Context, raw string) (auth.Principal, er
 // stack is a Mux on a real server with routes that block until released:
 // /block holds its request; /wait begins a bounded wait and then holds.
 type stack struct {
+	mux     *httpserver.Mux
 	url     string
 	addr    string
 	entered chan string
@@ -69,7 +71,7 @@ func newStack(t *testing.T, o httpserver.Options) *stack {
 		}
 		srv.Close()
 	})
-	s.url, s.addr = srv.URL, strings.TrimPrefix(srv.URL, "http://")
+	s.mux, s.url, s.addr = m, srv.URL, strings.TrimPrefix(srv.URL, "http://")
 	return s
 }
 
@@ -144,6 +146,55 @@ func TestPrincipalShare(t *testing.T) {
 		t.Fatalf("other principal: %+v", a)
 	}
 	s.healthz(t)
+}
+
+// TestQueueOverTheShare: 32 concurrent calls of one principal (twice its
+// share) all complete when the calls holding its slots finish within the
+// queue's wait: 16 run, 16 wait for their slots. One more call, beyond the
+// queue's depth, is refused at once (429). The wait is an hour here, so
+// only the calls' completion, which the test controls, frees a slot.
+func TestQueueOverTheShare(t *testing.T) {
+	s := newStack(t, httpserver.Options{QueueWait: time.Hour})
+	share := httpserver.MaxPerPrincipal
+	held := s.hold(t, "tok-a", "/block", share)
+	queued := make(chan answer, share)
+	for range share {
+		go func() { queued <- s.post("tok-a", "/block", "{}") }()
+	}
+	for s.mux.Queued("owner-a") < share {
+		runtime.Gosched()
+	}
+	wantRefused(t, s.post("tok-a", "/ok", "{}"), 429, failure.TooManyRequests)
+	if a := s.post("tok-b", "/ok", "{}"); a.status != 200 {
+		t.Fatalf("other principal: %+v", a)
+	}
+	close(s.release)
+	for range share {
+		if a, b := <-held, <-queued; a.status != 200 || b.status != 200 {
+			t.Fatalf("held call %+v, queued call %+v; want both served", a, b)
+		}
+	}
+	if n := s.mux.Queued("owner-a"); n != 0 {
+		t.Fatalf("%d calls still queued", n)
+	}
+}
+
+// TestQueueWaitEnds: a call over the share whose wait ends before a slot
+// comes free is refused (429) and leaves the queue; the calls holding the
+// slots are not disturbed.
+func TestQueueWaitEnds(t *testing.T) {
+	s := newStack(t, httpserver.Options{PerPrincipal: 2, QueueWait: time.Nanosecond})
+	held := s.hold(t, "tok-a", "/block", 2)
+	wantRefused(t, s.post("tok-a", "/ok", "{}"), 429, failure.TooManyRequests)
+	if n := s.mux.Queued("owner-a"); n != 0 {
+		t.Fatalf("%d calls still queued", n)
+	}
+	close(s.release)
+	for range 2 {
+		if a := <-held; a.status != 200 {
+			t.Fatalf("held call: %+v", a)
+		}
+	}
 }
 
 // TestGlobalPool: when every principal's shares together fill

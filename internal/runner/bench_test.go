@@ -3,8 +3,10 @@ package runner_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -23,4 +25,22 @@ func BenchmarkRunTrue(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkContainedVsExec runs `true` contained (Setup's mechanism, the
+// reaper running) against os/exec running the same command, alternated
+// call by call: the runner's own share of a recorded run_process.
+func BenchmarkContainedVsExec(b *testing.B) {
+	l := &runner.Local{Getenv: func(k string) string { return map[string]string{"PATH": os.Getenv("PATH")}[k] }, Contain: runner.Setup()}
+	dir := b.TempDir()
+	benchpair.Run(b, "os_exec", func() {
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}, "contained", func() {
+		res, err := runner.Run(context.Background(), l, runner.Spec{Argv: []string{"true"}, Dir: dir})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatal(res, err)
+		}
+	})
 }

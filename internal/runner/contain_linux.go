@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,6 +45,12 @@ var (
 	procWide  *Containment
 	// selfStart is the server's own start time (clock ticks since boot).
 	selfStart uint64
+	// selfGroup is the server's process group: os/exec waits for the
+	// children in it.
+	selfGroup int
+	// subreaping is set once PR_SET_CHILD_SUBREAPER succeeded: every
+	// descendant of a run stays a descendant of the server.
+	subreaping bool
 
 	// startMu orders process starts against the reaper: a start holds it
 	// shared from fork until its leader is registered, the reaper holds
@@ -66,10 +73,13 @@ var (
 //
 // The reaper waits (wait4 on that pid only) for a zombie child of the
 // server that is neither a registered leader nor in the server's own
-// process group. os/exec waits for its own children by pid; every child
-// started through Start is registered until Release, and every other
-// child the server starts (git, ...) stays in the server's process group,
-// so the reaper never takes an exit status os/exec needs. A process
+// process group. It learns of each exited child from waitid(WNOWAIT), a
+// few system calls per child, and lists the server's children only while
+// a zombie it must leave hides others (see reaper). os/exec waits for its
+// own children by pid; every child started through Start is registered
+// until Release, and every other child the server starts (git, ...) stays
+// in the server's process group, so the reaper never takes an exit status
+// os/exec needs. A process
 // started outside Start with its own process group must not be started
 // after Setup.
 func Setup() *Containment {
@@ -77,8 +87,11 @@ func Setup() *Containment {
 		c := &Containment{mech: MechSubreaper}
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			c.detail = "PR_SET_CHILD_SUBREAPER failed: " + err.Error()
+		} else {
+			subreaping = true
 		}
 		selfStart, _ = startTicks(os.Getpid())
+		selfGroup = unix.Getpgrp()
 		go reaper()
 		if dir, err := makeCgroupParent(); err != nil {
 			if c.detail == "" {
@@ -416,19 +429,32 @@ type proc struct {
 // unreaped (or, with its start time, after a crash), the descendants
 // recorded by Track, those started no earlier than the leader that carry
 // the marker (withEnv; a marker is a random id, never reused) and every
-// descendant of any of them.
+// descendant of any of them. A unit this server started (u.c set) while
+// it is a child subreaper has no process outside the server's own
+// descendants (orphans reparent to the server), so only those are
+// considered: a process elsewhere on the machine whose pid reuses the
+// unit's group id, or that carries the same marker, is never taken.
 func (u *Unit) members(ps []proc, withEnv bool, notAfter uint64) []proc {
 	self := os.Getpid()
 	in := map[int]bool{}
 	children := map[int][]int{}
 	byPid := map[int]proc{}
-	var queue []int
 	for _, p := range ps {
 		if p.zombie || p.pid == self {
 			continue
 		}
 		byPid[p.pid] = p
 		children[p.ppid] = append(children[p.ppid], p.pid)
+	}
+	var ours map[int]bool
+	if u.c != nil && subreaping {
+		ours = descendants(children, self)
+	}
+	var queue []int
+	for _, p := range ps {
+		if _, live := byPid[p.pid]; !live || (ours != nil && !ours[p.pid]) {
+			continue
+		}
 		later := p.start >= u.start
 		root := (p.pgid == u.pid && later && (notAfter == 0 || p.start < notAfter)) ||
 			(!u.reaped && p.pid == u.pid && p.start == u.start) ||
@@ -452,6 +478,24 @@ func (u *Unit) members(ps []proc, withEnv bool, notAfter uint64) []proc {
 	out := make([]proc, 0, len(in))
 	for pid := range in {
 		out = append(out, byPid[pid])
+	}
+	return out
+}
+
+// descendants returns the pids below root in the tree children (pid →
+// child pids).
+func descendants(children map[int][]int, root int) map[int]bool {
+	out := map[int]bool{}
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, c := range children[pid] {
+			if !out[c] {
+				out[c] = true
+				queue = append(queue, c)
+			}
+		}
 	}
 	return out
 }
@@ -594,39 +638,158 @@ func cgroupPopulated(leaf string) bool {
 	return bytes.Contains(b, []byte("populated 1"))
 }
 
-// reaper waits for the orphans that reparent to the server (see Setup).
+// Reaper pacing. A zombie the reaper must leave (a leader, or a child
+// os/exec waits for) hides the children behind it from waitid, so while
+// one is there the reaper looks again after a pause, and when a timed
+// look still finds such a zombie it also lists the server's children
+// (reapListed), so no orphan waits behind it for longer than a pause.
+const (
+	// reapRetryFirst is the first pause; a leader os/exec is about to
+	// wait for is usually gone by then.
+	reapRetryFirst = time.Millisecond
+	// reapRetryMax bounds the pause, which doubles while timed looks keep
+	// finding such a zombie: the longest an orphan can stay a zombie
+	// behind it.
+	reapRetryMax = time.Second
+)
+
+// reaper waits for the orphans that reparent to the server (see Setup):
+// a pass (reapOrphans) at every SIGCHLD, which costs a few system calls
+// per exited child and reads no /proc listing. SIGCHLDs never postpone an
+// armed retry, however often they come.
 func reaper() {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, unix.SIGCHLD)
-	for range ch {
-		reapOrphans()
+	retry := time.NewTimer(reapRetryMax)
+	retry.Stop()
+	armed, pause := false, time.Duration(0)
+	for {
+		timed := false
+		select {
+		case <-ch:
+		case <-retry.C:
+			timed, armed = true, false
+		}
+		if _, blocker := reapOrphans(); blocker == 0 {
+			pause = 0 // an armed retry only makes one more pass
+			continue
+		}
+		switch {
+		case timed:
+			reapListed()
+			pause = min(max(2*pause, reapRetryFirst), reapRetryMax)
+		case armed:
+			continue
+		default:
+			pause = reapRetryFirst
+		}
+		retry.Reset(pause)
+		armed = true
 	}
 }
 
-// reapOrphans waits for every zombie child of the server that os/exec will
-// not wait for, and returns how many it reaped.
-func reapOrphans() int {
-	startMu.Lock()
-	defer startMu.Unlock()
-	self, group := os.Getpid(), unix.Getpgrp()
-	n := 0
-	for _, pid := range childPids(self) {
-		p, ok := readStat(pid)
-		if !ok || !p.zombie || p.ppid != self || p.pgid == group {
-			continue
+// reapOrphans waits for the zombie children of the server that os/exec
+// will not wait for, in the order waitid reports them, and returns how
+// many it reaped and the pid of the zombie it stopped at (0: no zombie
+// is left). waitid(WNOWAIT) names a zombie child without reaping it, so
+// each exited child costs O(1) system calls, never a listing of /proc; it
+// stops at the first zombie that is not an orphan, since waitid reports
+// that one again until its own waiter reaps it.
+func reapOrphans() (reaped, blocker int) {
+	for {
+		pid, err := peekZombie()
+		if err != nil || pid == 0 {
+			return reaped, 0
 		}
-		leadersMu.Lock()
-		_, leader := leaders[pid]
-		leadersMu.Unlock()
-		if leader {
-			continue
+		switch reapIfOrphan(pid) {
+		case reapedOrphan:
+			reaped++
+		case notOrphan:
+			return reaped, pid
 		}
-		var ws unix.WaitStatus
-		if got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); err == nil && got == pid {
-			n++
+		// goneAlready: its waiter reaped it meanwhile; look again.
+	}
+}
+
+// reapListed reaps every orphan among the server's children as listed by
+// /proc/self/task/*/children (all of them, whatever zombie waitid reports
+// first). The listing is read without the start lock; each candidate is
+// decided under it.
+func reapListed() (reaped int) {
+	for _, pid := range childPids(os.Getpid()) {
+		if reapIfOrphan(pid) == reapedOrphan {
+			reaped++
 		}
 	}
-	return n
+	return reaped
+}
+
+// childExit is the start of Linux's siginfo_t as waitid fills it for a
+// child: si_signo, si_errno and si_code, then the union (aligned like a
+// pointer) whose first member is si_pid. The whole siginfo_t is 128
+// bytes.
+type childExit struct {
+	signo, errno, code int32
+	_                  [0]uintptr
+	pid                int32
+	_                  [128 - 16]byte
+}
+
+// peekZombie returns the pid of a zombie child of the server without
+// reaping it (waitid P_ALL WEXITED|WNOHANG|WNOWAIT), or 0 when there is
+// none.
+func peekZombie() (int, error) {
+	var info childExit
+	_, _, e := unix.Syscall6(unix.SYS_WAITID, unix.P_ALL, 0, uintptr(unsafe.Pointer(&info)), unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(info.pid), nil
+}
+
+// What reapIfOrphan did.
+type reapOutcome int
+
+const (
+	reapedOrphan reapOutcome = iota
+	// notOrphan: a registered leader, a child in the server's process
+	// group, or not a zombie: its own waiter takes its exit status.
+	notOrphan
+	// goneAlready: no such zombie child any more.
+	goneAlready
+)
+
+// reapIfOrphan waits for pid when it is a zombie child of the server that
+// is neither a registered leader nor in the server's process group. It
+// holds the start lock, so a leader that exits before Start registered it
+// is never taken for an orphan.
+func reapIfOrphan(pid int) reapOutcome {
+	startMu.Lock()
+	defer startMu.Unlock()
+	leadersMu.Lock()
+	_, leader := leaders[pid]
+	leadersMu.Unlock()
+	if leader {
+		return notOrphan
+	}
+	// getpgid answers for a zombie until it is reaped.
+	pgid, err := unix.Getpgid(pid)
+	if err != nil {
+		return goneAlready
+	}
+	if pgid == selfGroup {
+		return notOrphan
+	}
+	var ws unix.WaitStatus
+	got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	switch {
+	case err == nil && got == pid:
+		return reapedOrphan
+	case err == nil:
+		return notOrphan // alive: a child listed by reapListed
+	default:
+		return goneAlready
+	}
 }
 
 // childPids lists the server's children from /proc/self/task/*/children,

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -93,7 +95,7 @@ func TestContainmentKillsEscapedDescendants(t *testing.T) {
 					if end.name == "exit" {
 						tail = "; echo ready"
 					}
-					id := "wc_test_" + strings.ReplaceAll(t.Name()[len("TestContainmentKillsEscapedDescendants/"):], "/", "_")
+					id := "wc_test_" + strconv.Itoa(os.Getpid()) + "_" + strings.ReplaceAll(t.Name()[len("TestContainmentKillsEscapedDescendants/"):], "/", "_")
 					w := newReady()
 					s := runner.Spec{Argv: []string{"sh", "-c", script + tail, "sh", pidFile}, Dir: dir, Stdout: w, RunID: id}
 					if end.name == "timeout" {
@@ -175,7 +177,86 @@ func TestReaperKeepsExitStatuses(t *testing.T) {
 		pids = append(pids, pidsIn(t, filepath.Join(dir, "pids"+strconv.Itoa(i)))...)
 	}
 	// The orphans were killed; the reaper waits for them when SIGCHLD
-	// arrives: bounded wait until none is left in /proc at all.
+	// arrives.
+	awaitReaped(t, pids)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "nil"
+	}
+	return err.Error()
+}
+
+// waitZombie blocks until the child pid has exited, without reaping it
+// (waitid WNOWAIT).
+func waitZombie(t *testing.T, pid int) {
+	t.Helper()
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			if err != nil {
+				t.Fatalf("waitid %d: %v", pid, err)
+			}
+			return
+		}
+	}
+}
+
+// TestPeekZombieNamesTheChild: the reaper's waitid reads the pid of an
+// exited child from siginfo without reaping it, so os/exec still gets the
+// exit status.
+func TestPeekZombieNamesTheChild(t *testing.T) {
+	runner.Setup()
+	cmd := exec.Command("sh", "-c", "exit 3")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitZombie(t, cmd.Process.Pid)
+	pid, err := runner.PeekZombie()
+	if err != nil || pid != cmd.Process.Pid {
+		t.Errorf("PeekZombie = %d, %v; want the exited child %d", pid, err, cmd.Process.Pid)
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("the child's exit status was lost: %v", err)
+	}
+}
+
+// TestReaperSeesPastUnwaitedChild: a zombie child nobody has waited for
+// yet (a child os/exec will wait for, in the server's process group) is
+// what waitid reports first when it is ahead of the orphans; the orphans
+// of contained runs are reaped all the same while it stays, and its exit
+// status is still there for its own Wait.
+func TestReaperSeesPastUnwaitedChild(t *testing.T) {
+	runner.Setup()
+	blocker := exec.Command("sh", "-c", "exit 4")
+	if err := blocker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitZombie(t, blocker.Process.Pid)
+	dir := t.TempDir()
+	var pids []int
+	for i := range 4 {
+		pidFile := filepath.Join(dir, "pids"+strconv.Itoa(i))
+		res := run(t, runner.Spec{Argv: []string{"sh", "-c", escapers["doublefork"] + "; exit 7", "sh", pidFile}, Dir: dir})
+		if res.ExitCode != 7 || res.Ending != runner.Exited {
+			t.Fatalf("contained run: exit %d %s", res.ExitCode, res.Ending)
+		}
+		pids = append(pids, pidsIn(t, pidFile)...)
+	}
+	awaitReaped(t, pids)
+	err := blocker.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 {
+		t.Fatalf("the unwaited child's exit status was taken: %v", err)
+	}
+}
+
+// awaitReaped waits (bounded) until none of pids is left in /proc, not
+// even as a zombie.
+func awaitReaped(t *testing.T, pids []int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		left := 0
@@ -185,18 +266,11 @@ func TestReaperKeepsExitStatuses(t *testing.T) {
 			}
 		}
 		if left == 0 {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d killed orphans were never reaped", left)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return "nil"
-	}
-	return err.Error()
 }

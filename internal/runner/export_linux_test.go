@@ -15,3 +15,6 @@ func OnCompiled(f func()) (restore func()) {
 	onCompiled = f
 	return func() { onCompiled = prev }
 }
+
+// PeekZombie is peekZombie: the pid of a zombie child, not reaped.
+var PeekZombie = peekZombie

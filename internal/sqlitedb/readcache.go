@@ -33,7 +33,7 @@ func (db *DB) DataVersion(ctx context.Context) (int64, error) {
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
 	if vc.conn == nil {
-		c, err := db.Read.Driver().Open(dsn(db.path)) // the registered driver, on a connection of its own
+		c, err := db.Read.Driver().Open(dsn(db.path, false)) // the registered driver, on a connection of its own
 		if err != nil {
 			return 0, fmt.Errorf("sqlitedb: data_version: %w", err)
 		}

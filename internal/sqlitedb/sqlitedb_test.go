@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -579,5 +581,83 @@ func TestReadIdleRunsOnlyAtAnIdleWriter(t *testing.T) {
 	db.Close()
 	if ran, _ := db.Writer.ReadIdle(func() error { called = true; return nil }); ran || called {
 		t.Fatal("ReadIdle ran after close")
+	}
+}
+
+// TestOpenBuildsANewDatabaseWhole: a database that does not exist is
+// created with every migration, in WAL mode, with mode 0600 and no
+// temporary file left beside it; a migration that fails leaves no
+// database at all, and the next Open builds it again.
+func TestOpenBuildsANewDatabaseWhole(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.db")
+	bad := fstest.MapFS{"0001_a.sql": {Data: []byte(`CREATE TABLE a (x INTEGER);`)}, "0002_b.sql": {Data: []byte(`CREATE TABLE nonsense`)}}
+	if db, err := sqlitedb.Open(context.Background(), path, bad); err == nil {
+		db.Close()
+		t.Fatal("a failing migration opened")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("a failed creation left %v", entries)
+	}
+	good := fstest.MapFS{"0001_a.sql": {Data: []byte(`CREATE TABLE a (x INTEGER);`)}, "0002_b.sql": {Data: []byte(`CREATE TABLE b (y INTEGER);`)}}
+	db, err := sqlitedb.Open(context.Background(), path, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mode string
+	var n int
+	db.Read.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+	db.Read.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n)
+	if mode != "wal" || n != 2 {
+		t.Fatalf("journal_mode %s, %d migrations recorded; want wal, 2", mode, n)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("database file: %v %v", st, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Fatalf("a temporary file was left: %s", e.Name())
+		}
+	}
+}
+
+// TestPendingMigrationsAllOrNone: migrations pending at an open apply in
+// one transaction: when one fails, none of them is applied.
+func TestPendingMigrationsAllOrNone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	ms := fstest.MapFS{"0001_a.sql": {Data: []byte(`CREATE TABLE a (x INTEGER);`)}}
+	db, err := sqlitedb.Open(context.Background(), path, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ms["0002_b.sql"] = &fstest.MapFile{Data: []byte(`CREATE TABLE b (y INTEGER);`)}
+	ms["0003_c.sql"] = &fstest.MapFile{Data: []byte(`CREATE TABLE nonsense`)}
+	if db, err := sqlitedb.Open(context.Background(), path, ms); err == nil {
+		db.Close()
+		t.Fatal("a failing migration opened")
+	}
+	ms["0003_c.sql"] = &fstest.MapFile{Data: []byte(`CREATE TABLE c (z INTEGER);`)}
+	check, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables int
+	check.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name = 'b'`).Scan(&tables)
+	check.Close()
+	if tables != 0 {
+		t.Fatal("0002 was applied although 0003 failed")
+	}
+	db, err = sqlitedb.Open(context.Background(), path, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	db.Read.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n)
+	if n != 3 {
+		t.Fatalf("%d migrations recorded, want 3", n)
 	}
 }
