@@ -21,10 +21,12 @@ const maxOutlineKeys = 8
 var outlineMembers = false
 
 // Portable rewrites schema in place so that no "type" is an array: a
-// nullable type {"type": ["null", "X"]} becomes {"type": "X"} (a member that
-// may be null is one that may be absent, and it is not required), and a
-// union of several non-null types becomes an anyOf of single types. Many
-// MCP clients reject or warn on type arrays.
+// nullable type {"type": ["null", "X"]} becomes {"type": "X"}, and a union
+// of several non-null types becomes an anyOf of single types. Many MCP
+// clients reject or warn on type arrays. In an input schema a member that
+// may be null is one that may be absent (the kernel decodes null as
+// absent); an output member that may be null is published by outline as an
+// anyOf with null instead (decision 0046).
 func Portable(v any) {
 	switch x := v.(type) {
 	case map[string]any:
