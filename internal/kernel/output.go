@@ -25,6 +25,7 @@ var outputTypeSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[Array]():  {Type: "array"},
 }
 
+// marshaler is the type of a member that encodes itself.
 var marshaler = reflect.TypeFor[json.Marshaler]()
 
 // outputShape is what Register derives from a tool's output type Out so

@@ -155,8 +155,8 @@ type WorkOutput struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// ContinuationFeedback describes the previous attempt of a continued
 	// session (a fresh session reports not_applicable / fresh_session).
-	// (Typed as any so the tools/list schema stays small; the value is a
-	// handoff.ContinuationFeedback.)
+	// (Typed as kernel.Object so the tools/list schema stays small; the
+	// value is a handoff.ContinuationFeedback.)
 	ContinuationFeedback kernel.Object `json:"continuation_feedback,omitempty" jsonschema:"on continue: the previous attempt's instruction, activity, changes, workset, unresolved failures, validation and next actions"`
 }
 
