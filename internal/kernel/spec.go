@@ -177,9 +177,13 @@ func Register[In, Out any](r *Registry, s Spec[In, Out]) {
 	if err != nil {
 		panic(fmt.Sprintf("kernel: tool %s input schema: %v", s.Name, err))
 	}
-	out, err := jsonschema.For[Out](nil)
+	out, err := jsonschema.For[Out](&jsonschema.ForOptions{TypeSchemas: outputTypeSchemas})
 	if err != nil {
 		panic(fmt.Sprintf("kernel: tool %s output schema: %v", s.Name, err))
+	}
+	shape, err := shapeOutput[Out](out)
+	if err != nil {
+		panic(fmt.Sprintf("kernel: tool %s: %v", s.Name, err))
 	}
 	resolved, err := in.Resolve(nil)
 	if err != nil {
@@ -210,7 +214,9 @@ func Register[In, Out any](r *Registry, s Spec[In, Out]) {
 		return v, nil
 	}
 	t.run = func(ctx context.Context, inv *Invocation, in any) (any, error) {
-		return s.Handler(ctx, inv, in.(In))
+		out, err := s.Handler(ctx, inv, in.(In))
+		shape.apply(&out)
+		return out, err
 	}
 	r.add(t)
 }

@@ -145,14 +145,14 @@ type FinishOutput struct {
 	Counts               Counts      `json:"counts"`
 	SuggestedNextActions []string    `json:"suggested_next_actions"`
 
-	Workspace    any `json:"workspace,omitempty" jsonschema:"status available|not_requested|unavailable, branch, head, dirty, conflicted, ahead, behind, changed_paths"`
-	Changes      any `json:"changes,omitempty" jsonschema:"paths changed in the session (newest first, bounded) and last_change_seq"`
-	Validation   any `json:"validation,omitempty" jsonschema:"status, historical_runs, resolved, unresolved, current_evidence (latest run per scope)"`
-	ToolFailures any `json:"tool_failures,omitempty" jsonschema:"expectation-classified counts: unexpected, actionable, non_actionable"`
-	Jobs         any `json:"jobs,omitempty" jsonschema:"status, active, blocking (only this session's active jobs block)"`
-	HardBlockers any `json:"hard_blockers,omitempty" jsonschema:"sorted blocker codes"`
-	Advisories   any `json:"advisories,omitempty" jsonschema:"sorted advisory codes"`
-	HandoffBrief any `json:"handoff_brief,omitempty" jsonschema:"handoff_brief version 1, as session_handoff_summary returns it"`
+	Workspace    kernel.Object `json:"workspace,omitempty" jsonschema:"status available|not_requested|unavailable, branch, head, dirty, conflicted, ahead, behind, changed_paths"`
+	Changes      kernel.Object `json:"changes,omitempty" jsonschema:"paths changed in the session (newest first, bounded) and last_change_seq"`
+	Validation   kernel.Object `json:"validation,omitempty" jsonschema:"status, historical_runs, resolved, unresolved, current_evidence (latest run per scope)"`
+	ToolFailures kernel.Object `json:"tool_failures,omitempty" jsonschema:"expectation-classified counts: unexpected, actionable, non_actionable"`
+	Jobs         kernel.Object `json:"jobs,omitempty" jsonschema:"status, active, blocking (only this session's active jobs block)"`
+	HardBlockers []string      `json:"hard_blockers,omitzero" jsonschema:"sorted blocker codes"`
+	Advisories   []string      `json:"advisories,omitzero" jsonschema:"sorted advisory codes"`
+	HandoffBrief kernel.Object `json:"handoff_brief,omitempty" jsonschema:"handoff_brief version 1, as session_handoff_summary returns it"`
 }
 
 // Workspace is the workspace block.

@@ -62,11 +62,11 @@ type HandoffOutput struct {
 	// handoff.BriefMaxBytes). It and the diagnostic fields are typed
 	// loosely so that the published output schema stays within the
 	// per-tool tools/list budget.
-	HandoffBrief any `json:"handoff_brief" jsonschema:"handoff_brief version 1 (at most 8192 bytes): version, deterministic, llm_summary, session, task, workspace, progress, validation, attention, next_actions, basis"`
+	HandoffBrief kernel.Object `json:"handoff_brief" jsonschema:"handoff_brief version 1 (at most 8192 bytes): version, deterministic, llm_summary, session, task, workspace, progress, validation, attention, next_actions, basis"`
 	// ContinuationFeedback (a handoff.ContinuationFeedback) and Events (the
 	// newest workflow.Events) are set with diagnostic only.
-	ContinuationFeedback any `json:"continuation_feedback,omitempty" jsonschema:"diagnostic only: the continuation_feedback projection"`
-	Events               any `json:"events,omitempty" jsonschema:"diagnostic only: the newest limit session events"`
+	ContinuationFeedback kernel.Object `json:"continuation_feedback,omitempty" jsonschema:"diagnostic only: the continuation_feedback projection"`
+	Events               kernel.Array  `json:"events,omitempty" jsonschema:"diagnostic only: the newest limit session events"`
 }
 
 func (t *Tools) summary(ctx context.Context, inv *kernel.Invocation, in HandoffInput) (HandoffOutput, error) {

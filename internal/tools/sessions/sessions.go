@@ -174,17 +174,17 @@ type WorkOutput struct {
 	Instructions project.Instructions `json:"instructions"`
 	// Extensions is the extension catalog, an ExtensionCatalog (omitted
 	// on request).
-	Extensions any `json:"extensions,omitempty"`
+	Extensions kernel.Object `json:"extensions,omitempty"`
 	// Worktree is the session's managed worktree, a WorktreeView (absent
 	// for an ordinary project).
-	Worktree any `json:"worktree,omitempty"`
+	Worktree kernel.Object `json:"worktree,omitempty"`
 	// Warnings lists warning codes (WarningSourceDirty).
 	Warnings []string `json:"warnings,omitempty"`
 	// ContinuationFeedback describes the previous attempt of a continued
 	// session (a fresh session reports not_applicable / fresh_session).
-	// (Typed as any so the tools/list schema stays small; the value is a
-	// handoff.ContinuationFeedback.)
-	ContinuationFeedback any `json:"continuation_feedback,omitempty" jsonschema:"on continue: the previous attempt's instruction, activity, changes, workset, unresolved failures, validation and next actions"`
+	// (Typed as kernel.Object so the tools/list schema stays small; the
+	// value is a handoff.ContinuationFeedback.)
+	ContinuationFeedback kernel.Object `json:"continuation_feedback,omitempty" jsonschema:"on continue: the previous attempt's instruction, activity, changes, workset, unresolved failures, validation and next actions"`
 }
 
 // WarningSourceDirty says the source checkout of a new worktree had
@@ -463,10 +463,10 @@ type SummaryOutput struct {
 	// (interrupted, cancelled, or recovered as outcome_unknown after a
 	// crash): their count, tools and the newest of them. Typed loosely
 	// (a handoff.UnknownOutcomeCalls) to keep the published schema small.
-	OutcomeUnknown any `json:"outcome_unknown"`
+	OutcomeUnknown kernel.Object `json:"outcome_unknown"`
 	// Goals names the correlated Goals (a workflow.CorrelatedGoals, at
 	// most workflow.SummaryMaxGoals); absent when they were not read.
-	Goals any `json:"goals,omitempty" jsonschema:"correlated goals: items (goal_id, title), total, returned, truncated"`
+	Goals kernel.Object `json:"goals,omitempty" jsonschema:"correlated goals: items (goal_id, title), total, returned, truncated"`
 }
 
 func (t *Tools) sessionSummary(ctx context.Context, inv *kernel.Invocation, in SummaryInput) (SummaryOutput, error) {

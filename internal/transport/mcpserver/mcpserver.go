@@ -297,6 +297,10 @@ func (s *Server) listForEra(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		lr = &shown
+		var answer mcp.Result = lr
+		if listEra == EraLegacy {
+			answer = legacyToolsList{lr}
+		}
 		// The tools are fixed for the life of the process: their encoded
 		// size per era was measured once (toolsBytes); only the rest of
 		// the result (cursor, cache hints) is encoded here.
@@ -306,7 +310,11 @@ func (s *Server) listForEra(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		rest := *lr
 		rest.Tools = nil
-		shell, err1 := httpserver.EncodeJSON(&rest)
+		var shellOf any = &rest
+		if listEra == EraLegacy {
+			shellOf = legacyToolsList{&rest}
+		}
+		shell, err1 := httpserver.EncodeJSON(shellOf)
 		if toolsBytes < 0 {
 			tb, err2 := httpserver.EncodeJSON(lr.Tools)
 			toolsBytes, err1 = int64(len(tb)), errors.Join(err1, err2)
@@ -319,8 +327,23 @@ func (s *Server) listForEra(next mcp.MethodHandler) mcp.MethodHandler {
 				GatewayToolIncluded: true,
 			})
 		}
-		return lr, nil
+		return answer, nil
 	}
+}
+
+// legacyToolsList is a tools/list result as a legacy (before 2026-07-28)
+// client gets it: the members of its protocol version only (tools,
+// nextCursor, _meta), without the 2026-07-28 cache hints ttlMs and
+// cacheScope, which the SDK sets on every list result (decision 0046).
+type legacyToolsList struct{ *mcp.ListToolsResult }
+
+// MarshalJSON encodes the legacy members of the result.
+func (r legacyToolsList) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Meta       mcp.Meta    `json:"_meta,omitempty"`
+		NextCursor string      `json:"nextCursor,omitempty"`
+		Tools      []*mcp.Tool `json:"tools"`
+	}{r.Meta, r.NextCursor, r.Tools})
 }
 
 // encodedLen is the size of tools as the SDK encodes a tools/list (sorted

@@ -21,10 +21,12 @@ const maxOutlineKeys = 8
 var outlineMembers = false
 
 // Portable rewrites schema in place so that no "type" is an array: a
-// nullable type {"type": ["null", "X"]} becomes {"type": "X"} (a member that
-// may be null is one that may be absent, and it is not required), and a
-// union of several non-null types becomes an anyOf of single types. Many
-// MCP clients reject or warn on type arrays.
+// nullable type {"type": ["null", "X"]} becomes {"type": "X"}, and a union
+// of several non-null types becomes an anyOf of single types. Many MCP
+// clients reject or warn on type arrays. In an input schema a member that
+// may be null is one that may be absent (the kernel decodes null as
+// absent); an output member that may be null is published by outline as an
+// anyOf with null instead (decision 0046).
 func Portable(v any) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -60,12 +62,15 @@ func Portable(v any) {
 }
 
 // outline returns the output schema a tools/list advertises for a tool's
-// output object: its top-level members with their types, its required
-// members, and each member whose value is an object or an array of objects
-// reduced to its type and a one-line description naming the members it
-// holds. Scalars keep their enum; arrays of scalars keep their item type.
+// output object (decision 0046, correcting 0023): its top-level members
+// with their types, none of them required, so that the output of a failed
+// call (failure_kind, recovery_kind, state_changed and the failure's
+// details) validates against it as well as a success does. A member whose
+// kernel type admits null is published as an anyOf of its type and null
+// (no type arrays). A member whose value is an object or an array of
+// objects is reduced to its type; scalars keep their enum, arrays of
+// scalars their item type.
 func outline(schema map[string]any) map[string]any {
-	Portable(schema)
 	props, _ := schema["properties"].(map[string]any)
 	out := map[string]any{"type": "object"}
 	if len(props) == 0 {
@@ -74,13 +79,27 @@ func outline(schema map[string]any) map[string]any {
 	p := make(map[string]any, len(props))
 	for k, v := range props {
 		m, _ := v.(map[string]any)
-		p[k] = brief(m)
+		null := admitsNull(m)
+		Portable(m)
+		b := brief(m)
+		if null {
+			b = map[string]any{"anyOf": []any{b, map[string]any{"type": "null"}}}
+		}
+		p[k] = b
 	}
 	out["properties"] = p
-	if req, ok := schema["required"]; ok {
-		out["required"] = req
-	}
 	return out
+}
+
+// admitsNull says whether schema m's type admits null.
+func admitsNull(m map[string]any) bool {
+	switch t := m["type"].(type) {
+	case string:
+		return t == "null"
+	case []any:
+		return slices.Contains(t, any("null"))
+	}
+	return false
 }
 
 // brief is one member of an outline.

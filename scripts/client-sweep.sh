@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# scripts/client-sweep.sh: every tool's success and failure through the
+# official TypeScript MCP SDK v1 and v2 clients and the MCP Inspector CLI,
+# against a real `webcodex serve` (full profile) on a free loopback port
+# (decision 0046).
+#
+# Optional lane, like scripts/conformance.sh: needs Go, git, Node/npx, the
+# npm registry (the clients are installed into a temp dir; Node 22, which
+# the Inspector requires, is fetched through npx as the `node@22` package),
+# and go, cargo and node for the fixture project's validation tools.
+# .ci/run and `go test ./...` do not call it.
+#
+#   scripts/client-sweep.sh                  # sdk-v1 sdk-v2 inspector inspector-modern
+#   scripts/client-sweep.sh sdk-v1           # only the named clients
+#
+# The TypeScript SDKs and the Inspector negotiate 2025-11-25 with WebCodex;
+# inspector-modern is the Inspector with --protocol-era modern (2026-07-28).
+#
+# For each client a fresh server and fixture project are started and
+# scripts/client-sweep/sweep.mjs drives every listed tool to a real success
+# and a real failure; a client that rejects a result (for example TS SDK
+# v1's -32602 "Structured content does not match the tool's output
+# schema", which it raises for a failure too, since it validates
+# structuredContent whatever isError says) fails the sweep. Then
+# `inspector --cli --method tools/list --strict` checks the schemas'
+# portability in both eras (exit 6 on a portability error).
+#
+# Environment:
+#   SWEEP_SDK_V1     TS SDK v1 package (default @modelcontextprotocol/sdk@1.32.2)
+#   SWEEP_SDK_V2     TS SDK v2 client package (default @modelcontextprotocol/client@2.4.0)
+#   SWEEP_INSPECTOR  Inspector package (default @modelcontextprotocol/inspector@2.12.0)
+#   SWEEP_KEEP       1 keeps the temp dir (server logs, installed clients)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+sdk_v1=${SWEEP_SDK_V1:-@modelcontextprotocol/sdk@1.32.2}
+sdk_v2=${SWEEP_SDK_V2:-@modelcontextprotocol/client@2.4.0}
+inspector=${SWEEP_INSPECTOR:-@modelcontextprotocol/inspector@2.12.0}
+node_pkg=node@22
+
+clients=("$@")
+if ((${#clients[@]} == 0)); then
+	clients=(sdk-v1 sdk-v2 inspector inspector-modern)
+fi
+for c in "${clients[@]}"; do
+	case $c in
+	sdk-v1 | sdk-v2 | inspector | inspector-modern) ;;
+	*)
+		echo "client-sweep: unknown client $c (sdk-v1, sdk-v2, inspector, inspector-modern)" >&2
+		exit 2
+		;;
+	esac
+done
+for cmd in go git npm npx node cargo; do
+	if ! command -v "$cmd" >/dev/null 2>&1; then
+		echo "client-sweep: $cmd is required" >&2
+		exit 2
+	fi
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/webcodex-sweep.XXXXXX")
+server_pid=""
+stop_server() {
+	if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+		kill -TERM "$server_pid" 2>/dev/null || true
+		for _ in $(seq 1 100); do
+			kill -0 "$server_pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$server_pid" 2>/dev/null; then
+			echo "client-sweep: server did not stop on SIGTERM; killing it" >&2
+			kill -KILL "$server_pid" 2>/dev/null || true
+		fi
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	server_pid=""
+}
+cleanup() {
+	local rc=$?
+	stop_server
+	if [[ ${SWEEP_KEEP:-} == 1 ]]; then
+		echo "client-sweep: kept $tmp"
+	else
+		rm -rf "$tmp"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== build"
+(cd "$root" && go build -o "$tmp/webcodex" ./cmd/webcodex)
+
+echo "== install $sdk_v1 $sdk_v2 $inspector"
+mkdir -p "$tmp/npm"
+cp "$root/scripts/client-sweep/sweep.mjs" "$tmp/npm/"
+(cd "$tmp/npm" && printf '{"private":true,"type":"module"}\n' >package.json &&
+	npm install --no-audit --no-fund --loglevel=error "$sdk_v1" "$sdk_v2" "$inspector" >"$tmp/npm-install.log" 2>&1) || {
+	tail -n 20 "$tmp/npm-install.log" >&2
+	exit 1
+}
+
+# fixture writes the project the sweep works on: a Go module whose Add
+# subtracts (go_test fails until the sweep fixes it), a node test and a
+# Rust crate, committed in git.
+fixture() {
+	local dir=$1
+	mkdir -p "$dir/crate/src" "$dir/docs/notes"
+	printf 'module example.com/calc\n\ngo 1.21\n' >"$dir/go.mod"
+	printf 'package calc\n\n// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b\n}\n' >"$dir/calc.go"
+	printf 'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf("Add(2, 3) = %%d, want 5", got)\n\t}\n}\n' >"$dir/calc_test.go"
+	printf "const test = require('node:test');\ntest('adds', () => {});\n" >"$dir/calc.test.js"
+	printf '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n' >"$dir/crate/Cargo.toml"
+	printf 'pub fn add(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 3), 5); }\n}\n' >"$dir/crate/src/lib.rs"
+	printf 'target/\n' >"$dir/.gitignore"
+	printf 'notes\n' >"$dir/docs/notes/read.md"
+	git -C "$dir" -c init.defaultBranch=main init -q
+	git -C "$dir" add .
+	git -C "$dir" -c user.name=sweep -c user.email=sweep@example.com commit -q -m init
+}
+
+token="wc-sweep-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
+url=""
+# start_server runs `webcodex serve` (full profile) over a fresh data
+# directory and fixture project named $1, and sets url.
+start_server() {
+	local run=$tmp/$1
+	mkdir -p "$run/data"
+	fixture "$run/calc"
+	env -u WEBCODEX_LISTEN -u WEBCODEX_ALLOWED_ORIGINS -u WEBCODEX_PUBLIC_URL -u WEBCODEX_DATA \
+		WEBCODEX_TOKEN="$token" WEBCODEX_SHUTDOWN_TIMEOUT=5s WEBCODEX_TOOL_PROFILE=full \
+		"$tmp/webcodex" serve --data-dir "$run/data" --project "calc=$run/calc" --listen 127.0.0.1:0 \
+		>"$run/serve.out" 2>"$run/serve.err" &
+	server_pid=$!
+	local base=""
+	for _ in $(seq 1 300); do
+		base=$(sed -n 's/.* listening on \(http:\/\/[^ ]*\).*/\1/p' "$run/serve.out" | head -n 1)
+		[[ -n $base ]] && break
+		if ! kill -0 "$server_pid" 2>/dev/null; then
+			echo "client-sweep: webcodex serve exited early:" >&2
+			tail -n 20 "$run/serve.err" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	if [[ -z $base ]]; then
+		echo "client-sweep: webcodex serve did not report its address within 30s" >&2
+		exit 1
+	fi
+	url="$base/mcp"
+}
+
+export WEBCODEX_SWEEP_TOKEN="$token"
+failed=0
+declare -a summary=()
+for c in "${clients[@]}"; do
+	echo "== $c"
+	start_server "$c"
+	rc=0
+	(cd "$tmp/npm" && npx -y -p "$node_pkg" -c "node sweep.mjs $c $url") >"$tmp/$c.log" 2>&1 || rc=$?
+	# (|| true: head closing the pipe early is no failure of the sweep.)
+	grep -v -e '^npm warn' -e '^npm WARN' "$tmp/$c.log" | sed 's/^/    /' | head -n 80 || true
+	summary+=("$(grep -E "^$c: " "$tmp/$c.log" | tail -n 1 || echo "$c: no result (exit $rc)")")
+	((rc == 0)) || failed=1
+	if [[ $c == inspector ]]; then
+		for era in modern legacy; do
+			rc=0
+			(cd "$tmp/npm" && npx -y -p "$node_pkg" -c "node node_modules/@modelcontextprotocol/inspector/clients/cli/build/index.js \
+				--transport http --server-url $url --header 'Authorization: Bearer $token' --protocol-era $era \
+				--method tools/list --strict" >/dev/null 2>"$tmp/strict-$era.log") || rc=$?
+			findings=$(grep -cE '^(Error|Warning): tool' "$tmp/strict-$era.log" || true)
+			summary+=("inspector --strict tools/list ($era): exit $rc, $findings portability findings")
+			if ((rc != 0 || findings != 0)); then
+				failed=1
+				grep -v -e '^npm warn' "$tmp/strict-$era.log" | head -n 40 | sed 's/^/    /' || true
+			fi
+		done
+	fi
+	stop_server
+done
+
+echo
+echo "== summary"
+printf '%s\n' "${summary[@]}"
+exit "$failed"
