@@ -45,10 +45,12 @@ func TestSessionPageShowsTheFailureMessage(t *testing.T) {
 	if ex := b.get("/console/sessions/" + id + "/export"); !strings.Contains(html.UnescapeString(ex.body), "deployed with "+redact.Marker) || strings.Contains(ex.body, key) {
 		t.Error("the export does not show the redacted failure message")
 	}
-	// Fixed: no failing test, no message.
+	// Fixed: no failing test, no message. The fix changes the file's size:
+	// Python trusts a cached .pyc whose source has the same size and
+	// modification second, and both writes may fall in one second.
 	sum := sha256.Sum256([]byte(broken))
 	s.call(t, tok, "write_project_file", map[string]any{"project": s.project, "session_id": id, "path": "test_calc.py", "expected_sha256": hex.EncodeToString(sum[:]),
-		"content": strings.Replace(broken, "a - b", "a + b", 1)})
+		"content": strings.Replace(broken, "a - b", "a + b  # fixed", 1)})
 	s.call(t, tok, "run_tests", map[string]any{"project": s.project, "session_id": id, "runner": "pytest"})
 	if p := b.get("/console/sessions/" + id); failingRE.MatchString(p.body) || strings.Contains(p.body, `class="failure-message"`) {
 		t.Errorf("the fixed test is still shown failing:\n%s", failingRE.FindString(p.body))
