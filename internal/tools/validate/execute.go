@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,15 +78,21 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 	)
 	if t.Jobs == nil {
 		var reportFile string
-		if r.parseFile != "" {
+		if r.parseFile != "" || r.freshBytecode {
+			// The run's own directory: its report and its bytecode.
 			dir, err := os.MkdirTemp("", "webcodex-validate-")
 			if err != nil {
 				return Output{}, failure.Wrap(failure.NotStarted, err, "cannot create a report directory")
 			}
 			defer os.RemoveAll(dir)
-			reportFile = filepath.Join(dir, r.parseFile)
 			spec.Sandbox.Write = append(spec.Sandbox.Write, dir)
-			spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
+			if r.parseFile != "" {
+				reportFile = filepath.Join(dir, r.parseFile)
+				spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
+			}
+			if r.freshBytecode {
+				spec.Env = withEnv(spec.Env, pycachePrefixEnv, filepath.Join(dir, bytecodeDir))
+			}
 		}
 		var stdout bytes.Buffer
 		stdoutCap := &capped{buf: &stdout, limit: jobs.MaxOutputFileBytes}
@@ -104,19 +111,32 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 	} else {
 		id := jobs.NewID()
 		var reportFile string
+		if r.parseFile != "" || r.freshBytecode {
+			// The job's own directory is the one place in the data
+			// directory its process may write (its report, its bytecode).
+			spec.Sandbox.Write = append(spec.Sandbox.Write, t.Jobs.JobDir(id))
+		}
 		if r.parseFile != "" {
 			// The report lives in the job's own directory, so a run
 			// handed off to the background can still be parsed later.
 			meta.ReportFile = r.parseFile
 			reportFile = filepath.Join(t.Jobs.JobDir(id), r.parseFile)
-			// The job's own directory is the one place in the data
-			// directory its process may write (its report).
-			spec.Sandbox.Write = append(spec.Sandbox.Write, t.Jobs.JobDir(id))
 			spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
+		}
+		var cleanup func()
+		if r.freshBytecode {
+			// Removed when the job ends, even in the background. A job
+			// lost to a crash keeps it until its record is pruned with
+			// the job's directory; no later run reads it (each has its
+			// own job id).
+			prefix := filepath.Join(t.Jobs.JobDir(id), bytecodeDir)
+			spec.Env = withEnv(spec.Env, pycachePrefixEnv, prefix)
+			cleanup = func() { os.RemoveAll(prefix) }
 		}
 		ss := jobs.StartSpec{
 			ID: id, Project: inv.Project.ID, Principal: inv.Principal.AuthorityFingerprint(), Tool: inv.Tool,
 			Cwd: clean, Expectation: jobs.Expectation(exp), Run: spec, Validation: &meta, KeepOutput: true,
+			Cleanup: cleanup,
 		}
 		if inv.Session != nil {
 			ss.SessionID = inv.Session.ID
@@ -188,6 +208,31 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 		msg += fmt.Sprintf(" (as declared: the %s expectation was met)", exp)
 	}
 	return Output{}, failure.New(kind, "%s", msg).WithDetail("validation", out).WithDetail("state_changed", true)
+}
+
+// pycachePrefixEnv moves Python's bytecode caches out of the source tree
+// (and, from pytest 6.0, those of pytest's assertion rewriter). Python and
+// the rewriter trust a cached .pyc whose source kept its size and its
+// modification time in whole seconds, so a same-size edit made within the
+// second of an earlier run would run, and be recorded as, the old code. A
+// pytest validation therefore sets it to a directory created for that run
+// alone and removed after it: no bytecode compiled before the run can be
+// read, whoever wrote it. The caller's env may not set it (runTests).
+const pycachePrefixEnv = "PYTHONPYCACHEPREFIX"
+
+// bytecodeDir is the name of a run's bytecode directory inside the run's
+// own directory (its temporary directory, or its job's directory).
+const bytecodeDir = "pycache"
+
+// withEnv returns a copy of env with key set to value, leaving env (the
+// caller's map) as it was.
+func withEnv(env map[string]string, key, value string) map[string]string {
+	out := maps.Clone(env)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[key] = value
+	return out
 }
 
 // HandoffHint is what a validation handed off to the background tells its

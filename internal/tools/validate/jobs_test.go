@@ -41,6 +41,8 @@ type jobEnv struct {
 	noHook bool
 	// finished, when set, receives each job after the hook returned.
 	finished chan jobs.Job
+	// host, when set, runs the children (default: an unconfined Local).
+	host *runner.Local
 }
 
 // slowCalcTest fails TestAdd and outlives a short sync grace.
@@ -75,8 +77,18 @@ func newJobEnv(t *testing.T, o jobs.Options) *jobEnv {
 
 func newJobEnvFiles(t *testing.T, o jobs.Options, files map[string]string) *jobEnv {
 	t.Helper()
+	return newJobEnvOn(t, o, files, nil)
+}
+
+// newJobEnvOn is newJobEnvFiles whose children run on the host that
+// host, when not nil, returns for the env's data directory.
+func newJobEnvOn(t *testing.T, o jobs.Options, files map[string]string, host func(data string) *runner.Local) *jobEnv {
+	t.Helper()
 	p := kerneltest.TempProject(t, files)
 	e := &jobEnv{data: t.TempDir(), opts: o}
+	if host != nil {
+		e.host = host(e.data)
+	}
 	e.open(t, p)
 	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": "make the tests pass"})).SessionID
 	t.Cleanup(func() { e.stop() })
@@ -99,8 +111,12 @@ func (e *jobEnv) open(t *testing.T, p project.Project) {
 	// recovery, then the catch-up.
 	e.svc = workflow.NewService(st, nil)
 	e.ev = &validate.Evidence{Sessions: e.svc}
+	host := e.host
+	if host == nil {
+		host = &runner.Local{}
+	}
 	o := e.opts
-	o.Store, o.Host, o.Dir = js, &runner.Local{}, filepath.Join(e.data, "jobs")
+	o.Store, o.Host, o.Dir = js, host, filepath.Join(e.data, "jobs")
 	if !e.noHook {
 		ev, finished := e.ev, e.finished
 		o.OnFinished = func(ctx context.Context, j jobs.Job) {
@@ -123,7 +139,7 @@ func (e *jobEnv) open(t *testing.T, p project.Project) {
 			t.Fatal(err)
 		}
 	}
-	e.vt = &validate.Tools{Host: &runner.Local{}, Sessions: e.svc, Jobs: m, Evidence: e.ev}
+	e.vt = &validate.Tools{Host: host, Sessions: e.svc, Jobs: m, Evidence: e.ev}
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: e.svc})
 	validate.Register(reg, e.vt)

@@ -30,6 +30,9 @@ type run struct {
 	parseFile   string // a report file to parse instead of stdout
 	humanStream string // stdout or stderr
 	minTests    int
+	// freshBytecode makes the run compile Python into a directory of its
+	// own, created for it and removed after it (pycachePrefixEnv).
+	freshBytecode bool
 }
 
 func (t *Tools) goTest(ctx context.Context, inv *kernel.Invocation, in GoTestInput) (Output, error) {
@@ -110,7 +113,12 @@ func (t *Tools) runTests(ctx context.Context, inv *kernel.Invocation, in RunTest
 	var r run
 	switch in.Runner {
 	case "pytest":
-		r = run{argv: append([]string{"pytest", "-q", "-p", "no:cacheprovider"}, in.Args...), humanStream: "stdout", parseFile: "junit.xml", parser: parserJUnit}
+		if _, ok := in.Env[pycachePrefixEnv]; ok {
+			return Output{}, failure.New(failure.InvalidArguments,
+				"env: %s is the server's for pytest: each run compiles into a fresh directory of its own, so no stale bytecode can run", pycachePrefixEnv)
+		}
+		r = run{argv: append([]string{"pytest", "-q", "-p", "no:cacheprovider"}, in.Args...), humanStream: "stdout", parseFile: "junit.xml", parser: parserJUnit,
+			freshBytecode: true}
 	case "node":
 		r = run{argv: append([]string{"node", "--test", "--test-reporter=tap"}, in.Args...), humanStream: "stdout", parser: parserTAP}
 	case "npm":

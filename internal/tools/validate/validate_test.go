@@ -265,6 +265,7 @@ func TestBadInput(t *testing.T) {
 		"ErrTimeoutZero":   {"go_test", map[string]any{"timeout_seconds": 0}, failure.InvalidArguments},
 		"ErrMinTests":      {"cargo_test", map[string]any{"min_tests": -1}, failure.InvalidArguments},
 		"ErrRunner":        {"run_tests", map[string]any{"runner": "mocha"}, failure.InvalidArguments},
+		"ErrPycachePrefix": {"run_tests", map[string]any{"session_id": e.id, "runner": "pytest", "env": map[string]any{"PYTHONPYCACHEPREFIX": "/tmp/stale"}}, failure.InvalidArguments},
 		"ErrCwd":           {"go_test", map[string]any{"cwd": "../x"}, failure.InvalidArguments},
 		"ErrExpectation":   {"go_test", map[string]any{"result_expectation": "maybe"}, failure.InvalidArguments},
 		"ErrSummaryNoSess": {"validation_summary", map[string]any{}, failure.InvalidArguments},
