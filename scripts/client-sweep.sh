@@ -58,17 +58,8 @@ require_cmds go git npm npx node cargo
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/webcodex-sweep.XXXXXX")
 server_pid=""
-cleanup() {
-	local rc=$?
-	stop_server
-	if [[ ${SWEEP_KEEP:-} == 1 ]]; then
-		echo "client-sweep: kept $tmp"
-	else
-		rm -rf "$tmp"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
+keep=${SWEEP_KEEP:-}
+trap lane_cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== build"

@@ -72,17 +72,8 @@ fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/webcodex-conformance.XXXXXX")
 server_pid=""
-cleanup() {
-	local rc=$?
-	stop_server
-	if [[ ${CONFORMANCE_KEEP:-} == 1 ]]; then
-		echo "conformance: kept $tmp"
-	else
-		rm -rf "$tmp"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
+keep=${CONFORMANCE_KEEP:-}
+trap lane_cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== build"

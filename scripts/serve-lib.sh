@@ -1,7 +1,8 @@
 # scripts/serve-lib.sh: shell functions shared by the optional lanes that
 # run a real `webcodex serve` (scripts/conformance.sh,
 # scripts/client-sweep.sh). Source it after setting prog (the prefix of
-# messages); the functions use server_pid (the server's process id).
+# messages); the functions use server_pid (the server's process id), tmp
+# (the lane's temporary directory) and keep.
 
 # require_cmds NAME...: exits 2 unless every NAME is on PATH.
 require_cmds() {
@@ -51,4 +52,18 @@ wait_for_server() {
 		echo "$prog: webcodex serve did not report its address within 30s" >&2
 		exit 1
 	fi
+}
+
+# lane_cleanup, the lanes' EXIT trap, stops the server, removes tmp
+# (keeps it, saying so, when keep is 1) and exits with the status the
+# script was exiting with.
+lane_cleanup() {
+	local rc=$?
+	stop_server
+	if [[ $keep == 1 ]]; then
+		echo "$prog: kept $tmp"
+	else
+		rm -rf "$tmp"
+	fi
+	exit "$rc"
 }
