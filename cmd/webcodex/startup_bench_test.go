@@ -48,16 +48,7 @@ func BenchmarkStartToToolsList(b *testing.B) {
 // notification and tools/list, and returns the time from the start to the
 // tools/list answer; then it ends the process.
 func startToToolsList(b *testing.B, cmd *exec.Cmd) time.Duration {
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	in, out, stderr := stdioPipes(b, cmd)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -153,7 +153,10 @@ type stdioChild struct {
 	dir string
 }
 
-func startPeer(b *testing.B, cmd *exec.Cmd, dir string) *stdioChild {
+// stdioPipes connects cmd's stdin and stdout to pipes and its stderr to
+// a buffer, before cmd starts.
+func stdioPipes(b *testing.B, cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser, *bytes.Buffer) {
+	b.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -162,8 +165,13 @@ func startPeer(b *testing.B, cmd *exec.Cmd, dir string) *stdioChild {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	return in, out, stderr
+}
+
+func startPeer(b *testing.B, cmd *exec.Cmd, dir string) *stdioChild {
+	in, out, stderr := stdioPipes(b, cmd)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
