@@ -33,6 +33,9 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+prog=client-sweep
+# shellcheck source=scripts/serve-lib.sh
+. "$root/scripts/serve-lib.sh"
 sdk_v1=${SWEEP_SDK_V1:-@modelcontextprotocol/sdk@1.32.2}
 sdk_v2=${SWEEP_SDK_V2:-@modelcontextprotocol/client@2.4.0}
 inspector=${SWEEP_INSPECTOR:-@modelcontextprotocol/inspector@2.12.0}
@@ -51,41 +54,12 @@ for c in "${clients[@]}"; do
 		;;
 	esac
 done
-for cmd in go git npm npx node cargo; do
-	if ! command -v "$cmd" >/dev/null 2>&1; then
-		echo "client-sweep: $cmd is required" >&2
-		exit 2
-	fi
-done
+require_cmds go git npm npx node cargo
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/webcodex-sweep.XXXXXX")
 server_pid=""
-stop_server() {
-	if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		for _ in $(seq 1 100); do
-			kill -0 "$server_pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$server_pid" 2>/dev/null; then
-			echo "client-sweep: server did not stop on SIGTERM; killing it" >&2
-			kill -KILL "$server_pid" 2>/dev/null || true
-		fi
-		wait "$server_pid" 2>/dev/null || true
-	fi
-	server_pid=""
-}
-cleanup() {
-	local rc=$?
-	stop_server
-	if [[ ${SWEEP_KEEP:-} == 1 ]]; then
-		echo "client-sweep: kept $tmp"
-	else
-		rm -rf "$tmp"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
+keep=${SWEEP_KEEP:-}
+trap lane_cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== build"
@@ -132,21 +106,8 @@ start_server() {
 		"$tmp/webcodex" serve --data-dir "$run/data" --project "calc=$run/calc" --listen 127.0.0.1:0 \
 		>"$run/serve.out" 2>"$run/serve.err" &
 	server_pid=$!
-	local base=""
-	for _ in $(seq 1 300); do
-		base=$(sed -n 's/.* listening on \(http:\/\/[^ ]*\).*/\1/p' "$run/serve.out" | head -n 1)
-		[[ -n $base ]] && break
-		if ! kill -0 "$server_pid" 2>/dev/null; then
-			echo "client-sweep: webcodex serve exited early:" >&2
-			tail -n 20 "$run/serve.err" >&2
-			exit 1
-		fi
-		sleep 0.1
-	done
-	if [[ -z $base ]]; then
-		echo "client-sweep: webcodex serve did not report its address within 30s" >&2
-		exit 1
-	fi
+	local base
+	wait_for_server "$run/serve.out" "$run/serve.err"
 	url="$base/mcp"
 }
 

@@ -31,6 +31,9 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+prog=conformance
+# shellcheck source=scripts/serve-lib.sh
+. "$root/scripts/serve-lib.sh"
 conf_pkg=${CONFORMANCE_PKG:-@modelcontextprotocol/conformance@0.2.0-alpha.12}
 node_pkg=node@22
 baseline=${CONFORMANCE_BASELINE:-$root/scripts/conformance/expected-failures.yml}
@@ -61,12 +64,7 @@ for s in "${scenarios[@]}"; do
 	fi
 done
 
-for cmd in go npx; do
-	if ! command -v "$cmd" >/dev/null 2>&1; then
-		echo "conformance: $cmd is required" >&2
-		exit 2
-	fi
-done
+require_cmds go npx
 run_timeout=()
 if command -v timeout >/dev/null 2>&1; then
 	run_timeout=(timeout 600)
@@ -74,28 +72,8 @@ fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/webcodex-conformance.XXXXXX")
 server_pid=""
-cleanup() {
-	local rc=$?
-	if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		for _ in $(seq 1 100); do
-			kill -0 "$server_pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$server_pid" 2>/dev/null; then
-			echo "conformance: server did not stop on SIGTERM; killing it" >&2
-			kill -KILL "$server_pid" 2>/dev/null || true
-		fi
-		wait "$server_pid" 2>/dev/null || true
-	fi
-	if [[ ${CONFORMANCE_KEEP:-} == 1 ]]; then
-		echo "conformance: kept $tmp"
-	else
-		rm -rf "$tmp"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
+keep=${CONFORMANCE_KEEP:-}
+trap lane_cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== build"
@@ -112,21 +90,7 @@ env -u WEBCODEX_LISTEN -u WEBCODEX_ALLOWED_ORIGINS -u WEBCODEX_PUBLIC_URL -u WEB
 	"$tmp/webcodex" serve --data-dir "$tmp/data" --project "conformance=$tmp/project" --listen 127.0.0.1:0 \
 	>"$tmp/serve.out" 2>"$tmp/serve.err" &
 server_pid=$!
-base=""
-for _ in $(seq 1 300); do
-	base=$(sed -n 's/.* listening on \(http:\/\/[^ ]*\).*/\1/p' "$tmp/serve.out" | head -n 1)
-	[[ -n $base ]] && break
-	if ! kill -0 "$server_pid" 2>/dev/null; then
-		echo "conformance: webcodex serve exited early:" >&2
-		tail -n 20 "$tmp/serve.err" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-if [[ -z $base ]]; then
-	echo "conformance: webcodex serve did not report its address within 30s" >&2
-	exit 1
-fi
+wait_for_server "$tmp/serve.out" "$tmp/serve.err"
 url="$base/mcp"
 echo "server: $url (pid $server_pid)"
 

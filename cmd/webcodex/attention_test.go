@@ -11,9 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // windowCall is a REST tool call with the window header set to win.
@@ -291,12 +289,7 @@ func TestAttentionWithARealToken(t *testing.T) {
 	}
 
 	// Served without a bootstrap credential, that one is refused too.
-	srv.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-srv.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("server did not stop")
-	}
+	stopServe(t, srv)
 	startServeCmd(t, func(c *exec.Cmd) { c.Env = withoutEnv(c.Env, "WEBCODEX_TOKEN") }, "--data-dir", data, "--project", "p="+dir)
 	if out, code := runAttentionAs(t, data, testToken, "--window", "alice-window-B"); code != 1 {
 		t.Fatalf("the former bootstrap credential: exit %d, want 1:\n%s", code, out)

@@ -6,9 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/webcodex/webcodex/internal/audit"
 )
@@ -33,12 +31,7 @@ func TestAuditCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-srv.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("server did not stop")
-	}
+	stopServe(t, srv)
 
 	var list struct{ Sessions []audit.Session }
 	if err := json.Unmarshal([]byte(mustRun(t, "--data-dir", data, "audit", "sessions", "--json")), &list); err != nil {
@@ -145,12 +138,7 @@ func TestAuditReadWhileServing(t *testing.T) {
 			}
 		}
 	}
-	srv.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-srv.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("server did not stop")
-	}
+	stopServe(t, srv)
 }
 
 func TestPrintLoopTiming(t *testing.T) {

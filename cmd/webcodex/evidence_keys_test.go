@@ -9,9 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
@@ -111,12 +109,7 @@ func TestEvidenceRotateKeyRefusedWhileServing(t *testing.T) {
 	if !bytes.Equal(readFile(t, keyPath), key) || !bytes.Equal(readFile(t, pubPath), pub) {
 		t.Fatal("a refused rotation changed the key files")
 	}
-	srv.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-srv.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("server did not stop")
-	}
+	stopServe(t, srv)
 	// The server signed its head at shutdown; the rotation signs it again with the new key.
 	if out, err := runEvidence(t, data, "rotate-key"); err != nil || !strings.Contains(out, "checkpoint  size 1 signed with the new key") {
 		t.Fatalf("rotate-key after the server stopped: %v\n%s", err, out)

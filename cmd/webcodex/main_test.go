@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -56,6 +57,18 @@ type child struct {
 	base string
 	out  *bytes.Buffer
 	done chan error
+}
+
+// stopServe ends a served child with SIGTERM and returns its output.
+func stopServe(t *testing.T, srv *child) string {
+	t.Helper()
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-srv.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("server did not stop")
+	}
+	return srv.out.String()
 }
 
 // startServe starts `webcodex serve` in a child process and waits for it to

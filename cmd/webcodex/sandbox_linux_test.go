@@ -8,24 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/webcodex/webcodex/internal/runner"
 )
-
-// stopServe ends a served child with SIGTERM and returns its output.
-func stopServe(t *testing.T, srv *child) string {
-	t.Helper()
-	srv.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-srv.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("server did not stop")
-	}
-	return srv.out.String()
-}
 
 func status(t *testing.T, base string) map[string]any {
 	t.Helper()

@@ -3,10 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -23,22 +21,12 @@ import (
 // ended (stdin closed, waited for) outside the timed part. It reports
 // both medians and their ratio (webcodex over the base).
 func BenchmarkStartToToolsList(b *testing.B) {
-	script := os.Getenv("WEBCODEX_PEER_FS")
-	node, err := exec.LookPath("node")
-	baseBin := os.Getenv("WEBCODEX_BASE_BIN")
-	if baseBin == "" && (script == "" || err != nil) {
-		b.Skip("set WEBCODEX_PEER_FS to the Node filesystem server's dist/index.js (and have node on PATH), or WEBCODEX_BASE_BIN to another webcodex binary")
-	}
+	node, script, baseBin := peerBase(b)
 	baseName, base := "node", func() *exec.Cmd { return exec.Command(node, script, b.TempDir()) }
 	if baseBin != "" {
 		baseName, base = "base", func() *exec.Cmd { return exec.Command(baseBin, "mcp", "--data-dir", b.TempDir()) }
 	}
-	subject := func() *exec.Cmd {
-		argv, _ := json.Marshal([]string{"mcp", "--data-dir", b.TempDir()})
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv))
-		return cmd
-	}
+	subject := func() *exec.Cmd { return selfCommand("mcp", "--data-dir", b.TempDir()) }
 	sides := [2]func() *exec.Cmd{base, subject}
 	var times [2][]time.Duration
 	for i := 0; b.Loop(); i++ {
@@ -60,16 +48,7 @@ func BenchmarkStartToToolsList(b *testing.B) {
 // notification and tools/list, and returns the time from the start to the
 // tools/list answer; then it ends the process.
 func startToToolsList(b *testing.B, cmd *exec.Cmd) time.Duration {
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	in, out, stderr := stdioPipes(b, cmd)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -34,12 +34,7 @@ import (
 //	WEBCODEX_PEER_FS=/tmp/nodefs/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js \
 //	  go test ./cmd/webcodex -run '^$' -bench StdioPeer -count 5
 func BenchmarkStdioPeer(b *testing.B) {
-	script := os.Getenv("WEBCODEX_PEER_FS")
-	node, err := exec.LookPath("node")
-	baseBin := os.Getenv("WEBCODEX_BASE_BIN")
-	if baseBin == "" && (script == "" || err != nil) {
-		b.Skip("set WEBCODEX_PEER_FS to the Node filesystem server's dist/index.js (and have node on PATH), or WEBCODEX_BASE_BIN to another webcodex binary")
-	}
+	node, script, baseBin := peerBase(b)
 	for _, c := range []struct {
 		name            string
 		recorded, write bool
@@ -51,9 +46,7 @@ func BenchmarkStdioPeer(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			wcDir := peerProject(b)
-			argv, _ := json.Marshal([]string{"mcp", "--data-dir", b.TempDir(), "--project", "bench=" + wcDir})
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv))
+			cmd := selfCommand("mcp", "--data-dir", b.TempDir(), "--project", "bench="+wcDir)
 			subject := startPeer(b, cmd, wcDir).calls(b, c.recorded, c.write)
 			baseDir := peerProject(b)
 			baseName, base := "node", func() {}
@@ -74,6 +67,29 @@ func BenchmarkStdioPeer(b *testing.B) {
 			benchpair.Run(b, baseName, base, "webcodex", subject)
 		})
 	}
+}
+
+// peerBase returns what the peer benchmarks compare webcodex with: node
+// and the Node filesystem server's script (WEBCODEX_PEER_FS), or another
+// webcodex binary (WEBCODEX_BASE_BIN), which wins. It skips b when
+// neither is there.
+func peerBase(b *testing.B) (node, script, baseBin string) {
+	script = os.Getenv("WEBCODEX_PEER_FS")
+	node, err := exec.LookPath("node")
+	baseBin = os.Getenv("WEBCODEX_BASE_BIN")
+	if baseBin == "" && (script == "" || err != nil) {
+		b.Skip("set WEBCODEX_PEER_FS to the Node filesystem server's dist/index.js (and have node on PATH), or WEBCODEX_BASE_BIN to another webcodex binary")
+	}
+	return node, script, baseBin
+}
+
+// selfCommand returns a command that runs the test binary as webcodex
+// with args (see TestMain).
+func selfCommand(args ...string) *exec.Cmd {
+	argv, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv))
+	return cmd
 }
 
 // calls returns the read or write call of a webcodex server, recorded in
@@ -137,7 +153,10 @@ type stdioChild struct {
 	dir string
 }
 
-func startPeer(b *testing.B, cmd *exec.Cmd, dir string) *stdioChild {
+// stdioPipes connects cmd's stdin and stdout to pipes and its stderr to
+// a buffer, before cmd starts.
+func stdioPipes(b *testing.B, cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser, *bytes.Buffer) {
+	b.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -146,8 +165,13 @@ func startPeer(b *testing.B, cmd *exec.Cmd, dir string) *stdioChild {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	return in, out, stderr
+}
+
+func startPeer(b *testing.B, cmd *exec.Cmd, dir string) *stdioChild {
+	in, out, stderr := stdioPipes(b, cmd)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}

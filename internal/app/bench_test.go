@@ -174,11 +174,15 @@ func BenchmarkAuditThroughput(b *testing.B) {
 	}
 }
 
-func benchAuditThroughput(b *testing.B, audited bool) {
+// benchServer opens an app with the project bench (a.txt, "hello\n") on
+// a free loopback port, without the audit middleware unless audited, and
+// serves it. It returns the app, its configuration, the URL of REST tool
+// calls, and stop, which ends serving and closes the app.
+func benchServer(b *testing.B, audited bool) (a *app.App, cfg app.Config, url string, stop func()) {
 	ctx := context.Background()
 	proj := b.TempDir()
 	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hello\n"), 0o644)
-	cfg, _ := app.LoadConfig(b.TempDir(), func(k string) string {
+	cfg, _ = app.LoadConfig(b.TempDir(), func(k string) string {
 		if k == "WEBCODEX_LISTEN" {
 			return "127.0.0.1:0"
 		}
@@ -198,18 +202,24 @@ func benchAuditThroughput(b *testing.B, audited bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sctx, stop := context.WithCancel(ctx)
+	sctx, cancel := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- a.Serve(sctx) }()
+	return a, cfg, "http://" + addr.String() + "/api/tools/call", func() { cancel(); <-served; a.Close() }
+}
+
+func benchAuditThroughput(b *testing.B, audited bool) {
+	ctx := context.Background()
+	a, cfg, url, stop := benchServer(b, audited)
 	const clients = 32
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
 	body := []byte(`{"tool":"read_files","arguments":{"project":"agent:local:bench","files":[{"path":"a.txt"}]}}`)
-	url := "http://" + addr.String() + "/api/tools/call"
 	// The clients belong to four authority groups, each within its fair
 	// share of request slots (httpserver.MaxPerPrincipal).
 	const owners = 4
 	var tokens [owners]string
 	for i := range tokens {
+		var err error
 		if tokens[i], _, err = a.Auth.CreateToken(ctx, fmt.Sprintf("bench-%d", i), fmt.Sprintf("bench-owner-%d", i), []auth.Scope{auth.ScopeProjectRead}); err != nil {
 			b.Fatal(err)
 		}
@@ -238,8 +248,6 @@ func benchAuditThroughput(b *testing.B, audited bool) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 	b.StopTimer()
 	stop()
-	<-served
-	a.Close()
 	if !audited {
 		return
 	}

@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
-	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
 )
 
@@ -21,29 +17,8 @@ import (
 // median time of a burst (ns/op).
 func BenchmarkBurstOneToken(b *testing.B) {
 	ctx := context.Background()
-	proj := b.TempDir()
-	os.WriteFile(filepath.Join(proj, "a.txt"), []byte("hello\n"), 0o644)
-	cfg, _ := app.LoadConfig(b.TempDir(), func(k string) string {
-		if k == "WEBCODEX_LISTEN" {
-			return "127.0.0.1:0"
-		}
-		return ""
-	})
-	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := a.RegisterProjects(ctx, []string{"bench=" + proj}); err != nil {
-		b.Fatal(err)
-	}
-	addr, err := a.Listen()
-	if err != nil {
-		b.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(sctx) }()
-	defer func() { stop(); <-served; a.Close() }()
+	a, _, url, stop := benchServer(b, true)
+	defer stop()
 	token, _, err := a.Auth.CreateToken(ctx, "burst", "burst-owner", []auth.Scope{auth.ScopeProjectRead})
 	if err != nil {
 		b.Fatal(err)
@@ -51,7 +26,6 @@ func BenchmarkBurstOneToken(b *testing.B) {
 	const burst = 32
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: burst, MaxConnsPerHost: burst}}
 	body := []byte(`{"tool":"read_files","arguments":{"project":"agent:local:bench","files":[{"path":"a.txt"}]}}`)
-	url := "http://" + addr.String() + "/api/tools/call"
 	var calls, refused int
 	for b.Loop() {
 		var wg sync.WaitGroup

@@ -58,6 +58,17 @@ func (s *server) tool(token, tool string, args any) fairAnswer {
 	return fairRead(resp)
 }
 
+// otherToken makes a token with scopes for an owner other than the
+// default one (someone-else).
+func (s *server) otherToken(t *testing.T, scopes ...auth.Scope) string {
+	t.Helper()
+	other, _, err := s.a.Auth.CreateToken(context.Background(), "other", "someone-else", scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return other
+}
+
 // refusedForShare reports whether a is a refusal for the caller's share:
 // HTTP 429, or a tool result failed with too_many_requests.
 func refusedForShare(a fairAnswer) bool {
@@ -110,10 +121,7 @@ func TestFairShareUnderLongPollsAndSlowBodies(t *testing.T) {
 	defer s.stop(t)
 	ctx := context.Background()
 	const p = "agent:local:demo"
-	other, _, err := s.a.Auth.CreateToken(ctx, "other", "someone-else", []auth.Scope{auth.ScopeProjectRead})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := s.otherToken(t, auth.ScopeProjectRead)
 	r := must(t, s.call(t, "run_job", map[string]any{"project": p, "command": "sleep 600"}, ""), "run_job")
 	var job struct {
 		ID string `json:"job_id"`
@@ -199,10 +207,7 @@ func TestFairJobQueueHTTP(t *testing.T) {
 	defer s.stop(t)
 	ctx := context.Background()
 	const p = "agent:local:demo"
-	other, _, err := s.a.Auth.CreateToken(ctx, "other", "someone-else", []auth.Scope{auth.ScopeProjectRead, auth.ScopeJobRun})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := s.otherToken(t, auth.ScopeProjectRead, auth.ScopeJobRun)
 	start := func() (string, jobs.State) {
 		a := s.tool(s.token, "run_job", map[string]any{"project": p, "command": "sleep 600"})
 		var j struct {
@@ -316,10 +321,7 @@ func TestOneOwnerCannotHoldEverySlotHTTP(t *testing.T) {
 	defer s.stop(t)
 	ctx := context.Background()
 	const p = "agent:local:demo"
-	other, _, err := s.a.Auth.CreateToken(ctx, "other", "someone-else", []auth.Scope{auth.ScopeProjectRead, auth.ScopeJobRun})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := s.otherToken(t, auth.ScopeProjectRead, auth.ScopeJobRun)
 	share := s.a.Config.JobConcurrency - jobs.ReservedSlots
 	ids := make([]string, jobsOfOne)
 	var wg sync.WaitGroup

@@ -22,21 +22,13 @@ import (
 // strict JSON Schema 2020-12 validator (formats and content asserted).
 func mcpOutputSchemas(t *testing.T, s *server, era string) map[string]*jsonschema.Schema {
 	t.Helper()
-	hdr := map[string]string{}
-	if era != "" {
-		hdr = rawHeaders("tools/list", "")
-	}
-	r := rawPost(t, s, s.token, rawBody(1, "tools/list", nil, era), hdr)
-	if r.Msg == nil || r.Msg.Error != nil {
-		t.Fatalf("tools/list (%q): %s", era, r)
-	}
 	var list struct {
 		Tools []struct {
 			Name         string          `json:"name"`
 			OutputSchema json.RawMessage `json:"outputSchema"`
 		} `json:"tools"`
 	}
-	if err := json.Unmarshal(r.Msg.Result, &list); err != nil {
+	if err := json.Unmarshal(rawToolsList(t, s, era), &list); err != nil {
 		t.Fatal(err)
 	}
 	c := jsonschema.NewCompiler()

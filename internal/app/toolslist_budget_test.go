@@ -87,10 +87,9 @@ func TestMCPToolsListBudget(t *testing.T) {
 	}
 }
 
-// toolsListBudget lists the tools of s in era ("" legacy) over raw HTTP
-// and checks each against its budget and for type arrays; it returns the
-// sorted names and the size of the result.
-func toolsListBudget(t *testing.T, s *server, era string) ([]string, int) {
+// rawToolsList lists the tools of s in era ("" legacy) over raw HTTP and
+// returns the result; an error answer fails t.
+func rawToolsList(t *testing.T, s *server, era string) json.RawMessage {
 	t.Helper()
 	hdr := map[string]string{}
 	if era != "" {
@@ -100,8 +99,17 @@ func toolsListBudget(t *testing.T, s *server, era string) ([]string, int) {
 	if r.Msg == nil || r.Msg.Error != nil {
 		t.Fatalf("tools/list (%q): %s", era, r)
 	}
+	return r.Msg.Result
+}
+
+// toolsListBudget lists the tools of s in era ("" legacy) over raw HTTP
+// and checks each against its budget and for type arrays; it returns the
+// sorted names and the size of the result.
+func toolsListBudget(t *testing.T, s *server, era string) ([]string, int) {
+	t.Helper()
+	result := rawToolsList(t, s, era)
 	var list struct{ Tools []json.RawMessage }
-	if err := json.Unmarshal(r.Msg.Result, &list); err != nil {
+	if err := json.Unmarshal(result, &list); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -117,12 +125,12 @@ func toolsListBudget(t *testing.T, s *server, era string) ([]string, int) {
 		}
 	}
 	var v any
-	json.Unmarshal(r.Msg.Result, &v)
+	json.Unmarshal(result, &v)
 	if p := typeArray(v, "result"); p != "" {
 		t.Errorf("tools/list (%q): a type array at %s", era, p)
 	}
 	slices.Sort(names)
-	return names, len(r.Msg.Result)
+	return names, len(result)
 }
 
 // typeArray returns the path of the first schema "type" that is an array.

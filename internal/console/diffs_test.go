@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -86,12 +85,7 @@ func TestSessionPageShowsTheDiffSummary(t *testing.T) {
 	}
 
 	// The session page shows them under the changed paths.
-	b := s.browser(t)
-	b.login(tok)
-	p := b.get("/console/sessions/" + id)
-	if p.status != http.StatusOK {
-		t.Fatalf("session page: %d", p.status)
-	}
+	_, p := s.sessionPage(t, tok, id)
 	changed := html.UnescapeString(changedRE.FindString(p.body))
 	for _, want := range []string{
 		"<code>calc.py</code> <span class=\"diffstat\">+1 −1 lines</span>",

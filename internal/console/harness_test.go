@@ -168,6 +168,19 @@ func (s *server) browser(t testing.TB) *client {
 	return &client{t: t, s: s, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
+// sessionPage logs a new browser in with tok and gets the page of
+// session id, which must answer 200; it returns the browser and the page.
+func (s *server) sessionPage(t testing.TB, tok, id string) (*client, page) {
+	t.Helper()
+	b := s.browser(t)
+	b.login(tok)
+	p := b.get("/console/sessions/" + id)
+	if p.status != http.StatusOK {
+		t.Fatalf("session page: %d", p.status)
+	}
+	return b, p
+}
+
 // page is one answer: status, headers and body.
 type page struct {
 	status int

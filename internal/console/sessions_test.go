@@ -169,19 +169,7 @@ func TestPostNeedsTheSessionsCSRFToken(t *testing.T) {
 	if !found {
 		t.Fatal("no finished post_session_message in the ledger")
 	}
-	if err := s.a.Evidence.SyncOutbox(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := s.a.Evidence.SessionRecords(context.Background(), id, 50)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sources []evidence.Source
-	for _, r := range recs {
-		if r.Record.Tool == console.PostTool {
-			sources = append(sources, r.Record.Source)
-		}
-	}
+	sources := s.consoleSources(t, id, console.PostTool)
 	if len(sources) != 1 || sources[0] != evidence.SourceConsole {
 		t.Fatalf("evidence sources of the post: %v", sources)
 	}

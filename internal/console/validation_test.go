@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"html"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -27,12 +26,7 @@ func TestSessionPageShowsTheFailureMessage(t *testing.T) {
 	if kind := s.callFailing(t, tok, "run_tests", map[string]any{"project": s.project, "session_id": id, "runner": "pytest"}); kind != "validation_failed" {
 		t.Fatalf("run_tests: %s, want validation_failed", kind)
 	}
-	b := s.browser(t)
-	b.login(tok)
-	p := b.get("/console/sessions/" + id)
-	if p.status != http.StatusOK {
-		t.Fatalf("session page: %d", p.status)
-	}
+	b, p := s.sessionPage(t, tok, id)
 	failing := html.UnescapeString(failingRE.FindString(p.body))
 	for _, want := range []string{"test_calc.test_add", "deployed with " + redact.Marker, "assert 0 == 4"} {
 		if !strings.Contains(failing, want) {

@@ -21,11 +21,7 @@ import (
 // git must read it again.
 func filterRepo(t *testing.T, name string) string {
 	t.Helper()
-	gittest.Need(t)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("HOME", t.TempDir())
-	dir, _ := filepath.EvalSymlinks(t.TempDir())
-	gittest.Run(t, dir, "init", "-q")
+	dir := newRepo(t)
 	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte("a.txt filter="+name+"\n"), 0o644)
 	gittest.Run(t, dir, "-c", "filter."+name+".clean=cat", "add", ".")
@@ -48,14 +44,7 @@ func TestFilterDriversAreEmptied(t *testing.T) {
 			if out := gittest.Run(t, dir, "diff", "--stat"); !strings.Contains(out, "a.txt") {
 				t.Fatalf("the filter does not apply in the user's git (diff %q): the test proves nothing", out)
 			}
-			repo, err := gitrepo.Open(context.Background(), nil, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			priv, cleanup, err := repo.PrivateIndex()
-			if err != nil {
-				t.Fatal(err)
-			}
+			priv, cleanup := privateIndex(t, nil, dir)
 			defer cleanup()
 			out, _, err := priv.Run(context.Background(), 1<<20, "diff", "--no-ext-diff", "--no-textconv")
 			if err != nil || len(out) != 0 {

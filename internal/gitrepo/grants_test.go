@@ -15,11 +15,7 @@ import (
 // resolved.
 func linkedWorktree(t *testing.T) (src, wt string) {
 	t.Helper()
-	gittest.Need(t)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("HOME", t.TempDir())
-	src, _ = filepath.EvalSymlinks(t.TempDir())
-	gittest.Run(t, src, "init", "-q")
+	src = newRepo(t)
 	os.WriteFile(filepath.Join(src, "a.txt"), []byte("one\n"), 0o644)
 	gittest.Run(t, src, "add", ".")
 	gittest.Run(t, src, "commit", "-q", "-m", "one")

@@ -18,9 +18,7 @@ import (
 // host: diff refreshes the private index copy (allowed), and the
 // repository's own index is left as it was.
 func TestSandboxedGitWritesOnlyItsPrivateIndex(t *testing.T) {
-	if runner.LandlockABI() < 1 {
-		t.Skip("Landlock is unavailable on this kernel")
-	}
+	needLandlock(t)
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "t"},
@@ -41,14 +39,7 @@ func TestSandboxedGitWritesOnlyItsPrivateIndex(t *testing.T) {
 
 	host := &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite, Deny: []string{t.TempDir()}}}
 	defer host.Policy.Close()
-	repo, err := gitrepo.Open(context.Background(), host, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	priv, cleanup, err := repo.PrivateIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
+	priv, cleanup := privateIndex(t, host, dir)
 	defer cleanup()
 	out, _, err := priv.Run(context.Background(), 1<<20, "diff")
 	if err != nil || !strings.Contains(string(out), "+two") {
@@ -77,14 +68,8 @@ func TestSandboxedGitWritesOnlyItsPrivateIndex(t *testing.T) {
 // and nothing else: not a sibling worktree in the same parent directory,
 // not the source's configuration.
 func TestAddWorktreeWritesOnlyTheNewWorktree(t *testing.T) {
-	if runner.LandlockABI() < 1 {
-		t.Skip("Landlock is unavailable on this kernel")
-	}
-	gittest.Need(t)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("HOME", t.TempDir())
-	src, _ := filepath.EvalSymlinks(t.TempDir())
-	gittest.Run(t, src, "init", "-q")
+	needLandlock(t)
+	src := newRepo(t)
 	os.WriteFile(filepath.Join(src, ".gitattributes"), []byte("* filter=late\n"), 0o644)
 	os.WriteFile(filepath.Join(src, "a.txt"), []byte("one\n"), 0o644)
 	gittest.Run(t, src, "add", ".")
@@ -97,14 +82,7 @@ func TestAddWorktreeWritesOnlyTheNewWorktree(t *testing.T) {
 	host := &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite}}
 	defer host.Policy.Close()
 	ctx := context.Background()
-	repo, err := gitrepo.Open(ctx, host, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := repo.Dirs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo, d := openDirs(t, host, src)
 	config := filepath.Join(src, ".git", "config")
 	gittest.Run(t, src, "config", "filter.late.smudge",
 		"sh -c 'echo ran >> "+filepath.Join(path, "ran.marker")+"; echo pwned > "+filepath.Join(sibling, "AGENTS.md")+
@@ -128,21 +106,9 @@ func TestAddWorktreeWritesOnlyTheNewWorktree(t *testing.T) {
 // commit that does not exist) leaves neither the directory the server
 // made nor a worktrees directory in the repository.
 func TestAddWorktreeFailureLeavesNothing(t *testing.T) {
-	gittest.Need(t)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("HOME", t.TempDir())
-	src, _ := filepath.EvalSymlinks(t.TempDir())
-	gittest.Run(t, src, "init", "-q")
-	gittest.Run(t, src, "commit", "-q", "--allow-empty", "-m", "one")
+	src := committedRepo(t)
 	ctx := context.Background()
-	repo, err := gitrepo.Open(ctx, nil, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := repo.Dirs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo, d := openDirs(t, nil, src)
 	path := filepath.Join(t.TempDir(), "new")
 	if err := repo.AddWorktree(ctx, d, path, "0123456789abcdef0123456789abcdef01234567"); err == nil {
 		t.Fatal("adding a worktree at a missing commit succeeded")
@@ -159,25 +125,13 @@ func TestAddWorktreeFailureLeavesNothing(t *testing.T) {
 // (git_dir_outside_project) before git runs; nothing is created there
 // or at the worktree's path.
 func TestAddWorktreeRefusesALinkedWorktreesDirectory(t *testing.T) {
-	gittest.Need(t)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("HOME", t.TempDir())
-	src, _ := filepath.EvalSymlinks(t.TempDir())
-	gittest.Run(t, src, "init", "-q")
-	gittest.Run(t, src, "commit", "-q", "--allow-empty", "-m", "one")
+	src := committedRepo(t)
 	elsewhere := t.TempDir()
 	if err := os.Symlink(elsewhere, filepath.Join(src, ".git", "worktrees")); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	repo, err := gitrepo.Open(ctx, nil, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := repo.Dirs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo, d := openDirs(t, nil, src)
 	path := filepath.Join(t.TempDir(), "new")
 	if err := repo.AddWorktree(ctx, d, path, "HEAD"); !failure.Is(err, failure.GitDirOutsideProject) {
 		t.Fatalf("a linked worktrees directory: %v", err)
@@ -195,15 +149,8 @@ func TestAddWorktreeRefusesALinkedWorktreesDirectory(t *testing.T) {
 // gets a worktree under the exact sandbox grants, at the real path, and
 // its removal takes the administrative directory with it.
 func TestAddWorktreeUnderALinkedParent(t *testing.T) {
-	if runner.LandlockABI() < 1 {
-		t.Skip("Landlock is unavailable on this kernel")
-	}
-	gittest.Need(t)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("HOME", t.TempDir())
-	src, _ := filepath.EvalSymlinks(t.TempDir())
-	gittest.Run(t, src, "init", "-q")
-	gittest.Run(t, src, "commit", "-q", "--allow-empty", "-m", "one")
+	needLandlock(t)
+	src := committedRepo(t)
 	real, _ := filepath.EvalSymlinks(t.TempDir())
 	link := filepath.Join(t.TempDir(), "data")
 	if err := os.Symlink(real, link); err != nil {
@@ -212,14 +159,7 @@ func TestAddWorktreeUnderALinkedParent(t *testing.T) {
 	host := &runner.Local{Policy: &runner.Policy{Mode: runner.WorkspaceWrite}}
 	defer host.Policy.Close()
 	ctx := context.Background()
-	repo, err := gitrepo.Open(ctx, host, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := repo.Dirs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo, d := openDirs(t, host, src)
 	if err := repo.AddWorktree(ctx, d, filepath.Join(link, "wt"), "HEAD"); err != nil {
 		t.Fatal(err)
 	}
@@ -241,21 +181,9 @@ func TestAddWorktreeUnderALinkedParent(t *testing.T) {
 // worktree_exists, and neither it nor the repository's git directory
 // (no worktrees directory) is touched.
 func TestAddWorktreeAtAnExistingPathChangesNothing(t *testing.T) {
-	gittest.Need(t)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("HOME", t.TempDir())
-	src, _ := filepath.EvalSymlinks(t.TempDir())
-	gittest.Run(t, src, "init", "-q")
-	gittest.Run(t, src, "commit", "-q", "--allow-empty", "-m", "one")
+	src := committedRepo(t)
 	ctx := context.Background()
-	repo, err := gitrepo.Open(ctx, nil, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := repo.Dirs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo, d := openDirs(t, nil, src)
 	path := t.TempDir()
 	os.WriteFile(filepath.Join(path, "keep.txt"), []byte("mine"), 0o644)
 	if err := repo.AddWorktree(ctx, d, path, "HEAD"); !failure.Is(err, failure.WorktreeExists) {

@@ -465,16 +465,7 @@ func (u *Unit) members(ps []proc, withEnv bool, notAfter uint64) []proc {
 			queue = append(queue, p.pid)
 		}
 	}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		for _, c := range children[pid] {
-			if !in[c] {
-				in[c] = true
-				queue = append(queue, c)
-			}
-		}
-	}
+	addDescendants(children, in, queue)
 	out := make([]proc, 0, len(in))
 	for pid := range in {
 		out = append(out, byPid[pid])
@@ -486,18 +477,23 @@ func (u *Unit) members(ps []proc, withEnv bool, notAfter uint64) []proc {
 // child pids).
 func descendants(children map[int][]int, root int) map[int]bool {
 	out := map[int]bool{}
-	queue := []int{root}
+	addDescendants(children, out, []int{root})
+	return out
+}
+
+// addDescendants adds to in every pid below the pids of queue in the
+// tree children (pid → child pids), breadth first.
+func addDescendants(children map[int][]int, in map[int]bool, queue []int) {
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
 		for _, c := range children[pid] {
-			if !out[c] {
-				out[c] = true
+			if !in[c] {
+				in[c] = true
 				queue = append(queue, c)
 			}
 		}
 	}
-	return out
 }
 
 // KillIdentity kills what survives of a run a previous server started (a

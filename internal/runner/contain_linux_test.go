@@ -209,11 +209,7 @@ func waitZombie(t *testing.T, pid int) {
 // exit status.
 func TestPeekZombieNamesTheChild(t *testing.T) {
 	runner.Setup()
-	cmd := exec.Command("sh", "-c", "exit 3")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitZombie(t, cmd.Process.Pid)
+	cmd := startZombie(t, 3)
 	pid, err := runner.PeekZombie()
 	if err != nil || pid != cmd.Process.Pid {
 		t.Errorf("PeekZombie = %d, %v; want the exited child %d", pid, err, cmd.Process.Pid)
@@ -231,11 +227,7 @@ func TestPeekZombieNamesTheChild(t *testing.T) {
 // status is still there for its own Wait.
 func TestReaperSeesPastUnwaitedChild(t *testing.T) {
 	runner.Setup()
-	blocker := exec.Command("sh", "-c", "exit 4")
-	if err := blocker.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitZombie(t, blocker.Process.Pid)
+	blocker := startZombie(t, 4)
 	dir := t.TempDir()
 	var pids []int
 	for i := range 4 {
@@ -251,6 +243,18 @@ func TestReaperSeesPastUnwaitedChild(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 {
 		t.Fatalf("the unwaited child's exit status was taken: %v", err)
 	}
+}
+
+// startZombie starts a child that exits with status and waits until it
+// is a zombie nobody has waited for yet.
+func startZombie(t *testing.T, status int) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "exit "+strconv.Itoa(status))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitZombie(t, cmd.Process.Pid)
+	return cmd
 }
 
 // awaitReaped waits (bounded) until none of pids is left in /proc, not

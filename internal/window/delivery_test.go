@@ -50,10 +50,7 @@ func TestDeliveryWhileFactsArePending(t *testing.T) {
 	h := &heldStore{Store: st}
 	svc := window.NewService(h, nil, c.now)
 	ctx := context.Background()
-	wa, wb := window.Hash("a", alice), window.Hash("b", alice)
-	observe(t, svc, st, alice, wa, "read_files", "agent:local:p")
-	observe(t, svc, st, alice, wb, "read_files", "agent:local:p")
-	idB := window.PeerID(window.PrincipalOf(alice), wb)
+	wa, wb, idB := alicePeers(t, svc, st)
 	ord, err := svc.Post(ctx, alice, wa, window.PostParams{PeerID: idB, Body: "fyi"})
 	if err != nil {
 		t.Fatal(err)
@@ -103,10 +100,7 @@ func TestDeliveryWhileFactsArePending(t *testing.T) {
 func TestAckedPeerMessageReprojects(t *testing.T) {
 	svc, st, c := open(t)
 	ctx := context.Background()
-	wa, wb := window.Hash("a", alice), window.Hash("b", alice)
-	observe(t, svc, st, alice, wa, "read_files", "agent:local:p")
-	observe(t, svc, st, alice, wb, "read_files", "agent:local:p")
-	idB := window.PeerID(window.PrincipalOf(alice), wb)
+	wa, wb, idB := alicePeers(t, svc, st)
 	ack, err := svc.Post(ctx, alice, wa, window.PostParams{PeerID: idB, Body: "pull first", RequiresAck: true})
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,17 @@ func observe(t *testing.T, svc *window.Service, st *windowdb.Store, p auth.Princ
 	}
 }
 
+// alicePeers observes alice's windows a and b in agent:local:p through
+// svc and returns their hashes and b's peer id.
+func alicePeers(t *testing.T, svc *window.Service, st *windowdb.Store) (wa, wb, idB string) {
+	t.Helper()
+	wa, wb = window.Hash("a", alice), window.Hash("b", alice)
+	observe(t, svc, st, alice, wa, "read_files", "agent:local:p")
+	observe(t, svc, st, alice, wb, "read_files", "agent:local:p")
+	idB = window.PeerID(window.PrincipalOf(alice), wb)
+	return wa, wb, idB
+}
+
 func peerIDs(t *testing.T, svc *window.Service, p auth.Principal, w, project string) []string {
 	t.Helper()
 	ps, err := svc.Peers(context.Background(), p, w, project)
@@ -197,10 +208,7 @@ func TestPostPeerMessage(t *testing.T) {
 func TestRetention(t *testing.T) {
 	svc, st, c := open(t)
 	ctx := context.Background()
-	wa, wb := window.Hash("a", alice), window.Hash("b", alice)
-	observe(t, svc, st, alice, wa, "read_files", "agent:local:p")
-	observe(t, svc, st, alice, wb, "read_files", "agent:local:p")
-	idB := window.PeerID(window.PrincipalOf(alice), wb)
+	wa, wb, idB := alicePeers(t, svc, st)
 	var first string
 	for i := 0; i < window.MaxMessagesPerWindow+5; i++ {
 		c.t = c.t.Add(time.Millisecond)

@@ -58,6 +58,17 @@ func newEnv(t *testing.T) *env {
 		m: &worktree.Manager{Projects: reg, Host: &runner.Local{Policy: pol}, Dir: dir}}
 }
 
+// create makes a worktree of p at ref through the manager; an error
+// fails the test.
+func (e *env) create(t *testing.T, p project.Project, ref string) worktree.Worktree {
+	t.Helper()
+	w, err := e.m.Create(context.Background(), p, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // unchanged checks that a failed Create left no project, no worktree
 // directory and no git worktree.
 func (e *env) unchanged(projects int) {
@@ -75,10 +86,7 @@ func TestCreateAtHeadAndAtRef(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	head := gittest.Run(t, e.source.Root, "rev-parse", "HEAD")
-	w, err := e.m.Create(ctx, e.source, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := e.create(t, e.source, "")
 	if w.BaseCommit != head || w.Source != e.source.ID || w.SourceDirty || !w.Project.Worktree() ||
 		w.Project.Source != e.source.ID || w.Project.BaseCommit != head || !strings.HasPrefix(w.Project.Root, e.m.Dir+"/") {
 		t.Fatalf("worktree: %+v", w)
@@ -177,17 +185,14 @@ func TestCreateBadInputChangesNothing(t *testing.T) {
 func TestResumeChecksTheBaseCommit(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	w, err := e.m.Create(ctx, e.source, "v1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := e.create(t, e.source, "v1")
 	if r, err := e.m.Resume(ctx, w.Project, "v1"); err != nil || r.BaseCommit != w.BaseCommit {
 		t.Fatalf("matching base_ref: %+v, %v", r, err)
 	}
 	if _, err := e.m.Resume(ctx, w.Project, ""); err != nil {
 		t.Fatalf("no base_ref: %v", err)
 	}
-	_, err = e.m.Resume(ctx, w.Project, "main")
+	_, err := e.m.Resume(ctx, w.Project, "main")
 	if !failure.Is(err, failure.BaseRefMismatch) || failure.DetailOf(err)["base_commit"] != w.BaseCommit {
 		t.Fatalf("mismatching base_ref: %v", err)
 	}
@@ -206,10 +211,7 @@ func TestResumeChecksTheBaseCommit(t *testing.T) {
 func TestRemove(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	w, err := e.m.Create(ctx, e.source, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := e.create(t, e.source, "")
 	os.WriteFile(filepath.Join(w.Project.Root, "a.txt"), []byte("dirty\n"), 0o644)
 	if err := e.m.Remove(ctx, w.Project, false); !failure.Is(err, failure.OperationFailed) {
 		t.Fatalf("removing a dirty worktree without force: %v", err)
@@ -315,10 +317,7 @@ func TestCreateRefusesAGitDirOutsideTheSource(t *testing.T) {
 func TestCreateNeutralisesTheSourcesFilterAndHooks(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	victim, err := e.m.Create(ctx, e.source, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	victim := e.create(t, e.source, "")
 	src := newRepo(t)
 	os.WriteFile(filepath.Join(src, ".gitattributes"), []byte("* filter=evil\n"), 0o644)
 	gittest.Run(t, src, "add", ".gitattributes")
@@ -331,10 +330,7 @@ func TestCreateNeutralisesTheSourcesFilterAndHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := e.m.Create(ctx, evil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := e.create(t, evil, "")
 	if _, err := os.Lstat(filepath.Join(victim.Project.Root, "AGENTS.md")); err == nil {
 		t.Fatal("the source's filter or hook planted AGENTS.md in another worktree")
 	}
@@ -357,10 +353,7 @@ func TestCreateNeutralisesTheSourcesFilterAndHooks(t *testing.T) {
 func TestRemoveFollowsTheSourceNotTheWorktreesGitFile(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	w, err := e.m.Create(ctx, e.source, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := e.create(t, e.source, "")
 	victim := newRepo(t)
 	os.WriteFile(filepath.Join(w.Project.Root, "a.txt"), []byte("dirty\n"), 0o644)
 	os.WriteFile(filepath.Join(w.Project.Root, ".git"), []byte("gitdir: "+filepath.Join(victim, ".git")+"\n"), 0o644)
@@ -391,10 +384,7 @@ func TestRemoveFollowsTheSourceNotTheWorktreesGitFile(t *testing.T) {
 func TestResumeRefusesARedirectedSource(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	w, err := e.m.Create(ctx, e.source, "v1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := e.create(t, e.source, "v1")
 	victim := newRepo(t)
 	gitDir := filepath.Join(e.source.Root, ".git")
 	if err := os.Rename(gitDir, gitDir+".moved"); err != nil {

@@ -29,29 +29,29 @@ if (!client || !url || !token) {
 const headers = { Authorization: `Bearer ${token}` };
 const require = createRequire(import.meta.url);
 
+// sdkSession connects a TypeScript SDK Client (v1 or v2) over its
+// streamable HTTP transport and returns what connect returns.
+async function sdkSession(Client, StreamableHTTPClientTransport) {
+	const c = new Client({ name: 'webcodex-sweep', version: '1' });
+	await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+	const { tools } = await c.listTools();
+	return {
+		names: tools.map((t) => t.name),
+		call: (name, args, meta) => c.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) }),
+	};
+}
+
 // connect returns call(tool, args, window) -> {isError, structuredContent}
 // (throwing when the client rejects the result) and the listed tool names.
 async function connect() {
 	if (client === 'sdk-v1') {
 		const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
 		const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
-		const c = new Client({ name: 'webcodex-sweep', version: '1' });
-		await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
-		const { tools } = await c.listTools();
-		return {
-			names: tools.map((t) => t.name),
-			call: (name, args, meta) => c.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) }),
-		};
+		return sdkSession(Client, StreamableHTTPClientTransport);
 	}
 	if (client === 'sdk-v2') {
 		const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
-		const c = new Client({ name: 'webcodex-sweep', version: '1' });
-		await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
-		const { tools } = await c.listTools();
-		return {
-			names: tools.map((t) => t.name),
-			call: (name, args, meta) => c.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) }),
-		};
+		return sdkSession(Client, StreamableHTTPClientTransport);
 	}
 	if (client === 'inspector' || client === 'inspector-modern') {
 		const cli = require.resolve('@modelcontextprotocol/inspector/package.json').replace(/package\.json$/, 'clients/cli/build/index.js');

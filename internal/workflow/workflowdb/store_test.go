@@ -463,6 +463,23 @@ func importLedger(st workflow.Store, doc string) (int, error) {
 	return workflow.ImportLedger(context.Background(), st, strings.NewReader(doc), knownProj)
 }
 
+// reimport imports the ledger data (of session s) into a new store,
+// checks that it makes one session and that s exported from there is
+// data again, and returns the new store.
+func reimport(t *testing.T, data []byte, s workflow.Session) *workflowdb.Store {
+	t.Helper()
+	st2 := open(t, filepath.Join(t.TempDir(), "b.db"))
+	if n, err := importLedger(st2, string(data)); err != nil || n != 1 {
+		t.Fatalf("import: n=%d err=%v", n, err)
+	}
+	l2, _ := workflow.Export(context.Background(), st2, []string{s.ID}, s.CreatedAt)
+	data2, _ := json.Marshal(l2)
+	if string(data) != string(data2) {
+		t.Fatalf("re-export differs:\n%s\n%s", data, data2)
+	}
+	return st2
+}
+
 func TestLedgerRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	st := open(t, filepath.Join(t.TempDir(), "a.db"))
@@ -476,15 +493,7 @@ func TestLedgerRoundTrip(t *testing.T) {
 	}
 	data, _ := json.Marshal(l)
 
-	st2 := open(t, filepath.Join(t.TempDir(), "b.db"))
-	if n, err := importLedger(st2, string(data)); err != nil || n != 1 {
-		t.Fatalf("import: n=%d err=%v", n, err)
-	}
-	l2, _ := workflow.Export(ctx, st2, []string{s.ID}, s.CreatedAt)
-	data2, _ := json.Marshal(l2)
-	if string(data) != string(data2) {
-		t.Fatalf("re-export differs:\n%s\n%s", data, data2)
-	}
+	st2 := reimport(t, data, s)
 	if _, err := importLedger(st2, string(data)); failure.KindOf(err) != failure.Conflict || !strings.Contains(err.Error(), "row 1, session "+s.ID) {
 		t.Fatalf("second import: got %v, want conflict naming the row", err)
 	}
@@ -515,15 +524,7 @@ func TestLedgerCarriesReplays(t *testing.T) {
 	if !strings.Contains(string(data), `"replayed":true,"replay_of":"`+of+`"`) {
 		t.Fatalf("the ledger does not say replayed: %s", data)
 	}
-	st2 := open(t, filepath.Join(t.TempDir(), "b.db"))
-	if n, err := importLedger(st2, string(data)); err != nil || n != 1 {
-		t.Fatalf("import: n=%d err=%v", n, err)
-	}
-	l2, _ := workflow.Export(ctx, st2, []string{s.ID}, s.CreatedAt)
-	data2, _ := json.Marshal(l2)
-	if string(data) != string(data2) {
-		t.Fatalf("re-export differs:\n%s\n%s", data, data2)
-	}
+	st2 := reimport(t, data, s)
 	evs, err := st2.Events(ctx, s.ID, 0)
 	if err != nil {
 		t.Fatal(err)
