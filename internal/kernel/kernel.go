@@ -881,7 +881,16 @@ func (k *Kernel) run(ctx context.Context, t *Tool, inv *Invocation, in any) (out
 			err = errors.New("tool panicked")
 		}
 	}()
-	return t.run(ctx, inv, in)
+	out, err = t.run(ctx, inv, in)
+	if r, ok := out.(Replayer); ok && err == nil {
+		// A replay the ledger could not store as it is fails the call (a
+		// replay changed nothing) rather than being recorded as a new
+		// effect or with a cut pointer.
+		if cerr := r.Replay().Check(); cerr != nil {
+			err = failure.Wrap(failure.Internal, cerr, "the call's replay could not be recorded")
+		}
+	}
+	return out, err
 }
 
 type pair struct {

@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/auth"
@@ -21,7 +22,8 @@ func (o keyedOut) Replay() workflow.Replay { return workflow.Replay{Of: o.Of} }
 const original = "wc_msg_0123456789abcdef0123456789abcdef"
 
 // registerKeyed adds keyed_echo: text "again" replays original, "fail"
-// returns that replay with an error, anything else is a new effect.
+// returns that replay with an error, "long" a replay whose original id
+// the ledger cannot store, anything else is a new effect.
 func registerKeyed(e *env) {
 	kernel.Register(e.k.Registry(), kernel.Spec[echoIn, keyedOut]{
 		Name: "keyed_echo", Description: "a keyed mutating tool", Scopes: []auth.Scope{auth.ScopeProjectWrite},
@@ -32,6 +34,8 @@ func registerKeyed(e *env) {
 				return keyedOut{Of: original}, nil
 			case "fail":
 				return keyedOut{Of: original}, failure.New(failure.IdempotencyConflict, "key used with another payload")
+			case "long":
+				return keyedOut{Of: strings.Repeat("x", workflow.MaxReplayOfChars+1)}, nil
 			}
 			return keyedOut{}, nil
 		},
@@ -94,5 +98,29 @@ func TestKernelRecordsReplays(t *testing.T) {
 	}
 	if s.Counters.Replays != 1 || s.Counters.ToolFailures != 1 {
 		t.Fatalf("counters %+v, want 1 replay and 1 failure", s.Counters)
+	}
+}
+
+// A replay whose original id the ledger cannot store fails the call as an
+// internal defect, with nothing changed: it is never recorded as a new
+// effect, nor with a cut pointer.
+func TestKernelRefusesAnUnstorableReplay(t *testing.T) {
+	e := newEnv(t)
+	registerKeyed(e)
+	c := e.start(t, "")
+	res := e.call(t, auth.LocalUser(), "keyed_echo", `{"project":"`+projA+`","session_id":"`+c+`","text":"long"}`, "")
+	if res.Success || res.ReplayOf != "" || res.Error == nil || res.Error.Kind != failure.Internal {
+		t.Fatalf("result %+v, want an internal failure with no replay", res)
+	}
+	rec := e.records[len(e.records)-1]
+	if rec.ReplayOf != "" || rec.Outcome != "failed" {
+		t.Fatalf("record outcome %q replay_of %q, want failed with none", rec.Outcome, rec.ReplayOf)
+	}
+	f := lastFinished(t, e, c)
+	if f.Replayed || f.ReplayOf != "" || f.Outcome == workflow.OutcomeOK {
+		t.Fatalf("finished event %+v, want a failure with no replay", f)
+	}
+	if err := workflow.ValidateEvent(f); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -25,6 +25,16 @@ type Replay struct {
 // Replayed reports whether the call was a replay.
 func (r Replay) Replayed() bool { return r.Of != "" }
 
+// Check reports whether the ledger can store r as it is: Of at most
+// MaxReplayOfChars bytes. A replay that fails it is a defect of the domain
+// that decided it, never of the caller.
+func (r Replay) Check() error {
+	if len(r.Of) > MaxReplayOfChars {
+		return fmt.Errorf("replay_of: longer than %d bytes", MaxReplayOfChars)
+	}
+	return nil
+}
+
 // checkReplay checks the replay fields of an event: replayed exactly when
 // it names its original, only on a successful tool_call_finished, and
 // bounded.
@@ -36,10 +46,8 @@ func checkReplay(e Event) error {
 		return nil
 	case e.Kind != EventToolCallFinished || e.Outcome != OutcomeOK:
 		return fmt.Errorf("replayed: only on a tool_call_finished with outcome ok")
-	case len(e.ReplayOf) > MaxReplayOfChars:
-		return fmt.Errorf("replay_of: longer than %d bytes", MaxReplayOfChars)
 	}
-	return nil
+	return Replay{Of: e.ReplayOf}.Check()
 }
 
 // Replay returns the replay verdict of a completion: the completion id of
