@@ -258,17 +258,18 @@ var errStale = errors.New("stale assignment fence")
 // Complete atomically posts one answer reply to an open todo and resolves
 // the todo, and returns only once both are durable. The same
 // completion_key with the same payload returns the original completion
-// with Replayed (also after a restart); with another payload it is
-// idempotency_conflict. Another key on a completed todo is
-// already_completed (with the completion's identity as detail). A fence
-// that is not one this store issued for this session and todo (malformed,
-// an old unkeyed wsa2_ fence, edited, forged without the key, or another
-// session's or todo's) is invalid_assignment_fence, before anything is
-// read for a replay. An authentic fence that does not match the current
+// with Replayed (also after a restart, not after a restore from an
+// export: the restored ledger's key refuses the old fence, decision 0057);
+// with another payload it is idempotency_conflict. Another key on a
+// completed todo is already_completed (with the completion's identity as
+// detail). A fence that is not one this store issued for this session and
+// todo (malformed, an old unkeyed wsa2_ fence, edited, forged without the
+// key, or another session's or todo's) is invalid_assignment_fence, before
+// a replay is judged. An authentic fence that does not match the current
 // assignment is stale_precondition with detail assignment: the current
-// snapshot, with a fresh fence when it is completable. When the commit's outcome cannot be
-// established the error is completion_persistence_uncertain: retry the
-// same call.
+// snapshot, with a fresh fence when it is completable. When the commit's
+// outcome cannot be established the error is
+// completion_persistence_uncertain: retry the same call.
 func (b *Board) Complete(ctx context.Context, p CompleteParams) (Completion, error) {
 	if err := p.check(); err != nil {
 		return Completion{}, err
