@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 const boardProject = "agent:local:board"
@@ -95,7 +97,7 @@ func TestBoardCoordinatorWorker(t *testing.T) {
 	}
 	r = mcpOK(t, worker, "get_session_assignment", map[string]any{"session_id": c, "message_id": todo.ID, "recording_session_id": w})
 	decodeInto(t, r.Output["assignment_fence"], &a.Fence)
-	if !strings.HasPrefix(a.Fence, "wsa2_") {
+	if !strings.HasPrefix(a.Fence, workflow.FencePrefix) || len(a.Fence) != workflow.FenceChars {
 		t.Fatalf("assignment: %+v", r.Output)
 	}
 	// The coordinator edits the assignment with guidance on the todo.

@@ -235,7 +235,7 @@ func TestMCPOutputSchemasAcceptSuccessAndFailure(t *testing.T) {
 	fence := str(act("get_session_assignment", map[string]any{"session_id": sess, "message_id": todo}, true), "assignment_fence")
 	act("get_session_assignment", map[string]any{"session_id": sess, "message_id": "wc_msg_00000000000000000000000000000000"}, false)
 	act("complete_session_message", map[string]any{"session_id": sess, "message_id": todo, "answer": "fixed", "completion_key": "k1",
-		"expected_assignment_fence": "wsa2_x"}, false)
+		"expected_assignment_fence": "wsa3_x"}, false)
 	act("complete_session_message", map[string]any{"session_id": sess, "message_id": todo, "answer": "fixed", "completion_key": "k1",
 		"expected_assignment_fence": fence}, true)
 	act("resolve_session_message", map[string]any{"session_id": sess, "message_id": todo}, true)

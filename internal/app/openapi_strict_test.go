@@ -219,7 +219,7 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("session_discussion_summary", map[string]any{"session_id": sess}, true)
 	fence := field(act("get_session_assignment", map[string]any{"session_id": sess, "message_id": todo}, true), "assignment_fence")
 	act("complete_session_message", map[string]any{"session_id": sess, "message_id": todo, "answer": "fixed", "completion_key": "k1",
-		"expected_assignment_fence": "wsa2_x"}, false)
+		"expected_assignment_fence": "wsa3_x"}, false)
 	act("complete_session_message", map[string]any{"session_id": sess, "message_id": todo, "answer": "fixed", "completion_key": "k1",
 		"expected_assignment_fence": fence}, true)
 	act("resolve_session_message", map[string]any{"session_id": sess, "message_id": todo}, true)

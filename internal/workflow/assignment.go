@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -11,13 +12,22 @@ import (
 	"github.com/webcodex/webcodex/internal/redact"
 )
 
-// FencePrefix starts every assignment fence.
-const FencePrefix = "wsa2_"
-
-// fenceLen is the length of a fence: the prefix and 16 bytes in unpadded
-// base64url (8 bytes binding it to the session and todo, 8 bytes of the
-// assignment's semantic state).
-const fenceLen = len(FencePrefix) + 22
+// Assignment fence format (decision 0057).
+const (
+	// FencePrefix starts every assignment fence. wsa2_ was the unkeyed
+	// format before decision 0057: such a fence is
+	// invalid_assignment_fence.
+	FencePrefix = "wsa3_"
+	// fenceStateBytes is the keyed digest of the assignment's semantic
+	// state; fenceTagBytes the tag authenticating it for one session and
+	// todo.
+	fenceStateBytes = 8
+	fenceTagBytes   = 16
+	fenceBytes      = fenceStateBytes + fenceTagBytes
+	// FenceChars is the length of every fence: the prefix and fenceBytes
+	// in unpadded base64url (a multiple of 3 bytes: 4 characters each 3).
+	FenceChars = len(FencePrefix) + fenceBytes/3*4
+)
 
 // Reasons a todo is not completable from its assignment snapshot.
 const (
@@ -48,43 +58,87 @@ type Assignment struct {
 	Fetch TodoFetch `json:"-"`
 }
 
-func fenceBind(session, todo string) []byte {
-	h := sha256.Sum256([]byte("webcodex assignment fence bind v2\x00" + session + "\x00" + todo))
-	return h[:8]
+// fenceKeys are the two keys derived from a store's ObservationKey for
+// assignment fences: one digests an assignment's state, the other
+// authenticates that digest for a session and todo. Their labels keep
+// them independent of the observation token keys derived from the same
+// key (decision 0057).
+type fenceKeys struct{ state, tag []byte }
+
+func newFenceKeys(key []byte) fenceKeys {
+	if len(key) != ObservationKeyBytes {
+		panic("workflow: the board store's observation key is not ObservationKeyBytes long")
+	}
+	derive := func(use string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte("webcodex assignment fence v3 " + use))
+		return m.Sum(nil)
+	}
+	return fenceKeys{state: derive("state"), tag: derive("tag")}
 }
 
-// fenceState digests the assignment-local semantic state: the todo's
-// text, tags, priority and status, its reply counters and assignment
-// revision, and every retained direct reply.
-func fenceState(todo Message, replies []Message) []byte {
+// fenceState digests the assignment-local semantic state under the key:
+// the session and todo ids, the todo's text, tags, priority and status,
+// its reply counters and assignment revision, and every retained direct
+// reply. Nothing else enters it, so nothing else stales a fence.
+func (k fenceKeys) fenceState(todo Message, replies []Message) []byte {
 	rs := make([]any, len(replies))
 	for i, r := range replies {
 		rs[i] = []any{r.ID, r.Kind, r.Status, r.Priority, r.Tags, r.Body, r.Resolution}
 	}
-	d := digest("webcodex assignment fence state v2", []any{todo.SessionID, todo.ID, todo.AssignmentRevision,
+	d := digest("webcodex assignment fence state v3", []any{todo.SessionID, todo.ID, todo.AssignmentRevision,
 		todo.Body, todo.Tags, todo.Priority, todo.Status, todo.RepliesPosted, todo.RepliesRemoved, rs})
-	return d[:8]
+	m := hmac.New(sha256.New, k.state)
+	m.Write(d[:])
+	return m.Sum(nil)[:fenceStateBytes]
 }
 
-func makeFence(todo Message, replies []Message) string {
-	b := append(fenceBind(todo.SessionID, todo.ID), fenceState(todo, replies)...)
+// fenceTag authenticates a fence's state digest for session and todo.
+func (k fenceKeys) fenceTag(session, todo string, state []byte) []byte {
+	m := hmac.New(sha256.New, k.tag)
+	m.Write([]byte(session + "\x00" + todo + "\x00"))
+	m.Write(state)
+	return m.Sum(nil)[:fenceTagBytes]
+}
+
+// makeFence is FencePrefix + base64url(state || tag): state is the keyed
+// digest of the assignment (fenceState), tag the HMAC-SHA256 of the
+// session, the todo and state under the store's key. Without the key a
+// fence cannot be computed, so holding one shows that this server issued
+// it from get_session_assignment.
+func (k fenceKeys) makeFence(todo Message, replies []Message) string {
+	state := k.fenceState(todo, replies)
+	b := make([]byte, 0, fenceBytes)
+	b = append(append(b, state...), k.fenceTag(todo.SessionID, todo.ID, state)...)
 	return FencePrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// parseFence returns the binding and state parts of a fence, or
-// invalid_assignment_fence when it is not one.
-func parseFence(f string) (bind, state []byte, err error) {
-	rest, ok := strings.CutPrefix(f, FencePrefix)
-	if ok && len(f) == fenceLen {
-		if b, derr := base64.RawURLEncoding.Strict().DecodeString(rest); derr == nil && len(b) == 16 {
-			return b[:8], b[8:], nil
-		}
-	}
-	return nil, nil, failure.New(failure.InvalidAssignmentFence, "expected_assignment_fence is not an assignment fence; call get_session_assignment")
+func badFence(why string) error {
+	return failure.New(failure.InvalidAssignmentFence, "expected_assignment_fence %s; call get_session_assignment for this todo", why)
 }
 
-// snapshot builds the assignment of todo id from r.
-func snapshot(r BoardReader, id string) (Assignment, error) {
+// parseFence returns the state and tag parts of a fence in the current
+// format, or invalid_assignment_fence when it is not one (an old unkeyed
+// wsa2_ fence included). It does not authenticate the fence: see
+// authentic.
+func parseFence(f string) (state, tag []byte, err error) {
+	rest, ok := strings.CutPrefix(f, FencePrefix)
+	if ok && len(f) == FenceChars {
+		if b, derr := base64.RawURLEncoding.Strict().DecodeString(rest); derr == nil && len(b) == fenceBytes {
+			return b[:fenceStateBytes], b[fenceStateBytes:], nil
+		}
+	}
+	return nil, nil, badFence("is not an assignment fence")
+}
+
+// authentic reports whether tag was issued by this store for session,
+// todo and state (compared in constant time).
+func (k fenceKeys) authentic(session, todo string, state, tag []byte) bool {
+	return hmac.Equal(tag, k.fenceTag(session, todo, state))
+}
+
+// snapshot builds the assignment of todo id from r, fenced with k.
+func (k fenceKeys) snapshot(r BoardReader, id string) (Assignment, error) {
 	st, err := r.State()
 	if err != nil {
 		return Assignment{}, err
@@ -119,7 +173,7 @@ func snapshot(r BoardReader, id string) (Assignment, error) {
 		a.Reason = NotCompletableTooManyReplies
 	default:
 		a.Completable = true
-		a.Fence = makeFence(todo, replies)
+		a.Fence = k.makeFence(todo, replies)
 	}
 	if a.Replies == nil {
 		a.Replies = []Message{}
@@ -139,7 +193,7 @@ func (b *Board) Assignment(ctx context.Context, id, messageID string) (Assignmen
 	var a Assignment
 	err := b.store.ViewBoard(ctx, id, func(r BoardReader) error {
 		var err error
-		if a, err = snapshot(r, messageID); err != nil {
+		if a, err = b.fences.snapshot(r, messageID); err != nil {
 			return err
 		}
 		f, err := r.Fetches([]string{messageID})
@@ -204,20 +258,23 @@ var errStale = errors.New("stale assignment fence")
 // Complete atomically posts one answer reply to an open todo and resolves
 // the todo, and returns only once both are durable. The same
 // completion_key with the same payload returns the original completion
-// with Replayed (also after a restart); with another payload it is
-// idempotency_conflict. Another key on a completed todo is
-// already_completed (with the completion's identity as detail). A fence
-// that does not match the current assignment is stale_precondition with
-// detail assignment: the current snapshot, with a fresh fence when it is
-// completable. A fence for another session or todo is
-// invalid_assignment_fence. When the commit's outcome cannot be
-// established the error is completion_persistence_uncertain: retry the
-// same call.
+// with Replayed (also after a restart, not after a restore from an
+// export: the restored ledger's key refuses the old fence, decision 0057);
+// with another payload it is idempotency_conflict. Another key on a
+// completed todo is already_completed (with the completion's identity as
+// detail). A fence that is not one this store issued for this session and
+// todo (malformed, an old unkeyed wsa2_ fence, edited, forged without the
+// key, or another session's or todo's) is invalid_assignment_fence, before
+// a replay is judged. An authentic fence that does not match the current
+// assignment is stale_precondition with detail assignment: the current
+// snapshot, with a fresh fence when it is completable. When the commit's
+// outcome cannot be established the error is
+// completion_persistence_uncertain: retry the same call.
 func (b *Board) Complete(ctx context.Context, p CompleteParams) (Completion, error) {
 	if err := p.check(); err != nil {
 		return Completion{}, err
 	}
-	bind, state, _ := parseFence(p.Fence)
+	state, tag, _ := parseFence(p.Fence)
 	fp := p.fingerprint()
 	var out Completion
 	ran := false
@@ -236,17 +293,17 @@ func (b *Board) Complete(ctx context.Context, p CompleteParams) (Completion, err
 		if todo.Kind != MessageTodo {
 			return failure.New(failure.SessionMessageNotTodo, "message %s is a %s, not a todo", todo.ID, todo.Kind)
 		}
-		if string(bind) != string(fenceBind(p.SessionID, p.MessageID)) {
-			return failure.New(failure.InvalidAssignmentFence, "expected_assignment_fence was issued for another session or todo; call get_session_assignment for this one")
+		if !b.fences.authentic(p.SessionID, p.MessageID, state, tag) {
+			return badFence("was not issued by this server for this session and todo")
 		}
 		if todo.CompletionID != "" {
 			return b.replay(w, todo, p.CompletionKey, fp, &out)
 		}
-		cur, err := snapshot(w, p.MessageID)
+		cur, err := b.fences.snapshot(w, p.MessageID)
 		if err != nil {
 			return err
 		}
-		if !cur.Completable || string(state) != string(fenceState(cur.Todo, cur.Replies)) {
+		if !cur.Completable || !hmac.Equal(state, b.fences.fenceState(cur.Todo, cur.Replies)) {
 			return errStale
 		}
 		now := b.now().UTC()

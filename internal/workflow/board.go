@@ -110,9 +110,11 @@ type BoardStore interface {
 	// the full snapshot (ViewBoard) must decide.
 	AttentionPossible(ctx context.Context, id string, before time.Time) (bool, error)
 	// ObservationKey is the store's secret key of ObservationKeyBytes
-	// that authenticates observation tokens. It is the same for every
-	// process serving the store and across restarts, so a token stays
-	// valid for as long as the board it was issued for.
+	// from which the board derives, under distinct labels, the keys that
+	// authenticate observation tokens and assignment fences (decisions
+	// 0051, 0057). It is the same for every process serving the store and
+	// across restarts, so a token or fence stays valid for as long as the
+	// board state it was issued for.
 	ObservationKey() []byte
 }
 
@@ -123,6 +125,7 @@ type Board struct {
 	now    func() time.Time
 	notify Notifier
 	tokens tokenKeys
+	fences fenceKeys
 
 	mu      sync.Mutex
 	flights map[flightKey]*flight // see sharedChanges
@@ -136,12 +139,13 @@ type Board struct {
 // NewBoard returns a Board over store that wakes observers in this
 // process ([LocalNotifier]). now may be nil (time.Now). It panics when
 // the store's ObservationKey is not ObservationKeyBytes long: a store
-// must not serve a board whose cursors it cannot authenticate.
+// must not serve a board whose cursors and fences it cannot authenticate.
 func NewBoard(store BoardStore, now func() time.Time) *Board {
 	if now == nil {
 		now = time.Now
 	}
-	return &Board{store: store, now: now, notify: NewLocalNotifier(), tokens: newTokenKeys(store.ObservationKey())}
+	return &Board{store: store, now: now, notify: NewLocalNotifier(), tokens: newTokenKeys(store.ObservationKey()),
+		fences: newFenceKeys(store.ObservationKey())}
 }
 
 // WithNotifier returns b waking observers through n instead.

@@ -20,7 +20,7 @@ const (
 	// the unkeyed format before decision 0051; such a token is refused).
 	ObservationTokenPrefix = "wso2_"
 	// ObservationKeyBytes is the size of the secret key a BoardStore
-	// holds to authenticate observation tokens.
+	// holds to authenticate observation tokens and assignment fences.
 	ObservationKeyBytes = 32
 	// MaxObservationTokenChars bounds an observation token as accepted.
 	MaxObservationTokenChars = 192

@@ -197,7 +197,7 @@ await act('session_discussion_summary', { session_id: noSess }, false);
 const fence = field(await act('get_session_assignment', { session_id: sess, message_id: todo }, true), 'assignment_fence');
 await act('get_session_assignment', { session_id: sess, message_id: 'wc_msg_00000000000000000000000000000000' }, false);
 const done = { session_id: sess, message_id: todo, answer: 'fixed', completion_key: 'k1' };
-await act('complete_session_message', { ...done, expected_assignment_fence: 'wsa2_x' }, false);
+await act('complete_session_message', { ...done, expected_assignment_fence: 'wsa3_x' }, false);
 await act('complete_session_message', { ...done, expected_assignment_fence: fence }, true);
 await act('resolve_session_message', { session_id: sess, message_id: todo }, true);
 await act('resolve_session_message', { session_id: sess, message_id: 'wc_msg_00000000000000000000000000000000' }, false);

@@ -57,8 +57,9 @@ func newBoardLedger(t *testing.T) *boardLedger {
 	return l
 }
 
-// A board exported and imported into a fresh data directory lists,
-// assigns and replays its completion exactly as before.
+// A board exported and imported into a fresh data directory lists and
+// assigns exactly as before; its fences, issued under the exported
+// ledger's key, fail closed.
 func TestLedgerBoardRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	l := newBoardLedger(t)
@@ -87,31 +88,36 @@ func TestLedgerBoardRoundTrip(t *testing.T) {
 	if err != nil || len(ms) != 2 || ms[0].ID != l.open.ID || ms[1].Status != workflow.MessageResolved {
 		t.Fatalf("list: %v %+v", err, ms)
 	}
-	// The same completion key and payload replays the original.
-	c, err := e2.board.Complete(ctx, l.complete)
-	if err != nil || !c.Replayed || c.Answer.ID != l.completion.Answer.ID || c.Todo.CompletionID != l.completion.Todo.CompletionID {
-		t.Fatalf("replay: %v %+v", err, c)
-	}
-	// Another key is already_completed; another payload a conflict.
+	// The restored ledger has its own key (decision 0057): a fence the
+	// exported board issued fails closed, for a retry of the recorded
+	// completion as for another key or payload (a completed todo has no
+	// fresh fence), and the assignment shows that completion instead.
 	other := l.complete
 	other.CompletionKey = "done-2"
-	_, err = e2.board.Complete(ctx, other)
-	wantKind(t, err, failure.AlreadyCompleted)
-	other = l.complete
-	other.Answer = "something else"
-	_, err = e2.board.Complete(ctx, other)
-	wantKind(t, err, failure.IdempotencyConflict)
+	conflict := l.complete
+	conflict.Answer = "something else"
+	for _, p := range []workflow.CompleteParams{l.complete, other, conflict} {
+		_, err = e2.board.Complete(ctx, p)
+		wantKind(t, err, failure.InvalidAssignmentFence)
+	}
+	if a, err := e2.board.Assignment(ctx, id, l.done.ID); err != nil || a.Completable || a.Reason != workflow.NotCompletableResolved ||
+		a.Todo.CompletionID != l.completion.Todo.CompletionID || a.Todo.ResolvedByMessageID != l.completion.Answer.ID {
+		t.Fatalf("assignment of the completed todo: %v %+v", err, a)
+	}
 	// The delivery key replays the original post.
 	m, replayed, err := e2.board.Post(ctx, workflow.PostParams{SessionID: id, Kind: workflow.MessageTodo, Body: "write the parser", DeliveryKey: "todo-1", RequiresAck: true})
 	if err != nil || !replayed || m.ID != l.done.ID {
 		t.Fatalf("delivery replay: %v %v %+v", err, replayed, m)
 	}
-	// The open todo's fence is the same state: it is the same fence.
+	// The open todo is in the same state, fenced under the restored
+	// ledger's key: a new fence; the exported board's one is refused.
 	a1, _ := l.e.board.Assignment(ctx, id, l.open.ID)
 	a2, err := e2.board.Assignment(ctx, id, l.open.ID)
-	if err != nil || !a2.Completable || a2.Fence != a1.Fence || len(a2.Replies) != 1 {
+	if err != nil || !a2.Completable || a2.Fence == a1.Fence || len(a2.Fence) != workflow.FenceChars || len(a2.Replies) != 1 {
 		t.Fatalf("assignment: %v %+v", err, a2)
 	}
+	_, err = e2.board.Complete(ctx, workflow.CompleteParams{SessionID: id, MessageID: l.open.ID, Answer: "printer written", CompletionKey: "p-1", Fence: a1.Fence})
+	wantKind(t, err, failure.InvalidAssignmentFence)
 	if stripState(e2.snap(t, id)) != stripState(after) {
 		t.Fatal("replays changed the restored board")
 	}
@@ -187,9 +193,9 @@ func TestLedgerBoardEditedRowDiscarded(t *testing.T) {
 	if err != nil || a.Completable || a.Fence != "" {
 		t.Fatalf("assignment after a lost reply: %v %+v", err, a)
 	}
-	// The completion still replays.
-	if c, err := e2.board.Complete(ctx, l.complete); err != nil || !c.Replayed {
-		t.Fatalf("replay: %v %+v", err, c)
+	// The completion is still recorded (its old fence fails closed).
+	if a, err := e2.board.Assignment(ctx, id, l.done.ID); err != nil || a.Todo.CompletionID != l.completion.Todo.CompletionID {
+		t.Fatalf("completed todo: %v %+v", err, a)
 	}
 }
 

@@ -411,7 +411,7 @@ func TestAssignmentFenceAndCompletion(t *testing.T) {
 	e := newBoardEnv(t)
 	todo := e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "fix Add"})
 	a := e.assign(t, todo.ID)
-	if len(a.Fence) != len(workflow.FencePrefix)+22 || !a.RepliesComplete || len(a.Replies) != 0 {
+	if len(a.Fence) != workflow.FenceChars || !a.RepliesComplete || len(a.Replies) != 0 {
 		t.Fatalf("assignment: %+v", a)
 	}
 	// Unrelated traffic does not stale the fence.
@@ -497,7 +497,7 @@ func TestCompletionRejects(t *testing.T) {
 		{"fence not base64url", workflow.CompleteParams{MessageID: todo.ID, Fence: fence[:len(fence)-1] + "*"}, failure.InvalidAssignmentFence},
 		{"another session's fence", workflow.CompleteParams{MessageID: todo.ID, Fence: fa.Fence}, failure.InvalidAssignmentFence},
 		{"another todo's fence", workflow.CompleteParams{MessageID: todo.ID, Fence: secondFence}, failure.InvalidAssignmentFence},
-		{"fence with an edited binding", workflow.CompleteParams{MessageID: todo.ID, Fence: string(edited)}, failure.InvalidAssignmentFence},
+		{"fence with an edited state", workflow.CompleteParams{MessageID: todo.ID, Fence: string(edited)}, failure.InvalidAssignmentFence},
 		{"an observation token as fence", workflow.CompleteParams{MessageID: todo.ID, Fence: obsToken.Token}, failure.InvalidAssignmentFence},
 		{"a message id as fence", workflow.CompleteParams{MessageID: todo.ID, Fence: todo.ID}, failure.InvalidAssignmentFence},
 		{"not a todo", workflow.CompleteParams{MessageID: note.ID, Fence: fence}, failure.SessionMessageNotTodo},
@@ -694,7 +694,7 @@ func TestResolveAndAssignmentRejects(t *testing.T) {
 			t.Errorf("assignment, %s: got %v, want %s", c.name, err, c.kind)
 		}
 	}
-	_, err := e.board.Complete(ctx, workflow.CompleteParams{SessionID: e.sess.ID, MessageID: note.ID, Answer: "a", Fence: "wsa2_AAAAAAAAAAAAAAAAAAAAAA"})
+	_, err := e.board.Complete(ctx, workflow.CompleteParams{SessionID: e.sess.ID, MessageID: note.ID, Answer: "a", Fence: zeroFence})
 	wantKind(t, err, failure.InvalidArguments) // no completion_key
 	if e.snap(t, e.sess.ID) != before || e.snap(t, other.ID) != beforeOther {
 		t.Fatal("a refused resolve or assignment changed a board")

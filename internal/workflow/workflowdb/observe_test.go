@@ -446,7 +446,7 @@ func TestObservationRevisionProperties(t *testing.T) {
 			if err != nil || !a.Completable {
 				// Not a todo, or resolved: a replay attempt changes nothing.
 				if a.Todo.CompletionKey != "" {
-					_, err = e.complete(workflow.CompleteParams{MessageID: m.ID, Fence: "wsa2_AAAAAAAAAAAAAAAAAAAAAA", CompletionKey: a.Todo.CompletionKey})
+					_, err = e.complete(workflow.CompleteParams{MessageID: m.ID, Fence: zeroFence, CompletionKey: a.Todo.CompletionKey})
 					if failure.KindOf(err) != failure.InvalidAssignmentFence {
 						t.Fatalf("step %d: replay with a foreign fence: %v", step, err)
 					}

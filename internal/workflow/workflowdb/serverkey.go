@@ -11,7 +11,8 @@ import (
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
-// observationKeyName names the observation token key in server_keys.
+// observationKeyName names the observation token key in server_keys; the
+// board also derives the assignment fence keys from it (decision 0057).
 const observationKeyName = "observation_token"
 
 // loadObservationKey returns the ledger's observation token key, creating
