@@ -44,8 +44,10 @@ func runMCP(ctx context.Context, cfg app.Config, projects []string, stderr io.Wr
 	if _, err := a.RegisterProjects(ctx, projects); err != nil {
 		return err
 	}
+	srv := a.MCP()
 	log.Info("serving MCP on stdio", "data", cfg.DataDir)
-	err = a.MCP().ServeStdio(ctx)
+	releaseStartupMemory()
+	err = srv.ServeStdio(ctx)
 	a.Kernel.Drain(context.Background())
 	return err
 }

@@ -101,6 +101,7 @@ func runServe(ctx context.Context, cfg app.Config, projects []string, stdout, st
 		fprintf(stdout, "Admin token: in %s (Authorization: Bearer <token>)\n", tokenFile)
 	}
 	fprintf(stdout, "Press Ctrl-C to stop.\n")
+	releaseStartupMemory()
 	start := time.Now()
 	err = a.Serve(ctx)
 	fprintf(stdout, "Stopped after %s.\n", time.Since(start).Round(time.Second))

@@ -30,6 +30,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/audit"
@@ -113,9 +114,16 @@ type Options struct {
 
 // Server serves the console.
 type Server struct {
-	opts  Options
-	log   *slog.Logger
-	mux   *http.ServeMux
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+	// templates parses the template sets at its first call and returns
+	// the same sets (or error) at every later one.
+	templates func() (*templateSets, error)
+}
+
+// templateSets are the console's parsed templates.
+type templateSets struct {
 	pages map[string]*template.Template
 	// export is the self-contained session export (its own template set:
 	// no layout, no script).
@@ -130,10 +138,7 @@ func New(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{opts: o, log: o.Logger, mux: http.NewServeMux()}
-	if err := s.parseTemplates(); err != nil {
-		return nil, err
-	}
+	s := &Server{opts: o, log: o.Logger, mux: http.NewServeMux(), templates: sync.OnceValues(parseTemplates)}
 	s.routes()
 	return s, nil
 }
@@ -330,23 +335,43 @@ func localPath(next string) bool {
 // parseTemplates builds one template set per page: the layout and the
 // partials, plus the page's own file (templates/pages/NAME.html defines
 // "content"); the export is its own set (export/ and the partials).
-func (s *Server) parseTemplates() error {
+// The console parses them at its first page, not at New: the sets hold
+// about 1.6 MB of live heap that a server nobody opens the console of
+// would keep for nothing (decision 0058). The files are embedded, so a
+// parse error is a programming error that every rendering test meets.
+func parseTemplates() (*templateSets, error) {
 	base, err := template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials/*.html")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	names, err := fs.Glob(templateFS, "templates/pages/*.html")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.pages = make(map[string]*template.Template, len(names))
+	sets := &templateSets{pages: make(map[string]*template.Template, len(names))}
 	for _, n := range names {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, n)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		s.pages[strings.TrimSuffix(path.Base(n), ".html")] = t
+		sets.pages[strings.TrimSuffix(path.Base(n), ".html")] = t
 	}
-	s.export, err = template.New("export").Funcs(funcs).ParseFS(templateFS, "templates/export/*.html", "templates/partials/*.html")
-	return err
+	sets.export, err = template.New("export").Funcs(funcs).ParseFS(templateFS, "templates/export/*.html", "templates/partials/*.html")
+	if err != nil {
+		return nil, err
+	}
+	return sets, nil
+}
+
+// pageTemplate returns the template set of page name (see parseTemplates).
+func (s *Server) pageTemplate(name string) (*template.Template, error) {
+	sets, err := s.templates()
+	if err != nil {
+		return nil, failure.Wrap(failure.Internal, err, "console templates")
+	}
+	t, ok := sets.pages[name]
+	if !ok {
+		return nil, failure.New(failure.Internal, "console page %q has no template", name)
+	}
+	return t, nil
 }

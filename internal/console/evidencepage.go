@@ -192,7 +192,11 @@ func (s *Server) verifyEvents(w http.ResponseWriter, r *http.Request) error {
 	for {
 		state, changed := run.Watch()
 		var buf bytes.Buffer
-		if err := s.pages["evidence"].ExecuteTemplate(&buf, "verify_panel", panel(state, v.CSRF)); err != nil {
+		t, err := s.pageTemplate("evidence")
+		if err == nil {
+			err = t.ExecuteTemplate(&buf, "verify_panel", panel(state, v.CSRF))
+		}
+		if err != nil {
 			s.log.Error("console: verify panel", "err", err)
 			return nil
 		}

@@ -95,7 +95,11 @@ func (s *Server) jobTail(w http.ResponseWriter, r *http.Request) error {
 		if first || o.Job.State != state {
 			for _, ev := range [...]string{"state", "row"} {
 				var buf bytes.Buffer
-				if err := s.pages["session"].ExecuteTemplate(&buf, "job_"+ev, o.Job); err != nil {
+				t, err := s.pageTemplate("session")
+				if err == nil {
+					err = t.ExecuteTemplate(&buf, "job_"+ev, o.Job)
+				}
+				if err != nil {
 					s.log.Error("console: job fragment", "fragment", ev, "err", err)
 					return nil
 				}

@@ -31,9 +31,9 @@ type Page struct {
 
 // render writes page name with data as a full HTML page.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name, title, nav string, data any) error {
-	t, ok := s.pages[name]
-	if !ok {
-		return failure.New(failure.Internal, "console page %q has no template", name)
+	t, err := s.pageTemplate(name)
+	if err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", Page{Title: title, Viewer: viewerOf(r), Nav: nav, Data: data}); err != nil {
@@ -124,9 +124,13 @@ func (s *Server) renderExport(v *SessionView) ([]byte, error) {
 	if err != nil {
 		return nil, failure.Wrap(failure.Internal, err, "read stylesheet")
 	}
+	sets, err := s.templates()
+	if err != nil {
+		return nil, failure.Wrap(failure.Internal, err, "console templates")
+	}
 	var buf bytes.Buffer
 	// The stylesheet is the server's own embedded file, never data.
-	if err := s.export.ExecuteTemplate(&buf, "export", exportData{V: v, CSS: template.CSS(css), At: when(s.opts.Now())}); err != nil {
+	if err := sets.export.ExecuteTemplate(&buf, "export", exportData{V: v, CSS: template.CSS(css), At: when(s.opts.Now())}); err != nil {
 		return nil, failure.Wrap(failure.Internal, err, "render export")
 	}
 	return buf.Bytes(), nil
