@@ -104,31 +104,41 @@ func readAdminFile(path string) (string, bool, error) {
 	return v, true, nil
 }
 
+// writeTemp writes data, mode 0600 and synced, to a new temporary file
+// beside path and returns its name. The caller installs it (a link or a
+// rename) and removes it whatever happens; what names the file says what
+// failed.
+func writeTemp(path string, data []byte, what string) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("auth: write %s: %w", what, err)
+	}
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("auth: write %s: %w", what, err)
+	}
+	return f.Name(), nil
+}
+
 // writeNoClobber atomically creates path with data and mode 0600. It
 // reports false, without error, when path already exists.
 func writeNoClobber(path string, data []byte) (bool, error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := writeTemp(path, data, "admin credential")
 	if err != nil {
-		return false, fmt.Errorf("auth: write admin credential: %w", err)
+		return false, err
 	}
-	tmp := f.Name()
 	defer os.Remove(tmp) // a no-op after a successful rename
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return false, fmt.Errorf("auth: write admin credential: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return false, fmt.Errorf("auth: write admin credential: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return false, fmt.Errorf("auth: write admin credential: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return false, fmt.Errorf("auth: write admin credential: %w", err)
-	}
 	// A hard link refuses to replace an existing file, so concurrent first
 	// starts cannot overwrite each other's credential. File systems without
 	// hard links fall back to a rename, guarded by a fresh existence check.

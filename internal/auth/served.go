@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -26,23 +25,14 @@ func RecordServedBootstrap(path, bootstrap string) error {
 		}
 		return nil
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	const what = "the served bootstrap credential"
+	tmp, err := writeTemp(path, []byte(BootstrapDigest(bootstrap)+"\n"), what)
 	if err != nil {
-		return fmt.Errorf("auth: record the served bootstrap credential: %w", err)
+		return err
 	}
-	_, err = f.WriteString(BootstrapDigest(bootstrap) + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("auth: record the served bootstrap credential: %w", err)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("auth: record %s: %w", what, err)
 	}
 	return nil
 }
