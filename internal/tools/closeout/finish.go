@@ -3,7 +3,6 @@ package closeout
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"sort"
 
 	"github.com/webcodex/webcodex/internal/auth"
@@ -240,156 +239,22 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in FinishInp
 	if err != nil {
 		return FinishOutput{}, err
 	}
-	sess, all, jobSnap, jobsStatus, snap, changed := g.sess, g.events, g.jobs, g.jobsStatus, g.workspace, g.changed
-
-	// This tool's own telemetry is not task evidence: leaving it out keeps
-	// repeated closeouts byte-identical.
-	evs := make([]workflow.Event, 0, len(all))
-	for _, e := range all {
-		if e.Tool == FinishToolName && (e.Kind == workflow.EventToolCallStarted || e.Kind == workflow.EventToolCallFinished) {
-			continue
-		}
-		evs = append(evs, e)
-	}
+	sess, jobSnap, changed := g.sess, g.jobs, g.changed
+	evs := taskEvents(g.events)
 
 	out := FinishOutput{Project: sess.Project, SessionID: sess.ID}
-	var hard, adv []string
-
-	// Workspace.
-	ws := Workspace{Status: NotRequested}
-	var bws *handoff.WorkspaceSnapshot
-	switch {
-	case snap != nil:
-		pl, cl := handoff.BoundPaths(snap.Paths, MaxWorkspacePaths), handoff.BoundPaths(snap.Conflicts, MaxWorkspacePaths)
-		b := snap.brief()
-		ws = Workspace{Status: Available, Branch: b.Branch, Head: b.Head, Dirty: &b.Dirty, Conflicted: &b.Conflicted,
-			Ahead: &b.Ahead, Behind: &b.Behind, ChangedPaths: &pl, Conflicts: &cl}
-		bws = b
-		if b.Conflicted {
-			hard = append(hard, BlockerWorkspaceConflict)
-		}
-		if b.Dirty {
-			adv = append(adv, AdvisoryDirtyWorktree)
-		}
-	case includeWorkspace:
-		ws.Status = Unavailable
-		adv = append(adv, AdvisoryWorkspaceUnavailable)
-	}
-
-	// Changes in the session, newest first, and tool failures.
-	var paths []string
-	seen := map[string]bool{}
-	var lastChange int64
-	var tf ToolFailures
-	for i := len(evs) - 1; i >= 0; i-- {
-		e := &evs[i]
-		switch e.Kind {
-		case workflow.EventGuardDenied, workflow.EventValidationRecorded:
-			classify(e, &tf)
-		case workflow.EventToolCallFinished:
-			if len(e.ChangedPaths) > 0 && lastChange == 0 {
-				lastChange = e.Seq
-			}
-			for _, p := range e.ChangedPaths {
-				if !seen[p] {
-					seen[p] = true
-					paths = append(paths, p)
-				}
-			}
-			classify(e, &tf)
-		}
-	}
-	changes := Changes{PathList: handoff.BoundPaths(paths, MaxChangedPaths), LastChangeSeq: lastChange}
-
+	var f findings
+	ws, bws := f.judgeWorkspace(g.workspace, includeWorkspace)
+	changes, lastChange, tf := sessionChanges(evs)
 	fb := handoff.Feedback(sess, evs, handoff.FeedbackOptions{
 		Profile: handoff.ProfileFull, SkipValidation: !includeValidation, Jobs: jobSnap,
 	})
-
-	// Validation.
-	val := Validation{Status: NotRequested, ReasonCode: "validation_not_requested",
-		Resolved: Identities{Items: []string{}}, Unresolved: []workflow.UnresolvedFailure{}, Current: []Evidence{}}
-	if includeValidation {
-		val = validation(fb.Validation.Status, evs, lastChange)
-		switch {
-		case val.Status == handoff.ValidationUnavailable:
-			adv = append(adv, AdvisoryValidationUnavailable)
-		case val.HistoricalRuns == 0:
-			adv = append(adv, AdvisoryValidationNotRun)
-		case val.FreshPassSeq == 0 && lastChange > 0:
-			adv = append(adv, AdvisoryNoValidationSinceLastChange)
-		case val.FreshPassSeq == 0:
-			adv = append(adv, AdvisoryNoPassingValidation)
-		}
-		if val.UnresolvedN > 0 || slices.ContainsFunc(val.Current, func(r Evidence) bool {
-			return r.Verdict == string(workflow.VerdictFailed) && r.Expectation == "success"
-		}) {
-			hard = append(hard, BlockerUnresolvedValidationFailure)
-		}
-		if slices.ContainsFunc(val.Current, func(r Evidence) bool { return r.Verdict == string(workflow.VerdictEvidenceGap) }) {
-			adv = append(adv, AdvisoryEvidenceGap)
-		}
-	} else {
-		adv = append(adv, AdvisoryValidationNotRequested)
-	}
-
-	// Jobs.
-	jb := Jobs{Status: jobsStatus}
-	if jobSnap != nil {
-		jb.Active, jb.Blocking = jobSnap.Active, jobSnap.Blocking
-		if jb.Blocking > 0 {
-			hard = append(hard, BlockerBlockingJobs)
-		} else if jb.Active > 0 {
-			adv = append(adv, AdvisoryActiveJobsPresent)
-		}
-	} else if jobsStatus == Unavailable {
-		adv = append(adv, AdvisoryJobSummaryUnavailable)
-	}
-	if tf.Unexpected > 0 {
-		adv = append(adv, AdvisoryUnexpectedToolFailures)
-	}
+	val := f.judgeValidation(includeValidation, fb.Validation.Status, evs, lastChange)
+	jb := f.judgeJobs(jobSnap, g.jobsStatus)
 	unknown := handoff.UnknownOutcomes(sess, evs, 0)
-	if unknown.Total > 0 {
-		adv = append(adv, AdvisoryOutcomeUnknownCalls)
-	}
-	if changed {
-		adv = append(adv, AdvisorySessionChangedDuringSnapshot)
-	}
-	if c := g.guidance; c == nil {
-		adv = append(adv, AdvisoryCollaborationUnavailable)
-	} else {
-		for _, a := range []struct {
-			n    int
-			code string
-		}{{c.OpenTodos, AdvisoryOpenTodos}, {c.OpenQuestions, AdvisoryOpenQuestions},
-			{c.OpenRisks, AdvisoryOpenRisks}, {c.UnresolvedAckRequired, AdvisoryUnresolvedAckRequired}} {
-			if a.n > 0 {
-				adv = append(adv, a.code)
-			}
-		}
-	}
-	sort.Strings(hard)
-	sort.Strings(adv)
-	hard, adv = slices.Compact(hard), slices.Compact(adv)
-	if hard == nil {
-		hard = []string{}
-	}
-	if adv == nil {
-		adv = []string{}
-	}
-
-	// Outcome.
-	o := TaskOutcome{Status: StatusWarn, Blocking: len(hard) > 0}
-	reasons := append(append([]string{}, hard...), adv...)
-	switch {
-	case len(hard) > 0:
-		o.Status = StatusFail
-	case includeValidation && val.FreshPassSeq > 0:
-		o.Status = StatusPass
-		reasons = append(reasons, ReasonFreshPassingValidation)
-	}
-	sort.Strings(reasons)
-	o.Reasons = slices.Compact(reasons)
-	out.TaskOutcome = o
+	f.judgeSession(tf, unknown.Total, changed, g.guidance)
+	hard, adv := f.sorted()
+	out.TaskOutcome = taskOutcome(hard, adv, includeValidation && val.FreshPassSeq > 0)
 
 	// Handoff brief and next actions (the brief's, which name the first
 	// unresolved failing test first).
