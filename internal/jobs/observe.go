@@ -68,21 +68,44 @@ const (
 // supervisor in this process owns. What it returns is read from the store
 // and the output files.
 func (m *Manager) Observe(ctx context.Context, acc Access, req ObserveRequest) ([]Observation, string, error) {
+	if err := checkObserve(&req); err != nil {
+		return nil, "", err
+	}
+	wake := make(chan struct{}, 1)
+	w, err := m.watchJobs(ctx, acc, req, wake)
+	if err != nil {
+		return nil, "", err
+	}
+	defer w.release()
+	woke, err := w.wait(ctx, req, wake)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := m.observations(ctx, w, req)
+	if err != nil {
+		return nil, "", err
+	}
+	return out, woke, nil
+}
+
+// checkObserve checks req's bounds, ids and cursors, and sets the default
+// wake condition and chunk size.
+func checkObserve(req *ObserveRequest) error {
 	n := len(req.IDs)
 	if n < 1 || n > MaxObserveJobs {
-		return nil, "", failure.New(failure.InvalidArguments, "name 1-%d job ids", MaxObserveJobs)
+		return failure.New(failure.InvalidArguments, "name 1-%d job ids", MaxObserveJobs)
 	}
 	if req.Wait < 0 || req.Wait > MaxObserveWait {
-		return nil, "", failure.New(failure.InvalidArguments, "wait must be 0-%d seconds", int(MaxObserveWait/time.Second))
+		return failure.New(failure.InvalidArguments, "wait must be 0-%d seconds", int(MaxObserveWait/time.Second))
 	}
 	if req.WakeOn == "" {
 		req.WakeOn = WakeChange
 	}
 	if req.WakeOn != WakeChange && req.WakeOn != WakeTerminal && req.WakeOn != WakeAllTerminal {
-		return nil, "", failure.New(failure.InvalidArguments, "wake_on must be change, terminal or all_terminal")
+		return failure.New(failure.InvalidArguments, "wake_on must be change, terminal or all_terminal")
 	}
 	if err := checkRead(nil, req.MaxBytes); err != nil {
-		return nil, "", err
+		return err
 	}
 	if req.MaxBytes == 0 {
 		req.MaxBytes = DefaultReadBytes
@@ -90,36 +113,58 @@ func (m *Manager) Observe(ctx context.Context, acc Access, req ObserveRequest) (
 	seen := map[string]bool{}
 	for _, id := range req.IDs {
 		if seen[id] {
-			return nil, "", failure.New(failure.InvalidArguments, "job %s is named twice", id)
+			return failure.New(failure.InvalidArguments, "job %s is named twice", id)
 		}
 		seen[id] = true
 	}
 	for id, c := range req.Cursors {
 		if !seen[id] {
-			return nil, "", failure.New(failure.InvalidArguments, "cursors name job %s, which is not observed", id)
+			return failure.New(failure.InvalidArguments, "cursors name job %s, which is not observed", id)
 		}
 		if err := checkRead(c.Stdout, 0); err != nil {
-			return nil, "", err
+			return err
 		}
 		if err := checkRead(c.Stderr, 0); err != nil {
-			return nil, "", err
+			return err
 		}
 	}
-	type watched struct {
-		job   Job
-		e     *entry
-		state State
-		base  [2]int64
-	}
-	ws := make([]watched, n)
+	return nil
+}
+
+// watchedJob is one job an observe waits on: its record as last read, its
+// supervisor's entry (nil when no supervisor in this process owns it), the
+// state the wait began from and, per stream, the size beyond which output
+// is new.
+type watchedJob struct {
+	job   Job
+	e     *entry
+	state State
+	base  [2]int64
+}
+
+// jobWatch is the set of jobs one observe waits on, each supervised one
+// signalling the wake channel it was watched with until release.
+type jobWatch struct {
+	m       *Manager
+	ws      []watchedJob
+	wakeOn  WakeOn
+	unwatch []func()
+}
+
+// watchJobs reads the jobs req names (as acc may see them), has their
+// supervisors signal wake, and takes the state and output positions the
+// wait starts from (the caller's cursors, else the current sizes). The
+// caller must release the watch.
+func (m *Manager) watchJobs(ctx context.Context, acc Access, req ObserveRequest, wake chan struct{}) (*jobWatch, error) {
+	w := &jobWatch{m: m, ws: make([]watchedJob, len(req.IDs)), wakeOn: req.WakeOn}
+	ws := w.ws
 	for i, id := range req.IDs {
 		j, err := m.Get(ctx, acc, id)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		ws[i].job, ws[i].state = j, j.State
 	}
-	wake := make(chan struct{}, 1)
 	m.mu.Lock()
 	for i := range ws {
 		ws[i].e = m.live[ws[i].job.ID]
@@ -127,23 +172,11 @@ func (m *Manager) Observe(ctx context.Context, acc Access, req ObserveRequest) (
 	m.mu.Unlock()
 	for i := range ws {
 		if e := ws[i].e; e != nil {
-			defer e.watch(wake)()
+			w.unwatch = append(w.unwatch, e.watch(wake))
 		}
-	}
-	// current reads each job's state and stored output sizes without I/O
-	// for supervised jobs.
-	current := func(i int) (State, [2]int64) {
-		w := &ws[i]
-		if w.e != nil {
-			w.e.mu.Lock()
-			st := w.e.job.State
-			w.e.mu.Unlock()
-			return st, [2]int64{w.e.stdout.written.Load(), w.e.stderr.written.Load()}
-		}
-		return w.job.State, [2]int64{fileSize(outputPath(m.dir, w.job.ID, Stdout)), fileSize(outputPath(m.dir, w.job.ID, Stderr))}
 	}
 	for i := range ws {
-		st, sizes := current(i)
+		st, sizes := w.current(i)
 		ws[i].state, ws[i].base = st, sizes
 		if c, ok := req.Cursors[ws[i].job.ID]; ok {
 			if c.Stdout != nil {
@@ -154,42 +187,89 @@ func (m *Manager) Observe(ctx context.Context, acc Access, req ObserveRequest) (
 			}
 		}
 	}
-	satisfied := func() (bool, bool) {
-		anyTerm, allTerm, changed := false, true, false
-		for i := range ws {
-			st, sizes := current(i)
-			if st.Terminal() {
-				anyTerm = true
-			} else {
-				allTerm = false
-			}
-			if st != ws[i].state || sizes[0] > ws[i].base[0] || sizes[1] > ws[i].base[1] {
-				changed = true
-			}
-		}
-		switch req.WakeOn {
-		case WakeTerminal:
-			return anyTerm, allTerm
-		case WakeAllTerminal:
-			return allTerm, allTerm
-		}
-		return changed, allTerm
+	return w, nil
+}
+
+// release stops the supervisors' signals, newest watch first.
+func (w *jobWatch) release() {
+	for i := len(w.unwatch) - 1; i >= 0; i-- {
+		w.unwatch[i]()
 	}
-	// unsupervised reports whether a poll of the store is needed.
-	unsupervised := func() bool {
-		for i := range ws {
-			if ws[i].e == nil && !ws[i].job.State.Terminal() {
-				return true
+}
+
+// current reads job i's state and stored output sizes without I/O for
+// supervised jobs.
+func (w *jobWatch) current(i int) (State, [2]int64) {
+	wj := &w.ws[i]
+	if wj.e != nil {
+		wj.e.mu.Lock()
+		st := wj.e.job.State
+		wj.e.mu.Unlock()
+		return st, [2]int64{wj.e.stdout.written.Load(), wj.e.stderr.written.Load()}
+	}
+	return wj.job.State, [2]int64{fileSize(outputPath(w.m.dir, wj.job.ID, Stdout)), fileSize(outputPath(w.m.dir, wj.job.ID, Stderr))}
+}
+
+// satisfied reports whether the wake condition holds, and whether every
+// job is terminal.
+func (w *jobWatch) satisfied() (bool, bool) {
+	ws := w.ws
+	anyTerm, allTerm, changed := false, true, false
+	for i := range ws {
+		st, sizes := w.current(i)
+		if st.Terminal() {
+			anyTerm = true
+		} else {
+			allTerm = false
+		}
+		if st != ws[i].state || sizes[0] > ws[i].base[0] || sizes[1] > ws[i].base[1] {
+			changed = true
+		}
+	}
+	switch w.wakeOn {
+	case WakeTerminal:
+		return anyTerm, allTerm
+	case WakeAllTerminal:
+		return allTerm, allTerm
+	}
+	return changed, allTerm
+}
+
+// unsupervised reports whether a poll of the store is needed.
+func (w *jobWatch) unsupervised() bool {
+	ws := w.ws
+	for i := range ws {
+		if ws[i].e == nil && !ws[i].job.State.Terminal() {
+			return true
+		}
+	}
+	return false
+}
+
+// poll re-reads from the store the jobs no supervisor in this process
+// owns that were not terminal.
+func (w *jobWatch) poll(ctx context.Context) {
+	ws := w.ws
+	for i := range ws {
+		if ws[i].e == nil && !ws[i].job.State.Terminal() {
+			if j, err := w.m.store.Get(ctx, ws[i].job.ID); err == nil {
+				ws[i].job = j
 			}
 		}
-		return false
 	}
+}
+
+// wait waits up to req.Wait for the wake condition (without waiting when
+// req.Wait is 0) and reports why it returned; req.BeforeWait is called
+// once, before the first wait. It fails with req.BeforeWait's error or
+// when ctx ends.
+func (w *jobWatch) wait(ctx context.Context, req ObserveRequest, wake chan struct{}) (string, error) {
 	woke := WokeTimeout
 	if req.Wait > 0 {
 		deadline := time.NewTimer(req.Wait)
 		defer deadline.Stop()
 		var poll <-chan time.Time
-		if unsupervised() {
+		if w.unsupervised() {
 			t := time.NewTicker(pollInterval)
 			defer t.Stop()
 			poll = t.C
@@ -197,53 +277,54 @@ func (m *Manager) Observe(ctx context.Context, acc Access, req ObserveRequest) (
 		waiting := false
 	wait:
 		for {
-			if ok, all := satisfied(); ok || all {
+			if ok, all := w.satisfied(); ok || all {
 				woke = WokeCondition
 				break
 			}
 			if !waiting && req.BeforeWait != nil {
 				if err := req.BeforeWait(); err != nil {
-					return nil, "", err
+					return "", err
 				}
 			}
 			waiting = true
 			select {
 			case <-wake:
 			case <-poll:
-				for i := range ws {
-					if ws[i].e == nil && !ws[i].job.State.Terminal() {
-						if j, err := m.store.Get(ctx, ws[i].job.ID); err == nil {
-							ws[i].job = j
-						}
-					}
-				}
+				w.poll(ctx)
 			case <-deadline.C:
 				break wait
-			case <-m.closed:
+			case <-w.m.closed:
 				woke = WokeShutdown
 				break wait
 			case <-ctx.Done():
-				return nil, "", ctx.Err()
+				return "", ctx.Err()
 			}
 		}
-	} else if ok, all := satisfied(); ok || all {
+	} else if ok, all := w.satisfied(); ok || all {
 		woke = WokeCondition
 	}
-	out := make([]Observation, n)
+	return woke, nil
+}
+
+// observations reads each watched job's committed record and its output
+// since the caller's cursors.
+func (m *Manager) observations(ctx context.Context, w *jobWatch, req ObserveRequest) ([]Observation, error) {
+	ws := w.ws
+	out := make([]Observation, len(ws))
 	for i := range ws {
 		j, err := m.store.Get(ctx, ws[i].job.ID)
 		if j, err = m.settled(ctx, j, err); err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		c := req.Cursors[j.ID]
 		o := Observation{Job: j}
 		if o.Stdout, err = m.chunk(j, Stdout, c.Stdout, req.MaxBytes); err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		if o.Stderr, err = m.chunk(j, Stderr, c.Stderr, req.MaxBytes); err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		out[i] = o
 	}
-	return out, woke, nil
+	return out, nil
 }
