@@ -2,10 +2,8 @@ package handoff
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sort"
-	"time"
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/redact"
@@ -273,124 +271,14 @@ func Brief(in BriefInput) (HandoffBrief, []byte) {
 	}
 	var reasons []string
 
-	// Task: root (only when the session's first events are retained) and
-	// latest retained instruction.
-	// Redaction is the costly part: an excerpt already made for the same
-	// event is reused.
-	b.Task.RootInstruction, b.Task.LatestInstruction = Excerpt{}, Excerpt{}
-	latest := int64(-1)
-	for i := len(in.Events) - 1; i >= 0; i-- {
-		if e := in.Events[i]; e.Kind == workflow.EventTaskInstruction {
-			latest = e.Seq
-			if in.Feedback != nil && in.Feedback.Attempt.Boundary.Seq == e.Seq && in.Feedback.Attempt.Instruction.Text != nil {
-				b.Task.LatestInstruction = in.Feedback.Attempt.Instruction
-			} else {
-				b.Task.LatestInstruction = excerpt(e.Text)
-			}
-			break
-		}
-	}
-	if !evicted(s, in.Events) {
-		for _, e := range in.Events {
-			if e.Kind == workflow.EventTaskInstruction {
-				if e.Seq == latest {
-					b.Task.RootInstruction = b.Task.LatestInstruction
-				} else {
-					b.Task.RootInstruction = excerpt(e.Text)
-				}
-				break
-			}
-		}
-	}
-
-	// Calls whose outcome is unknown.
+	b.Task = briefTask(in)
 	unknown := UnknownOutcomes(s, mayChange(in.Events), BriefMaxUnknownCalls)
-	b.Progress.MayHaveChanged = BriefUnknownCalls{Items: []BriefUnknownCall{}, Total: unknown.Total,
-		Returned: unknown.Returned, Truncated: unknown.Truncated}
-	for _, c := range unknown.Items {
-		bc := BriefUnknownCall{Tool: c.Tool, Outcome: c.Outcome, At: c.At.UTC().Format(time.RFC3339Nano)}
-		if !c.StartedAt.IsZero() {
-			bc.StartedAt = c.StartedAt.UTC().Format(time.RFC3339Nano)
-		}
-		b.Progress.MayHaveChanged.Items = append(b.Progress.MayHaveChanged.Items, bc)
-	}
-
-	// Workspace.
-	conflict := false
-	switch {
-	case in.Workspace != nil:
-		w := in.Workspace
-		branch, _ := redact.Truncate(redact.String(w.Branch), BriefMaxRefChars)
-		head, _ := redact.Truncate(w.Head, BriefMaxRefChars)
-		b.Workspace = BriefWorkspace{Status: WorkspaceAvailable, Branch: ptr(branch), Head: ptr(head),
-			Dirty: ptr(w.Dirty), Conflicted: ptr(w.Conflicted), Ahead: ptr(w.Ahead), Behind: ptr(w.Behind)}
-		b.Attention.WorkspaceConflict = ptr(w.Conflicted)
-		conflict = w.Conflicted
-	case in.IncludeWorkspace:
-		b.Workspace = BriefWorkspace{Status: WorkspaceUnavailable, ReasonCode: ptr(BasisWorkspaceUnavailable)}
-		reasons = append(reasons, BasisWorkspaceUnavailable)
-	default:
-		b.Workspace = BriefWorkspace{Status: WorkspaceNotRequested, ReasonCode: ptr(BasisWorkspaceNotRequested)}
-		reasons = append(reasons, BasisWorkspaceNotRequested)
-	}
-
-	// Progress, validation and Jobs from the continuation feedback.
-	b.Progress.Changes = PathList{Items: []string{}}
-	b.Progress.RecentFiles = PathList{Items: []string{}}
-	b.Validation = BriefValidation{Status: ValidationUnavailable, OpenFailures: BriefFailures{Items: []string{}}}
-	fb := in.Feedback
-	blockingJobs := false
-	if fb == nil {
-		reasons = append(reasons, BasisContinuationUnavailable, BasisValidationUnavailable, BasisJobSummaryUnavailable)
-		b.Validation.ReasonCode = ptr(BasisValidationUnavailable)
-	} else {
-		a := fb.Attempt
-		if a.Boundary.Source == SourceUnavailable {
-			reasons = append(reasons, BasisAttemptBoundaryEvicted)
-		}
-		b.Progress.MeaningfulToolCalls = a.Activity.MeaningfulToolCalls
-		b.Progress.Changes = rebound(a.Changes, BriefMaxChanges)
-		b.Progress.RecentFiles = rebound(a.Exploration.PathList, BriefMaxRecentFiles)
-		v := fb.Validation
-		b.Validation.Status = v.Status
-		switch v.Status {
-		case ValidationNotRequested:
-			reasons = append(reasons, BasisValidationNotRequested)
-			b.Validation.ReasonCode = ptr(BasisValidationNotRequested)
-		case ValidationUnavailable:
-			reasons = append(reasons, BasisValidationUnavailable)
-			b.Validation.ReasonCode = ptr(BasisValidationUnavailable)
-		}
-		of := &b.Validation.OpenFailures
-		of.Total = v.Unresolved.Total
-		for _, f := range v.Unresolved.Items {
-			if len(of.Items) == BriefMaxFailures {
-				break
-			}
-			of.Items = append(of.Items, f.ID)
-		}
-		of.Returned, of.Truncated = len(of.Items), len(of.Items) < of.Total
-		if j := fb.Jobs; j != nil {
-			b.Attention.ActiveJobs, b.Attention.BlockingJobs = ptr(j.Active), ptr(j.Blocking)
-			b.Attention.TerminalPendingJobs, b.Attention.RecoveringJobs = ptr(j.TerminalPending), ptr(j.Recovering)
-			blockingJobs = j.Blocking > 0 || j.Recovering > 0
-		} else {
-			reasons = append(reasons, BasisJobSummaryUnavailable)
-		}
-	}
-	if g := in.Guidance; g != nil {
-		b.Attention.OpenGuidance, b.Attention.OpenRisks = ptr(g.OpenGuidance), ptr(g.OpenRisks)
-		b.Attention.OpenQuestions, b.Attention.OpenTodos = ptr(g.OpenQuestions), ptr(g.OpenTodos)
-		b.Attention.UnresolvedAckRequired = ptr(g.UnresolvedAckRequired)
-	} else {
-		reasons = append(reasons, BasisGuidanceUnavailable)
-	}
-	if in.SessionChanged {
-		reasons = append(reasons, BasisSessionChangedDuringSnapshot)
-	}
-	if in.IncludeCheckpoints {
-		reasons = append(reasons, BasisCheckpointsUnavailable)
-	}
+	b.Progress.MayHaveChanged = briefUnknownCalls(unknown)
+	conflict, r := briefWorkspace(&b, in)
+	reasons = append(reasons, r...)
+	blockingJobs, r := briefFeedback(&b, in.Feedback)
+	reasons = append(reasons, r...)
+	reasons = append(reasons, briefAttention(&b, in)...)
 	sort.Strings(reasons)
 	reasons = slices.Compact(reasons)
 	b.Basis = BriefBasis{Complete: len(reasons) == 0, ReasonCodes: append([]string{}, reasons...)}
@@ -403,40 +291,8 @@ func Brief(in BriefInput) (HandoffBrief, []byte) {
 		n := min(len(g.Items), BriefMaxGoals)
 		b.Goals = &workflow.CorrelatedGoals{Items: slices.Clone(g.Items[:n]), Total: g.Total, Returned: n, Truncated: n < g.Total}
 	}
-
-	// Progress state, in precedence order.
-	openRisk := in.Guidance != nil && in.Guidance.OpenRisks > 0
-	switch {
-	case !s.Mutable():
-		b.Progress.State = StateClosed
-	case conflict || blockingJobs || b.Validation.Status == ValidationFailed || openRisk:
-		b.Progress.State = StateBlocked
-	case fb != nil && fb.Attempt.Changes.Total > 0 &&
-		!(fb.Validation.Status == ValidationPassed && fb.Validation.LatestSeq > fb.Attempt.LastChangeSeq):
-		b.Progress.State = StateNeedsValidation
-	case criticalMissing(reasons):
-		b.Progress.State = StateInsufficientEvidence
-	default:
-		b.Progress.State = StateReadyToContinue
-	}
-
-	// Next actions: the feedback's, re-derived with the workspace conflict.
-	if fb != nil {
-		b.NextActions = suggest(s, fb, conflict)
-	} else if !s.Mutable() {
-		b.NextActions = []string{ActionClosed}
-	}
-	if len(unknown.Items) > 0 {
-		// Right after the first failing test, when one is named.
-		at := 0
-		if len(b.Validation.OpenFailures.Items) > 0 && len(b.NextActions) > 0 {
-			at = 1
-		}
-		b.NextActions = slices.Insert(b.NextActions, at, fmt.Sprintf(ActionInspectUnknown, unknown.Items[0].Tool))
-	}
-	if len(b.NextActions) > BriefMaxNextActions {
-		b.NextActions = b.NextActions[:BriefMaxNextActions]
-	}
+	b.Progress.State = progressState(in, conflict || blockingJobs || b.Validation.Status == ValidationFailed, reasons)
+	b.NextActions = nextActions(b.NextActions, in, conflict, unknown, len(b.Validation.OpenFailures.Items) > 0)
 	return b, fit(&b)
 }
 
