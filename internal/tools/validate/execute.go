@@ -27,23 +27,85 @@ import (
 )
 
 func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, r run) (Output, error) {
-	e, err := command.ValidateExpectation(command.Expectation(c.ResultExpectation))
+	p, err := t.prepare(inv, c, r)
 	if err != nil {
 		return Output{}, err
+	}
+	var (
+		rn      ran
+		cleanup func()
+	)
+	if t.Jobs == nil {
+		rn, cleanup, err = t.runDirect(ctx, p)
+	} else {
+		rn, cleanup, err = t.runJob(ctx, inv, p)
+	}
+	if cleanup != nil {
+		defer cleanup()
+	}
+	if err != nil {
+		return Output{}, err
+	}
+	if rn.pending {
+		return rn.out, nil
+	}
+	out := rn.out
+	if rn.background != nil {
+		// Handed off, then finished before the call could return: the
+		// jobs hook recorded the evidence once, under the job's marker,
+		// before RunSync returned.
+		if len(p.meta.Sessions) > 0 && t.Evidence != nil {
+			if res := t.Evidence.Resolved(ctx, p.meta.Sessions[0], rn.background.ID); res != nil {
+				out.Resolved = res
+			}
+		}
+	} else if res := t.record(ctx, inv, p.meta, rn.rep, out); res != nil {
+		out.Resolved = res
+	}
+	out.Sandbox = p.sb
+	inv.Fact("verdict", string(out.Verdict))
+	inv.Fact("passed", strconv.Itoa(out.Passed))
+	inv.Fact("failed", strconv.Itoa(out.Failed))
+	inv.Fact("expectation", p.exp)
+	inv.Fact("expectation_matched", strconv.FormatBool(out.Expectation.Matched))
+	return callResult(out, rn.ex.ending, p.exp, p.timeout)
+}
+
+// prepared is a validation checked and ready to run: r completed from the
+// common arguments, the declared expectation, the timeout in seconds, the
+// project-relative working directory, the job's validation metadata, the
+// process spec and the sandbox mode in force.
+type prepared struct {
+	r       run
+	exp     string
+	timeout int
+	clean   string
+	meta    jobs.ValidationMeta
+	spec    runner.Spec
+	sb      runner.Mode
+}
+
+// prepare checks the common arguments (expectation, timeout, min_tests,
+// env, an existing cwd inside the project) and records the sandbox and
+// program facts.
+func (t *Tools) prepare(inv *kernel.Invocation, c Common, r run) (*prepared, error) {
+	e, err := command.ValidateExpectation(command.Expectation(c.ResultExpectation))
+	if err != nil {
+		return nil, err
 	}
 	exp := string(e)
 	timeout, err := command.TimeoutSeconds(c.TimeoutSeconds, DefaultTimeoutSeconds)
 	if err != nil {
-		return Output{}, err
+		return nil, err
 	}
 	if c.MinTests != nil {
 		if *c.MinTests < 0 || *c.MinTests > testreport.MaxMinTests {
-			return Output{}, failure.New(failure.InvalidArguments, "min_tests must be 0-%d", testreport.MaxMinTests)
+			return nil, failure.New(failure.InvalidArguments, "min_tests must be 0-%d", testreport.MaxMinTests)
 		}
 		r.minTests = max(r.minTests, *c.MinTests)
 	}
 	if err := runner.ValidateEnv(c.Env); err != nil {
-		return Output{}, failure.New(failure.InvalidArguments, "env: %v", err)
+		return nil, failure.New(failure.InvalidArguments, "env: %v", err)
 	}
 	rel := c.Cwd
 	if rel == "" {
@@ -51,10 +113,10 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 	}
 	abs, clean, err := inv.Project.Resolve(rel)
 	if err != nil {
-		return Output{}, err
+		return nil, err
 	}
 	if st, serr := os.Stat(abs); serr != nil || !st.IsDir() {
-		return Output{}, failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
+		return nil, failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
 	}
 	r.scope.Cwd = clean
 	meta := jobs.ValidationMeta{
@@ -69,134 +131,149 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 		inv.Fact("sandbox", string(sb))
 	}
 	inv.Fact("program", r.argv[0])
+	return &prepared{r: r, exp: exp, timeout: timeout, clean: clean, meta: meta, spec: spec, sb: sb}, nil
+}
 
-	var (
-		ex      execution
-		out     Output
-		rep     testreport.Report
-		jobMeta *jobs.Job // a job that became background: evidence goes through its marker
-	)
-	if t.Jobs == nil {
-		var reportFile string
-		if r.parseFile != "" || r.freshBytecode {
-			// The run's own directory: its report and its bytecode.
-			dir, err := os.MkdirTemp("", "webcodex-validate-")
-			if err != nil {
-				return Output{}, failure.Wrap(failure.NotStarted, err, "cannot create a report directory")
-			}
-			defer os.RemoveAll(dir)
-			spec.Sandbox.Write = append(spec.Sandbox.Write, dir)
-			if r.parseFile != "" {
-				reportFile = filepath.Join(dir, r.parseFile)
-				spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
-			}
-			if r.freshBytecode {
-				spec.Env = withEnv(spec.Env, pycachePrefixEnv, filepath.Join(dir, bytecodeDir))
-			}
-		}
-		var stdout bytes.Buffer
-		stdoutCap := &capped{buf: &stdout, limit: jobs.MaxOutputFileBytes}
-		spec.Stdout = stdoutCap
-		res, err := runner.Run(ctx, t.Host, spec)
+// ran is what running a validation gave: its execution, report and
+// output; the job when it was handed off to the background and finished
+// before the call returned (its evidence goes through its marker); and
+// pending when it is still running in the background, out then being the
+// call's whole result.
+type ran struct {
+	ex         execution
+	rep        testreport.Report
+	out        Output
+	background *jobs.Job
+	pending    bool
+}
+
+// runDirect runs the validation in the call (no job manager) and
+// evaluates it. The returned cleanup (nil when none), which the caller
+// runs when it is done, removes the run's own report and bytecode
+// directory.
+func (t *Tools) runDirect(ctx context.Context, p *prepared) (ran, func(), error) {
+	r, spec := p.r, &p.spec
+	var cleanup func()
+	var reportFile string
+	if r.parseFile != "" || r.freshBytecode {
+		// The run's own directory: its report and its bytecode.
+		dir, err := os.MkdirTemp("", "webcodex-validate-")
 		if err != nil {
-			if errors.Is(err, runner.ErrNotStarted) {
-				return Output{}, failure.New(failure.NotStarted, "%s: %v", r.tool, err)
-			}
-			return Output{}, err
+			return ran{}, nil, failure.Wrap(failure.NotStarted, err, "cannot create a report directory")
 		}
-		ex = execution{ending: res.Ending, exitCode: res.ExitCode, duration: res.Duration,
-			stdout: bytes.NewReader(stdout.Bytes()), dropped: stdoutCap.dropped, reportFile: reportFile}
-		rep, out = evaluate(meta, ex)
-		out.Output = humanTail(res, r.humanStream)
-	} else {
-		id := jobs.NewID()
-		var reportFile string
-		if r.parseFile != "" || r.freshBytecode {
-			// The job's own directory is the one place in the data
-			// directory its process may write (its report, its bytecode).
-			spec.Sandbox.Write = append(spec.Sandbox.Write, t.Jobs.JobDir(id))
-		}
+		cleanup = func() { os.RemoveAll(dir) }
+		spec.Sandbox.Write = append(spec.Sandbox.Write, dir)
 		if r.parseFile != "" {
-			// The report lives in the job's own directory, so a run
-			// handed off to the background can still be parsed later.
-			meta.ReportFile = r.parseFile
-			reportFile = filepath.Join(t.Jobs.JobDir(id), r.parseFile)
+			reportFile = filepath.Join(dir, r.parseFile)
 			spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
 		}
-		var cleanup func()
 		if r.freshBytecode {
-			// Removed when the job ends, even in the background. A job
-			// lost to a crash keeps it until its record is pruned with
-			// the job's directory; no later run reads it (each has its
-			// own job id).
-			prefix := filepath.Join(t.Jobs.JobDir(id), bytecodeDir)
-			spec.Env = withEnv(spec.Env, pycachePrefixEnv, prefix)
-			cleanup = func() { os.RemoveAll(prefix) }
+			spec.Env = withEnv(spec.Env, pycachePrefixEnv, filepath.Join(dir, bytecodeDir))
 		}
-		ss := jobs.StartSpec{
-			ID: id, Project: inv.Project.ID, Principal: inv.Principal.AuthorityFingerprint(), Tool: inv.Tool,
-			Cwd: clean, Expectation: jobs.Expectation(exp), Run: spec, Validation: &meta, KeepOutput: true,
-			Cleanup: cleanup,
-		}
-		if inv.Session != nil {
-			ss.SessionID = inv.Session.ID
-		}
-		job, res, err := t.Jobs.RunSync(ctx, ss, 0)
-		if job.ID != "" && (res == nil || job.Background) {
-			inv.Fact("job_id", job.ID)
-			inv.Fact("job_state", string(job.State))
-		}
-		if err != nil {
-			return Output{}, err
-		}
-		if res == nil {
-			inv.Fact("verdict", "pending")
-			inv.Fact("expectation", exp)
-			return Output{State: job.State, JobID: job.ID, Hint: HandoffHint, Tool: r.tool, ScopeID: meta.ScopeID,
-				Failures: []string{}, Resolved: []string{}, Problems: []string{}, ExitCode: -1,
-				Expectation: Expectation{Declared: exp}, Sandbox: sb}, nil
-		}
-		if job.Background {
-			jobMeta = &job
-		} else {
-			defer t.Jobs.DiscardOutput(context.WithoutCancel(ctx), job.ID)
-		}
-		rep, out = evaluateJob(t.Jobs, job, res)
-		out.Output = humanTail(*res, r.humanStream)
-		out.State = job.State
-		if job.Background {
-			out.JobID = job.ID
-		}
-		ex.ending = res.Ending
 	}
-	if jobMeta != nil {
-		// Handed off, then finished before the call could return: the
-		// jobs hook recorded the evidence once, under the job's marker,
-		// before RunSync returned.
-		if len(meta.Sessions) > 0 && t.Evidence != nil {
-			if res := t.Evidence.Resolved(ctx, meta.Sessions[0], jobMeta.ID); res != nil {
-				out.Resolved = res
-			}
+	var stdout bytes.Buffer
+	stdoutCap := &capped{buf: &stdout, limit: jobs.MaxOutputFileBytes}
+	spec.Stdout = stdoutCap
+	res, err := runner.Run(ctx, t.Host, *spec)
+	if err != nil {
+		if errors.Is(err, runner.ErrNotStarted) {
+			return ran{}, cleanup, failure.New(failure.NotStarted, "%s: %v", r.tool, err)
 		}
-	} else if res := t.record(ctx, inv, meta, rep, out); res != nil {
-		out.Resolved = res
+		return ran{}, cleanup, err
 	}
-	out.Sandbox = sb
-	inv.Fact("verdict", string(out.Verdict))
-	inv.Fact("passed", strconv.Itoa(out.Passed))
-	inv.Fact("failed", strconv.Itoa(out.Failed))
-	inv.Fact("expectation", exp)
-	inv.Fact("expectation_matched", strconv.FormatBool(out.Expectation.Matched))
-	// The result is the validator's real outcome, whatever was expected.
+	var rn ran
+	rn.ex = execution{ending: res.Ending, exitCode: res.ExitCode, duration: res.Duration,
+		stdout: bytes.NewReader(stdout.Bytes()), dropped: stdoutCap.dropped, reportFile: reportFile}
+	rn.rep, rn.out = evaluate(p.meta, rn.ex)
+	rn.out.Output = humanTail(res, r.humanStream)
+	return rn, cleanup, nil
+}
+
+// runJob runs the validation as a supervised job, which may be handed
+// off to the background, and evaluates it when it finished. The returned
+// cleanup (nil when none), which the caller runs when it is done,
+// discards a foreground job's output.
+func (t *Tools) runJob(ctx context.Context, inv *kernel.Invocation, p *prepared) (ran, func(), error) {
+	r, spec := p.r, &p.spec
+	id := jobs.NewID()
+	var reportFile string
+	if r.parseFile != "" || r.freshBytecode {
+		// The job's own directory is the one place in the data
+		// directory its process may write (its report, its bytecode).
+		spec.Sandbox.Write = append(spec.Sandbox.Write, t.Jobs.JobDir(id))
+	}
+	if r.parseFile != "" {
+		// The report lives in the job's own directory, so a run
+		// handed off to the background can still be parsed later.
+		p.meta.ReportFile = r.parseFile
+		reportFile = filepath.Join(t.Jobs.JobDir(id), r.parseFile)
+		spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
+	}
+	var cleanup func()
+	if r.freshBytecode {
+		// Removed when the job ends, even in the background. A job
+		// lost to a crash keeps it until its record is pruned with
+		// the job's directory; no later run reads it (each has its
+		// own job id).
+		prefix := filepath.Join(t.Jobs.JobDir(id), bytecodeDir)
+		spec.Env = withEnv(spec.Env, pycachePrefixEnv, prefix)
+		cleanup = func() { os.RemoveAll(prefix) }
+	}
+	ss := jobs.StartSpec{
+		ID: id, Project: inv.Project.ID, Principal: inv.Principal.AuthorityFingerprint(), Tool: inv.Tool,
+		Cwd: p.clean, Expectation: jobs.Expectation(p.exp), Run: *spec, Validation: &p.meta, KeepOutput: true,
+		Cleanup: cleanup,
+	}
+	if inv.Session != nil {
+		ss.SessionID = inv.Session.ID
+	}
+	job, res, err := t.Jobs.RunSync(ctx, ss, 0)
+	if job.ID != "" && (res == nil || job.Background) {
+		inv.Fact("job_id", job.ID)
+		inv.Fact("job_state", string(job.State))
+	}
+	if err != nil {
+		return ran{}, nil, err
+	}
+	if res == nil {
+		inv.Fact("verdict", "pending")
+		inv.Fact("expectation", p.exp)
+		return ran{pending: true, out: Output{State: job.State, JobID: job.ID, Hint: HandoffHint, Tool: r.tool, ScopeID: p.meta.ScopeID,
+			Failures: []string{}, Resolved: []string{}, Problems: []string{}, ExitCode: -1,
+			Expectation: Expectation{Declared: p.exp}, Sandbox: p.sb}}, nil, nil
+	}
+	var rn ran
+	var discard func()
+	if job.Background {
+		rn.background = &job
+	} else {
+		discard = func() { t.Jobs.DiscardOutput(context.WithoutCancel(ctx), job.ID) }
+	}
+	rn.rep, rn.out = evaluateJob(t.Jobs, job, res)
+	rn.out.Output = humanTail(*res, r.humanStream)
+	rn.out.State = job.State
+	if job.Background {
+		rn.out.JobID = job.ID
+	}
+	rn.ex.ending = res.Ending
+	return rn, discard, nil
+}
+
+// callResult is the call's result for the validator's real outcome out,
+// whatever was expected (exp): out itself when it passed or found no
+// tests, else a failure whose kind says why (a timeout after timeout
+// seconds, a cancellation, an evidence gap, failed tests) with out as its
+// validation detail.
+func callResult(out Output, ending runner.Ending, exp string, timeout int) (Output, error) {
 	if out.Verdict == workflow.VerdictPassed || out.Verdict == workflow.VerdictNoTests {
 		return out, nil
 	}
 	kind := failure.ValidationFailed
 	msg := fmt.Sprintf("%d failed, %d passed", out.Failed, out.Passed)
 	switch {
-	case ex.ending == runner.TimedOut:
+	case ending == runner.TimedOut:
 		kind, msg = failure.TimedOut, fmt.Sprintf("timed out after %ds", timeout)
-	case ex.ending == runner.Cancelled:
+	case ending == runner.Cancelled:
 		kind, msg = failure.Cancelled, "cancelled"
 	case out.Verdict == workflow.VerdictEvidenceGap:
 		kind, msg = failure.EvidenceGap, "the output does not prove the result: "+strings.Join(out.Problems, ", ")
