@@ -56,173 +56,220 @@ type junitCase struct {
 // through a limiter, so memory stays bounded (MaxXMLValueBytes,
 // MaxXMLTagBytes, MaxXMLDepth).
 func ParseJUnitXML(r io.Reader) (Report, error) {
-	b := newBuilder(ParserJUnitXML)
+	p := &junitParse{b: newBuilder(ParserJUnitXML)}
 	lim := newXMLLimiter(r)
 	dec := xml.NewDecoder(lim)
 	dec.Strict = true
-	var (
-		depth    int
-		rootSeen bool
-		rootDone bool
-		root     []xml.Attr // attributes of a <testsuites> root
-		all      junitCounts
-		suites   []*junitSuite
-		tc       *junitCase
-		sawSuite bool
-	)
-loop:
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			var synErr *xml.SyntaxError
-			switch {
-			case err == io.EOF:
-				if !rootDone {
-					b.problem(ProblemTruncatedOutput)
-				}
-			case errors.Is(err, errXMLTagTooLong):
-				b.problem(ProblemTruncatedOutput)
-			case errors.As(err, &synErr):
-				if lim.eof {
-					b.problem(ProblemTruncatedOutput)
-				} else {
-					b.problem(ProblemCorruptDocument)
-				}
-			default:
-				if lim.err != nil && lim.err != io.EOF {
-					// The reader failed.
-					b.problem(ProblemTruncatedOutput)
-					if !sawSuite {
-						b.problem(ProblemNoSummary)
-					}
-					return b.finish(), err
-				}
-				b.problem(ProblemCorruptDocument)
+			if rerr := p.stop(err, lim); rerr != nil {
+				return p.b.finish(), rerr
 			}
-			break loop
+			break
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			depth++
-			if depth > MaxXMLDepth {
-				b.problem(ProblemLimitExceeded)
-				return junitFinish(b, sawSuite), nil
-			}
-			if rootDone {
-				b.problem(ProblemCorruptDocument) // a second root element
-				return junitFinish(b, sawSuite), nil
-			}
-			if depth == 1 {
-				rootSeen = true
-				switch t.Name.Local {
-				case "testsuites":
-					root = t.Attr
-				case "testsuite":
-				default:
-					b.problem(ProblemNoSummary)
-				}
-			}
-			switch t.Name.Local {
-			case "testsuite":
-				if tc == nil {
-					sawSuite = true
-					suites = append(suites, &junitSuite{depth: depth, attrs: t.Attr})
-				}
-			case "testcase":
-				if tc != nil {
-					b.problem(ProblemCorruptDocument) // nested testcase
-					continue
-				}
-				class := attr(t.Attr, "classname")
-				tc = &junitCase{depth: depth, id: junitID(class, attr(t.Attr, "name")), noClass: class == ""}
-				if s, err := strconv.ParseFloat(attr(t.Attr, "time"), 64); err == nil {
-					tc.ms = durationMS(s * 1000)
-				}
-			case "failure", "error", "skipped":
-				if tc == nil || depth != tc.depth+1 {
-					continue
-				}
-				if t.Name.Local != "skipped" && tc.msg.Len() == 0 && b.wantsMessages() {
-					if m := attr(t.Attr, "message"); m != "" {
-						tc.msg.write(m)
-					} else {
-						tc.reading = true
-					}
-				}
-				switch t.Name.Local {
-				case "failure":
-					tc.failure = true
-				case "error":
-					tc.errored = true
-					if attr(t.Attr, "message") == "collection failure" && tc.noClass {
-						tc.collection = true
-					}
-				default:
-					tc.skipped = true
-				}
+			if !p.start(t) {
+				return junitFinish(p.b, p.sawSuite), nil
 			}
 		case xml.CharData:
-			if tc != nil && tc.reading {
-				tc.msg.write(string(t))
+			if p.tc != nil && p.tc.reading {
+				p.tc.msg.write(string(t))
 			}
 		case xml.EndElement:
-			if tc != nil && depth == tc.depth+1 {
-				tc.reading = false
-			}
-			switch {
-			case tc != nil && depth == tc.depth:
-				c := junitCounts{tests: 1}
-				outcome := Passed
-				if tc.failure {
-					c.failures = 1
-					outcome = Failed
-				}
-				if tc.errored {
-					c.errors = 1
-					outcome = Failed
-				}
-				if tc.skipped {
-					c.skipped = 1
-					if outcome == Passed {
-						outcome = Skipped
-					}
-				}
-				if tc.collection {
-					b.problem(ProblemBuildFailed)
-				}
-				all.add(c)
-				for _, s := range suites {
-					s.counts.add(c)
-				}
-				b.add(tc.id, outcome, tc.ms)
-				if outcome == Failed {
-					b.addMessage(tc.id, &tc.msg)
-				}
-				tc = nil
-			case t.Name.Local == "testsuite" && len(suites) > 0 && suites[len(suites)-1].depth == depth:
-				s := suites[len(suites)-1]
-				suites = suites[:len(suites)-1]
-				if attr(s.attrs, "tests") == "" {
-					b.problem(ProblemNoSummary)
-				}
-				if !junitAgrees(s.attrs, s.counts) {
-					b.problem(ProblemSummaryMismatch)
-				}
-			case depth == 1 && t.Name.Local == "testsuites":
-				if !junitAgrees(root, all) {
-					b.problem(ProblemSummaryMismatch)
-				}
-			}
-			depth--
-			if depth == 0 {
-				rootDone = true
-			}
+			p.end(t)
 		}
 	}
-	if !rootSeen {
-		b.problem(ProblemNoSummary)
+	if !p.rootSeen {
+		p.b.problem(ProblemNoSummary)
 	}
-	return junitFinish(b, sawSuite), nil
+	return junitFinish(p.b, p.sawSuite), nil
+}
+
+// junitParse is the state of one ParseJUnitXML pass: the element depth,
+// the root element, the counts of every test case, the open suites and
+// the open test case.
+type junitParse struct {
+	b        *builder
+	depth    int
+	rootSeen bool
+	rootDone bool
+	root     []xml.Attr // attributes of a <testsuites> root
+	all      junitCounts
+	suites   []*junitSuite
+	tc       *junitCase
+	sawSuite bool
+}
+
+// stop records the problem the decoder's error err means (lim is what the
+// decoder read through). It returns err when the reader itself failed,
+// the report then being complete; else nil.
+func (p *junitParse) stop(err error, lim *xmlLimiter) error {
+	b := p.b
+	var synErr *xml.SyntaxError
+	switch {
+	case err == io.EOF:
+		if !p.rootDone {
+			b.problem(ProblemTruncatedOutput)
+		}
+	case errors.Is(err, errXMLTagTooLong):
+		b.problem(ProblemTruncatedOutput)
+	case errors.As(err, &synErr):
+		if lim.eof {
+			b.problem(ProblemTruncatedOutput)
+		} else {
+			b.problem(ProblemCorruptDocument)
+		}
+	default:
+		if lim.err != nil && lim.err != io.EOF {
+			// The reader failed.
+			b.problem(ProblemTruncatedOutput)
+			if !p.sawSuite {
+				b.problem(ProblemNoSummary)
+			}
+			return err
+		}
+		b.problem(ProblemCorruptDocument)
+	}
+	return nil
+}
+
+// start takes a start element; false means parsing ends here (too deep,
+// or a second root element).
+func (p *junitParse) start(t xml.StartElement) bool {
+	b := p.b
+	p.depth++
+	depth := p.depth
+	if depth > MaxXMLDepth {
+		b.problem(ProblemLimitExceeded)
+		return false
+	}
+	if p.rootDone {
+		b.problem(ProblemCorruptDocument) // a second root element
+		return false
+	}
+	if depth == 1 {
+		p.rootSeen = true
+		switch t.Name.Local {
+		case "testsuites":
+			p.root = t.Attr
+		case "testsuite":
+		default:
+			b.problem(ProblemNoSummary)
+		}
+	}
+	switch t.Name.Local {
+	case "testsuite":
+		if p.tc == nil {
+			p.sawSuite = true
+			p.suites = append(p.suites, &junitSuite{depth: depth, attrs: t.Attr})
+		}
+	case "testcase":
+		if p.tc != nil {
+			b.problem(ProblemCorruptDocument) // nested testcase
+			return true
+		}
+		class := attr(t.Attr, "classname")
+		p.tc = &junitCase{depth: depth, id: junitID(class, attr(t.Attr, "name")), noClass: class == ""}
+		if s, err := strconv.ParseFloat(attr(t.Attr, "time"), 64); err == nil {
+			p.tc.ms = durationMS(s * 1000)
+		}
+	case "failure", "error", "skipped":
+		p.startResult(t)
+	}
+	return true
+}
+
+// startResult takes a failure, error or skipped element, which counts
+// only as a direct child of the open test case.
+func (p *junitParse) startResult(t xml.StartElement) {
+	tc := p.tc
+	if tc == nil || p.depth != tc.depth+1 {
+		return
+	}
+	if t.Name.Local != "skipped" && tc.msg.Len() == 0 && p.b.wantsMessages() {
+		if m := attr(t.Attr, "message"); m != "" {
+			tc.msg.write(m)
+		} else {
+			tc.reading = true
+		}
+	}
+	switch t.Name.Local {
+	case "failure":
+		tc.failure = true
+	case "error":
+		tc.errored = true
+		if attr(t.Attr, "message") == "collection failure" && tc.noClass {
+			tc.collection = true
+		}
+	default:
+		tc.skipped = true
+	}
+}
+
+// end takes an end element: it closes a test case, a suite (checking its
+// summary) or a <testsuites> root (checking its summary).
+func (p *junitParse) end(t xml.EndElement) {
+	b, depth := p.b, p.depth
+	if p.tc != nil && depth == p.tc.depth+1 {
+		p.tc.reading = false
+	}
+	switch {
+	case p.tc != nil && depth == p.tc.depth:
+		p.endCase()
+	case t.Name.Local == "testsuite" && len(p.suites) > 0 && p.suites[len(p.suites)-1].depth == depth:
+		s := p.suites[len(p.suites)-1]
+		p.suites = p.suites[:len(p.suites)-1]
+		if attr(s.attrs, "tests") == "" {
+			b.problem(ProblemNoSummary)
+		}
+		if !junitAgrees(s.attrs, s.counts) {
+			b.problem(ProblemSummaryMismatch)
+		}
+	case depth == 1 && t.Name.Local == "testsuites":
+		if !junitAgrees(p.root, p.all) {
+			b.problem(ProblemSummaryMismatch)
+		}
+	}
+	p.depth--
+	if p.depth == 0 {
+		p.rootDone = true
+	}
+}
+
+// endCase closes the open test case: its outcome, counted in every open
+// suite and the whole document, and its result.
+func (p *junitParse) endCase() {
+	b, tc := p.b, p.tc
+	c := junitCounts{tests: 1}
+	outcome := Passed
+	if tc.failure {
+		c.failures = 1
+		outcome = Failed
+	}
+	if tc.errored {
+		c.errors = 1
+		outcome = Failed
+	}
+	if tc.skipped {
+		c.skipped = 1
+		if outcome == Passed {
+			outcome = Skipped
+		}
+	}
+	if tc.collection {
+		b.problem(ProblemBuildFailed)
+	}
+	p.all.add(c)
+	for _, s := range p.suites {
+		s.counts.add(c)
+	}
+	b.add(tc.id, outcome, tc.ms)
+	if outcome == Failed {
+		b.addMessage(tc.id, &tc.msg)
+	}
+	p.tc = nil
 }
 
 func junitFinish(b *builder, sawSuite bool) Report {
