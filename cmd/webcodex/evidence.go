@@ -20,7 +20,14 @@ import (
 // inspection of the tamper-evident invocation journal (evidence.db).
 func newEvidenceCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "evidence", Short: "Verify, export and inspect the tamper-evident invocation journal"}
+	cmd.AddCommand(newEvidenceVerifyCmd(g), newEvidenceExportCmd(g), newEvidenceVerifyBundleCmd(), newEvidenceCheckpointCmd(g),
+		newEvidenceListCmd(g), newEvidenceRotateKeyCmd(g))
+	return cmd
+}
 
+// newEvidenceVerifyCmd is `webcodex evidence verify`: the offline
+// verification of the whole journal.
+func newEvidenceVerifyCmd(g *globals) *cobra.Command {
 	var (
 		fromFile string
 		asJSON   bool
@@ -76,7 +83,12 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 	verify.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	verify.Flags().StringArrayVar(&keys, "key", nil, "trust only this public key (note verifier key; repeatable) instead of the data directory's "+evidence.PublicKeysFile)
 	verify.Flags().BoolVar(&progress, "progress", false, "print progress to standard error even when it is not a terminal")
+	return verify
+}
 
+// newEvidenceExportCmd is `webcodex evidence export`: one session's
+// self-contained evidence bundle.
+func newEvidenceExportCmd(g *globals) *cobra.Command {
 	var session, out string
 	export := &cobra.Command{
 		Use:   "export --session ID",
@@ -97,7 +109,12 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 	}
 	export.Flags().StringVar(&session, "session", "", "the session id (claimed or verified)")
 	export.Flags().StringVarP(&out, "output", "o", "", "write to FILE instead of standard output")
+	return export
+}
 
+// newEvidenceVerifyBundleCmd is `webcodex evidence verify-bundle`: a
+// bundle verified with no database.
+func newEvidenceVerifyBundleCmd() *cobra.Command {
 	var bundleJSON bool
 	var bundleKeys []string
 	verifyBundle := &cobra.Command{
@@ -125,7 +142,12 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 	}
 	verifyBundle.Flags().BoolVar(&bundleJSON, "json", false, "print the report as JSON")
 	verifyBundle.Flags().StringArrayVar(&bundleKeys, "key", nil, "trust only this public key instead of the keys the bundle carries (repeatable)")
+	return verifyBundle
+}
 
+// newEvidenceCheckpointCmd is `webcodex evidence checkpoint`: sign and
+// print the journal head.
+func newEvidenceCheckpointCmd(g *globals) *cobra.Command {
 	checkpoint := &cobra.Command{
 		Use:   "checkpoint",
 		Short: "Sign the journal head (if it grew) and print the signed checkpoint; keep it to verify with --from later",
@@ -141,7 +163,12 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+	return checkpoint
+}
 
+// newEvidenceListCmd is `webcodex evidence list`: a session's records and
+// binding counts.
+func newEvidenceListCmd(g *globals) *cobra.Command {
 	var (
 		listSession string
 		listLimit   int
@@ -171,7 +198,12 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 	list.Flags().StringVar(&listSession, "session", "", "the session id (claimed or verified)")
 	list.Flags().IntVar(&listLimit, "limit", evidence.DefaultSessionRecords, fmt.Sprintf("most records to list (max %d)", evidence.MaxSessionRecords))
 	list.Flags().BoolVar(&listJSON, "json", false, "print JSON")
+	return list
+}
 
+// newEvidenceRotateKeyCmd is `webcodex evidence rotate-key`: replace the
+// signing key, keeping the retired public key.
+func newEvidenceRotateKeyCmd(g *globals) *cobra.Command {
 	rotate := &cobra.Command{
 		Use:   "rotate-key",
 		Short: "Replace the signing key, keeping the retired public key in " + evidence.PublicKeysFile + "; run with the server stopped",
@@ -203,9 +235,7 @@ func newEvidenceCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-
-	cmd.AddCommand(verify, export, verifyBundle, checkpoint, list, rotate)
-	return cmd
+	return rotate
 }
 
 // journal is the evidence journal as the offline evidence commands use it.

@@ -18,8 +18,18 @@ import (
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
 )
 
+// newSessionCmd is `webcodex session`: inspect, export and import
+// Workflow Sessions, and their message boards.
 func newSessionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "session", Short: "Inspect, export and import Workflow Sessions"}
+	cmd.AddCommand(newSessionListCmd(g), newSessionShowCmd(g), newSessionExportCmd(g), newSessionImportCmd(g), newSessionHandoffCmd(g),
+		newSessionMessagesCmd(g))
+	return cmd
+}
+
+// newSessionListCmd is `webcodex session list`: Workflow Sessions, newest
+// first.
+func newSessionListCmd(g *globals) *cobra.Command {
 	var (
 		project, lifecycle string
 		limit              int
@@ -43,7 +53,12 @@ func newSessionCmd(g *globals) *cobra.Command {
 	list.Flags().StringVar(&lifecycle, "lifecycle", "", "active or closed")
 	list.Flags().IntVar(&limit, "limit", 50, "most sessions to list")
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return list
+}
 
+// newSessionShowCmd is `webcodex session show`: one session and its newest
+// events.
+func newSessionShowCmd(g *globals) *cobra.Command {
 	var (
 		showLimit int
 		showJSON  bool
@@ -68,7 +83,12 @@ func newSessionCmd(g *globals) *cobra.Command {
 	}
 	show.Flags().IntVar(&showLimit, "limit", workflow.SummaryDefault, fmt.Sprintf("events to show (max %d)", workflow.SummaryMax))
 	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
+	return show
+}
 
+// newSessionExportCmd is `webcodex session export`: sessions as a
+// version-2 JSON ledger.
+func newSessionExportCmd(g *globals) *cobra.Command {
 	var (
 		out string
 		all bool
@@ -108,7 +128,12 @@ func newSessionCmd(g *globals) *cobra.Command {
 	}
 	export.Flags().StringVarP(&out, "output", "o", "", "write to FILE instead of standard output")
 	export.Flags().BoolVar(&all, "all", false, "export every session")
+	return export
+}
 
+// newSessionImportCmd is `webcodex session import`: a version-2 JSON
+// ledger imported all or nothing.
+func newSessionImportCmd(g *globals) *cobra.Command {
 	imp := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Import sessions from a version-2 JSON ledger",
@@ -138,6 +163,12 @@ func newSessionCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	return imp
+}
+
+// newSessionHandoffCmd is `webcodex session handoff`: the session's
+// deterministic handoff brief.
+func newSessionHandoffCmd(g *globals) *cobra.Command {
 	var handoffJSON bool
 	ho := &cobra.Command{
 		Use:   "handoff ID",
@@ -185,8 +216,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		},
 	}
 	ho.Flags().BoolVar(&handoffJSON, "json", false, "print the brief's JSON exactly as tools return it")
-	cmd.AddCommand(list, show, export, imp, ho, newSessionMessagesCmd(g))
-	return cmd
+	return ho
 }
 
 // printImport reports an import: sessions, messages, and each message row
