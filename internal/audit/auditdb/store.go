@@ -345,18 +345,50 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 			return err
 		}
 	}
-	// One counter update per session of the batch, with summed deltas.
-	type deltas struct {
-		n, ok, failed, unknown, warning, durationMS, files, jobs int64
-		first, last                                              int64
+	order, per := batchDeltas(rows)
+	at := now.Unix()
+	commit := s.db.Writer.DoLazy
+	durable := now.UnixNano()-s.lastDurable.Load() >= int64(DurableEvery)
+	if durable {
+		commit = s.db.Writer.Do
 	}
+	err := commit(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		retained, exact, err := s.countBatch(ctx, tx, order, per, at)
+		if err != nil {
+			return err
+		}
+		if err := s.insertBatch(ctx, tx, rows, at); err != nil {
+			return err
+		}
+		return s.trimBatch(ctx, tx, order, retained, exact, maxEvents)
+	})
+	if err != nil {
+		s.held.drop(order)
+	}
+	if err == nil && durable {
+		s.lastDurable.Store(now.UnixNano())
+	}
+	return wrapWrite(err)
+}
+
+// sessionDeltas are one session's counter deltas summed over a batch,
+// and the first and last end of its events in it.
+type sessionDeltas struct {
+	n, ok, failed, unknown, warning, durationMS, files, jobs int64
+	first, last                                              int64
+}
+
+// batchDeltas sums the rows' counter deltas per session, so that each
+// session of the batch gets one counter update: the sessions in order of
+// first appearance, and each one's deltas.
+func batchDeltas(rows []encoded) ([]string, map[string]*sessionDeltas) {
 	order := []string{}
-	per := map[string]*deltas{}
+	per := map[string]*sessionDeltas{}
 	for _, r := range rows {
 		ev := r.ev
 		d := per[ev.SessionID]
 		if d == nil {
-			d = &deltas{first: ev.EndedAt}
+			d = &sessionDeltas{first: ev.EndedAt}
 			per[ev.SessionID] = d
 			order = append(order, ev.SessionID)
 		}
@@ -370,122 +402,128 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 		d.jobs += int64(r.jobIDsCount)
 		d.first, d.last = min(d.first, ev.EndedAt), max(d.last, ev.EndedAt)
 	}
-	at := now.Unix()
-	commit := s.db.Writer.DoLazy
-	durable := now.UnixNano()-s.lastDurable.Load() >= int64(DurableEvery)
-	if durable {
-		commit = s.db.Writer.Do
-	}
-	err := commit(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		ensure, insert := tx.StmtContext(ctx, s.stmts.ensure), tx.StmtContext(ctx, s.stmts.insert)
-		counters := tx.StmtContext(ctx, s.stmts.counters)
-		// The counters first: a session that has its row (nearly every
-		// append) needs no INSERT OR IGNORE; one that has none is created,
-		// then counted. Its events are inserted below, in the same
-		// transaction, so the order changes nothing that is stored.
-		// A session the held cache knows is counted without reading its
-		// count back (exact[i] false: retained[i] is the cache's).
-		retained, exact := make([]int64, len(order)), make([]bool, len(order))
-		for i, id := range order {
-			d := per[id]
-			args := []any{d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS, d.files, d.jobs, d.n, d.first, d.last, at, id}
-			if held, ok := s.held.get(id); ok {
-				res, err := tx.StmtContext(ctx, s.stmts.count).ExecContext(ctx, args...)
-				if err != nil {
-					return err
-				}
-				if n, err := res.RowsAffected(); err == nil && n == 1 {
-					retained[i] = held + d.n
-					s.held.set(id, retained[i])
-					continue
-				}
-				// No row (or no answer): count it below, reading back.
-			}
-			count := func() error {
-				return counters.QueryRowContext(ctx, args...).Scan(&retained[i])
-			}
-			err := count()
-			if errors.Is(err, sql.ErrNoRows) {
-				if _, err = ensure.ExecContext(ctx, id, at, at); err == nil {
-					err = count() // ensured just now: no row is an error too
-				}
-			}
+	return order, per
+}
+
+// countBatch adds each session's deltas to its counters in tx and returns
+// each one's retained count, exact[i] false when retained[i] is the held
+// cache's rather than read back.
+//
+// The counters go first: a session that has its row (nearly every
+// append) needs no INSERT OR IGNORE; one that has none is created, then
+// counted. Its events are inserted after, in the same transaction, so the
+// order changes nothing that is stored. A session the held cache knows is
+// counted without reading its count back.
+func (s *Store) countBatch(ctx context.Context, tx *sql.Tx, order []string, per map[string]*sessionDeltas, at int64) ([]int64, []bool, error) {
+	ensure, counters := tx.StmtContext(ctx, s.stmts.ensure), tx.StmtContext(ctx, s.stmts.counters)
+	retained, exact := make([]int64, len(order)), make([]bool, len(order))
+	for i, id := range order {
+		d := per[id]
+		args := []any{d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS, d.files, d.jobs, d.n, d.first, d.last, at, id}
+		if held, ok := s.held.get(id); ok {
+			res, err := tx.StmtContext(ctx, s.stmts.count).ExecContext(ctx, args...)
 			if err != nil {
+				return nil, nil, err
+			}
+			if n, err := res.RowsAffected(); err == nil && n == 1 {
+				retained[i] = held + d.n
+				s.held.set(id, retained[i])
+				continue
+			}
+			// No row (or no answer): count it below, reading back.
+		}
+		count := func() error {
+			return counters.QueryRowContext(ctx, args...).Scan(&retained[i])
+		}
+		err := count()
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err = ensure.ExecContext(ctx, id, at, at); err == nil {
+				err = count() // ensured just now: no row is an error too
+			}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		exact[i] = true
+		s.held.set(id, retained[i])
+	}
+	return retained, exact, nil
+}
+
+// insertBatch inserts the rows' events in tx with their window relations,
+// expiring relations older than audit.WindowRelationRetention when a row
+// carries any.
+func (s *Store) insertBatch(ctx context.Context, tx *sql.Tx, rows []encoded, at int64) error {
+	insert := tx.StmtContext(ctx, s.stmts.insert)
+	for _, r := range rows {
+		ev := r.ev
+		if _, err := insert.ExecContext(ctx,
+			ev.EventID, ev.SessionID, ev.StartedAt, ev.EndedAt, ev.DurationMS, ev.Endpoint, ev.Operation,
+			ev.ActionName, ev.Project, ev.Status, ev.HTTPStatus, ev.ErrorSummary, ev.WarningSummary,
+			r.files, r.ids, r.summary, ev.RequestBytes, ev.ResponseBytes,
+			nullable(ev.Attribution.PrincipalKind), nullable(ev.Attribution.PrincipalUserID),
+			nullable(ev.Attribution.OAuthClientID),
+			nullable(ev.Window.ClientWindow), nullable(ev.Window.Principal), b2i(ev.Window.Meaningful),
+			nullableMS(ev.Window.StartedAtMS), nullableMS(ev.Window.EndedAtMS)); err != nil {
+			return err
+		}
+		for _, rel := range ev.Window.Relations {
+			if _, err := tx.ExecContext(ctx, sqlRelation, ev.Window.Principal, ev.Window.ClientWindow,
+				rel.SessionID, rel.Kind, ev.EndedAt, ev.EndedAt); err != nil {
 				return err
 			}
-			exact[i] = true
+		}
+		if len(ev.Window.Relations) > 0 {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM window_session_relations WHERE last_at < ?`,
+				at-int64(audit.WindowRelationRetention/time.Second)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// trimBatch trims in tx each session of order whose retained count
+// exceeds maxEvents to its newest maxEvents-TrimSlack events, judging a
+// count that is not exact by the stored one first.
+func (s *Store) trimBatch(ctx context.Context, tx *sql.Tx, order []string, retained []int64, exact []bool, maxEvents int) error {
+	for i, id := range order {
+		if retained[i] <= int64(maxEvents) {
+			continue
+		}
+		if !exact[i] {
+			// Judge the trim by the stored count, not the cache's.
+			if err := tx.StmtContext(ctx, s.stmts.held).QueryRowContext(ctx, id).Scan(&retained[i]); err != nil {
+				return err
+			}
 			s.held.set(id, retained[i])
-		}
-		for _, r := range rows {
-			ev := r.ev
-			if _, err := insert.ExecContext(ctx,
-				ev.EventID, ev.SessionID, ev.StartedAt, ev.EndedAt, ev.DurationMS, ev.Endpoint, ev.Operation,
-				ev.ActionName, ev.Project, ev.Status, ev.HTTPStatus, ev.ErrorSummary, ev.WarningSummary,
-				r.files, r.ids, r.summary, ev.RequestBytes, ev.ResponseBytes,
-				nullable(ev.Attribution.PrincipalKind), nullable(ev.Attribution.PrincipalUserID),
-				nullable(ev.Attribution.OAuthClientID),
-				nullable(ev.Window.ClientWindow), nullable(ev.Window.Principal), b2i(ev.Window.Meaningful),
-				nullableMS(ev.Window.StartedAtMS), nullableMS(ev.Window.EndedAtMS)); err != nil {
-				return err
-			}
-			for _, rel := range ev.Window.Relations {
-				if _, err := tx.ExecContext(ctx, sqlRelation, ev.Window.Principal, ev.Window.ClientWindow,
-					rel.SessionID, rel.Kind, ev.EndedAt, ev.EndedAt); err != nil {
-					return err
-				}
-			}
-			if len(ev.Window.Relations) > 0 {
-				if _, err := tx.ExecContext(ctx, `DELETE FROM window_session_relations WHERE last_at < ?`,
-					at-int64(audit.WindowRelationRetention/time.Second)); err != nil {
-					return err
-				}
-			}
-		}
-		for i, id := range order {
 			if retained[i] <= int64(maxEvents) {
 				continue
 			}
-			if !exact[i] {
-				// Judge the trim by the stored count, not the cache's.
-				if err := tx.StmtContext(ctx, s.stmts.held).QueryRowContext(ctx, id).Scan(&retained[i]); err != nil {
-					return err
-				}
-				s.held.set(id, retained[i])
-				if retained[i] <= int64(maxEvents) {
-					continue
-				}
-			}
-			// retained_events counts the session's events, so the oldest
-			// retained-keep are exactly the ones past what is kept: the
-			// session is left with its newest keep.
-			keep := int64(maxEvents - TrimSlack(maxEvents))
-			excess := retained[i] - keep
-			res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, excess)
-			if err != nil {
-				return err
-			}
-			deleted, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			if _, err := tx.StmtContext(ctx, s.stmts.retained).ExecContext(ctx, deleted == excess, keep, id); err != nil {
-				return err
-			}
-			if deleted == excess {
-				s.held.set(id, keep)
-			} else {
-				s.held.drop([]string{id}) // recounted in SQL: read it back next time
-			}
 		}
-		return nil
-	})
-	if err != nil {
-		s.held.drop(order)
+		// retained_events counts the session's events, so the oldest
+		// retained-keep are exactly the ones past what is kept: the
+		// session is left with its newest keep.
+		keep := int64(maxEvents - TrimSlack(maxEvents))
+		excess := retained[i] - keep
+		res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, excess)
+		if err != nil {
+			return err
+		}
+		deleted, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.StmtContext(ctx, s.stmts.retained).ExecContext(ctx, deleted == excess, keep, id); err != nil {
+			return err
+		}
+		if deleted == excess {
+			s.held.set(id, keep)
+		} else {
+			s.held.drop([]string{id}) // recounted in SQL: read it back next time
+		}
 	}
-	if err == nil && durable {
-		s.lastDurable.Store(now.UnixNano())
-	}
-	return wrapWrite(err)
+	return nil
 }
 
 // Ergonomics implements audit.Store: the newest limit model_ergonomics
