@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webcodex/webcodex/internal/command"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sshresource"
 )
@@ -178,14 +177,6 @@ func TestRemoteCommand(t *testing.T) {
 		if _, err := sshresource.RemoteCommand(c.cwd, c.cmd); failure.KindOf(err) != failure.InvalidArguments {
 			t.Errorf("RemoteCommand(%.20q, %.20q) = %v, want %q", c.cwd, c.cmd, err, failure.InvalidArguments)
 		}
-	}
-}
-
-// The remote command bound is the run_shell bound: a command run_shell
-// accepts is never refused on its way to a resource.
-func TestMaxCommandBytesIsTheShellBound(t *testing.T) {
-	if sshresource.MaxCommandBytes != command.MaxShellBytes {
-		t.Errorf("MaxCommandBytes = %d, command.MaxShellBytes = %d", sshresource.MaxCommandBytes, command.MaxShellBytes)
 	}
 }
 
