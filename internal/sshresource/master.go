@@ -120,7 +120,8 @@ func (m *Master) Argv(remote string) ([]string, error) {
 }
 
 // Close ends the master: `ssh -O exit`, then the process is killed if it
-// has not exited within CloseTimeout, and its socket is removed. Commands
+// has not exited within CloseTimeout (at once when it did not take the
+// request), and its socket is removed. Commands
 // running through it lose their channel. Close is idempotent.
 func (m *Master) Close() error {
 	m.closeOnce.Do(func() { m.closeErr = m.stop() })

@@ -25,6 +25,22 @@ type masterProc struct {
 	stderr *tailBuffer
 }
 
+// masterEnvKeys are the only variables of the runner's environment a
+// master and its control requests see: what ssh needs to find itself, its
+// user and its locale. Nothing else (a runner's credentials, an agent
+// socket, an askpass program) reaches them.
+var masterEnvKeys = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ"}
+
+func masterEnv() []string {
+	var env []string
+	for _, k := range masterEnvKeys {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 // newControlDir makes the Pool's private socket directory (0700).
 func newControlDir(parent string) (string, error) {
 	if parent == "" {
@@ -61,7 +77,7 @@ func startMaster(ctx context.Context, r Resource, key Key, path string) (*Master
 		"-o", "ControlMaster=yes", "-o", "ControlPersist=no", "-o", "ControlPath="+path,
 		"-N", "--", r.Host)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = ClientEnv(os.Environ())
+	cmd.Env = masterEnv()
 	cmd.SysProcAttr = masterProcAttr()
 	tail := &tailBuffer{max: MaxStderrBytes}
 	cmd.Stderr = tail
@@ -116,7 +132,7 @@ func (m *Master) controlArgv(op string) []string {
 func (m *Master) Check(ctx context.Context) error {
 	argv := m.controlArgv("check")
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = ClientEnv(os.Environ())
+	cmd.Env = masterEnv()
 	if err := cmd.Run(); err != nil {
 		return failure.New(failure.Unavailable, "ssh resource %q: its master does not answer", m.key.Resource)
 	}
@@ -144,10 +160,16 @@ func (m *Master) stop() error {
 		ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
 		argv := m.controlArgv("exit")
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Env = ClientEnv(os.Environ())
-		_ = cmd.Run()
+		cmd.Env = masterEnv()
+		asked := cmd.Run() == nil
 		cancel()
-		t := time.NewTimer(CloseTimeout)
+		// A master that took the request exits at once; one that did
+		// not (still connecting, or wedged) is killed without a wait.
+		wait := time.Duration(0)
+		if asked {
+			wait = CloseTimeout
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-m.proc.exited:
 		case <-t.C:

@@ -534,12 +534,64 @@ func TestSilentHostFailsWithinConnectTimeout(t *testing.T) {
 	}()
 	r := s.Resource("silent")
 	r.Port = l.Addr().(*net.TCPAddr).Port
+
+	// A start its caller gives up on ends at once: the master, still
+	// waiting for the banner, takes no exit request and is killed
+	// without CloseTimeout's wait.
+	p := newPool(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
 	start := time.Now()
+	if _, err := p.Master(ctx, sshresource.Key{Session: "s", Resource: r.Name}, r); failure.KindOf(err) != failure.Cancelled {
+		t.Errorf("a cancelled start = %v, want %q", err, failure.Cancelled)
+	}
+	if d := time.Since(start); d >= sshresource.CloseTimeout || p.Len() != 0 {
+		t.Errorf("a cancelled start took %s and left %d masters", d, p.Len())
+	}
+
+	start = time.Now()
 	_, err = newPool(t).Master(context.Background(), sshresource.Key{Session: "s", Resource: r.Name}, r)
 	if failure.KindOf(err) != failure.Unavailable {
 		t.Errorf("Master = %v, want %q", err, failure.Unavailable)
 	}
 	if d := time.Since(start); d >= sshresource.ReadyTimeout {
 		t.Errorf("the start took %s, not bounded by ConnectTimeout %s", d, sshresource.ConnectTimeout)
+	}
+}
+
+// A master sees none of the runner's environment beyond what ssh needs:
+// a credential planted in the runner's environment is not in the master's
+// (read from /proc, Linux only).
+func TestMasterEnvironmentIsMinimal(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc to read a process's environment from")
+	}
+	const canary = "wc_pat_canary_for_the_master_environment"
+	t.Setenv("WEBCODEX_TOKEN", canary)
+	t.Setenv("SSH_AUTH_SOCK", "/nonexistent/agent")
+	s := sshtest.Start(t, sshtest.Options{})
+	m := master(t, newPool(t), s.Resource("local"), "wc_sess_a", 1)
+	pids, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var environ []byte
+	for _, p := range pids {
+		cmdline, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(cmdline, []byte("ControlPath="+m.ControlPath()+"\x00-N\x00")) {
+			if environ, err = os.ReadFile(filepath.Join(filepath.Dir(p), "environ")); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if environ == nil {
+		t.Fatal("the master's process was not found in /proc")
+	}
+	for _, kv := range bytes.Split(environ, []byte{0}) {
+		k, _, _ := strings.Cut(string(kv), "=")
+		if k != "" && !slices.Contains([]string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ"}, k) {
+			t.Errorf("the master's environment holds %s", k)
+		}
+	}
+	if bytes.Contains(environ, []byte(canary)) {
+		t.Error("the master's environment holds the runner's credential")
 	}
 }
