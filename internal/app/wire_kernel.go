@@ -53,11 +53,11 @@ func NewRegistry(a *App) *kernel.Registry {
 				}
 			}
 		}})
-	files.Register(reg)
-	search.Register(reg)
+	files.Register(reg, a.Runners)
+	search.Register(reg, a.Runners)
 	edit.Register(reg)
 	git.Register(reg, &git.Tools{Host: a.Runner})
-	run.Register(reg, &run.Tools{Host: a.Runner, Jobs: a.Jobs})
+	run.Register(reg, &run.Tools{Runners: a.Runners, Jobs: a.Jobs})
 	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs, Evidence: a.validation}
 	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs, Host: a.Runner})
 	sessionshell.Register(reg, a.Shells)
@@ -124,7 +124,7 @@ func checkTokenProfiles(ctx context.Context, svc *auth.Service) error {
 func newKernel(a *App) *kernel.Kernel {
 	return kernel.New(kernel.Options{
 		Registry: NewRegistry(a),
-		Projects: a.Projects,
+		Projects: visibleProjects{a.Projects},
 		Sessions: a.Sessions,
 		Evidence: a.evSink.record,
 		Outbox:   a.outbox,
