@@ -18,6 +18,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/memory"
 	"github.com/webcodex/webcodex/internal/tools/peers"
 	"github.com/webcodex/webcodex/internal/tools/run"
+	"github.com/webcodex/webcodex/internal/tools/runners"
 	"github.com/webcodex/webcodex/internal/tools/search"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/tools/sessionshell"
@@ -72,6 +73,11 @@ func NewRegistry(a *App) *kernel.Registry {
 	peers.Register(reg, &peers.Tools{Windows: a.Windows})
 	goals.Register(reg, &goals.Tools{Goals: goalSvc})
 	memorytools.Register(reg, &memorytools.Tools{Memory: newMemory(a)})
+	rt := &runners.Tools{}
+	if a.Hub != nil {
+		rt.Runners = a.Hub
+	}
+	runners.Register(reg, rt)
 	return reg
 }
 

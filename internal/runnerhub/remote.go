@@ -216,7 +216,9 @@ func (p *proc) Wait(ctx context.Context) (runner.Result, error) {
 }
 
 // Snapshot implements runner.Process.
-func (p *proc) Snapshot() (stdout, stderr runner.Output) { return p.stdout.Snapshot(), p.stderr.Snapshot() }
+func (p *proc) Snapshot() (stdout, stderr runner.Output) {
+	return p.stdout.Snapshot(), p.stderr.Snapshot()
+}
 
 // Stop implements runner.Process.
 func (p *proc) Stop() { p.c.cancel(p.id) }
