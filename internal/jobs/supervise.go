@@ -71,6 +71,12 @@ func (m *Manager) launch(e *entry) error {
 		host = e.host
 	}
 	proc, err := host.Start(e.ctx, spec)
+	if err != nil && failure.Is(err, failure.OutcomeUnknown) {
+		// A remote runner got the start and its answer was lost: the
+		// process may be running there, never "not started".
+		m.finish(e, nil, Lost, ReasonRunnerLost)
+		return err
+	}
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), runner.ErrNotStarted.Error()+": ")
 		if !errors.Is(err, runner.ErrNotStarted) {

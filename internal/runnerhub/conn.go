@@ -61,7 +61,7 @@ func (c *conn) run() {
 	for {
 		_, b, err := c.ws.Read(context.Background())
 		if err != nil {
-			c.end(errors.New("the connection to the runner ended"), websocket.StatusNormalClosure)
+			c.end(errors.New("the connection to the runner ended"))
 			return
 		}
 		c.lastSeen.Store(c.hub.o.Now().UnixNano())
@@ -84,14 +84,14 @@ func (c *conn) watch() {
 		case <-t.C:
 		}
 		if c.hub.o.Now().Sub(c.seen()) > runnerwire.MissedHeartbeats*c.hub.o.Heartbeat {
-			c.end(errors.New("the runner missed its heartbeats and is lost"), websocket.StatusGoingAway)
+			c.end(errors.New("the runner missed its heartbeats and is lost"))
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
 		_, err := c.hub.o.Auth.AuthenticateRunner(ctx, c.token)
 		cancel()
 		if failure.Is(err, failure.Unauthenticated) {
-			c.end(errors.New("the runner's token was revoked"), websocket.StatusPolicyViolation)
+			c.end(errors.New("the runner's token was revoked"))
 			return
 		}
 	}
@@ -165,7 +165,7 @@ func (c *conn) proc(id string) *proc {
 
 // end closes the connection once: pending requests fail outcome_unknown,
 // running processes report their outcome unknown.
-func (c *conn) end(why error, code websocket.StatusCode) {
+func (c *conn) end(why error) {
 	c.mu.Lock()
 	select {
 	case <-c.done:
@@ -184,15 +184,11 @@ func (c *conn) end(why error, code websocket.StatusCode) {
 	for _, p := range procs {
 		p.lost(why)
 	}
-	c.ws.Close(code, clipReason(why.Error()))
+	// No close handshake: it would wait for a peer that may be lost or
+	// silent. A runner that reconnects learns why (a revoked token is
+	// refused at the upgrade).
+	c.ws.CloseNow()
 	c.hub.o.Logger.Info("runner disconnected", "client_id", c.clientID, "generation", c.gen, "reason", why.Error())
-}
-
-func clipReason(s string) string {
-	if len(s) > 120 {
-		return s[:120]
-	}
-	return s
 }
 
 func (c *conn) write(ctx context.Context, b []byte) error {
@@ -228,7 +224,7 @@ func (c *conn) send(ctx context.Context, id string, req runnerwire.Request, regi
 	}
 	c.mu.Unlock()
 	if err := c.write(ctx, b); err != nil {
-		c.end(errors.New("a write to the runner failed"), websocket.StatusInternalError)
+		c.end(errors.New("a write to the runner failed"))
 		return nil, failure.Wrap(failure.OutcomeUnknown, err, "the request to runner %s may or may not have reached it: its outcome is unknown", c.clientID)
 	}
 	return ch, nil

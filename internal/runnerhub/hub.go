@@ -147,7 +147,7 @@ func (h *Hub) Close() {
 	}
 	h.mu.Unlock()
 	for _, c := range cs {
-		c.end(errors.New("the server is shutting down"), websocket.StatusGoingAway)
+		c.end(errors.New("the server is shutting down"))
 	}
 	h.wg.Wait()
 }
@@ -366,10 +366,10 @@ func (h *Hub) admit(ctx context.Context, ws *websocket.Conn, tok auth.Token, raw
 	h.wg.Add(1)
 	h.mu.Unlock()
 	if prev != nil {
-		prev.end(errors.New("the runner connected again"), websocket.StatusNormalClosure)
+		prev.end(errors.New("the runner connected again"))
 	}
 	if err := c.write(context.Background(), welcome); err != nil {
-		c.end(err, websocket.StatusInternalError)
+		c.end(err)
 	}
 	return c, "", nil
 }
