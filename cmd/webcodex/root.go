@@ -33,7 +33,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $WEBCODEX_DATA, $XDG_DATA_HOME/webcodex or ~/.local/share/webcodex)")
 	root.AddCommand(newServeCmd(g), newMCPCmd(g), newTokenCmd(g), newProjectCmd(g), newSessionCmd(g), newAuditCmd(g), newEvidenceCmd(g), newAttentionCmd(g), newMemoryCmd(g))
-	root.AddCommand(newGoalCmd(g))
+	root.AddCommand(newGoalCmd(g), newRunnerCmd(g))
 	return root
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/runnerhub"
 	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/validate"
@@ -38,6 +39,7 @@ import (
 	"github.com/webcodex/webcodex/internal/transport/rest"
 	"github.com/webcodex/webcodex/internal/window"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // Version is the program version, set at build time with -ldflags.
@@ -46,6 +48,9 @@ var Version = "dev"
 // AdminTokenFile is the name of the first-start admin credential file in the
 // data directory (mode 0600).
 const AdminTokenFile = "admin-token"
+
+// RunnerPath is the endpoint `webcodex runner` connects to.
+const RunnerPath = "/api/runner/ws"
 
 // App is a running WebCodex instance.
 type App struct {
@@ -56,10 +61,15 @@ type App struct {
 	Auth     *auth.Service
 	Projects *project.Registry
 	Runner   runner.Host
-	Jobs     *jobs.Manager
-	Shells   *shell.Manager
-	Kernel   *kernel.Kernel
-	Audit    *audit.Service
+	// Hub holds the connections of `webcodex runner` processes; Runners
+	// routes each project to the runner serving it (Runner for this
+	// host's projects).
+	Hub     *runnerhub.Hub
+	Runners workspace.Resolver
+	Jobs    *jobs.Manager
+	Shells  *shell.Manager
+	Kernel  *kernel.Kernel
+	Audit   *audit.Service
 	// Windows is the window plane: window activity and Window Peers.
 	Windows *window.Service
 	// AuditHTTP records audited requests and serves the operator audit API.
@@ -149,6 +159,8 @@ func (a *App) wire(ctx context.Context) error {
 		a.Log.Info("start: removed temporary directories of servers that are gone", "count", n)
 	}
 	a.Runner = &runner.Local{Contain: a.Contain, Policy: a.Sandbox}
+	a.Hub = runnerhub.New(runnerhub.Options{Auth: a.Auth, Projects: a.Projects, Store: a.Stores.Projects, Logger: a.Log})
+	a.Runners = workspace.Resolver{Local: workspace.Local{Host: a.Runner}, Remote: a.Hub.Runner}
 	a.Shells = shell.NewManager(shell.Options{Contain: a.Contain, Sandbox: a.Sandbox})
 	if a.Jobs, err = newJobs(ctx, a); err != nil {
 		return fmt.Errorf("jobs: %w", err)
@@ -195,6 +207,9 @@ func (a *App) recoverCrash(ctx context.Context) error {
 	}
 	removed := 0
 	for _, p := range ps {
+		if p.Runner != "" {
+			continue // its files are on the runner's machine
+		}
 		n, complete, err := edit.RemoveStaging(ctx, p.Root)
 		removed += n
 		if err != nil || !complete {
@@ -214,6 +229,11 @@ func (a *App) Handler() http.Handler {
 	})
 	(&rest.Server{Kernel: a.Kernel, Status: a.Status, PublicURL: a.Config.PublicURL, Version: Version, Audit: a.AuditHTTP}).Register(mux)
 	mux.Authenticated("/mcp", a.AuditHTTP.Wrap(auditmw.OpMCP, a.MCP().Handler(httpserver.MaxBodyBytes)))
+	if a.Hub != nil {
+		// The runner channel authenticates runner tokens itself, and a
+		// connection lives long: it takes no request slot.
+		mux.Always(RunnerPath, a.Hub)
+	}
 	a.AuditHTTP.RegisterOperator(mux)
 	if a.Evidence != nil {
 		(&evidenceapi.API{Journal: a.Evidence, Sessions: a.Sessions}).Register(mux)
@@ -302,6 +322,9 @@ func (a *App) Serve(ctx context.Context) error {
 // queued, and releases the stores. Call it after Serve returns.
 func (a *App) Close() error {
 	a.live.close()
+	if a.Hub != nil {
+		a.Hub.Close()
+	}
 	a.release()
 	if a.Contain != nil {
 		a.Contain.Tidy()

@@ -263,6 +263,10 @@ func TestMCPOutputSchemasAcceptSuccessAndFailure(t *testing.T) {
 	act("current_window_activity", map[string]any{}, true)
 	window = ""
 
+	// Runners: the list (empty here) and a refused argument.
+	act("list_runners", map[string]any{}, true)
+	act("list_runners", map[string]any{"client_id": "x"}, false)
+
 	// Goals.
 	goal := str(act("create_goal", map[string]any{"project": proj, "title": "Fix Add"}, true), "goal", "goal_id")
 	act("create_goal", map[string]any{"project": "agent:local:nope", "title": "Fix Add"}, false)

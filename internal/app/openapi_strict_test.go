@@ -249,6 +249,9 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("current_window_activity", map[string]any{}, true)
 	actWindow = ""
 
+	// Runners.
+	act("list_runners", map[string]any{}, true)
+
 	// Goals.
 	goal := field(act("create_goal", map[string]any{"project": proj, "title": "Fix Add"}, true), "goal", "goal_id")
 	grev := field(act("get_goal", map[string]any{"goal_id": goal}, true), "goal", "revision")

@@ -41,6 +41,8 @@ var toolBudget = map[string]int{
 	// Project Memory (issue 16), in the full profile only.
 	"memory_set": 1450, "memory_read": 1080, "memory_search": 1180, "memory_delete": 1000,
 	"memory_scope_list": 780, "memory_scope_purge": 940,
+	// Runners (issue 25), in the full profile only.
+	"list_runners": 1500,
 }
 
 // Whole tools/list results (the JSON-RPC result member as sent) per

@@ -18,6 +18,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/memory"
 	"github.com/webcodex/webcodex/internal/tools/peers"
 	"github.com/webcodex/webcodex/internal/tools/run"
+	"github.com/webcodex/webcodex/internal/tools/runners"
 	"github.com/webcodex/webcodex/internal/tools/search"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/tools/sessionshell"
@@ -53,11 +54,11 @@ func NewRegistry(a *App) *kernel.Registry {
 				}
 			}
 		}})
-	files.Register(reg)
-	search.Register(reg)
+	files.Register(reg, a.Runners)
+	search.Register(reg, a.Runners)
 	edit.Register(reg)
 	git.Register(reg, &git.Tools{Host: a.Runner})
-	run.Register(reg, &run.Tools{Host: a.Runner, Jobs: a.Jobs})
+	run.Register(reg, &run.Tools{Runners: a.Runners, Jobs: a.Jobs})
 	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs, Evidence: a.validation}
 	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs, Host: a.Runner})
 	sessionshell.Register(reg, a.Shells)
@@ -72,6 +73,11 @@ func NewRegistry(a *App) *kernel.Registry {
 	peers.Register(reg, &peers.Tools{Windows: a.Windows})
 	goals.Register(reg, &goals.Tools{Goals: goalSvc})
 	memorytools.Register(reg, &memorytools.Tools{Memory: newMemory(a)})
+	rt := &runners.Tools{}
+	if a.Hub != nil {
+		rt.Runners = a.Hub
+	}
+	runners.Register(reg, rt)
 	return reg
 }
 
@@ -124,7 +130,7 @@ func checkTokenProfiles(ctx context.Context, svc *auth.Service) error {
 func newKernel(a *App) *kernel.Kernel {
 	return kernel.New(kernel.Options{
 		Registry: NewRegistry(a),
-		Projects: a.Projects,
+		Projects: visibleProjects{a.Projects},
 		Sessions: a.Sessions,
 		Evidence: a.evSink.record,
 		Outbox:   a.outbox,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/worktree"
 )
@@ -37,4 +39,19 @@ func (a *App) RegisterProjects(ctx context.Context, specs []string) ([]project.P
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// visibleProjects is the kernel's project resolver: a project a runner
+// serves exists only for principals of that runner's authority group.
+type visibleProjects struct{ r *project.Registry }
+
+func (v visibleProjects) Get(ctx context.Context, id string) (project.Project, error) {
+	p, err := v.r.Get(ctx, id)
+	if err != nil || p.Owner == "" {
+		return p, err
+	}
+	if pr, ok := auth.PrincipalFrom(ctx); !ok || pr.Owner != p.Owner {
+		return project.Project{}, failure.New(failure.UnknownProject, "project %q is not registered", id)
+	}
+	return p, nil
 }

@@ -238,7 +238,7 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, erro
 	if err != nil {
 		return Principal{}, failure.Wrap(failure.Unavailable, err, "the credential store is unavailable")
 	}
-	if t.Revoked() {
+	if t.Revoked() || t.Runner != "" {
 		return Principal{}, failure.New(failure.Unauthenticated, "the bearer credential is unknown or revoked")
 	}
 	now := s.clock()

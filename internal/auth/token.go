@@ -62,6 +62,9 @@ type Token struct {
 	// for that profile, or the tools to list (decision 0024). It changes
 	// what is listed, never what may be called.
 	Tools []string `json:"tools,omitempty"`
+	// Runner is the client id of the `webcodex runner` a runner token
+	// (RunnerTokenPrefix) authenticates; empty for an API token.
+	Runner string `json:"runner,omitempty"`
 }
 
 // MaxTokenTools bounds the names of a token's tool profile, and

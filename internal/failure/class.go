@@ -129,6 +129,9 @@ var classes = map[Kind]Class{
 	InvalidRevision: {ClassInvalidArguments, RecoverFixInput, statusBadRequest},
 	UnknownMemory:   {ClassNotStarted, RecoverFixInput, statusNotFound},
 	MemoryScopeFull: {ClassNotStarted, RecoverFixInput, statusConflict},
+	// Runners.
+	RunnerUnavailable:  {ClassNotStarted, RecoverRetryLater, statusUnavailable},
+	ResourceNotAllowed: {ClassNotStarted, RecoverFixInput, statusBadRequest},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

@@ -92,6 +92,10 @@ const (
 	// Project Memory.
 	UnknownMemory   Kind = "unknown_memory"
 	MemoryScopeFull Kind = "memory_scope_full"
+	// Runners: the runner serving a project is not connected (nothing
+	// was sent to it), and a resource the call may not use.
+	RunnerUnavailable  Kind = "runner_unavailable"
+	ResourceNotAllowed Kind = "resource_not_allowed"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -115,6 +119,7 @@ var Kinds = []Kind{
 	UnknownRef, NotAGitCheckout, WorktreeExists, BaseRefMismatch, NotAWorktree, ProjectInUse,
 	GitDirOutsideProject,
 	InvalidRevision, UnknownMemory, MemoryScopeFull,
+	RunnerUnavailable, ResourceNotAllowed,
 }
 
 // Error is a failure with a stable kind, a human message and optional

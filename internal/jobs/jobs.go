@@ -113,6 +113,9 @@ const (
 	ReasonServerRestart  = "server_restart"
 	ReasonNotStarted     = "not_started"
 	ReasonStopJob        = "stop_job"
+	// ReasonRunnerLost: the connection to the runner running the job
+	// ended before it reported the exit; the job's outcome is unknown.
+	ReasonRunnerLost = "runner_lost"
 )
 
 // State is a job's lifecycle state.

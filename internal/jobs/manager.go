@@ -90,6 +90,9 @@ type StartSpec struct {
 	AcceptedExitCodes []int
 	// Run is the execution; its Stdout and Stderr are set by the Manager.
 	Run runner.Spec
+	// Host, when set, runs the execution: the runner serving the project
+	// (nil: the Manager's own host).
+	Host runner.Host
 	// ID, when set, is the job's id (of the form ParseID accepts), chosen
 	// by the caller so that it can name files in the job's directory
 	// before the run starts; empty means a fresh one.
@@ -146,6 +149,7 @@ type Manager struct {
 type entry struct {
 	id       string
 	spec     runner.Spec // until launched
+	host     runner.Host // the runner serving the project; nil: the Manager's
 	accepted []int
 	exp      Expectation
 	ctx      context.Context
@@ -173,7 +177,7 @@ type entry struct {
 
 	mu         sync.Mutex
 	job        Job // the last committed record
-	proc       *runner.Process
+	proc       runner.Process
 	slot       bool          // holds a concurrency slot
 	stopReq    runner.Ending // Stopped or Cancelled once asked
 	shutdown   bool

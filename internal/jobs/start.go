@@ -75,7 +75,7 @@ func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *
 	// The job id names the run's containment unit (its marker).
 	s.Run.RunID = j.ID
 	e = &entry{
-		id: j.ID, owner: j.Principal, spec: s.Run, accepted: j.AcceptedExitCodes, exp: j.Expectation,
+		id: j.ID, owner: j.Principal, spec: s.Run, host: s.Host, accepted: j.AcceptedExitCodes, exp: j.Expectation,
 		done: make(chan struct{}), background: s.Background, cleanup: s.Cleanup, keep: s.KeepOutput,
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())

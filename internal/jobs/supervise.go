@@ -66,7 +66,17 @@ func (m *Manager) launch(e *entry) error {
 	spec := e.spec
 	e.spec = runner.Spec{}
 	spec.Stdout, spec.Stderr = e.stdout, e.stderr
-	proc, err := m.host.Start(e.ctx, spec)
+	host := m.host
+	if e.host != nil {
+		host = e.host
+	}
+	proc, err := host.Start(e.ctx, spec)
+	if err != nil && failure.Is(err, failure.OutcomeUnknown) {
+		// A remote runner got the start and its answer was lost: the
+		// process may be running there, never "not started".
+		m.finish(e, nil, Lost, ReasonRunnerLost)
+		return err
+	}
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), runner.ErrNotStarted.Error()+": ")
 		if !errors.Is(err, runner.ErrNotStarted) {
@@ -78,10 +88,14 @@ func (m *Manager) launch(e *entry) error {
 	ident := proc.Identity()
 	e.mu.Lock()
 	e.proc = proc
-	e.job.Process = &ident
+	if ident.PID != 0 { // a process on a remote runner has none here
+		e.job.Process = &ident
+	}
 	req = e.stopReq
 	e.mu.Unlock()
-	m.recordIdentity(e, ident)
+	if ident.PID != 0 {
+		m.recordIdentity(e, ident)
+	}
 	switch req {
 	case runner.Stopped:
 		proc.Stop()
@@ -89,7 +103,13 @@ func (m *Manager) launch(e *entry) error {
 		e.cancel()
 	}
 	go func() {
-		res, _ := proc.Wait(context.Background())
+		res, err := proc.Wait(context.Background())
+		if err != nil {
+			// A remote runner's connection ended before it reported
+			// the exit: the job is lost, never a success.
+			m.finish(e, nil, Lost, ReasonRunnerLost)
+			return
+		}
 		m.finish(e, &res, "", "")
 	}()
 	return nil
@@ -144,7 +164,7 @@ func reasonFor(req runner.Ending) string {
 
 // finish commits the terminal record of e (the first terminal write wins),
 // releases its slot and wakes its waiters. res is nil when no process ran
-// (state and reason then say why).
+// or when its result is not known (state and reason then say why).
 func (m *Manager) finish(e *entry, res *runner.Result, st State, reason string) {
 	e.stdout.Close()
 	e.stderr.Close()

@@ -104,6 +104,9 @@ func (k *Kernel) checkClaims(ctx context.Context, c Call, tool *Tool, in any, re
 		if err != nil {
 			return err
 		}
+		if p.Runner != "" && !tool.Runners {
+			return failure.New(failure.Unavailable, "project %s is served by runner %s: %s does not run through runners yet", p.ID, p.Runner, tool.Name)
+		}
 		inv.Project, inv.HasProject = p, true
 		rec.Project = p.ID
 		return nil

@@ -126,6 +126,11 @@ type Spec[In, Out any] struct {
 	// Invocation.BeforeEffect before its first effect: it runs while its
 	// tool_call_started commits (others run after that commit).
 	PreparesBeforeEffect bool
+	// Runners marks a tool whose every effect goes through the runner
+	// serving the call's project (package workspace). A tool without it is
+	// refused, before anything is recorded, on a project a remote runner
+	// serves: it would touch this host's filesystem instead.
+	Runners bool
 	// Handler runs the tool. It returns a *failure.Error for expected
 	// failures.
 	Handler func(ctx context.Context, inv *Invocation, in In) (Out, error)
@@ -147,6 +152,8 @@ type Tool struct {
 
 	// PreparesBeforeEffect is Spec.PreparesBeforeEffect (mutating tools).
 	PreparesBeforeEffect bool
+	// Runners is Spec.Runners.
+	Runners bool
 
 	resolved *jsonschema.Resolved
 	decode   func(raw json.RawMessage) (any, error)
@@ -197,7 +204,7 @@ func Register[In, Out any](r *Registry, s Spec[In, Out]) {
 	t := &Tool{
 		Name: s.Name, Description: s.Description, Category: s.Category, EditSurface: s.EditSurface,
 		Scopes: s.Scopes, Annotations: s.Annotations, Mutates: s.Mutates,
-		Writes: s.Writes, Session: s.Session,
+		Writes: s.Writes, Session: s.Session, Runners: s.Runners,
 		InputSchema: in, OutputSchema: out, resolved: resolved,
 	}
 	t.PreparesBeforeEffect = s.PreparesBeforeEffect && s.Mutates

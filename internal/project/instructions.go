@@ -39,7 +39,8 @@ type InstructionSource struct {
 
 // Instructions are the instruction files found at a project root.
 type Instructions struct {
-	// Status is loaded when at least one file was read, else not_found.
+	// Status is loaded when at least one file was read, unavailable for
+	// a project a remote runner serves (not read here), else not_found.
 	Status  string              `json:"status"`
 	Sources []InstructionSource `json:"sources"`
 	// ContentIncluded is false when the bodies were left out on request
@@ -75,6 +76,10 @@ func (ins Instructions) Fingerprint() string {
 // boundary.
 func (p Project) ReadInstructions() Instructions {
 	out := Instructions{Status: "not_found", Sources: []InstructionSource{}, ContentIncluded: true}
+	if p.Runner != "" {
+		out.Status, out.ContentIncluded = "unavailable", false
+		return out
+	}
 	t, err := p.OpenTree()
 	if err != nil {
 		return out

@@ -61,7 +61,18 @@ type Project struct {
 	// was created at; both empty for an ordinary project.
 	Source     string `json:"source,omitempty"`
 	BaseCommit string `json:"base_commit,omitempty"`
+	// Runner is the client id of the `webcodex runner` that serves the
+	// project (its id is agent:<runner>:<name> and Root is a path on the
+	// runner's machine), and Owner the authority group of that runner's
+	// token: only principals of that group see the project. Both are
+	// empty for a project on this host.
+	Runner string `json:"runner,omitempty"`
+	Owner  string `json:"owner,omitempty"`
 }
+
+// RunnerID returns the id of the project name served by the runner
+// clientID.
+func RunnerID(clientID, name string) string { return "agent:" + clientID + ":" + name }
 
 // Worktree reports whether p is a managed worktree.
 func (p Project) Worktree() bool { return p.Source != "" }
@@ -188,6 +199,12 @@ func (p Project) Resolve(rel string) (abs, clean string, err error) {
 	clean, err = Clean(rel)
 	if err != nil {
 		return "", "", err
+	}
+	if p.Runner != "" {
+		// The files are on the runner's machine: the path is only joined
+		// here, and the runner confines it against its own filesystem
+		// before any use.
+		return filepath.Join(p.Root, filepath.FromSlash(clean)), clean, nil
 	}
 	if _, err := p.confine(clean); err != nil {
 		return "", "", err

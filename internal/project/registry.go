@@ -135,3 +135,44 @@ func ParseSpec(spec string) (name, dir string) {
 	}
 	return NameFromDir(abs), spec
 }
+
+// RegisterRunner registers the project name that the runner clientID, whose
+// token belongs to the authority group owner, serves at root on its own
+// machine, and returns the stored project (id [RunnerID]). The runner is
+// the authority over its projects: announcing a name again with another
+// root moves the registration there. Nothing is checked on this host's
+// filesystem; the runner applies its own path policy to every request.
+//
+// Errors: [failure.InvalidArguments] for an invalid client id, owner, name
+// or root; [failure.PermissionDenied] when the id is registered for another
+// runner or owner.
+func (r *Registry) RegisterRunner(ctx context.Context, clientID, owner, name, root string) (Project, error) {
+	if err := ValidateName(clientID); err != nil {
+		return Project{}, err
+	}
+	if err := ValidateName(name); err != nil {
+		return Project{}, err
+	}
+	if owner == "" || root == "" || len(root) > MaxPathBytes {
+		return Project{}, failure.New(failure.InvalidArguments, "a runner project needs an owner and a root of 1-%d bytes", MaxPathBytes)
+	}
+	p := Project{ID: RunnerID(clientID, name), Name: name, Root: root, AddedAt: r.now().UTC().Round(0),
+		Runner: clientID, Owner: owner}
+	old, err := r.store.Get(ctx, p.ID)
+	switch {
+	case err == nil && (old.Runner != clientID || old.Owner != owner):
+		return Project{}, failure.New(failure.PermissionDenied, "project %s belongs to another runner or owner", p.ID)
+	case err == nil && old.Root == root:
+		return old, nil
+	case err == nil:
+		if err := r.store.Remove(ctx, p.ID); err != nil && !failure.Is(err, failure.UnknownProject) {
+			return Project{}, err
+		}
+	case !failure.Is(err, failure.UnknownProject):
+		return Project{}, err
+	}
+	if err := r.store.Add(ctx, p); err != nil {
+		return Project{}, err
+	}
+	return r.store.Get(ctx, p.ID)
+}

@@ -41,6 +41,9 @@ type Tree struct {
 // OpenTree opens a handle on p.Root. The caller closes it. A root that
 // cannot be opened is operation_failed.
 func (p Project) OpenTree() (*Tree, error) {
+	if p.Runner != "" {
+		return nil, failure.New(failure.Unavailable, "project %s is served by runner %s: this tool does not run through runners yet", p.ID, p.Runner)
+	}
 	r, err := os.OpenRoot(p.Root)
 	if err != nil {
 		return nil, failure.Wrap(failure.OperationFailed, err, "the project root cannot be opened")

@@ -62,7 +62,7 @@ func randomHex() string {
 
 // start starts p.cmd as a contained unit of c (nil: Setup's) named id
 // (empty: a fresh one).
-func (p *Process) start(c *Containment, id string, start func(*exec.Cmd) error) error {
+func (p *process) start(c *Containment, id string, start func(*exec.Cmd) error) error {
 	if c == nil {
 		c = Setup()
 	}

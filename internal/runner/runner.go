@@ -149,7 +149,7 @@ type Result struct {
 type Host interface {
 	// Start begins an execution. An error wrapping ErrNotStarted means
 	// nothing ran.
-	Start(ctx context.Context, s Spec) (*Process, error)
+	Start(ctx context.Context, s Spec) (Process, error)
 }
 
 // Local runs processes on this machine.
@@ -166,8 +166,30 @@ type Local struct {
 
 var _ Host = (*Local)(nil)
 
-// A Process is a started execution.
-type Process struct {
+// A Process is a started execution, on this machine (Local) or on a
+// remote runner.
+type Process interface {
+	// Done is closed when the execution has finished.
+	Done() <-chan struct{}
+	// Wait blocks until the execution finishes or ctx ends (which does
+	// not stop the process: use Stop). An error means the result is not
+	// known (a remote runner's connection ended meanwhile).
+	Wait(ctx context.Context) (Result, error)
+	// Snapshot returns the output so far.
+	Snapshot() (stdout, stderr Output)
+	// Stop kills the execution.
+	Stop()
+	// Sandbox is the sandbox mode in force for the execution.
+	Sandbox() Mode
+	// PID is the process id of the group leader on its machine.
+	PID() int
+	// Identity identifies the execution's processes on this machine;
+	// zero for a process on a remote runner.
+	Identity() Identity
+}
+
+// process is a Process started by Local.
+type process struct {
 	cmd     *exec.Cmd
 	unit    *Unit
 	pgid    int
@@ -184,7 +206,7 @@ type Process struct {
 }
 
 // Start implements Host.
-func (l *Local) Start(ctx context.Context, s Spec) (*Process, error) {
+func (l *Local) Start(ctx context.Context, s Spec) (Process, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
 	}
@@ -217,7 +239,7 @@ func (l *Local) Start(ctx context.Context, s Spec) (*Process, error) {
 	defer conf.Close(l.Policy)
 	cmd := &exec.Cmd{Path: path, Args: s.Argv, Dir: s.Dir, Env: conf.Env(env)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &Process{cmd: cmd, conf: conf, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{})}
+	p := &process{cmd: cmd, conf: conf, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{})}
 	cmd.Stdout = tee(p.stdout, s.Stdout)
 	cmd.Stderr = tee(p.stderr, s.Stderr)
 	if s.Stdin != nil {
@@ -262,7 +284,7 @@ func LookPath(name string, env []string) (string, error) {
 
 // supervise waits for the process while enforcing the timeout, the
 // caller's cancellation and the process limit.
-func (p *Process) supervise(ctx context.Context, timeout time.Duration) {
+func (p *process) supervise(ctx context.Context, timeout time.Duration) {
 	waited := make(chan error, 1)
 	go func() { waited <- p.cmd.Wait() }()
 	timer := time.NewTimer(timeout)
@@ -298,7 +320,7 @@ loop:
 }
 
 // kill ends the process group: SIGTERM, then SIGKILL after KillGrace.
-func (p *Process) kill(why Ending) {
+func (p *process) kill(why Ending) {
 	p.mu.Lock()
 	if p.ending != "" {
 		p.mu.Unlock()
@@ -323,9 +345,9 @@ func (p *Process) kill(why Ending) {
 // Stop kills the execution: SIGTERM to its process group, then, when the
 // leader exits or after KillGrace, SIGKILL to every process of its unit (a
 // stop_job or a shutdown).
-func (p *Process) Stop() { p.kill(Stopped) }
+func (p *process) Stop() { p.kill(Stopped) }
 
-func (p *Process) finish(err error) {
+func (p *process) finish(err error) {
 	r := Result{Duration: time.Since(p.started), Stdout: p.stdout.Snapshot(), Stderr: p.stderr.Snapshot(), ExitCode: -1, Sandbox: p.conf.Mode()}
 	p.mu.Lock()
 	r.KilledGroup = p.killed
@@ -356,11 +378,11 @@ func (p *Process) finish(err error) {
 }
 
 // Done is closed when the execution has finished.
-func (p *Process) Done() <-chan struct{} { return p.done }
+func (p *process) Done() <-chan struct{} { return p.done }
 
 // Wait blocks until the execution finishes or ctx ends (which does not stop
 // the process: use Stop).
-func (p *Process) Wait(ctx context.Context) (Result, error) {
+func (p *process) Wait(ctx context.Context) (Result, error) {
 	select {
 	case <-p.done:
 		return p.result, nil
@@ -370,16 +392,16 @@ func (p *Process) Wait(ctx context.Context) (Result, error) {
 }
 
 // Snapshot returns the output so far of a running or finished execution.
-func (p *Process) Snapshot() (stdout, stderr Output) { return p.stdout.Snapshot(), p.stderr.Snapshot() }
+func (p *process) Snapshot() (stdout, stderr Output) { return p.stdout.Snapshot(), p.stderr.Snapshot() }
 
 // Sandbox is the sandbox mode in force for the execution.
-func (p *Process) Sandbox() Mode { return p.conf.Mode() }
+func (p *process) Sandbox() Mode { return p.conf.Mode() }
 
 // PID is the process id of the group leader.
-func (p *Process) PID() int { return p.pgid }
+func (p *process) PID() int { return p.pgid }
 
 // Identity identifies the execution's processes (see Identity).
-func (p *Process) Identity() Identity { return p.unit.Identity() }
+func (p *process) Identity() Identity { return p.unit.Identity() }
 
 // Run starts an execution and waits for it.
 func Run(ctx context.Context, h Host, s Spec) (Result, error) {

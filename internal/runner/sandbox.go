@@ -200,8 +200,11 @@ func (p *Policy) InForce(req Sandbox) Mode { return inForce(p.resolve(req), Land
 // InForce is the mode a child of h started with req runs under; "" when
 // h is not a Local (it cannot say).
 func InForce(h Host, req Sandbox) Mode {
-	if l, ok := h.(*Local); ok {
-		return l.Policy.InForce(req)
+	switch h := h.(type) {
+	case *Local:
+		return h.Policy.InForce(req)
+	case interface{ InForce(Sandbox) Mode }:
+		return h.InForce(req)
 	}
 	return ""
 }

@@ -52,7 +52,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // Close waits for queued writes and closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-const columns = `id, name, owner, scopes, created_at, revoked_at, last_used_at, tools`
+const columns = `id, name, owner, scopes, created_at, revoked_at, last_used_at, tools, runner`
 
 // Create inserts t with hash. Errors: failure.InvalidArguments when the id
 // or hash is empty; failure.Conflict when the id or the hash exists.
@@ -73,9 +73,9 @@ func (s *Store) Create(ctx context.Context, t auth.Token, hash string) error {
 	}
 	return s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx,
-			`INSERT INTO tokens (id, name, owner, scopes, token_hash, created_at, revoked_at, last_used_at, tools)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Name, t.Owner, string(scopes), hash, t.CreatedAt.UnixNano(), nanos(t.RevokedAt), nanos(t.LastUsedAt), string(tools))
+			`INSERT INTO tokens (id, name, owner, scopes, token_hash, created_at, revoked_at, last_used_at, tools, runner)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Name, t.Owner, string(scopes), hash, t.CreatedAt.UnixNano(), nanos(t.RevokedAt), nanos(t.LastUsedAt), string(tools), t.Runner)
 		if sqlitedb.IsConstraint(err) {
 			return failure.New(failure.Conflict, "token %s already exists", t.ID)
 		}
@@ -183,7 +183,7 @@ func scan(row interface{ Scan(...any) error }) (auth.Token, error) {
 		created           int64
 		revoked, lastUsed sql.NullInt64
 	)
-	if err := row.Scan(&t.ID, &t.Name, &t.Owner, &scopes, &created, &revoked, &lastUsed, &tools); err != nil {
+	if err := row.Scan(&t.ID, &t.Name, &t.Owner, &scopes, &created, &revoked, &lastUsed, &tools, &t.Runner); err != nil {
 		return auth.Token{}, err
 	}
 	if err := json.Unmarshal([]byte(tools), &t.Tools); err != nil {

@@ -57,7 +57,7 @@ func (s *Store) Close() error { return s.db.Close() }
 // Errors: [failure.InvalidArguments] when p has no id or a root that is not
 // absolute; [failure.Conflict] when the id exists with a different root.
 func (s *Store) Add(ctx context.Context, p project.Project) error {
-	if p.ID == "" || !filepath.IsAbs(p.Root) {
+	if p.ID == "" || (p.Runner == "" && !filepath.IsAbs(p.Root)) {
 		return failure.New(failure.InvalidArguments, "project needs an id and an absolute root")
 	}
 	if p.AddedAt.IsZero() {
@@ -80,8 +80,8 @@ func (s *Store) Add(ctx context.Context, p project.Project) error {
 			return fmt.Errorf("projects: look up %s: %w", p.ID, err)
 		}
 		_, err = tx.ExecContext(ctx,
-			`INSERT INTO projects (id, name, root, added_at, sandbox, source, base_commit) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			p.ID, p.Name, p.Root, p.AddedAt.UnixNano(), p.Sandbox, p.Source, p.BaseCommit)
+			`INSERT INTO projects (id, name, root, added_at, sandbox, source, base_commit, runner, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.ID, p.Name, p.Root, p.AddedAt.UnixNano(), p.Sandbox, p.Source, p.BaseCommit, p.Runner, p.Owner)
 		if err != nil {
 			return fmt.Errorf("projects: insert %s: %w", p.ID, err)
 		}
@@ -115,7 +115,7 @@ func (s *Store) Get(ctx context.Context, id string) (project.Project, error) {
 }
 
 func (s *Store) get(ctx context.Context, id string) (project.Project, error) {
-	row := s.db.QueryRow(ctx, `SELECT id, name, root, added_at, sandbox, source, base_commit FROM projects WHERE id = ?`, id)
+	row := s.db.QueryRow(ctx, `SELECT id, name, root, added_at, sandbox, source, base_commit, runner, owner FROM projects WHERE id = ?`, id)
 	p, err := scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return project.Project{}, unknown(id)
@@ -128,7 +128,7 @@ func (s *Store) get(ctx context.Context, id string) (project.Project, error) {
 
 // List returns every project ordered by id.
 func (s *Store) List(ctx context.Context) ([]project.Project, error) {
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT id, name, root, added_at, sandbox, source, base_commit FROM projects ORDER BY id`)
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT id, name, root, added_at, sandbox, source, base_commit, runner, owner FROM projects ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("projects: list: %w", err)
 	}
@@ -150,7 +150,7 @@ func (s *Store) List(ctx context.Context) ([]project.Project, error) {
 func scan(row interface{ Scan(...any) error }) (project.Project, error) {
 	var p project.Project
 	var added int64
-	if err := row.Scan(&p.ID, &p.Name, &p.Root, &added, &p.Sandbox, &p.Source, &p.BaseCommit); err != nil {
+	if err := row.Scan(&p.ID, &p.Name, &p.Root, &added, &p.Sandbox, &p.Source, &p.BaseCommit, &p.Runner, &p.Owner); err != nil {
 		return project.Project{}, err
 	}
 	p.AddedAt = time.Unix(0, added).UTC()

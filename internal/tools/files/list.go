@@ -8,6 +8,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/project/walk"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // Bounds of list_project_files.
@@ -54,8 +55,10 @@ type ListEntry struct {
 	SizeBytes int64     `json:"size_bytes" jsonschema:"size of a regular file; 0 for other kinds"`
 }
 
-func listHandler(ctx context.Context, inv *kernel.Invocation, in ListInput) (ListOutput, error) {
-	return listFiles(ctx, inv.Project, in, MaxListScan)
+func listHandler(runners workspace.Runners) func(context.Context, *kernel.Invocation, ListInput) (ListOutput, error) {
+	return func(ctx context.Context, inv *kernel.Invocation, in ListInput) (ListOutput, error) {
+		return workspace.Do(ctx, runners.For(inv.Project), inv.Project, listOp, in)
+	}
 }
 
 // listFiles runs list_project_files visiting at most maxScan entries.

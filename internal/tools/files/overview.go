@@ -11,6 +11,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/project/walk"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // Bounds of project_overview.
@@ -60,8 +61,10 @@ type Language struct {
 	Bytes int64  `json:"bytes"`
 }
 
-func overviewHandler(ctx context.Context, inv *kernel.Invocation, _ OverviewInput) (OverviewOutput, error) {
-	return overview(ctx, inv.Project, MaxOverviewScan)
+func overviewHandler(runners workspace.Runners) func(context.Context, *kernel.Invocation, OverviewInput) (OverviewOutput, error) {
+	return func(ctx context.Context, inv *kernel.Invocation, in OverviewInput) (OverviewOutput, error) {
+		return workspace.Do(ctx, runners.For(inv.Project), inv.Project, overviewOp, in)
+	}
 }
 
 // overview runs project_overview, its counting walk visiting at most

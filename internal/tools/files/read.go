@@ -19,6 +19,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project/filerev"
 	"github.com/webcodex/webcodex/internal/project/walk"
 	"github.com/webcodex/webcodex/internal/redact"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // Bounds of read_files.
@@ -91,13 +92,27 @@ type FileContent struct {
 	NextStartLine int `json:"next_start_line,omitempty" jsonschema:"start_line to continue with; absent at the end of the file"`
 }
 
-func readFilesHandler(ctx context.Context, inv *kernel.Invocation, in ReadFilesInput) (ReadFilesOutput, error) {
-	out, observed, err := readFiles(ctx, inv.Project, in)
-	if err != nil {
-		return ReadFilesOutput{}, err
+func readFilesHandler(runners workspace.Runners) func(context.Context, *kernel.Invocation, ReadFilesInput) (ReadFilesOutput, error) {
+	return func(ctx context.Context, inv *kernel.Invocation, in ReadFilesInput) (ReadFilesOutput, error) {
+		res, err := workspace.Do(ctx, runners.For(inv.Project), inv.Project, readOp, in)
+		if err != nil {
+			return ReadFilesOutput{}, err
+		}
+		inv.Observe(res.Observed...)
+		return res.Output, nil
 	}
-	inv.Observe(observed...)
-	return out, nil
+}
+
+// readResult is what files.read returns: the output and the distinct paths
+// read, in first-read order.
+type readResult struct {
+	Output   ReadFilesOutput `json:"output"`
+	Observed []string        `json:"observed"`
+}
+
+func readOnRunner(ctx context.Context, p project.Project, in ReadFilesInput) (readResult, error) {
+	out, observed, err := readFiles(ctx, p, in)
+	return readResult{Output: out, Observed: observed}, err
 }
 
 // readFiles runs read_files and returns the output together with the

@@ -14,7 +14,7 @@ func TestRegisterDeclaresReadOnlyTools(t *testing.T) {
 		t.Fatalf("Category = %q", files.Category)
 	}
 	reg := kernel.NewRegistry()
-	files.Register(reg)
+	registerLocal(reg)
 	var names []string
 	for _, tool := range reg.Tools() {
 		names = append(names, tool.Name)

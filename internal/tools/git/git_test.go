@@ -187,7 +187,7 @@ type recordingHost struct {
 	commands []string
 }
 
-func (h *recordingHost) Start(ctx context.Context, s runner.Spec) (*runner.Process, error) {
+func (h *recordingHost) Start(ctx context.Context, s runner.Spec) (runner.Process, error) {
 	h.mu.Lock()
 	for _, a := range s.Argv[1:] {
 		if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {

@@ -3,6 +3,7 @@ package jobctl_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/webcodex/webcodex/internal/workspace"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -56,7 +57,7 @@ func newEnv(t *testing.T) *env {
 	p := kerneltest.TempProject(t, map[string]string{"sub/f.txt": "x\n"})
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: svc})
-	run.Register(reg, &run.Tools{Host: &runner.Local{}, Jobs: m})
+	run.Register(reg, &run.Tools{Runners: workspace.LocalOnly(&runner.Local{}), Jobs: m})
 	jobctl.Register(reg, &jobctl.Tools{Jobs: m})
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
 	return &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, m: m}

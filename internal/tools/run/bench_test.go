@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"context"
+	"github.com/webcodex/webcodex/internal/workspace"
 	"path/filepath"
 	"testing"
 
@@ -34,7 +35,7 @@ func BenchmarkRunProcessTrue(b *testing.B) {
 		}
 		b.Cleanup(func() { m.Close(context.Background()) })
 		reg := kernel.NewRegistry()
-		run.Register(reg, &run.Tools{Host: host, Jobs: m})
+		run.Register(reg, &run.Tools{Runners: workspace.LocalOnly(host), Jobs: m})
 		e := &kerneltest.Env{T: b, Kernel: kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}}), Project: p}
 		return func() runner.Mode {
 			return kerneltest.OK[run.Output](b, e.Call("run_process", map[string]any{"argv": []string{"true"}})).Sandbox

@@ -43,6 +43,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // MaxScriptBytes bounds a run_script body.
@@ -55,14 +56,16 @@ var Interpreters = map[string]string{"sh": "sh", "bash": "bash", "python3": "pyt
 // supervises every run (and hands long ones off as background jobs).
 // Without Jobs a run is waited for until it ends.
 type Tools struct {
-	Host runner.Host
-	Jobs *jobs.Manager
+	// Runners serves each call's project: its processes start there.
+	Runners workspace.Runners
+	Jobs    *jobs.Manager
 }
 
 // Register adds run_process, run_shell and run_script to reg.
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[ProcessInput, Output]{
-		Name: "run_process",
+		Runners: true,
+		Name:    "run_process",
 		Description: "Run a program with a literal argv (no shell); returns exit code and bounded output tails. A non-zero " +
 			"exit fails with command_failed; a run still going after a few seconds continues as a job (job_id).",
 		Category: "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
@@ -71,6 +74,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Handler:     t.runProcess,
 	})
 	kernel.Register(reg, kernel.Spec[ShellInput, Output]{
+		Runners:     true,
 		Name:        "run_shell",
 		Description: "Run sh or bash command text in a fresh shell; nothing persists between calls. Results as run_process.",
 		Category:    "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
@@ -79,6 +83,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Handler:     t.runShell,
 	})
 	kernel.Register(reg, kernel.Spec[ScriptInput, Output]{
+		Runners:     true,
 		Name:        "run_script",
 		Description: "Run a script body with sh, bash, python3 or node from a private temporary file.",
 		Category:    "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
@@ -198,6 +203,9 @@ func (t *Tools) runScript(ctx context.Context, inv *kernel.Invocation, in Script
 	if err != nil {
 		return Output{}, err
 	}
+	if _, remote := t.Runners.For(inv.Project).(workspace.Remote); remote {
+		return Output{}, failure.New(failure.Unavailable, "project %s is served by runner %s: run_script does not run through runners yet; use run_shell", inv.Project.ID, inv.Project.Runner)
+	}
 	dir, err := os.MkdirTemp("", "webcodex-script-")
 	if err != nil {
 		return Output{}, failure.Wrap(failure.NotStarted, err, "cannot create the script file")
@@ -254,10 +262,11 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 	}
 	inv.Fact("expectation", string(exp))
 	rel, _ := inv.Project.Rel(cwd)
+	host := t.Runners.For(inv.Project)
 	var res runner.Result
 	jobID := ""
 	if t.Jobs == nil {
-		res, err = runner.Run(ctx, t.Host, spec)
+		res, err = runner.Run(ctx, host, spec)
 		if err != nil {
 			if errors.Is(err, runner.ErrNotStarted) {
 				return Output{}, failure.New(failure.NotStarted, "%s", trimPrefix(err))
@@ -266,6 +275,7 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 		}
 	} else {
 		ss := command.StartSpec(inv, rel, c.Purpose, exp, accepted, false, spec)
+		ss.Host = host
 		ss.Cleanup, handed = cleanup, true
 		job, r, err := t.Jobs.RunSync(ctx, ss, 0)
 		// A run answered inline has no job record (nothing to observe);
@@ -278,7 +288,7 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 			return Output{}, err
 		}
 		if r == nil {
-			sb := runner.InForce(t.Host, spec.Sandbox)
+			sb := runner.InForce(host, spec.Sandbox)
 			inv.Fact("sandbox", string(sb))
 			out, err := t.handoff(ctx, inv, job, rel, exp, c.MaxOutputBytes)
 			out.Sandbox = sb

@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/webcodex/webcodex/internal/workspace"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +44,7 @@ func newEnvWith(t *testing.T, withJobs bool, o jobs.Options) *env {
 	p := kerneltest.TempProject(t, map[string]string{"sub/dir/file.txt": "x\n"})
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: svc})
-	tools := &run.Tools{Host: &runner.Local{}}
+	tools := &run.Tools{Runners: workspace.LocalOnly(&runner.Local{})}
 	if withJobs {
 		tools.Jobs = newManager(t, dir, o)
 	}

@@ -161,7 +161,7 @@ func TestMatchCountsEqualRipgrep(t *testing.T) {
 // WEBCODEX_SEARCH_BENCH_DIRS adds GOROOT/src directories to the tree.
 func BenchmarkSearchVsRipgrep(b *testing.B) {
 	needRipgrep(b)
-	e := kerneltest.New(b, search.Register)
+	e := kerneltest.New(b, registerLocal)
 	copyGoTree(b, e.Project.Root, "net", "go", "runtime")
 	if dir := os.Getenv("WEBCODEX_SEARCH_BENCH_DIRS"); dir != "" {
 		copyGoTree(b, e.Project.Root, strings.Fields(dir)...)
@@ -195,7 +195,7 @@ func BenchmarkSearchGOROOT(b *testing.B) {
 	}
 	p := project.Project{ID: project.LocalID("goroot"), Name: "goroot", Root: root}
 	reg := kernel.NewRegistry()
-	search.Register(reg)
+	registerLocal(reg)
 	e := &kerneltest.Env{T: b, Project: p, Kernel: kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}})}
 	extra := []string{"--no-require-git"}
 	if j := os.Getenv("WEBCODEX_SEARCH_RG_THREADS"); j != "" {

@@ -33,6 +33,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/project/walk"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // Bounds of search_project_texts.
@@ -74,16 +75,34 @@ const matchOverheadBytes = 64
 // Category is the telemetry category of search tools.
 const Category = "search"
 
-// Register adds search_project_texts to reg.
-func Register(reg *kernel.Registry) {
+// op is the search run where the project's files are (see package
+// workspace). A remote runner reports no progress.
+var op = workspace.NewOp("search.texts", func(ctx context.Context, p project.Project, in Input) (opResult, error) {
+	out, observed, err := search(ctx, p, in, MaxScannedFiles, nil)
+	return opResult{Output: out, Observed: observed}, err
+})
+
+// opResult is what search.texts returns: the output and the paths observed.
+type opResult struct {
+	Output   Output   `json:"output"`
+	Observed []string `json:"observed"`
+}
+
+// Ops returns the search operation, for a runner to serve.
+func Ops() []workspace.Served { return []workspace.Served{op} }
+
+// Register adds search_project_texts to reg; runners serves each call's
+// project.
+func Register(reg *kernel.Registry, runners workspace.Runners) {
 	kernel.Register(reg, kernel.Spec[Input, Output]{
-		Name: "search_project_texts",
+		Runners: true,
+		Name:    "search_project_texts",
 		Description: "Search a project's text files line by line with 1-8 literal or RE2 queries (.gitignore honoured; binary " +
 			"files and files over 2 MiB skipped). Matches come ordered by query, path and line, with context lines.",
 		Category: Category, Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Session:     kernel.SessionOptional,
-		Handler:     handler,
+		Handler:     handler(runners),
 	})
 }
 
@@ -159,15 +178,26 @@ type QueryCount struct {
 	Truncated bool `json:"truncated"`
 }
 
-func handler(ctx context.Context, inv *kernel.Invocation, in Input) (Output, error) {
-	out, observed, err := search(ctx, inv.Project, in, MaxScannedFiles, func(files int) {
-		inv.Progress(float64(files), 0, fmt.Sprintf("%d files searched", files))
-	})
-	if err != nil {
-		return Output{}, err
+func handler(runners workspace.Runners) func(context.Context, *kernel.Invocation, Input) (Output, error) {
+	return func(ctx context.Context, inv *kernel.Invocation, in Input) (Output, error) {
+		r := runners.For(inv.Project)
+		if _, remote := r.(workspace.Remote); remote {
+			res, err := workspace.Do(ctx, r, inv.Project, op, in)
+			if err != nil {
+				return Output{}, err
+			}
+			inv.Observe(res.Observed...)
+			return res.Output, nil
+		}
+		out, observed, err := search(ctx, inv.Project, in, MaxScannedFiles, func(files int) {
+			inv.Progress(float64(files), 0, fmt.Sprintf("%d files searched", files))
+		})
+		if err != nil {
+			return Output{}, err
+		}
+		inv.Observe(observed...)
+		return out, nil
 	}
-	inv.Observe(observed...)
-	return out, nil
 }
 
 // compiled is a validated query.

@@ -334,7 +334,7 @@ func TestSearchOutputBudget(t *testing.T) {
 
 func TestSearchRegistration(t *testing.T) {
 	reg := kernel.NewRegistry()
-	search.Register(reg)
+	registerLocal(reg)
 	tool, found := reg.Lookup("search_project_texts")
 	if !found {
 		t.Fatal("search_project_texts not registered")

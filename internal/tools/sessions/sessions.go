@@ -56,7 +56,8 @@ type EvidenceView struct {
 // Register adds the session tools to reg.
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[WorkInput, WorkOutput]{
-		Name: "work_on_project",
+		Runners: true,
+		Name:    "work_on_project",
 		Description: "Start a coding task (a new Workflow Session) or continue the session session_id names; " +
 			"returns session_id, for later calls, and the instruction files.",
 		Category: "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
@@ -64,6 +65,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Handler: t.workOnProject,
 	})
 	kernel.Register(reg, kernel.Spec[ListInput, ListOutput]{
+		Runners:     true,
 		Name:        "list_sessions",
 		Description: "List your Workflow Sessions on one project, newest first; it never selects one.",
 		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
@@ -71,6 +73,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Handler:     t.listSessions,
 	})
 	kernel.Register(reg, kernel.Spec[SummaryInput, SummaryOutput]{
+		Runners:     true,
 		Name:        "session_summary",
 		Description: "One session: lifecycle, mode, execution context, counters and newest events.",
 		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
@@ -79,6 +82,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Handler:     t.sessionSummary,
 	})
 	kernel.Register(reg, kernel.Spec[ContextInput, ContextOutput]{
+		Runners:     true,
 		Name:        "update_session_context",
 		Description: "Replace a session's default_cwd and default_shell; omitted fields are cleared.",
 		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectWrite},
@@ -87,6 +91,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Handler: t.updateContext,
 	})
 	kernel.Register(reg, kernel.Spec[CloseInput, CloseOutput]{
+		Runners:     true,
 		Name:        "close_session",
 		Description: "Close a Workflow Session; closing a closed session changes nothing.",
 		Category:    "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},
@@ -243,6 +248,9 @@ func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in Wo
 		return WorkOutput{}, failure.New(failure.InvalidArguments, "base_ref needs mode worktree")
 	}
 	if mode == ModeWorktree {
+		if inv.Project.Runner != "" {
+			return WorkOutput{}, failure.New(failure.Unavailable, "project %s is served by runner %s: managed worktrees are not made through runners yet", inv.Project.ID, inv.Project.Runner)
+		}
 		if t.Worktrees == nil {
 			return WorkOutput{}, failure.New(failure.Unavailable, "managed worktrees are not available on this server")
 		}
@@ -319,7 +327,7 @@ func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in Wo
 	ins := target.ReadInstructions()
 	fp := ins.Fingerprint()
 	inv.Fact(instructionsFact, fp)
-	if prevFP := lastInstructionsFingerprint(prevEvents); prevFP != "" && ins.Status != "not_found" {
+	if prevFP := lastInstructionsFingerprint(prevEvents); prevFP != "" && ins.Status == "loaded" {
 		ins.Status = InstructionsChanged
 		if prevFP == fp {
 			ins.Status = InstructionsReused

@@ -3,6 +3,7 @@ package sessionshell_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/webcodex/webcodex/internal/workspace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -360,7 +361,7 @@ func TestBusyThroughTheKernel(t *testing.T) {
 // session_shell_exec over run_shell.
 func BenchmarkShellExec(b *testing.B) {
 	e := newEnv(b, nil)
-	run.Register(e.Kernel.Registry(), &run.Tools{Host: &runner.Local{}})
+	run.Register(e.Kernel.Registry(), &run.Tools{Runners: workspace.LocalOnly(&runner.Local{})})
 	sess := e.start("")
 	id := e.open(sess, nil).Shell.ShellID
 	inShell, _ := json.Marshal(map[string]any{"session_id": sess, "shell_id": id, "command": ":", "project": e.Project.ID})

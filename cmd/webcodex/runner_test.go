@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// runnerChild is a running `webcodex runner` process.
+type runnerChild struct {
+	cmd       *exec.Cmd
+	mu        sync.Mutex
+	log       bytes.Buffer
+	connected chan struct{} // one value per "runner: connected" line
+	done      chan error
+}
+
+func (r *runnerChild) output() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.log.String()
+}
+
+// startRunner starts `webcodex runner` against base with the config at
+// toml and the token in the environment, and waits for its first welcome.
+func startRunner(t *testing.T, base, toml, token string) *runnerChild {
+	t.Helper()
+	argv, _ := json.Marshal([]string{"runner", "--server", base, "--config", toml})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv), RunnerTokenEnv+"="+token)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &runnerChild{cmd: cmd, connected: make(chan struct{}, 16), done: make(chan error, 1)}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			r.mu.Lock()
+			r.log.WriteString(line + "\n")
+			r.mu.Unlock()
+			if strings.Contains(line, "runner: connected") {
+				select {
+				case r.connected <- struct{}{}:
+				default:
+				}
+			}
+		}
+		r.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-r.done
+		}
+	})
+	r.waitConnected(t)
+	return r
+}
+
+func (r *runnerChild) waitConnected(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.connected:
+	case err := <-r.done:
+		t.Fatalf("runner exited: %v\n%s", err, r.output())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("runner did not connect\n%s", r.output())
+	}
+}
+
+// runnerFixture is a server with a runner token for client "box", and a
+// project directory with runner.toml serving it as "demo".
+type runnerFixture struct {
+	srv   *child
+	token string
+	toml  string
+	dir   string
+}
+
+func newRunnerFixture(t *testing.T) *runnerFixture {
+	t.Helper()
+	data, dir, cfgDir := t.TempDir(), t.TempDir(), t.TempDir()
+	out := mustRun(t, "--data-dir", data, "runner", "token", "create", "--client-id", "box", "--json")
+	var created struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal([]byte(out), &created); err != nil || !strings.HasPrefix(created.Token, "wc_runner_") {
+		t.Fatalf("runner token create: %v %q", err, out)
+	}
+	for name, body := range map[string]string{"main.go": "package main\n\nfunc main() {}\n", "notes/todo.txt": "remote line one\nneedle here\n"} {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	toml := filepath.Join(cfgDir, "runner.toml")
+	cfg := fmt.Sprintf("client_id = \"box\"\n\n[projects]\ndemo = %q\n", dir)
+	if err := os.WriteFile(toml, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &runnerFixture{srv: startServe(t, "--data-dir", data), token: created.Token, toml: toml, dir: dir}
+}
+
+const remoteProject = "agent:box:demo"
+
+func TestRunnerServesAProjectEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real server and runner processes")
+	}
+	f := newRunnerFixture(t)
+	r := startRunner(t, f.srv.base, f.toml, f.token)
+
+	var list struct {
+		Runners []struct {
+			ClientID  string   `json:"client_id"`
+			Connected bool     `json:"connected"`
+			Projects  []string `json:"projects"`
+			Sandbox   string   `json:"sandbox"`
+		} `json:"runners"`
+	}
+	call(t, f.srv.base, "list_runners", map[string]any{}, &list)
+	if len(list.Runners) != 1 || !list.Runners[0].Connected || list.Runners[0].ClientID != "box" ||
+		len(list.Runners[0].Projects) != 1 || list.Runners[0].Projects[0] != remoteProject || list.Runners[0].Sandbox != "workspace-write" {
+		t.Fatalf("list_runners: %+v", list)
+	}
+
+	var start struct {
+		SessionID    string `json:"session_id"`
+		Instructions struct {
+			Status string `json:"status"`
+		} `json:"instructions"`
+	}
+	call(t, f.srv.base, "work_on_project", map[string]any{"project": remoteProject, "instruction": "look at the remote project"}, &start)
+	ctx := context.Background()
+	read, err := callTool(ctx, f.srv.base, "read_files", map[string]any{"project": remoteProject,
+		"files": []any{map[string]any{"path": "notes/todo.txt"}}}, start.SessionID)
+	if err != nil || !read.Success || !strings.Contains(string(read.Output), "needle here") {
+		t.Fatalf("read_files through the runner: %v %s %+v", err, read.Output, read.Error)
+	}
+	var found struct {
+		Matches []struct {
+			Path string `json:"path"`
+		} `json:"matches"`
+	}
+	call(t, f.srv.base, "search_project_texts", map[string]any{"project": remoteProject, "queries": []any{map[string]any{"query": "needle"}}}, &found)
+	if len(found.Matches) != 1 || found.Matches[0].Path != "notes/todo.txt" {
+		t.Fatalf("search through the runner: %+v", found)
+	}
+	var listed struct {
+		Entries []struct {
+			Path string `json:"path"`
+		} `json:"entries"`
+	}
+	call(t, f.srv.base, "list_project_files", map[string]any{"project": remoteProject}, &listed)
+	if len(listed.Entries) == 0 {
+		t.Fatalf("list_project_files through the runner: %+v", listed)
+	}
+	// The process runs on the runner, in the project, sandboxed there.
+	run, err := callTool(ctx, f.srv.base, "run_shell", map[string]any{"project": remoteProject, "command": "pwd; echo from-runner >&2"}, start.SessionID)
+	if err != nil || !run.Success || !strings.Contains(string(run.Output), f.dir) || !strings.Contains(string(run.Output), "from-runner") ||
+		!strings.Contains(string(run.Output), `"sandbox":"workspace-write"`) {
+		t.Fatalf("run_shell through the runner: %v %s %+v", err, run.Output, run.Error)
+	}
+	// A tool that does not run through runners yet is refused, and writes
+	// nothing on this host at the runner's path.
+	w, err := callTool(ctx, f.srv.base, "write_project_file", map[string]any{"project": remoteProject, "path": "new.txt", "content": "x"}, "")
+	if err != nil || w.Success || w.Error.Kind != "unavailable" {
+		t.Fatalf("write_project_file on a runner project: %v %+v", err, w)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "new.txt")); !os.IsNotExist(err) {
+		t.Fatalf("write_project_file wrote on this host: %v", err)
+	}
+
+	// kill -9 of the runner: the next call fails runner_unavailable, nothing
+	// sent; a new runner process reconnects and serves.
+	r.cmd.Process.Kill()
+	<-r.done
+	waitRunnerState(t, f.srv.base, false)
+	gone, err := callTool(ctx, f.srv.base, "read_files", map[string]any{"project": remoteProject, "files": []any{map[string]any{"path": "main.go"}}}, "")
+	if err != nil || gone.Success || gone.Error.Kind != "runner_unavailable" {
+		t.Fatalf("read_files with the runner gone: %v %+v", err, gone)
+	}
+	startRunner(t, f.srv.base, f.toml, f.token)
+	again, err := callTool(ctx, f.srv.base, "read_files", map[string]any{"project": remoteProject, "files": []any{map[string]any{"path": "main.go"}}}, "")
+	if err != nil || !again.Success {
+		t.Fatalf("read_files after the runner came back: %v %+v", err, again)
+	}
+}
+
+// waitRunnerState waits until list_runners says runner box is connected
+// (or not). The server learns of a killed runner from its closed
+// connection, which it reads concurrently with this test.
+func waitRunnerState(t *testing.T, base string, connected bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var list struct {
+			Runners []struct {
+				Connected bool `json:"connected"`
+			} `json:"runners"`
+		}
+		call(t, base, "list_runners", map[string]any{}, &list)
+		if len(list.Runners) == 1 && list.Runners[0].Connected == connected {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runner never became connected=%t: %+v", connected, list)
+		}
+	}
+}

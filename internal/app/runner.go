@@ -1,0 +1,27 @@
+package app
+
+import (
+	"log/slog"
+
+	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/runneragent"
+	"github.com/webcodex/webcodex/internal/tools/files"
+	"github.com/webcodex/webcodex/internal/tools/search"
+	"github.com/webcodex/webcodex/internal/workspace"
+)
+
+// RunnerOps are the operations a `webcodex runner` serves: the effect halves
+// of the tools that run through runners.
+func RunnerOps() []workspace.Served {
+	return append(files.Ops(), search.Ops()...)
+}
+
+// NewRunnerAgent is `webcodex runner`'s composition root: the agent for
+// cfg connecting to server with token, serving RunnerOps, its processes
+// contained and confined by cfg's sandbox. runner.toml holds no secret (the
+// token comes from the command line or the environment).
+func NewRunnerAgent(cfg runneragent.Config, server, token string, log *slog.Logger) *runneragent.Agent {
+	pol := &runner.Policy{Mode: runner.Mode(cfg.Policy.Sandbox)}
+	return runneragent.New(runneragent.Options{Config: cfg, Server: server, Token: token, Ops: RunnerOps(),
+		Version: Version, Logger: log, Policy: pol, Contain: runner.Setup()})
+}

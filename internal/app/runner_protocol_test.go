@@ -1,0 +1,275 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/runnerhub"
+	"github.com/webcodex/webcodex/internal/runnerwire"
+)
+
+// wireRunner speaks the runner protocol by hand, to send what a real
+// runner never sends.
+type wireRunner struct {
+	ws  *websocket.Conn
+	gen uint64
+}
+
+func runnerToken(t *testing.T, s *server, clientID string) string {
+	t.Helper()
+	raw, _, err := s.a.Auth.CreateRunnerToken(context.Background(), clientID, auth.DefaultOwner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func helloFor(clientID, root string) runnerwire.Hello {
+	return runnerwire.Hello{Major: runnerwire.Major, Minor: runnerwire.Minor, ClientID: clientID, InstanceID: "ri_test",
+		Version: "test", OS: "linux", Arch: "amd64", Sandbox: "workspace-write", Capabilities: []string{},
+		Projects: []runnerwire.Project{{Name: "demo", Root: root}}, Resources: []string{}, Processes: []runnerwire.Inventory{},
+		MaxConcurrentJobs: 4}
+}
+
+// dialRunner connects with token and sends hello; it returns the
+// connection and the server's answer frame.
+func dialRunner(t *testing.T, s *server, token string, hello any) (*websocket.Conn, runnerwire.Frame, *http.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+"/api/runner/ws", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": []string{"Bearer " + token}}, Subprotocols: []string{runnerwire.Subprotocol}})
+	if err != nil {
+		return nil, runnerwire.Frame{}, resp, err
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	ws.SetReadLimit(runnerwire.MaxFrameBytes)
+	var b []byte
+	if raw, ok := hello.([]byte); ok {
+		b = raw
+	} else if b, err = runnerwire.Encode(runnerwire.KindHello, 0, "", hello); err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
+		return ws, runnerwire.Frame{}, resp, err
+	}
+	_, b, err = ws.Read(ctx)
+	if err != nil {
+		return ws, runnerwire.Frame{}, resp, err
+	}
+	f, err := runnerwire.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws, f, resp, nil
+}
+
+func connectWireRunner(t *testing.T, s *server, token, clientID, root string) *wireRunner {
+	t.Helper()
+	ws, f, _, err := dialRunner(t, s, token, helloFor(clientID, root))
+	if err != nil || f.Kind != runnerwire.KindWelcome {
+		t.Fatalf("hello: %v %+v %s", err, f, f.Body)
+	}
+	return &wireRunner{ws: ws, gen: f.Gen}
+}
+
+func (w *wireRunner) read(t *testing.T) runnerwire.Frame {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, b, err := w.ws.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := runnerwire.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (w *wireRunner) send(t *testing.T, k runnerwire.Kind, gen uint64, id string, body any) {
+	t.Helper()
+	b, err := runnerwire.Encode(k, gen, id, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func projectIDs(t *testing.T, s *server) []string {
+	t.Helper()
+	ps, err := s.a.Projects.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.ID)
+	}
+	return ids
+}
+
+func TestRunnerTokenCallsNoTool(t *testing.T) {
+	s := startApp(t, t.TempDir())
+	defer s.stop(t)
+	tok := runnerToken(t, s, "box")
+	for _, path := range []string{"/api/tools/call", "/mcp"} {
+		code, body := s.do(t, tok, "POST", path, []byte(`{"tool":"list_runners","arguments":{}}`))
+		if code != http.StatusUnauthorized {
+			t.Errorf("runner token on %s: HTTP %d %s, want 401", path, code, body)
+		}
+	}
+	// And an API token is no runner token.
+	if _, _, resp, err := dialRunner(t, s, s.token, helloFor("box", t.TempDir())); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("an API token on the runner channel: %v %v", err, resp)
+	}
+}
+
+func TestRunnerHelloRefusalsChangeNothing(t *testing.T) {
+	s := startApp(t, t.TempDir())
+	defer s.stop(t)
+	tok := runnerToken(t, s, "box")
+	root := t.TempDir()
+	before := projectIDs(t, s)
+	rejected := func(hello any, code string, words ...string) {
+		t.Helper()
+		_, f, _, err := dialRunner(t, s, tok, hello)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		var rj runnerwire.Reject
+		if f.Kind != runnerwire.KindReject || runnerwire.DecodeBody(f, &rj) != nil || rj.Code != code {
+			t.Fatalf("want reject %s, got %s %s", code, f.Kind, f.Body)
+		}
+		for _, w := range words {
+			if !strings.Contains(rj.Message, w) {
+				t.Errorf("reject message %q does not name %q", rj.Message, w)
+			}
+		}
+	}
+	// Another major version: both versions named.
+	v2 := helloFor("box", root)
+	v2.Major = 2
+	rejected(v2, runnerwire.RejectVersion, "2.0", "1.0")
+	// Registering under another client id than the token's.
+	rejected(helloFor("other", root), runnerwire.RejectAuth, `"box"`, `"other"`)
+	// An invalid project name.
+	bad := helloFor("box", root)
+	bad.Projects[0].Name = "../etc"
+	rejected(bad, runnerwire.RejectInvalid)
+	// An oversized frame closes the connection with 1009.
+	huge := []byte(`{"v":1,"kind":"hello","body":{"x":"` + strings.Repeat("a", runnerwire.MaxFrameBytes) + `"}}`)
+	ws, _, _, err := dialRunner(t, s, tok, huge)
+	if err == nil {
+		t.Fatal("an oversized hello was answered")
+	}
+	if ws != nil && websocket.CloseStatus(err) != -1 && websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+		t.Fatalf("oversized frame: close status %v", websocket.CloseStatus(err))
+	}
+	if got := projectIDs(t, s); strings.Join(got, ",") != strings.Join(before, ",") {
+		t.Fatalf("refused hellos registered projects: %v, before %v", got, before)
+	}
+	var list struct {
+		Runners []any `json:"runners"`
+	}
+	json.Unmarshal(must(t, s.call(t, "list_runners", map[string]any{}, ""), "list_runners").Output["runners"], &list.Runners)
+	if len(list.Runners) != 0 {
+		t.Fatalf("refused hellos left runner records: %v", list.Runners)
+	}
+}
+
+func TestRunnerHelloStormIsRateLimited(t *testing.T) {
+	s := startApp(t, t.TempDir())
+	defer s.stop(t)
+	tok := runnerToken(t, s, "box")
+	v2 := helloFor("box", t.TempDir())
+	v2.Major = 2 // refused after the upgrade, so each attempt is cheap
+	limited := false
+	for range runnerhub.HelloBurst + 1 {
+		_, _, resp, err := dialRunner(t, s, tok, v2)
+		if err != nil && resp != nil && resp.StatusCode == http.StatusTooManyRequests {
+			limited = resp.Header.Get("Retry-After") != ""
+			break
+		}
+	}
+	if !limited {
+		t.Fatalf("%d hellos in a row were not rate-limited", runnerhub.HelloBurst+1)
+	}
+}
+
+// TestRunnerFramesAreFenced: a response of another generation and output
+// for an unknown process are refused (the call keeps waiting, the
+// connection stays); the right response then answers the call.
+func TestRunnerFramesAreFenced(t *testing.T) {
+	s := startApp(t, t.TempDir())
+	defer s.stop(t)
+	tok := runnerToken(t, s, "box")
+	w := connectWireRunner(t, s, tok, "box", t.TempDir())
+	got := make(chan result, 1)
+	go func() {
+		got <- s.call(t, "project_overview", map[string]any{"project": "agent:box:demo"}, "")
+	}()
+	req := w.read(t)
+	if req.Kind != runnerwire.KindRequest || req.Gen != w.gen {
+		t.Fatalf("want a request of generation %d, got %+v", w.gen, req)
+	}
+	w.send(t, runnerwire.KindResponse, w.gen+1, req.ID, runnerwire.Response{Result: json.RawMessage(`{"stale":true}`)})
+	w.send(t, runnerwire.KindOutput, w.gen, "rq_unknown", runnerwire.Output{Stream: "stdout", Data: []byte("x")})
+	w.send(t, runnerwire.KindExit, w.gen, "rq_unknown", runnerwire.Exit{})
+	select {
+	case r := <-got:
+		t.Fatalf("a refused frame answered the call: %+v", r)
+	default:
+	}
+	out := `{"project":"agent:box:demo","root_name":"demo","is_git_repo":false,"top_level":[],"top_level_truncated":false,` +
+		`"file_count":7,"dir_count":0,"total_bytes":0,"truncated":false,"languages":[],"instruction_files":[]}`
+	w.send(t, runnerwire.KindResponse, w.gen, req.ID, runnerwire.Response{Result: json.RawMessage(out)})
+	r := <-got
+	if !r.Success || string(r.Output["file_count"]) != "7" {
+		t.Fatalf("the fenced call: %+v %+v", r, r.Error)
+	}
+}
+
+// TestRunnerCutConnectionIsOutcomeUnknown: a request sent and not answered
+// when the connection ends fails outcome_unknown, and is never sent again.
+func TestRunnerCutConnectionIsOutcomeUnknown(t *testing.T) {
+	s := startApp(t, t.TempDir())
+	defer s.stop(t)
+	tok := runnerToken(t, s, "box")
+	root := t.TempDir()
+	w := connectWireRunner(t, s, tok, "box", root)
+	got := make(chan result, 1)
+	go func() {
+		got <- s.call(t, "read_files", map[string]any{"project": "agent:box:demo", "files": []any{map[string]any{"path": "a.txt"}}}, "")
+	}()
+	if req := w.read(t); req.Kind != runnerwire.KindRequest {
+		t.Fatalf("want the request, got %+v", req)
+	}
+	w.ws.CloseNow()
+	r := <-got
+	if r.Success || r.Error.Kind != "outcome_unknown" {
+		t.Fatalf("a cut request: %+v", r)
+	}
+	// The same runner back: nothing is re-sent to it.
+	w2 := connectWireRunner(t, s, tok, "box", root)
+	if w2.gen <= w.gen {
+		t.Fatalf("generation %d after %d", w2.gen, w.gen)
+	}
+	w2.send(t, runnerwire.KindHeartbeat, w2.gen, "", runnerwire.Heartbeat{})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, b, err := w2.ws.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the new connection received %s (%v); nothing may be re-sent", b, err)
+	}
+}

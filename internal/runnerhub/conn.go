@@ -1,0 +1,247 @@
+package runnerhub
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/runnerwire"
+)
+
+// conn is one accepted connection of a runner: one generation.
+type conn struct {
+	hub        *Hub
+	ws         *websocket.Conn
+	clientID   string
+	owner      string
+	instanceID string
+	token      string // raw, re-checked at every heartbeat (never logged)
+	gen        uint64
+	sandbox    string
+	projects   map[string]bool // the runner's project names
+
+	lastSeen atomic.Int64
+
+	mu      sync.Mutex
+	pending map[string]chan runnerwire.Response
+	procs   map[string]*proc
+	done    chan struct{}
+	err     error // why the connection ended, once done is closed
+}
+
+func newConn(h *Hub, ws *websocket.Conn, tok auth.Token, raw string, hello runnerwire.Hello, gen uint64) *conn {
+	c := &conn{hub: h, ws: ws, clientID: hello.ClientID, owner: tok.Owner, instanceID: hello.InstanceID, token: raw,
+		gen: gen, sandbox: hello.Sandbox, projects: map[string]bool{},
+		pending: map[string]chan runnerwire.Response{}, procs: map[string]*proc{}, done: make(chan struct{})}
+	for _, p := range hello.Projects {
+		c.projects[p.Name] = true
+	}
+	c.lastSeen.Store(h.o.Now().UnixNano())
+	return c
+}
+
+func (c *conn) seen() time.Time { return time.Unix(0, c.lastSeen.Load()).UTC() }
+
+func (c *conn) processes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.procs)
+}
+
+// run serves the connection until it ends.
+func (c *conn) run() {
+	defer c.hub.remove(c)
+	go c.watch()
+	for {
+		_, b, err := c.ws.Read(context.Background())
+		if err != nil {
+			c.end(errors.New("the connection to the runner ended"))
+			return
+		}
+		c.lastSeen.Store(c.hub.o.Now().UnixNano())
+		if err := c.handle(b); err != nil {
+			c.hub.o.Logger.Warn("runner: frame refused", "client_id", c.clientID, "generation", c.gen, "err", err)
+		}
+	}
+}
+
+// watch ends the connection when the runner missed MissedHeartbeats
+// intervals, and re-checks the token at every interval: a revoked token
+// disconnects its runner within one heartbeat.
+func (c *conn) watch() {
+	t := time.NewTicker(c.hub.o.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		if c.hub.o.Now().Sub(c.seen()) > runnerwire.MissedHeartbeats*c.hub.o.Heartbeat {
+			c.end(errors.New("the runner missed its heartbeats and is lost"))
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
+		_, err := c.hub.o.Auth.AuthenticateRunner(ctx, c.token)
+		cancel()
+		if failure.Is(err, failure.Unauthenticated) {
+			c.end(errors.New("the runner's token was revoked"))
+			return
+		}
+	}
+}
+
+// handle acts on one frame from the runner. A frame of another generation,
+// of a kind the runner may not send, or for a request or process this
+// connection does not know is refused (returned as an error, nothing done).
+func (c *conn) handle(b []byte) error {
+	f, err := runnerwire.Decode(b)
+	if err != nil {
+		return err
+	}
+	if f.Gen != c.gen {
+		return errors.New("a frame of a stale generation")
+	}
+	switch f.Kind {
+	case runnerwire.KindHeartbeat:
+		var hb runnerwire.Heartbeat
+		return runnerwire.DecodeBody(f, &hb)
+	case runnerwire.KindResponse:
+		var res runnerwire.Response
+		if err := runnerwire.DecodeBody(f, &res); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		ch, ok := c.pending[f.ID]
+		delete(c.pending, f.ID)
+		if res.Error != nil {
+			delete(c.procs, f.ID) // a process that did not start
+		}
+		c.mu.Unlock()
+		if !ok {
+			return errors.New("a response to no pending request")
+		}
+		ch <- res // buffered
+		return nil
+	case runnerwire.KindOutput:
+		var o runnerwire.Output
+		if err := runnerwire.DecodeBody(f, &o); err != nil {
+			return err
+		}
+		p := c.proc(f.ID)
+		if p == nil {
+			return errors.New("output for an unknown process")
+		}
+		return p.output(o)
+	case runnerwire.KindExit:
+		var e runnerwire.Exit
+		if err := runnerwire.DecodeBody(f, &e); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		p := c.procs[f.ID]
+		delete(c.procs, f.ID)
+		c.mu.Unlock()
+		if p == nil {
+			return errors.New("an exit for an unknown process")
+		}
+		p.exit(e)
+		return nil
+	}
+	return errors.New("a frame of a kind the runner does not send")
+}
+
+func (c *conn) proc(id string) *proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.procs[id]
+}
+
+// end closes the connection once: pending requests fail outcome_unknown,
+// running processes report their outcome unknown.
+func (c *conn) end(why error) {
+	c.mu.Lock()
+	select {
+	case <-c.done:
+		c.mu.Unlock()
+		return
+	default:
+	}
+	c.err = why
+	close(c.done)
+	pending, procs := c.pending, c.procs
+	c.pending, c.procs = map[string]chan runnerwire.Response{}, map[string]*proc{}
+	c.mu.Unlock()
+	for _, ch := range pending {
+		close(ch)
+	}
+	for _, p := range procs {
+		p.lost(why)
+	}
+	// No close handshake: it would wait for a peer that may be lost or
+	// silent. A runner that reconnects learns why (a revoked token is
+	// refused at the upgrade).
+	c.ws.CloseNow()
+	c.hub.o.Logger.Info("runner disconnected", "client_id", c.clientID, "generation", c.gen, "reason", why.Error())
+}
+
+func (c *conn) write(ctx context.Context, b []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageText, b)
+}
+
+// send registers a request and writes it. The error is runner_unavailable
+// when the connection had ended before the write began (nothing was sent)
+// and outcome_unknown when the write failed (it may have reached the
+// runner).
+func (c *conn) send(ctx context.Context, id string, req runnerwire.Request, register func()) (chan runnerwire.Response, error) {
+	b, err := runnerwire.Encode(runnerwire.KindRequest, c.gen, id, req)
+	if err != nil {
+		return nil, failure.Wrap(failure.RequestTooLarge, err, "the request does not fit the runner protocol's frame")
+	}
+	ch := make(chan runnerwire.Response, 1)
+	c.mu.Lock()
+	select {
+	case <-c.done:
+		c.mu.Unlock()
+		return nil, unavailable(c.clientID)
+	default:
+	}
+	if len(c.pending) >= MaxPending {
+		c.mu.Unlock()
+		return nil, failure.New(failure.TooManyRequests, "runner %s has %d requests in flight", c.clientID, MaxPending)
+	}
+	c.pending[id] = ch
+	if register != nil {
+		register()
+	}
+	c.mu.Unlock()
+	if err := c.write(ctx, b); err != nil {
+		c.end(errors.New("a write to the runner failed"))
+		return nil, failure.Wrap(failure.OutcomeUnknown, err, "the request to runner %s may or may not have reached it: its outcome is unknown", c.clientID)
+	}
+	return ch, nil
+}
+
+// cancel asks the runner to stop request id (best effort).
+func (c *conn) cancel(id string) {
+	b, err := runnerwire.Encode(runnerwire.KindCancel, c.gen, id, nil)
+	if err == nil {
+		c.write(context.Background(), b)
+	}
+}
+
+func unavailable(clientID string) error {
+	return failure.New(failure.RunnerUnavailable, "runner %s is not connected; nothing was sent to it", clientID)
+}
+
+func outcomeUnknown(clientID string, why error) error {
+	return failure.New(failure.OutcomeUnknown, "the connection to runner %s ended before it answered (%v): whether the request ran is unknown", clientID, why)
+}

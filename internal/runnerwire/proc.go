@@ -1,0 +1,100 @@
+package runnerwire
+
+import (
+	"time"
+
+	"github.com/webcodex/webcodex/internal/runner"
+)
+
+// OpProcStart starts a process on the runner. Its response carries a
+// ProcStarted once the process runs (or an error: nothing ran); Output
+// frames and one Exit with the request's id follow. A Cancel with the
+// request's id stops the process.
+const OpProcStart = "proc.start"
+
+// ProcStart is the argument of OpProcStart: a runner.Spec without its
+// writers. The runner validates it again against its own policy: the
+// working directory and the sandbox's paths must lie in the request's
+// project.
+type ProcStart struct {
+	Argv      []string          `json:"argv"`
+	Dir       string            `json:"dir"`
+	Env       map[string]string `json:"env,omitempty"`
+	Stdin     []byte            `json:"stdin,omitempty"`
+	TimeoutMS int64             `json:"timeout_ms"`
+	TailBytes int               `json:"tail_bytes"`
+	RunID     string            `json:"run_id,omitempty"`
+	Sandbox   ProcSandbox       `json:"sandbox"`
+}
+
+// ProcSandbox is runner.Sandbox on the wire.
+type ProcSandbox struct {
+	Mode         string   `json:"mode,omitempty"`
+	Write        []string `json:"write,omitempty"`
+	ProjectWrite []string `json:"project_write,omitempty"`
+	Exact        bool     `json:"exact,omitempty"`
+}
+
+// FromSpec is the wire form of s, its writers aside: the whole output always
+// comes back as Output frames, and the server keeps the tails and feeds the
+// writers from them as the local runner does.
+func FromSpec(s runner.Spec) ProcStart {
+	return ProcStart{
+		Argv: s.Argv, Dir: s.Dir, Env: s.Env, Stdin: s.Stdin,
+		TimeoutMS: s.Timeout.Milliseconds(), TailBytes: s.TailBytes, RunID: s.RunID,
+		Sandbox: ProcSandbox{Mode: string(s.Sandbox.Mode), Write: s.Sandbox.Write,
+			ProjectWrite: s.Sandbox.ProjectWrite, Exact: s.Sandbox.Exact},
+	}
+}
+
+// Spec is p as a runner.Spec for a project rooted at root (writers unset).
+func (p ProcStart) Spec(root string) runner.Spec {
+	return runner.Spec{
+		Argv: p.Argv, Dir: p.Dir, Env: p.Env, Stdin: p.Stdin,
+		Timeout: time.Duration(p.TimeoutMS) * time.Millisecond, TailBytes: p.TailBytes, RunID: p.RunID,
+		Sandbox: runner.Sandbox{Mode: runner.Mode(p.Sandbox.Mode), Project: root, Write: p.Sandbox.Write,
+			ProjectWrite: p.Sandbox.ProjectWrite, Exact: p.Sandbox.Exact},
+	}
+}
+
+// Validate implements the body contract (runner.Spec.Validate checks the
+// rest on the runner).
+func (p *ProcStart) Validate() error {
+	switch {
+	case len(p.Argv) == 0:
+		return bad("argv is empty")
+	case len(p.Stdin) > MaxStdinBytes:
+		return bad("stdin of %d bytes is over the %d bytes a runner request carries", len(p.Stdin), MaxStdinBytes)
+	case p.TimeoutMS < 0 || p.TailBytes < 0:
+		return bad("negative timeout or tail")
+	case len(p.RunID) > MaxNameBytes:
+		return bad("run_id over %d bytes", MaxNameBytes)
+	}
+	return nil
+}
+
+// ProcStarted is the response to OpProcStart: the process runs.
+type ProcStarted struct {
+	PID     int    `json:"pid"`
+	Sandbox string `json:"sandbox"`
+}
+
+// Validate implements the body contract.
+func (p *ProcStarted) Validate() error { return nil }
+
+// Exit ends a started process: its runner.Result without the tails (the
+// server built those from the Output frames, every one of which the runner
+// sent before the Exit).
+type Exit struct {
+	Result runner.Result `json:"result"`
+	// DurationMS is the execution's duration.
+	DurationMS int64 `json:"duration_ms"`
+}
+
+// Validate implements the body contract.
+func (e *Exit) Validate() error {
+	if e.Result.Stdout.Text != "" || e.Result.Stderr.Text != "" {
+		return bad("an exit carries no output: it came as output frames")
+	}
+	return nil
+}
