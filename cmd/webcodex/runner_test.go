@@ -152,6 +152,20 @@ func TestRunnerServesAProjectEndToEnd(t *testing.T) {
 	if err != nil || !read.Success || !strings.Contains(string(read.Output), "needle here") {
 		t.Fatalf("read_files through the runner: %v %s %+v", err, read.Output, read.Error)
 	}
+	// A result larger than a frame comes back in parts, whole.
+	big := strings.Repeat("0123456789abcdef\n", 12000) // 204,000 bytes
+	if err := os.WriteFile(filepath.Join(f.dir, "big.txt"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var bigRead struct {
+		Files []struct {
+			Content string `json:"content"`
+		} `json:"files"`
+	}
+	call(t, f.srv.base, "read_files", map[string]any{"project": remoteProject, "files": []any{map[string]any{"path": "big.txt", "max_bytes": 262144}}}, &bigRead)
+	if len(bigRead.Files) != 1 || bigRead.Files[0].Content != big {
+		t.Fatalf("a 204 KB read through the runner came back with %d files", len(bigRead.Files))
+	}
 	var found struct {
 		Matches []struct {
 			Path string `json:"path"`

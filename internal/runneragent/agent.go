@@ -231,6 +231,10 @@ func (s *session) send(k runnerwire.Kind, id string, body any) error {
 	if err != nil {
 		return err
 	}
+	return s.write(b)
+}
+
+func (s *session) write(b []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
 	defer cancel()
 	return s.ws.Write(ctx, websocket.MessageText, b)
@@ -319,11 +323,25 @@ func (s *session) respond(id string, result []byte, err error) {
 	} else {
 		res.Result = result
 	}
-	if serr := s.send(runnerwire.KindResponse, id, res); serr != nil && err == nil {
-		// A result too large for a frame is answered as an error.
-		s.send(runnerwire.KindResponse, id, runnerwire.Response{Error: &runnerwire.Error{Kind: string(failure.RequestTooLarge),
-			Message: "the result does not fit the runner protocol's frame"}})
+	b, ferr := runnerwire.Encode(runnerwire.KindResponse, s.gen, id, res)
+	if ferr == nil {
+		s.write(b)
+		return
 	}
+	if err != nil || len(result) > runnerwire.MaxResultBytes {
+		s.send(runnerwire.KindResponse, id, runnerwire.Response{Error: &runnerwire.Error{Kind: string(failure.RequestTooLarge),
+			Message: "the result is over the runner protocol's bound"}})
+		return
+	}
+	// A result too large for one frame goes in parts.
+	for rest := result; len(rest) > 0; {
+		n := min(len(rest), runnerwire.MaxChunkBytes)
+		if s.send(runnerwire.KindPart, id, runnerwire.Part{Data: rest[:n]}) != nil {
+			return
+		}
+		rest = rest[n:]
+	}
+	s.send(runnerwire.KindResponse, id, runnerwire.Response{Parts: true})
 }
 
 // handle serves one request.

@@ -30,6 +30,7 @@ type conn struct {
 
 	mu      sync.Mutex
 	pending map[string]chan runnerwire.Response
+	parts   map[string][]byte // results arriving in Part frames, by request
 	procs   map[string]*proc
 	done    chan struct{}
 	err     error // why the connection ended, once done is closed
@@ -38,7 +39,7 @@ type conn struct {
 func newConn(h *Hub, ws *websocket.Conn, tok auth.Token, raw string, hello runnerwire.Hello, gen uint64) *conn {
 	c := &conn{hub: h, ws: ws, clientID: hello.ClientID, owner: tok.Owner, instanceID: hello.InstanceID, token: raw,
 		gen: gen, sandbox: hello.Sandbox, projects: map[string]bool{},
-		pending: map[string]chan runnerwire.Response{}, procs: map[string]*proc{}, done: make(chan struct{})}
+		pending: map[string]chan runnerwire.Response{}, parts: map[string][]byte{}, procs: map[string]*proc{}, done: make(chan struct{})}
 	for _, p := range hello.Projects {
 		c.projects[p.Name] = true
 	}
@@ -123,11 +124,31 @@ func (c *conn) handle(b []byte) error {
 		if res.Error != nil {
 			delete(c.procs, f.ID) // a process that did not start
 		}
+		if res.Parts {
+			res.Result = c.parts[f.ID]
+		}
+		delete(c.parts, f.ID)
 		c.mu.Unlock()
 		if !ok {
 			return errors.New("a response to no pending request")
 		}
 		ch <- res // buffered
+		return nil
+	case runnerwire.KindPart:
+		var p runnerwire.Part
+		if err := runnerwire.DecodeBody(f, &p); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if _, ok := c.pending[f.ID]; !ok {
+			return errors.New("a result part for no pending request")
+		}
+		if len(c.parts[f.ID])+len(p.Data) > runnerwire.MaxResultBytes {
+			delete(c.parts, f.ID)
+			return errors.New("a result over the bound; its parts are dropped")
+		}
+		c.parts[f.ID] = append(c.parts[f.ID], p.Data...)
 		return nil
 	case runnerwire.KindOutput:
 		var o runnerwire.Output
@@ -176,7 +197,7 @@ func (c *conn) end(why error) {
 	c.err = why
 	close(c.done)
 	pending, procs := c.pending, c.procs
-	c.pending, c.procs = map[string]chan runnerwire.Response{}, map[string]*proc{}
+	c.pending, c.procs, c.parts = map[string]chan runnerwire.Response{}, map[string]*proc{}, map[string][]byte{}
 	c.mu.Unlock()
 	for _, ch := range pending {
 		close(ch)

@@ -72,6 +72,8 @@ const (
 	MaxNameBytes = 128
 	// MaxMessageBytes bounds the human text of a reject or an error.
 	MaxMessageBytes = 1024
+	// MaxResultBytes bounds one request's result sent in Part frames.
+	MaxResultBytes = 8 << 20
 )
 
 // Timing of a connection. The server announces the heartbeat interval in
@@ -97,11 +99,12 @@ const (
 	KindOutput    Kind = "out"     // runner → server, a started process's output
 	KindExit      Kind = "exit"    // runner → server, a started process ended
 	KindHeartbeat Kind = "hb"      // runner → server
+	KindPart      Kind = "part"    // runner → server, a piece of a large result
 )
 
 func (k Kind) known() bool {
 	switch k {
-	case KindHello, KindWelcome, KindReject, KindRequest, KindCancel, KindResponse, KindOutput, KindExit, KindHeartbeat:
+	case KindHello, KindWelcome, KindReject, KindRequest, KindCancel, KindResponse, KindOutput, KindExit, KindHeartbeat, KindPart:
 		return true
 	}
 	return false
