@@ -208,9 +208,10 @@ func TestRunnerHelloStormIsRateLimited(t *testing.T) {
 	}
 }
 
-// TestRunnerFramesAreFenced: a response of another generation and output
-// for an unknown process are refused (the call keeps waiting, the
-// connection stays); the right response then answers the call.
+// TestRunnerFramesAreFenced: a response or a result of another generation,
+// a result for no pending request and output for an unknown process are
+// refused (the call keeps waiting, the connection stays); the right
+// response then answers the call.
 func TestRunnerFramesAreFenced(t *testing.T) {
 	s := startApp(t, t.TempDir())
 	defer s.stop(t)
@@ -225,16 +226,26 @@ func TestRunnerFramesAreFenced(t *testing.T) {
 		t.Fatalf("want a request of generation %d, got %+v", w.gen, req)
 	}
 	w.send(t, runnerwire.KindResponse, w.gen+1, req.ID, runnerwire.Response{Result: json.RawMessage(`{"stale":true}`)})
-	w.send(t, runnerwire.KindOutput, w.gen, "rq_unknown", runnerwire.Output{Stream: "stdout", Data: []byte("x")})
+	out, _ := runnerwire.EncodeBinary(runnerwire.Binary{Type: runnerwire.BinOutput, Gen: w.gen, ID: "rq_unknown", Stream: "stdout", Data: []byte("x")})
+	if err := w.ws.Write(context.Background(), websocket.MessageBinary, out); err != nil {
+		t.Fatal(err)
+	}
 	w.send(t, runnerwire.KindExit, w.gen, "rq_unknown", runnerwire.Exit{})
+	stale, _ := runnerwire.EncodeBinary(runnerwire.Binary{Type: runnerwire.BinResult, Gen: w.gen + 1, ID: req.ID, Data: []byte(`{"stale":true}`)})
+	unknown, _ := runnerwire.EncodeBinary(runnerwire.Binary{Type: runnerwire.BinResult, Gen: w.gen, ID: "rq_unknown", Data: []byte(`{}`)})
+	for _, m := range [][]byte{stale, unknown} {
+		if err := w.ws.Write(context.Background(), websocket.MessageBinary, m); err != nil {
+			t.Fatal(err)
+		}
+	}
 	select {
 	case r := <-got:
 		t.Fatalf("a refused frame answered the call: %+v", r)
 	default:
 	}
-	out := `{"project":"agent:box:demo","root_name":"demo","is_git_repo":false,"top_level":[],"top_level_truncated":false,` +
+	overview := `{"project":"agent:box:demo","root_name":"demo","is_git_repo":false,"top_level":[],"top_level_truncated":false,` +
 		`"file_count":7,"dir_count":0,"total_bytes":0,"truncated":false,"languages":[],"instruction_files":[]}`
-	w.send(t, runnerwire.KindResponse, w.gen, req.ID, runnerwire.Response{Result: json.RawMessage(out)})
+	w.send(t, runnerwire.KindResponse, w.gen, req.ID, runnerwire.Response{Result: json.RawMessage(overview)})
 	r := <-got
 	if !r.Success || string(r.Output["file_count"]) != "7" {
 		t.Fatalf("the fenced call: %+v %+v", r, r.Error)

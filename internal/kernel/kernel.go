@@ -260,6 +260,9 @@ func (k *Kernel) admit() bool {
 // Dispatch runs one call through the pipeline and returns its Result. It
 // never returns a Go error: every failure is a Result with success=false.
 func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
+	// The call's principal is the one every service judges it by,
+	// whatever the transport put in ctx (the project resolver reads it).
+	ctx = auth.WithPrincipal(ctx, c.Principal)
 	start := k.now()
 	k.calls.Add(1)
 	rec := Record{

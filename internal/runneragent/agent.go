@@ -234,6 +234,12 @@ func (s *session) send(k runnerwire.Kind, id string, body any) error {
 	return s.write(b)
 }
 
+func (s *session) writeBinary(b []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
+	defer cancel()
+	return s.ws.Write(ctx, websocket.MessageBinary, b)
+}
+
 func (s *session) write(b []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
 	defer cancel()
@@ -311,37 +317,36 @@ func (s *session) serve(ctx context.Context, hb time.Duration) error {
 	}
 }
 
-// respond sends a request's response: its result or its error.
+// respond answers a request: its result as binary pieces, or its error as
+// a Response.
 func (s *session) respond(id string, result []byte, err error) {
-	var res runnerwire.Response
+	if err == nil && len(result) > runnerwire.MaxResultBytes {
+		err = failure.New(failure.RequestTooLarge, "the result is over the runner protocol's %d-byte bound", runnerwire.MaxResultBytes)
+	}
 	if err != nil {
 		msg := failure.MessageOf(err)
 		if len(msg) > runnerwire.MaxMessageBytes {
 			msg = msg[:runnerwire.MaxMessageBytes]
 		}
-		res.Error = &runnerwire.Error{Kind: string(failure.KindOf(err)), Message: msg, Detail: failure.DetailOf(err)}
-	} else {
-		res.Result = result
-	}
-	b, ferr := runnerwire.Encode(runnerwire.KindResponse, s.gen, id, res)
-	if ferr == nil {
-		s.write(b)
+		res := runnerwire.Response{Error: &runnerwire.Error{Kind: string(failure.KindOf(err)), Message: msg, Detail: failure.DetailOf(err)}}
+		if s.send(runnerwire.KindResponse, id, res) != nil {
+			res.Error.Detail = nil // detail too large for a frame
+			s.send(runnerwire.KindResponse, id, res)
+		}
 		return
 	}
-	if err != nil || len(result) > runnerwire.MaxResultBytes {
-		s.send(runnerwire.KindResponse, id, runnerwire.Response{Error: &runnerwire.Error{Kind: string(failure.RequestTooLarge),
-			Message: "the result is over the runner protocol's bound"}})
-		return
-	}
-	// A result too large for one frame goes in parts.
-	for rest := result; len(rest) > 0; {
-		n := min(len(rest), runnerwire.MaxChunkBytes)
-		if s.send(runnerwire.KindPart, id, runnerwire.Part{Data: rest[:n]}) != nil {
+	for {
+		n := min(len(result), runnerwire.MaxBinaryDataBytes)
+		typ := runnerwire.BinPart
+		if n == len(result) {
+			typ = runnerwire.BinResult
+		}
+		b, berr := runnerwire.EncodeBinary(runnerwire.Binary{Type: typ, Gen: s.gen, ID: id, Data: result[:n]})
+		if berr != nil || s.writeBinary(b) != nil || typ == runnerwire.BinResult {
 			return
 		}
-		rest = rest[n:]
+		result = result[n:]
 	}
-	s.send(runnerwire.KindResponse, id, runnerwire.Response{Parts: true})
 }
 
 // handle serves one request.
@@ -452,8 +457,8 @@ func (a *Agent) confine(p project.Project, ps runnerwire.ProcStart) (runner.Spec
 	return spec, nil
 }
 
-// chunker sends what a process writes as Output frames of at most
-// runnerwire.MaxChunkBytes, in order.
+// chunker sends what a process writes as binary output messages of at most
+// runnerwire.MaxBinaryDataBytes of data, in order.
 type chunker struct {
 	s      *session
 	id     string
@@ -464,8 +469,12 @@ type chunker struct {
 func (c *chunker) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
-		k := min(len(p), runnerwire.MaxChunkBytes)
-		if err := c.s.send(runnerwire.KindOutput, c.id, runnerwire.Output{Stream: c.stream, Offset: c.off, Data: p[:k]}); err != nil {
+		k := min(len(p), runnerwire.MaxBinaryDataBytes)
+		b, err := runnerwire.EncodeBinary(runnerwire.Binary{Type: runnerwire.BinOutput, Gen: c.s.gen, ID: c.id, Stream: c.stream, Offset: c.off, Data: p[:k]})
+		if err == nil {
+			err = c.s.writeBinary(b)
+		}
+		if err != nil {
 			return n - len(p), err
 		}
 		c.off += int64(k)

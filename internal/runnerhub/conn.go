@@ -3,6 +3,7 @@ package runnerhub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +31,7 @@ type conn struct {
 
 	mu      sync.Mutex
 	pending map[string]chan runnerwire.Response
-	parts   map[string][]byte // results arriving in Part frames, by request
+	parts   map[string][]byte // results arriving in binary pieces, by request
 	procs   map[string]*proc
 	done    chan struct{}
 	err     error // why the connection ended, once done is closed
@@ -60,13 +61,17 @@ func (c *conn) run() {
 	defer c.hub.remove(c)
 	go c.watch()
 	for {
-		_, b, err := c.ws.Read(context.Background())
+		typ, b, err := c.ws.Read(context.Background())
 		if err != nil {
 			c.end(errors.New("the connection to the runner ended"))
 			return
 		}
 		c.lastSeen.Store(c.hub.o.Now().UnixNano())
-		if err := c.handle(b); err != nil {
+		handle := c.handle
+		if typ == websocket.MessageBinary {
+			handle = c.binary
+		}
+		if err := handle(b); err != nil {
 			c.hub.o.Logger.Warn("runner: frame refused", "client_id", c.clientID, "generation", c.gen, "err", err)
 		}
 	}
@@ -124,9 +129,6 @@ func (c *conn) handle(b []byte) error {
 		if res.Error != nil {
 			delete(c.procs, f.ID) // a process that did not start
 		}
-		if res.Parts {
-			res.Result = c.parts[f.ID]
-		}
 		delete(c.parts, f.ID)
 		c.mu.Unlock()
 		if !ok {
@@ -134,32 +136,6 @@ func (c *conn) handle(b []byte) error {
 		}
 		ch <- res // buffered
 		return nil
-	case runnerwire.KindPart:
-		var p runnerwire.Part
-		if err := runnerwire.DecodeBody(f, &p); err != nil {
-			return err
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if _, ok := c.pending[f.ID]; !ok {
-			return errors.New("a result part for no pending request")
-		}
-		if len(c.parts[f.ID])+len(p.Data) > runnerwire.MaxResultBytes {
-			delete(c.parts, f.ID)
-			return errors.New("a result over the bound; its parts are dropped")
-		}
-		c.parts[f.ID] = append(c.parts[f.ID], p.Data...)
-		return nil
-	case runnerwire.KindOutput:
-		var o runnerwire.Output
-		if err := runnerwire.DecodeBody(f, &o); err != nil {
-			return err
-		}
-		p := c.proc(f.ID)
-		if p == nil {
-			return errors.New("output for an unknown process")
-		}
-		return p.output(o)
 	case runnerwire.KindExit:
 		var e runnerwire.Exit
 		if err := runnerwire.DecodeBody(f, &e); err != nil {
@@ -176,6 +152,50 @@ func (c *conn) handle(b []byte) error {
 		return nil
 	}
 	return errors.New("a frame of a kind the runner does not send")
+}
+
+// binary takes one binary message: a process's output chunk or a piece of
+// a request's result.
+func (c *conn) binary(b []byte) error {
+	m, err := runnerwire.DecodeBinary(b)
+	if err != nil {
+		return err
+	}
+	if m.Gen != c.gen {
+		return errors.New("a binary message of a stale generation")
+	}
+	if m.Type == runnerwire.BinOutput {
+		p := c.proc(m.ID)
+		if p == nil {
+			return errors.New("output for an unknown process")
+		}
+		return p.output(runnerwire.Output{Stream: m.Stream, Offset: m.Offset, Data: m.Data})
+	}
+	c.mu.Lock()
+	ch, ok := c.pending[m.ID]
+	if !ok {
+		c.mu.Unlock()
+		return errors.New("a result for no pending request")
+	}
+	if len(c.parts[m.ID])+len(m.Data) > runnerwire.MaxResultBytes {
+		delete(c.pending, m.ID)
+		delete(c.parts, m.ID)
+		c.mu.Unlock()
+		ch <- runnerwire.Response{Error: &runnerwire.Error{Kind: string(failure.OutcomeUnknown),
+			Message: fmt.Sprintf("the runner's result is over the %d-byte bound: whether the request ran is known, its result is not", runnerwire.MaxResultBytes)}}
+		return nil
+	}
+	if m.Type == runnerwire.BinPart {
+		c.parts[m.ID] = append(c.parts[m.ID], m.Data...)
+		c.mu.Unlock()
+		return nil
+	}
+	res := append(c.parts[m.ID], m.Data...)
+	delete(c.pending, m.ID)
+	delete(c.parts, m.ID)
+	c.mu.Unlock()
+	ch <- runnerwire.Response{Result: res}
+	return nil
 }
 
 func (c *conn) proc(id string) *proc {

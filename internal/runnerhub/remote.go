@@ -64,7 +64,7 @@ func (r *remote) Invoke(ctx context.Context, p project.Project, op string, args 
 			return nil, wireError(res.Error)
 		}
 		if len(res.Result) == 0 {
-			return nil, failure.New(failure.OutcomeUnknown, "runner %s sent a result over the %d-byte bound or none: whether the request ran is known, its result is not", r.clientID, runnerwire.MaxResultBytes)
+			return nil, failure.New(failure.OutcomeUnknown, "runner %s answered with an empty result", r.clientID)
 		}
 		return res.Result, nil
 	case <-ctx.Done():

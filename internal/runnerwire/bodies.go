@@ -222,29 +222,17 @@ type Error struct {
 	Detail  map[string]any `json:"detail,omitempty"`
 }
 
-// Response answers one request: a result, an error, or (Parts) the
-// result sent before it in Part frames, for a result too large for one
-// frame.
+// Response answers one request with an error or a result (a runner sends
+// results as binary messages; see EncodeBinary).
 type Response struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *Error          `json:"error,omitempty"`
-	Parts  bool            `json:"parts,omitempty"`
 }
 
 // Validate implements the body contract.
 func (r *Response) Validate() error {
-	n := 0
-	if r.Error != nil {
-		n++
-	}
-	if len(r.Result) > 0 {
-		n++
-	}
-	if r.Parts {
-		n++
-	}
-	if n != 1 {
-		return bad("a response carries exactly one of result, error and parts")
+	if (r.Error == nil) == (len(r.Result) == 0) {
+		return bad("a response carries exactly one of result and error")
 	}
 	if r.Error != nil && (r.Error.Kind == "" || len(r.Error.Kind) > MaxNameBytes || len(r.Error.Message) > MaxMessageBytes) {
 		return bad("an error needs a kind of 1-%d bytes and a message of at most %d", MaxNameBytes, MaxMessageBytes)
@@ -258,9 +246,9 @@ const (
 	Stderr = "stderr"
 )
 
-// Output is a chunk of a started process's output. Offset is the chunk's
-// position in its stream; chunks of a stream arrive in order and
-// contiguous.
+// Output is a chunk of a started process's output, sent as a binary
+// message (BinOutput). Offset is the chunk's position in its stream;
+// chunks of a stream arrive in order and contiguous.
 type Output struct {
 	Stream string `json:"stream"`
 	Offset int64  `json:"offset"`
@@ -274,22 +262,8 @@ func (o *Output) Validate() error {
 		return bad("unknown stream %q", o.Stream)
 	case o.Offset < 0:
 		return bad("negative offset")
-	case len(o.Data) == 0 || len(o.Data) > MaxChunkBytes:
-		return bad("a chunk holds 1-%d bytes", MaxChunkBytes)
-	}
-	return nil
-}
-
-// Part is a piece of a request's result, in order; a Response with Parts
-// ends them.
-type Part struct {
-	Data []byte `json:"data"`
-}
-
-// Validate implements the body contract.
-func (p *Part) Validate() error {
-	if len(p.Data) == 0 || len(p.Data) > MaxChunkBytes {
-		return bad("a part holds 1-%d bytes", MaxChunkBytes)
+	case len(o.Data) == 0 || len(o.Data) > MaxBinaryDataBytes:
+		return bad("a chunk holds 1-%d bytes", MaxBinaryDataBytes)
 	}
 	return nil
 }

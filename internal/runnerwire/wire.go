@@ -9,8 +9,10 @@
 //
 //   - the server sends Request frames (an operation on one of the runner's
 //     projects, or a process start) and Cancel frames;
-//   - the runner answers each request with exactly one Response, sends
-//     Output chunks and an Exit for a started process, and a Heartbeat every
+//   - the runner answers each request exactly once: a result (binary
+//     messages, EncodeBinary: BinPart pieces and a last BinResult) or a
+//     Response (an error, or a small result); it sends output chunks
+//     (BinOutput) and an Exit for a started process, and a Heartbeat every
 //     HeartbeatInterval.
 //
 // Every frame after the hello carries the connection's generation. A frame
@@ -31,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 )
 
@@ -52,9 +55,6 @@ const (
 	// MaxFrameBytes bounds one frame, the internal wire envelope the
 	// specification caps at 64 KiB.
 	MaxFrameBytes = 64 << 10
-	// MaxChunkBytes bounds the data of one Output frame (it is sent
-	// base64-encoded, so a full chunk stays well under MaxFrameBytes).
-	MaxChunkBytes = 32 << 10
 	// MaxStdinBytes bounds the stdin of a process started through a
 	// runner: it travels inside the start request.
 	MaxStdinBytes = 24 << 10
@@ -72,7 +72,7 @@ const (
 	MaxNameBytes = 128
 	// MaxMessageBytes bounds the human text of a reject or an error.
 	MaxMessageBytes = 1024
-	// MaxResultBytes bounds one request's result sent in Part frames.
+	// MaxResultBytes bounds one request's result sent in binary parts.
 	MaxResultBytes = 8 << 20
 )
 
@@ -96,15 +96,13 @@ const (
 	KindRequest   Kind = "req"     // server → runner
 	KindCancel    Kind = "cancel"  // server → runner
 	KindResponse  Kind = "res"     // runner → server, one per request
-	KindOutput    Kind = "out"     // runner → server, a started process's output
 	KindExit      Kind = "exit"    // runner → server, a started process ended
 	KindHeartbeat Kind = "hb"      // runner → server
-	KindPart      Kind = "part"    // runner → server, a piece of a large result
 )
 
 func (k Kind) known() bool {
 	switch k {
-	case KindHello, KindWelcome, KindReject, KindRequest, KindCancel, KindResponse, KindOutput, KindExit, KindHeartbeat, KindPart:
+	case KindHello, KindWelcome, KindReject, KindRequest, KindCancel, KindResponse, KindExit, KindHeartbeat:
 		return true
 	}
 	return false
@@ -126,19 +124,34 @@ type Frame struct {
 var ErrFrame = errors.New("runnerwire: bad frame")
 
 // Encode builds a frame of kind k carrying body, of at most MaxFrameBytes.
+// The body is encoded once and the envelope written around it (marshaling a
+// Frame would scan the encoded body again).
 func Encode(k Kind, gen uint64, id string, body any) ([]byte, error) {
-	f := Frame{V: Major, Kind: k, Gen: gen, ID: id}
-	if body != nil {
-		b, err := json.Marshal(body)
+	b := make([]byte, 0, 128)
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, Major, 10)
+	b = append(b, `,"kind":"`...)
+	b = append(b, k...)
+	b = append(b, '"')
+	if gen != 0 {
+		b = append(b, `,"gen":`...)
+		b = strconv.AppendUint(b, gen, 10)
+	}
+	if id != "" {
+		q, err := json.Marshal(id)
 		if err != nil {
 			return nil, err
 		}
-		f.Body = b
+		b = append(append(b, `,"id":`...), q...)
 	}
-	b, err := json.Marshal(f)
-	if err != nil {
-		return nil, err
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"body":`...), raw...)
 	}
+	b = append(b, '}')
 	if len(b) > MaxFrameBytes {
 		return nil, fmt.Errorf("%w: a %s frame of %d bytes is over the %d-byte bound", ErrFrame, k, len(b), MaxFrameBytes)
 	}

@@ -30,7 +30,7 @@ func TestDecodeRefusesBadFrames(t *testing.T) {
 }
 
 func TestEncodeRefusesAFrameOverTheBound(t *testing.T) {
-	if _, err := Encode(KindOutput, 1, "x", Output{Stream: Stdout, Data: make([]byte, MaxFrameBytes)}); !errors.Is(err, ErrFrame) {
+	if _, err := Encode(KindResponse, 1, "x", Response{Result: []byte(`"` + strings.Repeat("a", MaxFrameBytes) + `"`)}); !errors.Is(err, ErrFrame) {
 		t.Fatalf("an oversized frame was encoded: %v", err)
 	}
 }
@@ -68,7 +68,7 @@ func TestBodiesValidateTheirBounds(t *testing.T) {
 	}
 	for name, o := range map[string]Output{
 		"stream": {Stream: "tty", Data: []byte("x")}, "empty": {Stream: Stdout},
-		"chunk": {Stream: Stdout, Data: make([]byte, MaxChunkBytes+1)}, "offset": {Stream: Stdout, Offset: -1, Data: []byte("x")},
+		"chunk": {Stream: Stdout, Data: make([]byte, MaxBinaryDataBytes+1)}, "offset": {Stream: Stdout, Offset: -1, Data: []byte("x")},
 	} {
 		if err := o.Validate(); !errors.Is(err, ErrFrame) {
 			t.Errorf("output %s: %v", name, err)
@@ -86,4 +86,52 @@ func TestBodiesValidateTheirBounds(t *testing.T) {
 	if err := Compatible(2, 0); err == nil || !strings.Contains(err.Error(), "2.0") || !strings.Contains(err.Error(), "1.0") {
 		t.Errorf("an incompatible version: %v", err)
 	}
+}
+
+func TestBinaryMessages(t *testing.T) {
+	data := make([]byte, MaxBinaryDataBytes)
+	data[0], data[len(data)-1] = 'a', 'z'
+	b, err := EncodeBinary(Binary{Type: BinOutput, Gen: 7, ID: "rq_" + strings.Repeat("f", MaxBinaryIDBytes-3), Stream: Stderr, Offset: 1 << 40, Data: data})
+	if err != nil || len(b) > MaxFrameBytes {
+		t.Fatalf("the largest output message: %v, %d bytes", err, len(b))
+	}
+	m, err := DecodeBinary(b)
+	if err != nil || m.Type != BinOutput || m.Gen != 7 || len(m.ID) != MaxBinaryIDBytes || m.Stream != Stderr || m.Offset != 1<<40 || len(m.Data) != len(data) || m.Data[len(data)-1] != 'z' {
+		t.Fatalf("round trip: %v %+v", err, m.Stream)
+	}
+	if r, err := DecodeBinary(must(EncodeBinary(Binary{Type: BinResult, Gen: 1, ID: "rq_1", Data: []byte(`{}`)}))); err != nil || string(r.Data) != `{}` {
+		t.Fatalf("a result: %v %q", err, r.Data)
+	}
+	for name, m := range map[string]Binary{
+		"empty id":         {Type: BinOutput, Gen: 1, Stream: Stdout, Data: []byte("x")},
+		"unknown type":     {Type: 'X', Gen: 1, ID: "rq_1", Data: []byte("x")},
+		"empty part":       {Type: BinPart, Gen: 1, ID: "rq_1"},
+		"result w/ stream": {Type: BinResult, Gen: 1, ID: "rq_1", Stream: Stdout, Data: []byte("x")},
+		"output no data":   {Type: BinOutput, Gen: 1, ID: "rq_1", Stream: Stdout},
+		"too much data":    {Type: BinPart, Gen: 1, ID: "rq_1", Data: make([]byte, MaxBinaryDataBytes+1)},
+	} {
+		if _, err := EncodeBinary(m); !errors.Is(err, ErrFrame) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	good := must(EncodeBinary(Binary{Type: BinOutput, Gen: 1, ID: "rq_1", Stream: Stdout, Data: []byte("x")}))
+	for name, mut := range map[string]func([]byte) []byte{
+		"other major": func(b []byte) []byte { b[1] = Major + 1; return b },
+		"stream":      func(b []byte) []byte { b[2] = 9; return b },
+		"id length":   func(b []byte) []byte { b[19] = 200; return b },
+		"no data":     func(b []byte) []byte { return b[:len(b)-1] },
+		"short":       func(b []byte) []byte { return b[:10] },
+		"oversized":   func(b []byte) []byte { return append(b, make([]byte, MaxFrameBytes)...) },
+	} {
+		if _, err := DecodeBinary(mut(append([]byte(nil), good...))); !errors.Is(err, ErrFrame) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
