@@ -37,7 +37,7 @@ func (c *Containment) Mechanism() Mechanism { return MechJob }
 
 // Detail says what contains a run on Windows.
 func (c *Containment) Detail() string {
-	return "a Job Object per run (no cgroup or subreaper on Windows)"
+	return "a Job Object per run; no cgroup or subreaper on Windows"
 }
 
 // killedExitCode is the exit code TerminateJobObject gives every process
