@@ -5,7 +5,11 @@
 //
 // Every process is started as a contained [Unit] (see [Setup]): when the
 // execution ends, however it ends, every descendant is killed, including
-// those that left the process group (setsid, double forks, daemons).
+// those that left the process group (setsid, double forks, daemons). That
+// holds on Linux; [Mechanism] names what other systems give (macOS: the
+// process group only; Windows: a Job Object per run). The sandbox is
+// Landlock, so Linux only: elsewhere a confined mode is in force as
+// [Unavailable].
 //
 // The [Host] interface is what tools use, so that a remote runner can serve
 // the same calls later. [Local] implements it on this machine.
