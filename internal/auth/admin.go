@@ -159,15 +159,3 @@ func writeNoClobber(path string, data []byte) (bool, error) {
 	}
 	return true, nil
 }
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("auth: sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("auth: sync %s: %w", dir, err)
-	}
-	return nil
-}

@@ -27,8 +27,13 @@ const (
 	// marker (MarkerEnv). A descendant that clears its environment and
 	// leaves the process group between two guard scans is the known gap.
 	MechSubreaper Mechanism = "subreaper"
-	// MechGroup: only the process group is killed (not Linux).
+	// MechGroup: only the process group is killed (a Unix other than
+	// Linux: macOS, the BSDs). A descendant that leaves the group
+	// survives the run.
 	MechGroup Mechanism = "process_group"
+	// MechJob: every run is a Windows Job Object; ending the run
+	// terminates every process in the job (contain_windows.go).
+	MechJob Mechanism = "job_object"
 )
 
 // MarkerEnv is the environment variable every child of a run carries:

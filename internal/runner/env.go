@@ -14,14 +14,15 @@ const (
 	MaxEnvValueLen = 8 << 10
 )
 
-// inherited lists the server environment variables a child may see. Nothing
-// else of the server's environment reaches a child: not its credentials
+// inherited lists the server environment variables a child may see (with
+// the operating system's own, platformInherited). Nothing else of the
+// server's environment reaches a child: not its credentials
 // (WEBCODEX_TOKEN), not cloud keys, not anything a test harness set.
-var inherited = []string{
+var inherited = append([]string{
 	"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
 	"GOPATH", "GOCACHE", "GOMODCACHE", "GOROOT", "GOPROXY", "GOFLAGS", "GOTOOLCHAIN",
 	"CARGO_HOME", "RUSTUP_HOME", "PYENV_ROOT", "NODE_PATH", "JAVA_HOME",
-}
+}, platformInherited...)
 
 var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
@@ -80,7 +81,7 @@ func ChildEnv(getenv func(string) string, add map[string]string) []string {
 		}
 	}
 	if m["PATH"] == "" {
-		m["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+		m["PATH"] = defaultPath
 	}
 	for k, v := range add {
 		m[k] = v

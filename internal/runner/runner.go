@@ -5,7 +5,11 @@
 //
 // Every process is started as a contained [Unit] (see [Setup]): when the
 // execution ends, however it ends, every descendant is killed, including
-// those that left the process group (setsid, double forks, daemons).
+// those that left the process group (setsid, double forks, daemons). That
+// holds on Linux; [Mechanism] names what other systems give (macOS: the
+// process group only; Windows: a Job Object per run). The sandbox is
+// Landlock, so Linux only: elsewhere a confined mode is in force as
+// [Unavailable].
 //
 // The [Host] interface is what tools use, so that a remote runner can serve
 // the same calls later. [Local] implements it on this machine.
@@ -222,7 +226,7 @@ func (l *Local) Start(ctx context.Context, s Spec) (Process, error) {
 	}
 	env := ChildEnv(getenv, s.Env)
 	path := s.Argv[0]
-	if !strings.Contains(path, "/") {
+	if !strings.ContainsAny(path, pathSeparators) {
 		p, err := LookPath(path, env)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: not found on PATH", ErrNotStarted, path)
@@ -238,7 +242,7 @@ func (l *Local) Start(ctx context.Context, s Spec) (Process, error) {
 	}
 	defer conf.Close(l.Policy)
 	cmd := &exec.Cmd{Path: path, Args: s.Argv, Dir: s.Dir, Env: conf.Env(env)}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = groupAttr()
 	p := &process{cmd: cmd, conf: conf, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{})}
 	cmd.Stdout = tee(p.stdout, s.Stdout)
 	cmd.Stderr = tee(p.stderr, s.Stderr)
@@ -259,27 +263,6 @@ func tee(t *Tail, w io.Writer) io.Writer {
 		return t
 	}
 	return io.MultiWriter(t, w)
-}
-
-// LookPath resolves a program name against the child's PATH, not the
-// server's.
-func LookPath(name string, env []string) (string, error) {
-	pathList := ""
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "PATH=") {
-			pathList = kv[len("PATH="):]
-		}
-	}
-	for _, dir := range strings.Split(pathList, ":") {
-		if dir == "" {
-			continue
-		}
-		cand := dir + "/" + name
-		if st, err := os.Stat(cand); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return cand, nil
-		}
-	}
-	return "", exec.ErrNotFound
 }
 
 // supervise waits for the process while enforcing the timeout, the
@@ -319,7 +302,9 @@ loop:
 	close(p.done)
 }
 
-// kill ends the process group: SIGTERM, then SIGKILL after KillGrace.
+// kill ends the process group: SIGTERM, then SIGKILL after KillGrace (on
+// Windows, which has no SIGTERM for a process tree, terminate kills the
+// whole unit at once).
 func (p *process) kill(why Ending) {
 	p.mu.Lock()
 	if p.ending != "" {
@@ -328,7 +313,7 @@ func (p *process) kill(why Ending) {
 	}
 	p.ending, p.killed = why, true
 	p.mu.Unlock()
-	syscall.Kill(-p.pgid, syscall.SIGTERM)
+	p.terminate()
 	go func() {
 		select {
 		case <-p.done:
@@ -344,7 +329,7 @@ func (p *process) kill(why Ending) {
 
 // Stop kills the execution: SIGTERM to its process group, then, when the
 // leader exits or after KillGrace, SIGKILL to every process of its unit (a
-// stop_job or a shutdown).
+// stop_job or a shutdown). On Windows the unit is killed at once.
 func (p *process) Stop() { p.kill(Stopped) }
 
 func (p *process) finish(err error) {

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // Mode is a sandbox mode.
@@ -337,7 +335,7 @@ func SweepTemp(dir string) int {
 		if !ok || !dash || err != nil || pid <= 0 || !e.IsDir() || pid == os.Getpid() {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		if !processGone(pid) {
 			continue // alive, or not ours to judge
 		}
 		if os.RemoveAll(filepath.Join(dir, e.Name())) == nil {

@@ -55,6 +55,9 @@ type shell struct {
 
 // start spawns the shell process with its pipes; the caller holds m.mu.
 func (s *shell) start(cwd string) (err error) {
+	if err := platformSupport(); err != nil {
+		return failure.Wrap(failure.Unavailable, err, "persistent shells are not available on this system")
+	}
 	env := runner.ChildEnv(s.m.opt.Getenv, nil)
 	path, err := runner.LookPath(string(s.dialect), env)
 	if err != nil {
@@ -107,7 +110,7 @@ func (s *shell) start(cwd string) (err error) {
 		// fd 3: control; fds 4 and 5: the framing's view of stdout and
 		// stderr.
 		ExtraFiles:  []*os.File{ctlW, outW, errW},
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: groupAttr(),
 	}
 	contain := s.m.opt.Contain
 	if contain == nil {
@@ -252,7 +255,7 @@ func (s *shell) run(ctx context.Context, command string, timeout time.Duration, 
 	stopAgain := func() {}
 	defer func() { stopAgain() }()
 	interrupt := func() {
-		syscall.Kill(-s.pid, syscall.SIGINT)
+		signalGroup(s.pid, syscall.SIGINT)
 		resync = time.After(m.opt.ResyncWait)
 		t := time.NewTicker(m.opt.ResyncWait / 4)
 		stopAgain = t.Stop
@@ -288,7 +291,7 @@ wait:
 				interrupt()
 			}
 		case <-again:
-			syscall.Kill(-s.pid, syscall.SIGINT)
+			signalGroup(s.pid, syscall.SIGINT)
 		case <-resync:
 			return s.fail(&res, finish, EndResyncFailed, "the interrupted command did not return control")
 		case <-damaged:
@@ -361,13 +364,13 @@ func (s *shell) release(graceful bool) {
 	close(s.dying)
 	if graceful {
 		s.stdin.Close() // an idle shell ends at end of input
-		syscall.Kill(-s.pid, syscall.SIGTERM)
+		signalGroup(s.pid, syscall.SIGTERM)
 		select {
 		case <-s.exited:
 		case <-time.After(runner.KillGrace):
 		}
 	}
-	syscall.Kill(-s.pid, syscall.SIGKILL)
+	signalGroup(s.pid, syscall.SIGKILL)
 	select {
 	case <-s.exited:
 	case <-time.After(5 * time.Second):

@@ -1,3 +1,8 @@
+//go:build linux
+
+// The shell tests run real shells and count their processes through /proc
+// (runner.CountGroup, runner.Survivors): they are Linux tests.
+
 package shell
 
 import (

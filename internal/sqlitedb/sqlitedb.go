@@ -188,7 +188,7 @@ func create(ctx context.Context, path string, migrations fs.FS) error {
 			return fmt.Errorf("sqlitedb: create %s: %w", filepath.Base(path), err)
 		}
 	}
-	if err := syncFile(filepath.Dir(path)); err != nil {
+	if err := syncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("sqlitedb: create %s: %w", filepath.Base(path), err)
 	}
 	return nil
@@ -207,7 +207,8 @@ func toWAL(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// syncFile fsyncs the file or directory at path.
+// syncFile fsyncs the file or directory at path (directories through
+// syncDir: see sync_unix.go and sync_windows.go).
 func syncFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {

@@ -31,8 +31,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // MaxIgnoreFileBytes bounds how much of one ignore file is read; rules past
@@ -124,11 +122,10 @@ func Walk(ctx context.Context, root *os.Root, start, loc string, opts Options, f
 			rules = appendRules(rules, root, filepath.Join(loc, IgnoreFileName), start)
 		}
 	}
-	f, err := root.Open(loc)
+	d, err := openDir(root, loc)
 	if err != nil {
 		return err
 	}
-	d := newDir(f)
 	defer d.Release()
 	w := &walker{ctx: ctx, opts: opts, fn: fn}
 	des, err := w.list(d)
@@ -268,11 +265,10 @@ func dirRules(d *Dir, k Kind, base string) []rule {
 	}
 	if large {
 		// Read the first MaxIgnoreFileBytes, as appendRules does.
-		fd, err := d.openat(IgnoreFileName, unix.O_NONBLOCK|unix.O_NOCTTY)
+		f, err := d.openFile(IgnoreFileName)
 		if err != nil {
 			return nil
 		}
-		f := os.NewFile(uintptr(fd), IgnoreFileName)
 		defer f.Close()
 		if content, err = io.ReadAll(io.LimitReader(f, MaxIgnoreFileBytes)); err != nil {
 			return nil

@@ -8,19 +8,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // instancesDir is the directory, beside workflow.db, holding one lock file
 // per process that has the ledger open.
 const instancesDir = "workflow.instances"
 
-// An instance is this process's claim on the ledger: an exclusive flock on
-// its own file, held until Close (or released by the kernel when the
-// process dies). Every open call is stamped with the instance that started
-// it, so recovery in one process never finishes the live calls of another
-// process serving the same data directory (a stdio server beside an HTTP
-// one).
+// An instance is this process's claim on the ledger: an exclusive lock on
+// its own file (lock_unix.go, lock_windows.go), held until Close (or
+// released by the kernel when the process dies). Every open call is
+// stamped with the instance that started it, so recovery in one process
+// never finishes the live calls of another process serving the same data
+// directory (a stdio server beside an HTTP one).
 type instance struct {
 	id   string
 	dir  string
@@ -39,7 +38,7 @@ func newInstance(dbPath string) (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workflowdb: instance lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := tryLock(f); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("workflowdb: instance lock: %w", err)
@@ -48,10 +47,7 @@ func newInstance(dbPath string) (*instance, error) {
 }
 
 // close releases the claim.
-func (in *instance) close() {
-	os.Remove(in.file.Name())
-	in.file.Close()
-}
+func (in *instance) close() { removeLocked(in.file) }
 
 // alive reports whether the process of instance id (not this one) still
 // holds its lock. An empty id (a call opened before instances were
@@ -72,12 +68,11 @@ func (in *instance) alive(id string) bool {
 	if err != nil {
 		return !errors.Is(err, os.ErrNotExist)
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
+	if err := tryLock(f); err != nil {
+		f.Close()
+		return lockHeld(err)
 	}
-	os.Remove(name)
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	removeLocked(f)
 	return false
 }
 

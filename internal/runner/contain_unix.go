@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build unix && !linux
 
 package runner
 
@@ -10,8 +10,10 @@ import (
 	"syscall"
 )
 
-// A Containment starts runs as contained units. Outside Linux there is no
-// subreaper and no cgroup: only the process group is killed (MechGroup).
+// A Containment starts runs as contained units. On a Unix other than Linux
+// (macOS, the BSDs) there is no subreaper and no cgroup: only the process
+// group is killed (MechGroup), so a descendant that leaves the group
+// (setsid, a daemon) survives the run.
 type Containment struct{}
 
 var procWide = &Containment{}

@@ -1,3 +1,5 @@
+//go:build unix
+
 package walk
 
 import (
@@ -22,6 +24,15 @@ type Dir struct {
 	f    *os.File
 	fd   int
 	refs atomic.Int32
+}
+
+// openDir opens the directory loc of root as a Dir with one reference.
+func openDir(root *os.Root, loc string) (*Dir, error) {
+	f, err := root.Open(loc)
+	if err != nil {
+		return nil, err
+	}
+	return newDir(f), nil
 }
 
 // newDir takes f, an open directory, with one reference.
@@ -69,6 +80,16 @@ func (d *Dir) sub(name string, loc string) (*Dir, error) {
 		return nil, err
 	}
 	return newDir(os.NewFile(uintptr(fd), loc)), nil
+}
+
+// openFile opens name in d for reading, without following a symbolic
+// link and without blocking.
+func (d *Dir) openFile(name string) (*os.File, error) {
+	fd, err := d.openat(name, unix.O_NONBLOCK|unix.O_NOCTTY)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
 }
 
 // lstat returns the type and size of name in d, not following a link.
