@@ -251,7 +251,7 @@ func (a *App) Handler() http.Handler {
 func (a *App) MCP() *mcpserver.Server {
 	if a.mcp == nil {
 		a.mcp = mcpserver.New(mcpserver.Options{
-			Kernel: a.Kernel, Projects: a.Projects, Logger: a.Log, Version: Version, Local: auth.LocalUser(),
+			Kernel: a.Kernel, Projects: visibleProjects{a.Projects}, Logger: a.Log, Version: Version, Local: auth.LocalUser(),
 			Profile: a.toolProfile, Memory: memoryBootstrap(a),
 		})
 	}

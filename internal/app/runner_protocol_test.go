@@ -284,3 +284,31 @@ func TestRunnerCutConnectionIsOutcomeUnknown(t *testing.T) {
 		t.Fatalf("the new connection received %s (%v); nothing may be re-sent", b, err)
 	}
 }
+
+// TestRunnerProjectsAreVisibleOnlyToTheirGroup: a principal of another
+// authority group is told a runner's project does not exist, exactly as
+// for an id nobody registered, and lists no runner.
+func TestRunnerProjectsAreVisibleOnlyToTheirGroup(t *testing.T) {
+	s := startApp(t, t.TempDir())
+	defer s.stop(t)
+	connectWireRunner(t, s, runnerToken(t, s, "box"), "box", t.TempDir())
+	other, _, err := s.a.Auth.CreateToken(context.Background(), "other", "other-group",
+		[]auth.Scope{auth.ScopeProjectRead, auth.ScopeRuntimeRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := func(p string) map[string]any {
+		return map[string]any{"project": p, "files": []any{map[string]any{"path": "a.txt"}}}
+	}
+	hidden := s.callAs(t, other, "read_files", args("agent:box:demo"), "")
+	absent := s.callAs(t, other, "read_files", args("agent:box:nothing"), "")
+	if hidden.Success || hidden.Error.Kind != "unknown_project" || absent.Error.Kind != "unknown_project" ||
+		strings.Replace(hidden.Error.Message, "demo", "nothing", 1) != absent.Error.Message {
+		t.Fatalf("another group's view of a runner project: %+v, of a missing one: %+v", hidden.Error, absent.Error)
+	}
+	var list []any
+	json.Unmarshal(must(t, s.callAs(t, other, "list_runners", map[string]any{}, ""), "list_runners").Output["runners"], &list)
+	if len(list) != 0 {
+		t.Fatalf("another group lists %v", list)
+	}
+}

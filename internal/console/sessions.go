@@ -111,6 +111,9 @@ func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for _, pr := range ps {
+		if pr.Owner != "" && pr.Owner != p.Owner {
+			continue // a runner's project, of another authority group
+		}
 		data.Projects = append(data.Projects, pr.ID)
 	}
 	lf := workflow.ListFilter{Project: f.Project, Fingerprint: p.AuthorityFingerprint(), Lifecycle: workflow.Lifecycle(f.Lifecycle),
