@@ -41,9 +41,12 @@ func NewRegistry(a *App) *kernel.Registry {
 		counter, journal = a.Evidence, a.Evidence
 	}
 	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions, Evidence: counter, Goals: goalNames(goalSvc),
-		Worktrees: newWorktrees(a), Guidance: mcpserver.WorkflowGuide, OnClose: func(id string) {
+		Worktrees: newWorktrees(a), Guidance: mcpserver.WorkflowGuide, Resources: sessionResources(a), OnClose: func(id string) {
 			if a.Shells != nil {
 				a.Shells.CloseSession(id)
+			}
+			if a.Hub != nil {
+				closeRunnerSession(a, id)
 			}
 			if a.Evidence != nil {
 				// A closed session's records are covered by a signed head.
@@ -142,4 +145,27 @@ func newKernel(a *App) *kernel.Kernel {
 			a.Windows.Observe(ctx, c.Principal, c.ClientWindow, res.Tool, res.Project, res.Refused, sessionAffinity(res))
 		},
 	})
+}
+
+// sessionResources is what update_session_context checks a resource name
+// against: the hub's runners (nil, no resources, without one).
+func sessionResources(a *App) sessions.Resources {
+	if a.Hub == nil {
+		return nil
+	}
+	return a.Hub
+}
+
+// closeRunnerSession closes the SSH masters the runner serving a closed
+// session's project holds for it.
+func closeRunnerSession(a *App, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), evidenceCheckpointTimeout)
+	defer cancel()
+	sess, err := a.Sessions.Get(ctx, id)
+	if err != nil {
+		return
+	}
+	if p, err := a.Projects.Get(ctx, sess.Project); err == nil && p.Runner != "" {
+		a.Hub.CloseSession(ctx, p, id)
+	}
 }

@@ -134,7 +134,7 @@ func CwdSource(inv *kernel.Invocation, explicit string) (abs, source string, err
 		rel, source = ".", CwdDefault
 	}
 	abs, clean, err := inv.Project.Resolve(rel)
-	if err == nil {
+	if err == nil && inv.Project.Runner == "" { // a runner checks its own
 		if st, serr := os.Stat(abs); serr != nil || !st.IsDir() {
 			err = failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
 		}
@@ -173,4 +173,32 @@ func StartSpec(inv *kernel.Invocation, cwdRel, purpose string, exp Expectation, 
 		s.SessionID = inv.Session.ID
 	}
 	return s
+}
+
+// SSHTarget is where a shell command of a call runs when its business
+// session selected an SSH resource (nil when it did not): the resource, the
+// session, and the remote cwd: the call's explicit one, else the session's
+// default_cwd (a remote path), else "" (the resource's default, then the
+// login directory, decided on the runner).
+func SSHTarget(inv *kernel.Invocation, explicitCwd string) *runner.SSH {
+	if inv.Session == nil || inv.Session.ExecutionContext.Resource == "" {
+		return nil
+	}
+	cwd := explicitCwd
+	if cwd == "" {
+		cwd = inv.Session.ExecutionContext.DefaultCwd
+	}
+	return &runner.SSH{Resource: inv.Session.ExecutionContext.Resource, Session: inv.Session.ID, Cwd: cwd}
+}
+
+// RefuseResource fails a tool that never runs through an SSH resource
+// (run_process, run_script, the validation tools) when the call's business
+// session selected one, rather than running it on the runner's host
+// instead: failure.ResourceNotAllowed, before anything starts.
+func RefuseResource(inv *kernel.Invocation, tool string) error {
+	if inv.Session == nil || inv.Session.ExecutionContext.Resource == "" {
+		return nil
+	}
+	return failure.New(failure.ResourceNotAllowed, "the session selected SSH resource %q, and %s never runs through one: use run_shell, or clear the resource with update_session_context",
+		inv.Session.ExecutionContext.Resource, tool)
 }

@@ -84,6 +84,24 @@ type Spec struct {
 	// Sandbox is what the execution asks of its confinement; the Local's
 	// Policy decides the mode in force (sandbox.go).
 	Sandbox Sandbox
+	// SSH, when set, runs the execution on an SSH resource of the remote
+	// runner serving the project instead of Argv on its host: Argv is the
+	// shell and its -c command, run there. A Local refuses it (this host
+	// has no SSH resources).
+	SSH *SSH
+}
+
+// SSH names where a one-shot command runs on an SSH resource.
+type SSH struct {
+	// Resource is the resource's name on the runner.
+	Resource string
+	// Session is the Workflow Session the command runs for (its masters
+	// are per session).
+	Session string
+	// Cwd is the remote working directory the call or the session chose;
+	// "" leaves it to the resource's default_cwd, then the login
+	// directory.
+	Cwd string
 }
 
 // Validate checks a Spec's bounds. It does not look at the filesystem.
@@ -213,6 +231,9 @@ type process struct {
 func (l *Local) Start(ctx context.Context, s Spec) (Process, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
+	}
+	if s.SSH != nil {
+		return nil, fmt.Errorf("%w: this host has no SSH resources", ErrNotStarted)
 	}
 	getenv := l.Getenv
 	if getenv == nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerwire"
+	"github.com/webcodex/webcodex/internal/sshresource"
 	"github.com/webcodex/webcodex/internal/workspace"
 )
 
@@ -63,6 +64,10 @@ type Agent struct {
 	projects   map[string]project.Project
 	host       *runner.Local
 	sandbox    runner.Mode
+	resources  map[string]sshresource.Resource
+
+	poolMu sync.Mutex
+	pool   *sshresource.Pool // the SSH masters, made at the first use
 }
 
 // New returns an Agent.
@@ -78,6 +83,11 @@ func New(o Options) *Agent {
 	for name, dir := range o.Config.Projects {
 		a.projects[name] = project.Project{ID: project.LocalID(name), Name: name, Root: dir}
 	}
+	a.resources = map[string]sshresource.Resource{}
+	for name, r := range o.Config.SSH.Resources {
+		a.resources[name] = sshresource.Resource{Name: name, Host: r.Host, Port: r.Port, User: r.User,
+			IdentityFile: r.IdentityFile, KnownHostsFile: r.KnownHostsFile, DefaultCwd: r.DefaultCwd}
+	}
 	a.sandbox = o.Policy.InForce(runner.Sandbox{})
 	return a
 }
@@ -88,6 +98,7 @@ func (a *Agent) Sandbox() runner.Mode { return a.sandbox }
 // Run connects and serves until ctx ends (nil) or a fatal error (wrapping
 // ErrFatal). Between connections it waits a jittered backoff.
 func (a *Agent) Run(ctx context.Context) error {
+	defer a.closeMasters()
 	backoff := MinBackoff
 	for {
 		served, err := a.session(ctx)
@@ -138,7 +149,7 @@ func (a *Agent) endpoint() string {
 func (a *Agent) hello() runnerwire.Hello {
 	h := runnerwire.Hello{Major: runnerwire.Major, Minor: runnerwire.Minor, ClientID: a.o.Config.ClientID,
 		InstanceID: a.instanceID, Version: a.o.Version, OS: runtime.GOOS, Arch: runtime.GOARCH,
-		Sandbox: string(a.sandbox), Capabilities: []string{runnerwire.OpProcStart}, Projects: []runnerwire.Project{},
+		Sandbox: string(a.sandbox), Capabilities: []string{runnerwire.OpProcStart, runnerwire.OpSSHClose}, Projects: []runnerwire.Project{},
 		Resources: []string{}, Processes: []runnerwire.Inventory{}, MaxConcurrentJobs: a.o.Config.Policy.MaxConcurrentJobs}
 	for name := range a.ops {
 		h.Capabilities = append(h.Capabilities, name)
@@ -356,8 +367,12 @@ func (s *session) handle(ctx context.Context, id string, req runnerwire.Request)
 		s.respond(id, nil, failure.New(failure.UnknownProject, "this runner serves no project %q", req.Project))
 		return
 	}
-	if req.Op == runnerwire.OpProcStart {
+	switch req.Op {
+	case runnerwire.OpProcStart:
 		s.start(ctx, id, p, req.Args)
+		return
+	case runnerwire.OpSSHClose:
+		s.respond(id, []byte("{}"), s.a.closeSession(req.Args))
 		return
 	}
 	op, ok := s.a.ops[req.Op]
@@ -382,6 +397,9 @@ func (s *session) start(ctx context.Context, id string, p project.Project, args 
 		return
 	}
 	spec, err := s.a.confine(p, ps)
+	if err == nil && ps.SSH != nil {
+		err = s.a.overSSH(ctx, s.gen, &spec, *ps.SSH)
+	}
 	if err != nil {
 		s.respond(id, nil, err)
 		return
@@ -481,4 +499,80 @@ func (c *chunker) Write(p []byte) (int, error) {
 		p = p[k:]
 	}
 	return n, nil
+}
+
+// overSSH turns spec (a shell and its -c command) into the ssh client
+// command that runs it on the resource, through the master of the session,
+// resource and connection generation (on Unix). The remote cwd is the
+// call's or session's, else the resource's default, else the login
+// directory; nothing about the resource but its name leaves this machine.
+func (a *Agent) overSSH(ctx context.Context, gen uint64, spec *runner.Spec, ssh runnerwire.ProcSSH) error {
+	r, ok := a.resources[ssh.Resource]
+	if !ok {
+		return failure.New(failure.ResourceNotAllowed, "this runner has no SSH resource %q", ssh.Resource)
+	}
+	if len(spec.Argv) != 3 || spec.Argv[1] != "-c" {
+		return failure.New(failure.ResourceNotAllowed, "only a shell command runs on an SSH resource")
+	}
+	remote, err := sshresource.RemoteCommand(sshresource.RemoteCwd(ssh.Cwd, "", r.DefaultCwd),
+		spec.Argv[0]+" -c "+sshresource.Quote(spec.Argv[2]))
+	if err != nil {
+		return err
+	}
+	var argv []string
+	if sshresource.Multiplexed {
+		pool, err := a.masters()
+		if err != nil {
+			return err
+		}
+		m, err := pool.Master(ctx, sshresource.Key{Session: ssh.Session, Resource: r.Name, Generation: gen}, r)
+		if err != nil {
+			return err
+		}
+		argv, err = m.Argv(remote)
+		if err != nil {
+			return err
+		}
+	} else if argv, err = r.Argv(remote); err != nil {
+		return err
+	}
+	spec.Argv = argv
+	return nil
+}
+
+func (a *Agent) masters() (*sshresource.Pool, error) {
+	a.poolMu.Lock()
+	defer a.poolMu.Unlock()
+	if a.pool == nil {
+		p, err := sshresource.NewPool("")
+		if err != nil {
+			return nil, failure.Wrap(failure.Unavailable, err, "the SSH control directory cannot be made")
+		}
+		a.pool = p
+	}
+	return a.pool, nil
+}
+
+// closeSession closes the SSH masters of a session (OpSSHClose).
+func (a *Agent) closeSession(args []byte) error {
+	var in runnerwire.SSHClose
+	if err := runnerwire.Strict(args, &in); err != nil || in.Session == "" {
+		return failure.New(failure.InvalidArguments, "ssh.close needs a session")
+	}
+	a.poolMu.Lock()
+	pool := a.pool
+	a.poolMu.Unlock()
+	if pool != nil {
+		pool.Close(in.Session)
+	}
+	return nil
+}
+
+func (a *Agent) closeMasters() {
+	a.poolMu.Lock()
+	defer a.poolMu.Unlock()
+	if a.pool != nil {
+		a.pool.CloseAll()
+		a.pool = nil
+	}
 }

@@ -26,6 +26,7 @@ type conn struct {
 	gen        uint64
 	sandbox    string
 	projects   map[string]bool // the runner's project names
+	resources  []string        // its SSH resources' names
 
 	lastSeen atomic.Int64
 
@@ -44,6 +45,7 @@ func newConn(h *Hub, ws *websocket.Conn, tok auth.Token, raw string, hello runne
 	for _, p := range hello.Projects {
 		c.projects[p.Name] = true
 	}
+	c.resources = hello.Resources
 	c.lastSeen.Store(h.o.Now().UnixNano())
 	return c
 }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -434,4 +435,40 @@ func wireError(e *runnerwire.Error) error {
 func encodeJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// HasResource reports whether the runner serving p announced an SSH
+// resource called name: in its live connection's hello, else in the last
+// hello the server stored.
+func (h *Hub) HasResource(ctx context.Context, p project.Project, name string) bool {
+	if p.Runner == "" {
+		return false
+	}
+	if c := h.current(p.Runner); c != nil {
+		return slices.Contains(c.resources, name)
+	}
+	recs, err := h.o.Store.Runners(ctx)
+	if err != nil {
+		return false
+	}
+	for _, r := range recs {
+		if r.ClientID == p.Runner {
+			return slices.Contains(r.Hello.Resources, name)
+		}
+	}
+	return false
+}
+
+// CloseSession asks the runner serving p to close the SSH masters it holds
+// for the session (best effort: a runner that is not connected holds none
+// of this generation's).
+func (h *Hub) CloseSession(ctx context.Context, p project.Project, sessionID string) {
+	c := h.current(p.Runner)
+	if p.Runner == "" || c == nil || len(c.resources) == 0 {
+		return
+	}
+	args := encodeJSON(runnerwire.SSHClose{Session: sessionID})
+	if _, err := h.Runner(p.Runner).(*remote).Invoke(ctx, p, runnerwire.OpSSHClose, args); err != nil {
+		h.o.Logger.Warn("runner: closing a session's SSH masters", "client_id", p.Runner, "err", err)
+	}
 }

@@ -12,6 +12,16 @@ import (
 // request's id stops the process.
 const OpProcStart = "proc.start"
 
+// OpSSHClose closes the SSH masters a runner holds for a Workflow Session
+// (its argument is an SSHClose); the server sends it when the session
+// closes.
+const OpSSHClose = "ssh.close"
+
+// SSHClose is the argument of OpSSHClose.
+type SSHClose struct {
+	Session string `json:"session"`
+}
+
 // ProcStart is the argument of OpProcStart: a runner.Spec without its
 // writers. The runner validates it again against its own policy: the
 // working directory and the sandbox's paths must lie in the request's
@@ -25,6 +35,15 @@ type ProcStart struct {
 	TailBytes int               `json:"tail_bytes"`
 	RunID     string            `json:"run_id,omitempty"`
 	Sandbox   ProcSandbox       `json:"sandbox"`
+	// SSH runs the command on one of the runner's SSH resources.
+	SSH *ProcSSH `json:"ssh,omitempty"`
+}
+
+// ProcSSH is runner.SSH on the wire.
+type ProcSSH struct {
+	Resource string `json:"resource"`
+	Session  string `json:"session"`
+	Cwd      string `json:"cwd,omitempty"`
 }
 
 // ProcSandbox is runner.Sandbox on the wire.
@@ -39,12 +58,16 @@ type ProcSandbox struct {
 // comes back as Output frames, and the server keeps the tails and feeds the
 // writers from them as the local runner does.
 func FromSpec(s runner.Spec) ProcStart {
-	return ProcStart{
+	p := ProcStart{
 		Argv: s.Argv, Dir: s.Dir, Env: s.Env, Stdin: s.Stdin,
 		TimeoutMS: s.Timeout.Milliseconds(), TailBytes: s.TailBytes, RunID: s.RunID,
 		Sandbox: ProcSandbox{Mode: string(s.Sandbox.Mode), Write: s.Sandbox.Write,
 			ProjectWrite: s.Sandbox.ProjectWrite, Exact: s.Sandbox.Exact},
 	}
+	if s.SSH != nil {
+		p.SSH = &ProcSSH{Resource: s.SSH.Resource, Session: s.SSH.Session, Cwd: s.SSH.Cwd}
+	}
+	return p
 }
 
 // Spec is p as a runner.Spec for a project rooted at root (writers unset).
@@ -69,6 +92,8 @@ func (p *ProcStart) Validate() error {
 		return bad("negative timeout or tail")
 	case len(p.RunID) > MaxNameBytes:
 		return bad("run_id over %d bytes", MaxNameBytes)
+	case p.SSH != nil && (!ValidName(p.SSH.Resource) || p.SSH.Session == "" || len(p.SSH.Session) > MaxNameBytes || len(p.SSH.Cwd) > 4096):
+		return bad("ssh needs a resource name, a session id and a bounded cwd")
 	}
 	return nil
 }

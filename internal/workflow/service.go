@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -177,6 +178,7 @@ func (s *Service) UpdateContext(ctx context.Context, id string, ec ExecutionCont
 		return []Event{{Kind: EventExecutionContextChanged, Facts: map[string]string{
 			"default_cwd_from": prev.DefaultCwd, "default_cwd": ec.DefaultCwd,
 			"default_shell_from": string(prev.DefaultShell), "default_shell": string(ec.DefaultShell),
+			"resource_from": prev.Resource, "resource": ec.Resource,
 		}}}, nil
 	})
 	return sess, err
@@ -241,11 +243,19 @@ func SummaryLimit(limit int) int {
 	return limit
 }
 
-// Validate checks an execution context: default_cwd project-relative with
-// no traversal, absolute, URI or control characters; default_shell sh|bash.
+var resourceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Validate checks an execution context: default_shell sh|bash; resource a
+// name (1-64 letters, digits, '.', '_', '-'); default_cwd without control
+// characters and at most MaxCwdBytes, and, without a resource,
+// project-relative with no traversal, absolute or URI form (with one it is
+// a path on the remote host, checked there).
 func (ec ExecutionContext) Validate() error {
 	if ec.DefaultShell != "" && ec.DefaultShell != ShellSh && ec.DefaultShell != ShellBash {
 		return failure.New(failure.InvalidExecutionContext, "default_shell must be sh or bash")
+	}
+	if ec.Resource != "" && !resourceRE.MatchString(ec.Resource) {
+		return failure.New(failure.InvalidExecutionContext, "resource must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	cwd := ec.DefaultCwd
 	if cwd == "" {
@@ -258,6 +268,9 @@ func (ec ExecutionContext) Validate() error {
 		if r < 0x20 || r == 0x7f {
 			return failure.New(failure.InvalidExecutionContext, "default_cwd contains a control character")
 		}
+	}
+	if ec.Resource != "" {
+		return nil
 	}
 	if strings.HasPrefix(cwd, "/") || strings.HasPrefix(cwd, "~") || strings.Contains(cwd, "\\") || strings.Contains(cwd, "://") || (len(cwd) >= 2 && cwd[1] == ':') {
 		return failure.New(failure.InvalidExecutionContext, "default_cwd must be relative to the project root")

@@ -114,10 +114,15 @@ const (
 // ExecutionContext holds a session's persistent execution defaults. It never
 // contains environment, credentials or shell input.
 type ExecutionContext struct {
-	// DefaultCwd is a validated project-relative directory.
+	// DefaultCwd is a validated project-relative directory; with a
+	// Resource, a bounded remote path instead.
 	DefaultCwd string `json:"default_cwd,omitempty"`
 	// DefaultShell is sh or bash.
 	DefaultShell Shell `json:"default_shell,omitempty"`
+	// Resource names an SSH resource of the runner serving the session's
+	// project: run_shell and run_job run through it. Only the name is
+	// ever stored.
+	Resource string `json:"resource,omitempty"`
 }
 
 // Counters are cumulative per-session facts; they count every event ever

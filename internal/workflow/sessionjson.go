@@ -39,6 +39,14 @@ func (s *Session) AppendJSON(b []byte) (_ []byte, ok bool) {
 		}
 		b = append(b, `"default_shell":`...)
 		b = appendJSONString(b, string(s.ExecutionContext.DefaultShell))
+		sep = true
+	}
+	if s.ExecutionContext.Resource != "" {
+		if sep {
+			b = append(b, ',')
+		}
+		b = append(b, `"resource":`...)
+		b = appendJSONString(b, s.ExecutionContext.Resource)
 	}
 	b = append(b, `},"created_at":`...)
 	if b, ok = appendJSONTime(b, s.CreatedAt); !ok {

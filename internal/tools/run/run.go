@@ -162,6 +162,9 @@ type Output struct {
 }
 
 func (t *Tools) runProcess(ctx context.Context, inv *kernel.Invocation, in ProcessInput) (Output, error) {
+	if err := command.RefuseResource(inv, "run_process"); err != nil {
+		return Output{}, err
+	}
 	if len(in.Argv) == 0 || in.Argv[0] == "" {
 		return Output{}, failure.New(failure.InvalidArguments, "argv must name a program")
 	}
@@ -172,7 +175,7 @@ func (t *Tools) runProcess(ctx context.Context, inv *kernel.Invocation, in Proce
 	if err != nil {
 		return Output{}, err
 	}
-	return t.execute(ctx, inv, in.Common, cwd, in.Argv, in.AcceptedExitCodes, nil)
+	return t.execute(ctx, inv, in.Common, cwd, in.Argv, in.AcceptedExitCodes, nil, nil)
 }
 
 func (t *Tools) runShell(ctx context.Context, inv *kernel.Invocation, in ShellInput) (Output, error) {
@@ -183,15 +186,25 @@ func (t *Tools) runShell(ctx context.Context, inv *kernel.Invocation, in ShellIn
 	if err != nil {
 		return Output{}, err
 	}
+	inv.Fact("shell", string(sh))
+	argv := []string{string(sh), "-c", in.Command}
+	if ssh := command.SSHTarget(inv, in.Cwd); ssh != nil {
+		// The command runs on the resource; the ssh client runs in the
+		// project root on the runner.
+		inv.Fact("resource", ssh.Resource)
+		return t.execute(ctx, inv, in.Common, inv.Project.Root, argv, nil, nil, ssh)
+	}
 	cwd, err := command.ResolveCwd(inv, in.Cwd)
 	if err != nil {
 		return Output{}, err
 	}
-	inv.Fact("shell", string(sh))
-	return t.execute(ctx, inv, in.Common, cwd, []string{string(sh), "-c", in.Command}, nil, nil)
+	return t.execute(ctx, inv, in.Common, cwd, argv, nil, nil, nil)
 }
 
 func (t *Tools) runScript(ctx context.Context, inv *kernel.Invocation, in ScriptInput) (Output, error) {
+	if err := command.RefuseResource(inv, "run_script"); err != nil {
+		return Output{}, err
+	}
 	prog, ok := Interpreters[in.Interpreter]
 	if !ok {
 		return Output{}, failure.New(failure.InvalidArguments, "interpreter must be sh, bash, python3 or node")
@@ -219,13 +232,13 @@ func (t *Tools) runScript(ctx context.Context, inv *kernel.Invocation, in Script
 		return Output{}, failure.Wrap(failure.NotStarted, err, "cannot write the script file")
 	}
 	inv.Fact("interpreter", in.Interpreter)
-	return t.execute(ctx, inv, in.Common, cwd, append([]string{prog, file}, in.Args...), nil, cleanup)
+	return t.execute(ctx, inv, in.Common, cwd, append([]string{prog, file}, in.Args...), nil, cleanup, nil)
 }
 
 // execute runs argv. cleanup, when set, releases what the run needs (a
 // script file) once nothing can use it any more: here, or by the job when
 // the run is handed to one.
-func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, cwd string, argv []string, accepted []int, cleanup func()) (Output, error) {
+func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, cwd string, argv []string, accepted []int, cleanup func(), ssh *runner.SSH) (Output, error) {
 	handed := false
 	defer func() {
 		if cleanup != nil && !handed {
@@ -251,7 +264,7 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 	}
 	spec := runner.Spec{
 		Argv: argv, Dir: cwd, Env: c.Env, Timeout: time.Duration(timeout) * time.Second, TailBytes: c.MaxOutputBytes,
-		Sandbox: command.Sandbox(inv),
+		Sandbox: command.Sandbox(inv), SSH: ssh,
 	}
 	if c.Stdin != "" {
 		spec.Stdin = []byte(c.Stdin)
@@ -262,6 +275,9 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 	}
 	inv.Fact("expectation", string(exp))
 	rel, _ := inv.Project.Rel(cwd)
+	if ssh != nil {
+		rel = ssh.Cwd // a remote path; "" is the resource's default
+	}
 	host := t.Runners.For(inv.Project)
 	var res runner.Result
 	jobID := ""

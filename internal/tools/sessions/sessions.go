@@ -39,6 +39,15 @@ type Tools struct {
 	// StartupProfile overrides StartupProfile (a diagnostic control for
 	// tests only; never a wire field).
 	StartupProfile handoff.Profile
+	// Resources, when set, says which SSH resources the runner serving a
+	// project has (none without it).
+	Resources Resources
+}
+
+// Resources tells whether the runner serving a project has an SSH resource
+// of a name.
+type Resources interface {
+	HasResource(ctx context.Context, p project.Project, name string) bool
 }
 
 // EvidenceCounter counts a session's evidence journal records by binding.
@@ -512,6 +521,7 @@ type ContextInput struct {
 	kernel.OptionalProjectRef
 	DefaultCwd   string         `json:"default_cwd,omitempty" jsonschema:"project-relative directory"`
 	DefaultShell workflow.Shell `json:"default_shell,omitempty" jsonschema:"sh or bash"`
+	Resource     string         `json:"resource,omitempty" jsonschema:"name of an SSH resource of the runner serving the project: run_shell and run_job then run there (default_cwd is then a remote path)"`
 }
 
 // ContextOutput is the result of update_session_context.
@@ -521,8 +531,14 @@ type ContextOutput struct {
 }
 
 func (t *Tools) updateContext(ctx context.Context, inv *kernel.Invocation, in ContextInput) (ContextOutput, error) {
-	ec := workflow.ExecutionContext{DefaultCwd: in.DefaultCwd, DefaultShell: in.DefaultShell}
-	if ec.DefaultCwd != "" {
+	ec := workflow.ExecutionContext{DefaultCwd: in.DefaultCwd, DefaultShell: in.DefaultShell, Resource: in.Resource}
+	if err := ec.Validate(); err != nil {
+		return ContextOutput{}, err
+	}
+	if ec.Resource != "" && (t.Resources == nil || !t.Resources.HasResource(ctx, inv.Project, ec.Resource)) {
+		return ContextOutput{}, failure.New(failure.ResourceNotAllowed, "%q is not an SSH resource of the runner serving project %s", ec.Resource, inv.Project.ID)
+	}
+	if ec.DefaultCwd != "" && ec.Resource == "" {
 		if err := ec.Validate(); err != nil {
 			return ContextOutput{}, err
 		}

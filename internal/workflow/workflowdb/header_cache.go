@@ -114,7 +114,7 @@ func asDecoded(sess workflow.Session) (workflow.Session, bool) {
 		return workflow.Session{}, false
 	}
 	for _, v := range [...]string{sess.ID, sess.Project, sess.Title, string(sess.Mode), string(sess.Lifecycle),
-		sess.OwnerFingerprint, sess.ExecutionContext.DefaultCwd, string(sess.ExecutionContext.DefaultShell)} {
+		sess.OwnerFingerprint, sess.ExecutionContext.DefaultCwd, string(sess.ExecutionContext.DefaultShell), sess.ExecutionContext.Resource} {
 		if !utf8.ValidString(v) {
 			return workflow.Session{}, false
 		}
