@@ -521,7 +521,7 @@ type ContextInput struct {
 	kernel.OptionalProjectRef
 	DefaultCwd   string         `json:"default_cwd,omitempty" jsonschema:"project-relative directory"`
 	DefaultShell workflow.Shell `json:"default_shell,omitempty" jsonschema:"sh or bash"`
-	Resource     string         `json:"resource,omitempty" jsonschema:"name of an SSH resource of the runner serving the project: run_shell and run_job then run there (default_cwd is then a remote path)"`
+	Resource     string         `json:"resource,omitempty" jsonschema:"SSH resource of the project's runner: run_shell runs there; default_cwd is then remote"`
 }
 
 // ContextOutput is the result of update_session_context.
