@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -200,10 +202,30 @@ func TestRunnerServesAProjectEndToEnd(t *testing.T) {
 		t.Fatalf("write_project_file wrote on this host: %v", err)
 	}
 
-	// kill -9 of the runner: the next call fails runner_unavailable, nothing
-	// sent; a new runner process reconnects and serves.
+	// A background job on the runner: its output streams back.
+	var job struct {
+		Job struct {
+			JobID string `json:"job_id"`
+		} `json:"job"`
+	}
+	call(t, f.srv.base, "run_job", map[string]any{"project": remoteProject, "command": "echo started; exec sleep 60"}, &job)
+	var seen observed
+	call(t, f.srv.base, "observe_jobs", map[string]any{"project": remoteProject, "job_ids": []string{job.Job.JobID}}, &seen)
+	if len(seen.Jobs) != 1 || seen.Jobs[0].Job.State != "running" {
+		t.Fatalf("the runner's job: %+v", seen)
+	}
+
+	// kill -9 of the runner: its job is lost (never a success), the next
+	// call fails runner_unavailable, nothing sent; a new runner process
+	// reconnects and serves.
 	r.cmd.Process.Kill()
 	<-r.done
+	var lost observed
+	call(t, f.srv.base, "observe_jobs", map[string]any{"project": remoteProject, "job_ids": []string{job.Job.JobID},
+		"wait_seconds": 30, "wake_on": "terminal"}, &lost)
+	if len(lost.Jobs) != 1 || lost.Jobs[0].Job.State != "lost" || lost.Jobs[0].Job.Reason != "runner_lost" {
+		t.Fatalf("the job of a killed runner: %+v", lost)
+	}
 	waitRunnerState(t, f.srv.base, false)
 	gone, err := callTool(ctx, f.srv.base, "read_files", map[string]any{"project": remoteProject, "files": []any{map[string]any{"path": "main.go"}}}, "")
 	if err != nil || gone.Success || gone.Error.Kind != "runner_unavailable" {
@@ -214,6 +236,19 @@ func TestRunnerServesAProjectEndToEnd(t *testing.T) {
 	if err != nil || !again.Success {
 		t.Fatalf("read_files after the runner came back: %v %+v", err, again)
 	}
+}
+
+// observed is the part of an observe_jobs result these tests read.
+type observed struct {
+	Jobs []struct {
+		Job struct {
+			State  string `json:"state"`
+			Reason string `json:"reason"`
+		} `json:"job"`
+		Stdout struct {
+			Text string `json:"text"`
+		} `json:"stdout"`
+	} `json:"jobs"`
 }
 
 // waitRunnerState waits until list_runners says runner box is connected
@@ -235,5 +270,105 @@ func waitRunnerState(t *testing.T, base string, connected bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("runner never became connected=%t: %+v", connected, list)
 		}
+	}
+}
+
+// cutProxy forwards loopback TCP connections to target. The first
+// connection whose server-to-runner bytes contain cut is closed, both ways,
+// right after those bytes are forwarded; later connections pass untouched.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	cut    []byte
+	once   sync.Once
+}
+
+func startCutProxy(t *testing.T, target, cut string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target, cut: []byte(cut)}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c)
+		}
+	}()
+	return p
+}
+
+func (p *cutProxy) serve(down net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		down.Close()
+		return
+	}
+	var cutting atomic.Bool // set before the cut bytes go down: nothing after them comes up
+	closeBoth := func() { down.Close(); up.Close() }
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := down.Read(buf)
+			if cutting.Load() || err != nil {
+				break
+			}
+			if _, err := up.Write(buf[:n]); err != nil {
+				break
+			}
+		}
+		closeBoth()
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := up.Read(buf)
+		if n > 0 {
+			last := false
+			if bytes.Contains(buf[:n], p.cut) {
+				p.once.Do(func() { last = true })
+			}
+			if last {
+				cutting.Store(true)
+			}
+			if _, werr := down.Write(buf[:n]); werr != nil || last {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	closeBoth()
+}
+
+// TestRunnerConnectionCutMidRequest: the connection to the runner is cut
+// right after a process start was sent: the call ends outcome_unknown, the
+// runner reconnects, and the command ran at most once (nothing is re-sent).
+func TestRunnerConnectionCutMidRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real server and runner processes")
+	}
+	f := newRunnerFixture(t)
+	proxy := startCutProxy(t, strings.TrimPrefix(f.srv.base, "http://"), `"op":"proc.start"`)
+	r := startRunner(t, "http://"+proxy.ln.Addr().String(), f.toml, f.token)
+	ctx := context.Background()
+	res, err := callTool(ctx, f.srv.base, "run_shell", map[string]any{"project": remoteProject, "command": "echo ran >> marker.txt; sleep 2"}, "")
+	if err != nil || res.Success || res.Error.Kind != "outcome_unknown" {
+		t.Fatalf("a start whose connection was cut: %v %+v", err, res)
+	}
+	r.waitConnected(t) // the runner is back, through the proxy
+	var cat struct {
+		Stdout struct {
+			Text string `json:"text"`
+		} `json:"stdout"`
+	}
+	call(t, f.srv.base, "run_shell", map[string]any{"project": remoteProject, "command": "cat marker.txt 2>/dev/null; true"}, &cat)
+	if n := strings.Count(cat.Stdout.Text, "ran"); n > 1 {
+		t.Fatalf("the cut command ran %d times", n)
 	}
 }

@@ -63,7 +63,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	git.Register(reg, &git.Tools{Host: a.Runner})
 	run.Register(reg, &run.Tools{Runners: a.Runners, Jobs: a.Jobs})
 	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs, Evidence: a.validation}
-	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs, Host: a.Runner})
+	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs, Runners: a.Runners})
 	sessionshell.Register(reg, a.Shells)
 	validate.Register(reg, vt)
 	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner, Snapshots: newSnapshots(a),

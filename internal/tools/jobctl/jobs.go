@@ -21,6 +21,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // DefaultJobTimeoutSeconds is run_job's timeout when a call sets none.
@@ -31,14 +32,16 @@ const DefaultJobTimeoutSeconds = 3600
 // manager's OnFinished hook (internal/app).
 type Tools struct {
 	Jobs *jobs.Manager
-	// Host is the jobs' execution host; its sandbox policy decides the
-	// mode run_job reports (nil: not reported).
-	Host runner.Host
+	// Runners serves each call's project: a job's process starts there,
+	// and its sandbox policy decides the mode run_job reports (nil: the
+	// manager's host, and no mode reported).
+	Runners workspace.Runners
 }
 
 // Register adds the job tools to reg.
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[RunInput, RunOutput]{
+		Runners:     true,
 		Name:        "run_job",
 		Description: "Start sh or bash command text as a background job and return its job_id at once; follow it with observe_jobs.",
 		Category:    "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
@@ -47,7 +50,8 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Handler:     t.runJob,
 	})
 	kernel.Register(reg, kernel.Spec[ObserveInput, ObserveOutput]{
-		Name: "observe_jobs",
+		Runners: true,
+		Name:    "observe_jobs",
 		Description: "Observe 1-8 jobs: state, exit code and output since your cursors (pass back next_cursor). " +
 			"wait_seconds waits once until wake_on or every job is terminal.",
 		Category: "exec", Scopes: []auth.Scope{auth.ScopeProjectRead},
@@ -56,6 +60,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Handler:     t.observe,
 	})
 	kernel.Register(reg, kernel.Spec[ListInput, ListOutput]{
+		Runners:     true,
 		Name:        "list_jobs",
 		Description: "List your background jobs in the project, newest first.",
 		Category:    "exec", Scopes: []auth.Scope{auth.ScopeProjectRead},
@@ -64,6 +69,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Handler:     t.list,
 	})
 	kernel.Register(reg, kernel.Spec[StopInput, StopOutput]{
+		Runners:     true,
 		Name:        "stop_job",
 		Description: "Stop a job (SIGTERM to its process group, then SIGKILL); a finished job is left as it is.",
 		Category:    "exec", Scopes: []auth.Scope{auth.ScopeJobRun},
@@ -72,6 +78,7 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Handler:     t.stop,
 	})
 	kernel.Register(reg, kernel.Spec[TailInput, TailOutput]{
+		Runners:     true,
 		Name:        "read_job_tail",
 		Description: "Read a job's stdout or stderr: the last max_bytes, or from a byte cursor on.",
 		Category:    "exec", Scopes: []auth.Scope{auth.ScopeProjectRead},
@@ -177,14 +184,26 @@ func (t *Tools) runJob(ctx context.Context, inv *kernel.Invocation, in RunInput)
 	if err := runner.ValidateEnv(in.Env); err != nil {
 		return RunOutput{}, failure.New(failure.InvalidArguments, "env: %v", err)
 	}
-	cwd, err := command.ResolveCwd(inv, in.Cwd)
-	if err != nil {
-		return RunOutput{}, err
+	ssh := command.SSHTarget(inv, in.Cwd)
+	cwd, rel := inv.Project.Root, ""
+	if ssh != nil {
+		// The command runs on the resource; the ssh client runs in the
+		// project root on the runner.
+		rel = ssh.Cwd
+		inv.Fact("resource", ssh.Resource)
+	} else {
+		if cwd, err = command.ResolveCwd(inv, in.Cwd); err != nil {
+			return RunOutput{}, err
+		}
+		rel, _ = inv.Project.Rel(cwd)
 	}
-	rel, _ := inv.Project.Rel(cwd)
+	var host runner.Host // nil: the manager's own
+	if t.Runners != nil {
+		host = t.Runners.For(inv.Project)
+	}
 	spec := runner.Spec{Argv: []string{string(sh), "-c", in.Command}, Dir: cwd, Env: in.Env, Timeout: time.Duration(timeout) * time.Second,
-		Sandbox: command.Sandbox(inv)}
-	sb := runner.InForce(t.Host, spec.Sandbox)
+		Sandbox: command.Sandbox(inv), SSH: ssh}
+	sb := runner.InForce(host, spec.Sandbox)
 	if sb != "" {
 		inv.Fact("sandbox", string(sb))
 	}
@@ -196,7 +215,9 @@ func (t *Tools) runJob(ctx context.Context, inv *kernel.Invocation, in RunInput)
 	if in.Purpose != "" {
 		inv.Fact("purpose", in.Purpose)
 	}
-	j, err := m.Start(ctx, command.StartSpec(inv, rel, in.Purpose, exp, nil, true, spec))
+	ss := command.StartSpec(inv, rel, in.Purpose, exp, nil, true, spec)
+	ss.Host = host
+	j, err := m.Start(ctx, ss)
 	if j.ID != "" {
 		inv.Fact("job_id", j.ID)
 		inv.Fact("job_state", string(j.State))
