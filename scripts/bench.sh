@@ -36,6 +36,8 @@ pairs=(
 	"./internal/tools/search|BenchmarkSearchVsRipgrep/regex|search regex: ours / rg (generated tree)|<= 2"
 	"./internal/tools/search|BenchmarkSearchVsRipgrep/caseless|search case-insensitive: ours / rg (generated tree)|<= 2"
 	"./internal/memory/memorydb|BenchmarkMemorySetVsInsert|memory_set (new key) / plain SQLite insert|<= 2"
+	"./internal/tools/files|BenchmarkReadThroughTheBoundary|read_files effect: in-process runner boundary / direct|<= 1.05"
+	"./internal/app|BenchmarkReadFilesRunnerVsInProcess|read_files recorded: loopback runner / in-process|<= 1.5|runner"
 )
 
 # Pairs whose sides each run alone in a process of their own, the two
