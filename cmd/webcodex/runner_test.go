@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/webcodex/webcodex/internal/gitrepo/gittest"
 )
 
 // runnerChild is a running `webcodex runner` process.
@@ -192,6 +194,29 @@ func TestRunnerServesAProjectEndToEnd(t *testing.T) {
 		!strings.Contains(string(run.Output), `"sandbox":"workspace-write"`) {
 		t.Fatalf("run_shell through the runner: %v %s %+v", err, run.Output, run.Error)
 	}
+	// git runs on the runner, confined there as on a server.
+	gittest.Need(t)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "seed"}} {
+		gittest.Run(t, f.dir, args...)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "main.go"), []byte("package main\n\nfunc main() { println(1) }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var status struct {
+		IsGitRepo bool `json:"is_git_repo"`
+		Entries   []struct {
+			Path string `json:"path"`
+		} `json:"entries"`
+	}
+	call(t, f.srv.base, "git_status", map[string]any{"project": remoteProject}, &status)
+	if !status.IsGitRepo || len(status.Entries) != 1 || status.Entries[0].Path != "main.go" {
+		t.Fatalf("git_status through the runner: %+v", status)
+	}
+	gd, err := callTool(ctx, f.srv.base, "git_diff", map[string]any{"project": remoteProject}, "")
+	if err != nil || !gd.Success || !strings.Contains(string(gd.Output), "println(1)") {
+		t.Fatalf("git_diff through the runner: %v %+v %s", err, gd.Error, gd.Output)
+	}
+
 	// A tool that does not run through runners yet is refused, and writes
 	// nothing on this host at the runner's path.
 	w, err := callTool(ctx, f.srv.base, "write_project_file", map[string]any{"project": remoteProject, "path": "new.txt", "content": "x"}, "")

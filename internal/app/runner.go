@@ -2,10 +2,12 @@ package app
 
 import (
 	"log/slog"
+	"slices"
 
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runneragent"
 	"github.com/webcodex/webcodex/internal/tools/files"
+	"github.com/webcodex/webcodex/internal/tools/git"
 	"github.com/webcodex/webcodex/internal/tools/search"
 	"github.com/webcodex/webcodex/internal/workspace"
 )
@@ -13,7 +15,7 @@ import (
 // RunnerOps are the operations a `webcodex runner` serves: the effect halves
 // of the tools that run through runners.
 func RunnerOps() []workspace.Served {
-	return append(files.Ops(), search.Ops()...)
+	return slices.Concat(files.Ops(), search.Ops(), git.Ops())
 }
 
 // NewRunnerAgent is `webcodex runner`'s composition root: the agent for

@@ -60,7 +60,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	files.Register(reg, a.Runners)
 	search.Register(reg, a.Runners)
 	edit.Register(reg)
-	git.Register(reg, &git.Tools{Host: a.Runner})
+	git.Register(reg, &git.Tools{Runners: a.Runners})
 	run.Register(reg, &run.Tools{Runners: a.Runners, Jobs: a.Jobs})
 	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs, Evidence: a.validation}
 	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs, Runners: a.Runners})

@@ -380,7 +380,7 @@ func (s *session) handle(ctx context.Context, id string, req runnerwire.Request)
 		s.respond(id, nil, failure.New(failure.Unavailable, "this runner does not serve %s", req.Op))
 		return
 	}
-	res, err := op.Serve(ctx, p, req.Args)
+	res, err := op.Serve(ctx, workspace.Env{Host: s.a.host}, p, req.Args)
 	s.respond(id, res, err)
 }
 

@@ -76,23 +76,29 @@ func (r Resolver) For(p project.Project) Runner {
 	return r.Remote(p.Runner)
 }
 
+// Env is what an operation runs with, where it runs: the host its
+// processes (git, ...) start on, that machine's own.
+type Env struct {
+	Host runner.Host
+}
+
 // Served is an operation a runner serves for remote callers: Serve decodes
-// the arguments strictly, runs the operation against p and encodes its
-// result.
+// the arguments strictly, runs the operation against p with env and
+// encodes its result.
 type Served interface {
 	Name() string
-	Serve(ctx context.Context, p project.Project, args []byte) ([]byte, error)
+	Serve(ctx context.Context, env Env, p project.Project, args []byte) ([]byte, error)
 }
 
 // An Op is an operation with typed arguments and result.
 type Op[In, Out any] struct {
 	name string
-	run  func(context.Context, project.Project, In) (Out, error)
+	run  func(context.Context, Env, project.Project, In) (Out, error)
 }
 
 // NewOp declares the operation name, run against a project where its files
 // are.
-func NewOp[In, Out any](name string, run func(context.Context, project.Project, In) (Out, error)) *Op[In, Out] {
+func NewOp[In, Out any](name string, run func(context.Context, Env, project.Project, In) (Out, error)) *Op[In, Out] {
 	return &Op[In, Out]{name: name, run: run}
 }
 
@@ -100,12 +106,12 @@ func NewOp[In, Out any](name string, run func(context.Context, project.Project, 
 func (o *Op[In, Out]) Name() string { return o.name }
 
 // Serve implements Served.
-func (o *Op[In, Out]) Serve(ctx context.Context, p project.Project, args []byte) ([]byte, error) {
+func (o *Op[In, Out]) Serve(ctx context.Context, env Env, p project.Project, args []byte) ([]byte, error) {
 	var in In
 	if err := runnerwire.Strict(args, &in); err != nil {
 		return nil, failure.Wrap(failure.InvalidArguments, err, "%s: the arguments do not decode", o.name)
 	}
-	out, err := o.run(ctx, p, in)
+	out, err := o.run(ctx, env, p, in)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +123,7 @@ func (o *Op[In, Out]) Serve(ctx context.Context, p project.Project, args []byte)
 func Do[In, Out any](ctx context.Context, r Runner, p project.Project, op *Op[In, Out], in In) (Out, error) {
 	rem, ok := r.(Remote)
 	if !ok {
-		return op.run(ctx, p, in)
+		return op.run(ctx, Env{Host: r}, p, in)
 	}
 	var out Out
 	args, err := json.Marshal(in)

@@ -26,10 +26,10 @@ const Category = "files"
 // package workspace).
 var (
 	readOp = workspace.NewOp("files.read", readOnRunner)
-	listOp = workspace.NewOp("files.list", func(ctx context.Context, p project.Project, in ListInput) (ListOutput, error) {
+	listOp = workspace.NewOp("files.list", func(ctx context.Context, _ workspace.Env, p project.Project, in ListInput) (ListOutput, error) {
 		return listFiles(ctx, p, in, MaxListScan)
 	})
-	overviewOp = workspace.NewOp("files.overview", func(ctx context.Context, p project.Project, _ OverviewInput) (OverviewOutput, error) {
+	overviewOp = workspace.NewOp("files.overview", func(ctx context.Context, _ workspace.Env, p project.Project, _ OverviewInput) (OverviewOutput, error) {
 		return overview(ctx, p, MaxOverviewScan)
 	})
 )

@@ -110,7 +110,7 @@ type readResult struct {
 	Observed []string        `json:"observed"`
 }
 
-func readOnRunner(ctx context.Context, p project.Project, in ReadFilesInput) (readResult, error) {
+func readOnRunner(ctx context.Context, _ workspace.Env, p project.Project, in ReadFilesInput) (readResult, error) {
 	out, observed, err := readFiles(ctx, p, in)
 	return readResult{Output: out, Observed: observed}, err
 }

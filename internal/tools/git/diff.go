@@ -12,6 +12,7 @@ import (
 	"github.com/webcodex/webcodex/internal/gitrepo"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // MaxUntrackedOutputBytes bounds the raw untracked listing read from git.
@@ -51,6 +52,11 @@ func checkPaths(p project.Project, paths []string) ([]string, error) {
 const patchOverheadBytes = 256 << 10
 
 func (t *Tools) gitDiff(ctx context.Context, inv *kernel.Invocation, in DiffInput) (DiffOutput, error) {
+	return workspace.Do(ctx, t.Runners.For(inv.Project), inv.Project, diffOp, in)
+}
+
+// diff is git_diff's effect, run where the repository is.
+func diff(ctx context.Context, env workspace.Env, p project.Project, in DiffInput) (DiffOutput, error) {
 	ctxLines, maxBytes := DefaultContextLines, DefaultDiffBytes
 	if in.ContextLines != nil {
 		if *in.ContextLines < 0 || *in.ContextLines > MaxContextLines {
@@ -67,7 +73,7 @@ func (t *Tools) gitDiff(ctx context.Context, inv *kernel.Invocation, in DiffInpu
 	if len(in.Paths) > MaxDiffPaths {
 		return DiffOutput{}, failure.New(failure.InvalidArguments, "paths may hold at most %d entries, got %d", MaxDiffPaths, len(in.Paths))
 	}
-	specs, err := checkPaths(inv.Project, in.Paths)
+	specs, err := checkPaths(p, in.Paths)
 	if err != nil {
 		return DiffOutput{}, err
 	}
@@ -77,7 +83,7 @@ func (t *Tools) gitDiff(ctx context.Context, inv *kernel.Invocation, in DiffInpu
 
 	ctx, cancel := gitrepo.WithTimeout(ctx)
 	defer cancel()
-	r, err := gitrepo.Open(ctx, t.Host, inv.Project.Root)
+	r, err := gitrepo.Open(ctx, env.Host, p.Root)
 	if err != nil {
 		return DiffOutput{}, err
 	}

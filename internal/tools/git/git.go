@@ -39,10 +39,13 @@
 package git
 
 import (
+	"context"
+
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/gitrepo"
 	"github.com/webcodex/webcodex/internal/kernel"
-	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // Bounds.
@@ -98,14 +101,28 @@ const (
 
 // Tools holds the dependencies of the git tools.
 type Tools struct {
-	// Host runs git (nil: runner.Local).
-	Host runner.Host
+	// Runners serves each call's project: git runs on its host.
+	Runners workspace.Runners
 }
+
+// The operations the git tools run where the project's repository is (see
+// package workspace): git runs on that machine's host.
+var (
+	statusOp = workspace.NewOp("git.status", func(ctx context.Context, env workspace.Env, p project.Project, _ StatusInput) (StatusOutput, error) {
+		st, _, err := gitrepo.ReadStatus(ctx, env.Host, p.Root)
+		return st, err
+	})
+	diffOp = workspace.NewOp("git.diff", diff)
+)
+
+// Ops returns the git operations, for a runner to serve.
+func Ops() []workspace.Served { return []workspace.Served{statusOp, diffOp} }
 
 // Register adds git_status and git_diff to reg.
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[StatusInput, StatusOutput]{
-		Name: "git_status",
+		Runners: true,
+		Name:    "git_status",
 		Description: "The project's git state: branch, HEAD, ahead/behind and " +
 			"up to 500 changed, untracked or conflicted paths.",
 		Category:    "git",
@@ -115,7 +132,8 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Handler:     t.gitStatus,
 	})
 	kernel.Register(reg, kernel.Spec[DiffInput, DiffOutput]{
-		Name: "git_diff",
+		Runners: true,
+		Name:    "git_diff",
 		Description: "Unstaged (or staged) changes as parsed hunks, optionally for up to 32 paths; " +
 			"hunk text is bounded by max_bytes and untracked paths are listed apart.",
 		Category:    "git",

@@ -21,6 +21,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/tools/git"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 const projectID = "agent:local:repo"
@@ -105,7 +106,7 @@ func dispatch(t *testing.T, root, tool string, args map[string]any) kernel.Resul
 func dispatchOn(t *testing.T, host runner.Host, root, tool string, args map[string]any) kernel.Result {
 	t.Helper()
 	reg := kernel.NewRegistry()
-	git.Register(reg, &git.Tools{Host: host})
+	git.Register(reg, &git.Tools{Runners: workspace.LocalOnly(host)})
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{projectID: {ID: projectID, Name: "repo", Root: root}}})
 	if args == nil {
 		args = map[string]any{}
@@ -165,7 +166,7 @@ func byPath(entries []git.StatusEntry) map[string]git.StatusEntry {
 
 func TestRegistration(t *testing.T) {
 	reg := kernel.NewRegistry()
-	git.Register(reg, &git.Tools{Host: &runner.Local{}})
+	git.Register(reg, &git.Tools{Runners: workspace.LocalOnly(&runner.Local{})})
 	for _, name := range []string{"git_status", "git_diff"} {
 		tool, ok := reg.Lookup(name)
 		if !ok {

@@ -3,11 +3,10 @@ package git
 import (
 	"context"
 
-	"github.com/webcodex/webcodex/internal/gitrepo"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
-func (t *Tools) gitStatus(ctx context.Context, inv *kernel.Invocation, _ StatusInput) (StatusOutput, error) {
-	st, _, err := gitrepo.ReadStatus(ctx, t.Host, inv.Project.Root)
-	return st, err
+func (t *Tools) gitStatus(ctx context.Context, inv *kernel.Invocation, in StatusInput) (StatusOutput, error) {
+	return workspace.Do(ctx, t.Runners.For(inv.Project), inv.Project, statusOp, in)
 }

@@ -77,7 +77,7 @@ const Category = "search"
 
 // op is the search run where the project's files are (see package
 // workspace). A remote runner reports no progress.
-var op = workspace.NewOp("search.texts", func(ctx context.Context, p project.Project, in Input) (opResult, error) {
+var op = workspace.NewOp("search.texts", func(ctx context.Context, _ workspace.Env, p project.Project, in Input) (opResult, error) {
 	out, observed, err := search(ctx, p, in, MaxScannedFiles, nil)
 	return opResult{Output: out, Observed: observed}, err
 })
