@@ -217,14 +217,62 @@ func TestRunnerServesAProjectEndToEnd(t *testing.T) {
 		t.Fatalf("git_diff through the runner: %v %+v %s", err, gd.Error, gd.Output)
 	}
 
-	// A tool that does not run through runners yet is refused, and writes
-	// nothing on this host at the runner's path.
-	w, err := callTool(ctx, f.srv.base, "write_project_file", map[string]any{"project": remoteProject, "path": "new.txt", "content": "x"}, "")
-	if err != nil || w.Success || w.Error.Kind != "unavailable" {
-		t.Fatalf("write_project_file on a runner project: %v %+v", err, w)
+	// A fenced edit through the runner, recorded in the session; a stale
+	// fence changes nothing.
+	var rd struct {
+		Files []struct {
+			ReadRevision string `json:"read_revision"`
+		} `json:"files"`
 	}
-	if _, err := os.Stat(filepath.Join(f.dir, "new.txt")); !os.IsNotExist(err) {
-		t.Fatalf("write_project_file wrote on this host: %v", err)
+	call(t, f.srv.base, "read_files", map[string]any{"project": remoteProject, "files": []any{map[string]any{"path": "notes/todo.txt"}}}, &rd)
+	edit := func(rev string) toolResult {
+		r, err := callTool(ctx, f.srv.base, "apply_text_edits", map[string]any{"project": remoteProject, "session_id": start.SessionID,
+			"changes": []any{map[string]any{"path": "notes/todo.txt", "op": "replace", "expected_read_revision": rev,
+				"edits": []any{map[string]any{"old_text": "needle here", "new_text": "needle moved"}}}}}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := edit(rd.Files[0].ReadRevision); !r.Success {
+		t.Fatalf("a fenced edit through the runner: %+v", r.Error)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dir, "notes/todo.txt")); string(b) != "remote line one\nneedle moved\n" {
+		t.Fatalf("the runner's file after the edit: %q", b)
+	}
+	if r := edit(rd.Files[0].ReadRevision); r.Success || r.Error.Kind != "edit_conflict" {
+		t.Fatalf("a stale fence: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dir, "notes/todo.txt")); string(b) != "remote line one\nneedle moved\n" {
+		t.Fatalf("a refused edit changed the file: %q", b)
+	}
+	var wrote struct {
+		Created bool `json:"created"`
+	}
+	call(t, f.srv.base, "write_project_file", map[string]any{"project": remoteProject, "path": "new/made.txt", "content": "x\n"}, &wrote)
+	if b, err := os.ReadFile(filepath.Join(f.dir, "new/made.txt")); err != nil || string(b) != "x\n" || !wrote.Created {
+		t.Fatalf("write_project_file through the runner: %v %q %+v", err, b, wrote)
+	}
+	// The session's ledger records the read, the edit and its diff, as for
+	// a local project.
+	sum, err := callTool(ctx, f.srv.base, "session_summary", map[string]any{"session_id": start.SessionID}, "")
+	if err != nil || !sum.Success {
+		t.Fatalf("session_summary: %v %+v", err, sum.Error)
+	}
+	for _, want := range []string{`"apply_text_edits"`, `"read_files"`, "notes/todo.txt", "needle moved"} {
+		if !strings.Contains(string(sum.Output), want) {
+			t.Errorf("the session's summary does not hold %s: %s", want, sum.Output)
+		}
+	}
+
+	// A tool that does not run through runners yet is refused before it
+	// runs anything on this host.
+	sc, err := callTool(ctx, f.srv.base, "run_script", map[string]any{"project": remoteProject, "interpreter": "sh", "script": "touch script-ran"}, "")
+	if err != nil || sc.Success || sc.Error.Kind != "unavailable" {
+		t.Fatalf("run_script on a runner project: %v %+v", err, sc)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "script-ran")); !os.IsNotExist(err) {
+		t.Fatalf("run_script ran: %v", err)
 	}
 
 	// A background job on the runner: its output streams back.

@@ -59,7 +59,7 @@ func NewRegistry(a *App) *kernel.Registry {
 		}})
 	files.Register(reg, a.Runners)
 	search.Register(reg, a.Runners)
-	edit.Register(reg)
+	edit.Register(reg, a.Runners)
 	git.Register(reg, &git.Tools{Runners: a.Runners})
 	run.Register(reg, &run.Tools{Runners: a.Runners, Jobs: a.Jobs})
 	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs, Evidence: a.validation}

@@ -39,6 +39,7 @@ package edit
 import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // Bounds. Each is enforced before any file is written.
@@ -90,7 +91,7 @@ const (
 )
 
 // Register adds apply_text_edits and write_project_file to reg.
-func Register(reg *kernel.Registry) {
+func Register(reg *kernel.Registry, runners workspace.Runners) {
 	kernel.Register(reg, kernel.Spec[ApplyInput, ApplyOutput]{
 		Name: "apply_text_edits",
 		Description: "Apply 1-16 file changes all-or-nothing: op replace (exact old_text edits), create or delete. Replace and delete need " +
@@ -102,7 +103,8 @@ func Register(reg *kernel.Registry) {
 		Mutates:     true,
 		Writes:      true,
 		Session:     kernel.SessionOptional,
-		Handler:     applyTextEdits,
+		Handler:     handler(runners, applyOp, applyEdits, func(in ApplyInput) bool { return in.DryRun }),
+		Runners:     true,
 		// Plans and stages its files while tool_call_started commits.
 		PreparesBeforeEffect: true,
 	})
@@ -117,7 +119,8 @@ func Register(reg *kernel.Registry) {
 		Mutates:     true,
 		Writes:      true,
 		Session:     kernel.SessionOptional,
-		Handler:     writeProjectFile,
+		Handler:     handler(runners, writeOp, writeFile, func(WriteInput) bool { return false }),
+		Runners:     true,
 		// Plans and stages its files while tool_call_started commits.
 		PreparesBeforeEffect: true,
 	})

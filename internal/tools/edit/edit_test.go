@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/workspace"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,7 +35,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ke := kerneltest.New(t, edit.Register)
+	ke := kerneltest.New(t, registerLocal)
 	return &env{Env: ke, t: t, root: ke.Project.Root}
 }
 
@@ -167,7 +169,7 @@ type applyOut = edit.ApplyOutput
 
 func TestRegistration(t *testing.T) {
 	reg := kernel.NewRegistry()
-	edit.Register(reg)
+	registerLocal(reg)
 	for _, name := range []string{"apply_text_edits", "write_project_file"} {
 		tool, ok := reg.Lookup(name)
 		if !ok {
@@ -846,3 +848,6 @@ func TestPermissionFailureWritesNothing(t *testing.T) {
 		assertUnchanged(t, e.root, before)
 	}
 }
+
+// registerLocal registers the edit tools over the in-process runner.
+func registerLocal(reg *kernel.Registry) { edit.Register(reg, workspace.LocalOnly(&runner.Local{})) }

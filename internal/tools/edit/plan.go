@@ -15,7 +15,6 @@ import (
 	"syscall"
 
 	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/project/filerev"
 )
@@ -50,11 +49,12 @@ type plan struct {
 	tmp string
 }
 
-func applyTextEdits(ctx context.Context, inv *kernel.Invocation, in ApplyInput) (ApplyOutput, error) {
+// applyEdits is apply_text_edits' effect on project p, reporting to fx.
+func applyEdits(ctx context.Context, p project.Project, in ApplyInput, fx effects) (ApplyOutput, error) {
 	if err := validateApply(in); err != nil {
 		return ApplyOutput{}, err
 	}
-	tree, err := inv.Project.OpenTree()
+	tree, err := p.OpenTree()
 	if err != nil {
 		return ApplyOutput{}, err
 	}
@@ -115,16 +115,15 @@ func applyTextEdits(ctx context.Context, inv *kernel.Invocation, in ApplyInput) 
 		}
 	}
 	if in.DryRun {
-		inv.MarkDryRun()
+		fx.dryRun()
 		return out, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return ApplyOutput{}, failure.Wrap(failure.Interrupted, err, "call was cancelled before anything was written")
 	}
-	written, err := commit(tree, plans, func() error { return inv.BeforeEffect(ctx) })
+	written, err := commit(tree, plans, fx.before)
 	if len(written) > 0 {
-		inv.Change(written...)
-		recordDiffs(inv, written, diffs)
+		fx.changed(written, diffs)
 	}
 	if err != nil {
 		return ApplyOutput{}, err

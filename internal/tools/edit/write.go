@@ -7,18 +7,19 @@ import (
 	"io/fs"
 
 	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/project/filerev"
 )
 
-func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput) (WriteOutput, error) {
+// writeFile is write_project_file's effect on project p, reporting to fx.
+func writeFile(ctx context.Context, p project.Project, in WriteInput, fx effects) (WriteOutput, error) {
 	if err := validateFences(in.ExpectedReadRevision, in.ExpectedSHA256); err != nil {
 		return WriteOutput{}, err
 	}
 	if len(in.Content) > MaxContentBytes {
 		return WriteOutput{}, failure.New(failure.InvalidArguments, "content is %d bytes; the limit is %d", len(in.Content), MaxContentBytes)
 	}
-	tree, err := inv.Project.OpenTree()
+	tree, err := p.OpenTree()
 	if err != nil {
 		return WriteOutput{}, err
 	}
@@ -35,7 +36,7 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 
 	fenced := in.ExpectedReadRevision != "" || in.ExpectedSHA256 != ""
 	content := []byte(in.Content)
-	p := &plan{index: -1, t: t, content: content, changed: true, result: FileResult{Path: t.rel}}
+	pl := &plan{index: -1, t: t, content: content, changed: true, result: FileResult{Path: t.rel}}
 	var preview string
 	_, statErr := tree.Root().Lstat(t.loc)
 	switch {
@@ -45,11 +46,11 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 				"%q does not exist, but a fence was given; omit the fence to create it", t.rel).
 				WithDetail("path", t.rel).WithDetail("reason", ReasonMissing)
 		}
-		p.op = OpCreate
-		if p.dirs, err = planCreate(tree, t); err != nil {
+		pl.op = OpCreate
+		if pl.dirs, err = planCreate(tree, t); err != nil {
 			return WriteOutput{}, err
 		}
-		p.result.AddedLines = countLines(content)
+		pl.result.AddedLines = countLines(content)
 		preview, _ = previewWhole('+', content)
 	case statErr != nil:
 		return WriteOutput{}, ioFailure(tree, statErr, t.rel)
@@ -68,24 +69,23 @@ func writeProjectFile(ctx context.Context, inv *kernel.Invocation, in WriteInput
 				"%q changed since it was read (its current read revision differs from the fence); read it again", t.rel).
 				WithDetail("path", t.rel).WithDetail("reason", ReasonFenceMismatch)
 		}
-		p.op, p.mode, p.changed = OpReplace, mode, !bytes.Equal(old, content)
-		if p.changed {
+		pl.op, pl.mode, pl.changed = OpReplace, mode, !bytes.Equal(old, content)
+		if pl.changed {
 			// One replacement of the whole file: diffStats trims the lines
 			// it leaves unchanged at both ends.
-			p.result.AddedLines, p.result.RemovedLines, preview, _ = diffStats(old, []replacement{{start: 0, end: len(old), text: in.Content}})
+			pl.result.AddedLines, pl.result.RemovedLines, preview, _ = diffStats(old, []replacement{{start: 0, end: len(old), text: in.Content}})
 		}
 	}
 	out := WriteOutput{
-		Path: t.rel, Created: p.op == OpCreate, Changed: p.changed,
+		Path: t.rel, Created: pl.op == OpCreate, Changed: pl.changed,
 		ReadRevision: filerev.Of(content), SHA256: filerev.SHA256(content), Bytes: len(content),
 	}
 	if err := ctx.Err(); err != nil {
 		return WriteOutput{}, failure.Wrap(failure.Interrupted, err, "call was cancelled before anything was written")
 	}
-	written, err := commit(tree, []*plan{p}, func() error { return inv.BeforeEffect(ctx) })
+	written, err := commit(tree, []*plan{pl}, fx.before)
 	if len(written) > 0 {
-		inv.Change(written...)
-		recordDiffs(inv, written, map[string]string{t.rel: diffFact(p.result, preview)})
+		fx.changed(written, map[string]string{t.rel: diffFact(pl.result, preview)})
 	}
 	if err != nil {
 		return WriteOutput{}, err
