@@ -265,6 +265,12 @@ func TestRunnerServesAProjectEndToEnd(t *testing.T) {
 		}
 	}
 
+	// The handoff reads the runner's git state.
+	ho, err := callTool(ctx, f.srv.base, "session_handoff_summary", map[string]any{"session_id": start.SessionID, "project": remoteProject, "include_workspace": true}, "")
+	if err != nil || !ho.Success || !strings.Contains(string(ho.Output), `"dirty":true`) {
+		t.Fatalf("session_handoff_summary on a runner project: %v %+v %s", err, ho.Error, ho.Output)
+	}
+
 	// A tool that does not run through runners yet is refused before it
 	// runs anything on this host.
 	sc, err := callTool(ctx, f.srv.base, "run_script", map[string]any{"project": remoteProject, "interpreter": "sh", "script": "touch script-ran"}, "")

@@ -66,7 +66,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs, Runners: a.Runners})
 	sessionshell.Register(reg, a.Shells)
 	validate.Register(reg, vt)
-	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Host: a.Runner, Snapshots: newSnapshots(a),
+	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Runners: a.Runners, Snapshots: newSnapshots(a),
 		Goals: goalNames(goalSvc)})
 	bt := &board.Tools{Board: newBoard(a)}
 	if a.Windows != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // Tool names.
@@ -44,8 +45,9 @@ type Tools struct {
 	// Evidence, when set, is the evidence journal: every brief signs its
 	// head and carries the session's binding counts in its basis.
 	Evidence Journal
-	// Host runs git for the workspace snapshot (nil: runner.Local).
-	Host runner.Host
+	// Runners serves each call's project: git runs there for the
+	// workspace snapshot (nil: runner.Local here).
+	Runners workspace.Runners
 	// Snapshots reads the snapshot fence and the board's collaboration
 	// counts in one store snapshot. Nil: the fence has only its ledger
 	// dimension and the counts are reported unavailable.
@@ -144,7 +146,11 @@ func (t *Tools) gather(ctx context.Context, inv *kernel.Invocation, id string, w
 	g.sess, g.events = sess, evs
 	g.jobs, g.jobsStatus = t.jobs(ctx, sess)
 	if withWorkspace && inv.HasProject {
-		g.workspace = workspace(ctx, t.Host, inv.Project.Root)
+		runners := t.Runners
+		if runners == nil {
+			runners = workspace.LocalOnly(&runner.Local{})
+		}
+		g.workspace = readWorkspace(ctx, runners.For(inv.Project), inv.Project)
 	}
 	if t.Snapshots == nil {
 		after, err := t.Sessions.Get(ctx, id)

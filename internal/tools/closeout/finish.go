@@ -87,7 +87,8 @@ const (
 // it fail; everything else is warn.
 func registerFinish(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[FinishInput, FinishOutput]{
-		Name: FinishToolName,
+		Runners: true,
+		Name:    FinishToolName,
 		Description: "Read-only closeout of a session: workspace, changes, validation, failures, jobs, hard_blockers and task_outcome " +
 			"(pass only with a passing validation newer than the last change and no blocker). Does not close the session.",
 		Category: "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},

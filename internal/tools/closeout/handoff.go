@@ -29,7 +29,8 @@ const (
 // with session_changed_during_snapshot.
 func registerHandoff(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[HandoffInput, HandoffOutput]{
-		Name: HandoffToolName,
+		Runners: true,
+		Name:    HandoffToolName,
 		Description: "Recover a session by exact session_id: a handoff_brief (at most 8 KiB) of instructions, progress, changed files, " +
 			"validation, jobs and next actions. Works on closed sessions; runs nothing unless include_workspace.",
 		Category: "sessions", Scopes: []auth.Scope{auth.ScopeProjectRead},

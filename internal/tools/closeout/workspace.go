@@ -4,8 +4,9 @@ import (
 	"context"
 
 	"github.com/webcodex/webcodex/internal/gitrepo"
-	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // MaxWorkspacePaths bounds the changed and the conflicted paths that
@@ -20,12 +21,29 @@ type snapshot struct {
 	Paths, Conflicts []string
 }
 
-// workspace reads the project's git status through gitrepo on host, once.
-// It returns nil when the state cannot be proven (no git, not a
-// repository, a git error or timeout, or output cut short so a conflict
-// could be hidden past the cut).
-func workspace(ctx context.Context, host runner.Host, root string) *snapshot {
-	st, complete, err := gitrepo.ReadStatus(ctx, host, root)
+// gitState is what statusOp returns: the status and whether git's output
+// was read whole.
+type gitState struct {
+	Status   gitrepo.Status `json:"status"`
+	Complete bool           `json:"complete"`
+}
+
+// statusOp reads the project's git status where the repository is.
+var statusOp = workspace.NewOp("closeout.git_status", func(ctx context.Context, env workspace.Env, p project.Project, _ struct{}) (gitState, error) {
+	st, complete, err := gitrepo.ReadStatus(ctx, env.Host, p.Root)
+	return gitState{Status: st, Complete: complete}, err
+})
+
+// Ops returns the closeout tools' operation, for a runner to serve.
+func Ops() []workspace.Served { return []workspace.Served{statusOp} }
+
+// readWorkspace reads project p's git status on r, once. It returns nil
+// when the state cannot be proven (no git, not a repository, a git error
+// or timeout, a runner that cannot answer, or output cut short so a
+// conflict could be hidden past the cut).
+func readWorkspace(ctx context.Context, r workspace.Runner, p project.Project) *snapshot {
+	res, err := workspace.Do(ctx, r, p, statusOp, struct{}{})
+	st, complete := res.Status, res.Complete
 	if err != nil || !complete || !st.IsGitRepo {
 		return nil
 	}
