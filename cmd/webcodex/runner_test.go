@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -449,5 +450,23 @@ func TestRunnerConnectionCutMidRequest(t *testing.T) {
 	call(t, f.srv.base, "run_shell", map[string]any{"project": remoteProject, "command": "cat marker.txt 2>/dev/null; true"}, &cat)
 	if n := strings.Count(cat.Stdout.Text, "ran"); n > 1 {
 		t.Fatalf("the cut command ran %d times", n)
+	}
+}
+
+// TestRunnerStopsOnAnAuthenticationFailure: a runner whose token the server
+// refuses exits non-zero at once with a message naming the cause, instead
+// of retrying forever.
+func TestRunnerStopsOnAnAuthenticationFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real server and runner processes")
+	}
+	f := newRunnerFixture(t)
+	argv, _ := json.Marshal([]string{"runner", "--server", f.srv.base, "--config", f.toml})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv), RunnerTokenEnv+"=wc_runner_"+strings.Repeat("A", 43))
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "refused the runner token") {
+		t.Fatalf("a runner with an unknown token: %v\n%s", err, out)
 	}
 }
