@@ -3,8 +3,34 @@ package runner
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"os/exec"
+	"regexp"
 )
+
+var runIDRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,80}$`)
+
+// NewRunID returns a fresh run id.
+func NewRunID() string { return "wc_run_" + randomHex() }
+
+// prepareUnit checks what every platform's Containment.Start needs (a run
+// id of 1-80 letters, digits or _, an explicit environment), adds
+// MarkerEnv=id to cmd's environment and returns start, or cmd.Start for
+// nil.
+func prepareUnit(cmd *exec.Cmd, id string, start func(*exec.Cmd) error) (func(*exec.Cmd) error, error) {
+	if start == nil {
+		start = (*exec.Cmd).Start
+	}
+	if !runIDRE.MatchString(id) {
+		return nil, fmt.Errorf("run id %q is not 1-80 letters, digits or _", id)
+	}
+	if cmd.Env == nil {
+		return nil, errors.New("a contained command needs an explicit environment")
+	}
+	cmd.Env = append(cmd.Env, MarkerEnv+"="+id)
+	return start, nil
+}
 
 // Mechanism names how a run's descendants are contained (see
 // docs/decisions/0018-process-containment.md).

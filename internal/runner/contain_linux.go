@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,11 +246,6 @@ type Unit struct {
 	gone bool
 }
 
-var runIDRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,80}$`)
-
-// NewRunID returns a fresh run id.
-func NewRunID() string { return "wc_run_" + randomHex() }
-
 // Start starts cmd (which must not be started, and whose Env must be set)
 // with start (nil: cmd.Start; the sandbox passes its confined start) as the
 // unit named id: its environment gets MarkerEnv=id, and under
@@ -259,16 +253,10 @@ func NewRunID() string { return "wc_run_" + randomHex() }
 // so even its first fork is contained). The caller waits for cmd as usual
 // and calls Release after the wait returned.
 func (c *Containment) Start(cmd *exec.Cmd, id string, start func(*exec.Cmd) error) (*Unit, error) {
-	if start == nil {
-		start = (*exec.Cmd).Start
+	start, err := prepareUnit(cmd, id, start)
+	if err != nil {
+		return nil, err
 	}
-	if !runIDRE.MatchString(id) {
-		return nil, fmt.Errorf("run id %q is not 1-80 letters, digits or _", id)
-	}
-	if cmd.Env == nil {
-		return nil, errors.New("a contained command needs an explicit environment")
-	}
-	cmd.Env = append(cmd.Env, MarkerEnv+"="+id)
 	u := &Unit{c: c, id: id, known: map[int]uint64{}}
 	if c.mech == MechCgroup {
 		leaf := filepath.Join(c.parent, "run-"+id)
@@ -292,7 +280,7 @@ func (c *Containment) Start(cmd *exec.Cmd, id string, start func(*exec.Cmd) erro
 		u.leaf, u.cgroup = leaf, leaf
 	}
 	startMu.RLock()
-	err := start(cmd)
+	err = start(cmd)
 	if err == nil {
 		u.pid = cmd.Process.Pid
 		leadersMu.Lock()

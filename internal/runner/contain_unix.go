@@ -3,10 +3,7 @@
 package runner
 
 import (
-	"errors"
-	"fmt"
 	"os/exec"
-	"regexp"
 	"syscall"
 )
 
@@ -36,24 +33,13 @@ type Unit struct {
 	pid int
 }
 
-var runIDRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,80}$`)
-
-// NewRunID returns a fresh run id.
-func NewRunID() string { return "wc_run_" + randomHex() }
-
 // Start starts cmd, with start (nil: cmd.Start), with MarkerEnv=id in its
 // environment.
 func (c *Containment) Start(cmd *exec.Cmd, id string, start func(*exec.Cmd) error) (*Unit, error) {
-	if start == nil {
-		start = (*exec.Cmd).Start
+	start, err := prepareUnit(cmd, id, start)
+	if err != nil {
+		return nil, err
 	}
-	if !runIDRE.MatchString(id) {
-		return nil, fmt.Errorf("run id %q is not 1-80 letters, digits or _", id)
-	}
-	if cmd.Env == nil {
-		return nil, errors.New("a contained command needs an explicit environment")
-	}
-	cmd.Env = append(cmd.Env, MarkerEnv+"="+id)
 	if err := start(cmd); err != nil {
 		return nil, err
 	}

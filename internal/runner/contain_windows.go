@@ -3,10 +3,8 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"os/exec"
-	"regexp"
 	"sync"
 	"unsafe"
 
@@ -57,26 +55,15 @@ type Unit struct {
 	reaped bool
 }
 
-var runIDRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,80}$`)
-
-// NewRunID returns a fresh run id.
-func NewRunID() string { return "wc_run_" + randomHex() }
-
 // Start starts cmd (whose Env must be set) with start (nil: cmd.Start) as
 // the unit named id: its environment gets MarkerEnv=id and the started
 // leader is assigned to a fresh Job Object. A leader that cannot be
 // assigned is killed, and Start fails: a run is never left uncontained.
 func (c *Containment) Start(cmd *exec.Cmd, id string, start func(*exec.Cmd) error) (*Unit, error) {
-	if start == nil {
-		start = (*exec.Cmd).Start
+	start, err := prepareUnit(cmd, id, start)
+	if err != nil {
+		return nil, err
 	}
-	if !runIDRE.MatchString(id) {
-		return nil, fmt.Errorf("run id %q is not 1-80 letters, digits or _", id)
-	}
-	if cmd.Env == nil {
-		return nil, errors.New("a contained command needs an explicit environment")
-	}
-	cmd.Env = append(cmd.Env, MarkerEnv+"="+id)
 	job, err := newJob()
 	if err != nil {
 		return nil, fmt.Errorf("job object: %w", err)
