@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -120,7 +119,7 @@ func printRunners(w io.Writer, rs []runners.Runner, now time.Time) error {
 		fprintf(w, "No runners.\n")
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := table(w)
 	fmt.Fprintln(tw, "CLIENT ID\tOWNER\tCONNECTED\tLAST SEEN\tVERSION\tSANDBOX\tPROJECTS\tACTIVE")
 	for _, r := range rs {
 		fmt.Fprintf(tw, "%s\t%s\t%t\t%s ago\t%s\t%s\t%d\t%d\n", r.ClientID, r.Owner, r.Connected,

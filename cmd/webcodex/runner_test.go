@@ -91,6 +91,7 @@ func (r *runnerChild) waitConnected(t *testing.T) {
 // project directory with runner.toml serving it as "demo".
 type runnerFixture struct {
 	srv   *child
+	data  string
 	token string
 	toml  string
 	dir   string
@@ -118,7 +119,7 @@ func newRunnerFixture(t *testing.T) *runnerFixture {
 	if err := os.WriteFile(toml, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return &runnerFixture{srv: startServe(t, "--data-dir", data), token: created.Token, toml: toml, dir: dir}
+	return &runnerFixture{srv: startServe(t, "--data-dir", data), data: data, token: created.Token, toml: toml, dir: dir}
 }
 
 const remoteProject = "agent:box:demo"
@@ -142,6 +143,16 @@ func TestRunnerServesAProjectEndToEnd(t *testing.T) {
 	if len(list.Runners) != 1 || !list.Runners[0].Connected || list.Runners[0].ClientID != "box" ||
 		len(list.Runners[0].Projects) != 1 || list.Runners[0].Projects[0] != remoteProject || list.Runners[0].Sandbox != "workspace-write" {
 		t.Fatalf("list_runners: %+v", list)
+	}
+
+	// webcodex runner list asks the running server.
+	t.Setenv("WEBCODEX_TOKEN", testToken)
+	if out := mustRun(t, "runner", "list", "--server", f.srv.base); !strings.Contains(out, "box") || !strings.Contains(out, "true") ||
+		!strings.Contains(out, "workspace-write") {
+		t.Fatalf("webcodex runner list:\n%s", out)
+	}
+	if out := mustRun(t, "--data-dir", f.data, "token", "list"); !strings.Contains(out, "(runner channel only)") {
+		t.Fatalf("webcodex token list does not mark the runner token:\n%s", out)
 	}
 
 	var start struct {

@@ -127,7 +127,11 @@ func printTokens(w io.Writer, toks []auth.Token, asJSON bool) error {
 		if t.Revoked() {
 			status = "revoked " + t.RevokedAt.Format("2006-01-02")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Owner, joinScopes(t.Scopes), t.CreatedAt.Format("2006-01-02 15:04"), status)
+		scopes := joinScopes(t.Scopes)
+		if t.Runner != "" {
+			scopes = "(runner channel only)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Owner, scopes, t.CreatedAt.Format("2006-01-02 15:04"), status)
 	}
 	return tw.Flush()
 }
