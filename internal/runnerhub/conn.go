@@ -234,8 +234,11 @@ func (c *conn) end(why error) {
 	c.hub.o.Logger.Info("runner disconnected", "client_id", c.clientID, "generation", c.gen, "reason", why.Error())
 }
 
+// write writes one frame within WriteTimeout. The caller's cancellation
+// does not reach the write: a write given up half way closes the
+// connection (coder/websocket), which would end every other request on it.
 func (c *conn) write(ctx context.Context, b []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), WriteTimeout)
 	defer cancel()
 	return c.ws.Write(ctx, websocket.MessageText, b)
 }
@@ -248,6 +251,9 @@ func (c *conn) send(ctx context.Context, id string, req runnerwire.Request, regi
 	b, err := runnerwire.Encode(runnerwire.KindRequest, c.gen, id, req)
 	if err != nil {
 		return nil, failure.Wrap(failure.RequestTooLarge, err, "the request does not fit the runner protocol's frame")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, failure.Wrap(failure.Cancelled, err, "the call ended before its request to runner %s was sent; nothing was sent", c.clientID)
 	}
 	ch := make(chan runnerwire.Response, 1)
 	c.mu.Lock()

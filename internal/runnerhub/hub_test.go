@@ -259,3 +259,39 @@ func TestMaxRunnersIsEnforced(t *testing.T) {
 	clear(f.hub.conns)
 	f.hub.mu.Unlock()
 }
+
+// TestACallerGoingAwayLeavesTheConnection: a call whose caller is gone
+// sends nothing and a call cancelled while it waits ends alone; the
+// connection serves the next call.
+func TestACallerGoingAwayLeavesTheConnection(t *testing.T) {
+	f := newFixture(t, 0)
+	ws, gen := f.connect(t)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := f.invoke(gone); !failure.Is(err, failure.Cancelled) {
+		t.Fatalf("a call whose caller is gone: %v", err)
+	}
+	waiting, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.invoke(waiting) }()
+	readRequest(t, ws) // the first request the runner sees is this one: nothing was sent before
+	stop()
+	if err := <-done; !failure.Is(err, failure.Cancelled) {
+		t.Fatalf("a call cancelled while it waits: %v", err)
+	}
+	go func() { done <- f.invoke(context.Background()) }()
+	for {
+		_, b, err := ws.Read(context.Background())
+		if err != nil {
+			t.Fatalf("the connection ended: %v", err)
+		}
+		if fr, _ := runnerwire.Decode(b); fr.Kind == runnerwire.KindRequest {
+			res, _ := runnerwire.EncodeBinary(runnerwire.Binary{Type: runnerwire.BinResult, Gen: gen, ID: fr.ID, Data: []byte(`{}`)})
+			ws.Write(context.Background(), websocket.MessageBinary, res)
+			break
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+}
