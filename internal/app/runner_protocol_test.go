@@ -312,3 +312,19 @@ func TestRunnerProjectsAreVisibleOnlyToTheirGroup(t *testing.T) {
 		t.Fatalf("another group lists %v", list)
 	}
 }
+
+// TestAResourceOfNoRunnerIsRefused: a session of a local project cannot
+// select an SSH resource (this host has none), and nothing changes.
+func TestAResourceOfNoRunnerIsRefused(t *testing.T) {
+	s := startApp(t, t.TempDir(), "demo="+t.TempDir())
+	defer s.stop(t)
+	id := str(t, must(t, s.call(t, "work_on_project", map[string]any{"project": "agent:local:demo", "instruction": "x"}, ""), "work_on_project").Output["session_id"])
+	r := s.call(t, "update_session_context", map[string]any{"session_id": id, "resource": "db", "default_cwd": "/srv"}, "")
+	if r.Success || r.Error.Kind != "resource_not_allowed" {
+		t.Fatalf("a resource on a local project: %+v", r.Error)
+	}
+	sess, err := s.a.Sessions.Get(context.Background(), id)
+	if err != nil || sess.ExecutionContext.Resource != "" || sess.ExecutionContext.DefaultCwd != "" {
+		t.Fatalf("the refused update changed the session: %v %+v", err, sess.ExecutionContext)
+	}
+}
