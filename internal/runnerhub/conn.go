@@ -25,8 +25,8 @@ type conn struct {
 	token      string // raw, re-checked at every heartbeat (never logged)
 	gen        uint64
 	sandbox    string
-	projects   map[string]bool // the runner's project names
-	resources  []string        // its SSH resources' names
+	projects   map[string]string // the runner's projects: name → root there
+	resources  []string          // its SSH resources' names
 
 	lastSeen atomic.Int64
 
@@ -40,10 +40,10 @@ type conn struct {
 
 func newConn(h *Hub, ws *websocket.Conn, tok auth.Token, raw string, hello runnerwire.Hello, gen uint64) *conn {
 	c := &conn{hub: h, ws: ws, clientID: hello.ClientID, owner: tok.Owner, instanceID: hello.InstanceID, token: raw,
-		gen: gen, sandbox: hello.Sandbox, projects: map[string]bool{},
+		gen: gen, sandbox: hello.Sandbox, projects: map[string]string{},
 		pending: map[string]chan runnerwire.Response{}, parts: map[string][]byte{}, procs: map[string]*proc{}, done: make(chan struct{})}
 	for _, p := range hello.Projects {
-		c.projects[p.Name] = true
+		c.projects[p.Name] = p.Root
 	}
 	c.resources = hello.Resources
 	c.lastSeen.Store(h.o.Now().UnixNano())

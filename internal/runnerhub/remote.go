@@ -135,13 +135,11 @@ func (r *remote) Start(ctx context.Context, s runner.Spec) (runner.Process, erro
 	return pr, nil
 }
 
-// projectOf returns the runner's name of the project rooted at root.
+// projectOf returns the name of the runner's project rooted at root, as
+// its hello announced it.
 func (c *conn) projectOf(root string) (string, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
-	defer cancel()
-	for name := range c.projects {
-		p, err := c.hub.o.Projects.Get(ctx, project.RunnerID(c.clientID, name))
-		if err == nil && p.Root == root {
+	for name, r := range c.projects {
+		if r == root {
 			return name, true
 		}
 	}
