@@ -232,9 +232,11 @@ type session struct {
 	ws  *websocket.Conn
 	gen uint64
 
-	mu    sync.Mutex
-	procs map[string]runner.Process
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	procs    map[string]runner.Process
+	starting int  // processes being started, counted against MaxInventory
+	closed   bool // the connection ended: a process started now is stopped at once
+	wg       sync.WaitGroup
 }
 
 func (s *session) send(k runnerwire.Kind, id string, body any) error {
@@ -282,7 +284,9 @@ func (s *session) serve(ctx context.Context, hb time.Duration) error {
 		}
 	}()
 	defer func() {
+		cancel()
 		s.mu.Lock()
+		s.closed = true
 		for _, p := range s.procs {
 			p.Stop()
 		}
@@ -407,19 +411,25 @@ func (s *session) start(ctx context.Context, id string, p project.Project, args 
 	spec.Stdout = &chunker{s: s, id: id, stream: runnerwire.Stdout}
 	spec.Stderr = &chunker{s: s, id: id, stream: runnerwire.Stderr}
 	s.mu.Lock()
-	if len(s.procs) >= runnerwire.MaxInventory {
+	if len(s.procs)+s.starting >= runnerwire.MaxInventory {
 		s.mu.Unlock()
 		s.respond(id, nil, failure.New(failure.QueueFull, "this runner runs %d processes already", runnerwire.MaxInventory))
 		return
 	}
+	s.starting++ // a slot held while it starts
 	s.mu.Unlock()
 	proc, err := s.a.host.Start(context.WithoutCancel(ctx), spec)
+	s.mu.Lock()
+	s.starting--
 	if err != nil {
+		s.mu.Unlock()
 		s.respond(id, nil, failure.Wrap(failure.NotStarted, err, "%s", strings.TrimPrefix(err.Error(), runner.ErrNotStarted.Error()+": ")))
 		return
 	}
-	s.mu.Lock()
 	s.procs[id] = proc
+	if s.closed { // the connection ended while it started
+		proc.Stop()
+	}
 	s.mu.Unlock()
 	b, _ := json.Marshal(runnerwire.ProcStarted{PID: proc.PID(), Sandbox: string(proc.Sandbox())})
 	s.respond(id, b, nil)
