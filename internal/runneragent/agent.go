@@ -222,7 +222,7 @@ func (a *Agent) session(ctx context.Context) (served bool, err error) {
 		return false, err
 	}
 	a.o.Logger.Info("runner: connected", "generation", f.Gen, "projects", strings.Join(w.Projects, ","))
-	s := &session{a: a, ws: ws, gen: f.Gen, procs: map[string]runner.Process{}}
+	s := &session{a: a, ws: ws, gen: f.Gen, procs: map[string]runner.Process{}, cancelled: map[string]bool{}}
 	return true, s.serve(ctx, time.Duration(w.HeartbeatSeconds)*time.Second)
 }
 
@@ -236,7 +236,9 @@ type session struct {
 	procs    map[string]runner.Process
 	starting int  // processes being started, counted against MaxInventory
 	closed   bool // the connection ended: a process started now is stopped at once
-	wg       sync.WaitGroup
+	// cancelled holds cancels that arrived while their process started.
+	cancelled map[string]bool
+	wg        sync.WaitGroup
 }
 
 func (s *session) send(k runnerwire.Kind, id string, body any) error {
@@ -322,6 +324,13 @@ func (s *session) serve(ctx context.Context, hb time.Duration) error {
 		case runnerwire.KindCancel:
 			s.mu.Lock()
 			p := s.procs[f.ID]
+			if p == nil && s.starting > 0 {
+				// It may be starting: it is stopped once it has.
+				if len(s.cancelled) >= runnerwire.MaxInventory {
+					clear(s.cancelled)
+				}
+				s.cancelled[f.ID] = true
+			}
 			s.mu.Unlock()
 			if p != nil {
 				p.Stop()
@@ -427,7 +436,8 @@ func (s *session) start(ctx context.Context, id string, p project.Project, args 
 		return
 	}
 	s.procs[id] = proc
-	if s.closed { // the connection ended while it started
+	if s.closed || s.cancelled[id] { // the connection ended, or the server cancelled it, while it started
+		delete(s.cancelled, id)
 		proc.Stop()
 	}
 	s.mu.Unlock()
