@@ -235,6 +235,7 @@ type session struct {
 	mu       sync.Mutex
 	procs    map[string]runner.Process
 	starting int  // processes being started, counted against MaxInventory
+	inflight int  // requests being handled, at most runnerwire.MaxInflight
 	closed   bool // the connection ended: a process started now is stopped at once
 	// cancelled holds cancels that arrived while their process started.
 	cancelled map[string]bool
@@ -316,9 +317,14 @@ func (s *session) serve(ctx context.Context, hb time.Duration) error {
 				s.respond(f.ID, nil, failure.Wrap(failure.InvalidArguments, err, "the request does not decode"))
 				continue
 			}
+			if !s.admit() {
+				s.respond(f.ID, nil, failure.New(failure.TooManyRequests, "this runner serves at most %d requests at once", runnerwire.MaxInflight))
+				continue
+			}
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
+				defer s.release()
 				s.handle(rctx, f.ID, req)
 			}()
 		case runnerwire.KindCancel:
@@ -339,6 +345,24 @@ func (s *session) serve(ctx context.Context, hb time.Duration) error {
 			s.a.o.Logger.Warn("runner: a frame of a kind the server does not send", "kind", f.Kind)
 		}
 	}
+}
+
+// admit takes one of the MaxInflight request slots, false when none is
+// free.
+func (s *session) admit() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight >= runnerwire.MaxInflight {
+		return false
+	}
+	s.inflight++
+	return true
+}
+
+func (s *session) release() {
+	s.mu.Lock()
+	s.inflight--
+	s.mu.Unlock()
 }
 
 // respond answers a request: its result as binary pieces, or its error as

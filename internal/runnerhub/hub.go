@@ -49,8 +49,9 @@ const (
 	// MaxLimiters bounds the per-token limiters kept; beyond it the
 	// oldest are forgotten.
 	MaxLimiters = 1024
-	// MaxPending bounds the requests in flight on one connection.
-	MaxPending = 256
+	// MaxPending bounds the requests in flight on one connection (the
+	// protocol's bound).
+	MaxPending = runnerwire.MaxInflight
 	// WriteTimeout bounds one frame's write.
 	WriteTimeout = 10 * time.Second
 )

@@ -72,6 +72,9 @@ const (
 	MaxNameBytes = 128
 	// MaxMessageBytes bounds the human text of a reject or an error.
 	MaxMessageBytes = 1024
+	// MaxInflight bounds the requests in flight on one connection: the
+	// server sends no more, and a runner answers more too_many_requests.
+	MaxInflight = 256
 	// MaxResultBytes bounds one request's result sent in binary parts.
 	MaxResultBytes = 8 << 20
 )
