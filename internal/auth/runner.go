@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"regexp"
 	"strings"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/ident"
 )
 
 // RunnerTokenPrefix starts every raw runner token. A runner token
@@ -16,8 +16,6 @@ import (
 const RunnerTokenPrefix = "wc_runner_"
 
 var rawRunnerTokenLen = len(RunnerTokenPrefix) + base64.RawURLEncoding.EncodedLen(tokenSecretBytes)
-
-var clientIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // WellFormedRunnerToken reports whether raw has the exact shape of a runner
 // token.
@@ -39,7 +37,7 @@ func WellFormedRunnerToken(raw string) bool {
 // letters, digits, '.', '_' or '-', or an invalid owner;
 // failure.PermissionDenied when the client id belongs to another owner.
 func (s *Service) CreateRunnerToken(ctx context.Context, clientID, owner string) (string, Token, error) {
-	if !clientIDRE.MatchString(clientID) {
+	if !ident.Valid(clientID) {
 		return "", Token{}, failure.New(failure.InvalidArguments, "client id %q must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", clientID)
 	}
 	if err := validLabel("owner", owner, MaxOwner); err != nil {

@@ -28,7 +28,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +35,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/ident"
 )
 
 // LocalPrefix prefixes the id of every project registered on this host.
@@ -43,8 +43,6 @@ const LocalPrefix = "agent:local:"
 
 // MaxPathBytes bounds one project-relative path.
 const MaxPathBytes = 4096
-
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // A Project is a registered directory tree agents may work on.
 type Project struct {
@@ -82,7 +80,7 @@ func LocalID(name string) string { return LocalPrefix + name }
 
 // ValidateName reports whether name may name a local project.
 func ValidateName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !ident.Valid(name) {
 		return failure.New(failure.InvalidArguments, "project name %q must be 1-64 characters of letters, digits, '.', '_' or '-', starting with a letter or digit", name)
 	}
 	return nil

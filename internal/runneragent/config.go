@@ -15,6 +15,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/webcodex/webcodex/internal/ident"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerwire"
@@ -105,7 +106,7 @@ func ParseConfig(b []byte, base string) (Config, error) {
 }
 
 func (c *Config) validate() error {
-	if !runnerwire.ValidName(c.ClientID) {
+	if !ident.Valid(c.ClientID) {
 		return fmt.Errorf("runner config: client_id %q must be 1-64 letters, digits, '.', '_' or '-'", c.ClientID)
 	}
 	if len(c.Projects) == 0 || len(c.Projects) > runnerwire.MaxProjects {
@@ -150,7 +151,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("runner config: at most %d ssh resources", runnerwire.MaxResources)
 	}
 	for name, r := range c.SSH.Resources {
-		if !runnerwire.ValidName(name) {
+		if !ident.Valid(name) {
 			return fmt.Errorf("runner config: ssh resource name %q is not a valid name", name)
 		}
 		if r.Host == "" || strings.HasPrefix(r.Host, "-") || strings.ContainsAny(r.Host, " \t\n") {

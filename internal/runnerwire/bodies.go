@@ -4,16 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
+
+	"github.com/webcodex/webcodex/internal/ident"
 )
-
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-// ValidName reports whether s may name a runner (client id), a project or
-// a resource: 1-64 letters, digits, '.', '_' or '-', starting with a
-// letter or digit.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
 
 func bad(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrFrame}, args...)...)
@@ -67,7 +61,7 @@ type Inventory struct {
 // both.
 func (h *Hello) Validate() error {
 	switch {
-	case !ValidName(h.ClientID):
+	case !ident.Valid(h.ClientID):
 		return bad("client_id %q is not a valid name", h.ClientID)
 	case h.InstanceID == "" || len(h.InstanceID) > MaxNameBytes:
 		return bad("instance_id must be 1-%d bytes", MaxNameBytes)
@@ -91,7 +85,7 @@ func (h *Hello) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, p := range h.Projects {
-		if !ValidName(p.Name) {
+		if !ident.Valid(p.Name) {
 			return bad("project name %q is not a valid name", p.Name)
 		}
 		if seen[p.Name] {
@@ -103,7 +97,7 @@ func (h *Hello) Validate() error {
 		}
 	}
 	for _, r := range h.Resources {
-		if !ValidName(r) {
+		if !ident.Valid(r) {
 			return bad("resource name %q is not a valid name", r)
 		}
 	}
@@ -208,7 +202,7 @@ func (r *Request) Validate() error {
 	switch {
 	case r.Op == "" || len(r.Op) > MaxNameBytes:
 		return bad("op must be 1-%d bytes", MaxNameBytes)
-	case !ValidName(r.Project):
+	case !ident.Valid(r.Project):
 		return bad("project %q is not a valid name", r.Project)
 	}
 	return nil

@@ -3,6 +3,7 @@ package runnerwire
 import (
 	"time"
 
+	"github.com/webcodex/webcodex/internal/ident"
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -92,7 +93,7 @@ func (p *ProcStart) Validate() error {
 		return bad("negative timeout or tail")
 	case len(p.RunID) > MaxNameBytes:
 		return bad("run_id over %d bytes", MaxNameBytes)
-	case p.SSH != nil && (!ValidName(p.SSH.Resource) || p.SSH.Session == "" || len(p.SSH.Session) > MaxNameBytes || len(p.SSH.Cwd) > 4096):
+	case p.SSH != nil && (!ident.Valid(p.SSH.Resource) || p.SSH.Session == "" || len(p.SSH.Session) > MaxNameBytes || len(p.SSH.Cwd) > 4096):
 		return bad("ssh needs a resource name, a session id and a bounded cwd")
 	}
 	return nil

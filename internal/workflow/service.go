@@ -3,12 +3,12 @@ package workflow
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/ident"
 	"github.com/webcodex/webcodex/internal/redact"
 )
 
@@ -243,8 +243,6 @@ func SummaryLimit(limit int) int {
 	return limit
 }
 
-var resourceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
 // Validate checks an execution context: default_shell sh|bash; resource a
 // name (1-64 letters, digits, '.', '_', '-'); default_cwd without control
 // characters and at most MaxCwdBytes, and, without a resource,
@@ -254,7 +252,7 @@ func (ec ExecutionContext) Validate() error {
 	if ec.DefaultShell != "" && ec.DefaultShell != ShellSh && ec.DefaultShell != ShellBash {
 		return failure.New(failure.InvalidExecutionContext, "default_shell must be sh or bash")
 	}
-	if ec.Resource != "" && !resourceRE.MatchString(ec.Resource) {
+	if ec.Resource != "" && !ident.Valid(ec.Resource) {
 		return failure.New(failure.InvalidExecutionContext, "resource must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	cwd := ec.DefaultCwd
