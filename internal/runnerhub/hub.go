@@ -432,12 +432,6 @@ func wireError(e *runnerwire.Error) error {
 	return fe
 }
 
-// encodeJSON is json.Marshal for values that always encode.
-func encodeJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
-}
-
 // HasResource reports whether the runner serving p announced an SSH
 // resource called name: in its live connection's hello, else in the last
 // hello the server stored.
@@ -468,7 +462,7 @@ func (h *Hub) CloseSession(ctx context.Context, p project.Project, sessionID str
 	if p.Runner == "" || c == nil || len(c.resources) == 0 {
 		return
 	}
-	args := encodeJSON(runnerwire.SSHClose{Session: sessionID})
+	args, _ := json.Marshal(runnerwire.SSHClose{Session: sessionID}) // a struct of one string always encodes
 	if _, err := h.Runner(p.Runner).(*remote).Invoke(ctx, p, runnerwire.OpSSHClose, args); err != nil {
 		h.o.Logger.Warn("runner: closing a session's SSH masters", "client_id", p.Runner, "err", err)
 	}
