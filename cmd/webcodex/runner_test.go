@@ -306,23 +306,23 @@ func TestRunnerServesAProjectEndToEnd(t *testing.T) {
 		t.Fatalf("the runner's job: %+v", seen)
 	}
 
-	// kill -9 of the runner: its job is lost (never a success), the next
-	// call fails runner_unavailable, nothing sent; a new runner process
-	// reconnects and serves.
+	// kill -9 of the runner: the next call fails runner_unavailable,
+	// nothing sent; a new runner process reconnects and serves, and the
+	// job the killed one ran is lost with it (never a success).
 	r.cmd.Process.Kill()
 	<-r.done
-	var lost observed
-	call(t, f.srv.base, "observe_jobs", map[string]any{"project": remoteProject, "job_ids": []string{job.Job.JobID},
-		"wait_seconds": 30, "wake_on": "terminal"}, &lost)
-	if len(lost.Jobs) != 1 || lost.Jobs[0].Job.State != "lost" || lost.Jobs[0].Job.Reason != "runner_lost" {
-		t.Fatalf("the job of a killed runner: %+v", lost)
-	}
 	waitRunnerState(t, f.srv.base, false)
 	gone, err := callTool(ctx, f.srv.base, "read_files", map[string]any{"project": remoteProject, "files": []any{map[string]any{"path": "main.go"}}}, "")
 	if err != nil || gone.Success || gone.Error.Kind != "runner_unavailable" {
 		t.Fatalf("read_files with the runner gone: %v %+v", err, gone)
 	}
 	startRunner(t, f.srv.base, f.toml, f.token)
+	var lost observed
+	call(t, f.srv.base, "observe_jobs", map[string]any{"project": remoteProject, "job_ids": []string{job.Job.JobID},
+		"wait_seconds": 30, "wake_on": "terminal"}, &lost)
+	if len(lost.Jobs) != 1 || lost.Jobs[0].Job.State != "lost" || lost.Jobs[0].Job.Reason != "runner_restart" {
+		t.Fatalf("the job of a killed runner: %+v", lost)
+	}
 	again, err := callTool(ctx, f.srv.base, "read_files", map[string]any{"project": remoteProject, "files": []any{map[string]any{"path": "main.go"}}}, "")
 	if err != nil || !again.Success {
 		t.Fatalf("read_files after the runner came back: %v %+v", err, again)

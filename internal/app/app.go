@@ -159,7 +159,15 @@ func (a *App) wire(ctx context.Context) error {
 		a.Log.Info("start: removed temporary directories of servers that are gone", "count", n)
 	}
 	a.Runner = &runner.Local{Contain: a.Contain, Policy: a.Sandbox}
-	a.Hub = runnerhub.New(runnerhub.Options{Auth: a.Auth, Projects: a.Projects, Store: a.Stores.Projects, Logger: a.Log})
+	a.Hub = runnerhub.New(runnerhub.Options{Auth: a.Auth, Projects: a.Projects, Store: a.Stores.Projects, Logger: a.Log,
+		// A runner's processes that a previous server started: the jobs
+		// adopt the ones they recorded (a.Jobs exists before any runner
+		// can connect).
+		Reconcile: func(ctx context.Context, r runner.Reattacher, held []string) {
+			if err := a.Jobs.Reconcile(ctx, r, held); err != nil {
+				a.Log.Warn("jobs: reconciling a runner's processes", "runner", r.ID(), "err", err)
+			}
+		}})
 	a.Runners = workspace.Resolver{Local: workspace.Local{Host: a.Runner}, Remote: a.Hub.Runner}
 	a.Shells = shell.NewManager(shell.Options{Contain: a.Contain, Sandbox: a.Sandbox})
 	if a.Jobs, err = newJobs(ctx, a); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -159,9 +160,9 @@ func TestRunnerHelloRefusalsChangeNothing(t *testing.T) {
 		}
 	}
 	// Another major version: both versions named.
-	v2 := helloFor("box", root)
-	v2.Major = 2
-	rejected(v2, runnerwire.RejectVersion, "2.0", "1.0")
+	other := helloFor("box", root)
+	other.Major = runnerwire.Major + 1
+	rejected(other, runnerwire.RejectVersion, fmt.Sprintf("%d.0", runnerwire.Major+1), fmt.Sprintf("%d.0", runnerwire.Major))
 	// Registering under another client id than the token's.
 	rejected(helloFor("other", root), runnerwire.RejectAuth, `"box"`, `"other"`)
 	// An invalid project name.

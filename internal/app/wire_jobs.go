@@ -29,6 +29,9 @@ func newJobs(ctx context.Context, a *App) (*jobs.Manager, error) {
 		// Survivors of a crash are killed unless another server may be
 		// running them.
 		KillSurvivors: !a.Stores.Workflow.Shared(),
+		// A remote runner's job waits for its runner as long as a
+		// detached process does.
+		RunnerGrace: a.Hub.ReattachWindow(),
 	})
 	if err != nil {
 		return nil, err

@@ -28,6 +28,20 @@
 // the record holds, and killed_group says whether any was). A lost job
 // keeps its last known output.
 //
+// # Jobs on remote runners
+//
+// A job whose host is a [runner.Reattacher] (a remote runner) runs in a
+// process that belongs to that runner, not to this server: it runs on
+// across a lost connection and across a restart of this server. Its record
+// names the runner (Job.Runner). Shutdown leaves it running (unfinished);
+// Recover leaves it for [Manager.Reconcile], which adopts it when its
+// runner connects holding it — the output continues from the bytes the
+// files already hold and the terminal state is recorded as for any job —
+// and marks it lost (runner_lost) when the runner no longer holds it or
+// does not connect within Options.RunnerGrace. A runner that restarted
+// loses its processes: runner_restart. Once the outcome is recorded the
+// runner is told to release the process.
+//
 // # Output
 //
 // A job's stdout and stderr go to files under <dir>/<job_id>/ (mode 0600
@@ -105,6 +119,9 @@ const (
 	// pollInterval is how often an observe re-reads the store for jobs no
 	// supervisor in this process signals (a record another process owns).
 	pollInterval = time.Second
+	// DefaultRunnerGrace is Options.RunnerGrace's default: the runner
+	// protocol's heartbeat-loss window (3 intervals of 15 s).
+	DefaultRunnerGrace = 45 * time.Second
 )
 
 // Reasons recorded with a terminal state.
@@ -113,9 +130,14 @@ const (
 	ReasonServerRestart  = "server_restart"
 	ReasonNotStarted     = "not_started"
 	ReasonStopJob        = "stop_job"
-	// ReasonRunnerLost: the connection to the runner running the job
-	// ended before it reported the exit; the job's outcome is unknown.
+	// ReasonRunnerLost: the runner running the job did not report its
+	// exit: its connection ended and it did not come back within the
+	// reattach window, or it came back no longer holding the process, or
+	// the start's answer was lost. The job's outcome is unknown.
 	ReasonRunnerLost = "runner_lost"
+	// ReasonRunnerRestart: the runner running the job restarted (a new
+	// runner process connected): the process and its outcome are gone.
+	ReasonRunnerRestart = "runner_restart"
 )
 
 // State is a job's lifecycle state.
@@ -243,6 +265,10 @@ type Job struct {
 	// time, cgroup) once it started, so that a start after a crash can
 	// kill what survived (Manager.Recover).
 	Process *runner.Identity `json:"process,omitempty"`
+	// Runner is the client id of the remote runner running the job (its
+	// process outlives this server: see Manager.Reconcile); empty for a
+	// job of this machine.
+	Runner string `json:"runner,omitempty"`
 }
 
 // MaxValidationSessions bounds ValidationMeta.Sessions.

@@ -72,6 +72,11 @@ type Options struct {
 	// job it marks lost (runner.KillIdentity). Leave it false when another
 	// server may be running those jobs (a shared data directory).
 	KillSurvivors bool
+	// RunnerGrace is how long after Recover an unfinished job of a remote
+	// runner waits for that runner to connect and hold it (Reconcile)
+	// before it is marked lost, reason runner_lost (0 =
+	// DefaultRunnerGrace).
+	RunnerGrace time.Duration
 }
 
 // A StartSpec describes one execution to supervise.
@@ -125,6 +130,11 @@ type Manager struct {
 	log    *slog.Logger
 	hook   func(context.Context, Job)
 	kill   bool
+
+	runnerGrace time.Duration
+	// adoptMu orders Reconcile and the expiry of the jobs waiting for
+	// their runner: a record is adopted or expired, never both.
+	adoptMu sync.Mutex
 
 	mu       sync.Mutex
 	live     map[string]*entry // jobs of this process not yet terminal
@@ -233,12 +243,15 @@ func NewManager(o Options) (*Manager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.RunnerGrace <= 0 {
+		o.RunnerGrace = DefaultRunnerGrace
+	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("jobs: output directory: %w", err)
 	}
 	return &Manager{
 		store: o.Store, host: o.Host, dir: o.Dir, limit: o.Concurrency, share: o.RunningPerOwner, qlimit: o.QueuedPerOwner, grace: o.SyncGrace,
-		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger, hook: o.OnFinished, kill: o.KillSurvivors,
+		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger, hook: o.OnFinished, kill: o.KillSurvivors, runnerGrace: o.RunnerGrace,
 		live: map[string]*entry{}, runningBy: map[string]int{}, queuedBy: map[string]int{}, served: map[string]uint64{}, closed: make(chan struct{}),
 	}, nil
 }

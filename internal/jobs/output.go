@@ -140,6 +140,19 @@ func (c *capFile) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// Skip implements runner.Skipper: n bytes of the stream will never come (a
+// remote runner no longer holds them). They count as dropped, and nothing
+// after them is stored, so that the file stays a prefix of the stream.
+func (c *capFile) Skip(n int64) {
+	c.mu.Lock()
+	c.limit = min(c.limit, c.written.Load())
+	c.mu.Unlock()
+	c.dropped.Add(n)
+	if c.onWrite != nil {
+		c.onWrite()
+	}
+}
+
 // Close closes the file; later writes are counted as dropped. Output
 // still in memory stays there until spill or until it is dropped with the
 // capFile.

@@ -19,15 +19,25 @@ import (
 // readable; their sizes are recorded.
 // Each record it marks lost is passed to Options.OnFinished. It then
 // prunes old records. It returns the records it marked lost.
+//
+// A record of a remote runner's job is not marked lost: its process may
+// still run there. It waits Options.RunnerGrace for Reconcile (its runner
+// connecting) and is marked lost, reason runner_lost, if it is not
+// adopted by then.
 func (m *Manager) Recover(ctx context.Context) ([]Job, error) {
 	list, err := m.store.Unfinished(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []Job
+	var remote []string
 	now := m.now().UTC()
 	for _, j := range list {
 		if m.entry(j.ID) != nil {
+			continue
+		}
+		if j.Runner != "" {
+			remote = append(remote, j.ID)
 			continue
 		}
 		killed := 0
@@ -58,6 +68,9 @@ func (m *Manager) Recover(ctx context.Context) ([]Job, error) {
 		}
 		out = append(out, got)
 	}
+	if len(remote) > 0 {
+		m.expireAfter(remote, m.runnerGrace)
+	}
 	m.prune(ctx)
 	return out, nil
 }
@@ -75,8 +88,10 @@ func (m *Manager) prune(ctx context.Context) {
 
 // Close shuts the Manager down: queued jobs and running processes are
 // ended (process groups killed, never orphaned) and recorded lost with
-// reason server_shutdown, unless they finished on their own first. It
-// returns when every supervisor has recorded its outcome or ctx ends.
+// reason server_shutdown, unless they finished on their own first. A job
+// running on a remote runner is left running there, its record unfinished
+// for the next server (see Reconcile). It returns when every supervisor
+// has recorded its outcome (or left) or ctx ends.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if !m.closing {
@@ -92,11 +107,18 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	for _, e := range all {
 		e.mu.Lock()
+		proc := e.proc
+		if _, remote := e.host.(runner.Reattacher); remote && proc != nil && !e.finished {
+			// Its process belongs to the runner and runs on: the record
+			// stays unfinished for the next server to adopt, and its
+			// supervisor here leaves (see supervise).
+			e.mu.Unlock()
+			continue
+		}
 		if e.stopReq == "" {
 			// A job already being stopped or cancelled keeps that outcome.
 			e.stopReq, e.shutdown = runner.Stopped, true
 		}
-		proc := e.proc
 		e.mu.Unlock()
 		if proc != nil {
 			proc.Stop()

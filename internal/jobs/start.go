@@ -69,6 +69,9 @@ func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *
 		State: Queued, Expectation: s.Expectation, AcceptedExitCodes: slices.Clone(s.AcceptedExitCodes),
 		CreatedAt: now, Validation: s.Validation,
 	}
+	if r, ok := s.Host.(runner.Reattacher); ok {
+		j.Runner = r.ID()
+	}
 	if j.Project == "" || j.Principal == "" {
 		return nil, failure.New(failure.InvalidArguments, "a job needs a project and a principal")
 	}

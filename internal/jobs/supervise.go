@@ -102,17 +102,69 @@ func (m *Manager) launch(e *entry) error {
 	case runner.Cancelled:
 		e.cancel()
 	}
-	go func() {
-		res, err := proc.Wait(context.Background())
-		if err != nil {
-			// A remote runner's connection ended before it reported
-			// the exit: the job is lost, never a success.
-			m.finish(e, nil, Lost, ReasonRunnerLost)
-			return
-		}
-		m.finish(e, &res, "", "")
-	}()
+	m.supervise(e, proc)
 	return nil
+}
+
+// supervise waits for proc, the process of e, and records its outcome. A
+// remote runner's process that Close leaves running is not waited for:
+// its supervisor leaves without a record.
+func (m *Manager) supervise(e *entry, proc runner.Process) {
+	ctx := context.Background()
+	if _, remote := e.host.(runner.Reattacher); remote {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-m.closed:
+			case <-proc.Done():
+			}
+			cancel()
+		}()
+	}
+	go func() {
+		res, err := proc.Wait(ctx)
+		if err != nil && ctx.Err() != nil {
+			select {
+			case <-proc.Done(): // it ended as Close began: record it
+				res, err = proc.Wait(context.Background())
+			default:
+				m.leave(e)
+				return
+			}
+		}
+		switch {
+		case err == nil:
+			m.finish(e, &res, "", "")
+		case errors.Is(err, runner.ErrHostRestarted):
+			m.finish(e, nil, Lost, ReasonRunnerRestart)
+		default:
+			// The runner did not report the exit: the job is lost,
+			// never a success.
+			m.finish(e, nil, Lost, ReasonRunnerLost)
+		}
+	}()
+}
+
+// leave ends the supervision of e without a record: Close left its remote
+// process running for the next server.
+func (m *Manager) leave(e *entry) {
+	e.stdout.Close()
+	e.stderr.Close()
+	e.cancel()
+	e.mu.Lock()
+	slot := e.slot
+	e.slot, e.finished = false, true
+	e.mu.Unlock()
+	m.mu.Lock()
+	delete(m.live, e.id)
+	if slot {
+		m.putSlot(e)
+	}
+	m.mu.Unlock()
+	close(e.done)
+	e.signal()
+	m.wg.Done()
 }
 
 // recordIdentity adds the identity of the started process to a durable
@@ -256,6 +308,13 @@ func (m *Manager) finish(e *entry, res *runner.Result, st State, reason string) 
 
 	if e.cleanup != nil {
 		e.cleanup()
+	}
+	e.mu.Lock()
+	started := e.proc != nil
+	e.mu.Unlock()
+	if r, remote := e.host.(runner.Reattacher); remote && (started || st == Lost) {
+		// The outcome is recorded: the runner may forget the process.
+		r.Release(e.id)
 	}
 	if !bg && !e.keep && e.outputOnDisk() {
 		// Answered inline: the call's result carried the output.

@@ -174,6 +174,47 @@ type Host interface {
 	Start(ctx context.Context, s Spec) (Process, error)
 }
 
+// A Reattacher is a Host whose processes outlive this server process: a
+// remote runner keeps running what it started when its connection or this
+// server goes away, and holds each process (running or finished) until it
+// is released. Its processes are named by their Spec's RunID.
+type Reattacher interface {
+	Host
+	// ID names the host (a remote runner's client id).
+	ID() string
+	// Adopt supervises again the process of run id, started by an earlier
+	// server process: its output continues from the offsets this server
+	// already holds of each stream (see Attach) into a.Stdout and
+	// a.Stderr. An error means the host does not hold that process (its
+	// outcome is unknown) or cannot be reached now.
+	Adopt(ctx context.Context, runID string, a Attach) (Process, error)
+	// Release lets the host forget a process whose outcome this server has
+	// recorded (and stops it if it still runs).
+	Release(runID string)
+}
+
+// Attach is what Adopt continues from: how much of each stream this server
+// holds, where the rest goes, and how much output to keep for the tails.
+type Attach struct {
+	// StdoutOffset and StderrOffset are the bytes of each stream already
+	// held: output continues from there.
+	StdoutOffset, StderrOffset int64
+	Stdout, Stderr             io.Writer
+	TailBytes                  int
+}
+
+// ErrHostRestarted is wrapped by Process.Wait's error when the host that
+// ran the process restarted: the process and its outcome are gone.
+var ErrHostRestarted = errors.New("the runner restarted; the process is gone with it")
+
+// A Skipper is a writer that can be told n bytes of its stream will never
+// come (a remote runner no longer holds them); it counts them as dropped
+// and stores nothing after them, so that what it stored stays a prefix of
+// the stream.
+type Skipper interface {
+	Skip(n int64)
+}
+
 // Local runs processes on this machine.
 type Local struct {
 	// Getenv reads the server environment that children may inherit (nil:

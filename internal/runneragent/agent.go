@@ -68,6 +68,8 @@ type Agent struct {
 
 	poolMu sync.Mutex
 	pool   *sshresource.Pool // the SSH masters, made at the first use
+
+	hold *holding // the processes it holds for the server
 }
 
 // New returns an Agent.
@@ -76,7 +78,7 @@ func New(o Options) *Agent {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	a := &Agent{o: o, instanceID: "ri_" + strconv.FormatUint(rand.Uint64(), 36), ops: map[string]workspace.Served{},
-		projects: map[string]project.Project{}, host: &runner.Local{Policy: o.Policy, Contain: o.Contain}}
+		projects: map[string]project.Project{}, host: &runner.Local{Policy: o.Policy, Contain: o.Contain}, hold: newHolding()}
 	for _, op := range o.Ops {
 		a.ops[op.Name()] = op
 	}
@@ -96,9 +98,12 @@ func New(o Options) *Agent {
 func (a *Agent) Sandbox() runner.Mode { return a.sandbox }
 
 // Run connects and serves until ctx ends (nil) or a fatal error (wrapping
-// ErrFatal). Between connections it waits a jittered backoff.
+// ErrFatal). Between connections it waits a jittered backoff; the
+// processes it holds run on meanwhile. When it returns, every process it
+// holds has been stopped: they are lost with the runner.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeMasters()
+	defer a.hold.closeAll()
 	backoff := MinBackoff
 	for {
 		served, err := a.session(ctx)
@@ -149,8 +154,8 @@ func (a *Agent) endpoint() string {
 func (a *Agent) hello() runnerwire.Hello {
 	h := runnerwire.Hello{Major: runnerwire.Major, Minor: runnerwire.Minor, ClientID: a.o.Config.ClientID,
 		InstanceID: a.instanceID, Version: a.o.Version, OS: runtime.GOOS, Arch: runtime.GOARCH,
-		Sandbox: string(a.sandbox), Capabilities: []string{runnerwire.OpProcStart, runnerwire.OpSSHClose}, Projects: []runnerwire.Project{},
-		Resources: []string{}, Processes: []runnerwire.Inventory{}, MaxConcurrentJobs: a.o.Config.Policy.MaxConcurrentJobs}
+		Sandbox: string(a.sandbox), Capabilities: []string{runnerwire.OpProcStart, runnerwire.OpProcAttach, runnerwire.OpProcRelease, runnerwire.OpSSHClose},
+		Projects: []runnerwire.Project{}, Resources: []string{}, Processes: a.hold.inventory(), MaxConcurrentJobs: a.o.Config.Policy.MaxConcurrentJobs}
 	for name := range a.ops {
 		h.Capabilities = append(h.Capabilities, name)
 	}
@@ -222,7 +227,7 @@ func (a *Agent) session(ctx context.Context) (served bool, err error) {
 		return false, err
 	}
 	a.o.Logger.Info("runner: connected", "generation", f.Gen, "projects", strings.Join(w.Projects, ","))
-	s := &session{a: a, ws: ws, gen: f.Gen, procs: map[string]runner.Process{}, cancelled: map[string]bool{}}
+	s := &session{a: a, ws: ws, gen: f.Gen}
 	return true, s.serve(ctx, time.Duration(w.HeartbeatSeconds)*time.Second)
 }
 
@@ -233,13 +238,9 @@ type session struct {
 	gen uint64
 
 	mu       sync.Mutex
-	procs    map[string]runner.Process
-	starting int  // processes being started, counted against MaxInventory
-	inflight int  // requests being handled, at most runnerwire.MaxInflight
-	closed   bool // the connection ended: a process started now is stopped at once
-	// cancelled holds cancels that arrived while their process started.
-	cancelled map[string]bool
-	wg        sync.WaitGroup
+	inflight int // requests being handled, at most runnerwire.MaxInflight
+	// wg counts the request handlers and the output streamers.
+	wg sync.WaitGroup
 }
 
 func (s *session) send(k runnerwire.Kind, id string, body any) error {
@@ -263,8 +264,9 @@ func (s *session) write(b []byte) error {
 }
 
 // serve reads requests until the connection ends, sending heartbeats. When
-// it ends, every process it started is stopped: their outcome is already
-// unknown to the server, which never re-sends a request.
+// it ends, the processes it streamed run on, detached, until a later
+// connection attaches to them or the server releases them; a request it
+// carried is never re-sent by the server.
 func (s *session) serve(ctx context.Context, hb time.Duration) error {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -276,9 +278,7 @@ func (s *session) serve(ctx context.Context, hb time.Duration) error {
 			case <-rctx.Done():
 				return
 			case <-t.C:
-				s.mu.Lock()
-				n := len(s.procs)
-				s.mu.Unlock()
+				n := s.a.hold.running()
 				if err := s.send(runnerwire.KindHeartbeat, "", runnerwire.Heartbeat{Processes: n}); err != nil {
 					cancel()
 					return
@@ -288,12 +288,8 @@ func (s *session) serve(ctx context.Context, hb time.Duration) error {
 	}()
 	defer func() {
 		cancel()
-		s.mu.Lock()
-		s.closed = true
-		for _, p := range s.procs {
-			p.Stop()
-		}
-		s.mu.Unlock()
+		s.a.hold.detach(s)
+		s.ws.CloseNow()
 		s.wg.Wait()
 	}()
 	for {
@@ -328,19 +324,8 @@ func (s *session) serve(ctx context.Context, hb time.Duration) error {
 				s.handle(rctx, f.ID, req)
 			}()
 		case runnerwire.KindCancel:
-			s.mu.Lock()
-			p := s.procs[f.ID]
-			if p == nil && s.starting > 0 {
-				// It may be starting: it is stopped once it has.
-				if len(s.cancelled) >= runnerwire.MaxInventory {
-					clear(s.cancelled)
-				}
-				s.cancelled[f.ID] = true
-			}
-			s.mu.Unlock()
-			if p != nil {
-				p.Stop()
-			}
+			// A cancel names a process by its run id.
+			s.a.hold.stop(f.ID)
 		default:
 			s.a.o.Logger.Warn("runner: a frame of a kind the server does not send", "kind", f.Kind)
 		}
@@ -399,17 +384,31 @@ func (s *session) respond(id string, result []byte, err error) {
 
 // handle serves one request.
 func (s *session) handle(ctx context.Context, id string, req runnerwire.Request) {
+	switch req.Op {
+	case runnerwire.OpProcAttach:
+		s.attach(id, req.Args)
+		return
+	case runnerwire.OpProcRelease:
+		var in runnerwire.ProcRelease
+		err := runnerwire.Strict(req.Args, &in)
+		if err != nil {
+			err = failure.Wrap(failure.InvalidArguments, err, "proc.release does not decode")
+		} else {
+			err = s.a.hold.release(in.RunID)
+		}
+		s.respond(id, []byte("{}"), err)
+		return
+	case runnerwire.OpSSHClose:
+		s.respond(id, []byte("{}"), s.a.closeSession(req.Args))
+		return
+	}
 	p, ok := s.a.projects[req.Project]
 	if !ok {
 		s.respond(id, nil, failure.New(failure.UnknownProject, "this runner serves no project %q", req.Project))
 		return
 	}
-	switch req.Op {
-	case runnerwire.OpProcStart:
+	if req.Op == runnerwire.OpProcStart {
 		s.start(ctx, id, p, req.Args)
-		return
-	case runnerwire.OpSSHClose:
-		s.respond(id, []byte("{}"), s.a.closeSession(req.Args))
 		return
 	}
 	op, ok := s.a.ops[req.Op]
@@ -441,39 +440,54 @@ func (s *session) start(ctx context.Context, id string, p project.Project, args 
 		s.respond(id, nil, err)
 		return
 	}
-	spec.Stdout = &chunker{s: s, id: id, stream: runnerwire.Stdout}
-	spec.Stderr = &chunker{s: s, id: id, stream: runnerwire.Stderr}
-	s.mu.Lock()
-	if len(s.procs)+s.starting >= runnerwire.MaxInventory {
-		s.mu.Unlock()
-		s.respond(id, nil, failure.New(failure.QueueFull, "this runner runs %d processes already", runnerwire.MaxInventory))
+	h, err := s.a.hold.reserve(ps.RunID, s)
+	if err != nil {
+		s.respond(id, nil, err)
 		return
 	}
-	s.starting++ // a slot held while it starts
-	s.mu.Unlock()
+	spec.Stdout, spec.Stderr = writer{h: h, i: 0}, writer{h: h, i: 1}
 	proc, err := s.a.host.Start(context.WithoutCancel(ctx), spec)
-	s.mu.Lock()
-	s.starting--
 	if err != nil {
-		s.mu.Unlock()
+		s.a.hold.started(h, nil)
 		s.respond(id, nil, failure.Wrap(failure.NotStarted, err, "%s", strings.TrimPrefix(err.Error(), runner.ErrNotStarted.Error()+": ")))
 		return
 	}
-	s.procs[id] = proc
-	if s.closed || s.cancelled[id] { // the connection ended, or the server cancelled it, while it started
-		delete(s.cancelled, id)
-		proc.Stop()
-	}
-	s.mu.Unlock()
+	s.a.hold.started(h, proc)
 	b, _ := json.Marshal(runnerwire.ProcStarted{PID: proc.PID(), Sandbox: string(proc.Sandbox())})
 	s.respond(id, b, nil)
-	res, _ := proc.Wait(context.Background())
-	s.mu.Lock()
-	delete(s.procs, id)
-	s.mu.Unlock()
-	res.Stdout, res.Stderr = runner.Output{TotalBytes: res.Stdout.TotalBytes, Truncated: res.Stdout.Truncated},
-		runner.Output{TotalBytes: res.Stderr.TotalBytes, Truncated: res.Stderr.Truncated}
-	s.send(runnerwire.KindExit, id, runnerwire.Exit{Result: res, DurationMS: res.Duration.Milliseconds()})
+	s.stream(h, 1)
+}
+
+// attach continues a held process on this connection (OpProcAttach).
+func (s *session) attach(id string, args json.RawMessage) {
+	var in runnerwire.ProcAttach
+	if err := runnerwire.Strict(args, &in); err != nil {
+		s.respond(id, nil, failure.Wrap(failure.InvalidArguments, err, "proc.attach does not decode"))
+		return
+	}
+	h := s.a.hold.get(in.RunID)
+	if h == nil {
+		s.respond(id, nil, failure.New(failure.NotFound, "this runner holds no process %s", in.RunID))
+		return
+	}
+	st, tok, err := h.attach(s, [2]int64{in.StdoutOffset, in.StderrOffset})
+	if err != nil {
+		s.respond(id, nil, err)
+		return
+	}
+	b, _ := json.Marshal(st)
+	s.respond(id, b, nil)
+	s.stream(h, tok)
+}
+
+// stream sends h's output, then its exit, on this connection while h
+// stays attached to it with token tok.
+func (s *session) stream(h *held, tok uint64) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		h.stream(s, tok)
+	}()
 }
 
 // confine turns a process start into a Spec this runner accepts: the
@@ -517,32 +531,6 @@ func (a *Agent) confine(p project.Project, ps runnerwire.ProcStart) (runner.Spec
 		return spec, failure.New(failure.NotStarted, "this runner has no sandbox on %s; it runs processes only with [policy] sandbox = \"off\" in runner.toml", runtime.GOOS)
 	}
 	return spec, nil
-}
-
-// chunker sends what a process writes as binary output messages of at most
-// runnerwire.MaxBinaryDataBytes of data, in order.
-type chunker struct {
-	s      *session
-	id     string
-	stream string
-	off    int64
-}
-
-func (c *chunker) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		k := min(len(p), runnerwire.MaxBinaryDataBytes)
-		b, err := runnerwire.EncodeBinary(runnerwire.Binary{Type: runnerwire.BinOutput, Gen: c.s.gen, ID: c.id, Stream: c.stream, Offset: c.off, Data: p[:k]})
-		if err == nil {
-			err = c.s.writeBinary(b)
-		}
-		if err != nil {
-			return n - len(p), err
-		}
-		c.off += int64(k)
-		p = p[k:]
-	}
-	return n, nil
 }
 
 // overSSH turns spec (a shell and its -c command) into the ssh client

@@ -33,7 +33,6 @@ type conn struct {
 	mu      sync.Mutex
 	pending map[string]chan runnerwire.Response
 	parts   map[string][]byte // results arriving in binary pieces, by request
-	procs   map[string]*proc
 	done    chan struct{}
 	err     error // why the connection ended, once done is closed
 }
@@ -41,7 +40,7 @@ type conn struct {
 func newConn(h *Hub, ws *websocket.Conn, tok auth.Token, raw string, hello runnerwire.Hello, gen uint64) *conn {
 	c := &conn{hub: h, ws: ws, clientID: hello.ClientID, owner: tok.Owner, instanceID: hello.InstanceID, token: raw,
 		gen: gen, sandbox: hello.Sandbox, projects: map[string]string{},
-		pending: map[string]chan runnerwire.Response{}, parts: map[string][]byte{}, procs: map[string]*proc{}, done: make(chan struct{})}
+		pending: map[string]chan runnerwire.Response{}, parts: map[string][]byte{}, done: make(chan struct{})}
 	for _, p := range hello.Projects {
 		c.projects[p.Name] = p.Root
 	}
@@ -52,10 +51,27 @@ func newConn(h *Hub, ws *websocket.Conn, tok auth.Token, raw string, hello runne
 
 func (c *conn) seen() time.Time { return time.Unix(0, c.lastSeen.Load()).UTC() }
 
+// processes counts the processes whose output comes on c.
 func (c *conn) processes() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.procs)
+	n := 0
+	for _, p := range c.hub.procsOf(c.clientID) {
+		p.mu.Lock()
+		if p.c == c {
+			n++
+		}
+		p.mu.Unlock()
+	}
+	return n
+}
+
+// ended reports whether c has ended.
+func (c *conn) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // run serves the connection until it ends.
@@ -128,9 +144,6 @@ func (c *conn) handle(b []byte) error {
 		c.mu.Lock()
 		ch, ok := c.pending[f.ID]
 		delete(c.pending, f.ID)
-		if res.Error != nil {
-			delete(c.procs, f.ID) // a process that did not start
-		}
 		delete(c.parts, f.ID)
 		c.mu.Unlock()
 		if !ok {
@@ -143,12 +156,9 @@ func (c *conn) handle(b []byte) error {
 		if err := runnerwire.DecodeBody(f, &e); err != nil {
 			return err
 		}
-		c.mu.Lock()
-		p := c.procs[f.ID]
-		delete(c.procs, f.ID)
-		c.mu.Unlock()
+		p := c.hub.attached(c, f.ID)
 		if p == nil {
-			return errors.New("an exit for an unknown process")
+			return errors.New("an exit for a process not attached to this connection")
 		}
 		p.exit(e)
 		return nil
@@ -166,10 +176,14 @@ func (c *conn) binary(b []byte) error {
 	if m.Gen != c.gen {
 		return errors.New("a binary message of a stale generation")
 	}
-	if m.Type == runnerwire.BinOutput {
-		p := c.proc(m.ID)
+	switch m.Type {
+	case runnerwire.BinOutput, runnerwire.BinSkip:
+		p := c.hub.attached(c, m.ID)
 		if p == nil {
-			return errors.New("output for an unknown process")
+			return errors.New("output for a process not attached to this connection")
+		}
+		if m.Type == runnerwire.BinSkip {
+			return p.skip(m.Stream, m.Offset)
 		}
 		return p.output(runnerwire.Output{Stream: m.Stream, Offset: m.Offset, Data: m.Data})
 	}
@@ -200,14 +214,9 @@ func (c *conn) binary(b []byte) error {
 	return nil
 }
 
-func (c *conn) proc(id string) *proc {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.procs[id]
-}
-
-// end closes the connection once: pending requests fail outcome_unknown,
-// running processes report their outcome unknown.
+// end closes the connection once: pending requests fail outcome_unknown;
+// the processes whose output came on it are detached (they wait for their
+// runner's next connection).
 func (c *conn) end(why error) {
 	c.mu.Lock()
 	select {
@@ -218,15 +227,13 @@ func (c *conn) end(why error) {
 	}
 	c.err = why
 	close(c.done)
-	pending, procs := c.pending, c.procs
-	c.pending, c.procs, c.parts = map[string]chan runnerwire.Response{}, map[string]*proc{}, map[string][]byte{}
+	pending := c.pending
+	c.pending, c.parts = map[string]chan runnerwire.Response{}, map[string][]byte{}
 	c.mu.Unlock()
 	for _, ch := range pending {
 		close(ch)
 	}
-	for _, p := range procs {
-		p.lost(why)
-	}
+	c.hub.detachAll(c)
 	// No close handshake: it would wait for a peer that may be lost or
 	// silent. A runner that reconnects learns why (a revoked token is
 	// refused at the upgrade).
@@ -279,7 +286,39 @@ func (c *conn) send(ctx context.Context, id string, req runnerwire.Request, regi
 	return ch, nil
 }
 
-// cancel asks the runner to stop request id (best effort).
+// answer is the outcome of a call: sent says the request was written (its
+// effect may have happened), answered that the runner answered it.
+type answer struct {
+	result         []byte
+	sent, answered bool
+}
+
+// call sends req and waits for its answer. A runner's error comes back
+// with its kind (answered); a connection that ends first gives
+// outcome_unknown and a ctx that ends first cancelled (sent: the effect
+// may have happened either way).
+func (c *conn) call(ctx context.Context, req runnerwire.Request) (answer, error) {
+	ch, err := c.send(ctx, newRequestID(), req, nil)
+	if err != nil {
+		return answer{sent: failure.Is(err, failure.OutcomeUnknown)}, err
+	}
+	select {
+	case res, ok := <-ch:
+		switch {
+		case !ok:
+			return answer{sent: true}, outcomeUnknown(c.clientID, c.err)
+		case res.Error != nil:
+			return answer{sent: true, answered: true}, wireError(res.Error)
+		case len(res.Result) == 0:
+			return answer{sent: true}, failure.New(failure.OutcomeUnknown, "runner %s answered with an empty result", c.clientID)
+		}
+		return answer{result: res.Result, sent: true, answered: true}, nil
+	case <-ctx.Done():
+		return answer{sent: true}, failure.Wrap(failure.Cancelled, ctx.Err(), "the call ended before runner %s answered", c.clientID)
+	}
+}
+
+// cancel asks the runner to stop the process of run id (best effort).
 func (c *conn) cancel(id string) {
 	b, err := runnerwire.Encode(runnerwire.KindCancel, c.gen, id, nil)
 	if err == nil {

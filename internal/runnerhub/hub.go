@@ -8,8 +8,9 @@
 // Frames of another generation are refused. A runner that sends nothing for
 // MissedHeartbeats heartbeat intervals is lost and its connection closed.
 // When a connection ends, every request it carried that was not answered
-// fails outcome_unknown (it was sent; whether it ran is not known) and a
-// process it started reports its outcome unknown; nothing is re-sent. A call
+// fails outcome_unknown (it was sent; whether it ran is not known); nothing
+// is re-sent. Processes belong to the runner, not the connection: they
+// continue on the runner's next connection (procs.go). A call
 // for a runner with no connection fails runner_unavailable before anything
 // is sent.
 package runnerhub
@@ -34,6 +35,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerwire"
 	"github.com/webcodex/webcodex/internal/workspace"
 )
@@ -54,6 +56,9 @@ const (
 	MaxPending = runnerwire.MaxInflight
 	// WriteTimeout bounds one frame's write.
 	WriteTimeout = 10 * time.Second
+	// ReconcileTimeout bounds the reconciliation of a runner's
+	// inventory after its hello.
+	ReconcileTimeout = time.Minute
 )
 
 // Authenticator checks a runner token.
@@ -111,6 +116,11 @@ type Options struct {
 	Heartbeat time.Duration
 	Logger    *slog.Logger
 	Now       func() time.Time
+	// Reconcile, when set, is called after a runner connected with the
+	// run ids of the processes it holds that no process of this hub
+	// claims (a previous server process started them): the jobs adopt
+	// the ones they recorded and release the others.
+	Reconcile func(ctx context.Context, r runner.Reattacher, held []string)
 }
 
 // A Hub holds the runners' connections.
@@ -119,6 +129,7 @@ type Hub struct {
 
 	mu       sync.Mutex
 	conns    map[string]*conn // client id → current connection
+	procs    map[procKey]*proc
 	limiters map[string]*rate.Limiter
 	closed   bool
 	wg       sync.WaitGroup
@@ -135,7 +146,7 @@ func New(o Options) *Hub {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Hub{o: o, conns: map[string]*conn{}, limiters: map[string]*rate.Limiter{}}
+	return &Hub{o: o, conns: map[string]*conn{}, procs: map[procKey]*proc{}, limiters: map[string]*rate.Limiter{}}
 }
 
 // Close ends every connection (their pending requests become
@@ -372,6 +383,21 @@ func (h *Hub) admit(ctx context.Context, ws *websocket.Conn, tok auth.Token, raw
 	}
 	if err := c.write(context.Background(), welcome); err != nil {
 		c.end(err)
+		return c, "", nil
+	}
+	free := h.reattach(c, hello.Processes)
+	if h.o.Reconcile != nil {
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), ReconcileTimeout)
+			defer cancel()
+			h.o.Reconcile(ctx, h.Runner(c.clientID).(runner.Reattacher), free)
+		}()
+	} else {
+		for _, id := range free {
+			h.Runner(c.clientID).(runner.Reattacher).Release(id)
+		}
 	}
 	return c, "", nil
 }

@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"sync"
-	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerwire"
 )
+
+var _ runner.Reattacher = (*remote)(nil)
 
 // remote is the workspace.Remote of one runner.
 type remote struct {
@@ -50,31 +49,15 @@ func (r *remote) Invoke(ctx context.Context, p project.Project, op string, args 
 	if err != nil {
 		return nil, err
 	}
-	id := newRequestID()
-	ch, err := c.send(ctx, id, runnerwire.Request{Op: op, Project: p.Name, Args: args}, nil)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case res, ok := <-ch:
-		if !ok {
-			return nil, outcomeUnknown(r.clientID, c.err)
-		}
-		if res.Error != nil {
-			return nil, wireError(res.Error)
-		}
-		if len(res.Result) == 0 {
-			return nil, failure.New(failure.OutcomeUnknown, "runner %s answered with an empty result", r.clientID)
-		}
-		return res.Result, nil
-	case <-ctx.Done():
-		c.cancel(id)
-		return nil, failure.Wrap(failure.Cancelled, ctx.Err(), "the call ended before runner %s answered", r.clientID)
-	}
+	res, err := c.call(ctx, runnerwire.Request{Op: op, Project: p.Name, Args: args})
+	return res.result, err
 }
 
 // Start implements runner.Host: the process starts on the runner; its
-// output comes back as Output frames into the tails and s's writers.
+// output comes back as Output frames into the tails and s's writers. The
+// process belongs to the runner, named by s.RunID (one is made when s has
+// none): when the connection ends it runs on, and the next connection of
+// the same runner process continues it (see Hub's reattach).
 func (r *remote) Start(ctx context.Context, s runner.Spec) (runner.Process, error) {
 	if len(s.Stdin) > runnerwire.MaxStdinBytes {
 		return nil, fmt.Errorf("%w: stdin of %d bytes is over the %d bytes a runner accepts", runner.ErrNotStarted, len(s.Stdin), runnerwire.MaxStdinBytes)
@@ -87,52 +70,83 @@ func (r *remote) Start(ctx context.Context, s runner.Spec) (runner.Process, erro
 	if !ok {
 		return nil, fmt.Errorf("%w: the working project is not one of runner %s's", runner.ErrNotStarted, r.clientID)
 	}
-	tail := s.TailBytes
-	if tail == 0 {
-		tail = runner.DefaultTailBytes
+	if s.RunID == "" {
+		s.RunID = runner.NewRunID()
 	}
 	args, err := json.Marshal(runnerwire.FromSpec(s))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", runner.ErrNotStarted, err)
 	}
-	id := newRequestID()
-	pr := &proc{c: c, id: id, stdout: runner.NewTail(tail), stderr: runner.NewTail(tail), outW: s.Stdout, errW: s.Stderr,
-		done: make(chan struct{}), started: time.Now()}
-	ch, err := c.send(ctx, id, runnerwire.Request{Op: runnerwire.OpProcStart, Project: name, Args: args}, func() { c.procs[id] = pr })
-	if err != nil {
+	pr := r.hub.newProc(c, s.RunID, runner.Attach{Stdout: s.Stdout, Stderr: s.Stderr, TailBytes: s.TailBytes})
+	if !r.hub.hold(pr) {
+		return nil, fmt.Errorf("%w: run id %s is running on runner %s already", runner.ErrNotStarted, s.RunID, r.clientID)
+	}
+	res, err := c.call(ctx, runnerwire.Request{Op: runnerwire.OpProcStart, Project: name, Args: args})
+	switch {
+	case err == nil:
+	case res.answered: // the runner refused it: nothing ran
+		r.hub.drop(pr)
+		return nil, fmt.Errorf("%w: %w", runner.ErrNotStarted, err)
+	case res.sent:
+		c.cancel(s.RunID)
+		r.hub.drop(pr)
+		return nil, failure.Wrap(failure.OutcomeUnknown, err, "runner %s may have started the process: its outcome is unknown", r.clientID)
+	default: // nothing was sent
+		r.hub.drop(pr)
 		return nil, err
 	}
-	var res runnerwire.Response
-	select {
-	case got, ok := <-ch:
-		if !ok {
-			return nil, outcomeUnknown(r.clientID, c.err)
-		}
-		res = got
-	case <-ctx.Done():
-		c.cancel(id)
-		return nil, failure.Wrap(failure.OutcomeUnknown, ctx.Err(), "the call ended while runner %s was starting the process", r.clientID)
-	}
-	if res.Error != nil {
-		c.mu.Lock()
-		delete(c.procs, id)
-		c.mu.Unlock()
-		return nil, fmt.Errorf("%w: %w", runner.ErrNotStarted, wireError(res.Error))
-	}
 	var st runnerwire.ProcStarted
-	if err := runnerwire.Strict(res.Result, &st); err != nil {
-		c.cancel(id)
+	if err := runnerwire.Strict(res.result, &st); err != nil {
+		c.cancel(s.RunID)
+		r.hub.drop(pr)
 		return nil, failure.Wrap(failure.OutcomeUnknown, err, "runner %s answered the start with a result that does not decode", r.clientID)
 	}
-	pr.pid, pr.sandbox = st.PID, runner.Mode(st.Sandbox)
+	pr.started(st.PID, runner.Mode(st.Sandbox))
 	go func() {
 		select {
 		case <-ctx.Done():
-			c.cancel(id)
+			pr.Stop()
 		case <-pr.done:
 		}
 	}()
 	return pr, nil
+}
+
+// Adopt implements runner.Reattacher: the process of runID, started by an
+// earlier server process, continues on the runner's live connection from
+// a's offsets.
+func (r *remote) Adopt(ctx context.Context, runID string, a runner.Attach) (runner.Process, error) {
+	c := r.hub.current(r.clientID)
+	if c == nil {
+		return nil, unavailable(r.clientID)
+	}
+	pr := r.hub.newProc(c, runID, a)
+	if !r.hub.hold(pr) {
+		return nil, failure.New(failure.Conflict, "process %s of runner %s is supervised already", runID, r.clientID)
+	}
+	if err := pr.attach(ctx, c); err != nil {
+		r.hub.drop(pr)
+		return nil, err
+	}
+	return pr, nil
+}
+
+// Release implements runner.Reattacher: the runner forgets runID (best
+// effort, in the background; a runner not connected now is told at its
+// next hello, where nothing claims the process).
+func (r *remote) Release(runID string) {
+	c := r.hub.current(r.clientID)
+	if c == nil {
+		return
+	}
+	args, _ := json.Marshal(runnerwire.ProcRelease{RunID: runID}) // a struct of one string always encodes
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
+		defer cancel()
+		if _, err := c.call(ctx, runnerwire.Request{Op: runnerwire.OpProcRelease, Args: args}); err != nil && !failure.Is(err, failure.NotFound) {
+			r.hub.o.Logger.Warn("runner: releasing a process", "client_id", r.clientID, "run_id", runID, "err", err)
+		}
+	}()
 }
 
 // projectOf returns the name of the runner's project rooted at root, as
@@ -145,90 +159,3 @@ func (c *conn) projectOf(root string) (string, bool) {
 	}
 	return "", false
 }
-
-// proc is a process running on a runner.
-type proc struct {
-	c       *conn
-	id      string
-	pid     int
-	sandbox runner.Mode
-	started time.Time
-	stdout  *runner.Tail
-	stderr  *runner.Tail
-	outW    io.Writer
-	errW    io.Writer
-
-	mu      sync.Mutex
-	offsets [2]int64
-	once    sync.Once
-	done    chan struct{}
-	result  runner.Result
-	err     error
-}
-
-// output takes one chunk; a chunk that is not contiguous with the last is
-// refused (a gap or a resend never lands in the output).
-func (p *proc) output(o runnerwire.Output) error {
-	i, tail, w := 0, p.stdout, p.outW
-	if o.Stream == runnerwire.Stderr {
-		i, tail, w = 1, p.stderr, p.errW
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if o.Offset != p.offsets[i] {
-		return fmt.Errorf("an output chunk at offset %d, expected %d", o.Offset, p.offsets[i])
-	}
-	p.offsets[i] += int64(len(o.Data))
-	tail.Write(o.Data)
-	if w != nil {
-		w.Write(o.Data)
-	}
-	return nil
-}
-
-func (p *proc) exit(e runnerwire.Exit) {
-	p.once.Do(func() {
-		p.result = e.Result
-		p.result.Duration = time.Duration(e.DurationMS) * time.Millisecond
-		p.result.Stdout, p.result.Stderr = p.stdout.Snapshot(), p.stderr.Snapshot()
-		close(p.done)
-	})
-}
-
-func (p *proc) lost(why error) {
-	p.once.Do(func() {
-		p.err = outcomeUnknown(p.c.clientID, why)
-		close(p.done)
-	})
-}
-
-// Done implements runner.Process.
-func (p *proc) Done() <-chan struct{} { return p.done }
-
-// Wait implements runner.Process: outcome_unknown when the connection
-// ended before the runner reported the exit.
-func (p *proc) Wait(ctx context.Context) (runner.Result, error) {
-	select {
-	case <-p.done:
-		return p.result, p.err
-	case <-ctx.Done():
-		return runner.Result{}, ctx.Err()
-	}
-}
-
-// Snapshot implements runner.Process.
-func (p *proc) Snapshot() (stdout, stderr runner.Output) {
-	return p.stdout.Snapshot(), p.stderr.Snapshot()
-}
-
-// Stop implements runner.Process.
-func (p *proc) Stop() { p.c.cancel(p.id) }
-
-// Sandbox implements runner.Process.
-func (p *proc) Sandbox() runner.Mode { return p.sandbox }
-
-// PID implements runner.Process.
-func (p *proc) PID() int { return p.pid }
-
-// Identity implements runner.Process: none on this machine.
-func (p *proc) Identity() runner.Identity { return runner.Identity{} }

@@ -26,6 +26,10 @@ const (
 	// BinResult is the last (or only) piece of a request's JSON result:
 	// it answers the request like a Response with that result.
 	BinResult byte = 'R'
+	// BinSkip says the bytes of a process's Stream before Offset that
+	// were not sent will never be: the runner's spool no longer holds
+	// them. No data; output continues at Offset.
+	BinSkip byte = 'S'
 )
 
 // MaxBinaryIDBytes bounds the request id a binary message carries.
@@ -114,6 +118,10 @@ func (m Binary) validate() error {
 	case BinOutput:
 		o := Output{Stream: m.Stream, Offset: m.Offset, Data: m.Data}
 		return o.Validate()
+	case BinSkip:
+		if len(m.Data) != 0 || m.Stream == "" || m.Offset <= 0 {
+			return bad("a skip names a stream and the offset output continues at, and carries no data")
+		}
 	case BinPart, BinResult:
 		if m.Stream != "" || m.Offset != 0 {
 			return bad("a result piece has no stream or offset")

@@ -50,7 +50,8 @@ type Project struct {
 	Root string `json:"root"`
 }
 
-// Inventory is one process a runner holds for the server.
+// Inventory is one process a runner holds for the server: its run id and
+// whether it runs (ProcRunning) or finished unreleased (ProcExited).
 type Inventory struct {
 	ID    string `json:"id"`
 	State string `json:"state"`
@@ -102,8 +103,8 @@ func (h *Hello) Validate() error {
 		}
 	}
 	for _, p := range h.Processes {
-		if p.ID == "" || len(p.ID) > MaxNameBytes || len(p.State) > MaxNameBytes {
-			return bad("an inventory entry needs an id of 1-%d bytes", MaxNameBytes)
+		if p.ID == "" || len(p.ID) > MaxBinaryIDBytes || (p.State != ProcRunning && p.State != ProcExited) {
+			return bad("an inventory entry needs a run id of 1-%d bytes and a state running or exited", MaxBinaryIDBytes)
 		}
 	}
 	return nil
@@ -192,7 +193,9 @@ type Request struct {
 	// Op names the operation ("proc.start" or an operation a tool
 	// declares).
 	Op string `json:"op"`
-	// Project is the project's name on the runner (not the server's id).
+	// Project is the project's name on the runner (not the server's id);
+	// empty for the operations on a process (attach, release), which
+	// name it by run id.
 	Project string          `json:"project"`
 	Args    json.RawMessage `json:"args"`
 }
@@ -202,7 +205,7 @@ func (r *Request) Validate() error {
 	switch {
 	case r.Op == "" || len(r.Op) > MaxNameBytes:
 		return bad("op must be 1-%d bytes", MaxNameBytes)
-	case !ident.Valid(r.Project):
+	case r.Project != "" && !ident.Valid(r.Project):
 		return bad("project %q is not a valid name", r.Project)
 	}
 	return nil

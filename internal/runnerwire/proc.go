@@ -8,10 +8,76 @@ import (
 )
 
 // OpProcStart starts a process on the runner. Its response carries a
-// ProcStarted once the process runs (or an error: nothing ran); Output
-// frames and one Exit with the request's id follow. A Cancel with the
-// request's id stops the process.
+// ProcStarted once the process runs (or an error: nothing ran). The
+// process is named by its run id from then on: its Output, Skip and Exit
+// frames carry the run id, and a Cancel with the run id stops it.
+//
+// The runner holds the process, not the connection: when the connection
+// ends the process runs on, its output spooled on the runner (the latest
+// SpoolBytes of each stream), and a later connection continues it with
+// OpProcAttach. The runner holds a finished process until OpProcRelease,
+// so that its exit is never lost with a connection.
 const OpProcStart = "proc.start"
+
+// OpProcAttach continues a process on this connection (its argument is a
+// ProcAttach, its response a ProcAttached): its output from the given
+// offsets, then its Exit. A runner that does not hold the run id answers
+// not_found.
+const OpProcAttach = "proc.attach"
+
+// OpProcRelease lets the runner forget a process (a ProcRelease), stopping
+// it if it still runs: the server recorded its outcome, or has no record
+// that could take it.
+const OpProcRelease = "proc.release"
+
+// Process states in an Inventory and a ProcAttached.
+const (
+	ProcRunning = "running"
+	ProcExited  = "exited"
+)
+
+// ProcAttach is the argument of OpProcAttach.
+type ProcAttach struct {
+	RunID        string `json:"run_id"`
+	StdoutOffset int64  `json:"stdout_offset"`
+	StderrOffset int64  `json:"stderr_offset"`
+}
+
+// Validate implements the body contract.
+func (p *ProcAttach) Validate() error {
+	if p.RunID == "" || len(p.RunID) > MaxBinaryIDBytes || p.StdoutOffset < 0 || p.StderrOffset < 0 {
+		return bad("proc.attach needs a run id of 1-%d bytes and offsets of 0 or more", MaxBinaryIDBytes)
+	}
+	return nil
+}
+
+// ProcAttached answers OpProcAttach.
+type ProcAttached struct {
+	State   string `json:"state"`
+	PID     int    `json:"pid"`
+	Sandbox string `json:"sandbox"`
+}
+
+// Validate implements the body contract.
+func (p *ProcAttached) Validate() error {
+	if p.State != ProcRunning && p.State != ProcExited {
+		return bad("state %q is neither running nor exited", p.State)
+	}
+	return nil
+}
+
+// ProcRelease is the argument of OpProcRelease.
+type ProcRelease struct {
+	RunID string `json:"run_id"`
+}
+
+// Validate implements the body contract.
+func (p *ProcRelease) Validate() error {
+	if p.RunID == "" || len(p.RunID) > MaxBinaryIDBytes {
+		return bad("proc.release needs a run id of 1-%d bytes", MaxBinaryIDBytes)
+	}
+	return nil
+}
 
 // OpSSHClose closes the SSH masters a runner holds for a Workflow Session
 // (its argument is an SSHClose); the server sends it when the session
@@ -91,8 +157,8 @@ func (p *ProcStart) Validate() error {
 		return bad("stdin of %d bytes is over the %d bytes a runner request carries", len(p.Stdin), MaxStdinBytes)
 	case p.TimeoutMS < 0 || p.TailBytes < 0:
 		return bad("negative timeout or tail")
-	case len(p.RunID) > MaxNameBytes:
-		return bad("run_id over %d bytes", MaxNameBytes)
+	case p.RunID == "" || len(p.RunID) > MaxBinaryIDBytes:
+		return bad("run_id must be 1-%d bytes: it names the process from its start on", MaxBinaryIDBytes)
 	case p.SSH != nil && (!ident.Valid(p.SSH.Resource) || p.SSH.Session == "" || len(p.SSH.Session) > MaxNameBytes || len(p.SSH.Cwd) > 4096):
 		return bad("ssh needs a resource name, a session id and a bounded cwd")
 	}
@@ -110,7 +176,8 @@ func (p *ProcStarted) Validate() error { return nil }
 
 // Exit ends a started process: its runner.Result without the tails (the
 // server built those from the Output frames, every one of which the runner
-// sent before the Exit).
+// sent before the Exit). Its stream totals count every byte the process
+// wrote, sent or skipped.
 type Exit struct {
 	Result runner.Result `json:"result"`
 	// DurationMS is the execution's duration.

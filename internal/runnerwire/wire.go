@@ -41,12 +41,12 @@ import (
 // major version is rejected with both versions in the message. Minor
 // versions only add optional members.
 const (
-	Major = 1
+	Major = 2
 	Minor = 0
 )
 
 // Subprotocol is the WebSocket subprotocol of this major version.
-const Subprotocol = "webcodex.runner.v1"
+const Subprotocol = "webcodex.runner.v2"
 
 // Bounds of the protocol. Both sides enforce them: a receiver refuses a
 // frame over MaxFrameBytes (the WebSocket is closed with 1009), and every
@@ -62,6 +62,11 @@ const (
 	MaxProjects = 64
 	// MaxResources bounds the SSH resources one runner announces.
 	MaxResources = 32
+	// SpoolBytes is how much of each output stream of a process a runner
+	// keeps (the latest bytes, on its disk) for the server: output not
+	// sent when a connection ends is sent from there to the next one;
+	// what the spool no longer holds is reported with a skip.
+	SpoolBytes = 8 << 20
 	// MaxInventory bounds the processes a hello reports: the runner's
 	// authoritative inventory limit.
 	MaxInventory = 64

@@ -2,6 +2,7 @@ package runnerwire
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -15,13 +16,13 @@ func TestDecodeRefusesBadFrames(t *testing.T) {
 		t.Fatalf("a good frame: %+v %v", f, err)
 	}
 	for name, b := range map[string]string{
-		"oversized":      `{"v":1,"kind":"hb","body":{"x":"` + strings.Repeat("a", MaxFrameBytes) + `"}}`,
-		"other major":    `{"v":2,"kind":"hb"}`,
-		"unknown kind":   `{"v":1,"kind":"shell"}`,
-		"unknown member": `{"v":1,"kind":"hb","extra":1}`,
-		"trailing data":  `{"v":1,"kind":"hb"} {}`,
+		"oversized":      `{"v":` + strconv.Itoa(Major) + `,"kind":"hb","body":{"x":"` + strings.Repeat("a", MaxFrameBytes) + `"}}`,
+		"other major":    `{"v":` + strconv.Itoa(Major+1) + `,"kind":"hb"}`,
+		"unknown kind":   `{"v":` + strconv.Itoa(Major) + `,"kind":"shell"}`,
+		"unknown member": `{"v":` + strconv.Itoa(Major) + `,"kind":"hb","extra":1}`,
+		"trailing data":  `{"v":` + strconv.Itoa(Major) + `,"kind":"hb"} {}`,
 		"not an object":  `[1]`,
-		"over-long id":   `{"v":1,"kind":"res","id":"` + strings.Repeat("i", MaxNameBytes+1) + `"}`,
+		"over-long id":   `{"v":` + strconv.Itoa(Major) + `,"kind":"res","id":"` + strings.Repeat("i", MaxNameBytes+1) + `"}`,
 	} {
 		if _, err := Decode([]byte(b)); !errors.Is(err, ErrFrame) {
 			t.Errorf("%s: %v, want ErrFrame", name, err)
@@ -83,7 +84,7 @@ func TestBodiesValidateTheirBounds(t *testing.T) {
 	if err := (&ProcStart{Argv: []string{"true"}, Stdin: make([]byte, MaxStdinBytes+1)}).Validate(); !errors.Is(err, ErrFrame) {
 		t.Errorf("stdin over the bound: %v", err)
 	}
-	if err := Compatible(2, 0); err == nil || !strings.Contains(err.Error(), "2.0") || !strings.Contains(err.Error(), "1.0") {
+	if err := Compatible(Major+1, 0); err == nil || !strings.Contains(err.Error(), strconv.Itoa(Major+1)+".0") || !strings.Contains(err.Error(), strconv.Itoa(Major)+".0") {
 		t.Errorf("an incompatible version: %v", err)
 	}
 }

@@ -110,6 +110,9 @@ type View struct {
 	StdoutBytes      int64            `json:"stdout_bytes"`
 	StderrBytes      int64            `json:"stderr_bytes"`
 	DroppedBytes     int64            `json:"dropped_bytes,omitempty"`
+	// Runner is the client id of the runner whose process ran the job
+	// (empty for this server's own).
+	Runner string `json:"runner,omitempty"`
 }
 
 func view(j jobs.Job) View {
@@ -119,6 +122,7 @@ func view(j jobs.Job) View {
 		Background: j.Background, Expectation: j.Expectation, ExpectationMatch: j.Matched,
 		CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
 		StdoutBytes: j.StdoutBytes, StderrBytes: j.StderrBytes, DroppedBytes: j.StdoutDropped + j.StderrDropped,
+		Runner: j.Runner,
 	}
 }
 
