@@ -110,3 +110,42 @@ func TestRunnerJobsOutliveAServerKill(t *testing.T) {
 		t.Fatalf("list_runners after both jobs ended: %v %+v %s", err, res.Error, res.Output)
 	}
 }
+
+// TestRunnerJobContinuesAcrossACutConnection: the connection to the runner
+// is cut while a job runs there. The request in flight ends
+// outcome_unknown; the job does not: the runner reconnects, the server
+// attaches to the process again from the bytes it holds, and the job ends
+// with all its output, each byte once.
+func TestRunnerJobContinuesAcrossACutConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real server and runner processes")
+	}
+	f := newRunnerFixture(t)
+	proxy := startCutProxy(t, strings.TrimPrefix(f.srv.base, "http://"), "cut-here.txt")
+	r := startRunner(t, "http://"+proxy.ln.Addr().String(), f.toml, f.token)
+	var job struct {
+		Job struct {
+			JobID string `json:"job_id"`
+		} `json:"job"`
+	}
+	call(t, f.srv.base, "run_job", map[string]any{"project": remoteProject,
+		"command": "echo before; while [ ! -f gate ]; do sleep 0.05; done; echo after"}, &job)
+	waitOutput(t, f.srv.base, job.Job.JobID, "before")
+
+	res, err := callTool(context.Background(), f.srv.base, "read_files", map[string]any{"project": remoteProject,
+		"files": []any{map[string]any{"path": "cut-here.txt"}}}, "")
+	if err != nil || res.Success || res.Error.Kind != "outcome_unknown" {
+		t.Fatalf("a read whose connection was cut: %v %+v", err, res)
+	}
+	r.waitConnected(t) // through the proxy again
+	if v := observeJob(t, f.srv.base, job.Job.JobID, "change", 0); v.Job.State != "running" {
+		t.Fatalf("the job after the cut: %+v", v)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "gate"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := observeJob(t, f.srv.base, job.Job.JobID, "terminal", 60)
+	if got.Job.State != "succeeded" || got.Stdout.Text != "before\nafter\n" {
+		t.Fatalf("the job that ran across the cut: %+v", got)
+	}
+}

@@ -101,6 +101,12 @@ func newFixture(t *testing.T, heartbeat time.Duration) *fixture {
 // connect dials as runner box, sends its hello and reads the welcome.
 func (f *fixture) connect(t *testing.T) (*websocket.Conn, uint64) {
 	t.Helper()
+	return f.connectAs(t, "ri_1", nil)
+}
+
+// connectAs is connect as runner instance instance holding inv.
+func (f *fixture) connectAs(t *testing.T, instance string, inv []runnerwire.Inventory) (*websocket.Conn, uint64) {
+	t.Helper()
 	ctx := context.Background()
 	ws, _, err := websocket.Dial(ctx, f.url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": []string{"Bearer good"}},
 		Subprotocols: []string{runnerwire.Subprotocol}})
@@ -109,8 +115,8 @@ func (f *fixture) connect(t *testing.T) (*websocket.Conn, uint64) {
 	}
 	t.Cleanup(func() { ws.CloseNow() })
 	ws.SetReadLimit(runnerwire.MaxFrameBytes)
-	hello, _ := runnerwire.Encode(runnerwire.KindHello, 0, "", runnerwire.Hello{Major: runnerwire.Major, ClientID: "box", InstanceID: "ri_1",
-		Projects: []runnerwire.Project{{Name: "demo", Root: "/src/demo"}}, MaxConcurrentJobs: 4})
+	hello, _ := runnerwire.Encode(runnerwire.KindHello, 0, "", runnerwire.Hello{Major: runnerwire.Major, ClientID: "box", InstanceID: instance,
+		Projects: []runnerwire.Project{{Name: "demo", Root: "/src/demo"}}, Processes: inv, MaxConcurrentJobs: 4})
 	if err := ws.Write(ctx, websocket.MessageText, hello); err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,7 @@ func (m Binary) validate() error {
 		if len(m.Data) != 0 || m.Stream == "" || m.Offset <= 0 {
 			return bad("a skip names a stream and the offset output continues at, and carries no data")
 		}
+		return nil
 	case BinPart, BinResult:
 		if m.Stream != "" || m.Offset != 0 {
 			return bad("a result piece has no stream or offset")

@@ -54,6 +54,10 @@ func TestBodiesValidateTheirBounds(t *testing.T) {
 		"bad resource":     func(h *Hello) { h.Resources = []string{"a b"} },
 		"inventory bound":  func(h *Hello) { h.Processes = make([]Inventory, MaxInventory+1) },
 		"capability bound": func(h *Hello) { h.Capabilities = make([]string, MaxCapabilities+1) },
+		"inventory state":  func(h *Hello) { h.Processes = []Inventory{{ID: "wc_job_1", State: "paused"}} },
+		"inventory id": func(h *Hello) {
+			h.Processes = []Inventory{{ID: strings.Repeat("i", MaxBinaryIDBytes+1), State: ProcRunning}}
+		},
 	} {
 		h := hello()
 		mut(&h)
@@ -81,8 +85,21 @@ func TestBodiesValidateTheirBounds(t *testing.T) {
 	if err := (&Response{Result: []byte("{}"), Error: &Error{Kind: "x"}}).Validate(); !errors.Is(err, ErrFrame) {
 		t.Errorf("a response with both: %v", err)
 	}
-	if err := (&ProcStart{Argv: []string{"true"}, Stdin: make([]byte, MaxStdinBytes+1)}).Validate(); !errors.Is(err, ErrFrame) {
+	if err := (&ProcStart{Argv: []string{"true"}, RunID: "wc_job_1", Stdin: make([]byte, MaxStdinBytes+1)}).Validate(); !errors.Is(err, ErrFrame) {
 		t.Errorf("stdin over the bound: %v", err)
+	}
+	if err := (&ProcStart{Argv: []string{"true"}}).Validate(); !errors.Is(err, ErrFrame) {
+		t.Errorf("a start without a run id: %v", err)
+	}
+	for name, body := range map[string]interface{ Validate() error }{
+		"attach without run id":  &ProcAttach{},
+		"attach negative offset": &ProcAttach{RunID: "wc_job_1", StderrOffset: -1},
+		"release without run id": &ProcRelease{},
+		"attached state":         &ProcAttached{State: "paused"},
+	} {
+		if err := body.Validate(); !errors.Is(err, ErrFrame) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 	if err := Compatible(Major+1, 0); err == nil || !strings.Contains(err.Error(), strconv.Itoa(Major+1)+".0") || !strings.Contains(err.Error(), strconv.Itoa(Major)+".0") {
 		t.Errorf("an incompatible version: %v", err)
@@ -103,7 +120,13 @@ func TestBinaryMessages(t *testing.T) {
 	if r, err := DecodeBinary(must(EncodeBinary(Binary{Type: BinResult, Gen: 1, ID: "rq_1", Data: []byte(`{}`)}))); err != nil || string(r.Data) != `{}` {
 		t.Fatalf("a result: %v %q", err, r.Data)
 	}
+	if s, err := DecodeBinary(must(EncodeBinary(Binary{Type: BinSkip, Gen: 1, ID: "wc_job_1", Stream: Stdout, Offset: 9}))); err != nil || s.Type != BinSkip || s.Offset != 9 || len(s.Data) != 0 {
+		t.Fatalf("a skip: %v %+v", err, s)
+	}
 	for name, m := range map[string]Binary{
+		"skip with data":   {Type: BinSkip, Gen: 1, ID: "wc_job_1", Stream: Stdout, Offset: 9, Data: []byte("x")},
+		"skip to 0":        {Type: BinSkip, Gen: 1, ID: "wc_job_1", Stream: Stdout},
+		"skip no stream":   {Type: BinSkip, Gen: 1, ID: "wc_job_1", Offset: 9},
 		"empty id":         {Type: BinOutput, Gen: 1, Stream: Stdout, Data: []byte("x")},
 		"unknown type":     {Type: 'X', Gen: 1, ID: "rq_1", Data: []byte("x")},
 		"empty part":       {Type: BinPart, Gen: 1, ID: "rq_1"},

@@ -1,0 +1,257 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
+	"github.com/webcodex/webcodex/internal/runner"
+)
+
+// The remote runner is faked here: these tests are about the records (the
+// runner's side and the wire have their own tests, and an end-to-end test
+// kills a real server under a real runner).
+
+// remoteProc is a process on the fake runner.
+type remoteProc struct {
+	stdout  io.Writer
+	once    sync.Once
+	done    chan struct{}
+	res     runner.Result
+	err     error
+	stopped chan struct{}
+}
+
+func newRemoteProc(stdout io.Writer) *remoteProc {
+	return &remoteProc{stdout: stdout, done: make(chan struct{}), stopped: make(chan struct{}, 1)}
+}
+
+func (p *remoteProc) end(res runner.Result, err error) {
+	p.once.Do(func() { p.res, p.err = res, err; close(p.done) })
+}
+func (p *remoteProc) Done() <-chan struct{} { return p.done }
+func (p *remoteProc) Wait(ctx context.Context) (runner.Result, error) {
+	select {
+	case <-p.done:
+		return p.res, p.err
+	case <-ctx.Done():
+		return runner.Result{}, ctx.Err()
+	}
+}
+func (p *remoteProc) Snapshot() (runner.Output, runner.Output) {
+	return runner.Output{}, runner.Output{}
+}
+func (p *remoteProc) Stop() {
+	select {
+	case p.stopped <- struct{}{}:
+	default:
+	}
+}
+func (p *remoteProc) Sandbox() runner.Mode      { return runner.WorkspaceWrite }
+func (p *remoteProc) PID() int                  { return 9 }
+func (p *remoteProc) Identity() runner.Identity { return runner.Identity{} }
+
+// fakeRunner is a runner.Reattacher.
+type fakeRunner struct {
+	id       string
+	mu       sync.Mutex
+	procs    map[string]*remoteProc
+	attached map[string]runner.Attach
+	released []string
+}
+
+func newFakeRunner(id string) *fakeRunner {
+	return &fakeRunner{id: id, procs: map[string]*remoteProc{}, attached: map[string]runner.Attach{}}
+}
+
+func (r *fakeRunner) ID() string { return r.id }
+
+func (r *fakeRunner) Start(_ context.Context, s runner.Spec) (runner.Process, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := newRemoteProc(s.Stdout)
+	r.procs[s.RunID] = p
+	return p, nil
+}
+
+func (r *fakeRunner) Adopt(_ context.Context, runID string, a runner.Attach) (runner.Process, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := newRemoteProc(a.Stdout)
+	r.procs[runID] = p
+	r.attached[runID] = a
+	return p, nil
+}
+
+func (r *fakeRunner) Release(runID string) {
+	r.mu.Lock()
+	r.released = append(r.released, runID)
+	r.mu.Unlock()
+}
+
+func (r *fakeRunner) proc(id string) *remoteProc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.procs[id]
+}
+
+func (r *fakeRunner) releasedIDs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.released)
+}
+
+// startRemote starts a background job on r.
+func startRemote(t *testing.T, e *env, r *fakeRunner) jobs.Job {
+	t.Helper()
+	s := e.spec("unused: the fake runner runs nothing")
+	s.Host = r
+	j, err := e.m.Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Runner != r.id {
+		t.Fatalf("the record does not name its runner: %+v", j)
+	}
+	return j
+}
+
+// restarted is a second Manager over e's store and files: the server
+// after a crash.
+func restarted(t *testing.T, e *env, grace time.Duration) *jobs.Manager {
+	t.Helper()
+	st, err := jobsdb.Open(context.Background(), filepath.Join(e.data, "jobs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := jobs.NewManager(jobs.Options{Store: st, Host: &runner.Local{}, Dir: filepath.Join(e.data, "jobs"), RunnerGrace: grace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.Close(context.Background())
+		st.Close()
+	})
+	lost, err := m.Recover(context.Background())
+	if err != nil || len(lost) != 0 {
+		t.Fatalf("recover marked a remote runner's job lost: %+v %v", lost, err)
+	}
+	return m
+}
+
+// TestReconcileAdoptsWhatTheRunnerHolds: after a restart, a remote job
+// the runner still holds is adopted: its output continues after the bytes
+// the file holds and its exit is recorded; a process no record claims is
+// released.
+func TestReconcileAdoptsWhatTheRunnerHolds(t *testing.T) {
+	e := newEnv(t, jobs.Options{})
+	r := newFakeRunner("box")
+	j := startRemote(t, e, r)
+	fmt.Fprint(r.proc(j.ID).stdout, "one\n")
+
+	m2 := restarted(t, e, time.Minute)
+	if got, _ := m2.Get(context.Background(), acc, j.ID); got.State != jobs.Running {
+		t.Fatalf("the record before its runner connects: %+v", got)
+	}
+	r2 := newFakeRunner("box")
+	if err := m2.Reconcile(context.Background(), r2, []string{j.ID, "wc_job_orphan"}); err != nil {
+		t.Fatal(err)
+	}
+	a, ok := r2.attached[j.ID]
+	if !ok || a.StdoutOffset != 4 || a.StderrOffset != 0 {
+		t.Fatalf("the adoption: %+v %t", a, ok)
+	}
+	if got := r2.releasedIDs(); !slices.Equal(got, []string{"wc_job_orphan"}) {
+		t.Fatalf("released %v, want the orphan only", got)
+	}
+	fmt.Fprint(a.Stdout, "two\n")
+	r2.proc(j.ID).end(runner.Result{ExitCode: 0, Ending: runner.Exited}, nil)
+	got, err := m2.Wait(context.Background(), j.ID, long)
+	if err != nil || got.State != jobs.Succeeded || got.StdoutBytes != 8 {
+		t.Fatalf("the adopted job: %+v %v", got, err)
+	}
+	b, err := os.ReadFile(m2.OutputPath(j.ID, jobs.Stdout))
+	if err != nil || string(b) != "one\ntwo\n" {
+		t.Fatalf("the adopted job's output: %q %v", b, err)
+	}
+	if !slices.Contains(r2.releasedIDs(), j.ID) {
+		t.Fatal("the runner was not told to release the recorded process")
+	}
+}
+
+// TestReconcileMarksLostWhatTheRunnerDoesNotHold: a runner that connects
+// without the job's process: the job is lost, reason runner_lost; another
+// runner's job is untouched.
+func TestReconcileMarksLostWhatTheRunnerDoesNotHold(t *testing.T) {
+	e := newEnv(t, jobs.Options{})
+	box, other := newFakeRunner("box"), newFakeRunner("other")
+	j, k := startRemote(t, e, box), startRemote(t, e, other)
+	m2 := restarted(t, e, time.Minute)
+	if err := m2.Reconcile(context.Background(), newFakeRunner("box"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m2.Get(context.Background(), acc, j.ID); got.State != jobs.Lost || got.Reason != jobs.ReasonRunnerLost {
+		t.Fatalf("a job its runner no longer holds: %+v", got)
+	}
+	if got, _ := m2.Get(context.Background(), acc, k.ID); got.State != jobs.Running {
+		t.Fatalf("another runner's job changed: %+v", got)
+	}
+}
+
+// TestARemoteJobWaitsForItsRunnerThenIsLost: a runner that never connects
+// after a restart: its jobs are lost after the grace, reason runner_lost.
+func TestARemoteJobWaitsForItsRunnerThenIsLost(t *testing.T) {
+	e := newEnv(t, jobs.Options{})
+	j := startRemote(t, e, newFakeRunner("box"))
+	m2 := restarted(t, e, 10*time.Millisecond)
+	got, err := m2.Wait(context.Background(), j.ID, long)
+	if err != nil || got.State != jobs.Lost || got.Reason != jobs.ReasonRunnerLost {
+		t.Fatalf("a job whose runner stayed away: %+v %v", got, err)
+	}
+}
+
+// TestARestartedRunnersJobIsLost: the runner reports its process gone
+// with a restart: lost, reason runner_restart, never a success.
+func TestARestartedRunnersJobIsLost(t *testing.T) {
+	e := newEnv(t, jobs.Options{})
+	r := newFakeRunner("box")
+	j := startRemote(t, e, r)
+	r.proc(j.ID).end(runner.Result{}, fmt.Errorf("%w: gone", runner.ErrHostRestarted))
+	got := e.wait(j.ID)
+	if got.State != jobs.Lost || got.Reason != jobs.ReasonRunnerRestart {
+		t.Fatalf("a job of a restarted runner: %+v", got)
+	}
+	if !slices.Contains(r.releasedIDs(), j.ID) {
+		t.Fatal("the runner was not told to release the lost process")
+	}
+}
+
+// TestCloseLeavesARemoteJobRunning: shutdown does not stop a remote
+// runner's process nor finish its record: the next server adopts it.
+func TestCloseLeavesARemoteJobRunning(t *testing.T) {
+	e := newEnv(t, jobs.Options{})
+	r := newFakeRunner("box")
+	j := startRemote(t, e, r)
+	ctx, cancel := context.WithTimeout(context.Background(), long)
+	defer cancel()
+	if err := e.m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.proc(j.ID).stopped:
+		t.Fatal("shutdown stopped a remote runner's process")
+	default:
+	}
+	got, err := e.store.Get(context.Background(), j.ID)
+	if err != nil || got.State != jobs.Running {
+		t.Fatalf("the record after shutdown: %+v %v", got, err)
+	}
+}
