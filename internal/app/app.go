@@ -160,8 +160,8 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	a.Runner = &runner.Local{Contain: a.Contain, Policy: a.Sandbox}
 	a.Hub = runnerhub.New(runnerhub.Options{Auth: a.Auth, Projects: a.Projects, Store: a.Stores.Projects, Logger: a.Log})
-	a.Runners = workspace.Resolver{Local: workspace.Local{Host: a.Runner}, Remote: a.Hub.Runner}
 	a.Shells = shell.NewManager(shell.Options{Contain: a.Contain, Sandbox: a.Sandbox})
+	a.Runners = workspace.Resolver{Local: workspace.Local{Host: a.Runner, Shells: a.Shells}, Remote: a.Hub.Runner}
 	if a.Jobs, err = newJobs(ctx, a); err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}

@@ -200,6 +200,10 @@ type Options struct {
 	// Contain contains each shell's processes (nil: runner.Setup's); the
 	// shell id is its unit's marker.
 	Contain *runner.Containment
+	// Holder names the process that holds the shells, in the message of
+	// an unknown shell id: "server" (the default) or "runner". A
+	// restarted holder has lost its shells.
+	Holder string
 }
 
 // OpenSpec describes a shell to open. The caller has authorized the
@@ -301,6 +305,9 @@ func NewManager(o Options) *Manager {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Holder == "" {
+		o.Holder = "server"
 	}
 	m := &Manager{
 		opt: o, newToken: randomHex,
@@ -413,7 +420,8 @@ func (m *Manager) lookup(shellID, sessionID string) (*shell, error) {
 	s := m.shells[shellID]
 	m.mu.Unlock()
 	if s == nil {
-		return nil, failure.New(failure.NotFound, "no shell %s; it may have ended long ago or belong to a previous server run", shellID)
+		return nil, failure.New(failure.NotFound, "no shell %s on this %s: it was lost with a previous run of the %s that held it "+
+			"(a restart loses its shells), or it ended long ago; open a new one", shellID, m.opt.Holder, m.opt.Holder)
 	}
 	if s.session != sessionID {
 		return nil, failure.New(failure.PermissionDenied, "shell %s does not belong to session %s", shellID, sessionID)
