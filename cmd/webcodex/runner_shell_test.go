@@ -160,6 +160,8 @@ func TestRunnerSessionShellEndToEnd(t *testing.T) {
 	c.refused("an empty command", c.exec(s1, sh.ShellID, " "), "invalid_arguments")
 	c.refused("a zero timeout", c.call("session_shell_exec", map[string]any{"session_id": s1, "shell_id": sh.ShellID,
 		"command": "touch timeout-ran", "timeout_seconds": 0}), "invalid_arguments")
+	// Within the 16,000-byte bound, but over a frame once encoded.
+	c.refused("a command over a frame", c.exec(s1, sh.ShellID, "touch frame-ran #"+strings.Repeat("\x01", 15000)), "request_too_large")
 	c.refused("another session's shell", c.exec(s2, sh.ShellID, "touch other-ran"), "permission_denied")
 	c.refused("an unknown shell", c.exec(s1, "wc_shell_"+strings.Repeat("0", 32), "touch unknown-ran"), "not_found")
 	c.refused("a cwd outside the project", c.call("open_session_shell", map[string]any{"session_id": s2, "cwd": "../"}), "invalid_arguments")
@@ -174,7 +176,7 @@ func TestRunnerSessionShellEndToEnd(t *testing.T) {
 	if n := c.status(s1, sh.ShellID).CommandsRun; n != before {
 		t.Fatalf("a refused call ran a command: %d commands, want %d", n, before)
 	}
-	for _, name := range []string{"timeout-ran", "other-ran", "unknown-ran", "notes/timeout-ran", "notes/other-ran", "notes/unknown-ran"} {
+	for _, name := range []string{"notes/timeout-ran", "notes/other-ran", "notes/unknown-ran", "notes/frame-ran"} {
 		if _, err := os.Stat(filepath.Join(f.dir, name)); !os.IsNotExist(err) {
 			t.Fatalf("a refused call ran: %s: %v", name, err)
 		}

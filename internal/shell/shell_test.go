@@ -669,3 +669,17 @@ func TestFramingSurvivesDescriptorTampering(t *testing.T) {
 		}
 	})
 }
+
+// An unknown shell id is not_found, and the message names what held the
+// shells: a restarted server or runner has lost them.
+func TestUnknownShellNamesItsHolder(t *testing.T) {
+	id := IDPrefix + strings.Repeat("a", 32)
+	for holder, want := range map[string]string{"": "previous run of the server", "runner": "previous run of the runner"} {
+		m := NewManager(Options{Holder: holder})
+		_, err := m.Status(id, "s")
+		m.Close()
+		if !failure.Is(err, failure.NotFound) || !strings.Contains(failure.MessageOf(err), want) {
+			t.Errorf("holder %q: %v", holder, err)
+		}
+	}
+}
