@@ -150,55 +150,7 @@ func TestRunnerSessionShellEndToEnd(t *testing.T) {
 	}
 	c.refused("a failing command", c.exec(s1, sh.ShellID, "exit_code_3() { return 3; }; exit_code_3"), "command_failed")
 
-	// Bad inputs: exact kinds, nothing run, no shell opened.
-	before := c.status(s1, sh.ShellID).CommandsRun
-	if before != 3 {
-		t.Fatalf("commands run: %d, want 3", before)
-	}
-	c.refused("a second shell for the session", c.call("open_session_shell", map[string]any{"session_id": s1}), "conflict")
-	c.refused("a malformed shell id", c.exec(s1, "wc_shell_nothex", "echo x"), "invalid_arguments")
-	c.refused("an empty command", c.exec(s1, sh.ShellID, " "), "invalid_arguments")
-	c.refused("a zero timeout", c.call("session_shell_exec", map[string]any{"session_id": s1, "shell_id": sh.ShellID,
-		"command": "touch timeout-ran", "timeout_seconds": 0}), "invalid_arguments")
-	// Within the 16,000-byte bound, but over a frame once encoded.
-	c.refused("a command over a frame", c.exec(s1, sh.ShellID, "touch frame-ran #"+strings.Repeat("\x01", 15000)), "request_too_large")
-	c.refused("another session's shell", c.exec(s2, sh.ShellID, "touch other-ran"), "permission_denied")
-	c.refused("an unknown shell", c.exec(s1, "wc_shell_"+strings.Repeat("0", 32), "touch unknown-ran"), "not_found")
-	c.refused("a cwd outside the project", c.call("open_session_shell", map[string]any{"session_id": s2, "cwd": "../"}), "invalid_arguments")
-	// The runner confines the cwd against its own files: a link out of the
-	// project is refused there.
-	if err := os.Symlink(t.TempDir(), filepath.Join(f.dir, "escape")); err != nil {
-		t.Fatal(err)
-	}
-	c.refused("a cwd through a link out of the project", c.call("open_session_shell", map[string]any{"session_id": s2, "cwd": "escape"}), "permission_denied")
-	c.refused("a missing cwd", c.call("open_session_shell", map[string]any{"session_id": s2, "cwd": "no/such/dir"}), "invalid_arguments")
-	c.refused("a bad shell", c.call("open_session_shell", map[string]any{"session_id": s2, "shell": "zsh"}), "invalid_arguments")
-	if n := c.status(s1, sh.ShellID).CommandsRun; n != before {
-		t.Fatalf("a refused call ran a command: %d commands, want %d", n, before)
-	}
-	for _, name := range []string{"notes/timeout-ran", "notes/other-ran", "notes/unknown-ran", "notes/frame-ran"} {
-		if _, err := os.Stat(filepath.Join(f.dir, name)); !os.IsNotExist(err) {
-			t.Fatalf("a refused call ran: %s: %v", name, err)
-		}
-	}
-
-	// With an SSH resource selected, a shell neither opens nor runs on
-	// the runner's host instead.
-	update := func(sess string, args map[string]any) {
-		args["session_id"] = sess
-		if r := c.call("update_session_context", args); !r.Success {
-			t.Fatalf("update_session_context: %+v", r.Error)
-		}
-	}
-	update(s2, map[string]any{"resource": "db"})
-	c.refused("open with a resource", c.call("open_session_shell", map[string]any{"session_id": s2}), "resource_not_allowed")
-	update(s1, map[string]any{"resource": "db"})
-	c.refused("exec with a resource", c.exec(s1, sh.ShellID, "touch resource-ran"), "resource_not_allowed")
-	update(s1, map[string]any{})
-	update(s2, map[string]any{})
-	if n := c.status(s1, sh.ShellID).CommandsRun; n != before {
-		t.Fatalf("a refused exec ran a command: %d commands, want %d", n, before)
-	}
+	refuseBadShellCalls(t, c, f, s1, s2, sh)
 	// s2 has no shell: every refused open opened nothing.
 	sh2 := c.open(s2, nil)
 
@@ -257,6 +209,14 @@ func TestRunnerSessionShellEndToEnd(t *testing.T) {
 	if out := c.execOK(s1, again.ShellID, "pwd; echo \"[$WC_FOO]\""); out.Stdout.Text != f.dir+"\n[]\n" {
 		t.Fatalf("a new shell on the restarted runner: %+v", out)
 	}
+	// A command that times out is interrupted on the runner; the shell
+	// stays, with its state.
+	c.execOK(s1, again.ShellID, "export WC_BAR=kept")
+	timed := c.call("session_shell_exec", map[string]any{"session_id": s1, "shell_id": again.ShellID, "command": "sleep 30", "timeout_seconds": 1})
+	c.refused("a command that timed out", timed, "timed_out")
+	if out := c.execOK(s1, again.ShellID, "echo \"$WC_BAR\""); out.Stdout.Text != "kept\n" {
+		t.Fatalf("the shell after a timeout: %+v", out)
+	}
 	if r := c.call("close_session_shell", map[string]any{"session_id": s1, "shell_id": again.ShellID}); !r.Success ||
 		!strings.Contains(string(r.Output), `"changed":true`) {
 		t.Fatalf("close_session_shell: %+v %s", r.Error, r.Output)
@@ -264,5 +224,80 @@ func TestRunnerSessionShellEndToEnd(t *testing.T) {
 	if r := c.call("close_session_shell", map[string]any{"session_id": s1, "shell_id": again.ShellID}); !r.Success ||
 		!strings.Contains(string(r.Output), `"changed":false`) {
 		t.Fatalf("close_session_shell again: %+v %s", r.Error, r.Output)
+	}
+	// A command that ends the shell: the shell is lost, and a later
+	// command is refused shell_reset_required, run nowhere.
+	ended := c.open(s1, nil)
+	exited := c.exec(s1, ended.ShellID, "exit 7")
+	c.refused("a command that ended the shell", exited, "command_failed")
+	if !strings.Contains(string(exited.Output), `"shell_exited":true`) {
+		t.Fatalf("the exit did not say it ended the shell: %s", exited.Output)
+	}
+	c.refused("a command in a lost shell", c.exec(s1, ended.ShellID, "touch reset-ran"), "shell_reset_required")
+	if v := c.status(s1, ended.ShellID); v.State != "lost" || v.CommandsRun != 1 {
+		t.Fatalf("the ended shell: %+v", v)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "reset-ran")); !os.IsNotExist(err) {
+		t.Fatalf("a command in a lost shell ran: %v", err)
+	}
+}
+
+// refuseBadShellCalls makes the bad calls on shell sh of session s1 (s2
+// has none): each fails with its exact kind, runs nothing and opens no
+// shell.
+func refuseBadShellCalls(t *testing.T, c shellClient, f *runnerFixture, s1, s2 string, sh shellView) {
+	t.Helper()
+	// Bad inputs: exact kinds, nothing run, no shell opened.
+	before := c.status(s1, sh.ShellID).CommandsRun
+	if before != 3 {
+		t.Fatalf("commands run: %d, want 3", before)
+	}
+	second := c.call("open_session_shell", map[string]any{"session_id": s1})
+	c.refused("a second shell for the session", second, "conflict")
+	if !strings.Contains(second.Error.Message, sh.ShellID) {
+		t.Fatalf("the conflict does not name the live shell: %s", second.Error.Message)
+	}
+	c.refused("a malformed shell id", c.exec(s1, "wc_shell_nothex", "echo x"), "invalid_arguments")
+	c.refused("an empty command", c.exec(s1, sh.ShellID, " "), "invalid_arguments")
+	c.refused("a zero timeout", c.call("session_shell_exec", map[string]any{"session_id": s1, "shell_id": sh.ShellID,
+		"command": "touch timeout-ran", "timeout_seconds": 0}), "invalid_arguments")
+	// Within the 16,000-byte bound, but over a frame once encoded.
+	c.refused("a command over a frame", c.exec(s1, sh.ShellID, "touch frame-ran #"+strings.Repeat("\x01", 15000)), "request_too_large")
+	c.refused("another session's shell", c.exec(s2, sh.ShellID, "touch other-ran"), "permission_denied")
+	c.refused("an unknown shell", c.exec(s1, "wc_shell_"+strings.Repeat("0", 32), "touch unknown-ran"), "not_found")
+	c.refused("a cwd outside the project", c.call("open_session_shell", map[string]any{"session_id": s2, "cwd": "../"}), "invalid_arguments")
+	// The runner confines the cwd against its own files: a link out of the
+	// project is refused there.
+	if err := os.Symlink(t.TempDir(), filepath.Join(f.dir, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	c.refused("a cwd through a link out of the project", c.call("open_session_shell", map[string]any{"session_id": s2, "cwd": "escape"}), "permission_denied")
+	c.refused("a missing cwd", c.call("open_session_shell", map[string]any{"session_id": s2, "cwd": "no/such/dir"}), "invalid_arguments")
+	c.refused("a bad shell", c.call("open_session_shell", map[string]any{"session_id": s2, "shell": "zsh"}), "invalid_arguments")
+	if n := c.status(s1, sh.ShellID).CommandsRun; n != before {
+		t.Fatalf("a refused call ran a command: %d commands, want %d", n, before)
+	}
+	for _, name := range []string{"notes/timeout-ran", "notes/other-ran", "notes/unknown-ran", "notes/frame-ran"} {
+		if _, err := os.Stat(filepath.Join(f.dir, name)); !os.IsNotExist(err) {
+			t.Fatalf("a refused call ran: %s: %v", name, err)
+		}
+	}
+
+	// With an SSH resource selected, a shell neither opens nor runs on
+	// the runner's host instead.
+	update := func(sess string, args map[string]any) {
+		args["session_id"] = sess
+		if r := c.call("update_session_context", args); !r.Success {
+			t.Fatalf("update_session_context: %+v", r.Error)
+		}
+	}
+	update(s2, map[string]any{"resource": "db"})
+	c.refused("open with a resource", c.call("open_session_shell", map[string]any{"session_id": s2}), "resource_not_allowed")
+	update(s1, map[string]any{"resource": "db"})
+	c.refused("exec with a resource", c.exec(s1, sh.ShellID, "touch resource-ran"), "resource_not_allowed")
+	update(s1, map[string]any{})
+	update(s2, map[string]any{})
+	if n := c.status(s1, sh.ShellID).CommandsRun; n != before {
+		t.Fatalf("a refused exec ran a command: %d commands, want %d", n, before)
 	}
 }
