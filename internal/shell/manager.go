@@ -332,6 +332,15 @@ var shellIDRE = regexp.MustCompile(`^wc_shell_[0-9a-f]{32}$`)
 // ValidID reports whether id has the form of a shell id.
 func ValidID(id string) bool { return shellIDRE.MatchString(id) }
 
+// ValidateID fails with failure.InvalidArguments when id does not have the
+// form of a shell id.
+func ValidateID(id string) error {
+	if !ValidID(id) {
+		return failure.New(failure.InvalidArguments, "shell_id must be wc_shell_ followed by 32 lowercase hex digits")
+	}
+	return nil
+}
+
 // ValidateCommand checks a command's bounds: 1 to MaxCommandBytes bytes of
 // UTF-8 without NUL.
 func ValidateCommand(command string) error {
@@ -413,8 +422,8 @@ func (m *Manager) Open(ctx context.Context, sp OpenSpec) (Info, error) {
 
 // lookup finds a shell and checks that it belongs to sessionID.
 func (m *Manager) lookup(shellID, sessionID string) (*shell, error) {
-	if !shellIDRE.MatchString(shellID) {
-		return nil, failure.New(failure.InvalidArguments, "shell_id must be wc_shell_ followed by 32 lowercase hex digits")
+	if err := ValidateID(shellID); err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	s := m.shells[shellID]

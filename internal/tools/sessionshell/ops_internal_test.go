@@ -3,7 +3,9 @@ package sessionshell
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -56,4 +58,30 @@ func TestCloseSessionNeedsASession(t *testing.T) {
 	if _, err := CloseSession(context.Background(), r, p, ""); !failure.Is(err, failure.InvalidArguments) {
 		t.Fatalf("close_session without a session: %v", err)
 	}
+}
+
+// BenchmarkExecThroughTheBoundary alternates a command of a persistent
+// shell run as before the runner boundary (Manager.Exec) and through it
+// (workspace.Do of shell.exec on the in-process runner, as the tool calls
+// it now). The goal is a ratio of at most 1.05.
+func BenchmarkExecThroughTheBoundary(b *testing.B) {
+	m := shell.NewManager(shell.Options{})
+	defer m.Close()
+	root, _ := project.CanonicalRoot(b.TempDir())
+	p := project.Project{ID: "local:bench", Name: "bench", Root: root}
+	local := workspace.Resolver{Local: workspace.Local{Host: &runner.Local{}, Shells: m}}.For(p)
+	ctx := context.Background()
+	info, err := workspace.Do(ctx, local, p, openOp, openArgs{SessionID: "s", Project: p.ID, Cwd: ".", Shell: shell.Sh})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchpair.Run(b, "direct", func() {
+		if _, err := m.Exec(ctx, info.ShellID, "s", ":", time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}, "boundary", func() {
+		if _, err := workspace.Do(ctx, local, p, execOp, execArgs{ShellID: info.ShellID, SessionID: "s", Command: ":", TimeoutSeconds: 60}); err != nil {
+			b.Fatal(err)
+		}
+	})
 }

@@ -318,8 +318,8 @@ func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) 
 	if err := shell.ValidateCommand(in.Command); err != nil {
 		return ExecOutput{}, err
 	}
-	if !shell.ValidID(in.ShellID) {
-		return ExecOutput{}, failure.New(failure.InvalidArguments, "shell_id must be wc_shell_ followed by 32 lowercase hex digits")
+	if err := shell.ValidateID(in.ShellID); err != nil {
+		return ExecOutput{}, err
 	}
 	ran, err := workspace.Do(ctx, t.runners.For(inv.Project), inv.Project, execOp, execArgs{
 		ShellID: in.ShellID, SessionID: sess.ID, Command: in.Command, TimeoutSeconds: timeout,
