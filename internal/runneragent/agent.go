@@ -93,7 +93,8 @@ func New(o Options) *Agent {
 			IdentityFile: r.IdentityFile, KnownHostsFile: r.KnownHostsFile, DefaultCwd: r.DefaultCwd}
 	}
 	a.sandbox = o.Policy.InForce(runner.Sandbox{})
-	a.shells = shell.NewManager(shell.Options{Sandbox: o.Policy, Contain: o.Contain, Holder: "runner"})
+	a.shells = shell.NewManager(shell.Options{Sandbox: o.Policy, Contain: o.Contain, Holder: "runner",
+		CapTimeout: time.Duration(o.Config.Policy.MaxTimeoutSecs) * time.Second})
 	return a
 }
 

@@ -200,6 +200,9 @@ type Options struct {
 	// Contain contains each shell's processes (nil: runner.Setup's); the
 	// shell id is its unit's marker.
 	Contain *runner.Containment
+	// CapTimeout, when positive, caps every command's timeout (a runner's
+	// max_timeout_secs): a longer one is shortened to it, never refused.
+	CapTimeout time.Duration
 	// Holder names the process that holds the shells, in the message of
 	// an unknown shell id: "server" (the default) or "runner". A
 	// restarted holder has lost its shells.
@@ -456,6 +459,9 @@ func (m *Manager) Exec(ctx context.Context, shellID, sessionID, command string, 
 	}
 	if timeout < 0 || timeout > MaxTimeout {
 		return Result{}, failure.New(failure.InvalidArguments, "timeout must be at most %s", MaxTimeout)
+	}
+	if m.opt.CapTimeout > 0 {
+		timeout = min(timeout, m.opt.CapTimeout)
 	}
 	s, err := m.lookup(shellID, sessionID)
 	if err != nil {

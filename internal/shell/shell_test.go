@@ -683,3 +683,14 @@ func TestUnknownShellNamesItsHolder(t *testing.T) {
 		}
 	}
 }
+
+// CapTimeout shortens a longer timeout (a runner's max_timeout_secs) instead
+// of refusing it: the command times out at the cap and the shell stays.
+func TestCapTimeoutShortensTheTimeout(t *testing.T) {
+	m := newManager(t, Options{CapTimeout: 300 * time.Millisecond})
+	info, _ := openShell(t, m, testSession, Sh)
+	res, err := m.Exec(context.Background(), info.ShellID, testSession, "echo before; sleep 30; echo never", time.Hour)
+	if err != nil || !res.TimedOut || res.State != Ready || res.Stdout.Text != "before\n" {
+		t.Fatalf("a command past the cap: %v %+v", err, res)
+	}
+}
