@@ -168,8 +168,8 @@ func (a *App) wire(ctx context.Context) error {
 				a.Log.Warn("jobs: reconciling a runner's processes", "runner", r.ID(), "err", err)
 			}
 		}})
-	a.Runners = workspace.Resolver{Local: workspace.Local{Host: a.Runner}, Remote: a.Hub.Runner}
 	a.Shells = shell.NewManager(shell.Options{Contain: a.Contain, Sandbox: a.Sandbox})
+	a.Runners = workspace.Resolver{Local: workspace.Local{Host: a.Runner, Shells: a.Shells}, Remote: a.Hub.Runner}
 	if a.Jobs, err = newJobs(ctx, a); err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/tools/board"
@@ -64,7 +65,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	run.Register(reg, &run.Tools{Runners: a.Runners, Jobs: a.Jobs})
 	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs, Evidence: a.validation}
 	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs, Runners: a.Runners})
-	sessionshell.Register(reg, a.Shells)
+	sessionshell.Register(reg, a.Runners)
 	validate.Register(reg, vt)
 	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Runners: a.Runners, Snapshots: newSnapshots(a),
 		Goals: goalNames(goalSvc)})
@@ -156,8 +157,8 @@ func sessionResources(a *App) sessions.Resources {
 	return a.Hub
 }
 
-// closeRunnerSession closes the SSH masters the runner serving a closed
-// session's project holds for it.
+// closeRunnerSession closes the SSH masters and the persistent shell the
+// runner serving a closed session's project holds for it.
 func closeRunnerSession(a *App, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), evidenceCheckpointTimeout)
 	defer cancel()
@@ -167,5 +168,8 @@ func closeRunnerSession(a *App, id string) {
 	}
 	if p, err := a.Projects.Get(ctx, sess.Project); err == nil && p.Runner != "" {
 		a.Hub.CloseSession(ctx, p, id)
+		if _, err := sessionshell.CloseSession(ctx, a.Runners.For(p), p, id); err != nil && !failure.Is(err, failure.RunnerUnavailable) {
+			a.Log.Warn("runner: close the session's shell", "session", id, "runner", p.Runner, "err", err)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/webcodex/webcodex/internal/gitrepo"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
@@ -155,9 +156,15 @@ func CwdSource(inv *kernel.Invocation, explicit string) (abs, source string, err
 // ([gitrepo.WorktreeGrants]): its administrative directory and the
 // repository's objects, refs and logs.
 func Sandbox(inv *kernel.Invocation) runner.Sandbox {
-	sb := runner.Sandbox{Mode: runner.Mode(inv.Project.Sandbox), Project: inv.Project.Root}
-	if inv.Project.Worktree() {
-		sb.ProjectWrite = gitrepo.WorktreeGrants(inv.Project.Root)
+	return ProjectSandbox(inv.Project, runner.Mode(inv.Project.Sandbox))
+}
+
+// ProjectSandbox is Sandbox for a process of project p under mode, built
+// where p's files are (a runner builds it against its own project).
+func ProjectSandbox(p project.Project, mode runner.Mode) runner.Sandbox {
+	sb := runner.Sandbox{Mode: mode, Project: p.Root}
+	if p.Worktree() {
+		sb.ProjectWrite = gitrepo.WorktreeGrants(p.Root)
 	}
 	return sb
 }

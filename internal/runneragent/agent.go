@@ -22,6 +22,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerwire"
+	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/sshresource"
 	"github.com/webcodex/webcodex/internal/workspace"
 )
@@ -65,6 +66,9 @@ type Agent struct {
 	host       *runner.Local
 	sandbox    runner.Mode
 	resources  map[string]sshresource.Resource
+	// shells are the persistent shells this runner holds (shell ops): they
+	// live in this process, across reconnects, until it ends.
+	shells *shell.Manager
 
 	poolMu sync.Mutex
 	pool   *sshresource.Pool // the SSH masters, made at the first use
@@ -91,6 +95,8 @@ func New(o Options) *Agent {
 			IdentityFile: r.IdentityFile, KnownHostsFile: r.KnownHostsFile, DefaultCwd: r.DefaultCwd}
 	}
 	a.sandbox = o.Policy.InForce(runner.Sandbox{})
+	a.shells = shell.NewManager(shell.Options{Sandbox: o.Policy, Contain: o.Contain, Holder: "runner",
+		CapTimeout: time.Duration(o.Config.Policy.MaxTimeoutSecs) * time.Second})
 	return a
 }
 
@@ -104,6 +110,7 @@ func (a *Agent) Sandbox() runner.Mode { return a.sandbox }
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeMasters()
 	defer a.hold.closeAll()
+	defer a.shells.Close()
 	backoff := MinBackoff
 	for {
 		served, err := a.session(ctx)
@@ -416,7 +423,7 @@ func (s *session) handle(ctx context.Context, id string, req runnerwire.Request)
 		s.respond(id, nil, failure.New(failure.Unavailable, "this runner does not serve %s", req.Op))
 		return
 	}
-	res, err := op.Serve(ctx, workspace.Env{Host: s.a.host}, p, req.Args)
+	res, err := op.Serve(ctx, workspace.Env{Host: s.a.host, Shells: s.a.shells}, p, req.Args)
 	s.respond(id, res, err)
 }
 

@@ -200,6 +200,13 @@ type Options struct {
 	// Contain contains each shell's processes (nil: runner.Setup's); the
 	// shell id is its unit's marker.
 	Contain *runner.Containment
+	// CapTimeout, when positive, caps every command's timeout (a runner's
+	// max_timeout_secs): a longer one is shortened to it, never refused.
+	CapTimeout time.Duration
+	// Holder names the process that holds the shells, in the message of
+	// an unknown shell id: "server" (the default) or "runner". A
+	// restarted holder has lost its shells.
+	Holder string
 }
 
 // OpenSpec describes a shell to open. The caller has authorized the
@@ -302,6 +309,9 @@ func NewManager(o Options) *Manager {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Holder == "" {
+		o.Holder = "server"
+	}
 	m := &Manager{
 		opt: o, newToken: randomHex,
 		shells: map[string]*shell{}, bySession: map[string]*shell{},
@@ -324,6 +334,15 @@ var shellIDRE = regexp.MustCompile(`^wc_shell_[0-9a-f]{32}$`)
 
 // ValidID reports whether id has the form of a shell id.
 func ValidID(id string) bool { return shellIDRE.MatchString(id) }
+
+// ValidateID fails with failure.InvalidArguments when id does not have the
+// form of a shell id.
+func ValidateID(id string) error {
+	if !ValidID(id) {
+		return failure.New(failure.InvalidArguments, "shell_id must be wc_shell_ followed by 32 lowercase hex digits")
+	}
+	return nil
+}
 
 // ValidateCommand checks a command's bounds: 1 to MaxCommandBytes bytes of
 // UTF-8 without NUL.
@@ -406,14 +425,15 @@ func (m *Manager) Open(ctx context.Context, sp OpenSpec) (Info, error) {
 
 // lookup finds a shell and checks that it belongs to sessionID.
 func (m *Manager) lookup(shellID, sessionID string) (*shell, error) {
-	if !shellIDRE.MatchString(shellID) {
-		return nil, failure.New(failure.InvalidArguments, "shell_id must be wc_shell_ followed by 32 lowercase hex digits")
+	if err := ValidateID(shellID); err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	s := m.shells[shellID]
 	m.mu.Unlock()
 	if s == nil {
-		return nil, failure.New(failure.NotFound, "no shell %s; it may have ended long ago or belong to a previous server run", shellID)
+		return nil, failure.New(failure.NotFound, "no shell %s on this %s: it was lost with a previous run of the %s that held it "+
+			"(a restart loses its shells), or it ended long ago; open a new one", shellID, m.opt.Holder, m.opt.Holder)
 	}
 	if s.session != sessionID {
 		return nil, failure.New(failure.PermissionDenied, "shell %s does not belong to session %s", shellID, sessionID)
@@ -439,6 +459,9 @@ func (m *Manager) Exec(ctx context.Context, shellID, sessionID, command string, 
 	}
 	if timeout < 0 || timeout > MaxTimeout {
 		return Result{}, failure.New(failure.InvalidArguments, "timeout must be at most %s", MaxTimeout)
+	}
+	if m.opt.CapTimeout > 0 {
+		timeout = min(timeout, m.opt.CapTimeout)
 	}
 	s, err := m.lookup(shellID, sessionID)
 	if err != nil {

@@ -669,3 +669,28 @@ func TestFramingSurvivesDescriptorTampering(t *testing.T) {
 		}
 	})
 }
+
+// An unknown shell id is not_found, and the message names what held the
+// shells: a restarted server or runner has lost them.
+func TestUnknownShellNamesItsHolder(t *testing.T) {
+	id := IDPrefix + strings.Repeat("a", 32)
+	for holder, want := range map[string]string{"": "previous run of the server", "runner": "previous run of the runner"} {
+		m := NewManager(Options{Holder: holder})
+		_, err := m.Status(id, "s")
+		m.Close()
+		if !failure.Is(err, failure.NotFound) || !strings.Contains(failure.MessageOf(err), want) {
+			t.Errorf("holder %q: %v", holder, err)
+		}
+	}
+}
+
+// CapTimeout shortens a longer timeout (a runner's max_timeout_secs) instead
+// of refusing it: the command times out at the cap and the shell stays.
+func TestCapTimeoutShortensTheTimeout(t *testing.T) {
+	m := newManager(t, Options{CapTimeout: 300 * time.Millisecond})
+	info, _ := openShell(t, m, testSession, Sh)
+	res, err := m.Exec(context.Background(), info.ShellID, testSession, "echo before; sleep 30; echo never", time.Hour)
+	if err != nil || !res.TimedOut || res.State != Ready || res.Stdout.Text != "before\n" {
+		t.Fatalf("a command past the cap: %v %+v", err, res)
+	}
+}

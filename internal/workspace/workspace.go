@@ -23,6 +23,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerwire"
+	"github.com/webcodex/webcodex/internal/shell"
 )
 
 // LocalID is the id of the in-process runner.
@@ -47,8 +48,12 @@ type Remote interface {
 	Invoke(ctx context.Context, p project.Project, op string, args []byte) ([]byte, error)
 }
 
-// Local is the in-process runner.
-type Local struct{ runner.Host }
+// Local is the in-process runner. Shells, when set, is this host's
+// persistent-shell Manager, handed to the operations it runs (Env.Shells).
+type Local struct {
+	runner.Host
+	Shells *shell.Manager
+}
 
 // ID implements Runner.
 func (Local) ID() string { return LocalID }
@@ -80,6 +85,12 @@ func (r Resolver) For(p project.Project) Runner {
 // processes (git, ...) start on, that machine's own.
 type Env struct {
 	Host runner.Host
+	// Shells is the persistent-shell Manager of the machine the operation
+	// runs on (the server's for a local project, the runner's own for a
+	// runner's project): the shells live in that process and are
+	// confined by its sandbox. nil where none is kept; an operation that
+	// needs one then fails unavailable.
+	Shells *shell.Manager
 }
 
 // Served is an operation a runner serves for remote callers: Serve decodes
@@ -123,7 +134,11 @@ func (o *Op[In, Out]) Serve(ctx context.Context, env Env, p project.Project, arg
 func Do[In, Out any](ctx context.Context, r Runner, p project.Project, op *Op[In, Out], in In) (Out, error) {
 	rem, ok := r.(Remote)
 	if !ok {
-		return op.run(ctx, Env{Host: r}, p, in)
+		env := Env{Host: r}
+		if l, ok := r.(Local); ok {
+			env.Shells = l.Shells
+		}
+		return op.run(ctx, env, p, in)
 	}
 	var out Out
 	args, err := json.Marshal(in)

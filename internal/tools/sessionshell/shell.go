@@ -9,6 +9,15 @@
 // session is refused before anything runs. read_only sessions cannot open
 // or execute (the kernel's write guard); close and status stay available.
 //
+// The shell lives on the machine that serves the session's project: the
+// tools drive it through workspace operations (ops.go), in this process for
+// a local project, as requests to the runner for a runner's project. A
+// call for a runner with no live connection fails runner_unavailable
+// before anything is sent; one whose answer was lost fails outcome_unknown
+// (never a made-up result). A restarted runner has lost its shells: their
+// ids answer not_found. With an SSH resource selected on the session, open
+// and exec fail resource_not_allowed before anything runs.
+//
 // The session ledger receives lifecycle and outcome facts only: shell_id,
 // action (open, exec, close), state, shell (sh|bash, on open), exit_code,
 // ending, timed_out, shell_exited, reset_required, expectation and
@@ -30,6 +39,7 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // Bounds of session_shell_exec.
@@ -62,16 +72,18 @@ const (
 	EndingCancelled   = "cancelled"
 )
 
-// Register adds the persistent-shell tools to reg.
-func Register(reg *kernel.Registry, m *shell.Manager) {
-	t := &tools{m: m}
+// Register adds the persistent-shell tools to reg. runners serves each
+// call's project: its shells live on that machine (workspace.Local.Shells
+// for this host's projects, a runner's own Manager for its projects).
+func Register(reg *kernel.Registry, runners workspace.Runners) {
+	t := &tools{runners: runners}
 	kernel.Register(reg, kernel.Spec[OpenInput, OpenOutput]{
 		Name: "open_session_shell",
 		Description: "Open the session's persistent sh or bash shell (one per session), in which cwd, exports " +
 			"and functions persist between session_shell_exec calls. No PTY, no input.",
 		Category: "shell", Scopes: []auth.Scope{auth.ScopeProjectWrite, auth.ScopeJobRun},
 		Annotations: kernel.Annotations{Destructive: true},
-		Mutates:     true, Writes: true, Session: kernel.SessionRequired,
+		Mutates:     true, Writes: true, Session: kernel.SessionRequired, Runners: true,
 		Handler: t.open,
 	})
 	kernel.Register(reg, kernel.Spec[ExecInput, ExecOutput]{
@@ -80,7 +92,7 @@ func Register(reg *kernel.Registry, m *shell.Manager) {
 			"exit fails with command_failed; a timeout that cannot resynchronize kills the shell (shell_reset_required).",
 		Category: "shell", Scopes: []auth.Scope{auth.ScopeProjectWrite, auth.ScopeJobRun},
 		Annotations: kernel.Annotations{Destructive: true},
-		Mutates:     true, Writes: true, Session: kernel.SessionRequired,
+		Mutates:     true, Writes: true, Session: kernel.SessionRequired, Runners: true,
 		Handler: t.exec,
 	})
 	kernel.Register(reg, kernel.Spec[RefInput, ShellView]{
@@ -88,8 +100,8 @@ func Register(reg *kernel.Registry, m *shell.Manager) {
 		Description: "A persistent shell's state (ready, busy, closed, lost), shell, cwd, times and commands run.",
 		Category:    "shell", Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
-		Session:     kernel.SessionRequired,
-		Handler:     t.status,
+		Session:     kernel.SessionRequired, Runners: true,
+		Handler: t.status,
 	})
 	kernel.Register(reg, kernel.Spec[RefInput, CloseOutput]{
 		Name:        "close_session_shell",
@@ -98,12 +110,24 @@ func Register(reg *kernel.Registry, m *shell.Manager) {
 		Annotations: kernel.Annotations{Idempotent: true},
 		// Writes is false on purpose: a session switched to read_only
 		// after opening a shell must still be able to release it.
-		Mutates: true, Session: kernel.SessionRequired,
+		Mutates: true, Session: kernel.SessionRequired, Runners: true,
 		Handler: t.close,
 	})
 }
 
-type tools struct{ m *shell.Manager }
+type tools struct{ runners workspace.Runners }
+
+// refuseResource fails open and exec when the session selected an SSH
+// resource: a persistent shell does not run through one yet (its framing
+// needs the shell's own control descriptor), and it never runs on the
+// runner's host instead. failure.ResourceNotAllowed, before anything runs.
+func refuseResource(inv *kernel.Invocation) error {
+	if inv.Session == nil || inv.Session.ExecutionContext.Resource == "" {
+		return nil
+	}
+	return failure.New(failure.ResourceNotAllowed, "the session selected SSH resource %q, and persistent shells do not run through SSH resources yet: "+
+		"use run_shell or run_job, or clear the resource with update_session_context", inv.Session.ExecutionContext.Resource)
+}
 
 // OpenInput is the input of open_session_shell.
 type OpenInput struct {
@@ -225,6 +249,9 @@ func (t *tools) open(ctx context.Context, inv *kernel.Invocation, in OpenInput) 
 		return OpenOutput{}, err
 	}
 	inv.Fact("action", "open")
+	if err := refuseResource(inv); err != nil {
+		return OpenOutput{}, err
+	}
 	out := OpenOutput{ShellSource: "explicit"}
 	sh := in.Shell
 	switch {
@@ -241,11 +268,14 @@ func (t *tools) open(ctx context.Context, inv *kernel.Invocation, in OpenInput) 
 	if err != nil {
 		return OpenOutput{}, err
 	}
+	rel, err := inv.Project.Rel(abs)
+	if err != nil {
+		return OpenOutput{}, failure.New(failure.PermissionDenied, "cwd is outside the project")
+	}
 	out.CwdSource = source
 	inv.Fact("shell", string(sh))
-	info, err := t.m.Open(ctx, shell.OpenSpec{
-		SessionID: sess.ID, Project: inv.Project.ID, ProjectRoot: inv.Project.Root, Cwd: abs, Shell: shell.Dialect(sh),
-		Sandbox: command.Sandbox(inv),
+	info, err := workspace.Do(ctx, t.runners.For(inv.Project), inv.Project, openOp, openArgs{
+		SessionID: sess.ID, Project: inv.Project.ID, Cwd: rel, Shell: shell.Dialect(sh), Sandbox: runner.Mode(inv.Project.Sandbox),
 	})
 	if err != nil {
 		if id, ok := failure.DetailOf(err)["shell_id"].(string); ok {
@@ -267,6 +297,9 @@ func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) 
 	}
 	inv.Fact("action", "exec")
 	factShellID(inv, in.ShellID)
+	if err := refuseResource(inv); err != nil {
+		return ExecOutput{}, err
+	}
 	exp := in.ResultExpectation
 	if exp == "" {
 		exp = ExpectSuccess
@@ -282,7 +315,19 @@ func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) 
 		return ExecOutput{}, failure.New(failure.InvalidArguments, "timeout_seconds must be 1-%d", MaxTimeoutSeconds)
 	}
 	inv.Fact("expectation", string(exp))
-	res, err := t.m.Exec(ctx, in.ShellID, sess.ID, in.Command, time.Duration(timeout)*time.Second)
+	if err := shell.ValidateCommand(in.Command); err != nil {
+		return ExecOutput{}, err
+	}
+	if err := shell.ValidateID(in.ShellID); err != nil {
+		return ExecOutput{}, err
+	}
+	ran, err := workspace.Do(ctx, t.runners.For(inv.Project), inv.Project, execOp, execArgs{
+		ShellID: in.ShellID, SessionID: sess.ID, Command: in.Command, TimeoutSeconds: timeout,
+	})
+	res := ran.Result // zero when refused, or when a runner's answer was lost: nothing to report as run
+	if err == nil {
+		res, err = ran.outcome()
+	}
 	out := ExecOutput{
 		ShellID: in.ShellID, ExitCode: res.ExitCode, TimedOut: res.TimedOut, ShellExited: res.ShellExited,
 		ShellState: string(res.State), DurationMS: res.Duration.Milliseconds(), Cwd: res.Cwd,
@@ -351,29 +396,30 @@ func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) 
 	return ExecOutput{}, ferr.WithDetail("execution", out).WithDetail("state_changed", true)
 }
 
-func (t *tools) status(_ context.Context, inv *kernel.Invocation, in RefInput) (ShellView, error) {
+func (t *tools) status(ctx context.Context, inv *kernel.Invocation, in RefInput) (ShellView, error) {
 	sess, err := sessionOf(inv)
 	if err != nil {
 		return ShellView{}, err
 	}
-	info, err := t.m.Status(in.ShellID, sess.ID)
+	info, err := workspace.Do(ctx, t.runners.For(inv.Project), inv.Project, statusOp, refArgs{ShellID: in.ShellID, SessionID: sess.ID})
 	if err != nil {
 		return ShellView{}, err
 	}
 	return view(info), nil
 }
 
-func (t *tools) close(_ context.Context, inv *kernel.Invocation, in RefInput) (CloseOutput, error) {
+func (t *tools) close(ctx context.Context, inv *kernel.Invocation, in RefInput) (CloseOutput, error) {
 	sess, err := sessionOf(inv)
 	if err != nil {
 		return CloseOutput{}, err
 	}
 	inv.Fact("action", "close")
 	factShellID(inv, in.ShellID)
-	info, changed, err := t.m.CloseShell(in.ShellID, sess.ID)
+	closed, err := workspace.Do(ctx, t.runners.For(inv.Project), inv.Project, closeOp, refArgs{ShellID: in.ShellID, SessionID: sess.ID})
 	if err != nil {
 		return CloseOutput{}, err
 	}
+	info, changed := closed.Info, closed.Changed
 	inv.Fact("state", string(info.State))
 	inv.Fact("changed", strconv.FormatBool(changed))
 	return CloseOutput{Shell: view(info), Changed: changed}, nil

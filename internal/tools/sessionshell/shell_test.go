@@ -3,7 +3,6 @@ package sessionshell_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/webcodex/webcodex/internal/workspace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/sessionshell"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 type env struct {
@@ -58,7 +58,7 @@ func newEnv(t testing.TB, files map[string]string) *env {
 	p := kerneltest.TempProject(t, files)
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: svc})
-	sessionshell.Register(reg, m)
+	sessionshell.Register(reg, workspace.Resolver{Local: workspace.Local{Host: &runner.Local{}, Shells: m}})
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
 	return &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc, m: m, db: db}
 }
