@@ -28,12 +28,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/runnerlink"
 	"github.com/webcodex/webcodex/internal/runnerwire"
 	"github.com/webcodex/webcodex/internal/workspace"
 )
@@ -237,33 +237,28 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the credential store is unavailable", http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{runnerwire.Subprotocol}})
+	link, err := runnerlink.Accept(w, r)
 	if err != nil {
 		return // Accept answered the request
 	}
-	if ws.Subprotocol() != runnerwire.Subprotocol {
-		ws.Close(websocket.StatusPolicyViolation, "the subprotocol "+runnerwire.Subprotocol+" is required")
-		return
-	}
-	ws.SetReadLimit(runnerwire.MaxFrameBytes)
-	h.serve(ws, tok, raw)
+	h.serve(link, tok, raw)
 }
 
-// serve takes the hello on ws and runs the connection.
-func (h *Hub) serve(ws *websocket.Conn, tok auth.Token, raw string) {
+// serve takes the hello on link and runs the connection.
+func (h *Hub) serve(link runnerlink.Link, tok auth.Token, raw string) {
 	ctx, cancel := context.WithTimeout(context.Background(), runnerwire.HelloTimeout)
 	defer cancel()
-	_, b, err := ws.Read(ctx)
+	_, b, err := link.Read(ctx)
 	if err != nil {
-		ws.CloseNow()
+		link.Close("")
 		return
 	}
 	reject := func(code, msg string, retry int) {
 		out, _ := runnerwire.Encode(runnerwire.KindReject, 0, "", runnerwire.Reject{Code: code, Message: clip(msg), RetryAfterSeconds: retry})
 		wctx, wcancel := context.WithTimeout(context.Background(), WriteTimeout)
 		defer wcancel()
-		ws.Write(wctx, websocket.MessageText, out)
-		ws.Close(websocket.StatusPolicyViolation, code)
+		link.Write(wctx, runnerlink.Text, out)
+		link.Close(code)
 	}
 	f, err := runnerwire.Decode(b)
 	if err != nil {
@@ -291,7 +286,7 @@ func (h *Hub) serve(ws *websocket.Conn, tok auth.Token, raw string) {
 		reject(runnerwire.RejectAuth, fmt.Sprintf("this token is for runner %q, not %q", tok.Runner, hello.ClientID), 0)
 		return
 	}
-	c, code, err := h.admit(ctx, ws, tok, raw, hello)
+	c, code, err := h.admit(ctx, link, tok, raw, hello)
 	if err != nil {
 		retry := 0
 		if code != runnerwire.RejectInvalid && code != runnerwire.RejectAuth {
@@ -308,7 +303,7 @@ func (h *Hub) serve(ws *websocket.Conn, tok auth.Token, raw string) {
 // stores the new generation, registers the projects and installs the
 // connection, replacing a previous one of the same instance. Nothing is
 // changed when it fails.
-func (h *Hub) admit(ctx context.Context, ws *websocket.Conn, tok auth.Token, raw string, hello runnerwire.Hello) (*conn, string, error) {
+func (h *Hub) admit(ctx context.Context, link runnerlink.Link, tok auth.Token, raw string, hello runnerwire.Hello) (*conn, string, error) {
 	h.mu.Lock()
 	old := h.conns[hello.ClientID]
 	full := old == nil && len(h.conns) >= MaxRunners
@@ -352,7 +347,7 @@ func (h *Hub) admit(ctx context.Context, ws *websocket.Conn, tok auth.Token, raw
 			return nil, runnerwire.RejectInvalid, fmt.Errorf("project %s: %s", p.Name, failure.MessageOf(err))
 		}
 	}
-	c := newConn(h, ws, tok, raw, hello, gen)
+	c := newConn(h, link, tok, raw, hello, gen)
 	welcome, err := runnerwire.Encode(runnerwire.KindWelcome, gen, "", runnerwire.Welcome{Major: runnerwire.Major, Minor: runnerwire.Minor,
 		HeartbeatSeconds: max(1, int(h.o.Heartbeat/time.Second)), Projects: ids})
 	if err != nil {
