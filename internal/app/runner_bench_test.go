@@ -20,6 +20,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runneragent"
+	"github.com/webcodex/webcodex/internal/runnerlink"
 )
 
 // benchRunner serves an app on loopback with the local project bench and
@@ -72,7 +73,7 @@ func benchRunner(b *testing.B) *app.App {
 		}
 		go func() { agentDone <- cmd.Wait() }()
 	} else {
-		go func() { agentDone <- app.NewRunnerAgent(rcfg, "http://"+addr.String(), tok, log).Run(actx) }()
+		go func() { agentDone <- app.NewRunnerAgent(rcfg, "http://"+addr.String(), tok, runnerlink.WebSocket, log).Run(actx) }()
 	}
 	b.Cleanup(func() {
 		acancel()

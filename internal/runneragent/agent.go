@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -69,6 +70,8 @@ type Agent struct {
 
 	poolMu sync.Mutex
 	pool   *sshresource.Pool // the SSH masters, made at the first use
+
+	polling atomic.Bool // auto fell back to long-poll (dial.go)
 }
 
 // New returns an Agent.

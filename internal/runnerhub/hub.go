@@ -120,6 +120,7 @@ type Hub struct {
 	mu       sync.Mutex
 	conns    map[string]*conn // client id → current connection
 	limiters map[string]*rate.Limiter
+	poll     *runnerlink.Poller // the long-poll links
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -135,7 +136,8 @@ func New(o Options) *Hub {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Hub{o: o, conns: map[string]*conn{}, limiters: map[string]*rate.Limiter{}}
+	return &Hub{o: o, conns: map[string]*conn{}, limiters: map[string]*rate.Limiter{},
+		poll: runnerlink.NewPoller(runnerwire.MissedHeartbeats*o.Heartbeat, 0)}
 }
 
 // Close ends every connection (their pending requests become
@@ -216,25 +218,8 @@ func (h *Hub) allow(key string) bool {
 // upgrades to a WebSocket, takes the hello and serves the connection until
 // it ends.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, ok := auth.ParseBearer(r.Header.Get("Authorization"))
-	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex-runner"`)
-		http.Error(w, "a runner token is required", http.StatusUnauthorized)
-		return
-	}
-	if !h.allow(auth.HashToken(raw)) {
-		w.Header().Set("Retry-After", "2")
-		http.Error(w, "too many connection attempts for this token", http.StatusTooManyRequests)
-		return
-	}
-	tok, err := h.o.Auth.AuthenticateRunner(r.Context(), raw)
-	if err != nil {
-		if failure.Is(err, failure.Unauthenticated) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex-runner", error="invalid_token"`)
-			http.Error(w, failure.MessageOf(err), http.StatusUnauthorized)
-			return
-		}
-		http.Error(w, "the credential store is unavailable", http.StatusServiceUnavailable)
+	tok, raw, status := h.authenticate(w, r, true)
+	if status != 0 {
 		return
 	}
 	link, err := runnerlink.Accept(w, r)
@@ -242,6 +227,34 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // Accept answered the request
 	}
 	h.serve(link, tok, raw)
+}
+
+// authenticate checks the runner token of r, and takes one hello attempt
+// of it when hello is set. When it fails (status is then not 0) it has
+// answered r with that status; raw is the token given, if any.
+func (h *Hub) authenticate(w http.ResponseWriter, r *http.Request, hello bool) (tok auth.Token, raw string, status int) {
+	raw, ok := auth.ParseBearer(r.Header.Get("Authorization"))
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex-runner"`)
+		http.Error(w, "a runner token is required", http.StatusUnauthorized)
+		return tok, "", http.StatusUnauthorized
+	}
+	if hello && !h.allow(auth.HashToken(raw)) {
+		w.Header().Set("Retry-After", "2")
+		http.Error(w, "too many connection attempts for this token", http.StatusTooManyRequests)
+		return tok, raw, http.StatusTooManyRequests
+	}
+	tok, err := h.o.Auth.AuthenticateRunner(r.Context(), raw)
+	if err != nil {
+		if failure.Is(err, failure.Unauthenticated) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex-runner", error="invalid_token"`)
+			http.Error(w, failure.MessageOf(err), http.StatusUnauthorized)
+			return tok, raw, http.StatusUnauthorized
+		}
+		http.Error(w, "the credential store is unavailable", http.StatusServiceUnavailable)
+		return tok, raw, http.StatusServiceUnavailable
+	}
+	return tok, raw, 0
 }
 
 // serve takes the hello on link and runs the connection.

@@ -147,6 +147,8 @@ func Dial(ctx context.Context, t Transport, base, token string, hello []byte) (L
 	switch t {
 	case WebSocket:
 		return dialWebSocket(ctx, base, token, hello)
+	case LongPoll:
+		return dialPoll(ctx, base, token, hello)
 	}
 	return nil, fmt.Errorf("runnerlink: cannot dial over %q", t)
 }
