@@ -73,7 +73,9 @@ func benchRunner(b *testing.B) *app.App {
 		}
 		go func() { agentDone <- cmd.Wait() }()
 	} else {
-		go func() { agentDone <- app.NewRunnerAgent(rcfg, "http://"+addr.String(), tok, runnerlink.WebSocket, log).Run(actx) }()
+		go func() {
+			agentDone <- app.NewRunnerAgent(rcfg, "http://"+addr.String(), tok, runnerlink.WebSocket, log).Run(actx)
+		}()
 	}
 	b.Cleanup(func() {
 		acancel()
