@@ -282,6 +282,9 @@ func (a *App) Listen() (net.Addr, error) {
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
 	a.server.RegisterOnShutdown(a.live.shutdown)
+	if a.Hub != nil {
+		a.server.RegisterOnShutdown(a.Hub.EndLongPolls)
+	}
 	return ln.Addr(), nil
 }
 

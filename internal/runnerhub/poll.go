@@ -35,3 +35,9 @@ func (h *Hub) ServePoll(w http.ResponseWriter, r *http.Request) {
 	}
 	h.poll.Serve(w, r, auth.HashToken(raw))
 }
+
+// EndLongPolls ends every long-poll link and refuses new ones: call it
+// when the HTTP server starts shutting down, which waits for held receives
+// (and after which no request of a link could arrive). Their connections
+// end as lost ones do: requests in flight on them are outcome_unknown.
+func (h *Hub) EndLongPolls() { h.poll.Close() }

@@ -107,6 +107,7 @@ var ErrTooLarge = fmt.Errorf("runnerlink: a message is over the %d-byte bound", 
 type HTTPError struct {
 	Transport Transport
 	Status    int
+	Header    http.Header // the answer's (Retry-After, WWW-Authenticate)
 	Err       error
 }
 
@@ -167,7 +168,7 @@ func dialWebSocket(ctx context.Context, base, token string, hello []byte) (Link,
 	})
 	if err != nil {
 		if resp != nil {
-			return nil, &HTTPError{Transport: WebSocket, Status: resp.StatusCode, Err: err}
+			return nil, &HTTPError{Transport: WebSocket, Status: resp.StatusCode, Header: resp.Header, Err: err}
 		}
 		return nil, err
 	}

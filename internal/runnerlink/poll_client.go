@@ -75,7 +75,7 @@ func roundTrip(req *http.Request, want int) ([]message, *http.Response, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != want {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, runnerwire.MaxMessageBytes))
-		return nil, resp, &HTTPError{Transport: LongPoll, Status: resp.StatusCode, Err: errors.New(strings.TrimSpace(string(msg)))}
+		return nil, resp, &HTTPError{Transport: LongPoll, Status: resp.StatusCode, Header: resp.Header, Err: errors.New(strings.TrimSpace(string(msg)))}
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBatchBytes+1))
 	if err != nil {

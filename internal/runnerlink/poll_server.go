@@ -34,6 +34,7 @@ var (
 	errSequence = errors.New("runnerlink: a long-poll request out of sequence (replayed, reordered or concurrent)")
 	errGone     = errors.New("runnerlink: the runner closed the link")
 	errRevoked  = errors.New("runnerlink: the runner's token was refused")
+	errShutdown = errors.New("runnerlink: the server is shutting down")
 )
 
 // A Poller is the server's side of the long-poll transport: it holds the
@@ -41,8 +42,9 @@ var (
 type Poller struct {
 	hold, idle time.Duration
 
-	mu    sync.Mutex
-	links map[string]*pollLink
+	mu     sync.Mutex
+	links  map[string]*pollLink
+	closed bool
 }
 
 // NewPoller returns a Poller whose links end when not polled for idle
@@ -53,6 +55,22 @@ func NewPoller(idle, hold time.Duration) *Poller {
 		hold = PollHold
 	}
 	return &Poller{hold: hold, idle: idle, links: map[string]*pollLink{}}
+}
+
+// Close ends every link (a held recv answers 410 at once) and refuses
+// later opens: an HTTP server shutting down waits for its requests, and
+// after it no request of a link could reach it anyway.
+func (p *Poller) Close() {
+	p.mu.Lock()
+	p.closed = true
+	ls := make([]*pollLink, 0, len(p.links))
+	for _, l := range p.links {
+		ls = append(ls, l)
+	}
+	p.mu.Unlock()
+	for _, l := range ls {
+		l.end(errShutdown)
+	}
 }
 
 // Len is the number of open links.
@@ -118,6 +136,9 @@ func (p *Poller) add(key string, hello message) (*pollLink, error) {
 	l.in <- hello // buffered for one
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errShutdown
+	}
 	if len(p.links) >= MaxPollLinks {
 		return nil, fmt.Errorf("the server holds %d long-poll links", MaxPollLinks)
 	}

@@ -376,3 +376,21 @@ func TestUpgradeRefusedIsWhatAProxyAnswers(t *testing.T) {
 		t.Error("an unknown transport was accepted")
 	}
 }
+
+// TestClosingThePollerEndsEveryLink: a server shutting down ends its
+// links (a held receive answers at once) and refuses new ones.
+func TestClosingThePollerEndsEveryLink(t *testing.T) {
+	s := newPollServer(t, time.Minute, time.Hour, echo)
+	c, srv := s.open(t, "tok")
+	s.p.Close()
+	if err := ended(srv); !errors.Is(err, errShutdown) {
+		t.Fatalf("a link after Close: %v", err)
+	}
+	if _, _, err := c.Read(context.Background()); err == nil {
+		t.Fatal("the runner's end outlived the server's shutdown")
+	}
+	var he *HTTPError
+	if _, err := Dial(context.Background(), LongPoll, s.url, "tok", []byte("hello")); !errors.As(err, &he) || he.Status != http.StatusServiceUnavailable {
+		t.Fatalf("an open after Close: %v", err)
+	}
+}
