@@ -1,7 +1,7 @@
 // Package runnerhub is the server's side of the runners: it accepts the
 // connections `webcodex runner` processes dial out to (runnerwire over a
-// runnerlink: a WebSocket, or long-poll HTTP), registers their projects, and serves as the [workspace.Runner]
-// of those projects.
+// runnerlink: a WebSocket, or long-poll HTTP), registers their projects,
+// and serves as the [workspace.Runner] of those projects.
 //
 // Each accepted hello starts a connection with a new generation, stored
 // before the welcome, so a restarted server never hands one out again.
