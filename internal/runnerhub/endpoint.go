@@ -4,8 +4,37 @@ import (
 	"net/http"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/runnerlink"
 )
+
+// authenticate checks the runner token of r, and takes one hello attempt
+// of it when hello is set. When it fails (status is then not 0) it has
+// answered r with that status; raw is the token given, if any.
+func (h *Hub) authenticate(w http.ResponseWriter, r *http.Request, hello bool) (tok auth.Token, raw string, status int) {
+	raw, ok := auth.ParseBearer(r.Header.Get("Authorization"))
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex-runner"`)
+		http.Error(w, "a runner token is required", http.StatusUnauthorized)
+		return tok, "", http.StatusUnauthorized
+	}
+	if hello && !h.allow(auth.HashToken(raw)) {
+		w.Header().Set("Retry-After", "2")
+		http.Error(w, "too many connection attempts for this token", http.StatusTooManyRequests)
+		return tok, raw, http.StatusTooManyRequests
+	}
+	tok, err := h.o.Auth.AuthenticateRunner(r.Context(), raw)
+	if err != nil {
+		if failure.Is(err, failure.Unauthenticated) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex-runner", error="invalid_token"`)
+			http.Error(w, failure.MessageOf(err), http.StatusUnauthorized)
+			return tok, raw, http.StatusUnauthorized
+		}
+		http.Error(w, "the credential store is unavailable", http.StatusServiceUnavailable)
+		return tok, raw, http.StatusServiceUnavailable
+	}
+	return tok, raw, 0
+}
 
 // ServePoll is the long-poll runner endpoint (runnerlink.PollPath, for
 // runners behind proxies that break WebSockets). Every request
