@@ -123,7 +123,9 @@ func (p *Poller) Open(w http.ResponseWriter, r *http.Request, key string, serve 
 	default:
 		w.Header().Set(LinkHeader, l.id)
 	}
-	writeBatch(w, first)
+	if err := writeBatch(w, first); err != nil {
+		l.end(fmt.Errorf("runnerlink: the answer to the hello was lost: %w", err))
+	}
 }
 
 // add makes a link bound to key whose first message read is hello.
