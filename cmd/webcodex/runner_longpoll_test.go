@@ -61,7 +61,7 @@ func TestRunnerFallsBackToLongPollBehindAProxyThatBreaksWebSockets(t *testing.T)
 	f := newRunnerFixture(t)
 	proxy := startNoUpgradeProxy(t, f.srv.base)
 	r := startRunner(t, proxy.srv.URL, f.toml, f.token)
-	if proxy.refused.Load() == 0 || !strings.Contains(r.output(), "falling back to long-poll") {
+	if proxy.refused.Load() == 0 || !strings.Contains(r.output(), "falling back to long-poll") || !strings.Contains(r.output(), "transport=longpoll") {
 		t.Fatalf("the runner did not try a WebSocket first and fall back (%d upgrades refused):\n%s", proxy.refused.Load(), r.output())
 	}
 	ctx := context.Background()

@@ -27,6 +27,9 @@ func (a *Agent) dial(ctx context.Context, hello []byte) (runnerlink.Link, error)
 	}
 	if t == runnerlink.Auto {
 		link, err := runnerlink.Dial(ctx, runnerlink.WebSocket, a.o.Server, a.o.Token, hello)
+		if err == nil {
+			a.o.Logger.Info("runner: link open", "transport", runnerlink.WebSocket)
+		}
 		if !runnerlink.UpgradeRefused(err) {
 			return link, refusal(err)
 		}
@@ -35,7 +38,11 @@ func (a *Agent) dial(ctx context.Context, hello []byte) (runnerlink.Link, error)
 		t = runnerlink.LongPoll
 	}
 	link, err := runnerlink.Dial(ctx, t, a.o.Server, a.o.Token, hello)
-	return link, refusal(err)
+	if err != nil {
+		return nil, refusal(err)
+	}
+	a.o.Logger.Info("runner: link open", "transport", t)
+	return link, nil
 }
 
 // refusal turns the server's HTTP refusal of a link into the runner's
