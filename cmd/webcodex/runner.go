@@ -13,6 +13,7 @@ import (
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/runneragent"
+	"github.com/webcodex/webcodex/internal/runnerlink"
 	"github.com/webcodex/webcodex/internal/tools/runners"
 	"github.com/webcodex/webcodex/internal/transport/restclient"
 )
@@ -22,7 +23,7 @@ import (
 const RunnerTokenEnv = "WEBCODEX_RUNNER_TOKEN"
 
 func newRunnerCmd(g *globals) *cobra.Command {
-	var server, token, config string
+	var server, token, config, transport string
 	cmd := &cobra.Command{
 		Use:   "runner --server URL --config runner.toml",
 		Short: "Serve this machine's projects to a WebCodex server (connects out; opens no port)",
@@ -41,20 +42,26 @@ func newRunnerCmd(g *globals) *cobra.Command {
 			if token == "" {
 				return errors.New("give --token or set " + RunnerTokenEnv)
 			}
+			tr, err := runnerlink.ParseTransport(transport)
+			if err != nil {
+				return err
+			}
 			cfg, err := runneragent.LoadConfig(config)
 			if err != nil {
 				return err
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			a := app.NewRunnerAgent(cfg, server, token, log)
-			fprintf(cmd.OutOrStdout(), "webcodex runner %s: %d projects, sandbox %s, connecting to %s\n",
-				cfg.ClientID, len(cfg.Projects), a.Sandbox(), server)
+			a := app.NewRunnerAgent(cfg, server, token, tr, log)
+			fprintf(cmd.OutOrStdout(), "webcodex runner %s: %d projects, sandbox %s, connecting to %s over %s\n",
+				cfg.ClientID, len(cfg.Projects), a.Sandbox(), server, tr)
 			return a.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "", "the server's base URL (http://host:port or https://...)")
 	cmd.Flags().StringVar(&token, "token", "", "the runner token (default $"+RunnerTokenEnv+")")
 	cmd.Flags().StringVar(&config, "config", "", "runner.toml: client_id, [projects], [policy], [ssh.resources.NAME]")
+	cmd.Flags().StringVar(&transport, "transport", string(runnerlink.Auto),
+		"auto (a WebSocket, falling back to long-poll HTTP when a proxy refuses the upgrade), websocket or longpoll")
 	cmd.AddCommand(newRunnerTokenCmd(g), newRunnerListCmd())
 	return cmd
 }

@@ -36,10 +36,11 @@ func (r *runnerChild) output() string {
 }
 
 // startRunner starts `webcodex runner` against base with the config at
-// toml and the token in the environment, and waits for its first welcome.
-func startRunner(t *testing.T, base, toml, token string) *runnerChild {
+// toml, the token in the environment and the extra flags, and waits for
+// its first welcome.
+func startRunner(t *testing.T, base, toml, token string, extra ...string) *runnerChild {
 	t.Helper()
-	argv, _ := json.Marshal([]string{"runner", "--server", base, "--config", toml})
+	argv, _ := json.Marshal(append([]string{"runner", "--server", base, "--config", toml}, extra...))
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv), RunnerTokenEnv+"="+token)
 	stderr, err := cmd.StderrPipe()
@@ -128,8 +129,12 @@ func TestRunnerServesAProjectEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real server and runner processes")
 	}
+	overTransports(t, runnerServesAProjectEndToEnd)
+}
+
+func runnerServesAProjectEndToEnd(t *testing.T, transport string) {
 	f := newRunnerFixture(t)
-	r := startRunner(t, f.srv.base, f.toml, f.token)
+	r := startRunner(t, f.srv.base, f.toml, f.token, "--transport", transport)
 
 	var list struct {
 		Runners []struct {
@@ -316,7 +321,7 @@ func TestRunnerServesAProjectEndToEnd(t *testing.T) {
 	if err != nil || gone.Success || gone.Error.Kind != "runner_unavailable" {
 		t.Fatalf("read_files with the runner gone: %v %+v", err, gone)
 	}
-	startRunner(t, f.srv.base, f.toml, f.token)
+	startRunner(t, f.srv.base, f.toml, f.token, "--transport", transport)
 	var lost observed
 	call(t, f.srv.base, "observe_jobs", map[string]any{"project": remoteProject, "job_ids": []string{job.Job.JobID},
 		"wait_seconds": 30, "wake_on": "terminal"}, &lost)
@@ -366,21 +371,23 @@ func waitRunnerState(t *testing.T, base string, connected bool) {
 
 // cutProxy forwards loopback TCP connections to target. The first
 // connection whose server-to-runner bytes contain cut is closed, both ways,
-// right after those bytes are forwarded; later connections pass untouched.
+// right after those bytes are forwarded (tear: right before them, so the
+// message carrying them arrives torn); later connections pass untouched.
 type cutProxy struct {
 	ln     net.Listener
 	target string
 	cut    []byte
+	tear   bool
 	once   sync.Once
 }
 
-func startCutProxy(t *testing.T, target, cut string) *cutProxy {
+func startCutProxy(t *testing.T, target, cut string, tear bool) *cutProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cutProxy{ln: ln, target: target, cut: []byte(cut)}
+	p := &cutProxy{ln: ln, target: target, cut: []byte(cut), tear: tear}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -425,6 +432,9 @@ func (p *cutProxy) serve(down net.Conn) {
 			}
 			if last {
 				cutting.Store(true)
+				if p.tear {
+					n = bytes.Index(buf[:n], p.cut)
+				}
 			}
 			if _, werr := down.Write(buf[:n]); werr != nil || last {
 				break
@@ -440,13 +450,20 @@ func (p *cutProxy) serve(down net.Conn) {
 // TestRunnerConnectionCutMidRequest: the connection to the runner is cut
 // right after a process start was sent: the call ends outcome_unknown, the
 // runner reconnects, and the command ran at most once (nothing is re-sent).
+// Over long-poll a TCP connection is not the link (an answer that arrived
+// whole is delivered), so there the cut tears the answer carrying the
+// start.
 func TestRunnerConnectionCutMidRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real server and runner processes")
 	}
+	overTransports(t, runnerConnectionCutMidRequest)
+}
+
+func runnerConnectionCutMidRequest(t *testing.T, transport string) {
 	f := newRunnerFixture(t)
-	proxy := startCutProxy(t, strings.TrimPrefix(f.srv.base, "http://"), `"op":"proc.start"`)
-	r := startRunner(t, "http://"+proxy.ln.Addr().String(), f.toml, f.token)
+	proxy := startCutProxy(t, strings.TrimPrefix(f.srv.base, "http://"), `"op":"proc.start"`, transport == "longpoll")
+	r := startRunner(t, "http://"+proxy.ln.Addr().String(), f.toml, f.token, "--transport", transport)
 	ctx := context.Background()
 	res, err := callTool(ctx, f.srv.base, "run_shell", map[string]any{"project": remoteProject, "command": "echo ran >> marker.txt; sleep 2"}, "")
 	if err != nil || res.Success || res.Error.Kind != "outcome_unknown" {
@@ -471,8 +488,12 @@ func TestRunnerStopsOnAnAuthenticationFailure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real server and runner processes")
 	}
+	overTransports(t, runnerStopsOnAnAuthenticationFailure)
+}
+
+func runnerStopsOnAnAuthenticationFailure(t *testing.T, transport string) {
 	f := newRunnerFixture(t)
-	argv, _ := json.Marshal([]string{"runner", "--server", f.srv.base, "--config", f.toml})
+	argv, _ := json.Marshal([]string{"runner", "--server", f.srv.base, "--config", f.toml, "--transport", transport})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv), RunnerTokenEnv+"=wc_runner_"+strings.Repeat("A", 43))
 	out, err := cmd.CombinedOutput()

@@ -30,6 +30,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerhub"
+	"github.com/webcodex/webcodex/internal/runnerlink"
 	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/validate"
@@ -49,8 +50,9 @@ var Version = "dev"
 // data directory (mode 0600).
 const AdminTokenFile = "admin-token"
 
-// RunnerPath is the endpoint `webcodex runner` connects to.
-const RunnerPath = "/api/runner/ws"
+// RunnerPath is the endpoint `webcodex runner` connects to (its long-poll
+// fallback is under runnerlink.PollPath).
+const RunnerPath = runnerlink.WebSocketPath
 
 // App is a running WebCodex instance.
 type App struct {
@@ -241,6 +243,7 @@ func (a *App) Handler() http.Handler {
 		// The runner channel authenticates runner tokens itself, and a
 		// connection lives long: it takes no request slot.
 		mux.Always(RunnerPath, a.Hub)
+		mux.Always(runnerlink.PollPath, http.HandlerFunc(a.Hub.ServePoll))
 	}
 	a.AuditHTTP.RegisterOperator(mux)
 	if a.Evidence != nil {
@@ -287,6 +290,9 @@ func (a *App) Listen() (net.Addr, error) {
 		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 	}
 	a.server.RegisterOnShutdown(a.live.shutdown)
+	if a.Hub != nil {
+		a.server.RegisterOnShutdown(a.Hub.EndLongPolls)
+	}
 	return ln.Addr(), nil
 }
 

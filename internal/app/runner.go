@@ -6,6 +6,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runneragent"
+	"github.com/webcodex/webcodex/internal/runnerlink"
 	"github.com/webcodex/webcodex/internal/tools/closeout"
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/files"
@@ -25,8 +26,8 @@ func RunnerOps() []workspace.Served {
 // cfg connecting to server with token, serving RunnerOps, its processes
 // contained and confined by cfg's sandbox. runner.toml holds no secret (the
 // token comes from the command line or the environment).
-func NewRunnerAgent(cfg runneragent.Config, server, token string, log *slog.Logger) *runneragent.Agent {
+func NewRunnerAgent(cfg runneragent.Config, server, token string, transport runnerlink.Transport, log *slog.Logger) *runneragent.Agent {
 	pol := &runner.Policy{Mode: runner.Mode(cfg.Policy.Sandbox)}
 	return runneragent.New(runneragent.Options{Config: cfg, Server: server, Token: token, Ops: RunnerOps(),
-		Version: Version, Logger: log, Policy: pol, Contain: runner.Setup()})
+		Version: Version, Logger: log, Policy: pol, Contain: runner.Setup(), Transport: transport})
 }

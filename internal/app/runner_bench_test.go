@@ -20,11 +20,13 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runneragent"
+	"github.com/webcodex/webcodex/internal/runnerlink"
 )
 
 // benchRunner serves an app on loopback with the local project bench and
 // connects a runner serving the project box:demo (both projects hold a.go):
-// an in-process agent (the real protocol over a loopback WebSocket), or,
+// an in-process agent (the real protocol over a loopback WebSocket, or
+// the long-poll link with $WEBCODEX_BENCH_TRANSPORT=longpoll), or,
 // when $WEBCODEX_BENCH_RUNNER names a webcodex binary, a `webcodex runner`
 // process of it. It returns the app.
 func benchRunner(b *testing.B) *app.App {
@@ -72,7 +74,11 @@ func benchRunner(b *testing.B) *app.App {
 		}
 		go func() { agentDone <- cmd.Wait() }()
 	} else {
-		go func() { agentDone <- app.NewRunnerAgent(rcfg, "http://"+addr.String(), tok, log).Run(actx) }()
+		tr := runnerlink.WebSocket // $WEBCODEX_BENCH_TRANSPORT=longpoll measures the fallback
+		if v := os.Getenv("WEBCODEX_BENCH_TRANSPORT"); v != "" {
+			tr = runnerlink.Transport(v)
+		}
+		go func() { agentDone <- app.NewRunnerAgent(rcfg, "http://"+addr.String(), tok, tr, log).Run(actx) }()
 	}
 	b.Cleanup(func() {
 		acancel()

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,14 +15,22 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/runnerhub"
+	"github.com/webcodex/webcodex/internal/runnerlink"
 	"github.com/webcodex/webcodex/internal/runnerwire"
 )
 
 // wireRunner speaks the runner protocol by hand, to send what a real
-// runner never sends.
+// runner never sends, over one transport of its link.
 type wireRunner struct {
-	ws  *websocket.Conn
+	ws  runnerlink.Link
 	gen uint64
+}
+
+// overTransports runs a protocol test over each transport of the link.
+func overTransports(t *testing.T, test func(t *testing.T, tr runnerlink.Transport)) {
+	for _, tr := range []runnerlink.Transport{runnerlink.WebSocket, runnerlink.LongPoll} {
+		t.Run(string(tr), func(t *testing.T) { test(t, tr) })
+	}
 }
 
 func runnerToken(t *testing.T, s *server, clientID string) string {
@@ -40,42 +49,42 @@ func helloFor(clientID, root string) runnerwire.Hello {
 		MaxConcurrentJobs: 4}
 }
 
-// dialRunner connects with token and sends hello; it returns the
-// connection and the server's answer frame.
-func dialRunner(t *testing.T, s *server, token string, hello any) (*websocket.Conn, runnerwire.Frame, *http.Response, error) {
+// dialRunner connects over tr with token and sends hello; it returns the
+// link and the server's answer frame (an HTTP refusal is a
+// *runnerlink.HTTPError).
+func dialRunner(t *testing.T, s *server, tr runnerlink.Transport, token string, hello any) (runnerlink.Link, runnerwire.Frame, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+"/api/runner/ws", &websocket.DialOptions{
-		HTTPHeader: http.Header{"Authorization": []string{"Bearer " + token}}, Subprotocols: []string{runnerwire.Subprotocol}})
+	b, err := runnerwire.Encode(runnerwire.KindHello, 0, "", hello)
 	if err != nil {
-		return nil, runnerwire.Frame{}, resp, err
-	}
-	t.Cleanup(func() { ws.CloseNow() })
-	ws.SetReadLimit(runnerwire.MaxFrameBytes)
-	var b []byte
-	if raw, ok := hello.([]byte); ok {
-		b = raw
-	} else if b, err = runnerwire.Encode(runnerwire.KindHello, 0, "", hello); err != nil {
 		t.Fatal(err)
 	}
-	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
-		return ws, runnerwire.Frame{}, resp, err
+	ws, err := runnerlink.Dial(ctx, tr, s.base, token, b)
+	if err != nil {
+		return nil, runnerwire.Frame{}, err
 	}
+	t.Cleanup(func() { ws.Close("") })
 	_, b, err = ws.Read(ctx)
 	if err != nil {
-		return ws, runnerwire.Frame{}, resp, err
+		return ws, runnerwire.Frame{}, err
 	}
 	f, err := runnerwire.Decode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ws, f, resp, nil
+	return ws, f, nil
 }
 
-func connectWireRunner(t *testing.T, s *server, token, clientID, root string) *wireRunner {
+// refusedWith reports whether err is an HTTP refusal with status.
+func refusedWith(err error, status int) bool {
+	var he *runnerlink.HTTPError
+	return errors.As(err, &he) && he.Status == status
+}
+
+func connectWireRunner(t *testing.T, s *server, tr runnerlink.Transport, token, clientID, root string) *wireRunner {
 	t.Helper()
-	ws, f, _, err := dialRunner(t, s, token, helloFor(clientID, root))
+	ws, f, err := dialRunner(t, s, tr, token, helloFor(clientID, root))
 	if err != nil || f.Kind != runnerwire.KindWelcome {
 		t.Fatalf("hello: %v %+v %s", err, f, f.Body)
 	}
@@ -103,7 +112,7 @@ func (w *wireRunner) send(t *testing.T, k runnerwire.Kind, gen uint64, id string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+	if err := w.ws.Write(context.Background(), runnerlink.Text, b); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -121,7 +130,9 @@ func projectIDs(t *testing.T, s *server) []string {
 	return ids
 }
 
-func TestRunnerTokenCallsNoTool(t *testing.T) {
+func TestRunnerTokenCallsNoTool(t *testing.T) { overTransports(t, testRunnerTokenCallsNoTool) }
+
+func testRunnerTokenCallsNoTool(t *testing.T, tr runnerlink.Transport) {
 	s := startApp(t, t.TempDir())
 	defer s.stop(t)
 	tok := runnerToken(t, s, "box")
@@ -132,12 +143,16 @@ func TestRunnerTokenCallsNoTool(t *testing.T) {
 		}
 	}
 	// And an API token is no runner token.
-	if _, _, resp, err := dialRunner(t, s, s.token, helloFor("box", t.TempDir())); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("an API token on the runner channel: %v %v", err, resp)
+	if _, _, err := dialRunner(t, s, tr, s.token, helloFor("box", t.TempDir())); !refusedWith(err, http.StatusUnauthorized) {
+		t.Fatalf("an API token on the runner channel: %v", err)
 	}
 }
 
 func TestRunnerHelloRefusalsChangeNothing(t *testing.T) {
+	overTransports(t, testRunnerHelloRefusalsChangeNothing)
+}
+
+func testRunnerHelloRefusalsChangeNothing(t *testing.T, tr runnerlink.Transport) {
 	s := startApp(t, t.TempDir())
 	defer s.stop(t)
 	tok := runnerToken(t, s, "box")
@@ -145,7 +160,7 @@ func TestRunnerHelloRefusalsChangeNothing(t *testing.T) {
 	before := projectIDs(t, s)
 	rejected := func(hello any, code string, words ...string) {
 		t.Helper()
-		_, f, _, err := dialRunner(t, s, tok, hello)
+		_, f, err := dialRunner(t, s, tr, tok, hello)
 		if err != nil {
 			t.Fatalf("dial: %v", err)
 		}
@@ -169,15 +184,10 @@ func TestRunnerHelloRefusalsChangeNothing(t *testing.T) {
 	bad := helloFor("box", root)
 	bad.Projects[0].Name = "../etc"
 	rejected(bad, runnerwire.RejectInvalid)
-	// An oversized frame closes the connection with 1009.
+	// An oversized frame is refused (the WebSocket closes with 1009; the
+	// long-poll open answers 400).
 	huge := []byte(`{"v":1,"kind":"hello","body":{"x":"` + strings.Repeat("a", runnerwire.MaxFrameBytes) + `"}}`)
-	ws, _, _, err := dialRunner(t, s, tok, huge)
-	if err == nil {
-		t.Fatal("an oversized hello was answered")
-	}
-	if ws != nil && websocket.CloseStatus(err) != -1 && websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
-		t.Fatalf("oversized frame: close status %v", websocket.CloseStatus(err))
-	}
+	sendOversizedHello(t, s, tr, tok, huge)
 	if got := projectIDs(t, s); strings.Join(got, ",") != strings.Join(before, ",") {
 		t.Fatalf("refused hellos registered projects: %v, before %v", got, before)
 	}
@@ -191,6 +201,10 @@ func TestRunnerHelloRefusalsChangeNothing(t *testing.T) {
 }
 
 func TestRunnerHelloStormIsRateLimited(t *testing.T) {
+	overTransports(t, testRunnerHelloStormIsRateLimited)
+}
+
+func testRunnerHelloStormIsRateLimited(t *testing.T, tr runnerlink.Transport) {
 	s := startApp(t, t.TempDir())
 	defer s.stop(t)
 	tok := runnerToken(t, s, "box")
@@ -198,9 +212,10 @@ func TestRunnerHelloStormIsRateLimited(t *testing.T) {
 	v2.Major = 2 // refused after the upgrade, so each attempt is cheap
 	limited := false
 	for range runnerhub.HelloBurst + 1 {
-		_, _, resp, err := dialRunner(t, s, tok, v2)
-		if err != nil && resp != nil && resp.StatusCode == http.StatusTooManyRequests {
-			limited = resp.Header.Get("Retry-After") != ""
+		_, _, err := dialRunner(t, s, tr, tok, v2)
+		var he *runnerlink.HTTPError
+		if errors.As(err, &he) && he.Status == http.StatusTooManyRequests {
+			limited = he.Header.Get("Retry-After") != ""
 			break
 		}
 	}
@@ -213,11 +228,13 @@ func TestRunnerHelloStormIsRateLimited(t *testing.T) {
 // a result for no pending request and output for an unknown process are
 // refused (the call keeps waiting, the connection stays); the right
 // response then answers the call.
-func TestRunnerFramesAreFenced(t *testing.T) {
+func TestRunnerFramesAreFenced(t *testing.T) { overTransports(t, testRunnerFramesAreFenced) }
+
+func testRunnerFramesAreFenced(t *testing.T, tr runnerlink.Transport) {
 	s := startApp(t, t.TempDir())
 	defer s.stop(t)
 	tok := runnerToken(t, s, "box")
-	w := connectWireRunner(t, s, tok, "box", t.TempDir())
+	w := connectWireRunner(t, s, tr, tok, "box", t.TempDir())
 	got := make(chan result, 1)
 	go func() {
 		got <- s.call(t, "project_overview", map[string]any{"project": "agent:box:demo"}, "")
@@ -228,14 +245,14 @@ func TestRunnerFramesAreFenced(t *testing.T) {
 	}
 	w.send(t, runnerwire.KindResponse, w.gen+1, req.ID, runnerwire.Response{Result: json.RawMessage(`{"stale":true}`)})
 	out, _ := runnerwire.EncodeBinary(runnerwire.Binary{Type: runnerwire.BinOutput, Gen: w.gen, ID: "rq_unknown", Stream: "stdout", Data: []byte("x")})
-	if err := w.ws.Write(context.Background(), websocket.MessageBinary, out); err != nil {
+	if err := w.ws.Write(context.Background(), runnerlink.Binary, out); err != nil {
 		t.Fatal(err)
 	}
 	w.send(t, runnerwire.KindExit, w.gen, "rq_unknown", runnerwire.Exit{})
 	stale, _ := runnerwire.EncodeBinary(runnerwire.Binary{Type: runnerwire.BinResult, Gen: w.gen + 1, ID: req.ID, Data: []byte(`{"stale":true}`)})
 	unknown, _ := runnerwire.EncodeBinary(runnerwire.Binary{Type: runnerwire.BinResult, Gen: w.gen, ID: "rq_unknown", Data: []byte(`{}`)})
 	for _, m := range [][]byte{stale, unknown} {
-		if err := w.ws.Write(context.Background(), websocket.MessageBinary, m); err != nil {
+		if err := w.ws.Write(context.Background(), runnerlink.Binary, m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -256,11 +273,15 @@ func TestRunnerFramesAreFenced(t *testing.T) {
 // TestRunnerCutConnectionIsOutcomeUnknown: a request sent and not answered
 // when the connection ends fails outcome_unknown, and is never sent again.
 func TestRunnerCutConnectionIsOutcomeUnknown(t *testing.T) {
+	overTransports(t, testRunnerCutConnectionIsOutcomeUnknown)
+}
+
+func testRunnerCutConnectionIsOutcomeUnknown(t *testing.T, tr runnerlink.Transport) {
 	s := startApp(t, t.TempDir())
 	defer s.stop(t)
 	tok := runnerToken(t, s, "box")
 	root := t.TempDir()
-	w := connectWireRunner(t, s, tok, "box", root)
+	w := connectWireRunner(t, s, tr, tok, "box", root)
 	got := make(chan result, 1)
 	go func() {
 		got <- s.call(t, "read_files", map[string]any{"project": "agent:box:demo", "files": []any{map[string]any{"path": "a.txt"}}}, "")
@@ -268,13 +289,13 @@ func TestRunnerCutConnectionIsOutcomeUnknown(t *testing.T) {
 	if req := w.read(t); req.Kind != runnerwire.KindRequest {
 		t.Fatalf("want the request, got %+v", req)
 	}
-	w.ws.CloseNow()
+	w.ws.Close("")
 	r := <-got
 	if r.Success || r.Error.Kind != "outcome_unknown" {
 		t.Fatalf("a cut request: %+v", r)
 	}
 	// The same runner back: nothing is re-sent to it.
-	w2 := connectWireRunner(t, s, tok, "box", root)
+	w2 := connectWireRunner(t, s, tr, tok, "box", root)
 	if w2.gen <= w.gen {
 		t.Fatalf("generation %d after %d", w2.gen, w.gen)
 	}
@@ -292,7 +313,7 @@ func TestRunnerCutConnectionIsOutcomeUnknown(t *testing.T) {
 func TestRunnerProjectsAreVisibleOnlyToTheirGroup(t *testing.T) {
 	s := startApp(t, t.TempDir())
 	defer s.stop(t)
-	connectWireRunner(t, s, runnerToken(t, s, "box"), "box", t.TempDir())
+	connectWireRunner(t, s, runnerlink.WebSocket, runnerToken(t, s, "box"), "box", t.TempDir())
 	other, _, err := s.a.Auth.CreateToken(context.Background(), "other", "other-group",
 		[]auth.Scope{auth.ScopeProjectRead, auth.ScopeRuntimeRead})
 	if err != nil {
@@ -327,5 +348,39 @@ func TestAResourceOfNoRunnerIsRefused(t *testing.T) {
 	sess, err := s.a.Sessions.Get(context.Background(), id)
 	if err != nil || sess.ExecutionContext.Resource != "" || sess.ExecutionContext.DefaultCwd != "" {
 		t.Fatalf("the refused update changed the session: %v %+v", err, sess.ExecutionContext)
+	}
+}
+
+// sendOversizedHello sends a hello over runnerwire.MaxFrameBytes by hand
+// (runnerlink.Dial refuses to) and checks the server refuses it.
+func sendOversizedHello(t *testing.T, s *server, tr runnerlink.Transport, token string, huge []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if tr == runnerlink.WebSocket {
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+runnerlink.WebSocketPath, &websocket.DialOptions{
+			HTTPHeader: http.Header{"Authorization": []string{"Bearer " + token}}, Subprotocols: []string{runnerwire.Subprotocol}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.CloseNow()
+		ws.SetReadLimit(runnerwire.MaxFrameBytes)
+		err = ws.Write(ctx, websocket.MessageText, huge)
+		if err == nil {
+			_, _, err = ws.Read(ctx)
+		}
+		if err == nil {
+			t.Fatal("an oversized hello was answered")
+		}
+		if websocket.CloseStatus(err) != -1 && websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+			t.Fatalf("oversized frame: close status %v", websocket.CloseStatus(err))
+		}
+		return
+	}
+	body := append([]byte{'t', 0, 0, 0, 0}, huge...)
+	binary.BigEndian.PutUint32(body[1:5], uint32(len(huge)))
+	code, msg := s.do(t, token, http.MethodPost, runnerlink.PollPath+"open", body)
+	if code != http.StatusBadRequest {
+		t.Fatalf("an oversized hello over long-poll: HTTP %d %s", code, msg)
 	}
 }

@@ -7,20 +7,19 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/runnerlink"
 	"github.com/webcodex/webcodex/internal/runnerwire"
 	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/sshresource"
@@ -55,6 +54,9 @@ type Options struct {
 	// Policy confines the processes (nil: none; the hello then says off).
 	Policy  *runner.Policy
 	Contain *runner.Containment
+
+	// Transport carries the link to Server ("": runnerlink.Auto).
+	Transport runnerlink.Transport
 }
 
 // An Agent is one runner process.
@@ -73,7 +75,8 @@ type Agent struct {
 	poolMu sync.Mutex
 	pool   *sshresource.Pool // the SSH masters, made at the first use
 
-	hold *holding // the processes it holds for the server
+	hold    *holding    // the processes it holds for the server
+	polling atomic.Bool // auto fell back to long-poll (dial.go)
 }
 
 // New returns an Agent.
@@ -145,18 +148,6 @@ type retryAfter struct {
 
 func (r *retryAfter) Error() string { return r.msg }
 
-// endpoint is the WebSocket URL of the server's runner endpoint.
-func (a *Agent) endpoint() string {
-	u := strings.TrimRight(a.o.Server, "/")
-	switch {
-	case strings.HasPrefix(u, "https://"):
-		u = "wss://" + strings.TrimPrefix(u, "https://")
-	case strings.HasPrefix(u, "http://"):
-		u = "ws://" + strings.TrimPrefix(u, "http://")
-	}
-	return u + "/api/runner/ws"
-}
-
 // hello is this runner's hello.
 func (a *Agent) hello() runnerwire.Hello {
 	h := runnerwire.Hello{Major: runnerwire.Major, Minor: runnerwire.Minor, ClientID: a.o.Config.ClientID,
@@ -183,31 +174,16 @@ func (a *Agent) hello() runnerwire.Hello {
 func (a *Agent) session(ctx context.Context) (served bool, err error) {
 	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
-	ws, resp, err := websocket.Dial(dctx, a.endpoint(), &websocket.DialOptions{
-		HTTPHeader:   http.Header{"Authorization": []string{"Bearer " + a.o.Token}},
-		Subprotocols: []string{runnerwire.Subprotocol},
-	})
-	if err != nil {
-		if resp != nil {
-			switch resp.StatusCode {
-			case http.StatusUnauthorized, http.StatusForbidden:
-				return false, fmt.Errorf("%w: the server refused the runner token (HTTP %d): check --token", ErrFatal, resp.StatusCode)
-			case http.StatusTooManyRequests:
-				return false, &retryAfter{d: 2 * time.Second, msg: "the server rate-limited this token's connection attempts"}
-			}
-		}
-		return false, err
-	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(runnerwire.MaxFrameBytes)
 	b, err := runnerwire.Encode(runnerwire.KindHello, 0, "", a.hello())
 	if err != nil {
 		return false, fmt.Errorf("%w: the hello does not fit a frame: %v", ErrFatal, err)
 	}
-	if err := ws.Write(dctx, websocket.MessageText, b); err != nil {
+	link, err := a.dial(dctx, b)
+	if err != nil {
 		return false, err
 	}
-	_, b, err = ws.Read(dctx)
+	defer link.Close("")
+	_, b, err = link.Read(dctx)
 	if err != nil {
 		return false, err
 	}
@@ -234,15 +210,15 @@ func (a *Agent) session(ctx context.Context) (served bool, err error) {
 		return false, err
 	}
 	a.o.Logger.Info("runner: connected", "generation", f.Gen, "projects", strings.Join(w.Projects, ","))
-	s := &session{a: a, ws: ws, gen: f.Gen}
+	s := &session{a: a, link: link, gen: f.Gen}
 	return true, s.serve(ctx, time.Duration(w.HeartbeatSeconds)*time.Second)
 }
 
 // session is one connection: one generation.
 type session struct {
-	a   *Agent
-	ws  *websocket.Conn
-	gen uint64
+	a    *Agent
+	link runnerlink.Link
+	gen  uint64
 
 	mu       sync.Mutex
 	inflight int // requests being handled, at most runnerwire.MaxInflight
@@ -261,13 +237,13 @@ func (s *session) send(k runnerwire.Kind, id string, body any) error {
 func (s *session) writeBinary(b []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
 	defer cancel()
-	return s.ws.Write(ctx, websocket.MessageBinary, b)
+	return s.link.Write(ctx, runnerlink.Binary, b)
 }
 
 func (s *session) write(b []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
 	defer cancel()
-	return s.ws.Write(ctx, websocket.MessageText, b)
+	return s.link.Write(ctx, runnerlink.Text, b)
 }
 
 // serve reads requests until the connection ends, sending heartbeats. When
@@ -296,11 +272,11 @@ func (s *session) serve(ctx context.Context, hb time.Duration) error {
 	defer func() {
 		cancel()
 		s.a.hold.detach(s)
-		s.ws.CloseNow()
+		s.link.Close("")
 		s.wg.Wait()
 	}()
 	for {
-		_, b, err := s.ws.Read(rctx)
+		_, b, err := s.link.Read(rctx)
 		if err != nil {
 			return err
 		}

@@ -8,17 +8,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/runnerlink"
 	"github.com/webcodex/webcodex/internal/runnerwire"
 )
 
 // conn is one accepted connection of a runner: one generation.
 type conn struct {
 	hub        *Hub
-	ws         *websocket.Conn
+	link       runnerlink.Link
 	clientID   string
 	owner      string
 	instanceID string
@@ -37,8 +36,8 @@ type conn struct {
 	err     error // why the connection ended, once done is closed
 }
 
-func newConn(h *Hub, ws *websocket.Conn, tok auth.Token, raw string, hello runnerwire.Hello, gen uint64) *conn {
-	c := &conn{hub: h, ws: ws, clientID: hello.ClientID, owner: tok.Owner, instanceID: hello.InstanceID, token: raw,
+func newConn(h *Hub, link runnerlink.Link, tok auth.Token, raw string, hello runnerwire.Hello, gen uint64) *conn {
+	c := &conn{hub: h, link: link, clientID: hello.ClientID, owner: tok.Owner, instanceID: hello.InstanceID, token: raw,
 		gen: gen, sandbox: hello.Sandbox, projects: map[string]string{},
 		pending: map[string]chan runnerwire.Response{}, parts: map[string][]byte{}, done: make(chan struct{})}
 	for _, p := range hello.Projects {
@@ -79,14 +78,14 @@ func (c *conn) run() {
 	defer c.hub.remove(c)
 	go c.watch()
 	for {
-		typ, b, err := c.ws.Read(context.Background())
+		typ, b, err := c.link.Read(context.Background())
 		if err != nil {
 			c.end(errors.New("the connection to the runner ended"))
 			return
 		}
 		c.lastSeen.Store(c.hub.o.Now().UnixNano())
 		handle := c.handle
-		if typ == websocket.MessageBinary {
+		if typ == runnerlink.Binary {
 			handle = c.binary
 		}
 		if err := handle(b); err != nil {
@@ -237,7 +236,7 @@ func (c *conn) end(why error) {
 	// No close handshake: it would wait for a peer that may be lost or
 	// silent. A runner that reconnects learns why (a revoked token is
 	// refused at the upgrade).
-	c.ws.CloseNow()
+	c.link.Close("")
 	c.hub.o.Logger.Info("runner disconnected", "client_id", c.clientID, "generation", c.gen, "reason", why.Error())
 }
 
@@ -247,7 +246,7 @@ func (c *conn) end(why error) {
 func (c *conn) write(ctx context.Context, b []byte) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), WriteTimeout)
 	defer cancel()
-	return c.ws.Write(ctx, websocket.MessageText, b)
+	return c.link.Write(ctx, runnerlink.Text, b)
 }
 
 // send registers a request and writes it. The error is runner_unavailable
@@ -281,6 +280,10 @@ func (c *conn) send(ctx context.Context, id string, req runnerwire.Request, regi
 	c.mu.Unlock()
 	if err := c.write(ctx, b); err != nil {
 		c.end(errors.New("a write to the runner failed"))
+		if errors.Is(err, runnerlink.ErrClosed) {
+			// The link had ended before it took the request.
+			return nil, unavailable(c.clientID)
+		}
 		return nil, failure.Wrap(failure.OutcomeUnknown, err, "the request to runner %s may or may not have reached it: its outcome is unknown", c.clientID)
 	}
 	return ch, nil

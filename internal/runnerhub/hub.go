@@ -1,7 +1,7 @@
 // Package runnerhub is the server's side of the runners: it accepts the
 // connections `webcodex runner` processes dial out to (runnerwire over a
-// WebSocket), registers their projects, and serves as the [workspace.Runner]
-// of those projects.
+// runnerlink: a WebSocket, or long-poll HTTP), registers their projects,
+// and serves as the [workspace.Runner] of those projects.
 //
 // Each accepted hello starts a connection with a new generation, stored
 // before the welcome, so a restarted server never hands one out again.
@@ -29,13 +29,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/runnerlink"
 	"github.com/webcodex/webcodex/internal/runnerwire"
 	"github.com/webcodex/webcodex/internal/workspace"
 )
@@ -131,6 +131,7 @@ type Hub struct {
 	conns    map[string]*conn // client id → current connection
 	procs    map[procKey]*proc
 	limiters map[string]*rate.Limiter
+	poll     *runnerlink.Poller // the long-poll links
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -146,7 +147,8 @@ func New(o Options) *Hub {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Hub{o: o, conns: map[string]*conn{}, procs: map[procKey]*proc{}, limiters: map[string]*rate.Limiter{}}
+	return &Hub{o: o, conns: map[string]*conn{}, procs: map[procKey]*proc{}, limiters: map[string]*rate.Limiter{},
+		poll: runnerlink.NewPoller(runnerwire.MissedHeartbeats*o.Heartbeat, 0)}
 }
 
 // Close ends every connection (their pending requests become
@@ -227,54 +229,32 @@ func (h *Hub) allow(key string) bool {
 // upgrades to a WebSocket, takes the hello and serves the connection until
 // it ends.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, ok := auth.ParseBearer(r.Header.Get("Authorization"))
-	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex-runner"`)
-		http.Error(w, "a runner token is required", http.StatusUnauthorized)
+	tok, raw, status := h.authenticate(w, r, true)
+	if status != 0 {
 		return
 	}
-	if !h.allow(auth.HashToken(raw)) {
-		w.Header().Set("Retry-After", "2")
-		http.Error(w, "too many connection attempts for this token", http.StatusTooManyRequests)
-		return
-	}
-	tok, err := h.o.Auth.AuthenticateRunner(r.Context(), raw)
-	if err != nil {
-		if failure.Is(err, failure.Unauthenticated) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex-runner", error="invalid_token"`)
-			http.Error(w, failure.MessageOf(err), http.StatusUnauthorized)
-			return
-		}
-		http.Error(w, "the credential store is unavailable", http.StatusServiceUnavailable)
-		return
-	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{runnerwire.Subprotocol}})
+	link, err := runnerlink.Accept(w, r)
 	if err != nil {
 		return // Accept answered the request
 	}
-	if ws.Subprotocol() != runnerwire.Subprotocol {
-		ws.Close(websocket.StatusPolicyViolation, "the subprotocol "+runnerwire.Subprotocol+" is required")
-		return
-	}
-	ws.SetReadLimit(runnerwire.MaxFrameBytes)
-	h.serve(ws, tok, raw)
+	h.serve(link, tok, raw)
 }
 
-// serve takes the hello on ws and runs the connection.
-func (h *Hub) serve(ws *websocket.Conn, tok auth.Token, raw string) {
+// serve takes the hello on link and runs the connection.
+func (h *Hub) serve(link runnerlink.Link, tok auth.Token, raw string) {
 	ctx, cancel := context.WithTimeout(context.Background(), runnerwire.HelloTimeout)
 	defer cancel()
-	_, b, err := ws.Read(ctx)
+	_, b, err := link.Read(ctx)
 	if err != nil {
-		ws.CloseNow()
+		link.Close("")
 		return
 	}
 	reject := func(code, msg string, retry int) {
 		out, _ := runnerwire.Encode(runnerwire.KindReject, 0, "", runnerwire.Reject{Code: code, Message: clip(msg), RetryAfterSeconds: retry})
 		wctx, wcancel := context.WithTimeout(context.Background(), WriteTimeout)
 		defer wcancel()
-		ws.Write(wctx, websocket.MessageText, out)
-		ws.Close(websocket.StatusPolicyViolation, code)
+		link.Write(wctx, runnerlink.Text, out)
+		link.Close(code)
 	}
 	f, err := runnerwire.Decode(b)
 	if err != nil {
@@ -302,7 +282,7 @@ func (h *Hub) serve(ws *websocket.Conn, tok auth.Token, raw string) {
 		reject(runnerwire.RejectAuth, fmt.Sprintf("this token is for runner %q, not %q", tok.Runner, hello.ClientID), 0)
 		return
 	}
-	c, code, err := h.admit(ctx, ws, tok, raw, hello)
+	c, code, err := h.admit(ctx, link, tok, raw, hello)
 	if err != nil {
 		retry := 0
 		if code != runnerwire.RejectInvalid && code != runnerwire.RejectAuth {
@@ -319,7 +299,7 @@ func (h *Hub) serve(ws *websocket.Conn, tok auth.Token, raw string) {
 // stores the new generation, registers the projects and installs the
 // connection, replacing a previous one of the same instance. Nothing is
 // changed when it fails.
-func (h *Hub) admit(ctx context.Context, ws *websocket.Conn, tok auth.Token, raw string, hello runnerwire.Hello) (*conn, string, error) {
+func (h *Hub) admit(ctx context.Context, link runnerlink.Link, tok auth.Token, raw string, hello runnerwire.Hello) (*conn, string, error) {
 	h.mu.Lock()
 	old := h.conns[hello.ClientID]
 	full := old == nil && len(h.conns) >= MaxRunners
@@ -363,7 +343,7 @@ func (h *Hub) admit(ctx context.Context, ws *websocket.Conn, tok auth.Token, raw
 			return nil, runnerwire.RejectInvalid, fmt.Errorf("project %s: %s", p.Name, failure.MessageOf(err))
 		}
 	}
-	c := newConn(h, ws, tok, raw, hello, gen)
+	c := newConn(h, link, tok, raw, hello, gen)
 	welcome, err := runnerwire.Encode(runnerwire.KindWelcome, gen, "", runnerwire.Welcome{Major: runnerwire.Major, Minor: runnerwire.Minor,
 		HeartbeatSeconds: max(1, int(h.o.Heartbeat/time.Second)), Projects: ids})
 	if err != nil {

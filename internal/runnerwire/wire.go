@@ -2,8 +2,9 @@
 // runner`: the one package both sides import.
 //
 // A runner dials out to the server's runner endpoint (a WebSocket with the
-// subprotocol Subprotocol) and the two exchange Frames, one JSON object per
-// text message, each at most MaxFrameBytes. The runner speaks first with a
+// subprotocol Subprotocol, or runnerlink's long-poll link) and the two
+// exchange Frames, one JSON object per text message, each at most
+// MaxFrameBytes. The runner speaks first with a
 // Hello; the server answers Welcome (with the connection's generation) or
 // Reject (with a code and a message) and closes. After the welcome:
 //
