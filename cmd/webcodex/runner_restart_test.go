@@ -61,8 +61,12 @@ func TestRunnerJobsOutliveAServerKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real server and runner processes")
 	}
+	overTransports(t, runnerJobsOutliveAServerKill)
+}
+
+func runnerJobsOutliveAServerKill(t *testing.T, transport string) {
 	f := newRunnerFixture(t)
-	r := startRunner(t, f.srv.base, f.toml, f.token)
+	r := startRunner(t, f.srv.base, f.toml, f.token, "--transport", transport)
 	start := func(gate string, code int) string {
 		var out struct {
 			Job struct {
@@ -121,7 +125,7 @@ func TestRunnerJobContinuesAcrossACutConnection(t *testing.T) {
 		t.Skip("starts real server and runner processes")
 	}
 	f := newRunnerFixture(t)
-	proxy := startCutProxy(t, strings.TrimPrefix(f.srv.base, "http://"), "cut-here.txt")
+	proxy := startCutProxy(t, strings.TrimPrefix(f.srv.base, "http://"), "cut-here.txt", false)
 	r := startRunner(t, "http://"+proxy.ln.Addr().String(), f.toml, f.token)
 	var job struct {
 		Job struct {

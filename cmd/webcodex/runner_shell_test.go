@@ -131,7 +131,7 @@ func TestRunnerSessionShellEndToEnd(t *testing.T) {
 	if err := os.WriteFile(f.toml, append(cfg, "\n[ssh.resources.db]\nhost = \"db.invalid\"\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	proxy := startCutProxy(t, strings.TrimPrefix(f.srv.base, "http://"), "cut-the-connection-here")
+	proxy := startCutProxy(t, strings.TrimPrefix(f.srv.base, "http://"), "cut-the-connection-here", false)
 	r := startRunner(t, "http://"+proxy.ln.Addr().String(), f.toml, f.token)
 	c := shellClient{t: t, base: f.srv.base}
 
