@@ -89,6 +89,14 @@ type Spec struct {
 	// shell and its -c command, run there. A Local refuses it (this host
 	// has no SSH resources).
 	SSH *SSH
+	// Script, when set, is a script body for the interpreter Argv[0]: the
+	// host that starts the process writes it, on its own machine, to a
+	// private file (0600, in a new 0700 directory under its temporary
+	// directory) just before the start, inserts the file's path as
+	// Argv[1], and removes the file and its directory when the execution
+	// ends, however it ends (at once when the start fails). At most
+	// MaxScriptBytes; never with SSH.
+	Script []byte
 }
 
 // SSH names where a one-shot command runs on an SSH resource.
@@ -130,6 +138,12 @@ func (s Spec) Validate() error {
 	}
 	if len(s.Stdin) > MaxStdinBytes {
 		return fmt.Errorf("stdin is longer than %d bytes", MaxStdinBytes)
+	}
+	if len(s.Script) > MaxScriptBytes {
+		return fmt.Errorf("script is longer than %d bytes", MaxScriptBytes)
+	}
+	if s.Script != nil && s.SSH != nil {
+		return errors.New("a script never runs on an SSH resource")
 	}
 	if s.RunID != "" && !runIDRE.MatchString(s.RunID) {
 		return errors.New("run id must be 1-80 letters, digits or _")
@@ -221,6 +235,9 @@ type process struct {
 	done    chan struct{}
 	result  Result
 	conf    *Confinement
+	// cleanup, when set, removes the execution's script file once it
+	// ended.
+	cleanup func()
 
 	mu     sync.Mutex
 	ending Ending // why the runner killed the group, if it did
@@ -257,14 +274,27 @@ func (l *Local) Start(ctx context.Context, s Spec) (Process, error) {
 	if st, err := os.Stat(s.Dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%w: working directory does not exist", ErrNotStarted)
 	}
+	// The script exists before the confinement is compiled: a ruleset
+	// that grants reads path by path around a denied directory then
+	// grants it too.
+	var cleanup func()
+	if s.Script != nil {
+		var err error
+		if s.Argv, cleanup, err = writeScript(s.Argv, s.Script); err != nil {
+			return nil, fmt.Errorf("%w: cannot write the script file: %v", ErrNotStarted, err)
+		}
+	}
 	conf, err := l.Policy.Confine(s.Sandbox)
 	if err != nil {
+		if cleanup != nil {
+			cleanup()
+		}
 		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
 	}
 	defer conf.Close(l.Policy)
 	cmd := &exec.Cmd{Path: path, Args: s.Argv, Dir: s.Dir, Env: conf.Env(env)}
 	cmd.SysProcAttr = groupAttr()
-	p := &process{cmd: cmd, conf: conf, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{})}
+	p := &process{cmd: cmd, conf: conf, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{}), cleanup: cleanup}
 	cmd.Stdout = tee(p.stdout, s.Stdout)
 	cmd.Stderr = tee(p.stderr, s.Stderr)
 	if s.Stdin != nil {
@@ -273,6 +303,9 @@ func (l *Local) Start(ctx context.Context, s Spec) (Process, error) {
 	cmd.WaitDelay = outputDrain
 	p.started = time.Now()
 	if err := p.start(l.Contain, s.RunID, conf.Start); err != nil {
+		if cleanup != nil {
+			cleanup()
+		}
 		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
 	}
 	go p.supervise(ctx, s.Timeout)
@@ -320,6 +353,9 @@ loop:
 		p.mu.Unlock()
 	}
 	p.finish(err)
+	if p.cleanup != nil {
+		p.cleanup() // before Done: a caller that saw the end sees no file
+	}
 	close(p.done)
 }
 

@@ -79,6 +79,9 @@ func (r *remote) Start(ctx context.Context, s runner.Spec) (runner.Process, erro
 	if len(s.Stdin) > runnerwire.MaxStdinBytes {
 		return nil, fmt.Errorf("%w: stdin of %d bytes is over the %d bytes a runner accepts", runner.ErrNotStarted, len(s.Stdin), runnerwire.MaxStdinBytes)
 	}
+	if len(s.Script) > runnerwire.MaxScriptBytes {
+		return nil, fmt.Errorf("%w: a script of %d bytes is over the %d bytes a runner accepts", runner.ErrNotStarted, len(s.Script), runnerwire.MaxScriptBytes)
+	}
 	c := r.hub.current(r.clientID)
 	if c == nil {
 		return nil, unavailable(r.clientID)

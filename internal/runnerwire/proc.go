@@ -38,6 +38,9 @@ type ProcStart struct {
 	Sandbox   ProcSandbox       `json:"sandbox"`
 	// SSH runs the command on one of the runner's SSH resources.
 	SSH *ProcSSH `json:"ssh,omitempty"`
+	// Script is runner.Spec.Script: the runner writes it to a private
+	// file on its own machine and removes it when the process ends.
+	Script []byte `json:"script,omitempty"`
 }
 
 // ProcSSH is runner.SSH on the wire.
@@ -60,7 +63,7 @@ type ProcSandbox struct {
 // writers from them as the local runner does.
 func FromSpec(s runner.Spec) ProcStart {
 	p := ProcStart{
-		Argv: s.Argv, Dir: s.Dir, Env: s.Env, Stdin: s.Stdin,
+		Argv: s.Argv, Dir: s.Dir, Env: s.Env, Stdin: s.Stdin, Script: s.Script,
 		TimeoutMS: s.Timeout.Milliseconds(), TailBytes: s.TailBytes, RunID: s.RunID,
 		Sandbox: ProcSandbox{Mode: string(s.Sandbox.Mode), Write: s.Sandbox.Write,
 			ProjectWrite: s.Sandbox.ProjectWrite, Exact: s.Sandbox.Exact},
@@ -74,7 +77,7 @@ func FromSpec(s runner.Spec) ProcStart {
 // Spec is p as a runner.Spec for a project rooted at root (writers unset).
 func (p ProcStart) Spec(root string) runner.Spec {
 	return runner.Spec{
-		Argv: p.Argv, Dir: p.Dir, Env: p.Env, Stdin: p.Stdin,
+		Argv: p.Argv, Dir: p.Dir, Env: p.Env, Stdin: p.Stdin, Script: p.Script,
 		Timeout: time.Duration(p.TimeoutMS) * time.Millisecond, TailBytes: p.TailBytes, RunID: p.RunID,
 		Sandbox: runner.Sandbox{Mode: runner.Mode(p.Sandbox.Mode), Project: root, Write: p.Sandbox.Write,
 			ProjectWrite: p.Sandbox.ProjectWrite, Exact: p.Sandbox.Exact},
@@ -89,6 +92,10 @@ func (p *ProcStart) Validate() error {
 		return bad("argv is empty")
 	case len(p.Stdin) > MaxStdinBytes:
 		return bad("stdin of %d bytes is over the %d bytes a runner request carries", len(p.Stdin), MaxStdinBytes)
+	case len(p.Script) > MaxScriptBytes:
+		return bad("a script of %d bytes is over the %d bytes a runner request carries", len(p.Script), MaxScriptBytes)
+	case p.Script != nil && p.SSH != nil:
+		return bad("a script never runs on an SSH resource")
 	case p.TimeoutMS < 0 || p.TailBytes < 0:
 		return bad("negative timeout or tail")
 	case len(p.RunID) > MaxNameBytes:

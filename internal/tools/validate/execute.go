@@ -24,9 +24,13 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/testreport"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, r run) (Output, error) {
+	if err := command.RefuseResource(inv, r.tool); err != nil {
+		return Output{}, err
+	}
 	p, err := t.prepare(inv, c, r)
 	if err != nil {
 		return Output{}, err
@@ -74,9 +78,10 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 // prepared is a validation checked and ready to run: r completed from the
 // common arguments, the declared expectation, the timeout in seconds, the
 // project-relative working directory, the job's validation metadata, the
-// process spec and the sandbox mode in force.
+// process spec, the host that runs it and the sandbox mode in force.
 type prepared struct {
 	r       run
+	host    runner.Host
 	exp     string
 	timeout int
 	clean   string
@@ -87,8 +92,16 @@ type prepared struct {
 
 // prepare checks the common arguments (expectation, timeout, min_tests,
 // env, an existing cwd inside the project) and records the sandbox and
-// program facts.
+// program facts. A runner's project has its cwd checked by the runner, at
+// the start; a run that reads a report file (pytest's) is refused there:
+// the file would be on the runner's machine.
 func (t *Tools) prepare(inv *kernel.Invocation, c Common, r run) (*prepared, error) {
+	host := t.Runners.For(inv.Project)
+	if _, remote := host.(workspace.Remote); remote && (r.parseFile != "" || r.freshBytecode) {
+		return nil, failure.New(failure.Unavailable, "project %s is served by runner %s: run_tests with runner pytest reads a report file, "+
+			"which does not come back from a runner yet; nothing ran. Use go_test, cargo_test, cargo_check or run_tests with node or npm, "+
+			"or run pytest with run_process", inv.Project.ID, host.ID())
+	}
 	e, err := command.ValidateExpectation(command.Expectation(c.ResultExpectation))
 	if err != nil {
 		return nil, err
@@ -115,8 +128,10 @@ func (t *Tools) prepare(inv *kernel.Invocation, c Common, r run) (*prepared, err
 	if err != nil {
 		return nil, err
 	}
-	if st, serr := os.Stat(abs); serr != nil || !st.IsDir() {
-		return nil, failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
+	if inv.Project.Runner == "" { // a runner checks its own
+		if st, serr := os.Stat(abs); serr != nil || !st.IsDir() {
+			return nil, failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
+		}
 	}
 	r.scope.Cwd = clean
 	meta := jobs.ValidationMeta{
@@ -126,12 +141,12 @@ func (t *Tools) prepare(inv *kernel.Invocation, c Common, r run) (*prepared, err
 	}
 	spec := runner.Spec{Argv: r.argv, Dir: abs, Env: c.Env, Timeout: time.Duration(timeout) * time.Second, TailBytes: OutputTailBytes,
 		Sandbox: command.Sandbox(inv)}
-	sb := runner.InForce(t.Host, spec.Sandbox)
+	sb := runner.InForce(host, spec.Sandbox)
 	if sb != "" {
 		inv.Fact("sandbox", string(sb))
 	}
 	inv.Fact("program", r.argv[0])
-	return &prepared{r: r, exp: exp, timeout: timeout, clean: clean, meta: meta, spec: spec, sb: sb}, nil
+	return &prepared{r: r, host: host, exp: exp, timeout: timeout, clean: clean, meta: meta, spec: spec, sb: sb}, nil
 }
 
 // ran is what running a validation gave: its execution, report and
@@ -174,7 +189,7 @@ func (t *Tools) runDirect(ctx context.Context, p *prepared) (ran, func(), error)
 	var stdout bytes.Buffer
 	stdoutCap := &capped{buf: &stdout, limit: jobs.MaxOutputFileBytes}
 	spec.Stdout = stdoutCap
-	res, err := runner.Run(ctx, t.Host, *spec)
+	res, err := runner.Run(ctx, p.host, *spec)
 	if err != nil {
 		if errors.Is(err, runner.ErrNotStarted) {
 			return ran{}, cleanup, failure.New(failure.NotStarted, "%s: %v", r.tool, err)
@@ -222,7 +237,7 @@ func (t *Tools) runJob(ctx context.Context, inv *kernel.Invocation, p *prepared)
 	ss := jobs.StartSpec{
 		ID: id, Project: inv.Project.ID, Principal: inv.Principal.AuthorityFingerprint(), Tool: inv.Tool,
 		Cwd: p.clean, Expectation: jobs.Expectation(p.exp), Run: *spec, Validation: &p.meta, KeepOutput: true,
-		Cleanup: cleanup,
+		Cleanup: cleanup, Host: p.host,
 	}
 	if inv.Session != nil {
 		ss.SessionID = inv.Session.ID
