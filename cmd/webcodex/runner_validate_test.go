@@ -59,6 +59,28 @@ func callRaw(t *testing.T, base, tool string, args, out any) []byte {
 	return data
 }
 
+// validationSummary is the part of validation_summary these tests read.
+type validationSummary struct {
+	Runs   int `json:"runs"`
+	Latest []struct {
+		Tool     string   `json:"tool"`
+		Verdict  string   `json:"verdict"`
+		Passed   int      `json:"passed"`
+		Failed   int      `json:"failed"`
+		Failures []string `json:"failures"`
+		Resolved []string `json:"resolved"`
+		JobID    string   `json:"job_id"`
+	} `json:"latest"`
+	Unresolved []json.RawMessage `json:"unresolved"`
+}
+
+func validationState(t *testing.T, base, session string) validationSummary {
+	t.Helper()
+	var sum validationSummary
+	call(t, base, "validation_summary", map[string]any{"session_id": session, "project": remoteProject}, &sum)
+	return sum
+}
+
 // runnerValidation is the part of a validation result these tests read.
 type runnerValidation struct {
 	Verdict  string   `json:"verdict"`
@@ -151,18 +173,9 @@ func TestRunnerRunsValidationAndScripts(t *testing.T) {
 		t.Fatalf("go_test after the fix: %+v %s", passing.Error, passing.Output)
 	}
 	// The session's evidence holds both runs, as for a local project.
-	var sum struct {
-		Scopes []struct {
-			Verdict string `json:"verdict"`
-		} `json:"scopes"`
-		Unresolved []string `json:"unresolved"`
-	}
-	vs, err := callTool(ctx, f.srv.base, "validation_summary", map[string]any{"session_id": start.SessionID, "project": remoteProject}, "")
-	if err != nil || !vs.Success || json.Unmarshal(vs.Output, &sum) != nil {
-		t.Fatalf("validation_summary: %v %+v", err, vs.Error)
-	}
-	if !strings.Contains(string(vs.Output), `"passed"`) || len(sum.Unresolved) != 0 {
-		t.Fatalf("validation_summary after the fix: %s", vs.Output)
+	if sum := validationState(t, f.srv.base, start.SessionID); sum.Runs != 2 || len(sum.Unresolved) != 0 || len(sum.Latest) != 1 ||
+		sum.Latest[0].Verdict != "passed" || sum.Latest[0].Tool != "go_test" || len(sum.Latest[0].Resolved) != 1 {
+		t.Fatalf("validation_summary after the fix: %+v", sum)
 	}
 	ev, err := callTool(ctx, f.srv.base, "session_summary", map[string]any{"session_id": start.SessionID}, "")
 	if err != nil || !ev.Success || strings.Count(string(ev.Output), `"go_test"`) < 2 {
@@ -261,5 +274,93 @@ func TestRunnerRunsValidationAndScripts(t *testing.T) {
 	call(t, f.srv.base, "list_jobs", map[string]any{"project": remoteProject}, &jobs)
 	if len(jobs.Jobs) != 0 {
 		t.Fatalf("jobs left by the runs and the refusals: %s", fmt.Sprint(jobs.Jobs))
+	}
+}
+
+// A validation and a script still running after the sync grace continue
+// on the runner as background jobs: the validation becomes evidence when
+// it ends (parsed here from the output the runner streamed), and a script
+// file is removed when its job ends, by itself or by stop_job.
+func TestRunnerHandsOffValidationAndScripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real server and runner processes")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go toolchain")
+	}
+	// Every run outlives this grace: each waits for a file the test
+	// writes after the handoff.
+	t.Setenv("WEBCODEX_JOB_SYNC_GRACE", "10ms")
+	f := newRunnerFixture(t)
+	runnerTmp := t.TempDir()
+	t.Setenv("TMPDIR", runnerTmp)
+	startRunner(t, f.srv.base, f.toml, f.token)
+	release := filepath.Join(f.dir, "release")
+	writeFiles(t, f.dir, map[string]string{
+		"go.mod": "module example.com/demo\n\ngo 1.21\n",
+		"slow/slow_test.go": "package slow\n\nimport (\n\t\"os\"\n\t\"testing\"\n\t\"time\"\n)\n\n" +
+			"func TestWaits(t *testing.T) {\n\tfor {\n\t\tif _, err := os.Stat(\"../release\"); err == nil {\n\t\t\tbreak\n\t\t}\n\t\ttime.Sleep(20 * time.Millisecond)\n\t}\n}\n\n" +
+			"func TestFails(t *testing.T) { t.Fatal(\"no\") }\n",
+	})
+	var start struct {
+		SessionID string `json:"session_id"`
+	}
+	call(t, f.srv.base, "work_on_project", map[string]any{"project": remoteProject, "instruction": "slow tests on the runner"}, &start)
+
+	var handed struct {
+		State string `json:"state"`
+		JobID string `json:"job_id"`
+	}
+	call(t, f.srv.base, "go_test", map[string]any{"project": remoteProject, "session_id": start.SessionID, "packages": []string{"./slow"}, "uncached": true}, &handed)
+	if handed.State != "running" || handed.JobID == "" {
+		t.Fatalf("go_test was not handed off: %+v", handed)
+	}
+	var script struct {
+		State string `json:"state"`
+		JobID string `json:"job_id"`
+	}
+	call(t, f.srv.base, "run_script", map[string]any{"project": remoteProject, "interpreter": "sh",
+		"script": "while [ ! -e release ]; do sleep 0.02; done; echo released"}, &script)
+	var stopped struct {
+		JobID string `json:"job_id"`
+	}
+	call(t, f.srv.base, "run_script", map[string]any{"project": remoteProject, "interpreter": "sh", "script": "exec sleep 600"}, &stopped)
+	if script.State != "running" || script.JobID == "" || stopped.JobID == "" {
+		t.Fatalf("run_script was not handed off: %+v %+v", script, stopped)
+	}
+	if d := scriptDirsIn(t, runnerTmp); len(d) != 2 {
+		t.Fatalf("%d script directories on the runner while two scripts run: %v", len(d), d)
+	}
+	// stop_job reaches the runner's process; its script goes with it.
+	call(t, f.srv.base, "stop_job", map[string]any{"project": remoteProject, "job_id": stopped.JobID}, &struct{}{})
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var seen struct {
+		Jobs []struct {
+			Job struct {
+				ID    string `json:"job_id"`
+				State string `json:"state"`
+			} `json:"job"`
+		} `json:"jobs"`
+	}
+	call(t, f.srv.base, "observe_jobs", map[string]any{"project": remoteProject, "job_ids": []string{handed.JobID, script.JobID, stopped.JobID},
+		"wait_seconds": 100, "wake_on": "all_terminal"}, &seen)
+	states := map[string]string{}
+	for _, j := range seen.Jobs {
+		states[j.Job.ID] = j.Job.State
+	}
+	if states[handed.JobID] != "failed" || states[script.JobID] != "succeeded" || states[stopped.JobID] != "stopped" {
+		t.Fatalf("the jobs' ends: %+v", states)
+	}
+	if d := scriptDirsIn(t, runnerTmp); len(d) != 0 {
+		t.Fatalf("script directories left on the runner after the jobs ended: %v", d)
+	}
+	// The handed-off validation is evidence in the session, recorded
+	// under its job.
+	sum := validationState(t, f.srv.base, start.SessionID)
+	if sum.Runs != 1 || len(sum.Latest) != 1 || sum.Latest[0].JobID != handed.JobID || sum.Latest[0].Verdict != "failed" ||
+		sum.Latest[0].Passed != 1 || sum.Latest[0].Failed != 1 || len(sum.Latest[0].Failures) != 1 || !strings.Contains(sum.Latest[0].Failures[0], "TestFails") {
+		t.Fatalf("the handed-off validation's evidence: %+v", sum)
 	}
 }
