@@ -231,17 +231,43 @@ func TestRunnerRunsValidationAndScripts(t *testing.T) {
 		t.Fatalf("script directories left on the runner: %v", d)
 	}
 
+	// pytest writes its junit report in a private directory on the
+	// runner; the report comes back to be parsed here, and the directory
+	// (its bytecode too) goes when the run ends.
+	if _, err := exec.LookPath("pytest"); err == nil {
+		writeFiles(t, f.dir, map[string]string{"py/test_calc.py": "def test_ok():\n    assert 1 + 1 == 2\n\n\ndef test_bad():\n    assert 1 + 1 == 3\n"})
+		var pt struct {
+			Output struct {
+				Validation struct {
+					runnerValidation
+					Parser string `json:"parser"`
+				} `json:"validation"`
+			} `json:"output"`
+			Error struct {
+				Kind string `json:"kind"`
+			} `json:"error"`
+		}
+		raw := callRaw(t, f.srv.base, "run_tests", map[string]any{"project": remoteProject, "session_id": start.SessionID, "runner": "pytest", "cwd": "py"}, &pt)
+		if v := pt.Output.Validation; pt.Error.Kind != "validation_failed" || v.Parser != "junit_xml/v1" || v.Passed != 1 || v.Failed != 1 ||
+			len(v.Failures) != 1 || !strings.Contains(v.Failures[0], "test_bad") {
+			t.Fatalf("run_tests pytest through the runner: %s", raw)
+		}
+		if m, _ := filepath.Glob(filepath.Join(runnerTmp, "webcodex-private-*")); len(m) != 0 {
+			t.Fatalf("pytest's private directory outlived the run on the runner: %v", m)
+		}
+		for _, name := range []string{"py/__pycache__", "py/junit.xml", "junit.xml"} {
+			if _, err := os.Stat(filepath.Join(f.dir, name)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("pytest through the runner left %s in the project: %v", name, err)
+			}
+		}
+	}
+
 	// Bad inputs: nothing starts.
 	// A script over what a start carries through a runner.
 	big := "touch too-big-ran\n" + strings.Repeat("#", 16<<10)
 	r, err := callTool(ctx, f.srv.base, "run_script", map[string]any{"project": remoteProject, "interpreter": "sh", "script": big}, "")
 	if err != nil || r.Success || r.Error.Kind != "invalid_arguments" || !strings.Contains(r.Error.Message, "16384") || !strings.Contains(r.Error.Message, "runner box") {
 		t.Fatalf("an oversized script through the runner: %v %+v", err, r)
-	}
-	// pytest's report file does not come back from a runner yet.
-	pt, err := callTool(ctx, f.srv.base, "run_tests", map[string]any{"project": remoteProject, "runner": "pytest"}, "")
-	if err != nil || pt.Success || pt.Error.Kind != "unavailable" || !strings.Contains(pt.Error.Message, "nothing ran") {
-		t.Fatalf("run_tests pytest through the runner: %v %+v", err, pt)
 	}
 	// With an SSH resource selected, run_script and the validation tools
 	// fail before anything starts, never on the runner's host instead.
@@ -291,6 +317,7 @@ func TestRunnerHandsOffValidationAndScripts(t *testing.T) {
 	// Every run outlives this grace: each waits for a file the test
 	// writes after the handoff.
 	t.Setenv("WEBCODEX_JOB_SYNC_GRACE", "10ms")
+	t.Setenv("WEBCODEX_JOB_CONCURRENCY", "8") // one owner runs all four at once (8 less the reserved slots)
 	f := newRunnerFixture(t)
 	runnerTmp := t.TempDir()
 	t.Setenv("TMPDIR", runnerTmp)
@@ -314,6 +341,21 @@ func TestRunnerHandsOffValidationAndScripts(t *testing.T) {
 	call(t, f.srv.base, "go_test", map[string]any{"project": remoteProject, "session_id": start.SessionID, "packages": []string{"./slow"}, "uncached": true}, &handed)
 	if handed.State != "running" || handed.JobID == "" {
 		t.Fatalf("go_test was not handed off: %+v", handed)
+	}
+	// pytest too, when there is one: its report comes back when its job
+	// ends, for the evidence.
+	var pyHanded struct {
+		State string `json:"state"`
+		JobID string `json:"job_id"`
+	}
+	_, pyErr := exec.LookPath("pytest")
+	if pyErr == nil {
+		writeFiles(t, f.dir, map[string]string{"py/test_wait.py": "import os\nimport time\n\n\ndef test_waits():\n" +
+			"    while not os.path.exists('../release'):\n        time.sleep(0.02)\n\n\ndef test_fails():\n    assert False\n"})
+		call(t, f.srv.base, "run_tests", map[string]any{"project": remoteProject, "session_id": start.SessionID, "runner": "pytest", "cwd": "py"}, &pyHanded)
+		if pyHanded.State != "running" || pyHanded.JobID == "" {
+			t.Fatalf("run_tests pytest was not handed off: %+v", pyHanded)
+		}
 	}
 	var script struct {
 		State string `json:"state"`
@@ -344,23 +386,44 @@ func TestRunnerHandsOffValidationAndScripts(t *testing.T) {
 			} `json:"job"`
 		} `json:"jobs"`
 	}
-	call(t, f.srv.base, "observe_jobs", map[string]any{"project": remoteProject, "job_ids": []string{handed.JobID, script.JobID, stopped.JobID},
-		"wait_seconds": 100, "wake_on": "all_terminal"}, &seen)
+	ids := []string{handed.JobID, script.JobID, stopped.JobID}
+	if pyErr == nil {
+		ids = append(ids, pyHanded.JobID)
+	}
+	call(t, f.srv.base, "observe_jobs", map[string]any{"project": remoteProject, "job_ids": ids, "wait_seconds": 100, "wake_on": "all_terminal"}, &seen)
 	states := map[string]string{}
 	for _, j := range seen.Jobs {
 		states[j.Job.ID] = j.Job.State
 	}
-	if states[handed.JobID] != "failed" || states[script.JobID] != "succeeded" || states[stopped.JobID] != "stopped" {
+	if states[handed.JobID] != "failed" || states[script.JobID] != "succeeded" || states[stopped.JobID] != "stopped" ||
+		(pyErr == nil && states[pyHanded.JobID] != "failed") {
 		t.Fatalf("the jobs' ends: %+v", states)
 	}
 	if d := scriptDirsIn(t, runnerTmp); len(d) != 0 {
 		t.Fatalf("script directories left on the runner after the jobs ended: %v", d)
 	}
-	// The handed-off validation is evidence in the session, recorded
-	// under its job.
+	if m, _ := filepath.Glob(filepath.Join(runnerTmp, "webcodex-private-*")); len(m) != 0 {
+		t.Fatalf("a private directory outlived its job on the runner: %v", m)
+	}
+	// The handed-off validations are evidence in the session, each
+	// recorded under its job.
 	sum := validationState(t, f.srv.base, start.SessionID)
-	if sum.Runs != 1 || len(sum.Latest) != 1 || sum.Latest[0].JobID != handed.JobID || sum.Latest[0].Verdict != "failed" ||
-		sum.Latest[0].Passed != 1 || sum.Latest[0].Failed != 1 || len(sum.Latest[0].Failures) != 1 || !strings.Contains(sum.Latest[0].Failures[0], "TestFails") {
+	byJob := map[string]int{}
+	for i, l := range sum.Latest {
+		byJob[l.JobID] = i
+	}
+	want := 1
+	if pyErr == nil {
+		want = 2
+		i, ok := byJob[pyHanded.JobID]
+		if l := sum.Latest[i]; !ok || l.Tool != "run_tests" || l.Verdict != "failed" || l.Passed != 1 || l.Failed != 1 ||
+			len(l.Failures) != 1 || !strings.Contains(l.Failures[0], "test_fails") {
+			t.Fatalf("the handed-off pytest's evidence: %+v", sum)
+		}
+	}
+	i, ok := byJob[handed.JobID]
+	if l := sum.Latest[i]; sum.Runs != want || len(sum.Latest) != want || !ok || l.Verdict != "failed" ||
+		l.Passed != 1 || l.Failed != 1 || len(l.Failures) != 1 || !strings.Contains(l.Failures[0], "TestFails") {
 		t.Fatalf("the handed-off validation's evidence: %+v", sum)
 	}
 }

@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -31,5 +32,15 @@ func TestConfinedScriptReadsItsFile(t *testing.T) {
 	}
 	if d := scriptDirs(t, tmp); len(d) != 0 {
 		t.Fatalf("left behind: %v", d)
+	}
+	// A confined process writes its private directory (and nothing
+	// else outside the project under read-only).
+	for _, mode := range []runner.Mode{runner.WorkspaceWrite, runner.ReadOnly} {
+		var got bytes.Buffer
+		res, err := runner.Run(context.Background(), l, runner.Spec{Argv: []string{"sh", "-c", `echo ok > "$1/r"`, "sh", runner.PrivateDirToken},
+			Dir: e.project, Private: true, Collect: "r", CollectTo: &got, Sandbox: runner.Sandbox{Mode: mode, Project: e.project}})
+		if err != nil || res.ExitCode != 0 || got.String() != "ok\n" {
+			t.Fatalf("a confined private directory (%s): %v %+v %q", mode, err, res, got.String())
+		}
 	}
 }

@@ -443,6 +443,9 @@ func (s *session) start(ctx context.Context, id string, p project.Project, args 
 	}
 	spec.Stdout = &chunker{s: s, id: id, stream: runnerwire.Stdout}
 	spec.Stderr = &chunker{s: s, id: id, stream: runnerwire.Stderr}
+	if spec.Collect != "" {
+		spec.CollectTo = &chunker{s: s, id: id, stream: runnerwire.Report}
+	}
 	s.mu.Lock()
 	if len(s.procs)+s.starting >= runnerwire.MaxInventory {
 		s.mu.Unlock()

@@ -3,6 +3,7 @@ package runnerhub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -101,6 +102,12 @@ func (r *remote) Start(ctx context.Context, s runner.Spec) (runner.Process, erro
 	id := newRequestID()
 	pr := &proc{c: c, id: id, stdout: runner.NewTail(tail), stderr: runner.NewTail(tail), outW: s.Stdout, errW: s.Stderr,
 		done: make(chan struct{}), started: time.Now()}
+	if s.Collect != "" {
+		pr.repW = s.CollectTo
+		if pr.repW == nil {
+			pr.repW = io.Discard
+		}
+	}
 	ch, err := c.send(ctx, id, runnerwire.Request{Op: runnerwire.OpProcStart, Project: name, Args: args}, func() { c.procs[id] = pr })
 	if err != nil {
 		return nil, err
@@ -160,9 +167,12 @@ type proc struct {
 	stderr  *runner.Tail
 	outW    io.Writer
 	errW    io.Writer
+	// repW takes the collected file (the Report stream); nil when the
+	// start collects none.
+	repW io.Writer
 
 	mu      sync.Mutex
-	offsets [2]int64
+	offsets [3]int64
 	once    sync.Once
 	done    chan struct{}
 	result  runner.Result
@@ -170,19 +180,31 @@ type proc struct {
 }
 
 // output takes one chunk; a chunk that is not contiguous with the last is
-// refused (a gap or a resend never lands in the output).
+// refused (a gap or a resend never lands in the output), and so is a
+// report the start did not ask for or one over runner.MaxCollectBytes.
 func (p *proc) output(o runnerwire.Output) error {
 	i, tail, w := 0, p.stdout, p.outW
-	if o.Stream == runnerwire.Stderr {
+	switch o.Stream {
+	case runnerwire.Stderr:
 		i, tail, w = 1, p.stderr, p.errW
+	case runnerwire.Report:
+		i, tail, w = 2, nil, p.repW
+		if w == nil {
+			return errors.New("a report the process start did not collect")
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if o.Offset != p.offsets[i] {
 		return fmt.Errorf("an output chunk at offset %d, expected %d", o.Offset, p.offsets[i])
 	}
+	if i == 2 && o.Offset+int64(len(o.Data)) > runner.MaxCollectBytes {
+		return fmt.Errorf("a report over the %d-byte bound", runner.MaxCollectBytes)
+	}
 	p.offsets[i] += int64(len(o.Data))
-	tail.Write(o.Data)
+	if tail != nil {
+		tail.Write(o.Data)
+	}
 	if w != nil {
 		w.Write(o.Data)
 	}

@@ -46,3 +46,28 @@ func TestScriptBoundFitsAFrame(t *testing.T) {
 		t.Fatalf("a script on an SSH resource: %v", err)
 	}
 }
+
+// The report stream round-trips; a start's collect must name a plain file
+// of its private directory.
+func TestReportStreamAndCollect(t *testing.T) {
+	b, err := EncodeBinary(Binary{Type: BinOutput, Gen: 3, ID: "rq_1", Stream: Report, Offset: 5, Data: []byte("<x/>")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := DecodeBinary(b); err != nil || m.Stream != Report || m.Offset != 5 || string(m.Data) != "<x/>" {
+		t.Fatalf("round trip: %v %+v", err, m)
+	}
+	ps := FromSpec(runner.Spec{Argv: []string{"pytest"}, Private: true, Collect: "junit.xml"})
+	if err := ps.Validate(); err != nil || !ps.Spec("/p").Private || ps.Spec("/p").Collect != "junit.xml" {
+		t.Fatalf("a collecting start: %v %+v", err, ps)
+	}
+	for name, bad := range map[string]ProcStart{
+		"no private dir": {Argv: []string{"x"}, Collect: "junit.xml"},
+		"a path":         {Argv: []string{"x"}, Private: true, Collect: "../junit.xml"},
+		"over ssh":       {Argv: []string{"x"}, Private: true, SSH: &ProcSSH{Resource: "db", Session: "s"}},
+	} {
+		if err := bad.Validate(); !errors.Is(err, ErrFrame) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -13,12 +13,13 @@
 // earlier failure. Validation tools never inherit a session's execution
 // defaults.
 //
-// On a runner's project the test runner starts on the runner (its cwd
-// checked there); its output comes back and is parsed here, so the result
-// and the evidence are as for a local project. pytest, whose report file
-// would be on the runner, is refused there (unavailable, nothing ran);
-// with an SSH resource selected every validation tool fails
-// resource_not_allowed before it starts.
+// The test runner starts where the project is (its runner's machine for
+// a runner's project, its cwd checked there); its output comes back and is
+// parsed here, so the result and the evidence are the same wherever it
+// ran. pytest writes its report and bytecode in a private directory the
+// host makes for the run (runner.Spec.Private); the report comes back
+// after the run (runner.Spec.Collect). With an SSH resource selected every
+// validation tool fails resource_not_allowed before it starts.
 //
 // A call succeeds when its verdict is passed or no_tests; a failed verdict
 // is validation_failed and an unproven one evidence_gap (or timed_out,
