@@ -269,6 +269,14 @@ func TestRunnerRunsValidationAndScripts(t *testing.T) {
 	if err != nil || r.Success || r.Error.Kind != "invalid_arguments" || !strings.Contains(r.Error.Message, "16384") || !strings.Contains(r.Error.Message, "runner box") {
 		t.Fatalf("an oversized script through the runner: %v %+v", err, r)
 	}
+	// A cwd that is not a directory on the runner: checked there, and
+	// refused as for a local project, before anything starts.
+	for _, cwd := range []string{"no/such/dir", "go.mod", "../outside"} {
+		nocwd, err := callTool(ctx, f.srv.base, "go_test", map[string]any{"project": remoteProject, "cwd": cwd}, "")
+		if err != nil || nocwd.Success || nocwd.Error.Kind != "invalid_arguments" {
+			t.Fatalf("go_test in cwd %s on the runner: %v %+v", cwd, err, nocwd)
+		}
+	}
 	// With an SSH resource selected, run_script and the validation tools
 	// fail before anything starts, never on the runner's host instead.
 	up, err := callTool(ctx, f.srv.base, "update_session_context", map[string]any{"session_id": start.SessionID, "resource": "db"}, "")

@@ -11,13 +11,14 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/files"
 	"github.com/webcodex/webcodex/internal/tools/git"
 	"github.com/webcodex/webcodex/internal/tools/search"
+	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // RunnerOps are the operations a `webcodex runner` serves: the effect halves
 // of the tools that run through runners.
 func RunnerOps() []workspace.Served {
-	return slices.Concat(files.Ops(), search.Ops(), git.Ops(), edit.Ops(), closeout.Ops())
+	return slices.Concat(files.Ops(), search.Ops(), git.Ops(), edit.Ops(), closeout.Ops(), validate.Ops())
 }
 
 // NewRunnerAgent is `webcodex runner`'s composition root: the agent for

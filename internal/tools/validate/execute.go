@@ -24,13 +24,14 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/testreport"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, r run) (Output, error) {
 	if err := command.RefuseResource(inv, r.tool); err != nil {
 		return Output{}, err
 	}
-	p, err := t.prepare(inv, c, r)
+	p, err := t.prepare(ctx, inv, c, r)
 	if err != nil {
 		return Output{}, err
 	}
@@ -91,9 +92,9 @@ type prepared struct {
 
 // prepare checks the common arguments (expectation, timeout, min_tests,
 // env, an existing cwd inside the project) and records the sandbox and
-// program facts. A runner's project has its cwd checked by the runner, at
-// the start.
-func (t *Tools) prepare(inv *kernel.Invocation, c Common, r run) (*prepared, error) {
+// program facts. The cwd is checked where the project's files are
+// (cwdOp).
+func (t *Tools) prepare(ctx context.Context, inv *kernel.Invocation, c Common, r run) (*prepared, error) {
 	host := t.Runners.For(inv.Project)
 	e, err := command.ValidateExpectation(command.Expectation(c.ResultExpectation))
 	if err != nil {
@@ -121,10 +122,8 @@ func (t *Tools) prepare(inv *kernel.Invocation, c Common, r run) (*prepared, err
 	if err != nil {
 		return nil, err
 	}
-	if inv.Project.Runner == "" { // a runner checks its own
-		if st, serr := os.Stat(abs); serr != nil || !st.IsDir() {
-			return nil, failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
-		}
+	if _, err := workspace.Do(ctx, host, inv.Project, cwdOp, cwdIn{Cwd: clean}); err != nil {
+		return nil, err
 	}
 	r.scope.Cwd = clean
 	meta := jobs.ValidationMeta{
