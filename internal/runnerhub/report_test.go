@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -76,5 +77,16 @@ func TestTheCollectedFileComesBackAsTheReportStream(t *testing.T) {
 	ws.Write(context.Background(), websocket.MessageText, exit)
 	if res, err := q.Wait(context.Background()); err != nil || res.Stdout.Text != "out" || stdout.String() != "out" {
 		t.Fatalf("a report nobody asked for landed: %v %+v %q", err, res, stdout.String())
+	}
+}
+
+// A report past runner.MaxCollectBytes is refused.
+func TestAReportIsBounded(t *testing.T) {
+	p := &proc{repW: io.Discard, offsets: [3]int64{0, 0, runner.MaxCollectBytes - 1}}
+	if err := p.output(runnerwire.Output{Stream: runnerwire.Report, Offset: runner.MaxCollectBytes - 1, Data: []byte("xy")}); err == nil {
+		t.Fatal("a report over the bound was taken")
+	}
+	if err := p.output(runnerwire.Output{Stream: runnerwire.Report, Offset: runner.MaxCollectBytes - 1, Data: []byte("x")}); err != nil {
+		t.Fatalf("a report at the bound: %v", err)
 	}
 }
