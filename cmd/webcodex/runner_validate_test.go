@@ -116,7 +116,6 @@ func TestRunnerRunsValidationAndScripts(t *testing.T) {
 	// The runner's temporary directory is not the server's (which was
 	// fixed when the server started): a script file made by the server
 	// would not land here.
-	serverTmp := os.TempDir()
 	runnerTmp, runnerCache := t.TempDir(), t.TempDir()
 	t.Setenv("TMPDIR", runnerTmp)
 	t.Setenv("XDG_CACHE_HOME", runnerCache)
@@ -182,84 +181,11 @@ func TestRunnerRunsValidationAndScripts(t *testing.T) {
 		t.Fatalf("the session does not record both go_test runs: %v %s", err, ev.Output)
 	}
 
-	// run_script: the file is made on the runner, privately, and gone
-	// when the call returns.
-	interpreters := map[string]string{"sh": `echo "$0"; ls -ld "$0" "$(dirname "$0")"; echo "args=$*"`}
-	if _, err := exec.LookPath("python3"); err == nil {
-		interpreters["python3"] = "import os, stat, sys\nprint(sys.argv[0])\nfor p in (sys.argv[0], os.path.dirname(sys.argv[0])):\n    print(stat.filemode(os.stat(p).st_mode), p)\nprint('args=' + ' '.join(sys.argv[1:]))\n"
-	}
-	for interp, script := range interpreters {
-		r, err := callTool(ctx, f.srv.base, "run_script", map[string]any{"project": remoteProject, "session_id": start.SessionID,
-			"interpreter": interp, "script": script, "args": []string{"one", "two"}}, "")
-		var out struct {
-			Stdout struct {
-				Text string `json:"text"`
-			} `json:"stdout"`
-			Sandbox string `json:"sandbox"`
-		}
-		if err != nil || !r.Success || json.Unmarshal(r.Output, &out) != nil {
-			t.Fatalf("run_script %s through the runner: %v %+v %s", interp, err, r.Error, r.Output)
-		}
-		lines := strings.Split(strings.TrimSpace(out.Stdout.Text), "\n")
-		if len(lines) != 4 || lines[3] != "args=one two" || out.Sandbox != "workspace-write" {
-			t.Fatalf("run_script %s output: %+v", interp, out)
-		}
-		file := lines[0]
-		if filepath.Dir(filepath.Dir(file)) != runnerTmp || !strings.HasPrefix(filepath.Base(filepath.Dir(file)), "webcodex-script-") {
-			t.Fatalf("run_script %s ran %s, not a file in the runner's temporary directory %s", interp, file, runnerTmp)
-		}
-		modes := map[string]bool{}
-		for _, l := range lines[1:3] {
-			switch {
-			case strings.HasPrefix(l, "-rw------- ") && strings.HasSuffix(l, " "+file):
-				modes["file"] = true
-			case strings.HasPrefix(l, "drwx------ ") && strings.HasSuffix(l, " "+filepath.Dir(file)):
-				modes["dir"] = true
-			}
-		}
-		if !modes["file"] || !modes["dir"] {
-			t.Fatalf("run_script %s's file is not private:\n%s", interp, out.Stdout.Text)
-		}
-		if _, err := os.Stat(filepath.Dir(file)); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("run_script %s's directory outlived the run: %v", interp, err)
-		}
-	}
-	if d := scriptDirsIn(t, serverTmp); len(d) != 0 && serverTmp != runnerTmp {
-		t.Logf("script directories in the server's temporary directory (other tests may make them): %v", d)
-	}
-	if d := scriptDirsIn(t, runnerTmp); len(d) != 0 {
-		t.Fatalf("script directories left on the runner: %v", d)
-	}
-
-	// pytest writes its junit report in a private directory on the
-	// runner; the report comes back to be parsed here, and the directory
-	// (its bytecode too) goes when the run ends.
+	checkScriptsOnRunner(t, f.srv.base, start.SessionID, runnerTmp)
+	runs := 2
 	if _, err := exec.LookPath("pytest"); err == nil {
-		writeFiles(t, f.dir, map[string]string{"py/test_calc.py": "def test_ok():\n    assert 1 + 1 == 2\n\n\ndef test_bad():\n    assert 1 + 1 == 3\n"})
-		var pt struct {
-			Output struct {
-				Validation struct {
-					runnerValidation
-					Parser string `json:"parser"`
-				} `json:"validation"`
-			} `json:"output"`
-			Error struct {
-				Kind string `json:"kind"`
-			} `json:"error"`
-		}
-		raw := callRaw(t, f.srv.base, "run_tests", map[string]any{"project": remoteProject, "session_id": start.SessionID, "runner": "pytest", "cwd": "py"}, &pt)
-		if v := pt.Output.Validation; pt.Error.Kind != "validation_failed" || v.Parser != "junit_xml/v1" || v.Passed != 1 || v.Failed != 1 ||
-			len(v.Failures) != 1 || !strings.Contains(v.Failures[0], "test_bad") {
-			t.Fatalf("run_tests pytest through the runner: %s", raw)
-		}
-		if m, _ := filepath.Glob(filepath.Join(runnerTmp, "webcodex-private-*")); len(m) != 0 {
-			t.Fatalf("pytest's private directory outlived the run on the runner: %v", m)
-		}
-		for _, name := range []string{"py/__pycache__", "py/junit.xml", "junit.xml"} {
-			if _, err := os.Stat(filepath.Join(f.dir, name)); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("pytest through the runner left %s in the project: %v", name, err)
-			}
-		}
+		checkPytestOnRunner(t, f, start.SessionID, runnerTmp)
+		runs++
 	}
 
 	// Bad inputs: nothing starts.
@@ -308,6 +234,94 @@ func TestRunnerRunsValidationAndScripts(t *testing.T) {
 	call(t, f.srv.base, "list_jobs", map[string]any{"project": remoteProject}, &jobs)
 	if len(jobs.Jobs) != 0 {
 		t.Fatalf("jobs left by the runs and the refusals: %s", fmt.Sprint(jobs.Jobs))
+	}
+	if sum := validationState(t, f.srv.base, start.SessionID); sum.Runs != runs {
+		t.Fatalf("the refusals changed the session's evidence: %d runs, want %d", sum.Runs, runs)
+	}
+}
+
+// checkScriptsOnRunner runs scripts (sh, and python3 when there is one)
+// through the runner: each file is made in the runner's temporary
+// directory, never the server's, privately, and is gone when the call
+// returns.
+func checkScriptsOnRunner(t *testing.T, base, session, runnerTmp string) {
+	t.Helper()
+	ctx := context.Background()
+	interpreters := map[string]string{"sh": `echo "$0"; ls -ld "$0" "$(dirname "$0")"; echo "args=$*"`}
+	if _, err := exec.LookPath("python3"); err == nil {
+		interpreters["python3"] = "import os, stat, sys\nprint(sys.argv[0])\nfor p in (sys.argv[0], os.path.dirname(sys.argv[0])):\n    print(stat.filemode(os.stat(p).st_mode), p)\nprint('args=' + ' '.join(sys.argv[1:]))\n"
+	}
+	for interp, script := range interpreters {
+		r, err := callTool(ctx, base, "run_script", map[string]any{"project": remoteProject, "session_id": session,
+			"interpreter": interp, "script": script, "args": []string{"one", "two"}}, "")
+		var out struct {
+			Stdout struct {
+				Text string `json:"text"`
+			} `json:"stdout"`
+			Sandbox string `json:"sandbox"`
+		}
+		if err != nil || !r.Success || json.Unmarshal(r.Output, &out) != nil {
+			t.Fatalf("run_script %s through the runner: %v %+v %s", interp, err, r.Error, r.Output)
+		}
+		lines := strings.Split(strings.TrimSpace(out.Stdout.Text), "\n")
+		if len(lines) != 4 || lines[3] != "args=one two" || out.Sandbox != "workspace-write" {
+			t.Fatalf("run_script %s output: %+v", interp, out)
+		}
+		file := lines[0]
+		if filepath.Dir(filepath.Dir(file)) != runnerTmp || !strings.HasPrefix(filepath.Base(filepath.Dir(file)), "webcodex-script-") {
+			t.Fatalf("run_script %s ran %s, not a file in the runner's temporary directory %s", interp, file, runnerTmp)
+		}
+		modes := map[string]bool{}
+		for _, l := range lines[1:3] {
+			switch {
+			case strings.HasPrefix(l, "-rw------- ") && strings.HasSuffix(l, " "+file):
+				modes["file"] = true
+			case strings.HasPrefix(l, "drwx------ ") && strings.HasSuffix(l, " "+filepath.Dir(file)):
+				modes["dir"] = true
+			}
+		}
+		if !modes["file"] || !modes["dir"] {
+			t.Fatalf("run_script %s's file is not private:\n%s", interp, out.Stdout.Text)
+		}
+		if _, err := os.Stat(filepath.Dir(file)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("run_script %s's directory outlived the run: %v", interp, err)
+		}
+	}
+	if d := scriptDirsIn(t, runnerTmp); len(d) != 0 {
+		t.Fatalf("script directories left on the runner: %v", d)
+	}
+}
+
+// checkPytestOnRunner runs pytest through the runner: it writes its junit
+// report in a private directory on the runner; the report comes back to
+// be parsed here, and the directory (its bytecode too) goes when the run
+// ends; nothing is written in the project.
+func checkPytestOnRunner(t *testing.T, f *runnerFixture, session, runnerTmp string) {
+	t.Helper()
+	writeFiles(t, f.dir, map[string]string{"py/test_calc.py": "def test_ok():\n    assert 1 + 1 == 2\n\n\ndef test_bad():\n    assert 1 + 1 == 3\n"})
+	var pt struct {
+		Output struct {
+			Validation struct {
+				runnerValidation
+				Parser string `json:"parser"`
+			} `json:"validation"`
+		} `json:"output"`
+		Error struct {
+			Kind string `json:"kind"`
+		} `json:"error"`
+	}
+	raw := callRaw(t, f.srv.base, "run_tests", map[string]any{"project": remoteProject, "session_id": session, "runner": "pytest", "cwd": "py"}, &pt)
+	if v := pt.Output.Validation; pt.Error.Kind != "validation_failed" || v.Parser != "junit_xml/v1" || v.Passed != 1 || v.Failed != 1 ||
+		len(v.Failures) != 1 || !strings.Contains(v.Failures[0], "test_bad") {
+		t.Fatalf("run_tests pytest through the runner: %s", raw)
+	}
+	if m, _ := filepath.Glob(filepath.Join(runnerTmp, "webcodex-private-*")); len(m) != 0 {
+		t.Fatalf("pytest's private directory outlived the run on the runner: %v", m)
+	}
+	for _, name := range []string{"py/__pycache__", "py/junit.xml", "junit.xml"} {
+		if _, err := os.Stat(filepath.Join(f.dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("pytest through the runner left %s in the project: %v", name, err)
+		}
 	}
 }
 
