@@ -288,16 +288,6 @@ func runnerServesAProjectEndToEnd(t *testing.T, transport string) {
 		t.Fatalf("session_handoff_summary on a runner project: %v %+v %s", err, ho.Error, ho.Output)
 	}
 
-	// A tool that does not run through runners yet is refused before it
-	// runs anything on this host.
-	sc, err := callTool(ctx, f.srv.base, "run_script", map[string]any{"project": remoteProject, "interpreter": "sh", "script": "touch script-ran"}, "")
-	if err != nil || sc.Success || sc.Error.Kind != "unavailable" {
-		t.Fatalf("run_script on a runner project: %v %+v", err, sc)
-	}
-	if _, err := os.Stat(filepath.Join(f.dir, "script-ran")); !os.IsNotExist(err) {
-		t.Fatalf("run_script ran: %v", err)
-	}
-
 	// A background job on the runner: its output streams back.
 	var job struct {
 		Job struct {

@@ -63,7 +63,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	edit.Register(reg, a.Runners)
 	git.Register(reg, &git.Tools{Runners: a.Runners})
 	run.Register(reg, &run.Tools{Runners: a.Runners, Jobs: a.Jobs})
-	vt := &validate.Tools{Host: a.Runner, Sessions: a.Sessions, Jobs: a.Jobs, Evidence: a.validation}
+	vt := &validate.Tools{Runners: a.Runners, Sessions: a.Sessions, Jobs: a.Jobs, Evidence: a.validation}
 	jobctl.Register(reg, &jobctl.Tools{Jobs: a.Jobs, Runners: a.Runners})
 	sessionshell.Register(reg, a.Runners)
 	validate.Register(reg, vt)

@@ -89,6 +89,28 @@ type Spec struct {
 	// shell and its -c command, run there. A Local refuses it (this host
 	// has no SSH resources).
 	SSH *SSH
+	// Script, when set, is a script body for the interpreter Argv[0]: the
+	// host that starts the process writes it, on its own machine, to a
+	// private file (0600, in a new 0700 directory under its temporary
+	// directory) just before the start, inserts the file's path as
+	// Argv[1], and removes the file and its directory when the execution
+	// ends, however it ends (at once when the start fails). At most
+	// MaxScriptBytes; never with SSH.
+	Script []byte
+	// Private, when set, gives the execution a directory of its own on
+	// the machine of the host that starts it: made (0700, under its
+	// temporary directory) before the start, writable by the process
+	// under every sandbox mode but Off, its path put in place of
+	// PrivateDirToken in Argv and in Env values, and removed when the
+	// execution ends, however it ends (at once when the start fails).
+	// Never with SSH.
+	Private bool
+	// Collect, with Private, names a file of the private directory (a
+	// plain name, ValidCollect) that the host copies to CollectTo (at
+	// most MaxCollectBytes; nothing when there is none) once the process
+	// ended, before it removes the directory and reports the end.
+	Collect   string
+	CollectTo io.Writer
 }
 
 // SSH names where a one-shot command runs on an SSH resource.
@@ -130,6 +152,15 @@ func (s Spec) Validate() error {
 	}
 	if len(s.Stdin) > MaxStdinBytes {
 		return fmt.Errorf("stdin is longer than %d bytes", MaxStdinBytes)
+	}
+	if len(s.Script) > MaxScriptBytes {
+		return fmt.Errorf("script is longer than %d bytes", MaxScriptBytes)
+	}
+	if (s.Script != nil || s.Private) && s.SSH != nil {
+		return errors.New("a script or a private directory never goes to an SSH resource")
+	}
+	if s.Collect != "" && (!s.Private || !ValidCollect(s.Collect)) {
+		return errors.New("collect names a plain file of the private directory")
 	}
 	if s.RunID != "" && !runIDRE.MatchString(s.RunID) {
 		return errors.New("run id must be 1-80 letters, digits or _")
@@ -201,6 +232,10 @@ type Attach struct {
 	StdoutOffset, StderrOffset int64
 	Stdout, Stderr             io.Writer
 	TailBytes                  int
+	// Report, when set, takes the rest of the file the start collects
+	// (Spec.Collect), from ReportOffset on.
+	Report       io.Writer
+	ReportOffset int64
 }
 
 // ErrHostRestarted is wrapped by Process.Wait's error when the host that
@@ -262,6 +297,9 @@ type process struct {
 	done    chan struct{}
 	result  Result
 	conf    *Confinement
+	// cleanup collects the private directory's file and removes it and
+	// the script file once the execution ended.
+	cleanup func()
 
 	mu     sync.Mutex
 	ending Ending // why the runner killed the group, if it did
@@ -298,14 +336,42 @@ func (l *Local) Start(ctx context.Context, s Spec) (Process, error) {
 	if st, err := os.Stat(s.Dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%w: working directory does not exist", ErrNotStarted)
 	}
+	// The private directory and the script exist before the confinement
+	// is compiled: a ruleset that grants reads path by path around a
+	// denied directory then grants them too.
+	var cleanups []func()
+	cleanup := func() {
+		for _, c := range cleanups {
+			c()
+		}
+	}
+	if s.Private {
+		var finish func()
+		var err error
+		if s, finish, err = makePrivate(s); err != nil {
+			return nil, fmt.Errorf("%w: cannot make the private directory: %v", ErrNotStarted, err)
+		}
+		cleanups = append(cleanups, finish)
+		env = ChildEnv(getenv, s.Env) // with the directory's path
+	}
+	if s.Script != nil {
+		var remove func()
+		var err error
+		if s.Argv, remove, err = writeScript(s.Argv, s.Script); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("%w: cannot write the script file: %v", ErrNotStarted, err)
+		}
+		cleanups = append(cleanups, remove)
+	}
 	conf, err := l.Policy.Confine(s.Sandbox)
 	if err != nil {
+		cleanup()
 		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
 	}
 	defer conf.Close(l.Policy)
 	cmd := &exec.Cmd{Path: path, Args: s.Argv, Dir: s.Dir, Env: conf.Env(env)}
 	cmd.SysProcAttr = groupAttr()
-	p := &process{cmd: cmd, conf: conf, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{})}
+	p := &process{cmd: cmd, conf: conf, stdout: NewTail(s.TailBytes), stderr: NewTail(s.TailBytes), done: make(chan struct{}), cleanup: cleanup}
 	cmd.Stdout = tee(p.stdout, s.Stdout)
 	cmd.Stderr = tee(p.stderr, s.Stderr)
 	if s.Stdin != nil {
@@ -314,6 +380,7 @@ func (l *Local) Start(ctx context.Context, s Spec) (Process, error) {
 	cmd.WaitDelay = outputDrain
 	p.started = time.Now()
 	if err := p.start(l.Contain, s.RunID, conf.Start); err != nil {
+		cleanup()
 		return nil, fmt.Errorf("%w: %v", ErrNotStarted, err)
 	}
 	go p.supervise(ctx, s.Timeout)
@@ -361,6 +428,7 @@ loop:
 		p.mu.Unlock()
 	}
 	p.finish(err)
+	p.cleanup() // before Done: a caller that saw the end has the collected file and sees no other
 	close(p.done)
 }
 

@@ -71,7 +71,7 @@ type Sandbox struct {
 	// under WorkspaceWrite.
 	Project string
 	// Write lists paths writable under every mode but Off (a private git
-	// index directory, a validation job's report directory). They are
+	// index directory, a run's private directory). They are
 	// the server's own choice, so one may lie inside a denied path (a
 	// job's directory in the data directory); a denied path inside one
 	// stays denied.

@@ -423,12 +423,15 @@ func (s *session) start(ctx context.Context, id string, p project.Project, args 
 		s.respond(id, nil, err)
 		return
 	}
-	h, err := s.a.hold.reserve(ps.RunID, s)
+	h, err := s.a.hold.reserve(ps.RunID, s, spec.Collect != "")
 	if err != nil {
 		s.respond(id, nil, err)
 		return
 	}
 	spec.Stdout, spec.Stderr = writer{h: h, i: 0}, writer{h: h, i: 1}
+	if spec.Collect != "" {
+		spec.CollectTo = writer{h: h, i: 2}
+	}
 	proc, err := s.a.host.Start(context.WithoutCancel(ctx), spec)
 	if err != nil {
 		s.a.hold.started(h, nil)
@@ -453,7 +456,7 @@ func (s *session) attach(id string, args json.RawMessage) {
 		s.respond(id, nil, failure.New(failure.NotFound, "this runner holds no process %s", in.RunID))
 		return
 	}
-	st, tok, err := h.attach(s, [2]int64{in.StdoutOffset, in.StderrOffset})
+	st, tok, err := h.attach(s, [3]int64{in.StdoutOffset, in.StderrOffset, in.ReportOffset})
 	if err != nil {
 		s.respond(id, nil, err)
 		return

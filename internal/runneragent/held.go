@@ -33,8 +33,9 @@ type held struct {
 	mu   sync.Mutex
 	cond *sync.Cond
 	proc runner.Process // nil while it starts
-	// streams are stdout and stderr.
-	streams [2]*spool
+	// streams are stdout, stderr and the collected report (nil when the
+	// start collects none).
+	streams [3]*spool
 	exited  bool
 	exit    runnerwire.Exit
 	endedAt time.Time
@@ -46,10 +47,11 @@ type held struct {
 	gone    bool // released or forgotten: its spools are closed
 }
 
-// spool is a ring of one stream's latest bytes in a file: byte n of the
-// stream is at n mod spoolBytes. Guarded by its held's mu.
+// spool is a ring of one stream's latest size bytes in a file: byte n of
+// the stream is at n mod size. Guarded by its held's mu.
 type spool struct {
 	f       *os.File
+	size    int64
 	written int64 // bytes the process wrote
 	sent    int64 // bytes handed to the attached connection
 	// lostTo is the end of a range the file could not store (a disk
@@ -59,7 +61,7 @@ type spool struct {
 
 // newSpool makes a spool file in dir. It is unlinked at once where the
 // system allows (it lives while open), else when it is closed.
-func newSpool(dir string) (*spool, error) {
+func newSpool(dir string, size int64) (*spool, error) {
 	f, err := os.CreateTemp(dir, "spool-*")
 	if err != nil {
 		return nil, err
@@ -67,7 +69,7 @@ func newSpool(dir string) (*spool, error) {
 	if runtime.GOOS != "windows" {
 		os.Remove(f.Name())
 	}
-	return &spool{f: f}, nil
+	return &spool{f: f, size: size}, nil
 }
 
 func (s *spool) close() {
@@ -75,10 +77,10 @@ func (s *spool) close() {
 	os.Remove(s.f.Name())
 }
 
-// store writes p (at most spoolBytes) at the stream's end.
+// store writes p (at most s.size bytes) at the stream's end.
 func (s *spool) store(p []byte) {
-	off := s.written % spoolBytes
-	k := min(int64(len(p)), spoolBytes-off)
+	off := s.written % s.size
+	k := min(int64(len(p)), s.size-off)
 	_, err := s.f.WriteAt(p[:k], off)
 	if err == nil && k < int64(len(p)) {
 		_, err = s.f.WriteAt(p[k:], 0)
@@ -91,8 +93,8 @@ func (s *spool) store(p []byte) {
 
 // load reads len(b) bytes of the stream from offset from.
 func (s *spool) load(b []byte, from int64) error {
-	off := from % spoolBytes
-	k := min(int64(len(b)), spoolBytes-off)
+	off := from % s.size
+	k := min(int64(len(b)), s.size-off)
 	if _, err := s.f.ReadAt(b[:k], off); err != nil {
 		return err
 	}
@@ -118,7 +120,7 @@ func (w writer) Write(p []byte) (int, error) {
 	defer h.mu.Unlock()
 	s := h.streams[w.i]
 	for len(p) > 0 && !h.gone && !h.exited {
-		room := spoolBytes
+		room := s.size
 		if h.att != nil {
 			room -= s.written - s.sent
 			if room <= 0 {
@@ -138,19 +140,21 @@ func (w writer) Write(p []byte) (int, error) {
 // on (a connection it went to before stops getting it), and returns its
 // state and the token the streamer of s runs with. Nothing is sent until
 // that streamer starts.
-func (h *held) attach(s *session, offsets [2]int64) (runnerwire.ProcAttached, uint64, error) {
+func (h *held) attach(s *session, offsets [3]int64) (runnerwire.ProcAttached, uint64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.gone || h.proc == nil {
 		return runnerwire.ProcAttached{}, 0, failure.New(failure.NotFound, "this runner no longer holds process %s", h.runID)
 	}
 	for i, off := range offsets {
-		if off > h.streams[i].written {
-			return runnerwire.ProcAttached{}, 0, failure.New(failure.InvalidArguments, "process %s wrote %d bytes of %s, not %d", h.runID, h.streams[i].written, streamName(i), off)
+		if held := h.written(i); off > held {
+			return runnerwire.ProcAttached{}, 0, failure.New(failure.InvalidArguments, "process %s wrote %d bytes of %s, not %d", h.runID, held, streamName(i), off)
 		}
 	}
 	for i, off := range offsets {
-		h.streams[i].sent = off
+		if h.streams[i] != nil {
+			h.streams[i].sent = off
+		}
 	}
 	h.att = s
 	h.token++
@@ -172,9 +176,21 @@ func (h *held) detach(s *session) {
 	h.mu.Unlock()
 }
 
+// written is how many bytes stream i holds (0 for a report not
+// collected).
+func (h *held) written(i int) int64 {
+	if h.streams[i] == nil {
+		return 0
+	}
+	return h.streams[i].written
+}
+
 func streamName(i int) string {
-	if i == 1 {
+	switch i {
+	case 1:
 		return runnerwire.Stderr
+	case 2:
+		return runnerwire.Report
 	}
 	return runnerwire.Stdout
 }
@@ -252,11 +268,11 @@ func (h *held) stream(s *session, tok uint64) {
 // spool no longer holds (or could not store), else a chunk of output.
 func (h *held) next(buf []byte) (runnerwire.Binary, bool) {
 	for i, s := range h.streams {
-		if s.sent >= s.written {
+		if s == nil || s.sent >= s.written {
 			continue
 		}
 		name := streamName(i)
-		if oldest := s.written - spoolBytes; s.sent < oldest {
+		if oldest := s.written - s.size; s.sent < oldest {
 			return runnerwire.Binary{Type: runnerwire.BinSkip, Stream: name, Offset: oldest}, true
 		}
 		if s.sent < s.lostTo {
@@ -269,8 +285,11 @@ func (h *held) next(buf []byte) (runnerwire.Binary, bool) {
 }
 
 func streamIndex(name string) int {
-	if name == runnerwire.Stderr {
+	switch name {
+	case runnerwire.Stderr:
 		return 1
+	case runnerwire.Report:
+		return 2
 	}
 	return 0
 }
@@ -297,7 +316,9 @@ func (h *held) close() {
 	}
 	h.gone, h.att = true, nil
 	for _, s := range h.streams {
-		s.close()
+		if s != nil {
+			s.close()
+		}
 	}
 	h.cond.Broadcast()
 }
@@ -318,10 +339,11 @@ func newHolding() *holding {
 }
 
 // reserve makes the held process of runID attached to s, its spools
-// ready, before its process starts: a finished process is forgotten
-// (the oldest first) when MaxInventory would be exceeded; when every one
-// held is running, the start is refused.
-func (hs *holding) reserve(runID string, s *session) (*held, error) {
+// ready (a report's, of runner.MaxCollectBytes so that it never wraps,
+// when report), before its process starts: a finished process is
+// forgotten (the oldest first) when MaxInventory would be exceeded; when
+// every one held is running, the start is refused.
+func (hs *holding) reserve(runID string, s *session, report bool) (*held, error) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if hs.procs[runID] != nil || hs.starting[runID] != nil {
@@ -341,8 +363,12 @@ func (hs *holding) reserve(runID string, s *session) (*held, error) {
 	}
 	h := &held{runID: runID, att: s, token: 1}
 	h.cond = sync.NewCond(&h.mu)
-	for i := range h.streams {
-		sp, err := newSpool(hs.dir)
+	sizes := []int64{spoolBytes, spoolBytes}
+	if report {
+		sizes = append(sizes, runner.MaxCollectBytes)
+	}
+	for i, size := range sizes {
+		sp, err := newSpool(hs.dir, size)
 		if err != nil {
 			for _, made := range h.streams[:i] {
 				made.close()

@@ -92,7 +92,7 @@ func newTestHeld(t *testing.T, s *session) (*holding, *held, *fakeProc) {
 	t.Helper()
 	hs := newHolding()
 	t.Cleanup(hs.closeAll)
-	h, err := hs.reserve("wc_job_1", s)
+	h, err := hs.reserve("wc_job_1", s, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestADetachedProcessKeepsItsLatestOutput(t *testing.T) {
 	w.Write([]byte(in[:7]))
 	w.Write([]byte(in[7:]))
 	s2 := &session{}
-	if _, _, err := h.attach(s2, [2]int64{0, 0}); err != nil {
+	if _, _, err := h.attach(s2, [3]int64{}); err != nil {
 		t.Fatal(err)
 	}
 	got, skips := drain(t, h, s2, 16)
@@ -154,7 +154,7 @@ func TestAttachAndReleaseRefuseWhatTheRunnerDoesNotHold(t *testing.T) {
 	s := &session{}
 	hs, h, p := newTestHeld(t, s)
 	writer{h: h, i: 1}.Write([]byte("err"))
-	if _, _, err := h.attach(&session{}, [2]int64{0, 4}); !failure.Is(err, failure.InvalidArguments) {
+	if _, _, err := h.attach(&session{}, [3]int64{0, 4, 0}); !failure.Is(err, failure.InvalidArguments) {
 		t.Fatalf("an attach beyond the output: %v", err)
 	}
 	if h.att != s {
@@ -170,7 +170,7 @@ func TestAttachAndReleaseRefuseWhatTheRunnerDoesNotHold(t *testing.T) {
 	if hs.get("wc_job_1") != nil || len(hs.inventory()) != 0 {
 		t.Fatal("a released process is still held")
 	}
-	if _, _, err := h.attach(s, [2]int64{0, 0}); !failure.Is(err, failure.NotFound) {
+	if _, _, err := h.attach(s, [3]int64{}); !failure.Is(err, failure.NotFound) {
 		t.Fatalf("attaching a released process: %v", err)
 	}
 }
@@ -184,7 +184,7 @@ func TestTheInventoryIsBounded(t *testing.T) {
 	s := &session{}
 	var procs []*fakeProc
 	for i := range runnerwire.MaxInventory {
-		h, err := hs.reserve(fmt.Sprintf("wc_job_%d", i), s)
+		h, err := hs.reserve(fmt.Sprintf("wc_job_%d", i), s, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,10 +192,10 @@ func TestTheInventoryIsBounded(t *testing.T) {
 		hs.started(h, p)
 		procs = append(procs, p)
 	}
-	if _, err := hs.reserve("wc_job_x", s); !failure.Is(err, failure.QueueFull) {
+	if _, err := hs.reserve("wc_job_x", s, false); !failure.Is(err, failure.QueueFull) {
 		t.Fatalf("a start beyond the inventory with every process running: %v", err)
 	}
-	if _, err := hs.reserve("wc_job_3", s); !failure.Is(err, failure.InvalidArguments) {
+	if _, err := hs.reserve("wc_job_3", s, false); !failure.Is(err, failure.InvalidArguments) {
 		t.Fatalf("a start of a run id held already: %v", err)
 	}
 	procs[5].end()
@@ -207,7 +207,7 @@ func TestTheInventoryIsBounded(t *testing.T) {
 		}
 		h.mu.Unlock()
 	}
-	h, err := hs.reserve("wc_job_x", s)
+	h, err := hs.reserve("wc_job_x", s, false)
 	if err != nil {
 		t.Fatalf("a start with a finished process to forget: %v", err)
 	}

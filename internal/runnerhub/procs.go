@@ -39,12 +39,14 @@ type proc struct {
 	stderr   *runner.Tail
 	outW     io.Writer
 	errW     io.Writer
+	// repW takes the collected report; nil when the start collects none.
+	repW io.Writer
 
 	mu      sync.Mutex
 	c       *conn // the connection its output comes on; nil while detached
 	pid     int
 	sandbox runner.Mode
-	offsets [2]int64
+	offsets [3]int64    // stdout, stderr, report
 	stopReq bool        // Stop was called while detached
 	timer   *time.Timer // the reattach window, while detached
 	once    sync.Once
@@ -59,8 +61,9 @@ func (h *Hub) newProc(c *conn, runID string, a runner.Attach) *proc {
 	if tail == 0 {
 		tail = runner.DefaultTailBytes
 	}
-	return &proc{hub: h, clientID: c.clientID, runID: runID, instance: c.instanceID, stdout: runner.NewTail(tail), stderr: runner.NewTail(tail), outW: a.Stdout, errW: a.Stderr,
-		c: c, offsets: [2]int64{a.StdoutOffset, a.StderrOffset}, done: make(chan struct{})}
+	return &proc{hub: h, clientID: c.clientID, runID: runID, instance: c.instanceID,
+		stdout: runner.NewTail(tail), stderr: runner.NewTail(tail), outW: a.Stdout, errW: a.Stderr, repW: a.Report,
+		c: c, offsets: [3]int64{a.StdoutOffset, a.StderrOffset, a.ReportOffset}, done: make(chan struct{})}
 }
 
 // hold registers p; false when its run id is held already.
@@ -179,7 +182,7 @@ func (p *proc) attach(ctx context.Context, c *conn) error {
 		p.timer = nil
 	}
 	p.c = c // before the request: the output may follow the answer at once
-	args, _ := json.Marshal(runnerwire.ProcAttach{RunID: p.runID, StdoutOffset: p.offsets[0], StderrOffset: p.offsets[1]})
+	args, _ := json.Marshal(runnerwire.ProcAttach{RunID: p.runID, StdoutOffset: p.offsets[0], StderrOffset: p.offsets[1], ReportOffset: p.offsets[2]})
 	stop := p.stopReq
 	p.mu.Unlock()
 	res, err := c.call(ctx, runnerwire.Request{Op: runnerwire.OpProcAttach, Args: args})
@@ -222,19 +225,31 @@ func (p *proc) detach(c *conn) {
 }
 
 // output takes one chunk; a chunk that is not contiguous with the last is
-// refused (a gap or a resend never lands in the output).
+// refused (a gap or a resend never lands in the output), and so is a
+// report the start did not collect or one over runner.MaxCollectBytes.
 func (p *proc) output(o runnerwire.Output) error {
 	i, tail, w := 0, p.stdout, p.outW
-	if o.Stream == runnerwire.Stderr {
+	switch o.Stream {
+	case runnerwire.Stderr:
 		i, tail, w = 1, p.stderr, p.errW
+	case runnerwire.Report:
+		i, tail, w = 2, nil, p.repW
+		if w == nil {
+			return errors.New("a report the process start did not collect")
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if o.Offset != p.offsets[i] {
 		return fmt.Errorf("an output chunk at offset %d, expected %d", o.Offset, p.offsets[i])
 	}
+	if i == 2 && o.Offset+int64(len(o.Data)) > runner.MaxCollectBytes {
+		return fmt.Errorf("a report over the %d-byte bound", runner.MaxCollectBytes)
+	}
 	p.offsets[i] += int64(len(o.Data))
-	tail.Write(o.Data)
+	if tail != nil {
+		tail.Write(o.Data)
+	}
 	if w != nil {
 		w.Write(o.Data)
 	}
@@ -245,8 +260,13 @@ func (p *proc) output(o runnerwire.Output) error {
 // will be; a writer that can count them (runner.Skipper) is told.
 func (p *proc) skip(stream string, offset int64) error {
 	i, w := 0, p.outW
-	if stream == runnerwire.Stderr {
+	switch stream {
+	case runnerwire.Stderr:
 		i, w = 1, p.errW
+	case runnerwire.Report:
+		// A report's spool holds the whole of it: a part of a report is
+		// never passed on as one.
+		return errors.New("a skip in a report")
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

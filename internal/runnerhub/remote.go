@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
@@ -62,6 +63,9 @@ func (r *remote) Start(ctx context.Context, s runner.Spec) (runner.Process, erro
 	if len(s.Stdin) > runnerwire.MaxStdinBytes {
 		return nil, fmt.Errorf("%w: stdin of %d bytes is over the %d bytes a runner accepts", runner.ErrNotStarted, len(s.Stdin), runnerwire.MaxStdinBytes)
 	}
+	if len(s.Script) > runnerwire.MaxScriptBytes {
+		return nil, fmt.Errorf("%w: a script of %d bytes is over the %d bytes a runner accepts", runner.ErrNotStarted, len(s.Script), runnerwire.MaxScriptBytes)
+	}
 	c := r.hub.current(r.clientID)
 	if c == nil {
 		return nil, unavailable(r.clientID)
@@ -77,7 +81,14 @@ func (r *remote) Start(ctx context.Context, s runner.Spec) (runner.Process, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", runner.ErrNotStarted, err)
 	}
-	pr := r.hub.newProc(c, s.RunID, runner.Attach{Stdout: s.Stdout, Stderr: s.Stderr, TailBytes: s.TailBytes})
+	a := runner.Attach{Stdout: s.Stdout, Stderr: s.Stderr, TailBytes: s.TailBytes}
+	if s.Collect != "" {
+		a.Report = s.CollectTo
+		if a.Report == nil {
+			a.Report = io.Discard
+		}
+	}
+	pr := r.hub.newProc(c, s.RunID, a)
 	if !r.hub.hold(pr) {
 		return nil, fmt.Errorf("%w: run id %s is running on runner %s already", runner.ErrNotStarted, s.RunID, r.clientID)
 	}

@@ -9,7 +9,7 @@ import (
 // and the bytes as they are, so that a process's output and an operation's
 // result cross with no encoding pass. The layout is
 //
-//	type (1) | major (1) | stream (1: stdout, 2: stderr; 0 otherwise)
+//	type (1) | major (1) | stream (1: stdout, 2: stderr, 3: report; 0 otherwise)
 //	| generation (8, big endian) | offset (8, big endian; 0 but for output)
 //	| id length (1) | id | data
 //
@@ -61,6 +61,8 @@ func EncodeBinary(m Binary) ([]byte, error) {
 		stream = 1
 	case Stderr:
 		stream = 2
+	case Report:
+		stream = 3
 	}
 	b = append(b, m.Type, Major, stream)
 	b = binary.BigEndian.AppendUint64(b, m.Gen)
@@ -89,6 +91,8 @@ func DecodeBinary(b []byte) (Binary, error) {
 		m.Stream = Stdout
 	case 2:
 		m.Stream = Stderr
+	case 3:
+		m.Stream = Report
 	default:
 		return m, bad("unknown stream %d", b[2])
 	}

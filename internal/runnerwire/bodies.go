@@ -241,6 +241,9 @@ func (r *Response) Validate() error {
 const (
 	Stdout = "stdout"
 	Stderr = "stderr"
+	// Report carries the file a process start collects
+	// (ProcStart.Collect), after the process ended.
+	Report = "report"
 )
 
 // Output is a chunk of a started process's output, sent as a binary
@@ -255,7 +258,7 @@ type Output struct {
 // Validate implements the body contract.
 func (o *Output) Validate() error {
 	switch {
-	case o.Stream != Stdout && o.Stream != Stderr:
+	case o.Stream != Stdout && o.Stream != Stderr && o.Stream != Report:
 		return bad("unknown stream %q", o.Stream)
 	case o.Offset < 0:
 		return bad("negative offset")

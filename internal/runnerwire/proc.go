@@ -41,11 +41,14 @@ type ProcAttach struct {
 	RunID        string `json:"run_id"`
 	StdoutOffset int64  `json:"stdout_offset"`
 	StderrOffset int64  `json:"stderr_offset"`
+	// ReportOffset is where the collected report continues (a start that
+	// collects one).
+	ReportOffset int64 `json:"report_offset,omitempty"`
 }
 
 // Validate implements the body contract.
 func (p *ProcAttach) Validate() error {
-	if p.RunID == "" || len(p.RunID) > MaxBinaryIDBytes || p.StdoutOffset < 0 || p.StderrOffset < 0 {
+	if p.RunID == "" || len(p.RunID) > MaxBinaryIDBytes || p.StdoutOffset < 0 || p.StderrOffset < 0 || p.ReportOffset < 0 {
 		return bad("proc.attach needs a run id of 1-%d bytes and offsets of 0 or more", MaxBinaryIDBytes)
 	}
 	return nil
@@ -104,6 +107,14 @@ type ProcStart struct {
 	Sandbox   ProcSandbox       `json:"sandbox"`
 	// SSH runs the command on one of the runner's SSH resources.
 	SSH *ProcSSH `json:"ssh,omitempty"`
+	// Script is runner.Spec.Script: the runner writes it to a private
+	// file on its own machine and removes it when the process ends.
+	Script []byte `json:"script,omitempty"`
+	// Private and Collect are runner.Spec's: the runner makes the private
+	// directory on its machine and sends the collected file back as the
+	// Report stream's output, before the Exit.
+	Private bool   `json:"private,omitempty"`
+	Collect string `json:"collect,omitempty"`
 }
 
 // ProcSSH is runner.SSH on the wire.
@@ -126,7 +137,7 @@ type ProcSandbox struct {
 // writers from them as the local runner does.
 func FromSpec(s runner.Spec) ProcStart {
 	p := ProcStart{
-		Argv: s.Argv, Dir: s.Dir, Env: s.Env, Stdin: s.Stdin,
+		Argv: s.Argv, Dir: s.Dir, Env: s.Env, Stdin: s.Stdin, Script: s.Script, Private: s.Private, Collect: s.Collect,
 		TimeoutMS: s.Timeout.Milliseconds(), TailBytes: s.TailBytes, RunID: s.RunID,
 		Sandbox: ProcSandbox{Mode: string(s.Sandbox.Mode), Write: s.Sandbox.Write,
 			ProjectWrite: s.Sandbox.ProjectWrite, Exact: s.Sandbox.Exact},
@@ -140,7 +151,7 @@ func FromSpec(s runner.Spec) ProcStart {
 // Spec is p as a runner.Spec for a project rooted at root (writers unset).
 func (p ProcStart) Spec(root string) runner.Spec {
 	return runner.Spec{
-		Argv: p.Argv, Dir: p.Dir, Env: p.Env, Stdin: p.Stdin,
+		Argv: p.Argv, Dir: p.Dir, Env: p.Env, Stdin: p.Stdin, Script: p.Script, Private: p.Private, Collect: p.Collect,
 		Timeout: time.Duration(p.TimeoutMS) * time.Millisecond, TailBytes: p.TailBytes, RunID: p.RunID,
 		Sandbox: runner.Sandbox{Mode: runner.Mode(p.Sandbox.Mode), Project: root, Write: p.Sandbox.Write,
 			ProjectWrite: p.Sandbox.ProjectWrite, Exact: p.Sandbox.Exact},
@@ -155,6 +166,12 @@ func (p *ProcStart) Validate() error {
 		return bad("argv is empty")
 	case len(p.Stdin) > MaxStdinBytes:
 		return bad("stdin of %d bytes is over the %d bytes a runner request carries", len(p.Stdin), MaxStdinBytes)
+	case len(p.Script) > MaxScriptBytes:
+		return bad("a script of %d bytes is over the %d bytes a runner request carries", len(p.Script), MaxScriptBytes)
+	case (p.Script != nil || p.Private) && p.SSH != nil:
+		return bad("a script or a private directory never goes to an SSH resource")
+	case p.Collect != "" && (!p.Private || !runner.ValidCollect(p.Collect)):
+		return bad("collect names a plain file of the private directory")
 	case p.TimeoutMS < 0 || p.TailBytes < 0:
 		return bad("negative timeout or tail")
 	case p.RunID == "" || len(p.RunID) > MaxBinaryIDBytes:

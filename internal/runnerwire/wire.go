@@ -59,6 +59,10 @@ const (
 	// MaxStdinBytes bounds the stdin of a process started through a
 	// runner: it travels inside the start request.
 	MaxStdinBytes = 24 << 10
+	// MaxScriptBytes bounds the script body (run_script's) a process
+	// start carries. With stdin at its bound, both still fit one frame
+	// (binary members travel in base64: 4/3 of their size).
+	MaxScriptBytes = 16 << 10
 	// MaxProjects bounds the projects one runner announces.
 	MaxProjects = 64
 	// MaxResources bounds the SSH resources one runner announces.

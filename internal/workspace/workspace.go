@@ -155,6 +155,17 @@ func Do[In, Out any](ctx context.Context, r Runner, p project.Project, op *Op[In
 	return out, nil
 }
 
+// MaxScriptBytes is the largest script body (runner.Spec.Script) r takes
+// with a process start: runner.MaxScriptBytes in process,
+// runnerwire.MaxScriptBytes through a remote runner, where the body
+// travels inside the start request.
+func MaxScriptBytes(r Runner) int {
+	if _, ok := r.(Remote); ok {
+		return runnerwire.MaxScriptBytes
+	}
+	return runner.MaxScriptBytes
+}
+
 // LocalOnly is the Runners of a host that serves no remote runner: every
 // project goes to h.
 func LocalOnly(h runner.Host) Resolver { return Resolver{Local: Local{Host: h}} }

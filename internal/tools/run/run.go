@@ -31,7 +31,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -47,7 +46,7 @@ import (
 )
 
 // MaxScriptBytes bounds a run_script body.
-const MaxScriptBytes = 256 << 10
+const MaxScriptBytes = runner.MaxScriptBytes
 
 // Interpreters run_script accepts, with the program that runs them.
 var Interpreters = map[string]string{"sh": "sh", "bash": "bash", "python3": "python3", "node": "node"}
@@ -209,42 +208,28 @@ func (t *Tools) runScript(ctx context.Context, inv *kernel.Invocation, in Script
 	if !ok {
 		return Output{}, failure.New(failure.InvalidArguments, "interpreter must be sh, bash, python3 or node")
 	}
-	if in.Script == "" || len(in.Script) > MaxScriptBytes {
-		return Output{}, failure.New(failure.InvalidArguments, "script must be 1-%d bytes", MaxScriptBytes)
+	host := t.Runners.For(inv.Project)
+	if max := workspace.MaxScriptBytes(host); in.Script == "" || len(in.Script) > max {
+		msg := fmt.Sprintf("script must be 1-%d bytes", max)
+		if max < MaxScriptBytes {
+			msg += fmt.Sprintf(" through runner %s (it travels with the process start); run a longer one from a file in the project", host.ID())
+		}
+		return Output{}, failure.New(failure.InvalidArguments, "%s", msg)
 	}
 	cwd, err := command.ResolveCwd(inv, in.Cwd)
 	if err != nil {
 		return Output{}, err
 	}
-	if _, remote := t.Runners.For(inv.Project).(workspace.Remote); remote {
-		return Output{}, failure.New(failure.Unavailable, "project %s is served by runner %s: run_script does not run through runners yet; use run_shell", inv.Project.ID, inv.Project.Runner)
-	}
-	dir, err := os.MkdirTemp("", "webcodex-script-")
-	if err != nil {
-		return Output{}, failure.Wrap(failure.NotStarted, err, "cannot create the script file")
-	}
-	// The file outlives the call when the run continues as a job: the
-	// job removes it when it ends (a queued job has not even read it).
-	cleanup := func() { os.RemoveAll(dir) }
-	file := filepath.Join(dir, "script")
-	if err := os.WriteFile(file, []byte(in.Script), 0o600); err != nil {
-		cleanup()
-		return Output{}, failure.Wrap(failure.NotStarted, err, "cannot write the script file")
-	}
 	inv.Fact("interpreter", in.Interpreter)
-	return t.execute(ctx, inv, in.Common, cwd, append([]string{prog, file}, in.Args...), nil, cleanup, nil)
+	// The host that starts the process writes the script to a private
+	// file on its own machine and removes it when the run ends, however
+	// it ends (runner.Spec.Script): a queued job has no file yet.
+	return t.execute(ctx, inv, in.Common, cwd, append([]string{prog}, in.Args...), nil, []byte(in.Script), nil)
 }
 
-// execute runs argv. cleanup, when set, releases what the run needs (a
-// script file) once nothing can use it any more: here, or by the job when
-// the run is handed to one.
-func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, cwd string, argv []string, accepted []int, cleanup func(), ssh *runner.SSH) (Output, error) {
-	handed := false
-	defer func() {
-		if cleanup != nil && !handed {
-			cleanup()
-		}
-	}()
+// execute runs argv, with script, when set, as the body run_script's
+// interpreter runs (runner.Spec.Script).
+func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, cwd string, argv []string, accepted []int, script []byte, ssh *runner.SSH) (Output, error) {
 	exp, err := command.ValidateExpectation(c.ResultExpectation)
 	if err != nil {
 		return Output{}, err
@@ -264,7 +249,7 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 	}
 	spec := runner.Spec{
 		Argv: argv, Dir: cwd, Env: c.Env, Timeout: time.Duration(timeout) * time.Second, TailBytes: c.MaxOutputBytes,
-		Sandbox: command.Sandbox(inv), SSH: ssh,
+		Sandbox: command.Sandbox(inv), SSH: ssh, Script: script,
 	}
 	if c.Stdin != "" {
 		spec.Stdin = []byte(c.Stdin)
@@ -292,7 +277,6 @@ func (t *Tools) execute(ctx context.Context, inv *kernel.Invocation, c Common, c
 	} else {
 		ss := command.StartSpec(inv, rel, c.Purpose, exp, accepted, false, spec)
 		ss.Host = host
-		ss.Cleanup, handed = cleanup, true
 		job, r, err := t.Jobs.RunSync(ctx, ss, 0)
 		// A run answered inline has no job record (nothing to observe);
 		// only a handed-off run is named by its job id.

@@ -24,10 +24,14 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/testreport"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, r run) (Output, error) {
-	p, err := t.prepare(inv, c, r)
+	if err := command.RefuseResource(inv, r.tool); err != nil {
+		return Output{}, err
+	}
+	p, err := t.prepare(ctx, inv, c, r)
 	if err != nil {
 		return Output{}, err
 	}
@@ -74,9 +78,10 @@ func (t *Tools) validate(ctx context.Context, inv *kernel.Invocation, c Common, 
 // prepared is a validation checked and ready to run: r completed from the
 // common arguments, the declared expectation, the timeout in seconds, the
 // project-relative working directory, the job's validation metadata, the
-// process spec and the sandbox mode in force.
+// process spec, the host that runs it and the sandbox mode in force.
 type prepared struct {
 	r       run
+	host    runner.Host
 	exp     string
 	timeout int
 	clean   string
@@ -87,8 +92,10 @@ type prepared struct {
 
 // prepare checks the common arguments (expectation, timeout, min_tests,
 // env, an existing cwd inside the project) and records the sandbox and
-// program facts.
-func (t *Tools) prepare(inv *kernel.Invocation, c Common, r run) (*prepared, error) {
+// program facts. The cwd is checked where the project's files are
+// (cwdOp).
+func (t *Tools) prepare(ctx context.Context, inv *kernel.Invocation, c Common, r run) (*prepared, error) {
+	host := t.Runners.For(inv.Project)
 	e, err := command.ValidateExpectation(command.Expectation(c.ResultExpectation))
 	if err != nil {
 		return nil, err
@@ -115,8 +122,8 @@ func (t *Tools) prepare(inv *kernel.Invocation, c Common, r run) (*prepared, err
 	if err != nil {
 		return nil, err
 	}
-	if st, serr := os.Stat(abs); serr != nil || !st.IsDir() {
-		return nil, failure.New(failure.InvalidArguments, "cwd %q is not an existing directory", clean)
+	if _, err := workspace.Do(ctx, host, inv.Project, cwdOp, cwdIn{Cwd: clean}); err != nil {
+		return nil, err
 	}
 	r.scope.Cwd = clean
 	meta := jobs.ValidationMeta{
@@ -126,12 +133,12 @@ func (t *Tools) prepare(inv *kernel.Invocation, c Common, r run) (*prepared, err
 	}
 	spec := runner.Spec{Argv: r.argv, Dir: abs, Env: c.Env, Timeout: time.Duration(timeout) * time.Second, TailBytes: OutputTailBytes,
 		Sandbox: command.Sandbox(inv)}
-	sb := runner.InForce(t.Host, spec.Sandbox)
+	sb := runner.InForce(host, spec.Sandbox)
 	if sb != "" {
 		inv.Fact("sandbox", string(sb))
 	}
 	inv.Fact("program", r.argv[0])
-	return &prepared{r: r, exp: exp, timeout: timeout, clean: clean, meta: meta, spec: spec, sb: sb}, nil
+	return &prepared{r: r, host: host, exp: exp, timeout: timeout, clean: clean, meta: meta, spec: spec, sb: sb}, nil
 }
 
 // ran is what running a validation gave: its execution, report and
@@ -149,32 +156,24 @@ type ran struct {
 
 // runDirect runs the validation in the call (no job manager) and
 // evaluates it. The returned cleanup (nil when none), which the caller
-// runs when it is done, removes the run's own report and bytecode
-// directory.
+// runs when it is done, removes the run's collected report.
 func (t *Tools) runDirect(ctx context.Context, p *prepared) (ran, func(), error) {
 	r, spec := p.r, &p.spec
 	var cleanup func()
 	var reportFile string
-	if r.parseFile != "" || r.freshBytecode {
-		// The run's own directory: its report and its bytecode.
+	if r.parseFile != "" {
 		dir, err := os.MkdirTemp("", "webcodex-validate-")
 		if err != nil {
 			return ran{}, nil, failure.Wrap(failure.NotStarted, err, "cannot create a report directory")
 		}
 		cleanup = func() { os.RemoveAll(dir) }
-		spec.Sandbox.Write = append(spec.Sandbox.Write, dir)
-		if r.parseFile != "" {
-			reportFile = filepath.Join(dir, r.parseFile)
-			spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
-		}
-		if r.freshBytecode {
-			spec.Env = withEnv(spec.Env, pycachePrefixEnv, filepath.Join(dir, bytecodeDir))
-		}
+		reportFile = filepath.Join(dir, r.parseFile)
 	}
+	ownDirectory(r, spec, reportFile)
 	var stdout bytes.Buffer
 	stdoutCap := &capped{buf: &stdout, limit: jobs.MaxOutputFileBytes}
 	spec.Stdout = stdoutCap
-	res, err := runner.Run(ctx, t.Host, *spec)
+	res, err := runner.Run(ctx, p.host, *spec)
 	if err != nil {
 		if errors.Is(err, runner.ErrNotStarted) {
 			return ran{}, cleanup, failure.New(failure.NotStarted, "%s: %v", r.tool, err)
@@ -189,6 +188,43 @@ func (t *Tools) runDirect(ctx context.Context, p *prepared) (ran, func(), error)
 	return rn, cleanup, nil
 }
 
+// ownDirectory gives a run that writes a report or compiles bytecode a
+// private directory of its own (runner.Spec.Private) on the machine that
+// runs it, the runner's for a runner's project: its report goes there and
+// comes back, once the run ended, to reportFile on this machine; its
+// bytecode goes there and goes with it. The token stands for the
+// directory's path ("/" separates in every Python).
+func ownDirectory(r run, spec *runner.Spec, reportFile string) {
+	if r.parseFile == "" && !r.freshBytecode {
+		return
+	}
+	spec.Private = true
+	if r.parseFile != "" {
+		spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+runner.PrivateDirToken+"/"+r.parseFile)
+		spec.Collect, spec.CollectTo = r.parseFile, reportWriter(reportFile)
+	}
+	if r.freshBytecode {
+		spec.Env = withEnv(spec.Env, pycachePrefixEnv, runner.PrivateDirToken+"/"+bytecodeDir)
+	}
+}
+
+// reportWriter appends what it is given to the file at path, made 0600
+// by the first write; each write opens and closes it, so nothing is left
+// open whoever stops writing.
+type reportWriter string
+
+func (w reportWriter) Write(b []byte) (int, error) {
+	f, err := os.OpenFile(string(w), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
 // runJob runs the validation as a supervised job, which may be handed
 // off to the background, and evaluates it when it finished. The returned
 // cleanup (nil when none), which the caller runs when it is done,
@@ -196,33 +232,18 @@ func (t *Tools) runDirect(ctx context.Context, p *prepared) (ran, func(), error)
 func (t *Tools) runJob(ctx context.Context, inv *kernel.Invocation, p *prepared) (ran, func(), error) {
 	r, spec := p.r, &p.spec
 	id := jobs.NewID()
-	var reportFile string
-	if r.parseFile != "" || r.freshBytecode {
-		// The job's own directory is the one place in the data
-		// directory its process may write (its report, its bytecode).
-		spec.Sandbox.Write = append(spec.Sandbox.Write, t.Jobs.JobDir(id))
-	}
+	reportFile := ""
 	if r.parseFile != "" {
-		// The report lives in the job's own directory, so a run
+		// The report comes back to the job's own directory, so a run
 		// handed off to the background can still be parsed later.
 		p.meta.ReportFile = r.parseFile
 		reportFile = filepath.Join(t.Jobs.JobDir(id), r.parseFile)
-		spec.Argv = append(slices.Clone(spec.Argv), "--junitxml="+reportFile)
 	}
-	var cleanup func()
-	if r.freshBytecode {
-		// Removed when the job ends, even in the background. A job
-		// lost to a crash keeps it until its record is pruned with
-		// the job's directory; no later run reads it (each has its
-		// own job id).
-		prefix := filepath.Join(t.Jobs.JobDir(id), bytecodeDir)
-		spec.Env = withEnv(spec.Env, pycachePrefixEnv, prefix)
-		cleanup = func() { os.RemoveAll(prefix) }
-	}
+	ownDirectory(r, spec, reportFile)
 	ss := jobs.StartSpec{
 		ID: id, Project: inv.Project.ID, Principal: inv.Principal.AuthorityFingerprint(), Tool: inv.Tool,
 		Cwd: p.clean, Expectation: jobs.Expectation(p.exp), Run: *spec, Validation: &p.meta, KeepOutput: true,
-		Cleanup: cleanup,
+		Host: p.host,
 	}
 	if inv.Session != nil {
 		ss.SessionID = inv.Session.ID
@@ -298,7 +319,7 @@ func callResult(out Output, ending runner.Ending, exp string, timeout int) (Outp
 const pycachePrefixEnv = "PYTHONPYCACHEPREFIX"
 
 // bytecodeDir is the name of a run's bytecode directory inside the run's
-// own directory (its temporary directory, or its job's directory).
+// private directory (runner.Spec.Private), removed with it.
 const bytecodeDir = "pycache"
 
 // withEnv returns a copy of env with key set to value, leaving env (the

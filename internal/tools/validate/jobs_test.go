@@ -22,6 +22,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // jobEnv is a kernel with the validation and job tools over a job manager,
@@ -139,7 +140,7 @@ func (e *jobEnv) open(t *testing.T, p project.Project) {
 			t.Fatal(err)
 		}
 	}
-	e.vt = &validate.Tools{Host: host, Sessions: e.svc, Jobs: m, Evidence: e.ev}
+	e.vt = &validate.Tools{Runners: workspace.LocalOnly(host), Sessions: e.svc, Jobs: m, Evidence: e.ev}
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: e.svc})
 	validate.Register(reg, e.vt)

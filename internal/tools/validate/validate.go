@@ -13,6 +13,14 @@
 // earlier failure. Validation tools never inherit a session's execution
 // defaults.
 //
+// The test runner starts where the project is (its runner's machine for
+// a runner's project, its cwd checked there); its output comes back and is
+// parsed here, so the result and the evidence are the same wherever it
+// ran. pytest writes its report and bytecode in a private directory the
+// host makes for the run (runner.Spec.Private); the report comes back
+// after the run (runner.Spec.Collect). With an SSH resource selected every
+// validation tool fails resource_not_allowed before it starts.
+//
 // A call succeeds when its verdict is passed or no_tests; a failed verdict
 // is validation_failed and an unproven one evidence_gap (or timed_out,
 // cancelled), whatever result_expectation declares: the expectation sets
@@ -25,6 +33,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // Bounds of the validation tools.
@@ -47,7 +56,9 @@ const (
 // process, never re-run) and becomes evidence once it is terminal, through
 // Evidence, the manager's OnFinished hook.
 type Tools struct {
-	Host     runner.Host
+	// Runners serves each call's project: its test runner starts there,
+	// and its output comes back here to be parsed.
+	Runners  workspace.Runners
 	Sessions *workflow.Service
 	Jobs     *jobs.Manager
 	// Evidence is the OnFinished hook of Jobs (required with Jobs): the
@@ -59,30 +70,35 @@ type Tools struct {
 // Register adds the validation tools to reg.
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[GoTestInput, Output]{
+		Runners:     true,
 		Name:        "go_test",
 		Description: "Run go test -json on 1-8 package patterns and record counts and failing tests as validation evidence.",
 		Category:    "validate", Scopes: []auth.Scope{auth.ScopeJobRun}, Mutates: true, Writes: true,
 		Session: kernel.SessionOptional, Handler: t.goTest,
 	})
 	kernel.Register(reg, kernel.Spec[CargoTestInput, Output]{
+		Runners:     true,
 		Name:        "cargo_test",
 		Description: "Run cargo test and record counts and failing tests as validation evidence.",
 		Category:    "validate", Scopes: []auth.Scope{auth.ScopeJobRun}, Mutates: true, Writes: true,
 		Session: kernel.SessionOptional, Handler: t.cargoTest,
 	})
 	kernel.Register(reg, kernel.Spec[CargoCheckInput, Output]{
+		Runners:     true,
 		Name:        "cargo_check",
 		Description: "Run cargo check and record whether the code builds.",
 		Category:    "validate", Scopes: []auth.Scope{auth.ScopeJobRun}, Mutates: true, Writes: true,
 		Session: kernel.SessionOptional, Handler: t.cargoCheck,
 	})
 	kernel.Register(reg, kernel.Spec[RunTestsInput, Output]{
+		Runners:     true,
 		Name:        "run_tests",
 		Description: "Run pytest, node --test or npm test and record counts and failing tests as validation evidence.",
 		Category:    "validate", Scopes: []auth.Scope{auth.ScopeJobRun}, Mutates: true, Writes: true,
 		Session: kernel.SessionOptional, Handler: t.runTests,
 	})
 	kernel.Register(reg, kernel.Spec[SummaryInput, SummaryOutput]{
+		Runners:     true,
 		Name:        "validation_summary",
 		Description: "A session's validation evidence: latest run per scope, unresolved failures and the delta to the previous run. Runs nothing.",
 		Category:    "validate", Scopes: []auth.Scope{auth.ScopeProjectRead},

@@ -20,6 +20,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 type env struct {
@@ -39,7 +40,7 @@ func newEnv(t *testing.T, files map[string]string) *env {
 	p := kerneltest.TempProject(t, files)
 	reg := kernel.NewRegistry()
 	sessions.Register(reg, &sessions.Tools{Sessions: svc})
-	validate.Register(reg, &validate.Tools{Host: &runner.Local{}, Sessions: svc})
+	validate.Register(reg, &validate.Tools{Runners: workspace.LocalOnly(&runner.Local{}), Sessions: svc})
 	k := kernel.New(kernel.Options{Registry: reg, Projects: kerneltest.Projects{p.ID: p}, Sessions: svc})
 	e := &env{Env: &kerneltest.Env{T: t, Kernel: k, Project: p}, svc: svc}
 	e.id = kerneltest.OK[sessions.WorkOutput](t, e.Call("work_on_project", map[string]any{"instruction": "make the tests pass"})).SessionID
