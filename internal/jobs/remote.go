@@ -80,8 +80,17 @@ func (m *Manager) adopt(ctx context.Context, r runner.Reattacher, j Job) error {
 	m.live[j.ID] = e
 	m.wg.Add(1)
 	m.mu.Unlock()
-	proc, err := r.Adopt(ctx, j.ID, runner.Attach{StdoutOffset: e.stdout.written.Load(), StderrOffset: e.stderr.written.Load(),
-		Stdout: e.stdout, Stderr: e.stderr})
+	a := runner.Attach{StdoutOffset: e.stdout.written.Load(), StderrOffset: e.stderr.written.Load(), Stdout: e.stdout, Stderr: e.stderr}
+	if v := j.Validation; v != nil && v.ReportFile != "" {
+		// The report the run collects comes back to the job's directory,
+		// after what a previous server received of it.
+		rep, err := appendCapFile(m.dir, j.ID, Stream(v.ReportFile), runner.MaxCollectBytes, nil)
+		if err == nil {
+			e.cleanup = func() { rep.Close() }
+			a.Report, a.ReportOffset = rep, rep.written.Load()
+		}
+	}
+	proc, err := r.Adopt(ctx, j.ID, a)
 	if err != nil {
 		reason := ReasonRunnerLost
 		if !failure.Is(err, failure.OutcomeUnknown) {

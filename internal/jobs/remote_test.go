@@ -255,3 +255,39 @@ func TestCloseLeavesARemoteJobRunning(t *testing.T) {
 		t.Fatalf("the record after shutdown: %+v %v", got, err)
 	}
 }
+
+// TestAnAdoptedValidationGetsItsReport: the report a validation run
+// collects continues into the job's directory after what the previous
+// server received of it.
+func TestAnAdoptedValidationGetsItsReport(t *testing.T) {
+	e := newEnv(t, jobs.Options{})
+	r := newFakeRunner("box")
+	s := e.spec("unused")
+	s.Host = r
+	s.Validation = &jobs.ValidationMeta{Tool: "run_tests", ScopeID: "s", Expectation: "success", ReportFile: "junit.xml"}
+	j, err := e.m.Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(e.m.JobDir(j.ID), "junit.xml")
+	if err := os.WriteFile(report, []byte("<testsuite"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m2 := restarted(t, e, time.Minute)
+	r2 := newFakeRunner("box")
+	if err := m2.Reconcile(context.Background(), r2, []string{j.ID}); err != nil {
+		t.Fatal(err)
+	}
+	a := r2.attached[j.ID]
+	if a.Report == nil || a.ReportOffset != int64(len("<testsuite")) {
+		t.Fatalf("the adoption's report: %+v", a)
+	}
+	fmt.Fprint(a.Report, "/>")
+	r2.proc(j.ID).end(runner.Result{Ending: runner.Exited}, nil)
+	if _, err := m2.Wait(context.Background(), j.ID, long); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(report); err != nil || string(b) != "<testsuite/>" {
+		t.Fatalf("the report: %q %v", b, err)
+	}
+}

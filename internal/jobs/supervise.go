@@ -162,6 +162,9 @@ func (m *Manager) leave(e *entry) {
 		m.putSlot(e)
 	}
 	m.mu.Unlock()
+	if e.cleanup != nil {
+		e.cleanup()
+	}
 	close(e.done)
 	e.signal()
 	m.wg.Done()
