@@ -34,12 +34,16 @@ type conn struct {
 	parts   map[string][]byte // results arriving in binary pieces, by request
 	done    chan struct{}
 	err     error // why the connection ended, once done is closed
+
+	// welcomed is closed once the welcome was written: every other
+	// write waits for it.
+	welcomed chan struct{}
 }
 
 func newConn(h *Hub, link runnerlink.Link, tok auth.Token, raw string, hello runnerwire.Hello, gen uint64) *conn {
 	c := &conn{hub: h, link: link, clientID: hello.ClientID, owner: tok.Owner, instanceID: hello.InstanceID, token: raw,
 		gen: gen, sandbox: hello.Sandbox, projects: map[string]string{},
-		pending: map[string]chan runnerwire.Response{}, parts: map[string][]byte{}, done: make(chan struct{})}
+		pending: map[string]chan runnerwire.Response{}, parts: map[string][]byte{}, done: make(chan struct{}), welcomed: make(chan struct{})}
 	for _, p := range hello.Projects {
 		c.projects[p.Name] = p.Root
 	}
@@ -246,6 +250,13 @@ func (c *conn) end(why error) {
 func (c *conn) write(ctx context.Context, b []byte) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), WriteTimeout)
 	defer cancel()
+	select {
+	case <-c.welcomed:
+	case <-c.done:
+		return runnerlink.ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("%w: the welcome was not sent in time", runnerlink.ErrClosed)
+	}
 	return c.link.Write(ctx, runnerlink.Text, b)
 }
 
@@ -287,6 +298,15 @@ func (c *conn) send(ctx context.Context, id string, req runnerwire.Request, regi
 		return nil, failure.Wrap(failure.OutcomeUnknown, err, "the request to runner %s may or may not have reached it: its outcome is unknown", c.clientID)
 	}
 	return ch, nil
+}
+
+// welcome writes the welcome, which opens c to every other write.
+func (c *conn) welcome(b []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
+	defer cancel()
+	err := c.link.Write(ctx, runnerlink.Text, b)
+	close(c.welcomed)
+	return err
 }
 
 // answer is the outcome of a call: sent says the request was written (its

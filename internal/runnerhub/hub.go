@@ -361,7 +361,10 @@ func (h *Hub) admit(ctx context.Context, link runnerlink.Link, tok auth.Token, r
 	if prev != nil {
 		prev.end(errors.New("the runner connected again"))
 	}
-	if err := c.write(context.Background(), welcome); err != nil {
+	// Installed first, so that a runner that read its welcome can be
+	// called at once; the welcome still goes before any request (c's
+	// writes wait for it).
+	if err := c.welcome(welcome); err != nil {
 		c.end(err)
 		return c, "", nil
 	}

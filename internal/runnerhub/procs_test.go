@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerlink"
@@ -300,4 +301,49 @@ func TestAnAdoptedProcessContinuesFromTheGivenOffsets(t *testing.T) {
 			t.Fatalf("adopting what the runner does not hold: %v", got.err)
 		}
 	})
+}
+
+// orderLink is a runnerlink.Link that records what is written to it.
+type orderLink struct {
+	mu      sync.Mutex
+	written []string
+}
+
+func (l *orderLink) Read(ctx context.Context) (runnerlink.Type, []byte, error) {
+	<-ctx.Done()
+	return 0, nil, ctx.Err()
+}
+
+func (l *orderLink) Write(_ context.Context, _ runnerlink.Type, b []byte) error {
+	l.mu.Lock()
+	l.written = append(l.written, string(b))
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *orderLink) Close(string) {}
+
+// TestNothingIsSentBeforeTheWelcome: a connection is installed before its
+// welcome is written (a runner that read its welcome can be called at
+// once), and a request sent meanwhile waits for the welcome.
+func TestNothingIsSentBeforeTheWelcome(t *testing.T) {
+	f := newFixture(t, time.Minute, runnerlink.WebSocket)
+	l := &orderLink{}
+	c := newConn(f.hub, l, auth.Token{Owner: "local"}, "good", runnerwire.Hello{ClientID: "box", InstanceID: "ri_1"}, 1)
+	sent := make(chan error, 1)
+	go func() {
+		_, err := c.send(context.Background(), "rq_1", runnerwire.Request{Op: "files.read", Project: "demo", Args: []byte(`{}`)}, nil)
+		sent <- err
+	}()
+	if err := c.welcome([]byte("welcome")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.written) != 2 || l.written[0] != "welcome" {
+		t.Fatalf("written in this order: %q", l.written)
+	}
 }
