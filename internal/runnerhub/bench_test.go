@@ -13,6 +13,8 @@ import (
 	"github.com/webcodex/webcodex/internal/workspace"
 )
 
+const benchLines = 40
+
 // BenchmarkInvokeRoundTrip is the runner protocol's own cost: one request
 // of a no-op operation with a small argument and result, from the hub to a
 // real agent over a loopback WebSocket and back.
@@ -23,7 +25,7 @@ func BenchmarkInvokeRoundTrip(b *testing.B) {
 	type out struct {
 		Text string `json:"text"`
 	}
-	text := strings.Repeat("package main // a line of a Go file\n", 40)
+	text := strings.Repeat("package main // a line of a Go file\n", benchLines)
 	echo := workspace.NewOp("bench.echo", func(_ context.Context, _ workspace.Env, _ project.Project, a in) (out, error) {
 		return out{Text: text}, nil
 	})
