@@ -36,7 +36,8 @@ func (m *Manager) Recover(ctx context.Context) ([]Job, error) {
 		if m.entry(j.ID) != nil {
 			continue
 		}
-		if j.Runner != "" {
+		if j.Runner != "" && j.State == Running {
+			// Its process may still run on the runner.
 			remote = append(remote, j.ID)
 			continue
 		}

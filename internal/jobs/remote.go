@@ -32,7 +32,7 @@ func (m *Manager) Reconcile(ctx context.Context, r runner.Reattacher, held []str
 	}
 	claimed := map[string]bool{}
 	for _, j := range list {
-		if j.Runner != r.ID() {
+		if j.Runner != r.ID() || j.State != Running {
 			continue
 		}
 		claimed[j.ID] = true

@@ -291,3 +291,32 @@ func TestAnAdoptedValidationGetsItsReport(t *testing.T) {
 		t.Fatalf("the report: %q %v", b, err)
 	}
 }
+
+// TestAQueuedRemoteJobIsLostAtRestart: a job that never started on its
+// runner has no process there to wait for: it is lost at the restart,
+// reason server_restart, like a local one.
+func TestAQueuedRemoteJobIsLostAtRestart(t *testing.T) {
+	e := newEnv(t, jobs.Options{Concurrency: 1})
+	r := newFakeRunner("box")
+	running, queued := startRemote(t, e, r), startRemote(t, e, r)
+	if queued.State != jobs.Queued {
+		t.Fatalf("the second job: %+v", queued)
+	}
+	st, err := jobsdb.Open(context.Background(), filepath.Join(e.data, "jobs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m2, err := jobs.NewManager(jobs.Options{Store: st, Host: &runner.Local{}, Dir: filepath.Join(e.data, "jobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close(context.Background())
+	lost, err := m2.Recover(context.Background())
+	if err != nil || len(lost) != 1 || lost[0].ID != queued.ID || lost[0].Reason != jobs.ReasonServerRestart {
+		t.Fatalf("recover: %+v %v", lost, err)
+	}
+	if got, _ := m2.Get(context.Background(), acc, running.ID); got.State != jobs.Running {
+		t.Fatalf("the running remote job: %+v", got)
+	}
+}
