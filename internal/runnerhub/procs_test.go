@@ -109,26 +109,7 @@ func (w *skipWriter) Skip(n int64) {
 // startProc starts run id on a fake runner of f and returns the process.
 func startProc(t *testing.T, f *fixture, r *fakeRunner, runID string, out *skipWriter) runner.Process {
 	t.Helper()
-	type started struct {
-		p   runner.Process
-		err error
-	}
-	ch := make(chan started, 1)
-	go func() {
-		p, err := f.hub.Runner("box").Start(context.Background(), runner.Spec{Argv: []string{"sh"}, RunID: runID,
-			Sandbox: runner.Sandbox{Project: "/src/demo"}, Stdout: out})
-		ch <- started{p, err}
-	}()
-	fr, req := r.request()
-	if req.Op != runnerwire.OpProcStart {
-		t.Fatalf("want a start, got %s", req.Op)
-	}
-	r.answer(fr.ID, runnerwire.ProcStarted{PID: 42, Sandbox: "workspace-write"})
-	got := <-ch
-	if got.err != nil {
-		t.Fatal(got.err)
-	}
-	return got.p
+	return startSpec(t, f, r, runner.Spec{Argv: []string{"sh"}, RunID: runID, Sandbox: runner.Sandbox{Project: "/src/demo"}, Stdout: out})
 }
 
 // TestAProcessContinuesOnTheNextConnection: the connection ends while a

@@ -13,7 +13,7 @@ import (
 )
 
 // startSpec starts spec through runner box, answering its start on r as
-// the runner would.
+// the runner would, and returns the process.
 func startSpec(t *testing.T, f *fixture, r *fakeRunner, spec runner.Spec) runner.Process {
 	t.Helper()
 	type started struct {
@@ -25,8 +25,11 @@ func startSpec(t *testing.T, f *fixture, r *fakeRunner, spec runner.Spec) runner
 		p, err := f.hub.Runner("box").Start(context.Background(), spec)
 		ch <- started{p, err}
 	}()
-	fr, _ := r.request()
-	r.answer(fr.ID, runnerwire.ProcStarted{PID: 7, Sandbox: "off"})
+	fr, req := r.request()
+	if req.Op != runnerwire.OpProcStart {
+		t.Fatalf("want a start, got %s", req.Op)
+	}
+	r.answer(fr.ID, runnerwire.ProcStarted{PID: 42, Sandbox: "workspace-write"})
 	s := <-ch
 	if s.err != nil {
 		t.Fatal(s.err)

@@ -1,6 +1,7 @@
 package runnerlink
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -186,4 +187,32 @@ func (q *queue) wait() <-chan struct{} {
 		return c
 	}
 	return q.changed
+}
+
+// readFrom is a long-poll end's Read: the next message of in (one already
+// there before the link's end), else the cause of the end once done is
+// closed.
+func readFrom(ctx context.Context, in <-chan message, done <-chan struct{}, cause func() error) (Type, []byte, error) {
+	select {
+	case m := <-in:
+		return m.t, m.b, nil
+	default:
+	}
+	select {
+	case m := <-in:
+		return m.t, m.b, nil
+	case <-done:
+		return 0, nil, cause()
+	case <-ctx.Done():
+		return 0, nil, ctx.Err()
+	}
+}
+
+// writeTo is a long-poll end's Write: b (copied) queued on out for the
+// next exchange.
+func writeTo(ctx context.Context, out *queue, t Type, b []byte) error {
+	if len(b) > runnerwire.MaxFrameBytes {
+		return ErrTooLarge
+	}
+	return out.put(ctx, message{t: t, b: bytes.Clone(b)})
 }

@@ -177,28 +177,17 @@ func (l *pollClient) fail(why error) {
 }
 
 func (l *pollClient) Read(ctx context.Context) (Type, []byte, error) {
-	select {
-	case m := <-l.in:
-		return m.t, m.b, nil
-	default:
-	}
-	select {
-	case m := <-l.in:
-		return m.t, m.b, nil
-	case <-l.done:
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return 0, nil, l.err
-	case <-ctx.Done():
-		return 0, nil, ctx.Err()
-	}
+	return readFrom(ctx, l.in, l.done, l.cause)
+}
+
+func (l *pollClient) cause() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 func (l *pollClient) Write(ctx context.Context, t Type, b []byte) error {
-	if len(b) > runnerwire.MaxFrameBytes {
-		return ErrTooLarge
-	}
-	return l.out.put(ctx, message{t: t, b: bytes.Clone(b)})
+	return writeTo(ctx, l.out, t, b)
 }
 
 func (l *pollClient) Close(string) { l.fail(ErrClosed) }

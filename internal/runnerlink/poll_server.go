@@ -1,7 +1,6 @@
 package runnerlink
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/webcodex/webcodex/internal/runnerwire"
 )
 
 // Headers of the long-poll exchanges.
@@ -215,26 +212,11 @@ type pollLink struct {
 }
 
 func (l *pollLink) Read(ctx context.Context) (Type, []byte, error) {
-	select {
-	case m := <-l.in:
-		return m.t, m.b, nil
-	default:
-	}
-	select {
-	case m := <-l.in:
-		return m.t, m.b, nil
-	case <-l.done:
-		return 0, nil, l.cause()
-	case <-ctx.Done():
-		return 0, nil, ctx.Err()
-	}
+	return readFrom(ctx, l.in, l.done, l.cause)
 }
 
 func (l *pollLink) Write(ctx context.Context, t Type, b []byte) error {
-	if len(b) > runnerwire.MaxFrameBytes {
-		return ErrTooLarge
-	}
-	return l.out.put(ctx, message{t: t, b: bytes.Clone(b)})
+	return writeTo(ctx, l.out, t, b)
 }
 
 func (l *pollLink) Close(string) { l.end(ErrClosed) }
