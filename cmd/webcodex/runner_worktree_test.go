@@ -219,6 +219,14 @@ func TestRunnerManagedWorktree(t *testing.T) {
 	var plain struct {
 		SessionID string `json:"session_id"`
 	}
+	call(t, f.srv.base, "work_on_project", map[string]any{"project": wp, "instruction": "a second session here"}, &plain)
+	if res := closeWT(wt.SessionID); res.Success || res.Error.Kind != "project_in_use" {
+		t.Fatalf("removing a worktree another session works in: %+v", res)
+	}
+	if lifecycle(wt.SessionID) != "active" || len(f.made(t)) != 1 {
+		t.Fatal("a refused removal changed something")
+	}
+	call(t, f.srv.base, "close_session", map[string]any{"session_id": plain.SessionID}, &struct{}{})
 	call(t, f.srv.base, "work_on_project", map[string]any{"project": remoteProject, "instruction": "no worktree"}, &plain)
 	if res := closeWT(plain.SessionID); res.Success || res.Error.Kind != "not_a_worktree" {
 		t.Fatalf("remove_worktree on an ordinary session: %+v", res)

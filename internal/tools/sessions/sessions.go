@@ -558,7 +558,7 @@ type CloseInput struct {
 	kernel.OptionalProjectRef
 	// RemoveWorktree removes the session's managed worktree before the
 	// session closes (see removeWorktree).
-	RemoveWorktree bool `json:"remove_worktree,omitempty" jsonschema:"also remove the session's managed worktree (refused when it has changes or another active session)"`
+	RemoveWorktree bool `json:"remove_worktree,omitempty" jsonschema:"remove the session's clean worktree too"`
 }
 
 // CloseOutput is the result of close_session.
