@@ -9,7 +9,12 @@
 // source's git directory, which must lie inside the source's root);
 // finishing or closing a session on a worktree removes nothing. A
 // worktree is removed only by [Manager.Remove] (`webcodex project
-// remove`).
+// remove`, or close_session with remove_worktree).
+//
+// A worktree of a runner's project is made, re-observed and removed on
+// that runner (runner.go, decision 0065): [Ops] are the operations the
+// runner serves, in its own directory [RunnerDir], and the worktree is
+// registered as a project of that runner.
 package worktree
 
 import (
