@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/gitrepo/gittest"
 	"github.com/webcodex/webcodex/internal/worktree"
 )
@@ -167,6 +168,10 @@ func TestRunnerManagedWorktree(t *testing.T) {
 	if !status.IsGitRepo || len(status.Entries) != 0 {
 		t.Fatalf("git_status in the worktree after the commit: %+v", status)
 	}
+	fin, err := callTool(ctx, f.srv.base, "finish_coding_task", map[string]any{"session_id": wt.SessionID, "summary_only": false}, "")
+	if err != nil || !fin.Success || !strings.Contains(string(fin.Output), "notes/todo.txt") {
+		t.Fatalf("finish_coding_task in the worktree: %v %+v %s", err, fin.Error, fin.Output)
+	}
 	// The main checkout is as it was: same HEAD, same file, clean.
 	if head := gittest.Run(t, f.dir, "rev-parse", "HEAD"); head != f.seed {
 		t.Fatalf("the main checkout's HEAD moved: %s", head)
@@ -233,6 +238,15 @@ func TestRunnerManagedWorktree(t *testing.T) {
 	}
 	if lifecycle(plain.SessionID) != "active" {
 		t.Fatal("a refused remove_worktree closed the session")
+	}
+
+	// webcodex project remove reaches no runner: it refuses, removing
+	// nothing.
+	if out, err := run(t, "--data-dir", f.data, "project", "remove", "--force", wp); !failure.Is(err, failure.Unavailable) {
+		t.Fatalf("webcodex project remove of a runner's worktree: %v\n%s", err, out)
+	}
+	if len(f.made(t)) != 1 || lifecycle(wt.SessionID) != "active" {
+		t.Fatal("a refused project remove changed something")
 	}
 
 	// A clean worktree is removed on the runner, then unregistered; its
