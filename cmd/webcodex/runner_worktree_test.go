@@ -96,8 +96,12 @@ func TestRunnerManagedWorktree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real server and runner processes")
 	}
+	overTransports(t, runnerManagedWorktree)
+}
+
+func runnerManagedWorktree(t *testing.T, transport string) {
 	f := newRunnerWorktreeFixture(t)
-	r := startRunner(t, f.srv.base, f.toml, f.token)
+	r := startRunner(t, f.srv.base, f.toml, f.token, "--transport", transport)
 	ctx := context.Background()
 	open := func(args map[string]any) toolResult {
 		t.Helper()
@@ -285,9 +289,15 @@ func TestRunnerWorktreeAnswerLost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real server and runner processes")
 	}
+	overTransports(t, runnerWorktreeAnswerLost)
+}
+
+// runnerWorktreeAnswerLost: over long-poll an answer that arrived whole is
+// delivered, so there the cut tears the answer carrying the request.
+func runnerWorktreeAnswerLost(t *testing.T, transport string) {
 	f := newRunnerWorktreeFixture(t)
-	proxy := startCutProxy(t, strings.TrimPrefix(f.srv.base, "http://"), `"op":"worktree.add"`, false)
-	r := startRunner(t, "http://"+proxy.ln.Addr().String(), f.toml, f.token, "--transport", "websocket")
+	proxy := startCutProxy(t, strings.TrimPrefix(f.srv.base, "http://"), `"op":"worktree.add"`, transport == "longpoll")
+	r := startRunner(t, "http://"+proxy.ln.Addr().String(), f.toml, f.token, "--transport", transport)
 	res, err := callTool(context.Background(), f.srv.base, "work_on_project",
 		map[string]any{"project": remoteProject, "instruction": "work in a worktree", "mode": "worktree"}, "")
 	if err != nil || res.Success || res.Error.Kind != "outcome_unknown" {
