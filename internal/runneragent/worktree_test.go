@@ -42,7 +42,7 @@ func TestWorktreeProjectResolvesOnlyTheRunnersWorktrees(t *testing.T) {
 	}
 	gittest.Run(t, demo, "worktree", "add", "-q", "--detach", filepath.Join(dir, "demo-wt-good"))
 	gittest.Run(t, other, "worktree", "add", "-q", "--detach", filepath.Join(dir, "demo-wt-theirs")) // another repository's
-	os.Mkdir(filepath.Join(dir, "demo-wt-plain"), 0o700)                                            // no worktree
+	os.Mkdir(filepath.Join(dir, "demo-wt-plain"), 0o700)                                             // no worktree
 	os.Symlink(filepath.Join(dir, "demo-wt-good"), filepath.Join(dir, "demo-wt-link"))
 
 	p, ok := a.worktreeProject("demo-wt-good")
