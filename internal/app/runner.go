@@ -15,12 +15,13 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/sessionshell"
 	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/workspace"
+	"github.com/webcodex/webcodex/internal/worktree"
 )
 
 // RunnerOps are the operations a `webcodex runner` serves: the effect halves
 // of the tools that run through runners.
 func RunnerOps() []workspace.Served {
-	return slices.Concat(files.Ops(), search.Ops(), git.Ops(), edit.Ops(), closeout.Ops(), sessionshell.Ops(), validate.Ops())
+	return slices.Concat(files.Ops(), search.Ops(), git.Ops(), edit.Ops(), closeout.Ops(), sessionshell.Ops(), validate.Ops(), worktree.Ops())
 }
 
 // NewRunnerAgent is `webcodex runner`'s composition root: the agent for

@@ -13,13 +13,14 @@ import (
 func newProjects(s *Stores) *project.Registry { return project.NewRegistry(s.Projects, nil) }
 
 // newWorktrees is the managed-worktree manager of the app: worktrees in
-// <data>/worktrees, git run through the app's sandboxed runner. It is nil
+// <data>/worktrees, git run through the app's sandboxed runner; a runner's
+// project's worktrees on that runner (through a.Runners). It is nil
 // before the app has a registry (schema-only registries).
 func newWorktrees(a *App) *worktree.Manager {
 	if a.Projects == nil {
 		return nil
 	}
-	return &worktree.Manager{Projects: a.Projects, Host: a.Runner, Dir: WorktreesDir(a.Config.DataDir)}
+	return &worktree.Manager{Projects: a.Projects, Host: a.Runner, Dir: WorktreesDir(a.Config.DataDir), Runners: a.Runners}
 }
 
 // WorktreesDir is where the managed worktrees of the data directory dataDir

@@ -154,8 +154,13 @@ func CwdSource(inv *kernel.Invocation, explicit string) (abs, source string, err
 // A managed worktree's process may also write, when it may write the
 // worktree, what git commit there needs in the source's git directory
 // ([gitrepo.WorktreeGrants]): its administrative directory and the
-// repository's objects, refs and logs.
+// repository's objects, refs and logs. For a runner's project those
+// grants are the runner's to compute from its own files: the server never
+// reads a path of another machine.
 func Sandbox(inv *kernel.Invocation) runner.Sandbox {
+	if inv.Project.Runner != "" {
+		return runner.Sandbox{Mode: runner.Mode(inv.Project.Sandbox), Project: inv.Project.Root}
+	}
 	return ProjectSandbox(inv.Project, runner.Mode(inv.Project.Sandbox))
 }
 

@@ -387,6 +387,9 @@ func (s *session) handle(ctx context.Context, id string, req runnerwire.Request)
 	}
 	p, ok := s.a.projects[req.Project]
 	if !ok {
+		p, ok = s.a.worktreeProject(req.Project)
+	}
+	if !ok {
 		s.respond(id, nil, failure.New(failure.UnknownProject, "this runner serves no project %q", req.Project))
 		return
 	}
@@ -416,6 +419,7 @@ func (s *session) start(ctx context.Context, id string, p project.Project, args 
 		return
 	}
 	spec, err := s.a.confine(p, ps)
+	grantWorktree(p, &spec)
 	if err == nil && ps.SSH != nil {
 		err = s.a.overSSH(ctx, s.gen, &spec, *ps.SSH)
 	}

@@ -72,6 +72,9 @@ func (r *remote) Start(ctx context.Context, s runner.Spec) (runner.Process, erro
 	}
 	name, ok := c.projectOf(s.Sandbox.Project)
 	if !ok {
+		name, ok = r.worktreeOf(ctx, s.Sandbox.Project)
+	}
+	if !ok {
 		return nil, fmt.Errorf("%w: the working project is not one of runner %s's", runner.ErrNotStarted, r.clientID)
 	}
 	if s.RunID == "" {

@@ -9,7 +9,12 @@
 // source's git directory, which must lie inside the source's root);
 // finishing or closing a session on a worktree removes nothing. A
 // worktree is removed only by [Manager.Remove] (`webcodex project
-// remove`).
+// remove`, or close_session with remove_worktree).
+//
+// A worktree of a runner's project is made, re-observed and removed on
+// that runner (runner.go, decision 0065): [Ops] are the operations the
+// runner serves, in its own directory [RunnerDir], and the worktree is
+// registered as a project of that runner.
 package worktree
 
 import (
@@ -25,6 +30,7 @@ import (
 	"github.com/webcodex/webcodex/internal/gitrepo"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // DirName is the directory of the managed worktrees inside the data
@@ -46,6 +52,11 @@ type Manager struct {
 	// Suffix returns the random part of a new worktree's name; nil is 8
 	// random hex digits (tests fix it).
 	Suffix func() string
+	// Runners, when set, serve the worktrees of runners' projects: a
+	// worktree of a runner's project is made, re-observed and removed on
+	// that runner (runner.go). Without it such a project's worktrees are
+	// unavailable.
+	Runners workspace.Runners
 }
 
 // A Worktree is a managed worktree as work_on_project reports it.
@@ -70,6 +81,9 @@ type Worktree struct {
 // for a ref naming no commit; failure.WorktreeExists when the chosen
 // directory exists; operation_failed when git fails.
 func (m *Manager) Create(ctx context.Context, source project.Project, baseRef string) (Worktree, error) {
+	if source.Runner != "" {
+		return m.createOnRunner(ctx, source, baseRef)
+	}
 	ctx, cancel := gitrepo.WithTimeout(ctx)
 	defer cancel()
 	repo, dirs, err := m.openSource(ctx, source)
@@ -117,7 +131,12 @@ func (m *Manager) Create(ctx context.Context, source project.Project, baseRef st
 // Errors: failure.NotAGitCheckout, failure.GitDirOutsideProject (see
 // [gitrepo.Repo.Dirs]).
 func (m *Manager) openSource(ctx context.Context, source project.Project) (gitrepo.Repo, gitrepo.Dirs, error) {
-	repo, err := gitrepo.Open(ctx, m.Host, source.Root)
+	return openSource(ctx, m.Host, source)
+}
+
+// openSource is Manager.openSource with git run on host.
+func openSource(ctx context.Context, host runner.Host, source project.Project) (gitrepo.Repo, gitrepo.Dirs, error) {
+	repo, err := gitrepo.Open(ctx, host, source.Root)
 	if err != nil {
 		return gitrepo.Repo{}, gitrepo.Dirs{}, err
 	}
@@ -135,6 +154,9 @@ func (m *Manager) openSource(ctx context.Context, source project.Project) (gitre
 // unregisters the worktree project and removes its directory and its
 // administrative directory in the source's git directory.
 func (m *Manager) Discard(ctx context.Context, w Worktree) error {
+	if w.Project.Runner != "" {
+		return m.discardOnRunner(ctx, w)
+	}
 	err := m.Projects.Unregister(context.WithoutCancel(ctx), w.Project.ID)
 	var dirs *gitrepo.Dirs
 	if src, serr := m.Projects.Get(ctx, w.Source); serr == nil {
@@ -166,6 +188,9 @@ func (m *Manager) discardDir(dirs *gitrepo.Dirs, dir string) {
 func (m *Manager) Resume(ctx context.Context, p project.Project, baseRef string) (Worktree, error) {
 	if !p.Worktree() {
 		return Worktree{}, failure.New(failure.NotAWorktree, "project %s is not a managed worktree", p.ID)
+	}
+	if p.Runner != "" {
+		return m.resumeOnRunner(ctx, p, baseRef)
 	}
 	if st, err := os.Stat(p.Root); err != nil || !st.IsDir() {
 		return Worktree{}, failure.New(failure.NotAGitCheckout, "the directory of worktree %s no longer exists", p.ID)
@@ -214,6 +239,9 @@ func (m *Manager) Resume(ctx context.Context, p project.Project, baseRef string)
 func (m *Manager) Remove(ctx context.Context, p project.Project, force bool) error {
 	if !p.Worktree() {
 		return failure.New(failure.NotAWorktree, "project %s is not a managed worktree", p.ID)
+	}
+	if p.Runner != "" {
+		return m.removeOnRunner(ctx, p, force)
 	}
 	if _, err := os.Lstat(p.Root); err == nil {
 		gctx, cancel := gitrepo.WithTimeout(ctx)

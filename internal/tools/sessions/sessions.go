@@ -257,9 +257,6 @@ func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in Wo
 		return WorkOutput{}, failure.New(failure.InvalidArguments, "base_ref needs mode worktree")
 	}
 	if mode == ModeWorktree {
-		if inv.Project.Runner != "" {
-			return WorkOutput{}, failure.New(failure.Unavailable, "project %s is served by runner %s: managed worktrees are not made through runners yet", inv.Project.ID, inv.Project.Runner)
-		}
 		if t.Worktrees == nil {
 			return WorkOutput{}, failure.New(failure.Unavailable, "managed worktrees are not available on this server")
 		}
@@ -559,6 +556,9 @@ func (t *Tools) updateContext(ctx context.Context, inv *kernel.Invocation, in Co
 type CloseInput struct {
 	kernel.RequiredSessionRef
 	kernel.OptionalProjectRef
+	// RemoveWorktree removes the session's managed worktree before the
+	// session closes (see removeWorktree).
+	RemoveWorktree bool `json:"remove_worktree,omitempty" jsonschema:"remove the session's clean worktree too"`
 }
 
 // CloseOutput is the result of close_session.
@@ -567,17 +567,42 @@ type CloseOutput struct {
 	Lifecycle workflow.Lifecycle `json:"lifecycle"`
 	Changed   bool               `json:"changed"`
 	ClosedAt  string             `json:"closed_at"`
+	// WorktreeRemoved names the managed worktree project removed with
+	// remove_worktree.
+	WorktreeRemoved string `json:"worktree_removed,omitempty"`
 }
 
 func (t *Tools) closeSession(ctx context.Context, inv *kernel.Invocation, in CloseInput) (CloseOutput, error) {
+	var wt project.Project
+	if in.RemoveWorktree {
+		if !inv.Principal.Has(auth.ScopeProjectWrite) {
+			return CloseOutput{}, failure.New(failure.InsufficientScope, "remove_worktree requires scope %s", auth.ScopeProjectWrite)
+		}
+		p, err := t.worktreeToRemove(ctx, in.SessionID)
+		if err != nil {
+			return CloseOutput{}, err
+		}
+		wt = p
+	}
 	sess, changed, err := t.Sessions.Close(ctx, in.SessionID)
 	if err != nil {
 		return CloseOutput{}, err
 	}
 	if changed && t.OnClose != nil {
+		// The session's shells close while its project is still served.
 		t.OnClose(sess.ID)
 	}
 	out := CloseOutput{SessionID: sess.ID, Lifecycle: sess.Lifecycle, Changed: changed}
+	if wt.ID != "" {
+		// The session is closed; a removal that fails now (changes made
+		// since the check, a runner gone) leaves the worktree registered,
+		// and close_session remove_worktree again removes it.
+		if err := t.Worktrees.Remove(ctx, wt, false); err != nil {
+			return CloseOutput{}, err
+		}
+		out.WorktreeRemoved = wt.ID
+		inv.Fact("worktree_removed", wt.ID)
+	}
 	if sess.ClosedAt != nil {
 		out.ClosedAt = sess.ClosedAt.Format(timeFormat)
 	}
