@@ -83,6 +83,14 @@
 // Memory is bounded: each stream keeps a tail of at most TailBytes per
 // command, and at most MaxRememberedEnded ended shells are remembered so
 // that their ids keep answering as terminal.
+//
+// # Remote shells
+//
+// A shell opened with OpenSpec.Remote runs on an SSH resource: its process
+// is the ssh client, fd 3 does not cross ssh, and each command's status is
+// framed on the shell's stdout after a fresh token instead; its interrupt
+// and release are kill commands sent over the same connection. See
+// remote.go and docs/decisions/0066-remote-shell-framing.md.
 package shell
 
 import (

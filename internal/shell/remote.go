@@ -13,7 +13,7 @@ import (
 	"github.com/webcodex/webcodex/internal/sshresource"
 )
 
-// # Remote shells
+// Remote shells, in detail.
 //
 // A shell opened with OpenSpec.Remote runs on an SSH resource: the local
 // process is the system ssh client (through the ControlMaster its caller

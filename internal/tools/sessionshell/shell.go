@@ -87,7 +87,8 @@ func Register(reg *kernel.Registry, runners workspace.Runners) {
 	kernel.Register(reg, kernel.Spec[OpenInput, OpenOutput]{
 		Name: "open_session_shell",
 		Description: "Open the session's persistent sh or bash shell (one per session), in which cwd, exports " +
-			"and functions persist between session_shell_exec calls. No PTY, no input.",
+			"and functions persist between session_shell_exec calls. No PTY, no input. With an SSH resource selected on the session, " +
+			"the shell runs on that resource (cwd: a remote path).",
 		Category: "shell", Scopes: []auth.Scope{auth.ScopeProjectWrite, auth.ScopeJobRun},
 		Annotations: kernel.Annotations{Destructive: true},
 		Mutates:     true, Writes: true, Session: kernel.SessionRequired, Runners: true,
