@@ -253,12 +253,14 @@ func parseControl(line, token string) (int, bool) {
 func (s *shell) run(ctx context.Context, command string, timeout time.Duration, init string) (Result, error) {
 	m := s.m
 	token, outSentinel, errSentinel := m.newToken(), randomHex(), randomHex()
-	text := init + wrapper(command, token, outSentinel, errSentinel)
 	// A remote shell's stdout carries the token and the status instead
 	// of the control channel (remote.go); status is closed when they have
 	// been read.
+	var text string
 	var status <-chan struct{}
-	if s.remote != nil {
+	if s.remote == nil {
+		text = init + wrapper(command, token, outSentinel, errSentinel)
+	} else {
 		outSentinel, text = token, init+remoteWrapper(command, token, errSentinel)
 	}
 	outTail, outSeen := s.out.arm(outSentinel, s.remote != nil)
