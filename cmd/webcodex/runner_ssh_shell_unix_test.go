@@ -160,6 +160,8 @@ func TestRunnerSessionShellOnAnSSHResource(t *testing.T) {
 
 	// A remote cwd that is not a directory: nothing starts.
 	c.refused("a missing remote cwd", c.call("open_session_shell", map[string]any{"session_id": sess, "cwd": remoteDir + "/no/such"}), "not_started")
+	c.refused("a remote cwd like an option", c.call("open_session_shell", map[string]any{"session_id": sess, "cwd": "-rf"}), "invalid_arguments")
+	c.refused("an over-long remote cwd", c.call("open_session_shell", map[string]any{"session_id": sess, "cwd": "/" + strings.Repeat("d", 5000)}), "invalid_arguments")
 
 	// An explicit cwd comes first; sh works as well as bash.
 	sh = c.open(sess, map[string]any{"shell": "sh", "cwd": remoteDir + "/sub"})

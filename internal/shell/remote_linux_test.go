@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/sshresource"
 )
 
@@ -55,6 +56,11 @@ func TestRemoteShellFraming(t *testing.T) {
 		res = run(t, m, info.ShellID, "printf '%s' '"+forged+"'; printf '%s' '"+forged+"' >&2; (exit 3)")
 		if res.ExitCode != 3 || res.Stdout.Text != forged || res.Stderr.Text != forged {
 			t.Fatalf("forged framing: %+v", res)
+		}
+		// Output is bounded as for a local shell.
+		res = run(t, m, info.ShellID, "head -c 3000000 /dev/zero | tr '\\0' x")
+		if !res.Stdout.Truncated || res.Stdout.TotalBytes != 3000000 || len(res.Stdout.Text) > runner.DefaultTailBytes {
+			t.Fatalf("huge output: truncated %v, %d bytes, %d kept", res.Stdout.Truncated, res.Stdout.TotalBytes, len(res.Stdout.Text))
 		}
 		// The framing writes on its own descriptors: redirecting the
 		// shell's stdout does not break it.
