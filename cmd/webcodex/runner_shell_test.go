@@ -127,7 +127,8 @@ func TestRunnerSessionShellEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A resource that is never dialled: a shell is refused before that.
+	// A resource that is never dialled: it is incomplete (no user), so a
+	// shell on it is refused before any connection.
 	if err := os.WriteFile(f.toml, append(cfg, "\n[ssh.resources.db]\nhost = \"db.invalid\"\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -283,8 +284,10 @@ func refuseBadShellCalls(t *testing.T, c shellClient, f *runnerFixture, s1, s2 s
 		}
 	}
 
-	// With an SSH resource selected, a shell neither opens nor runs on
-	// the runner's host instead.
+	// With an SSH resource selected, a shell opens on it (here an
+	// incomplete one: refused before any connection), and a shell opened
+	// on the runner's host no longer runs (runner_ssh_shell_unix_test.go
+	// runs shells on a real one).
 	update := func(sess string, args map[string]any) {
 		args["session_id"] = sess
 		if r := c.call("update_session_context", args); !r.Success {
@@ -292,7 +295,7 @@ func refuseBadShellCalls(t *testing.T, c shellClient, f *runnerFixture, s1, s2 s
 		}
 	}
 	update(s2, map[string]any{"resource": "db"})
-	c.refused("open with a resource", c.call("open_session_shell", map[string]any{"session_id": s2}), "resource_not_allowed")
+	c.refused("open on an incomplete resource", c.call("open_session_shell", map[string]any{"session_id": s2}), "invalid_arguments")
 	update(s1, map[string]any{"resource": "db"})
 	c.refused("exec with a resource", c.exec(s1, sh.ShellID, "touch resource-ran"), "resource_not_allowed")
 	update(s1, map[string]any{})

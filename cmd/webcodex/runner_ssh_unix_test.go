@@ -24,15 +24,7 @@ func TestRunnerRunsShellCommandsOnAnSSHResource(t *testing.T) {
 	sshd := sshtest.Start(t, sshtest.Options{})
 	f := newRunnerFixture(t)
 	res := sshd.Resource("db")
-	cfg, err := os.ReadFile(f.toml)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg = append(cfg, fmt.Sprintf("\n[ssh.resources.db]\nhost = %q\nport = %d\nuser = %q\nidentity_file = %q\nknown_hosts_file = %q\n",
-		res.Host, res.Port, res.User, res.IdentityFile, res.KnownHostsFile)...)
-	if err := os.WriteFile(f.toml, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	addSSHResource(t, f, res, "")
 	startRunner(t, f.srv.base, f.toml, f.token)
 	var start struct {
 		SessionID string `json:"session_id"`

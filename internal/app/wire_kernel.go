@@ -157,8 +157,10 @@ func sessionResources(a *App) sessions.Resources {
 	return a.Hub
 }
 
-// closeRunnerSession closes the SSH masters and the persistent shell the
-// runner serving a closed session's project holds for it.
+// closeRunnerSession closes the persistent shell and then the SSH masters
+// the runner serving a closed session's project holds for it: the shell
+// first, so that a shell on an SSH resource ends closed (session_closed)
+// rather than lost with its master (connection_lost).
 func closeRunnerSession(a *App, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), evidenceCheckpointTimeout)
 	defer cancel()
@@ -167,9 +169,9 @@ func closeRunnerSession(a *App, id string) {
 		return
 	}
 	if p, err := a.Projects.Get(ctx, sess.Project); err == nil && p.Runner != "" {
-		a.Hub.CloseSession(ctx, p, id)
 		if _, err := sessionshell.CloseSession(ctx, a.Runners.For(p), p, id); err != nil && !failure.Is(err, failure.RunnerUnavailable) {
 			a.Log.Warn("runner: close the session's shell", "session", id, "runner", p.Runner, "err", err)
 		}
+		a.Hub.CloseSession(ctx, p, id)
 	}
 }

@@ -402,7 +402,7 @@ func (s *session) handle(ctx context.Context, id string, req runnerwire.Request)
 		s.respond(id, nil, failure.New(failure.Unavailable, "this runner does not serve %s", req.Op))
 		return
 	}
-	res, err := op.Serve(ctx, workspace.Env{Host: s.a.host, Shells: s.a.shells}, p, req.Args)
+	res, err := op.Serve(ctx, workspace.Env{Host: s.a.host, Shells: s.a.shells, RemoteShell: s.a.remoteShell(s.gen)}, p, req.Args)
 	s.respond(id, res, err)
 }
 
@@ -541,25 +541,31 @@ func (a *Agent) overSSH(ctx context.Context, gen uint64, spec *runner.Spec, ssh 
 	if err != nil {
 		return err
 	}
-	var argv []string
-	if sshresource.Multiplexed {
-		pool, err := a.masters()
-		if err != nil {
-			return err
-		}
-		m, err := pool.Master(ctx, sshresource.Key{Session: ssh.Session, Resource: r.Name, Generation: gen}, r)
-		if err != nil {
-			return err
-		}
-		argv, err = m.Argv(remote)
-		if err != nil {
-			return err
-		}
-	} else if argv, err = r.Argv(remote); err != nil {
+	via, err := a.connection(ctx, gen, r, ssh.Session)
+	if err != nil {
 		return err
 	}
-	spec.Argv = argv
-	return nil
+	spec.Argv, err = via(remote)
+	return err
+}
+
+// connection returns the argv builder of ssh commands on r for session
+// over the master of the session, resource and generation (started if
+// needed; on Unix), or over their own connections where there are no
+// masters.
+func (a *Agent) connection(ctx context.Context, gen uint64, r sshresource.Resource, session string) (func(remote string) ([]string, error), error) {
+	if !sshresource.Multiplexed {
+		return r.Argv, nil
+	}
+	pool, err := a.masters()
+	if err != nil {
+		return nil, err
+	}
+	m, err := pool.Master(ctx, sshresource.Key{Session: session, Resource: r.Name, Generation: gen}, r)
+	if err != nil {
+		return nil, err
+	}
+	return m.Argv, nil
 }
 
 func (a *Agent) masters() (*sshresource.Pool, error) {

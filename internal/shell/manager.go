@@ -83,6 +83,14 @@
 // Memory is bounded: each stream keeps a tail of at most TailBytes per
 // command, and at most MaxRememberedEnded ended shells are remembered so
 // that their ids keep answering as terminal.
+//
+// # Remote shells
+//
+// A shell opened with OpenSpec.Remote runs on an SSH resource: its process
+// is the ssh client, fd 3 does not cross ssh, and each command's status is
+// framed on the shell's stdout after a fresh token instead; its interrupt
+// and release are kill commands sent over the same connection. See
+// remote.go and docs/decisions/0066-remote-shell-framing.md.
 package shell
 
 import (
@@ -177,6 +185,9 @@ const (
 	EndDesync        = "control_channel_damaged"
 	EndProcessLimit  = "process_limit_exceeded"
 	EndOpenFailed    = "open_failed"
+	// EndConnectionLost: a remote shell's ssh client ended with
+	// ExitConnectionLost (its connection or master ended; see Remote).
+	EndConnectionLost = "connection_lost"
 )
 
 // Options configure a Manager. Zero values select the defaults.
@@ -222,6 +233,10 @@ type OpenSpec struct {
 	// Sandbox is what the shell asks of its confinement (the project's
 	// mode and root).
 	Sandbox runner.Sandbox
+	// Remote, when set, runs the shell on an SSH resource (remote.go):
+	// the local process is the ssh client, started in Cwd (then any
+	// directory of the project, usually its root).
+	Remote *Remote
 }
 
 // Info describes a shell.
@@ -230,8 +245,13 @@ type Info struct {
 	SessionID string
 	Project   string
 	Shell     Dialect
-	// Cwd is the initial directory, project-relative.
-	Cwd        string
+	// Cwd is the initial directory, project-relative; for a shell on an
+	// SSH resource, the remote directory the caller chose ("" when left
+	// to the resource's default, then the login directory).
+	Cwd string
+	// Resource is the name of the SSH resource the shell runs on, ""
+	// for a shell of this machine.
+	Resource   string
 	State      State
 	EndReason  string
 	OpenedAt   time.Time
@@ -260,7 +280,7 @@ type Result struct {
 	ShellExited bool
 	// Cwd is the shell's directory after the command, project-relative;
 	// empty with CwdOutsideProject set when it is outside the project, or
-	// empty when unknown.
+	// empty when unknown (always, for a shell on an SSH resource).
 	Cwd               string
 	CwdOutsideProject bool
 	// State is the shell's state after the command.
@@ -374,6 +394,9 @@ func (m *Manager) Open(ctx context.Context, sp OpenSpec) (Info, error) {
 	if st, err := os.Stat(sp.Cwd); err != nil || !st.IsDir() {
 		return Info{}, failure.New(failure.NotStarted, "cwd %q is not an existing directory", filepath.ToSlash(rel))
 	}
+	if r := sp.Remote; r != nil && (r.Resource == "" || r.Argv == nil || r.Command == nil) {
+		return Info{}, failure.New(failure.InvalidArguments, "a remote shell needs its resource's name and argv builders")
+	}
 
 	m.mu.Lock()
 	if m.closed {
@@ -393,7 +416,10 @@ func (m *Manager) Open(ctx context.Context, sp OpenSpec) (Info, error) {
 	s := &shell{
 		m: m, id: IDPrefix + randomHex(), session: sp.SessionID, project: sp.Project,
 		root: sp.ProjectRoot, dialect: sp.Shell, cwdRel: filepath.ToSlash(rel), sandbox: sp.Sandbox,
-		openedAt: now, lastUsed: now, state: Busy,
+		openedAt: now, lastUsed: now, state: Busy, remote: sp.Remote,
+	}
+	if sp.Remote != nil {
+		s.cwdRel = sp.Remote.Cwd
 	}
 	if err := s.start(sp.Cwd); err != nil {
 		m.mu.Unlock()
@@ -405,13 +431,16 @@ func (m *Manager) Open(ctx context.Context, sp OpenSpec) (Info, error) {
 	m.mu.Unlock()
 
 	// Handshake: the interrupt trap, then one framed no-op proves that
-	// the control channel works.
+	// the control channel works (a remote shell's tells its pid).
 	hctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	if _, err := s.run(hctx, ":", openTimeout, preamble); err != nil {
+	if err := s.handshake(hctx); err != nil {
 		m.end(s, Lost, EndOpenFailed, false)
 		if failure.Is(err, failure.ShellClosed) {
 			return Info{}, failure.New(failure.Unavailable, "the shell was closed while it started")
+		}
+		if sp.Remote != nil && !failure.Is(err, failure.ShellResetRequired) {
+			return Info{}, err // classified by handshake, naming only the resource
 		}
 		return Info{}, failure.Wrap(failure.NotStarted, err, "the %s shell did not start", sp.Shell)
 	}

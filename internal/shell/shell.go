@@ -10,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/sshresource"
 )
 
 // shell is one live or ended shell process.
@@ -31,6 +33,10 @@ type shell struct {
 	// in force (set by start).
 	sandbox runner.Sandbox
 	mode    runner.Mode
+	// remote is set for a shell on an SSH resource (remote.go); remotePID
+	// is its remote shell's pid once the handshake told it.
+	remote    *Remote
+	remotePID atomic.Int64
 
 	cmd      *exec.Cmd
 	unit     *runner.Unit // every process of the shell (runner containment)
@@ -59,9 +65,20 @@ func (s *shell) start(cwd string) (err error) {
 		return failure.Wrap(failure.Unavailable, err, "persistent shells are not available on this system")
 	}
 	env := runner.ChildEnv(s.m.opt.Getenv, nil)
-	path, err := runner.LookPath(string(s.dialect), env)
+	argv := []string{string(s.dialect)}
+	if s.dialect == Bash {
+		argv = append(argv, "--noprofile", "--norc")
+	}
+	if s.remote != nil {
+		// The ssh client, whose remote command is the shell.
+		if argv, err = s.remote.Argv(s.dialect.program()); err != nil {
+			return err
+		}
+		env = sshresource.ClientEnv(env)
+	}
+	path, err := runner.LookPath(argv[0], env)
 	if err != nil {
-		return failure.New(failure.NotStarted, "%s: not found on PATH", s.dialect)
+		return failure.New(failure.NotStarted, "%s: not found on PATH", argv[0])
 	}
 	conf, err := s.m.opt.Sandbox.Confine(s.sandbox)
 	if err != nil {
@@ -69,10 +86,6 @@ func (s *shell) start(cwd string) (err error) {
 	}
 	defer conf.Close(s.m.opt.Sandbox)
 	env = conf.Env(env)
-	argv := []string{string(s.dialect)}
-	if s.dialect == Bash {
-		argv = append(argv, "--noprofile", "--norc")
-	}
 	var files []*os.File // every pipe end, closed on failure
 	defer func() {
 		if err != nil {
@@ -100,17 +113,20 @@ func (s *shell) start(cwd string) (err error) {
 	if err != nil {
 		return failure.Wrap(failure.NotStarted, err, "cannot create the shell's pipes")
 	}
-	ctlR, ctlW, err := pipe()
-	if err != nil {
-		return failure.Wrap(failure.NotStarted, err, "cannot create the shell's pipes")
+	var ctlR, ctlW *os.File
+	var extra []*os.File
+	if s.remote == nil {
+		if ctlR, ctlW, err = pipe(); err != nil {
+			return failure.Wrap(failure.NotStarted, err, "cannot create the shell's pipes")
+		}
+		// fd 3: control; fds 4 and 5: the framing's view of stdout and
+		// stderr. A remote shell makes its own 4 and 5 (remote.go).
+		extra = []*os.File{ctlW, outW, errW}
 	}
 	cmd := &exec.Cmd{
 		Path: path, Args: argv, Dir: cwd, Env: env,
 		Stdin: inR, Stdout: outW, Stderr: errW,
-		// fd 3: control; fds 4 and 5: the framing's view of stdout and
-		// stderr.
-		ExtraFiles:  []*os.File{ctlW, outW, errW},
-		SysProcAttr: groupAttr(),
+		ExtraFiles: extra, SysProcAttr: groupAttr(),
 	}
 	contain := s.m.opt.Contain
 	if contain == nil {
@@ -122,29 +138,33 @@ func (s *shell) start(cwd string) (err error) {
 	s.mode = conf.Mode()
 	// The child holds its ends now.
 	for _, f := range []*os.File{inR, outW, errW, ctlW} {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 	}
 	s.cmd, s.pid = cmd, cmd.Process.Pid
 	s.stdin, s.ctrlR = inW, ctlR
 	s.out = newStream(outR, s.m.opt.TailBytes)
 	s.errs = newStream(errR, s.m.opt.TailBytes)
-	s.ctrl = make(chan string, 8)
 	s.exited = make(chan struct{})
 	s.dying = make(chan struct{})
 	s.released = make(chan struct{})
-	s.m.wg.Add(4)
+	s.m.wg.Add(3)
 	go func() { defer s.m.wg.Done(); s.out.loop() }()
 	go func() { defer s.m.wg.Done(); s.errs.loop() }()
-	go func() { defer s.m.wg.Done(); s.readControl() }()
+	if s.remote == nil {
+		s.ctrl = make(chan string, 8)
+		s.m.wg.Go(s.readControl)
+	}
 	go func() {
 		defer s.m.wg.Done()
 		cmd.Wait()
 		s.unit.Release()
 		s.exitCode = cmd.ProcessState.ExitCode()
 		close(s.exited)
-		// A shell that ended on its own (exit, a signal from outside)
-		// is lost; a no-op when it already ended.
-		s.m.end(s, Lost, EndExited, false)
+		// A shell that ended on its own (exit, a signal from outside,
+		// a lost connection) is lost; a no-op when it already ended.
+		s.m.end(s, Lost, s.exitReason(), false)
 	}()
 	return nil
 }
@@ -197,14 +217,20 @@ const preamble = "trap 'case ${__wc_in-} in 1) return 130;; esac' INT\n"
 func wrapper(command, token, outSentinel, errSentinel string) string {
 	var b strings.Builder
 	b.Grow(len(command) + 640)
-	b.WriteString("__wc_c=")
-	b.WriteString(quote(command))
-	b.WriteString("; __wc_run() { __wc_in=1; \\command eval \"$__wc_c\"; }; ")
+	defineRun(&b, command)
 	b.WriteString("__wc_run \"$@\" 3>&- 4>&- 5>&- </dev/null; __wc_s=$?; __wc_in=; \\command unset __wc_c; ")
 	b.WriteString("\\command printf '%s%s' " + split(outSentinel) + " >&4; ")
 	b.WriteString("\\command printf '%s%s' " + split(errSentinel) + " >&5; ")
 	b.WriteString("\\command printf '%s%s %d\\n' " + split(token) + " \"$__wc_s\" >&3\n")
 	return b.String()
+}
+
+// defineRun writes the start of a wrapper: the command as data and the
+// function that evals it.
+func defineRun(b *strings.Builder, command string) {
+	b.WriteString("__wc_c=")
+	b.WriteString(quote(command))
+	b.WriteString("; __wc_run() { __wc_in=1; \\command eval \"$__wc_c\"; }; ")
 }
 
 // parseControl returns the status carried by a control line with token.
@@ -227,8 +253,21 @@ func parseControl(line, token string) (int, bool) {
 func (s *shell) run(ctx context.Context, command string, timeout time.Duration, init string) (Result, error) {
 	m := s.m
 	token, outSentinel, errSentinel := m.newToken(), randomHex(), randomHex()
-	outTail, outSeen := s.out.arm(outSentinel)
-	errTail, errSeen := s.errs.arm(errSentinel)
+	// A remote shell's stdout carries the token and the status instead
+	// of the control channel (remote.go); status is closed when they have
+	// been read.
+	var text string
+	var status <-chan struct{}
+	if s.remote == nil {
+		text = init + wrapper(command, token, outSentinel, errSentinel)
+	} else {
+		outSentinel, text = token, init+remoteWrapper(command, token, errSentinel)
+	}
+	outTail, outSeen := s.out.arm(outSentinel, s.remote != nil)
+	errTail, errSeen := s.errs.arm(errSentinel, false)
+	if s.remote != nil {
+		status = outSeen
+	}
 	res := Result{ExitCode: -1}
 	start := time.Now()
 	finish := func() {
@@ -239,7 +278,7 @@ func (s *shell) run(ctx context.Context, command string, timeout time.Duration, 
 	ctrl := s.ctrl
 	var damaged, resync <-chan time.Time
 	s.stdin.SetWriteDeadline(start.Add(writeTimeout))
-	if _, err := io.WriteString(s.stdin, init+wrapper(command, token, outSentinel, errSentinel)); err != nil {
+	if _, err := io.WriteString(s.stdin, text); err != nil {
 		// The shell is gone, or not reading: unless it exited, nothing
 		// proves where its input stands.
 		ctrl, damaged = nil, time.After(outputDrain)
@@ -255,7 +294,7 @@ func (s *shell) run(ctx context.Context, command string, timeout time.Duration, 
 	stopAgain := func() {}
 	defer func() { stopAgain() }()
 	interrupt := func() {
-		signalGroup(s.pid, syscall.SIGINT)
+		s.interrupt()
 		resync = time.After(m.opt.ResyncWait)
 		t := time.NewTicker(m.opt.ResyncWait / 4)
 		stopAgain = t.Stop
@@ -273,12 +312,16 @@ wait:
 				res.ExitCode = code
 				break wait
 			}
+		case <-status:
+			status, outSeen = nil, nil
+			code, ok := s.out.status()
+			if !ok {
+				return s.fail(&res, finish, EndDesync, "the command's status could not be read")
+			}
+			res.ExitCode = code
+			break wait
 		case <-s.exited:
-			s.m.end(s, Lost, EndExited, false)
-			<-s.released
-			finish()
-			res.ShellExited, res.ExitCode = true, s.exitCode
-			return res, s.closedError()
+			return s.exitedDuring(&res, finish)
 		case <-timer.C:
 			if resync == nil {
 				res.TimedOut = true
@@ -291,7 +334,7 @@ wait:
 				interrupt()
 			}
 		case <-again:
-			signalGroup(s.pid, syscall.SIGINT)
+			s.interrupt()
 		case <-resync:
 			return s.fail(&res, finish, EndResyncFailed, "the interrupted command did not return control")
 		case <-damaged:
@@ -320,6 +363,27 @@ wait:
 	return res, nil
 }
 
+// exitedDuring returns the result of a command during which the shell
+// process ended: ShellExited with the shell's status, or, for a remote
+// shell whose connection ended, outcome_unknown (see remote.go).
+func (s *shell) exitedDuring(res *Result, finish func()) (Result, error) {
+	reason := s.exitReason()
+	s.m.end(s, Lost, reason, false)
+	<-s.released
+	finish()
+	res.ShellExited, res.ExitCode = true, s.exitCode
+	if err := s.closedError(); err != nil {
+		return *res, err
+	}
+	if reason == EndConnectionLost {
+		res.ExitCode = -1
+		return *res, failure.New(failure.OutcomeUnknown, "shell %s: the connection to ssh resource %q ended while the command ran; "+
+			"whether it completed there is unknown (it may still run); open a new shell", s.id, s.remote.Resource).
+			WithDetail("shell_end_reason", reason)
+	}
+	return *res, nil
+}
+
 // fail ends the shell as lost, waits for its release and returns the
 // partial result with shell_reset_required (or shell_closed when a close
 // won the race).
@@ -346,6 +410,9 @@ func (s *shell) closedError() error {
 
 // currentDir reads the shell's working directory, project-relative.
 func (s *shell) currentDir() (rel string, outside bool) {
+	if s.remote != nil {
+		return "", false
+	}
 	dir, err := os.Readlink("/proc/" + strconv.Itoa(s.pid) + "/cwd")
 	if err != nil || strings.HasSuffix(dir, " (deleted)") {
 		return "", false
@@ -362,6 +429,7 @@ func (s *shell) currentDir() (rel string, outside bool) {
 // unit, and closes every pipe. It runs once per shell.
 func (s *shell) release(graceful bool) {
 	close(s.dying)
+	s.releaseRemote(graceful)
 	if graceful {
 		s.stdin.Close() // an idle shell ends at end of input
 		signalGroup(s.pid, syscall.SIGTERM)
@@ -388,7 +456,9 @@ func (s *shell) release(graceful bool) {
 	}
 	t.Stop()
 	for _, f := range []*os.File{s.stdin, s.ctrlR, s.out.f, s.errs.f} {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 	}
 	close(s.released)
 }
@@ -399,6 +469,6 @@ func (s *shell) info() Info {
 	return Info{
 		ShellID: s.id, SessionID: s.session, Project: s.project, Shell: s.dialect, Cwd: s.cwdRel,
 		State: s.state, EndReason: s.endReason, OpenedAt: s.openedAt, LastUsedAt: s.lastUsed,
-		EndedAt: s.endedAt, CommandsRun: s.commands, Sandbox: s.mode,
+		EndedAt: s.endedAt, CommandsRun: s.commands, Sandbox: s.mode, Resource: s.resource(),
 	}
 }

@@ -604,7 +604,7 @@ func TestStreamSplitsAtSentinelAcrossReads(t *testing.T) {
 	st := newStream(r, 1024)
 	go st.loop()
 	sent := "ABCDEFGHIJKLMNOP"
-	tail, seen := st.arm(sent)
+	tail, seen := st.arm(sent, false)
 	for _, chunk := range []string{"hello AB", "CDEFGH", "IJKLMNOP", "after"} {
 		w.WriteString(chunk)
 		time.Sleep(5 * time.Millisecond)

@@ -91,6 +91,14 @@ type Env struct {
 	// confined by its sandbox. nil where none is kept; an operation that
 	// needs one then fails unavailable.
 	Shells *shell.Manager
+	// RemoteShell connects a persistent shell to one of this machine's
+	// SSH resources (a runner's): target names the resource, the session
+	// and the remote cwd the call chose; the result binds every ssh
+	// invocation of the shell to the connection of that session and
+	// resource at the generation of the request. nil where there are no
+	// resources; an operation that needs one then fails
+	// resource_not_allowed.
+	RemoteShell func(ctx context.Context, target runner.SSH) (*shell.Remote, error)
 }
 
 // Served is an operation a runner serves for remote callers: Serve decodes

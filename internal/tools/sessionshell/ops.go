@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/command"
@@ -20,6 +21,12 @@ import (
 // shell lives in the runner process, confined by the runner's sandbox and
 // project roots, and outlives a reconnect of that process. A restarted
 // runner has lost its shells: their ids answer not_found.
+//
+// With an SSH resource selected on the session, the shell runs on the
+// resource (shell.Remote, connected by the runner's Env.RemoteShell), and
+// only its name travels; each exec names the session's current resource,
+// and a shell that does not run there refuses the command
+// (resource_not_allowed) before anything runs.
 
 // openArgs are the arguments of shell.open.
 type openArgs struct {
@@ -31,6 +38,11 @@ type openArgs struct {
 	Shell shell.Dialect `json:"shell"`
 	// Sandbox is the project's sandbox mode ("" the machine's default).
 	Sandbox runner.Mode `json:"sandbox,omitempty"`
+	// Resource, when set, opens the shell on that SSH resource of the
+	// machine, in RemoteCwd (the call's or the session's remote cwd; ""
+	// leaves it to the resource); Cwd is then unused.
+	Resource  string `json:"resource,omitempty"`
+	RemoteCwd string `json:"remote_cwd,omitempty"`
 }
 
 // execArgs are the arguments of shell.exec.
@@ -39,6 +51,9 @@ type execArgs struct {
 	SessionID      string `json:"session_id"`
 	Command        string `json:"command"`
 	TimeoutSeconds int    `json:"timeout_seconds"`
+	// Resource is the SSH resource the session selects now ("" none):
+	// the shell must run there.
+	Resource string `json:"resource,omitempty"`
 }
 
 // execResult is the result of shell.exec: the command's Result and, when
@@ -106,6 +121,9 @@ func openShell(ctx context.Context, env workspace.Env, p project.Project, in ope
 	if err != nil {
 		return shell.Info{}, err
 	}
+	if in.Resource != "" {
+		return openRemote(ctx, env, m, p, in)
+	}
 	// Confined here, against this machine's files.
 	abs, clean, err := p.Resolve(in.Cwd)
 	if err != nil {
@@ -120,10 +138,36 @@ func openShell(ctx context.Context, env workspace.Env, p project.Project, in ope
 	})
 }
 
+// openRemote opens a shell on the SSH resource in.Resource; its local
+// process (the ssh client) starts in the project root.
+func openRemote(ctx context.Context, env workspace.Env, m *shell.Manager, p project.Project, in openArgs) (shell.Info, error) {
+	if env.RemoteShell == nil {
+		return shell.Info{}, failure.New(failure.ResourceNotAllowed, "this machine has no SSH resources")
+	}
+	rem, err := env.RemoteShell(ctx, runner.SSH{Resource: in.Resource, Session: in.SessionID, Cwd: in.RemoteCwd})
+	if err != nil {
+		return shell.Info{}, err
+	}
+	return m.Open(ctx, shell.OpenSpec{
+		SessionID: in.SessionID, Project: in.Project, ProjectRoot: p.Root, Cwd: p.Root, Shell: in.Shell,
+		Sandbox: command.ProjectSandbox(p, in.Sandbox), Remote: rem,
+	})
+}
+
 func execShell(ctx context.Context, env workspace.Env, _ project.Project, in execArgs) (execResult, error) {
 	m, err := shells(env)
 	if err != nil {
 		return execResult{}, err
+	}
+	// A shell runs where it was opened, for good: never elsewhere than
+	// the session now selects.
+	info, err := m.Status(in.ShellID, in.SessionID)
+	if err != nil {
+		return execResult{}, err
+	}
+	if info.Resource != in.Resource {
+		return execResult{}, failure.New(failure.ResourceNotAllowed, "shell %s runs on %s, but the session now selects %s; "+
+			"open a new shell (or select that again with update_session_context)", info.ShellID, where(info.Resource), where(in.Resource))
 	}
 	res, err := m.Exec(ctx, in.ShellID, in.SessionID, in.Command, time.Duration(in.TimeoutSeconds)*time.Second)
 	if err != nil && res.State == "" {
@@ -134,6 +178,15 @@ func execShell(ctx context.Context, env workspace.Env, _ project.Project, in exe
 		out.Kind, out.Message = failure.KindOf(err), failure.MessageOf(err)
 	}
 	return out, nil
+}
+
+// where names a shell's place in a message: an SSH resource by name, or
+// the project's machine.
+func where(resource string) string {
+	if resource == "" {
+		return "the project's machine (no SSH resource)"
+	}
+	return "SSH resource " + strconv.Quote(resource)
 }
 
 // outcome is the command's Result and the Manager's error, as

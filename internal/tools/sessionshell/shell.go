@@ -15,8 +15,15 @@
 // call for a runner with no live connection fails runner_unavailable
 // before anything is sent; one whose answer was lost fails outcome_unknown
 // (never a made-up result). A restarted runner has lost its shells: their
-// ids answer not_found. With an SSH resource selected on the session, open
-// and exec fail resource_not_allowed before anything runs.
+// ids answer not_found.
+//
+// With an SSH resource selected on the session (a runner's), the shell is
+// opened on that resource (internal/shell, remote.go): its cwd is the
+// call's, else the session's default_cwd (remote paths), else the
+// resource's default_cwd, else the login directory. A shell keeps running
+// where it was opened: an exec while the session selects another resource,
+// or none, fails resource_not_allowed before anything runs. Only the
+// resource's name is shown or recorded.
 //
 // The session ledger receives lifecycle and outcome facts only: shell_id,
 // action (open, exec, close), state, shell (sh|bash, on open), exit_code,
@@ -80,7 +87,8 @@ func Register(reg *kernel.Registry, runners workspace.Runners) {
 	kernel.Register(reg, kernel.Spec[OpenInput, OpenOutput]{
 		Name: "open_session_shell",
 		Description: "Open the session's persistent sh or bash shell (one per session), in which cwd, exports " +
-			"and functions persist between session_shell_exec calls. No PTY, no input.",
+			"and functions persist between session_shell_exec calls. No PTY, no input. With an SSH resource selected on the session, " +
+			"the shell runs on that resource (cwd: a remote path).",
 		Category: "shell", Scopes: []auth.Scope{auth.ScopeProjectWrite, auth.ScopeJobRun},
 		Annotations: kernel.Annotations{Destructive: true},
 		Mutates:     true, Writes: true, Session: kernel.SessionRequired, Runners: true,
@@ -116,18 +124,6 @@ func Register(reg *kernel.Registry, runners workspace.Runners) {
 }
 
 type tools struct{ runners workspace.Runners }
-
-// refuseResource fails open and exec when the session selected an SSH
-// resource: a persistent shell does not run through one yet (its framing
-// needs the shell's own control descriptor), and it never runs on the
-// runner's host instead. failure.ResourceNotAllowed, before anything runs.
-func refuseResource(inv *kernel.Invocation) error {
-	if inv.Session == nil || inv.Session.ExecutionContext.Resource == "" {
-		return nil
-	}
-	return failure.New(failure.ResourceNotAllowed, "the session selected SSH resource %q, and persistent shells do not run through SSH resources yet: "+
-		"use run_shell or run_job, or clear the resource with update_session_context", inv.Session.ExecutionContext.Resource)
-}
 
 // OpenInput is the input of open_session_shell.
 type OpenInput struct {
@@ -170,6 +166,9 @@ type ShellView struct {
 	CommandsRun int64  `json:"commands_run"`
 	// Sandbox is the sandbox mode in force for the shell.
 	Sandbox string `json:"sandbox"`
+	// Resource is the SSH resource the shell runs on (its name only);
+	// absent for a shell of the project's machine.
+	Resource string `json:"resource,omitempty"`
 }
 
 // OpenOutput is the result of open_session_shell.
@@ -222,6 +221,7 @@ func view(i shell.Info) ShellView {
 		ShellID: i.ShellID, SessionID: i.SessionID, Project: i.Project, Shell: string(i.Shell), Cwd: i.Cwd,
 		State: string(i.State), EndReason: i.EndReason, OpenedAt: i.OpenedAt.UTC().Format(timeFormat),
 		LastUsedAt: i.LastUsedAt.UTC().Format(timeFormat), CommandsRun: i.CommandsRun, Sandbox: string(i.Sandbox),
+		Resource: i.Resource,
 	}
 	if !i.EndedAt.IsZero() {
 		v.EndedAt = i.EndedAt.UTC().Format(timeFormat)
@@ -249,9 +249,6 @@ func (t *tools) open(ctx context.Context, inv *kernel.Invocation, in OpenInput) 
 		return OpenOutput{}, err
 	}
 	inv.Fact("action", "open")
-	if err := refuseResource(inv); err != nil {
-		return OpenOutput{}, err
-	}
 	out := OpenOutput{ShellSource: "explicit"}
 	sh := in.Shell
 	switch {
@@ -264,19 +261,31 @@ func (t *tools) open(ctx context.Context, inv *kernel.Invocation, in OpenInput) 
 	default:
 		sh, out.ShellSource = workflow.ShellSh, "default"
 	}
-	abs, source, err := command.CwdSource(inv, in.Cwd)
-	if err != nil {
-		return OpenOutput{}, err
+	args := openArgs{SessionID: sess.ID, Project: inv.Project.ID, Shell: shell.Dialect(sh), Sandbox: runner.Mode(inv.Project.Sandbox)}
+	if ssh := command.SSHTarget(inv, in.Cwd); ssh != nil {
+		// A remote path, checked on the runner.
+		args.Resource, args.RemoteCwd = ssh.Resource, ssh.Cwd
+		switch {
+		case in.Cwd != "":
+			out.CwdSource = command.CwdExplicit
+		case ssh.Cwd != "":
+			out.CwdSource = command.CwdSessionDefault
+		default:
+			out.CwdSource = command.CwdDefault
+		}
+		inv.Fact("resource", ssh.Resource)
+	} else {
+		abs, source, err := command.CwdSource(inv, in.Cwd)
+		if err != nil {
+			return OpenOutput{}, err
+		}
+		if args.Cwd, err = inv.Project.Rel(abs); err != nil {
+			return OpenOutput{}, failure.New(failure.PermissionDenied, "cwd is outside the project")
+		}
+		out.CwdSource = source
 	}
-	rel, err := inv.Project.Rel(abs)
-	if err != nil {
-		return OpenOutput{}, failure.New(failure.PermissionDenied, "cwd is outside the project")
-	}
-	out.CwdSource = source
 	inv.Fact("shell", string(sh))
-	info, err := workspace.Do(ctx, t.runners.For(inv.Project), inv.Project, openOp, openArgs{
-		SessionID: sess.ID, Project: inv.Project.ID, Cwd: rel, Shell: shell.Dialect(sh), Sandbox: runner.Mode(inv.Project.Sandbox),
-	})
+	info, err := workspace.Do(ctx, t.runners.For(inv.Project), inv.Project, openOp, args)
 	if err != nil {
 		if id, ok := failure.DetailOf(err)["shell_id"].(string); ok {
 			inv.Fact("shell_id", id)
@@ -297,9 +306,6 @@ func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) 
 	}
 	inv.Fact("action", "exec")
 	factShellID(inv, in.ShellID)
-	if err := refuseResource(inv); err != nil {
-		return ExecOutput{}, err
-	}
 	exp := in.ResultExpectation
 	if exp == "" {
 		exp = ExpectSuccess
@@ -323,6 +329,7 @@ func (t *tools) exec(ctx context.Context, inv *kernel.Invocation, in ExecInput) 
 	}
 	ran, err := workspace.Do(ctx, t.runners.For(inv.Project), inv.Project, execOp, execArgs{
 		ShellID: in.ShellID, SessionID: sess.ID, Command: in.Command, TimeoutSeconds: timeout,
+		Resource: sess.ExecutionContext.Resource,
 	})
 	res := ran.Result // zero when refused, or when a runner's answer was lost: nothing to report as run
 	if err == nil {
