@@ -227,8 +227,8 @@ func TestGatewayScopeDenied(t *testing.T) {
 	const hidden = "run_script" // requires job:run
 	args := map[string]any{"project": rawProjectID, "interpreter": "sh", "script": "echo hi > made.txt"}
 	n0 := journalSize(t, s)
-	direct := rawStepUp(t, s, reader, hidden, toolScopes(t, s, hidden), args)
-	via := rawStepUp(t, s, reader, gateway.CallTool, toolScopes(t, s, hidden), map[string]any{"tool": hidden, "arguments": args})
+	direct, _ := rawStepUp(t, s, reader, hidden, toolScopes(t, s, hidden), args)
+	via, _ := rawStepUp(t, s, reader, gateway.CallTool, toolScopes(t, s, hidden), map[string]any{"tool": hidden, "arguments": args})
 	if string(direct.Data) != string(via.Data) {
 		t.Fatalf("denied differently:\ndirect    %s\ncall_tool %s", direct.Data, via.Data)
 	}

@@ -253,8 +253,9 @@ func (s *server) stepUpAs(t *testing.T, token, tool string, args any) result {
 
 // rawStepUp calls tool over MCP (raw JSON-RPC) with token, which lacks
 // one of its scopes: a step-up whose body is a JSON-RPC error response to
-// the call, with the refused ToolResult as data.
-func rawStepUp(t *testing.T, s *server, token, tool, scopes string, args any) rawRPCError {
+// the call, with the refused ToolResult as data. It returns that error
+// and the audit session the request was recorded in.
+func rawStepUp(t *testing.T, s *server, token, tool, scopes string, args any) (rawRPCError, string) {
 	t.Helper()
 	r := rawModern(t, s, token, 7, "tools/call", map[string]any{"name": tool, "arguments": args})
 	wantStepUp(t, s, r.Status, r.Header, scopes)
@@ -266,7 +267,7 @@ func rawStepUp(t *testing.T, s *server, token, tool, scopes string, args any) ra
 		data.Error.Message != r.Msg.Error.Message {
 		t.Fatalf("step-up error data: %s", r)
 	}
-	return *r.Msg.Error
+	return *r.Msg.Error, r.Header.Get("x-action-session-id")
 }
 
 // scopeRecorder is the go-sdk client's OAuth handler at the edge where an
@@ -328,10 +329,19 @@ func TestOAuthStepUp(t *testing.T) {
 		t.Fatalf("audit events of the two REST step-ups: %+v", events.Events)
 	}
 
-	direct := rawStepUp(t, s, writer, "memory_set", memoryScopes, setArgs)
-	via := rawStepUp(t, s, writer, "call_tool", memoryScopes, map[string]any{"tool": "memory_set", "arguments": setArgs})
+	direct, auditID := rawStepUp(t, s, writer, "memory_set", memoryScopes, setArgs)
+	via, _ := rawStepUp(t, s, writer, "call_tool", memoryScopes, map[string]any{"tool": "memory_set", "arguments": setArgs})
 	if direct.Code != -32003 || direct.Message != via.Message || !bytes.Equal(direct.Data, via.Data) {
 		t.Fatalf("denied differently:\ndirect    %+v\ncall_tool %+v", direct, via)
+	}
+	// The audit trail names the tool called, as for dispatched calls:
+	// memory_set directly, call_tool through the gateway.
+	events, _ = auditSession(t, s, auditID)
+	for _, name := range []string{"memory_set", "call_tool"} {
+		ev := eventsFor(events.Events, name)
+		if len(ev) == 0 || ev[len(ev)-1].Endpoint != "/mcp" || ev[len(ev)-1].Status != "failed" || ev[len(ev)-1].HTTPStatus != http.StatusForbidden {
+			t.Fatalf("audit event of the MCP step-up of %s: %+v", name, events.Events)
+		}
 	}
 
 	cs := connectAs(t, s, writer)

@@ -76,8 +76,11 @@ func (s *Server) stepUp(next http.Handler) http.Handler {
 		}
 		res := kernel.Failure(err)
 		t, _ := s.opts.Kernel.Registry().Lookup(name)
-		auditmw.ReportMethod(r.Context(), call.Method, name, true)
+		// As for a dispatched call: the tool's ergonomics, then the
+		// method and the tool called (call_tool itself, through the
+		// gateway), which is the event's action name.
 		auditmw.ReportTool(r.Context(), t, res)
+		auditmw.ReportMethod(r.Context(), call.Method, call.Params.Name, true)
 		w.Header().Set("WWW-Authenticate", httpserver.InsufficientScopeChallenge(r, need))
 		body, encErr := httpserver.EncodeJSON(map[string]any{
 			"jsonrpc": "2.0", "id": call.ID,
