@@ -383,3 +383,29 @@ func TestOAuthStepUp(t *testing.T) {
 		t.Fatalf("refused calls made sessions: %d", sessions)
 	}
 }
+
+// TestOAuthRouteStepUp: the routes that check a scope themselves answer
+// its lack with the same step-up challenge, naming the scope they need.
+func TestOAuthRouteStepUp(t *testing.T) {
+	s := startApp(t, t.TempDir())
+	defer s.stop(t)
+	runner, _, err := s.a.Auth.CreateToken(context.Background(), "jobs", auth.DefaultOwner, []auth.Scope{auth.ScopeJobRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := serverState(t, s)
+	for _, tc := range []struct{ method, path, body, scope string }{
+		{"GET", "/api/status", "", "runtime:read"},
+		{"GET", "/api/evidence/sessions/" + workflow.NewSessionID(), "", "project:read"},
+		{"POST", "/api/audit/stats", "{}", "account:manage"},
+	} {
+		code, hdr, body := plainDo(t, tc.method, s.base+tc.path, runner, []byte(tc.body), nil)
+		wantStepUp(t, s, code, hdr, tc.scope)
+		if errorKind(t, body) != "insufficient_scope" {
+			t.Fatalf("%s: %s", tc.path, body)
+		}
+	}
+	if after := serverState(t, s); after != before {
+		t.Fatalf("refused route calls changed the server: %s -> %s", before, after)
+	}
+}
