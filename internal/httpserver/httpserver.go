@@ -83,7 +83,13 @@ const (
 )
 
 // Authenticator turns a raw bearer credential into a principal, returning
-// failure.Unauthenticated when it is not valid.
+// failure.Unauthenticated when it is not valid (answered 401 with
+// error="invalid_token") and any other error when it cannot judge (503).
+// It is where OAuth access tokens join the API tokens: a verifier that
+// checks a token's issuer, audience (the resource of
+// resourcemeta.For), expiry and revocation, and returns a principal whose
+// scopes are the token's, sits behind it; the challenges and scope checks
+// after it are the same for every credential (decision 0067).
 type Authenticator interface {
 	Authenticate(ctx context.Context, raw string) (auth.Principal, error)
 }
