@@ -47,7 +47,7 @@ func newTokenCmd(g *globals) *cobra.Command {
 	}
 	create.Flags().StringVar(&name, "name", "", "label for the token (required)")
 	create.Flags().StringVar(&owner, "owner", auth.DefaultOwner, "authority group; sessions are private to their creating group")
-	create.Flags().StringVar(&scopes, "scopes", "project:read,project:write,runtime:read", "comma-separated scopes: "+joinScopes(auth.AllScopes))
+	create.Flags().StringVar(&scopes, "scopes", joinScopes(auth.DefaultScopes), "comma-separated scopes: "+joinScopes(auth.AllScopes))
 	create.Flags().StringVar(&tools, "tools", "", "the token's MCP tool profile: core, full or comma-separated tools (default: the server's tool_profile)")
 	create.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	create.MarkFlagRequired("name")

@@ -37,6 +37,7 @@ import (
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
 	"github.com/webcodex/webcodex/internal/transport/evidenceapi"
 	"github.com/webcodex/webcodex/internal/transport/mcpserver"
+	"github.com/webcodex/webcodex/internal/transport/resourcemeta"
 	"github.com/webcodex/webcodex/internal/transport/rest"
 	"github.com/webcodex/webcodex/internal/window"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -232,13 +233,20 @@ func (a *App) recoverCrash(ctx context.Context) error {
 
 // Handler returns the complete HTTP handler.
 func (a *App) Handler() http.Handler {
+	res, served := a.resource()
 	mux := httpserver.NewMux(httpserver.Options{
 		Auth: a.Auth, AllowedOrigins: a.Config.AllowedOrigins,
 		LoopbackOnly: a.Config.Loopback(), PublicHosts: a.Config.PublicHosts(), Logger: a.Log,
-		PerPrincipal: a.Config.RequestsPerPrincipal,
+		PerPrincipal:     a.Config.RequestsPerPrincipal,
+		ResourceMetadata: res.Resource.MetadataURL, ChallengeScopes: auth.DefaultScopes,
 	})
+	if served {
+		if err := resourcemeta.Register(mux, res); err != nil {
+			a.Log.Error("oauth: protected resource metadata not mounted", "err", err)
+		}
+	}
 	(&rest.Server{Kernel: a.Kernel, Status: a.Status, PublicURL: a.Config.PublicURL, Version: Version, Audit: a.AuditHTTP}).Register(mux)
-	mux.Authenticated("/mcp", a.AuditHTTP.Wrap(auditmw.OpMCP, a.MCP().Handler(httpserver.MaxBodyBytes)))
+	mux.Authenticated(resourcemeta.MCPPath, a.AuditHTTP.Wrap(auditmw.OpMCP, a.MCP().Handler(httpserver.MaxBodyBytes)))
 	if a.Hub != nil {
 		// The runner channel authenticates runner tokens itself, and a
 		// connection lives long: it takes no request slot.

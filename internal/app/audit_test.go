@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,18 +23,7 @@ import (
 func auditDo(t *testing.T, s *server, token, path string, body any, hdr map[string]string) (int, http.Header, []byte) {
 	t.Helper()
 	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", s.base+path, bytes.NewReader(raw))
-	req.Header.Set("Authorization", "Bearer "+token)
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, data
+	return plainDo(t, "POST", s.base+path, token, raw, hdr)
 }
 
 type auditSessionResp struct {

@@ -316,10 +316,7 @@ func TestHTTPBoundaries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := s.callAs(t, reader, "write_project_file", map[string]any{"project": "agent:local:p", "path": "a.txt", "content": "x"}, "")
-		if r.Success || r.Error.Kind != "insufficient_scope" {
-			t.Fatalf("reader write: %+v", r.Error)
-		}
+		r := s.stepUpAs(t, reader, "write_project_file", map[string]any{"project": "agent:local:p", "path": "a.txt", "content": "x"}) // 403
 		w := must(t, s.call(t, "work_on_project", map[string]any{"project": "agent:local:p", "instruction": "mine"}, ""), "start")
 		id := str(t, w.Output["session_id"])
 		r = s.callAs(t, other, "read_files", map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "a.txt"}}}, id)

@@ -214,8 +214,8 @@ func TestGatewayUnknownTool(t *testing.T) {
 }
 
 // TestGatewayScopeDenied: a hidden tool the caller lacks the scope for is
-// denied through call_tool exactly as when called directly, and list_tools
-// does not name it.
+// denied through call_tool exactly as when called directly (a 403 step-up
+// before the kernel: no evidence record), and list_tools does not name it.
 func TestGatewayScopeDenied(t *testing.T) {
 	dir := rawProjectDir(t)
 	s := startApp(t, t.TempDir(), "p="+dir)
@@ -227,15 +227,13 @@ func TestGatewayScopeDenied(t *testing.T) {
 	const hidden = "run_script" // requires job:run
 	args := map[string]any{"project": rawProjectID, "interpreter": "sh", "script": "echo hi > made.txt"}
 	n0 := journalSize(t, s)
-	direct := rawCall(t, s, reader, hidden, args)
-	via := rawCall(t, s, reader, gateway.CallTool, map[string]any{"tool": hidden, "arguments": args})
-	rawWantToolError(t, direct, "insufficient_scope")
-	rawWantToolError(t, via, "insufficient_scope")
-	if direct.Content[0].Text != via.Content[0].Text {
-		t.Fatalf("denied differently:\ndirect    %s\ncall_tool %s", direct.Content[0].Text, via.Content[0].Text)
+	direct, _ := rawStepUp(t, s, reader, hidden, toolScopes(t, s, hidden), args)
+	via, _ := rawStepUp(t, s, reader, gateway.CallTool, toolScopes(t, s, hidden), map[string]any{"tool": hidden, "arguments": args})
+	if string(direct.Data) != string(via.Data) {
+		t.Fatalf("denied differently:\ndirect    %s\ncall_tool %s", direct.Data, via.Data)
 	}
-	if n := journalSize(t, s); n != n0+2 {
-		t.Fatalf("%d evidence records for two refused calls", n-n0)
+	if n := journalSize(t, s); n != n0 {
+		t.Fatalf("%d evidence records for two calls refused before the kernel", n-n0)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "made.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the denied script ran: %v", err)

@@ -536,8 +536,14 @@ func TestMCPRawContextAndREST(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := rawCall(t, s, tok, "read_files", rawWith(rawReadArgs(), "context_request", []any{"project.instructions", "webcodex.workflow"}))
-		rawWantToolError(t, res, "insufficient_scope")
+		// read_files itself is a step-up (403) that reaches no tool and
+		// attaches nothing; list_runners (runtime:read) runs, and its
+		// project.instructions are refused for lack of project:read.
+		rawStepUp(t, s, tok, "read_files", toolScopes(t, s, "read_files"), rawWith(rawReadArgs(), "context_request", []any{"project.instructions", "webcodex.workflow"}))
+		res := rawCall(t, s, tok, "list_runners", rawWith(map[string]any{}, "context_request", []any{"project.instructions", "webcodex.workflow"}))
+		if !res.StructuredContent.Success {
+			t.Fatalf("list_runners: %+v", res.StructuredContent.Error)
+		}
 		if ins := res.StructuredContent.Context["project.instructions"]; ins.Status != "unavailable" || ins.Reason != "insufficient_scope" || ins.Content != nil {
 			t.Fatalf("project.instructions without project:read: %+v", ins)
 		}

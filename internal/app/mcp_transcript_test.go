@@ -110,7 +110,7 @@ func replayTranscript(t *testing.T, file string) {
 	dir := rawProjectDir(t)
 	s := startApp(t, t.TempDir(), "p="+dir)
 	defer s.stop(t)
-	n := &transcriptNormalizer{project: dir, ids: map[string]string{}, counts: map[string]int{}}
+	n := &transcriptNormalizer{project: dir, base: s.base, ids: map[string]string{}, counts: map[string]int{}}
 
 	out := &txtar.Archive{Comment: arch.Comment}
 	for i, req := range requests {
@@ -184,6 +184,7 @@ func transcriptRequest(t *testing.T, s *server, n *transcriptNormalizer, section
 // placeholders, in order of first appearance, and back for requests.
 type transcriptNormalizer struct {
 	project string
+	base    string            // the server's URL, $BASE in headers
 	ids     map[string]string // real value -> placeholder
 	counts  map[string]int    // placeholder prefix -> placeholders issued
 }
@@ -233,7 +234,7 @@ func (n *transcriptNormalizer) render(t *testing.T, r rawResp) []byte {
 	fmt.Fprintf(&b, "HTTP %d\n", r.Status)
 	for _, k := range transcriptHeaders {
 		if v := r.Header.Get(k); v != "" {
-			fmt.Fprintf(&b, "%s: %s\n", k, v)
+			fmt.Fprintf(&b, "%s: %s\n", k, strings.ReplaceAll(v, n.base, "$BASE"))
 		}
 	}
 	if len(r.Body) == 0 {

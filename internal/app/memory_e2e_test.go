@@ -127,11 +127,12 @@ func TestMemoryOverRESTAndMCP(t *testing.T) {
 		before := memoryState(t, s)
 		setArgs := map[string]any{"project": rawProjectID, "memory_key": "new", "body": "b"}
 		readArgs := map[string]any{"project": rawProjectID, "memory_key": "conventions"}
-		wantFail(t, s.callAs(t, projOnly, "memory_set", setArgs, ""), "insufficient_scope")
-		wantFail(t, s.callAs(t, projOnly, "memory_read", readArgs, ""), "insufficient_scope")
-		wantFail(t, s.callAs(t, projOnly, "memory_search", map[string]any{"project": rawProjectID, "query": "tests"}, ""), "insufficient_scope")
-		wantFail(t, s.callAs(t, reader, "memory_set", setArgs, ""), "insufficient_scope")
-		wantFail(t, s.callAs(t, reader, "memory_scope_list", map[string]any{}, ""), "insufficient_scope")
+		// Each is a step-up: 403 naming every scope of the tool.
+		wantFail(t, s.stepUpAs(t, projOnly, "memory_set", setArgs), "insufficient_scope")
+		wantFail(t, s.stepUpAs(t, projOnly, "memory_read", readArgs), "insufficient_scope")
+		wantFail(t, s.stepUpAs(t, projOnly, "memory_search", map[string]any{"project": rawProjectID, "query": "tests"}), "insufficient_scope")
+		wantFail(t, s.stepUpAs(t, reader, "memory_set", setArgs), "insufficient_scope")
+		wantFail(t, s.stepUpAs(t, reader, "memory_scope_list", map[string]any{}), "insufficient_scope")
 		must(t, s.callAs(t, reader, "memory_read", readArgs, ""), "memory_read with memory:read")
 		if after := memoryState(t, s); after != before {
 			t.Fatal("refused calls changed memory")

@@ -46,6 +46,24 @@ var AllScopes = []Scope{
 	ScopeMemoryRead, ScopeMemoryManage, ScopeAccountManage, ScopeAdmin,
 }
 
+// ResourceScopes are the scopes a delegated client (an OAuth client of a
+// hosted agent) may ask this resource for: those of the agent tools, in a
+// fixed order. They are the protected resource metadata's
+// scopes_supported (RFC 9728). account:manage and admin are the
+// operator's: a token created with them holds them, but they are never
+// advertised for delegation.
+var ResourceScopes = []Scope{
+	ScopeRuntimeRead, ScopeProjectRead, ScopeProjectWrite, ScopeJobRun,
+	ScopeMemoryRead, ScopeMemoryManage,
+}
+
+// DefaultScopes are the scopes of a credential created without naming
+// any (webcodex token create), and the scope hint of a 401 challenge,
+// whose operation is not known: the coding loop's reading and writing.
+// Running jobs and memory are asked for by a step-up (a 403
+// insufficient_scope challenge names them) when a call needs them.
+var DefaultScopes = []Scope{ScopeProjectRead, ScopeProjectWrite, ScopeRuntimeRead}
+
 // ValidScope reports whether s is a known scope.
 func ValidScope(s Scope) bool { return slices.Contains(AllScopes, s) }
 
@@ -79,6 +97,18 @@ type Principal struct {
 // Has reports whether p holds scope s. admin implies every scope.
 func (p Principal) Has(s Scope) bool {
 	return slices.Contains(p.Scopes, ScopeAdmin) || slices.Contains(p.Scopes, s)
+}
+
+// Missing returns the scopes of need that p does not hold, in need's order
+// (none when p holds admin).
+func (p Principal) Missing(need []Scope) []Scope {
+	var missing []Scope
+	for _, s := range need {
+		if !p.Has(s) {
+			missing = append(missing, s)
+		}
+	}
+	return missing
 }
 
 // fingerprintDomain separates authority fingerprints from every other

@@ -4,8 +4,12 @@
 //
 // Transports register their routes on a [Mux]; routes are always served
 // (/healthz, outside every limit), public (no credential, e.g.
-// /openapi.json) or authenticated (the principal is in the request
-// context, see [auth.PrincipalFrom]). An authenticated request holds a
+// /openapi.json), discovery (public and readable from any origin: the
+// OAuth protected resource metadata) or authenticated (the principal is in
+// the request context, see [auth.PrincipalFrom]). A refused credential, a
+// missing one and a missing scope are answered with an RFC 6750 Bearer
+// challenge that names the resource metadata (Options.ResourceMetadata;
+// see [InsufficientScopeChallenge] for the 403 step-up). An authenticated request holds a
 // slot of its principal's share from the end of the credential check to
 // its response, except while its call waits (see [admission.BeginWait]).
 package httpserver
@@ -79,7 +83,13 @@ const (
 )
 
 // Authenticator turns a raw bearer credential into a principal, returning
-// failure.Unauthenticated when it is not valid.
+// failure.Unauthenticated when it is not valid (answered 401 with
+// error="invalid_token") and any other error when it cannot judge (503).
+// It is where OAuth access tokens join the API tokens: a verifier that
+// checks a token's issuer, audience (the resource of
+// resourcemeta.For), expiry and revocation, and returns a principal whose
+// scopes are the token's, sits behind it; the challenges and scope checks
+// after it are the same for every credential (decision 0067).
 type Authenticator interface {
 	Authenticate(ctx context.Context, raw string) (auth.Principal, error)
 }
@@ -104,15 +114,24 @@ type Options struct {
 	PerPrincipal int
 	// QueueWait overrides RequestQueueWait when positive.
 	QueueWait time.Duration
-	Logger    *slog.Logger
+	// ResourceMetadata is the URL of the protected resource metadata
+	// (RFC 9728) that every Bearer challenge names as resource_metadata,
+	// so that an OAuth client discovers from a 401 or 403 where to get a
+	// token; empty: challenges name none.
+	ResourceMetadata string
+	// ChallengeScopes is the scope hint of a 401 challenge, whose
+	// operation is not known yet (auth.DefaultScopes); empty: none.
+	ChallengeScopes []auth.Scope
+	Logger          *slog.Logger
 }
 
 // Mux collects the routes of every transport.
 type Mux struct {
-	opts   Options
-	always *http.ServeMux
-	public *http.ServeMux
-	authed *http.ServeMux
+	opts      Options
+	always    *http.ServeMux
+	discovery *http.ServeMux
+	public    *http.ServeMux
+	authed    *http.ServeMux
 
 	authenticating chan struct{}
 	publicSlots    *admission.Pool
@@ -135,7 +154,7 @@ func NewMux(o Options) *Mux {
 		o.QueueWait = RequestQueueWait
 	}
 	return &Mux{
-		opts: o, always: http.NewServeMux(), public: http.NewServeMux(), authed: http.NewServeMux(),
+		opts: o, always: http.NewServeMux(), discovery: http.NewServeMux(), public: http.NewServeMux(), authed: http.NewServeMux(),
 		authenticating: make(chan struct{}, MaxAuthenticating),
 		publicSlots:    admission.NewPool("public request slots", MaxPublic, 0),
 		requests: admission.NewQueuedPool("request slots", MaxConcurrent, o.PerPrincipal,
@@ -157,6 +176,14 @@ func (m *Mux) Always(pattern string, h http.Handler) { m.always.Handle(pattern, 
 // such requests are served at once.
 func (m *Mux) Public(pattern string, h http.Handler) { m.public.Handle(pattern, h) }
 
+// Discovery registers a public route that any origin may read: metadata a
+// browser-based client fetches cross-origin before it holds a credential
+// (OAuth protected resource metadata). It is exempt from the Origin check
+// only (the Host check still applies), takes a public slot like Public,
+// and its handler answers the CORS preflight itself. It must serve only
+// public, credential-free information.
+func (m *Mux) Discovery(pattern string, h http.Handler) { m.discovery.Handle(pattern, h) }
+
 // Authenticated registers a route that needs a valid bearer credential.
 func (m *Mux) Authenticated(pattern string, h http.Handler) { m.authed.Handle(pattern, h) }
 
@@ -167,6 +194,10 @@ func (m *Mux) Handler() http.Handler {
 			writeUnread(w, r, http.StatusForbidden, failure.New(failure.PermissionDenied, "host %q is not allowed (DNS-rebinding protection)", r.Host))
 			return
 		}
+		if h, pattern := m.discovery.Handler(r); pattern != "" {
+			m.servePublic(w, r, h)
+			return
+		}
 		if origin := r.Header.Get("Origin"); origin != "" && !m.originAllowed(origin, r.Host) {
 			writeUnread(w, r, http.StatusForbidden, failure.New(failure.PermissionDenied, "origin %q is not allowed", origin))
 			return
@@ -175,24 +206,18 @@ func (m *Mux) Handler() http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		if h, pattern := m.public.Handler(r); pattern != "" {
-			release, err := m.publicSlots.Acquire("")
-			if err != nil {
-				refuse(w, r, err)
-				return
-			}
-			defer release()
-			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), publicSlotKey{}, release)))
+			m.servePublic(w, r, h)
 			return
 		}
 		if _, pattern := m.authed.Handler(r); pattern == "" {
 			writeUnread(w, r, http.StatusNotFound, failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 			return
 		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		raw, ok := auth.ParseBearer(r.Header.Get("Authorization"))
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex"`)
+			w.Header().Set("WWW-Authenticate", m.challenge("", m.opts.ChallengeScopes))
 			writeUnread(w, r, http.StatusUnauthorized, failure.New(failure.Unauthenticated, "a bearer credential is required"))
 			return
 		}
@@ -223,6 +248,7 @@ func (m *Mux) Handler() http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		ctx := context.WithValue(auth.WithPrincipal(r.Context(), p), bodyKey{}, body)
+		ctx = context.WithValue(ctx, muxKey{}, m)
 		ctx = admission.WithWaiter(ctx, h)
 		m.authed.ServeHTTP(w, r.WithContext(ctx))
 	})
@@ -246,14 +272,82 @@ func (m *Mux) authenticate(w http.ResponseWriter, r *http.Request, raw string) (
 	if err == nil {
 		return p, true
 	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="webcodex", error="invalid_token"`)
 	if failure.KindOf(err) != failure.Unauthenticated {
 		m.opts.Logger.Error("authenticate", "err", err)
 		writeUnread(w, r, http.StatusServiceUnavailable, failure.New(failure.Unavailable, "credential store unavailable"))
 		return auth.Principal{}, false
 	}
+	w.Header().Set("WWW-Authenticate", m.challenge("invalid_token", m.opts.ChallengeScopes))
 	writeUnread(w, r, http.StatusUnauthorized, failure.New(failure.Unauthenticated, "the bearer credential is not valid"))
 	return auth.Principal{}, false
+}
+
+// servePublic serves a public or discovery route in one of the MaxPublic
+// slots.
+func (m *Mux) servePublic(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	release, err := m.publicSlots.Acquire("")
+	if err != nil {
+		refuse(w, r, err)
+		return
+	}
+	defer release()
+	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), publicSlotKey{}, release)))
+}
+
+// challenge is the value of a Bearer WWW-Authenticate header (RFC 6750
+// §3): the error code when there is one (invalid_token,
+// insufficient_scope), the resource metadata URL (RFC 9728 §5.1) when
+// configured, and scopes as the scope hint when there are any.
+func (m *Mux) challenge(code string, scopes []auth.Scope) string {
+	var b strings.Builder
+	b.WriteString(`Bearer realm="webcodex"`)
+	param := func(name, value string) {
+		// A quoted-string (RFC 9110 §5.6.4): only " and \ are escaped.
+		b.WriteString(", " + name + `="` + quotedPair.Replace(value) + `"`)
+	}
+	if code != "" {
+		param("error", code)
+	}
+	if m.opts.ResourceMetadata != "" {
+		param("resource_metadata", m.opts.ResourceMetadata)
+	}
+	if len(scopes) > 0 {
+		names := make([]string, len(scopes))
+		for i, s := range scopes {
+			names[i] = string(s)
+		}
+		param("scope", strings.Join(names, " "))
+	}
+	return b.String()
+}
+
+var quotedPair = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+
+type muxKey struct{}
+
+// InsufficientScopeChallenge is the WWW-Authenticate value of a 403 that
+// refuses an authenticated request r for lack of scope (step-up, RFC 6750
+// §3.1): error="insufficient_scope", the resource metadata URL and, as
+// scope, every scope the operation needs (need), not only the missing
+// ones, so that a client asks for them all at once. A request that did
+// not come through the Mux's authenticated routes gets the challenge
+// without resource_metadata.
+func InsufficientScopeChallenge(r *http.Request, need []auth.Scope) string {
+	m, ok := r.Context().Value(muxKey{}).(*Mux)
+	if !ok {
+		m = &Mux{}
+	}
+	return m.challenge("insufficient_scope", need)
+}
+
+// WriteInsufficientScope answers an authenticated request that lacks a
+// scope of need with 403, the step-up challenge
+// (InsufficientScopeChallenge) and err (a failure.InsufficientScope) as
+// the JSON error body.
+func WriteInsufficientScope(w http.ResponseWriter, r *http.Request, need []auth.Scope, err error) {
+	w.Header().Set("WWW-Authenticate", InsufficientScopeChallenge(r, need))
+	WriteError(w, http.StatusForbidden, err)
 }
 
 // readBody reads the whole body within the body timeout, answering the

@@ -112,7 +112,7 @@ func (m *Middleware) operator(fn func(http.ResponseWriter, *http.Request, []byte
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := auth.PrincipalFrom(r.Context())
 		if !p.Has(auth.ScopeAccountManage) {
-			httpserver.WriteError(w, http.StatusForbidden, failure.New(failure.InsufficientScope, "the audit API requires %s", auth.ScopeAccountManage))
+			httpserver.WriteInsufficientScope(w, r, []auth.Scope{auth.ScopeAccountManage}, failure.New(failure.InsufficientScope, "the audit API requires %s", auth.ScopeAccountManage))
 			return
 		}
 		body, err := io.ReadAll(r.Body)

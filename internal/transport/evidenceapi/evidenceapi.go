@@ -72,7 +72,8 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) error {
 	ctx, id := r.Context(), r.PathValue("id")
 	p, _ := auth.PrincipalFrom(ctx)
 	if !p.Has(auth.ScopeProjectRead) {
-		return failure.New(failure.InsufficientScope, "reading evidence requires %s", auth.ScopeProjectRead)
+		httpserver.WriteInsufficientScope(w, r, []auth.Scope{auth.ScopeProjectRead}, failure.New(failure.InsufficientScope, "reading evidence requires %s", auth.ScopeProjectRead))
+		return nil
 	}
 	if err := a.authorize(ctx, p, id); err != nil {
 		return err

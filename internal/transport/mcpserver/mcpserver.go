@@ -671,7 +671,8 @@ const principalKey = "webcodex.principal"
 // mounted on the httpserver.Mux as an authenticated route: the Mux puts the
 // principal in the request context (auth.WithPrincipal) and reads the body
 // once (httpserver.Body); maxBody is the SDK's own bound over the same
-// bytes.
+// bytes. A tools/call of a tool whose scopes the caller lacks is answered
+// 403 with a step-up challenge before the SDK sees it (stepUp).
 func (s *Server) Handler(maxBody int64) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
@@ -679,5 +680,5 @@ func (s *Server) Handler(maxBody int64) http.Handler {
 		Logger:                       sdkLogger(s.log),
 		MaxRequestBodyBytes:          maxBody,
 	})
-	return sdkauth.RequireBearerToken(principalFromRequest, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(prefilter(h))
+	return sdkauth.RequireBearerToken(principalFromRequest, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(prefilter(s.stepUp(h)))
 }

@@ -159,6 +159,10 @@ const (
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req CallRequest) {
 	auditmw.ReportName(r.Context(), req.Tool)
 	p, _ := auth.PrincipalFrom(r.Context())
+	if need, err := s.Kernel.ScopeRefusal(p, req.Tool); err != nil {
+		s.stepUp(w, r, req.Tool, need, err)
+		return
+	}
 	res := s.Kernel.Dispatch(r.Context(), kernel.Call{
 		Tool: req.Tool, Arguments: req.Arguments, RecordingSessionID: req.RecordingSessionID,
 		AckMessageIDs: req.AckSessionMessageIDs, Principal: p, Source: kernel.SourceREST,
@@ -181,6 +185,19 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, req CallReques
 	httpserver.WriteJSONBytes(w, http.StatusOK, body)
 }
 
+// stepUp answers a call of a tool whose scopes the credential lacks,
+// before dispatch: 403 with the step-up challenge naming need (every
+// scope of the tool) and the refused ToolResult (insufficient_scope) as
+// the body. The call never reaches the kernel: no session, no evidence
+// record; the audit event records it as failed.
+func (s *Server) stepUp(w http.ResponseWriter, r *http.Request, tool string, need []auth.Scope, err error) {
+	res := kernel.Failure(err)
+	t, _ := s.Kernel.Registry().Lookup(tool)
+	auditmw.ReportTool(r.Context(), t, res)
+	w.Header().Set("WWW-Authenticate", httpserver.InsufficientScopeChallenge(r, need))
+	httpserver.WriteJSONBytes(w, http.StatusForbidden, res.Body)
+}
+
 // reject answers a GPT Actions request whose envelope is invalid before
 // dispatch; a registered tool still counts the call as a pre-result
 // rejection in its model_ergonomics.
@@ -195,7 +212,7 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request, tool string, err
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	p, _ := auth.PrincipalFrom(r.Context())
 	if !p.Has(auth.ScopeRuntimeRead) && !p.Has(auth.ScopeProjectRead) {
-		httpserver.WriteError(w, http.StatusForbidden, failure.New(failure.InsufficientScope, "status requires runtime:read"))
+		httpserver.WriteInsufficientScope(w, r, []auth.Scope{auth.ScopeRuntimeRead}, failure.New(failure.InsufficientScope, "status requires runtime:read"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
