@@ -81,6 +81,10 @@ const (
 	ClockSkew = time.Minute
 	// MaxSubjectBytes bounds the `sub` claim.
 	MaxSubjectBytes = 255
+	// DiscoveryRetryAfter is how long a failed discovery is remembered:
+	// tokens verified meanwhile fail at once instead of each fetching the
+	// issuer's metadata again.
+	DiscoveryRetryAfter = 10 * time.Second
 )
 
 // PrincipalKind is the auth.Kind of a principal authenticated by an external
@@ -137,8 +141,11 @@ type Verifier struct {
 
 	mu      sync.Mutex // serialises discovery and key set replacement
 	jwksURL string     // discovered once, under mu
-	keys    atomic.Pointer[keySet]
-	results results
+	// failed and failedAt remember the last failed discovery, under mu.
+	failed   error
+	failedAt time.Time
+	keys     atomic.Pointer[keySet]
+	results  results
 }
 
 type keySet struct {

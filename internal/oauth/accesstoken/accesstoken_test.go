@@ -306,7 +306,9 @@ func TestIssuerUnavailable(t *testing.T) {
 		is.publish(k)
 		ks, _ := json.Marshal(jose.JSONWebKeySet{Keys: is.keys})
 		// A valid JWKS padded with white space past the bound.
+		is.mu.Lock()
 		is.jwksBody = append(ks[:len(ks)-1:len(ks)-1], append([]byte(strings.Repeat(" ", accesstoken.MaxDocumentBytes)), '}')...)
+		is.mu.Unlock()
 		now := t0
 		v := newVerifier(t, is, &now)
 		a, err := v.Verify(context.Background(), sign(t, k, is.good(resource, now)))
@@ -391,4 +393,31 @@ func TestCachedVerificationNeverOutlivesTheToken(t *testing.T) {
 	now = now.Add(30*time.Second + accesstoken.ClockSkew + time.Second)
 	a3, err := v.Verify(context.Background(), raw)
 	refused(t, a3, err, failure.Unauthenticated, accesstoken.ReasonExpired)
+}
+
+func TestFailedDiscoveryIsRememberedBriefly(t *testing.T) {
+	if accesstoken.DiscoveryRetryAfter != 10*time.Second {
+		t.Fatalf("DiscoveryRetryAfter = %v", accesstoken.DiscoveryRetryAfter)
+	}
+	is := newIssuer(t)
+	is.metaIssuer = "https://evil.example"
+	k := rsaKey(t, "k1")
+	is.publish(k)
+	now := t0
+	v := newVerifier(t, is, &now)
+	raw := sign(t, k, is.good(resource, now))
+	for range 2 {
+		a, err := v.Verify(context.Background(), raw)
+		refused(t, a, err, failure.Unavailable, accesstoken.ReasonIssuerUnavailable)
+	}
+	if n := is.metaFetch.Load(); n != 1 {
+		t.Fatalf("metadata fetched %d times within DiscoveryRetryAfter, want 1", n)
+	}
+	is.mu.Lock()
+	is.metaIssuer = ""
+	is.mu.Unlock()
+	now = now.Add(accesstoken.DiscoveryRetryAfter)
+	if _, err := v.Verify(context.Background(), raw); err != nil {
+		t.Fatalf("after DiscoveryRetryAfter: %v", err)
+	}
 }

@@ -87,11 +87,15 @@ func (v *Verifier) keySet(ctx context.Context) (*oidc.RemoteKeySet, error) {
 		return ks.remote, nil
 	}
 	if v.jwksURL == "" {
+		if v.failed != nil && v.now().Sub(v.failedAt) < DiscoveryRetryAfter {
+			return nil, unavailable(v.failed)
+		}
 		jwks, err := v.discover(ctx)
 		if err != nil {
+			v.failed, v.failedAt = err, v.now()
 			return nil, unavailable(err)
 		}
-		v.jwksURL = jwks
+		v.jwksURL, v.failed = jwks, nil
 	}
 	// go-oidc reads its HTTP client from the context it is built with and
 	// ignores that context's cancellation; each Verify's own context still

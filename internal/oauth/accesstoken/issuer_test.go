@@ -39,9 +39,11 @@ func newIssuer(t testing.TB) *testIssuer {
 	meta := func(w http.ResponseWriter, r *http.Request) {
 		is.metaFetch.Add(1)
 		iss := is.srv.URL
+		is.mu.Lock()
 		if is.metaIssuer != "" {
 			iss = is.metaIssuer
 		}
+		is.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"issuer": iss, "jwks_uri": is.srv.URL + "/jwks"})
 	}
