@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -419,5 +421,41 @@ func TestFailedDiscoveryIsRememberedBriefly(t *testing.T) {
 	now = now.Add(accesstoken.DiscoveryRetryAfter)
 	if _, err := v.Verify(context.Background(), raw); err != nil {
 		t.Fatalf("after DiscoveryRetryAfter: %v", err)
+	}
+}
+
+func TestClientIDFallsBackToAzp(t *testing.T) {
+	is := newIssuer(t)
+	k := ecKey(t, "k1")
+	is.publish(k)
+	now := t0
+	v := newVerifier(t, is, &now)
+	c := is.good(resource, now)
+	c.ClientID = ""
+	payload := map[string]any{"iss": c.Issuer, "sub": c.Subject, "aud": resource, "exp": c.Expiry, "azp": "client-b"}
+	a, err := v.Verify(context.Background(), sign(t, k, payload))
+	if err != nil || a.ClientID != "client-b" || len(a.Principal.Scopes) != 0 || a.Principal.Scopes == nil {
+		t.Fatalf("access = %+v, %v", a, err)
+	}
+}
+
+func TestIssuerRedirectIsRefused(t *testing.T) {
+	is := newIssuer(t)
+	k := rsaKey(t, "k1")
+	is.publish(k)
+	// A server whose metadata redirects to the real issuer's.
+	redirect := httptest.NewServer(http.RedirectHandler(is.srv.URL+"/.well-known/oauth-authorization-server", http.StatusFound))
+	defer redirect.Close()
+	now := t0
+	v, err := accesstoken.New(accesstoken.Config{Issuer: redirect.URL, Resource: resource, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := is.good(resource, now)
+	c.Issuer = redirect.URL
+	a, err := v.Verify(context.Background(), sign(t, k, c))
+	refused(t, a, err, failure.Unavailable, accesstoken.ReasonIssuerUnavailable)
+	if n := is.metaFetch.Load(); n != 0 {
+		t.Fatalf("the redirect was followed %d times", n)
 	}
 }
