@@ -2,6 +2,8 @@ package accesstoken_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -457,5 +459,36 @@ func TestIssuerRedirectIsRefused(t *testing.T) {
 	refused(t, a, err, failure.Unavailable, accesstoken.ReasonIssuerUnavailable)
 	if n := is.metaFetch.Load(); n != 0 {
 		t.Fatalf("the redirect was followed %d times", n)
+	}
+}
+
+func TestCancelledCallerDoesNotPoisonDiscovery(t *testing.T) {
+	is := newIssuer(t)
+	k := rsaKey(t, "k1")
+	is.publish(k)
+	now := t0
+	v := newVerifier(t, is, &now)
+	raw := sign(t, k, is.good(resource, now))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a, err := v.Verify(ctx, raw)
+	refused(t, a, err, failure.Unavailable, accesstoken.ReasonIssuerUnavailable)
+	if _, err := v.Verify(context.Background(), raw); err != nil {
+		t.Fatalf("after a cancelled caller: %v", err)
+	}
+}
+
+func TestEdDSAToken(t *testing.T) {
+	is := newIssuer(t)
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := signingKey{kid: "ed-1", alg: jose.EdDSA, key: priv}
+	is.publish(k)
+	now := t0
+	v := newVerifier(t, is, &now)
+	if _, err := v.Verify(context.Background(), sign(t, k, is.good(resource, now))); err != nil {
+		t.Fatal(err)
 	}
 }

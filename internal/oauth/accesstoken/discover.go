@@ -92,7 +92,10 @@ func (v *Verifier) keySet(ctx context.Context) (*oidc.RemoteKeySet, error) {
 		}
 		jwks, err := v.discover(ctx)
 		if err != nil {
-			v.failed, v.failedAt = err, v.now()
+			// A caller that gave up says nothing about the issuer.
+			if ctx.Err() == nil {
+				v.failed, v.failedAt = err, v.now()
+			}
 			return nil, unavailable(err)
 		}
 		v.jwksURL, v.failed = jwks, nil
