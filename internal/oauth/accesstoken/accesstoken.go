@@ -5,10 +5,11 @@
 // A [Verifier] is built from the issuer URL and the resource identifier (the
 // public MCP URL). On first use it discovers the issuer's metadata (RFC 8414
 // `/.well-known/oauth-authorization-server`, then OpenID Connect discovery)
-// and from it the JWKS, which go-oidc's RemoteKeySet caches and fetches again
-// when a token names a key it does not hold. Every fetch is bounded in size
-// ([MaxDocumentBytes]) and time ([FetchTimeout]); the key cache is dropped
-// after [KeySetLifetime]. A verified token is remembered (by its SHA-256)
+// and from it the JWKS, which it caches and fetches again when no cached key
+// verifies a token (an unknown `kid`), at most once per
+// [MinKeyFetchInterval], and when the keys are [KeySetLifetime] old. Every
+// fetch is bounded in size ([MaxDocumentBytes]) and time ([FetchTimeout])
+// and follows no redirect. A verified token is remembered (by its SHA-256)
 // for at most [ResultLifetime] and never past its `exp`, so repeated calls
 // with one token cost a hash and a map read; at most [MaxCachedTokens] are
 // remembered.
@@ -55,7 +56,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -139,18 +139,12 @@ type Verifier struct {
 	client           *http.Client
 	now              func() time.Time
 
-	mu      sync.Mutex // serialises discovery and key set replacement
-	jwksURL string     // discovered once, under mu
+	mu sync.Mutex // serialises discovery
 	// failed and failedAt remember the last failed discovery, under mu.
 	failed   error
 	failedAt time.Time
-	keys     atomic.Pointer[keySet]
+	keys     atomic.Pointer[remoteKeys] // set once the issuer is discovered
 	results  results
-}
-
-type keySet struct {
-	remote  *oidc.RemoteKeySet
-	created time.Time
 }
 
 // New returns a Verifier for cfg. It fetches nothing: the issuer is
@@ -233,16 +227,12 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Access, error) {
 	if err != nil {
 		return Access{}, err
 	}
-	// The algorithm was checked above, which is what RemoteKeySet's own
-	// contract asks of its caller.
-	payload, err := ks.VerifySignature(ctx, raw)
-	if err != nil {
-		// RemoteKeySet wraps the cause only when fetching the keys failed;
-		// a signature no key verifies is a bare error.
-		if errors.Unwrap(err) != nil {
-			return Access{}, unavailable(err)
-		}
+	payload, err := ks.verify(ctx, jws)
+	if errors.Is(err, errNoKey) {
 		return Access{}, reject(ReasonSignature, err, "the access token's signature does not verify with the issuer's keys")
+	}
+	if err != nil {
+		return Access{}, unavailable(err)
 	}
 	var c claims
 	if err := json.Unmarshal(payload, &c); err != nil {

@@ -221,13 +221,15 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An unknown kid before the issuer publishes it: one fetch, refused.
+	now = now.Add(accesstoken.MinKeyFetchInterval)
 	a, err := v.Verify(context.Background(), sign(t, k2, is.good(resource, now)))
 	refused(t, a, err, failure.Unauthenticated, accesstoken.ReasonSignature)
 	if n := is.jwksFetch.Load(); n != 2 {
-		t.Fatalf("JWKS fetched %d times, want 2", n)
+		t.Fatalf("JWKS fetched %d times, want 2: %v", n, err)
 	}
 	// Rotation: the new kid is fetched once, then served from the cache.
 	is.publish(k2)
+	now = now.Add(accesstoken.MinKeyFetchInterval)
 	for range 3 {
 		if _, err := v.Verify(context.Background(), sign(t, k2, is.good(resource, now))); err != nil {
 			t.Fatal(err)
@@ -321,6 +323,7 @@ func TestIssuerUnavailable(t *testing.T) {
 		is.mu.Lock()
 		is.jwksBody = append(ks[:len(ks)-1:len(ks)-1], append([]byte(strings.Repeat(" ", accesstoken.MaxDocumentBytes-len(ks))), '}')...)
 		is.mu.Unlock()
+		now = now.Add(accesstoken.MinKeyFetchInterval)
 		if _, err := v.Verify(context.Background(), sign(t, k, is.good(resource, now))); err != nil {
 			t.Fatalf("a JWKS of exactly MaxDocumentBytes was refused: %v", err)
 		}
@@ -491,4 +494,89 @@ func TestEdDSAToken(t *testing.T) {
 	if _, err := v.Verify(context.Background(), sign(t, k, is.good(resource, now))); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestKeyFetchFloor(t *testing.T) {
+	if accesstoken.MinKeyFetchInterval != 10*time.Second {
+		t.Fatalf("MinKeyFetchInterval = %v", accesstoken.MinKeyFetchInterval)
+	}
+	is := newIssuer(t)
+	k1 := rsaKey(t, "k1")
+	is.publish(k1)
+	now := t0
+	v := newVerifier(t, is, &now)
+	if _, err := v.Verify(context.Background(), sign(t, k1, is.good(resource, now))); err != nil {
+		t.Fatal(err)
+	}
+	// Made-up kids and a forged signature under a known kid, all within
+	// the interval: refused without fetching the JWKS again.
+	for _, k := range []signingKey{ecKey(t, "made-up-1"), ecKey(t, "made-up-2"), rsaKey(t, "k1")} {
+		a, err := v.Verify(context.Background(), sign(t, k, is.good(resource, now)))
+		refused(t, a, err, failure.Unauthenticated, accesstoken.ReasonSignature)
+	}
+	if n := is.jwksFetch.Load(); n != 1 {
+		t.Fatalf("JWKS fetched %d times within MinKeyFetchInterval, want 1", n)
+	}
+	// The cached key still verifies meanwhile.
+	if _, err := v.Verify(context.Background(), sign(t, k1, is.good(resource, now.Add(time.Second)))); err != nil {
+		t.Fatal(err)
+	}
+	// Once the interval has passed a new kid is fetched.
+	k2 := ecKey(t, "k2")
+	is.publish(k2)
+	now = now.Add(accesstoken.MinKeyFetchInterval)
+	if _, err := v.Verify(context.Background(), sign(t, k2, is.good(resource, now))); err != nil {
+		t.Fatal(err)
+	}
+	if n := is.jwksFetch.Load(); n != 2 {
+		t.Fatalf("JWKS fetched %d times, want 2", n)
+	}
+}
+
+func TestCancelledCallerDoesNotHoldTheKeyFetchFloor(t *testing.T) {
+	is := newIssuer(t)
+	k1, k2 := rsaKey(t, "k1"), ecKey(t, "k2")
+	is.publish(k1)
+	now := t0
+	v := newVerifier(t, is, &now)
+	if _, err := v.Verify(context.Background(), sign(t, k1, is.good(resource, now))); err != nil {
+		t.Fatal(err)
+	}
+	is.publish(k2)
+	now = now.Add(accesstoken.MinKeyFetchInterval)
+	raw := sign(t, k2, is.good(resource, now))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a, err := v.Verify(ctx, raw)
+	refused(t, a, err, failure.Unavailable, accesstoken.ReasonIssuerUnavailable)
+	if _, err := v.Verify(context.Background(), raw); err != nil {
+		t.Fatalf("after a cancelled caller: %v", err)
+	}
+}
+
+func TestJWKSKeysThatCannotSignAreSkipped(t *testing.T) {
+	is := newIssuer(t)
+	k := rsaKey(t, "k1")
+	is.publish(k)
+	good, _ := json.Marshal(is.keys[0])
+	is.mu.Lock()
+	is.jwksBody = []byte(`{"keys":[` +
+		`{"kty":"oct","kid":"k1","k":"c2VjcmV0"},` + // a symmetric key under the same kid
+		`{"kty":"EC","crv":"secp256k1","kid":"x","x":"AA","y":"AA"},` + // a curve go-jose does not know
+		`{"kty":"RSA","kid":"enc","use":"enc","n":"AQAB","e":"AQAB"},` + // garbage, marked for encryption
+		string(good) + `]}`)
+	is.mu.Unlock()
+	now := t0
+	v := newVerifier(t, is, &now)
+	if _, err := v.Verify(context.Background(), sign(t, k, is.good(resource, now))); err != nil {
+		t.Fatal(err)
+	}
+	// A JWKS that is not JSON leaves the issuer unavailable.
+	is2 := newIssuer(t)
+	is2.jwksBody = []byte("<html>")
+	v2 := newVerifier(t, is2, &now)
+	c := is.good(resource, now)
+	c.Issuer = is2.srv.URL
+	a, err := v2.Verify(context.Background(), sign(t, k, c))
+	refused(t, a, err, failure.Unavailable, accesstoken.ReasonIssuerUnavailable)
 }

@@ -11,8 +11,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/coreos/go-oidc/v3/oidc"
-
 	"github.com/webcodex/webcodex/internal/failure"
 )
 
@@ -75,37 +73,30 @@ func metadataURLs(issuer string) []string {
 	}
 }
 
-// keySet returns the current key set, discovering the issuer on first use
-// and replacing the key set after KeySetLifetime.
-func (v *Verifier) keySet(ctx context.Context) (*oidc.RemoteKeySet, error) {
-	if ks := v.keys.Load(); ks != nil && v.now().Sub(ks.created) < KeySetLifetime {
-		return ks.remote, nil
+// keySet returns the issuer's keys, discovering the issuer on first use.
+func (v *Verifier) keySet(ctx context.Context) (*remoteKeys, error) {
+	if ks := v.keys.Load(); ks != nil {
+		return ks, nil
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if ks := v.keys.Load(); ks != nil && v.now().Sub(ks.created) < KeySetLifetime {
-		return ks.remote, nil
+	if ks := v.keys.Load(); ks != nil {
+		return ks, nil
 	}
-	if v.jwksURL == "" {
-		if v.failed != nil && v.now().Sub(v.failedAt) < DiscoveryRetryAfter {
-			return nil, unavailable(v.failed)
-		}
-		jwks, err := v.discover(ctx)
-		if err != nil {
-			// A caller that gave up says nothing about the issuer.
-			if ctx.Err() == nil {
-				v.failed, v.failedAt = err, v.now()
-			}
-			return nil, unavailable(err)
-		}
-		v.jwksURL, v.failed = jwks, nil
+	if v.failed != nil && v.now().Sub(v.failedAt) < DiscoveryRetryAfter {
+		return nil, unavailable(v.failed)
 	}
-	// go-oidc reads its HTTP client from the context it is built with and
-	// ignores that context's cancellation; each Verify's own context still
-	// bounds how long that call waits.
-	remote := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), v.client), v.jwksURL)
-	v.keys.Store(&keySet{remote: remote, created: v.now()})
-	return remote, nil
+	jwks, err := v.discover(ctx)
+	if err != nil {
+		// A caller that gave up says nothing about the issuer.
+		if ctx.Err() == nil {
+			v.failed, v.failedAt = err, v.now()
+		}
+		return nil, unavailable(err)
+	}
+	ks := &remoteKeys{url: jwks, client: v.client, now: v.now}
+	v.keys.Store(ks)
+	return ks, nil
 }
 
 // discover fetches the issuer's metadata and returns its jwks_uri. The
@@ -170,7 +161,7 @@ func (v *Verifier) fetchMetadata(ctx context.Context, u string) (string, error) 
 var errTooLarge = fmt.Errorf("the document is longer than %d bytes", MaxDocumentBytes)
 
 // boundedTransport refuses response bodies longer than MaxDocumentBytes:
-// reading past the bound fails (go-oidc reads the JWKS with io.ReadAll).
+// reading past the bound fails.
 type boundedTransport struct{ base http.RoundTripper }
 
 func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
