@@ -15,10 +15,10 @@
 // remembered.
 //
 // [Verifier.Verify] accepts a token only when all of these hold: it is at
-// most [MaxTokenBytes]; it is a compact JWS with exactly one signature made
-// with an asymmetric algorithm ([Algorithms]: `none` and HMAC are refused,
-// so a public key can never serve as an HMAC secret); the signature verifies
-// with a key of the issuer's JWKS; `iss` is exactly the issuer; `aud`
+// most [MaxTokenBytes]; it is a compact JWS (the JSON serialization is
+// refused) signed with an asymmetric algorithm ([Algorithms]: `none` and
+// HMAC are refused, so a public key can never serve as an HMAC secret); the
+// signature verifies with a key of the issuer's JWKS; `iss` is exactly the issuer; `aud`
 // contains the resource (RFC 8707; an empty path and "/" are the same);
 // `exp` is present and not passed, and `nbf`, if present, is reached, each
 // within [ClockSkew]; `sub` is present, valid UTF-8 without control
@@ -213,7 +213,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Access, error) {
 	if a, ok := v.results.get(key, v.now()); ok {
 		return a, nil
 	}
-	jws, err := jose.ParseSigned(raw, Algorithms)
+	jws, err := jose.ParseSignedCompact(raw, Algorithms)
 	if err != nil {
 		if alg := headerAlgorithm(raw); alg != "" && !slices.Contains(Algorithms, jose.SignatureAlgorithm(alg)) {
 			return Access{}, reject(ReasonAlgorithm, err, "the access token's algorithm %q is not allowed", clip(alg))
@@ -310,7 +310,7 @@ func headerAlgorithm(raw string) string {
 func clip(s string) string {
 	const n = 32
 	if len(s) > n {
-		return s[:n] + "…"
+		s = s[:n] + "…"
 	}
-	return s
+	return strings.ToValidUTF8(s, "")
 }

@@ -168,10 +168,14 @@ func TestRefusedAlgorithmsAndShapes(t *testing.T) {
 		refused(t, a, err, failure.Unauthenticated, accesstoken.ReasonAlgorithm)
 	}
 
+	// The JWS JSON serialization of a good token.
+	parts := strings.Split(sign(t, k, is.good(resource, now)), ".")
+	jsonJWS := `{"payload":"` + parts[1] + `","protected":"` + parts[0] + `","signature":"` + parts[2] + `"}`
 	for name, raw := range map[string]string{
-		"empty":     "",
-		"garbage":   "not-a-jwt",
-		"two parts": b64([]byte(`{"alg":"RS256"}`)) + "." + b64(payload),
+		"json serialization": jsonJWS,
+		"empty":              "",
+		"garbage":            "not-a-jwt",
+		"two parts":          b64([]byte(`{"alg":"RS256"}`)) + "." + b64(payload),
 	} {
 		a, err := v.Verify(context.Background(), raw)
 		t.Log(name)
@@ -185,7 +189,7 @@ func TestRefusedAlgorithmsAndShapes(t *testing.T) {
 
 	// A tampered payload.
 	good := sign(t, k, is.good(resource, now))
-	parts := strings.Split(good, ".")
+	parts = strings.Split(good, ".")
 	c := is.good(resource, now)
 	c.Scope = "admin memory:manage"
 	p2, _ := json.Marshal(c)
