@@ -120,6 +120,17 @@ func (c Config) OAuthResource() string {
 	return strings.TrimSuffix(c.PublicURL, "/") + "/mcp"
 }
 
+// OAuthVerifier returns the verifier of the external issuer's access tokens
+// ([oauth] issuer, for OAuthResource), or nil when no issuer is configured.
+// It fetches nothing until its first token. Errors: those of
+// accesstoken.New (Validate has already refused them).
+func (c Config) OAuthVerifier() (*accesstoken.Verifier, error) {
+	if c.OAuth.Issuer == "" {
+		return nil, nil
+	}
+	return accesstoken.New(accesstoken.Config{Issuer: c.OAuth.Issuer, Resource: c.OAuthResource()})
+}
+
 // CredentialEnv returns the names of the environment variables whose values
 // are credentials the server accepts (WEBCODEX_TOKEN). serve and mcp take
 // them out of their process environment at start and keep them in memory

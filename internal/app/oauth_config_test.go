@@ -24,11 +24,18 @@ func TestOAuthConfig(t *testing.T) {
 		if err != nil || cfg.OAuth != (app.OAuthConfig{}) || cfg.OAuthResource() != "" {
 			t.Fatalf("%+v %v", cfg.OAuth, err)
 		}
+		if v, err := cfg.OAuthVerifier(); v != nil || err != nil {
+			t.Fatalf("a verifier without an issuer: %v %v", v, err)
+		}
 	})
 	t.Run("IssuerWithPublicURL", func(t *testing.T) {
 		cfg, err := load(t, "public_url = \"https://wc.example/\"\n[oauth]\nissuer = \"https://login.example/tenant\"\n")
 		if err != nil || cfg.OAuth.Issuer != "https://login.example/tenant" || cfg.OAuthResource() != "https://wc.example/mcp" {
 			t.Fatalf("%+v %q %v", cfg.OAuth, cfg.OAuthResource(), err)
+		}
+		v, err := cfg.OAuthVerifier()
+		if err != nil || v.Issuer() != "https://login.example/tenant" || v.Resource() != "https://wc.example/mcp" {
+			t.Fatalf("verifier %v %v", v, err)
 		}
 	})
 	t.Run("AudienceOverride", func(t *testing.T) {
