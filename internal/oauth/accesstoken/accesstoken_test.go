@@ -55,9 +55,8 @@ func refused(t *testing.T, a accesstoken.Access, err error, k failure.Kind, r ac
 }
 
 func TestValidTokensRSAandEC(t *testing.T) {
-	is := newIssuer(t)
 	rk, ek := rsaKey(t, "rsa-1"), ecKey(t, "ec-1")
-	is.publish(rk, ek)
+	is := newIssuer(t, rk, ek)
 	now := t0
 	v := newVerifier(t, is, &now)
 	for _, k := range []signingKey{rk, ek} {
@@ -80,9 +79,8 @@ func TestValidTokensRSAandEC(t *testing.T) {
 }
 
 func TestRefusedClaims(t *testing.T) {
-	is := newIssuer(t)
 	k := rsaKey(t, "k1")
-	is.publish(k)
+	is := newIssuer(t, k)
 	now := t0
 	v := newVerifier(t, is, &now)
 	cases := []struct {
@@ -124,9 +122,8 @@ func TestClockSkewBound(t *testing.T) {
 	if accesstoken.ClockSkew != time.Minute {
 		t.Fatalf("ClockSkew = %v, want 1m", accesstoken.ClockSkew)
 	}
-	is := newIssuer(t)
 	k := ecKey(t, "k1")
-	is.publish(k)
+	is := newIssuer(t, k)
 	now := t0
 	v := newVerifier(t, is, &now)
 	c := is.good(resource, now)
@@ -144,9 +141,8 @@ func TestClockSkewBound(t *testing.T) {
 }
 
 func TestRefusedAlgorithmsAndShapes(t *testing.T) {
-	is := newIssuer(t)
 	k := rsaKey(t, "k1")
-	is.publish(k)
+	is := newIssuer(t, k)
 	now := t0
 	v := newVerifier(t, is, &now)
 	payload, _ := json.Marshal(is.good(resource, now))
@@ -201,9 +197,8 @@ func TestTokenSizeBound(t *testing.T) {
 	if accesstoken.MaxTokenBytes != 16<<10 {
 		t.Fatalf("MaxTokenBytes = %d", accesstoken.MaxTokenBytes)
 	}
-	is := newIssuer(t)
 	k := ecKey(t, "k1")
-	is.publish(k)
+	is := newIssuer(t, k)
 	now := t0
 	v := newVerifier(t, is, &now)
 	c := is.good(resource, now)
@@ -216,9 +211,8 @@ func TestTokenSizeBound(t *testing.T) {
 }
 
 func TestKeyRotation(t *testing.T) {
-	is := newIssuer(t)
 	k1, k2 := rsaKey(t, "k1"), ecKey(t, "k2")
-	is.publish(k1)
+	is := newIssuer(t, k1)
 	now := t0
 	v := newVerifier(t, is, &now)
 	if _, err := v.Verify(context.Background(), sign(t, k1, is.good(resource, now))); err != nil {
@@ -254,9 +248,8 @@ func TestKeySetLifetime(t *testing.T) {
 	if accesstoken.KeySetLifetime != time.Hour {
 		t.Fatalf("KeySetLifetime = %v", accesstoken.KeySetLifetime)
 	}
-	is := newIssuer(t)
 	k := ecKey(t, "k1")
-	is.publish(k)
+	is := newIssuer(t, k)
 	now := t0
 	v := newVerifier(t, is, &now)
 	verify := func() {
@@ -311,9 +304,8 @@ func TestIssuerUnavailable(t *testing.T) {
 		if accesstoken.MaxDocumentBytes != 256<<10 {
 			t.Fatalf("MaxDocumentBytes = %d", accesstoken.MaxDocumentBytes)
 		}
-		is := newIssuer(t)
 		k := rsaKey(t, "k1")
-		is.publish(k)
+		is := newIssuer(t, k)
 		ks, _ := json.Marshal(jose.JSONWebKeySet{Keys: is.keys})
 		// A valid JWKS padded with white space past the bound.
 		is.mu.Lock()
@@ -336,9 +328,8 @@ func TestIssuerUnavailable(t *testing.T) {
 		if accesstoken.FetchTimeout != 5*time.Second {
 			t.Fatalf("FetchTimeout = %v", accesstoken.FetchTimeout)
 		}
-		is := newIssuer(t)
 		k := rsaKey(t, "k1")
-		is.publish(k)
+		is := newIssuer(t, k)
 		is.block = make(chan struct{})
 		defer close(is.block)
 		now := t0
@@ -384,9 +375,8 @@ func TestNewRefusesBadConfig(t *testing.T) {
 }
 
 func TestCachedVerificationNeverOutlivesTheToken(t *testing.T) {
-	is := newIssuer(t)
 	k := ecKey(t, "k1")
-	is.publish(k)
+	is := newIssuer(t, k)
 	now := t0
 	v := newVerifier(t, is, &now)
 	c := is.good(resource, now)
@@ -434,9 +424,8 @@ func TestFailedDiscoveryIsRememberedBriefly(t *testing.T) {
 }
 
 func TestClientIDFallsBackToAzp(t *testing.T) {
-	is := newIssuer(t)
 	k := ecKey(t, "k1")
-	is.publish(k)
+	is := newIssuer(t, k)
 	now := t0
 	v := newVerifier(t, is, &now)
 	c := is.good(resource, now)
@@ -449,9 +438,8 @@ func TestClientIDFallsBackToAzp(t *testing.T) {
 }
 
 func TestIssuerRedirectIsRefused(t *testing.T) {
-	is := newIssuer(t)
 	k := rsaKey(t, "k1")
-	is.publish(k)
+	is := newIssuer(t, k)
 	// A server whose metadata redirects to the real issuer's.
 	redirect := httptest.NewServer(http.RedirectHandler(is.srv.URL+"/.well-known/oauth-authorization-server", http.StatusFound))
 	defer redirect.Close()
@@ -470,9 +458,8 @@ func TestIssuerRedirectIsRefused(t *testing.T) {
 }
 
 func TestCancelledCallerDoesNotPoisonDiscovery(t *testing.T) {
-	is := newIssuer(t)
 	k := rsaKey(t, "k1")
-	is.publish(k)
+	is := newIssuer(t, k)
 	now := t0
 	v := newVerifier(t, is, &now)
 	raw := sign(t, k, is.good(resource, now))
@@ -504,9 +491,8 @@ func TestKeyFetchFloor(t *testing.T) {
 	if accesstoken.MinKeyFetchInterval != 10*time.Second {
 		t.Fatalf("MinKeyFetchInterval = %v", accesstoken.MinKeyFetchInterval)
 	}
-	is := newIssuer(t)
 	k1 := rsaKey(t, "k1")
-	is.publish(k1)
+	is := newIssuer(t, k1)
 	now := t0
 	v := newVerifier(t, is, &now)
 	if _, err := v.Verify(context.Background(), sign(t, k1, is.good(resource, now))); err != nil {
@@ -538,9 +524,8 @@ func TestKeyFetchFloor(t *testing.T) {
 }
 
 func TestCancelledCallerDoesNotHoldTheKeyFetchFloor(t *testing.T) {
-	is := newIssuer(t)
 	k1, k2 := rsaKey(t, "k1"), ecKey(t, "k2")
-	is.publish(k1)
+	is := newIssuer(t, k1)
 	now := t0
 	v := newVerifier(t, is, &now)
 	if _, err := v.Verify(context.Background(), sign(t, k1, is.good(resource, now))); err != nil {
@@ -559,9 +544,8 @@ func TestCancelledCallerDoesNotHoldTheKeyFetchFloor(t *testing.T) {
 }
 
 func TestJWKSKeysThatCannotSignAreSkipped(t *testing.T) {
-	is := newIssuer(t)
 	k := rsaKey(t, "k1")
-	is.publish(k)
+	is := newIssuer(t, k)
 	good, _ := json.Marshal(is.keys[0])
 	is.mu.Lock()
 	is.jwksBody = []byte(`{"keys":[` +

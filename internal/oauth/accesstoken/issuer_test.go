@@ -32,7 +32,8 @@ type testIssuer struct {
 	block      chan struct{} // when set, the JWKS handler waits on it
 }
 
-func newIssuer(t testing.TB) *testIssuer {
+// newIssuer starts a test issuer publishing ks.
+func newIssuer(t testing.TB, ks ...signingKey) *testIssuer {
 	t.Helper()
 	is := &testIssuer{}
 	mux := http.NewServeMux()
@@ -75,6 +76,7 @@ func newIssuer(t testing.TB) *testIssuer {
 	})
 	is.srv = httptest.NewServer(mux)
 	t.Cleanup(is.srv.Close)
+	is.publish(ks...)
 	return is
 }
 

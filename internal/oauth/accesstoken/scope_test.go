@@ -34,9 +34,8 @@ func TestMapScopes(t *testing.T) {
 }
 
 func TestScopeClaims(t *testing.T) {
-	is := newIssuer(t)
 	k := rsaKey(t, "k1")
-	is.publish(k)
+	is := newIssuer(t, k)
 	now := t0
 	v := newVerifier(t, is, &now)
 	cases := []struct {
