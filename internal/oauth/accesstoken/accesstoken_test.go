@@ -304,24 +304,27 @@ func TestIssuerUnavailable(t *testing.T) {
 		if accesstoken.MaxDocumentBytes != 256<<10 {
 			t.Fatalf("MaxDocumentBytes = %d", accesstoken.MaxDocumentBytes)
 		}
-		k := rsaKey(t, "k1")
-		is := newIssuer(t, k)
-		ks, _ := json.Marshal(jose.JSONWebKeySet{Keys: is.keys})
-		// A valid JWKS padded with white space past the bound.
-		is.mu.Lock()
-		is.jwksBody = append(ks[:len(ks)-1:len(ks)-1], append([]byte(strings.Repeat(" ", accesstoken.MaxDocumentBytes)), '}')...)
-		is.mu.Unlock()
-		now := t0
-		v := newVerifier(t, is, &now)
-		a, err := v.Verify(context.Background(), sign(t, k, is.good(resource, now)))
-		refused(t, a, err, failure.Unavailable, accesstoken.ReasonIssuerUnavailable)
-		// The same document within the bound is accepted.
-		is.mu.Lock()
-		is.jwksBody = append(ks[:len(ks)-1:len(ks)-1], append([]byte(strings.Repeat(" ", accesstoken.MaxDocumentBytes-len(ks))), '}')...)
-		is.mu.Unlock()
-		now = now.Add(accesstoken.MinKeyFetchInterval)
-		if _, err := v.Verify(context.Background(), sign(t, k, is.good(resource, now))); err != nil {
-			t.Fatalf("a JWKS of exactly MaxDocumentBytes was refused: %v", err)
+		for _, declared := range []bool{false, true} {
+			k := rsaKey(t, "k1")
+			is := newIssuer(t, k)
+			is.jwksLength = declared
+			ks, _ := json.Marshal(jose.JSONWebKeySet{Keys: is.keys})
+			// A valid JWKS padded with white space past the bound.
+			is.mu.Lock()
+			is.jwksBody = append(ks[:len(ks)-1:len(ks)-1], append([]byte(strings.Repeat(" ", accesstoken.MaxDocumentBytes)), '}')...)
+			is.mu.Unlock()
+			now := t0
+			v := newVerifier(t, is, &now)
+			a, err := v.Verify(context.Background(), sign(t, k, is.good(resource, now)))
+			refused(t, a, err, failure.Unavailable, accesstoken.ReasonIssuerUnavailable)
+			// The same document within the bound is accepted.
+			is.mu.Lock()
+			is.jwksBody = append(ks[:len(ks)-1:len(ks)-1], append([]byte(strings.Repeat(" ", accesstoken.MaxDocumentBytes-len(ks))), '}')...)
+			is.mu.Unlock()
+			now = now.Add(accesstoken.MinKeyFetchInterval)
+			if _, err := v.Verify(context.Background(), sign(t, k, is.good(resource, now))); err != nil {
+				t.Fatalf("Content-Length declared %v: a JWKS of exactly MaxDocumentBytes was refused: %v", declared, err)
+			}
 		}
 	})
 	t.Run("slow JWKS", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,6 +26,7 @@ type testIssuer struct {
 	mu         sync.Mutex
 	keys       []jose.JSONWebKey // public keys served
 	jwksBody   []byte            // when set, served instead of keys
+	jwksLength bool              // declare the JWKS's Content-Length
 	jwksFetch  atomic.Int32
 	metaFetch  atomic.Int32
 	oidcOnly   bool          // serve only /.well-known/openid-configuration
@@ -72,6 +74,9 @@ func newIssuer(t testing.TB, ks ...signingKey) *testIssuer {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if is.jwksLength {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		}
 		w.Write(body)
 	})
 	is.srv = httptest.NewServer(mux)
