@@ -15,9 +15,11 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -86,9 +88,47 @@ type Config struct {
 	// (tool_profile is then ignored). A name that is no tool stops the
 	// server at start-up.
 	ToolList []string `toml:"tool_list"`
+	// OAuth is the [oauth] table.
+	OAuth OAuthConfig `toml:"oauth"`
 	// BootstrapToken is WEBCODEX_TOKEN: an admin credential accepted as is
 	// and never stored or logged. Environment only.
 	BootstrapToken string `toml:"-"`
+}
+
+// OAuthConfig is the [oauth] table: an external authorization server whose
+// JWT access tokens the server accepts (issue 26 item 3).
+type OAuthConfig struct {
+	// Issuer is the authorization server's issuer identifier, exactly as
+	// its metadata and its tokens' iss name it: an https URL without a
+	// trailing slash (http only on a loopback address). Empty: none.
+	Issuer string `toml:"issuer"`
+	// Audience is the resource identifier the issuer's tokens must name in
+	// aud; empty means public_url followed by /mcp (Config.OAuthResource).
+	Audience string `toml:"audience"`
+}
+
+// OAuthResource returns the resource identifier access tokens must be
+// issued for: [oauth] audience, else public_url's /mcp, else "" (no public
+// URL).
+func (c Config) OAuthResource() string {
+	if c.OAuth.Audience != "" {
+		return c.OAuth.Audience
+	}
+	if c.PublicURL == "" {
+		return ""
+	}
+	return strings.TrimSuffix(c.PublicURL, "/") + "/mcp"
+}
+
+// OAuthVerifier returns the verifier of the external issuer's access tokens
+// ([oauth] issuer, for OAuthResource), or nil when no issuer is configured.
+// It fetches nothing until its first token. Errors: those of
+// accesstoken.New (Validate has already refused them).
+func (c Config) OAuthVerifier() (*accesstoken.Verifier, error) {
+	if c.OAuth.Issuer == "" {
+		return nil, nil
+	}
+	return accesstoken.New(accesstoken.Config{Issuer: c.OAuth.Issuer, Resource: c.OAuthResource()})
 }
 
 // CredentialEnv returns the names of the environment variables whose values
@@ -316,8 +356,35 @@ func (c Config) Validate() error {
 	if c.ToolProfile != gateway.Core && c.ToolProfile != gateway.Full {
 		return &ConfigError{Source: "config", Key: "tool_profile", Err: fmt.Errorf("%q is not core or full", c.ToolProfile)}
 	}
+	if err := c.validateOAuth(); err != nil {
+		return err
+	}
 	if c.BootstrapToken != "" && len(c.BootstrapToken) < 16 {
 		return &ConfigError{Source: "environment", Key: "WEBCODEX_TOKEN", Err: errors.New("must be at least 16 characters")}
+	}
+	return nil
+}
+
+// validateOAuth checks the [oauth] table: an issuer accesstoken accepts and
+// a resource to verify tokens for.
+func (c Config) validateOAuth() error {
+	if c.OAuth.Issuer == "" {
+		if c.OAuth.Audience != "" {
+			return &ConfigError{Source: "config", Key: "oauth.audience", Err: errors.New("is set without oauth.issuer")}
+		}
+		return nil
+	}
+	if err := accesstoken.ValidIssuer(c.OAuth.Issuer); err != nil {
+		return &ConfigError{Source: "config", Key: "oauth.issuer", Err: errors.New(failure.MessageOf(err))}
+	}
+	if c.OAuth.Audience != "" {
+		u, err := url.Parse(c.OAuth.Audience)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
+			return &ConfigError{Source: "config", Key: "oauth.audience", Err: fmt.Errorf("%q is not an http(s) URL such as https://name.example/mcp", c.OAuth.Audience)}
+		}
+	}
+	if c.OAuthResource() == "" {
+		return &ConfigError{Source: "config", Key: "oauth.issuer", Err: errors.New("needs public_url (or oauth.audience): tokens are verified for that resource")}
 	}
 	return nil
 }
