@@ -27,6 +27,7 @@ import (
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerhub"
@@ -113,6 +114,10 @@ type App struct {
 
 	// live holds the console's streams and verifier (wire_console_live.go).
 	live consoleLive
+
+	// oauth verifies the access tokens of the external issuer ([oauth]
+	// issuer); nil when none is configured.
+	oauth *accesstoken.Verifier
 }
 
 // Open opens the data directory described by cfg and builds the services.
@@ -149,6 +154,9 @@ func (a *App) wire(ctx context.Context) error {
 	a.Auth = authSvc
 	if err := checkTokenProfiles(ctx, a.Auth); err != nil {
 		return err
+	}
+	if a.oauth, err = a.Config.OAuthVerifier(); err != nil {
+		return fmt.Errorf("oauth: %w", err)
 	}
 	a.AdminToken, a.AdminCreated, err = a.Auth.EnsureAdmin(ctx, filepath.Join(a.Config.DataDir, AdminTokenFile))
 	if err != nil {
@@ -235,7 +243,7 @@ func (a *App) recoverCrash(ctx context.Context) error {
 func (a *App) Handler() http.Handler {
 	res, served := a.resource()
 	mux := httpserver.NewMux(httpserver.Options{
-		Auth: a.Auth, AllowedOrigins: a.Config.AllowedOrigins,
+		Auth: credentials{tokens: a.Auth, oauth: a.oauth}, AllowedOrigins: a.Config.AllowedOrigins,
 		LoopbackOnly: a.Config.Loopback(), PublicHosts: a.Config.PublicHosts(), Logger: a.Log,
 		PerPrincipal:     a.Config.RequestsPerPrincipal,
 		ResourceMetadata: res.Resource.MetadataURL, ChallengeScopes: auth.DefaultScopes,

@@ -25,14 +25,18 @@ func (a *App) PublicBase() string {
 // the metadata unserved and the challenges without resource_metadata,
 // logged.
 //
-// AuthorizationServers is empty: no authorization server issues tokens for
-// this resource yet. The built-in one and an external [oauth] issuer
-// (issue 26) are listed here when configured.
+// AuthorizationServers names the external issuer ([oauth] issuer) when one
+// is configured; the built-in authorization server (issue 26) will be
+// listed here too.
 func (a *App) resource() (resourcemeta.Options, bool) {
 	r, err := resourcemeta.For(a.PublicBase())
 	if err != nil {
 		a.Log.Error("oauth: no protected resource metadata", "err", err)
 		return resourcemeta.Options{}, false
 	}
-	return resourcemeta.Options{Resource: r, Scopes: auth.ResourceScopes}, true
+	o := resourcemeta.Options{Resource: r, Scopes: auth.ResourceScopes}
+	if a.oauth != nil {
+		o.AuthorizationServers = []string{a.oauth.Issuer()}
+	}
+	return o, true
 }
