@@ -38,6 +38,7 @@ pairs=(
 	"./internal/memory/memorydb|BenchmarkMemorySetVsInsert|memory_set (new key) / plain SQLite insert|<= 2"
 	"./internal/tools/files|BenchmarkReadThroughTheBoundary|read_files effect: in-process runner boundary / direct|<= 1.05"
 	"./internal/app|BenchmarkReadFilesRunnerVsInProcess|read_files recorded: loopback runner / in-process|<= 1.5|runner"
+	"./internal/app|BenchmarkToolCallOAuthVsPAT|tool call over HTTP: external issuer's access token / wc_pat_|<= 1.05"
 )
 
 # Pairs whose sides each run alone in a process of their own, the two

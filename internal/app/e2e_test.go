@@ -33,13 +33,13 @@ func startApp(t *testing.T, dataDir string, projects ...string) *server {
 }
 
 // startAppWith is startApp with tune, when set, changing the configuration.
-func startAppWith(t *testing.T, dataDir string, tune func(*app.Config), projects ...string) *server {
+func startAppWith(t testing.TB, dataDir string, tune func(*app.Config), projects ...string) *server {
 	t.Helper()
 	return startAppLogging(t, dataDir, slog.New(slog.NewTextHandler(io.Discard, nil)), tune, projects...)
 }
 
 // startAppLogging is startAppWith logging to log.
-func startAppLogging(t *testing.T, dataDir string, log *slog.Logger, tune func(*app.Config), projects ...string) *server {
+func startAppLogging(t testing.TB, dataDir string, log *slog.Logger, tune func(*app.Config), projects ...string) *server {
 	t.Helper()
 	cfg, err := app.LoadConfig(dataDir, func(string) string { return "" })
 	if err != nil {
@@ -68,7 +68,7 @@ func startAppLogging(t *testing.T, dataDir string, log *slog.Logger, tune func(*
 	return s
 }
 
-func (s *server) stop(t *testing.T) {
+func (s *server) stop(t testing.TB) {
 	t.Helper()
 	s.cancel()
 	if err := <-s.done; err != nil {

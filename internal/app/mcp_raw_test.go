@@ -303,7 +303,7 @@ func rawString(t *testing.T, raw json.RawMessage) string {
 }
 
 // rawProjectDir is a project root with a file and an AGENTS.md.
-func rawProjectDir(t *testing.T) string {
+func rawProjectDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello\n"), 0o644); err != nil {

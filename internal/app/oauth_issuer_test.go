@@ -1,10 +1,12 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/transport/resourcemeta"
 )
 
@@ -26,7 +30,7 @@ type testIssuer struct {
 	signer jose.Signer
 }
 
-func newTestIssuer(t *testing.T) *testIssuer {
+func newTestIssuer(t testing.TB) *testIssuer {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -52,7 +56,7 @@ func newTestIssuer(t *testing.T) *testIssuer {
 }
 
 // token signs an access token for audience with scope.
-func (i *testIssuer) token(t *testing.T, audience, scope string) string {
+func (i *testIssuer) token(t testing.TB, audience, scope string) string {
 	t.Helper()
 	now := time.Now()
 	claims, _ := json.Marshal(map[string]any{"iss": i.url, "sub": "alice", "aud": audience, "scope": scope,
@@ -114,4 +118,40 @@ func TestAnExternalIssuersAccessTokenAuthenticates(t *testing.T) {
 	if err := json.Unmarshal(body, &r); code != http.StatusOK || err != nil || !r.Success {
 		t.Fatalf("a wc_ token with an issuer configured: HTTP %d %s", code, body)
 	}
+}
+
+// BenchmarkToolCallOAuthVsPAT alternates the same read-only tool call over
+// HTTP (REST /api/tools/call: the authentication middleware /mcp uses
+// too) authenticated with an external issuer's access token and with a
+// wc_pat_ token. The goal: ratio (oauth over pat) at most 1.05 at
+// the median, the verification cached.
+func BenchmarkToolCallOAuthVsPAT(b *testing.B) {
+	iss := newTestIssuer(b)
+	const public = "https://webcodex.test"
+	s := startAppWith(b, b.TempDir(), func(c *app.Config) {
+		c.PublicURL = public
+		c.OAuth.Issuer = iss.url
+	}, "p="+rawProjectDir(b))
+	defer s.stop(b)
+	pat, _, err := s.a.Auth.CreateToken(context.Background(), "bench", auth.DefaultOwner, []auth.Scope{auth.ScopeProjectRead})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"tool": "project_overview", "arguments": map[string]any{"project": "agent:local:p"}})
+	call := func(token string) func() {
+		return func() {
+			req, _ := http.NewRequest("POST", s.base+"/api/tools/call", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Fatalf("HTTP %d", resp.StatusCode)
+			}
+		}
+	}
+	benchpair.Run(b, "pat", call(pat), "oauth", call(iss.token(b, public+"/mcp", "project:read")))
 }
