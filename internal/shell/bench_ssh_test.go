@@ -22,11 +22,7 @@ import (
 func BenchmarkRemoteShellExec(b *testing.B) {
 	s := sshtest.Start(b, sshtest.Options{})
 	r := s.Resource("bench")
-	p, err := sshresource.NewPool("")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.CloseAll()
+	p := sshtest.Pool(b)
 	ctx := context.Background()
 	master, err := p.Master(ctx, sshresource.Key{Session: testSession, Resource: r.Name, Generation: 1}, r)
 	if err != nil {

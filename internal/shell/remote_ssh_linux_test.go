@@ -22,11 +22,7 @@ import (
 func TestRemoteShellKeepsItsMasterOrFails(t *testing.T) {
 	s := sshtest.Start(t, sshtest.Options{})
 	r := s.Resource("db")
-	p, err := sshresource.NewPool("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.CloseAll()
+	p := sshtest.Pool(t)
 	ctx := context.Background()
 	key := sshresource.Key{Session: testSession, Resource: r.Name, Generation: 1}
 	master, err := p.Master(ctx, key, r)

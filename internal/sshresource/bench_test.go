@@ -21,11 +21,7 @@ import (
 func BenchmarkRunShell(b *testing.B) {
 	s := sshtest.Start(b, sshtest.Options{})
 	r := s.Resource("bench")
-	p, err := sshresource.NewPool("")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.CloseAll()
+	p := sshtest.Pool(b)
 	m, err := p.Master(context.Background(), sshresource.Key{Session: "wc_sess_bench", Resource: r.Name, Generation: 1}, r)
 	if err != nil {
 		b.Fatal(err)

@@ -208,6 +208,19 @@ func (s *Server) Resource(name string) sshresource.Resource {
 	}
 }
 
+// Pool returns a pool of masters in a fresh control directory, every
+// master closed when the test ends (before a server Start made earlier
+// stops).
+func Pool(tb testing.TB) *sshresource.Pool {
+	tb.Helper()
+	p, err := sshresource.NewPool("")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.CloseAll() })
+	return p
+}
+
 // Log returns what sshd has logged so far.
 func (s *Server) Log() string {
 	s.mu.Lock()
