@@ -92,6 +92,14 @@ type Principal struct {
 	// Tools is the credential's tool profile (Token.Tools); empty for the
 	// server's.
 	Tools []string `json:"tools,omitempty"`
+	// Project, when set, is the one project the credential reaches (a
+	// ProjectCredential, a Project Share, an OAuth grant bound to one
+	// project): every other project is refused to it.
+	Project string `json:"project,omitempty"`
+	// OAuthClientID is the OAuth client the credential was issued to, for
+	// a token of the built-in authorization server; empty otherwise. It is
+	// snapshotted into Action Audit events (spec §2).
+	OAuthClientID string `json:"oauth_client_id,omitempty"`
 }
 
 // Has reports whether p holds scope s. admin implies every scope.
