@@ -205,8 +205,10 @@ type Store interface {
 	// RevokeGrant revokes the grant with id at at (already revoked: no
 	// change). Errors: failure.NotFound.
 	RevokeGrant(ctx context.Context, id string, at time.Time) error
-	// Sweep deletes secrets that expired before t and grants revoked or
-	// expired before t with their secrets, and returns how many rows it
-	// deleted.
+	// Sweep deletes unspent secrets that expired before t, and grants
+	// revoked or expired before t with all their secrets, and returns how
+	// many rows it deleted. A spent code or refresh token is kept while its
+	// grant lives, so that presenting it again is always recognised as a
+	// replay.
 	Sweep(ctx context.Context, t time.Time) (int64, error)
 }
