@@ -3,6 +3,7 @@ package clientmeta
 
 import (
 	"context"
+	"crypto/x509"
 	"net/url"
 	"time"
 )
@@ -26,3 +27,10 @@ func IsClientIDURL(id string) bool {
 func (f *Fetcher) Fetch(ctx context.Context, id string) (Document, time.Time, error) {
 	return Document{}, time.Time{}, nil
 }
+
+type Options struct {
+	AllowPrivate bool
+	RootCAs      *x509.CertPool
+}
+
+func New(o Options) *Fetcher { return &Fetcher{} }
