@@ -53,3 +53,19 @@ func TestIsClientIDURL(t *testing.T) {
 		}
 	}
 }
+
+func TestLoopbackOnly(t *testing.T) {
+	for _, c := range []struct {
+		uris []string
+		want bool
+	}{
+		{[]string{"http://localhost/callback", "http://127.0.0.1/callback", "http://[::1]:9/cb"}, true},
+		{[]string{"http://localhost/callback", "https://claude.ai/api/mcp/auth_callback"}, false},
+		{[]string{"https://localhost/callback"}, false},
+		{nil, false},
+	} {
+		if got := (clientmeta.Document{RedirectURIs: c.uris}).LoopbackOnly(); got != c.want {
+			t.Errorf("LoopbackOnly(%q) = %v, want %v", c.uris, got, c.want)
+		}
+	}
+}

@@ -16,6 +16,21 @@ import (
 // it cannot carry a client secret (CIMD draft, client metadata).
 var forbiddenMembers = []string{"client_secret", "client_secret_expires_at"}
 
+// LoopbackOnly reports whether every redirect URI of d is http on a
+// loopback host. Anyone can publish such a document under any name, and
+// only an app on the person's own machine receives its codes, so the
+// consent page warns about it (MCP authorization, "Client ID Metadata
+// Document Security").
+func (d Document) LoopbackOnly() bool {
+	for _, uri := range d.RedirectURIs {
+		u, err := url.Parse(uri)
+		if err != nil || u.Scheme != "http" || !isLoopbackHost(u.Hostname()) {
+			return false
+		}
+	}
+	return len(d.RedirectURIs) > 0
+}
+
 // parseDocument validates body as the document fetched from id (the rules
 // are in the package comment). Errors: failure.InvalidArguments naming the
 // first rule broken.

@@ -1,6 +1,7 @@
 package clientmeta_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -127,6 +128,9 @@ func TestFetchRefusesDocument(t *testing.T) {
 			"client_id " + strconv.Quote(id+"/") + " does not equal the URL it was fetched from, " + q},
 		{"client_id in another case", set("client_id", strings.ToUpper(id)), "",
 			"client_id " + strconv.Quote(strings.ToUpper(id)) + " does not equal the URL it was fetched from, " + q},
+		{"client_id very long", set("client_id", id+strings.Repeat("x", clientmeta.MaxDocumentBytes/2)), "",
+			"client_id " + strconv.Quote((id + strings.Repeat("x", clientmeta.MaxURL))[:clientmeta.MaxURL]) +
+				"… does not equal the URL it was fetched from, " + q},
 		{"client_id missing", del("client_id"), "", "client_id is missing"},
 		{"client_id not a string", set("client_id", 1), "", "client_id is not a string"},
 		{"client_id null", set("client_id", nil), "", "client_id is not a string"},
@@ -420,5 +424,18 @@ func TestBoundsMatchAuthServer(t *testing.T) {
 func TestFetchTimeoutDefault(t *testing.T) {
 	if got := clientmeta.Timeout(clientmeta.New(clientmeta.Options{})); got != clientmeta.FetchTimeout || clientmeta.FetchTimeout != 5*time.Second {
 		t.Fatalf("timeout = %v, want FetchTimeout = 5s", got)
+	}
+}
+
+// TestFetchCancelled: a caller that gave up gets unavailable, and nothing
+// was requested.
+func TestFetchCancelled(t *testing.T) {
+	s := newDocServer(t, func(w http.ResponseWriter, _ *http.Request) { serveJSON(t, w, validDoc("x")) })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	doc, fresh, err := s.fetcher().Fetch(ctx, s.id())
+	wantRefused(t, doc, fresh, err, failure.Unavailable, "fetching the client metadata document was cancelled")
+	if h := s.hits.Load(); h != 0 {
+		t.Fatalf("the server saw %d requests", h)
 	}
 }

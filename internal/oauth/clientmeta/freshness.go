@@ -13,13 +13,15 @@ import (
 //
 //   - Cache-Control no-store or no-cache: MinCacheTTL (the server keeps the
 //     client it enrolled, but asks again as soon as the bound allows);
-//   - else Cache-Control max-age=N: N seconds less the response's Age (a
-//     malformed max-age counts as 0, RFC 9111 §1.2.2);
+//   - else Cache-Control max-age=N: N seconds (a malformed max-age counts
+//     as 0, RFC 9111 §1.2.2);
 //   - else Expires: its distance from the response's Date (from now when
 //     Date is absent or malformed); a malformed Expires is already stale;
-//   - else DefaultCacheTTL;
+//   - else DefaultCacheTTL.
 //
-// then clamped to [MinCacheTTL, MaxCacheTTL].
+// A lifetime from max-age or Expires is reduced by the response's Age (the
+// time it already spent in caches on the way). The result is clamped to
+// [MinCacheTTL, MaxCacheTTL].
 func Freshness(h http.Header, now time.Time) time.Duration {
 	return clampTTL(lifetime(h, now))
 }
@@ -39,8 +41,9 @@ func lifetime(h http.Header, now time.Time) time.Duration {
 			}
 		}
 	}
+	age := parseSeconds(h.Get("Age"))
 	if hasMaxAge {
-		return maxAge - parseSeconds(h.Get("Age"))
+		return maxAge - age
 	}
 	if expires := h.Get("Expires"); expires != "" {
 		at, err := http.ParseTime(expires)
@@ -51,7 +54,7 @@ func lifetime(h http.Header, now time.Time) time.Duration {
 		if err != nil {
 			date = now
 		}
-		return at.Sub(date)
+		return at.Sub(date) - age
 	}
 	return DefaultCacheTTL
 }

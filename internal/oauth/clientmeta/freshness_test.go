@@ -34,6 +34,10 @@ var freshnessCases = []struct {
 	{"no-cache with a field name", map[string][]string{"Cache-Control": {`no-cache="Set-Cookie"`}}, clientmeta.MinCacheTTL},
 	{"no-store with Expires", map[string][]string{"Cache-Control": {"no-store"}, "Expires": {httpDate(testNow.Add(3 * time.Hour))}}, clientmeta.MinCacheTTL},
 	{"Expires from Date", map[string][]string{"Date": {httpDate(testNow.Add(-time.Hour))}, "Expires": {httpDate(testNow.Add(time.Hour))}}, 2 * time.Hour},
+	{"Expires from Date less Age", map[string][]string{
+		"Date": {httpDate(testNow)}, "Expires": {httpDate(testNow.Add(time.Hour))}, "Age": {"900"},
+	}, 45 * time.Minute},
+	{"Age without max-age or Expires", map[string][]string{"Age": {"900"}}, clientmeta.DefaultCacheTTL},
 	{"Expires without Date", map[string][]string{"Expires": {httpDate(testNow.Add(90 * time.Minute))}}, 90 * time.Minute},
 	{"Expires in the past", map[string][]string{"Date": {httpDate(testNow)}, "Expires": {httpDate(testNow.Add(-time.Hour))}}, clientmeta.MinCacheTTL},
 	{"malformed Expires is stale", map[string][]string{"Date": {httpDate(testNow)}, "Expires": {"0"}}, clientmeta.MinCacheTTL},
