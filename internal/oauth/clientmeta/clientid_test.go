@@ -61,7 +61,8 @@ func TestLoopbackOnly(t *testing.T) {
 	}{
 		{[]string{"http://localhost/callback", "http://127.0.0.1/callback", "http://[::1]:9/cb"}, true},
 		{[]string{"http://localhost/callback", "https://claude.ai/api/mcp/auth_callback"}, false},
-		{[]string{"https://localhost/callback"}, false},
+		{[]string{"https://localhost/callback"}, true},
+		{[]string{"http://localhost.example/callback"}, false},
 		{nil, false},
 	} {
 		if got := (clientmeta.Document{RedirectURIs: c.uris}).LoopbackOnly(); got != c.want {

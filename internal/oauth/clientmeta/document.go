@@ -16,15 +16,15 @@ import (
 // it cannot carry a client secret (CIMD draft, client metadata).
 var forbiddenMembers = []string{"client_secret", "client_secret_expires_at"}
 
-// LoopbackOnly reports whether every redirect URI of d is http on a
-// loopback host. Anyone can publish such a document under any name, and
+// LoopbackOnly reports whether every redirect URI of d goes to a loopback
+// host (localhost, 127.0.0.1, [::1]; http or https). Anyone can publish such a document under any name, and
 // only an app on the person's own machine receives its codes, so the
 // consent page warns about it (MCP authorization, "Client ID Metadata
 // Document Security").
 func (d Document) LoopbackOnly() bool {
 	for _, uri := range d.RedirectURIs {
 		u, err := url.Parse(uri)
-		if err != nil || u.Scheme != "http" || !isLoopbackHost(u.Hostname()) {
+		if err != nil || !isLoopbackHost(u.Hostname()) {
 			return false
 		}
 	}
