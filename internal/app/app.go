@@ -126,8 +126,8 @@ type App struct {
 	// when [oauth] enabled is off.
 	oauthStore *oauthdb.Store
 	authSrv    *authserver.Service
-	// clientMetadataRoots, when set (tests), are the TLS roots the
-	// authorization server fetches client metadata documents with.
+	// clientMetadataRoots are [oauth] client_metadata_ca_file's
+	// certificates; nil means the system's.
 	clientMetadataRoots *x509.CertPool
 }
 

@@ -110,6 +110,11 @@ type OAuthConfig struct {
 	// the operator's own network, tests). Off, they are refused: the
 	// fetch must not become a way into the server's network.
 	ClientMetadataPrivate bool `toml:"client_metadata_private"`
+	// ClientMetadataCAFile, when set, is a PEM file of the certificate
+	// authorities the built-in server trusts when it fetches client
+	// metadata documents, instead of the system's (a private CA on the
+	// operator's network, tests).
+	ClientMetadataCAFile string `toml:"client_metadata_ca_file"`
 	// Issuer is the authorization server's issuer identifier, exactly as
 	// its metadata and its tokens' iss name it: an https URL without a
 	// trailing slash (http only on a loopback address). Empty: none.
@@ -392,6 +397,9 @@ func (c Config) validateOAuth() error {
 	}
 	if c.OAuth.ClientMetadataPrivate && !c.OAuth.Enabled {
 		return &ConfigError{Source: "config", Key: "oauth.client_metadata_private", Err: errors.New("is set without oauth.enabled")}
+	}
+	if c.OAuth.ClientMetadataCAFile != "" && !c.OAuth.Enabled {
+		return &ConfigError{Source: "config", Key: "oauth.client_metadata_ca_file", Err: errors.New("is set without oauth.enabled")}
 	}
 	if c.OAuth.Issuer == "" {
 		if c.OAuth.Audience != "" {

@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/webcodex/webcodex/internal/console"
@@ -14,12 +16,23 @@ import (
 	"github.com/webcodex/webcodex/internal/transport/resourcemeta"
 )
 
-// openAuthServerStore opens oauth.db when the built-in authorization
-// server is enabled ([oauth] enabled); the server itself is built with the
-// handler, when the public base (its issuer) is known.
+// openAuthServerStore opens oauth.db and reads the client metadata CA
+// file when the built-in authorization server is enabled ([oauth]
+// enabled); the server itself is built with the handler, when the public
+// base (its issuer) is known.
 func (a *App) openAuthServerStore(ctx context.Context) error {
 	if !a.Config.OAuth.Enabled {
 		return nil
+	}
+	if f := a.Config.OAuth.ClientMetadataCAFile; f != "" {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("oauth: client_metadata_ca_file: %w", err)
+		}
+		a.clientMetadataRoots = x509.NewCertPool()
+		if !a.clientMetadataRoots.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("oauth: client_metadata_ca_file %s holds no PEM certificate", f)
+		}
 	}
 	st, err := oauthdb.Open(ctx, filepath.Join(a.Config.DataDir, oauthdb.FileName))
 	if err != nil {
@@ -55,7 +68,7 @@ func (a *App) mountAuthServer(mux *httpserver.Mux, s *authserver.Service) {
 	if s == nil {
 		return
 	}
-	if err := oauthhttp.Register(mux, oauthhttp.Options{Server: s, ConsentURL: s.Issuer() + console.ConsentPath}); err != nil {
+	if err := oauthhttp.Register(mux, oauthhttp.Options{Server: s, ConsentURL: console.ConsentPath}); err != nil {
 		a.Log.Error("oauth: authorization server not mounted", "err", err)
 	}
 }

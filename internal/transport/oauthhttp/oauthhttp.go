@@ -51,7 +51,7 @@ const corsAllowHeaders = "Authorization, Content-Type, MCP-Protocol-Version"
 // Options configure the endpoints.
 type Options struct {
 	Server *authserver.Service
-	// ConsentURL is the URL of the console's consent page the
+	// ConsentURL is the path of the console's consent page the
 	// authorization endpoint sends the browser to, with the request's
 	// query.
 	ConsentURL string
