@@ -8,10 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/benchpair"
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
 	"github.com/webcodex/webcodex/internal/transport/oauthhttp"
 )
@@ -29,7 +32,7 @@ func oauthServer(t *testing.T, tune func(*app.Config)) *server {
 }
 
 // register enrols a public client by DCR with the go-sdk's client.
-func register(t *testing.T, s *server, redirect string) string {
+func register(t testing.TB, s *server, redirect string) string {
 	t.Helper()
 	r, err := oauthex.RegisterClient(context.Background(), s.base+authserver.RegisterPath, &oauthex.ClientRegistrationMetadata{
 		ClientName: "attack test", RedirectURIs: []string{redirect}, TokenEndpointAuthMethod: "none",
@@ -53,7 +56,7 @@ func authorizeURL(s *server, client, verifier string, extra url.Values) string {
 }
 
 // exchange posts a token request and returns the status and the body.
-func exchange(t *testing.T, s *server, form url.Values) (int, map[string]any) {
+func exchange(t testing.TB, s *server, form url.Values) (int, map[string]any) {
 	t.Helper()
 	resp, err := http.PostForm(s.base+authserver.TokenPath, form)
 	if err != nil {
@@ -260,4 +263,47 @@ func mustParse(t *testing.T, raw string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// BenchmarkMCPToolCallBuiltinOAuthVsPAT alternates the same read-only MCP
+// tools/call (go-sdk client sessions) authenticated with an access token
+// of the built-in authorization server and with a wc_pat_ token of the
+// same scope. The goal: ratio (oauth over pat) at most 1.05 at the
+// median, validation cached (oauth.db's read cache, like auth.db's).
+func BenchmarkMCPToolCallBuiltinOAuthVsPAT(b *testing.B) {
+	s := startAppWith(b, b.TempDir(), func(c *app.Config) { c.OAuth.Enabled = true }, "p="+rawProjectDir(b))
+	defer s.stop(b)
+	br := newBrowser(b, s)
+	client := register(b, s, flowRedirect)
+	verifier := oauth2.GenerateVerifier()
+	code := br.consent(authorizeURL(s, client, verifier, nil), "approve", "").Query().Get("code")
+	_, tok := exchange(b, s, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {flowRedirect},
+		"client_id": {client}, "code_verifier": {verifier}})
+	access, _ := tok["access_token"].(string)
+	pat, _, err := s.a.Auth.CreateToken(context.Background(), "bench", auth.DefaultOwner, []auth.Scope{auth.ScopeProjectRead})
+	if err != nil || access == "" {
+		b.Fatalf("tokens: %v %v", tok, err)
+	}
+	session := func(token string) *mcp.ClientSession {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
+			Endpoint: s.base + "/mcp", DisableStandaloneSSE: true, MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: bearerTransport{token: token, base: http.DefaultTransport}},
+		}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	call := func(cs *mcp.ClientSession) func() {
+		params := &mcp.CallToolParams{Name: "project_overview", Arguments: map[string]any{"project": "agent:local:p"}}
+		return func() {
+			res, err := cs.CallTool(context.Background(), params)
+			if err != nil || res.IsError {
+				b.Fatalf("tools/call: %v %+v", err, res)
+			}
+		}
+	}
+	benchpair.Run(b, "pat", call(session(pat)), "oauth", call(session(access)))
 }

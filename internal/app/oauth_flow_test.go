@@ -34,12 +34,12 @@ const flowRedirect = "http://127.0.0.1:38411/callback"
 // token, follows the authorization server's redirects to the consent page
 // and submits its form, stopping where it would leave the server.
 type browser struct {
-	t      *testing.T
+	t      testing.TB
 	base   string
 	client *http.Client
 }
 
-func newBrowser(t *testing.T, s *server) *browser {
+func newBrowser(t testing.TB, s *server) *browser {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	host := strings.TrimPrefix(s.base, "http://")
@@ -98,7 +98,7 @@ func (b *browser) consent(authURL, decision, project string) *url.URL {
 	return loc
 }
 
-func readAll(t *testing.T, resp *http.Response) []byte {
+func readAll(t testing.TB, resp *http.Response) []byte {
 	t.Helper()
 	defer resp.Body.Close()
 	var sb strings.Builder
