@@ -38,6 +38,20 @@ func TestOAuthConfig(t *testing.T) {
 			t.Fatalf("verifier %v %v", v, err)
 		}
 	})
+	t.Run("BuiltIn", func(t *testing.T) {
+		cfg, err := load(t, "[oauth]\nenabled = true\nclient_metadata_private = true\n")
+		if err != nil || !cfg.OAuth.Enabled || !cfg.OAuth.ClientMetadataPrivate {
+			t.Fatalf("%+v %v", cfg.OAuth, err)
+		}
+		cfg, err = app.LoadConfig(t.TempDir(), env(map[string]string{"WEBCODEX_OAUTH": "true"}))
+		if err != nil || !cfg.OAuth.Enabled {
+			t.Fatalf("WEBCODEX_OAUTH=true: %+v %v", cfg.OAuth, err)
+		}
+		var ce *app.ConfigError
+		if _, err := app.LoadConfig(t.TempDir(), env(map[string]string{"WEBCODEX_OAUTH": "yes please"})); !errors.As(err, &ce) || ce.Key != "WEBCODEX_OAUTH" {
+			t.Fatalf("WEBCODEX_OAUTH=yes please: %v", err)
+		}
+	})
 	t.Run("AudienceOverride", func(t *testing.T) {
 		cfg, err := load(t, "[oauth]\nissuer = \"http://127.0.0.1:9000\"\naudience = \"https://wc.example/mcp\"\n")
 		if err != nil || cfg.OAuthResource() != "https://wc.example/mcp" {
@@ -45,14 +59,17 @@ func TestOAuthConfig(t *testing.T) {
 		}
 	})
 	for name, tc := range map[string]struct{ toml, key string }{
-		"plain http issuer":     {"public_url = \"https://wc.example\"\n[oauth]\nissuer = \"http://login.example\"\n", "oauth.issuer"},
-		"trailing slash":        {"public_url = \"https://wc.example\"\n[oauth]\nissuer = \"https://login.example/\"\n", "oauth.issuer"},
-		"issuer with a query":   {"public_url = \"https://wc.example\"\n[oauth]\nissuer = \"https://login.example?a=b\"\n", "oauth.issuer"},
-		"no resource":           {"[oauth]\nissuer = \"https://login.example\"\n", "oauth.issuer"},
-		"audience alone":        {"[oauth]\naudience = \"https://wc.example/mcp\"\n", "oauth.audience"},
-		"audience not a URL":    {"[oauth]\nissuer = \"https://login.example\"\naudience = \"wc\"\n", "oauth.audience"},
-		"unknown key in oauth":  {"[oauth]\nissuer = \"https://login.example\"\nisuer = \"x\"\n", "oauth.isuer"},
-		"oauth is not a string": {"oauth = \"https://login.example\"\n", "(syntax)"},
+		"plain http issuer":        {"public_url = \"https://wc.example\"\n[oauth]\nissuer = \"http://login.example\"\n", "oauth.issuer"},
+		"trailing slash":           {"public_url = \"https://wc.example\"\n[oauth]\nissuer = \"https://login.example/\"\n", "oauth.issuer"},
+		"issuer with a query":      {"public_url = \"https://wc.example\"\n[oauth]\nissuer = \"https://login.example?a=b\"\n", "oauth.issuer"},
+		"no resource":              {"[oauth]\nissuer = \"https://login.example\"\n", "oauth.issuer"},
+		"audience alone":           {"[oauth]\naudience = \"https://wc.example/mcp\"\n", "oauth.audience"},
+		"audience not a URL":       {"[oauth]\nissuer = \"https://login.example\"\naudience = \"wc\"\n", "oauth.audience"},
+		"unknown key in oauth":     {"[oauth]\nissuer = \"https://login.example\"\nisuer = \"x\"\n", "oauth.isuer"},
+		"oauth is not a string":    {"oauth = \"https://login.example\"\n", "(syntax)"},
+		"built-in and issuer":      {"public_url = \"https://wc.example\"\n[oauth]\nenabled = true\nissuer = \"https://login.example\"\n", "oauth.enabled"},
+		"private without built-in": {"[oauth]\nclient_metadata_private = true\n", "oauth.client_metadata_private"},
+		"ca file without built-in": {"[oauth]\nclient_metadata_ca_file = \"/ca.pem\"\n", "oauth.client_metadata_ca_file"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := load(t, tc.toml)
