@@ -78,6 +78,12 @@ func TestProjectCredentialReachesOneProject(t *testing.T) {
 	if r := newestRecord(t, s, qs); r.ErrorKind != "permission_denied" || r.Tool != "work_on_project" {
 		t.Fatalf("the refused take-over's evidence: %+v", r)
 	}
+	// A call on no project may not record into another project's session.
+	_, r := toolCall(t, s, cred, "list_runners", map[string]any{}, qs)
+	wantFail(t, r, "session_project_mismatch")
+	if qe := rawEvents(t, s, qs); qe != qEvents {
+		t.Fatalf("q's session moved: %d→%d", qEvents, qe)
+	}
 
 	if n := statusProjects(t, s, cred); n != 1 {
 		t.Errorf("the credential's status counts %d projects, want its one", n)
