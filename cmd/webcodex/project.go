@@ -16,7 +16,7 @@ import (
 )
 
 func newProjectCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "project", Short: "Register, list and remove local projects"}
+	cmd := &cobra.Command{Use: "project", Short: "Register, list, remove and share projects"}
 	var sandbox string
 	add := &cobra.Command{
 		Use:   "add [NAME=]DIR",
@@ -127,7 +127,7 @@ func newProjectCmd(g *globals) *cobra.Command {
 		},
 	}
 	remove.Flags().BoolVar(&force, "force", false, "remove a worktree even with an active session or uncommitted changes")
-	cmd.AddCommand(add, list, remove)
+	cmd.AddCommand(add, list, remove, newProjectShareCmd(g))
 	return cmd
 }
 

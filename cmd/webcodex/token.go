@@ -5,52 +5,79 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/project"
 )
 
 func newTokenCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "token", Short: "Create, list and revoke API tokens"}
+	cmd := &cobra.Command{Use: "token", Short: "Create, list and revoke API tokens and project credentials"}
 	var (
-		name, owner, scopes, tools string
-		asJSON                     bool
+		name, owner, scopes, tools, bound string
+		expires                           time.Duration
+		asJSON                            bool
 	)
 	create := &cobra.Command{
 		Use:   "create",
-		Short: "Create an API token (printed once)",
-		Args:  cobra.NoArgs,
+		Short: "Create an API token, or with --project a project credential (printed once)",
+		Long: "Create an API token (a direct runtime credential). With --project, create a project credential " +
+			"instead: a temporary token that reaches only that project and expires (--expires, default " +
+			auth.DefaultProjectCredentialTTL.String() + ", at most " + auth.MaxProjectCredentialTTL.String() + "); " +
+			"it never carries memory:read, memory:manage, account:manage or admin, and cannot sign in to the console.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAuth(cmd.Context(), g, func(svc *auth.Service) error {
-				sc, err := auth.ParseScopes(scopes)
+			ctx := cmd.Context()
+			if bound == "" && name == "" {
+				return failure.New(failure.InvalidArguments, "--name is required (it may be left out only with --project)")
+			}
+			if bound == "" && cmd.Flags().Changed("expires") {
+				return failure.New(failure.InvalidArguments, "--expires applies to a project credential (--project); an API token lasts until revoked")
+			}
+			if bound != "" && tools != "" {
+				return failure.New(failure.InvalidArguments, "--tools applies to an API token, not a project credential")
+			}
+			return withCredentialStores(ctx, g, func(svc *auth.Service, r *project.Registry) error {
+				var sc []auth.Scope
+				if bound == "" || cmd.Flags().Changed("scopes") {
+					var err error
+					if sc, err = auth.ParseScopes(scopes); err != nil {
+						return err
+					}
+				}
+				var (
+					raw string
+					tok auth.Token
+					err error
+				)
+				if bound != "" {
+					raw, tok, err = createProjectCredential(ctx, svc, r, name, owner, cmd.Flags().Changed("owner"), bound, sc, expires)
+				} else {
+					var names []string
+					if tools != "" {
+						names = strings.Split(tools, ",")
+					}
+					raw, tok, err = svc.CreateTokenWithTools(ctx, name, owner, sc, names)
+				}
 				if err != nil {
 					return err
 				}
-				var names []string
-				if tools != "" {
-					names = strings.Split(tools, ",")
-				}
-				raw, tok, err := svc.CreateTokenWithTools(cmd.Context(), name, owner, sc, names)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(cmd.OutOrStdout(), map[string]any{"token": raw, "record": tok})
-				}
-				fprintf(cmd.OutOrStdout(), "Created %s (%s, owner %s, scopes %s).\nToken (shown once):\n  %s\n",
-					tok.ID, tok.Name, tok.Owner, joinScopes(tok.Scopes), raw)
-				return nil
+				return printCreated(cmd, raw, tok, asJSON)
 			})
 		},
 	}
-	create.Flags().StringVar(&name, "name", "", "label for the token (required)")
+	create.Flags().StringVar(&name, "name", "", "label for the token (required without --project)")
 	create.Flags().StringVar(&owner, "owner", auth.DefaultOwner, "authority group; sessions are private to their creating group")
-	create.Flags().StringVar(&scopes, "scopes", joinScopes(auth.DefaultScopes), "comma-separated scopes: "+joinScopes(auth.AllScopes))
+	create.Flags().StringVar(&scopes, "scopes", joinScopes(auth.DefaultScopes), "comma-separated scopes: "+joinScopes(auth.AllScopes)+
+		" (with --project: among "+joinScopes(auth.ProjectScopes)+", default all of those)")
 	create.Flags().StringVar(&tools, "tools", "", "the token's MCP tool profile: core, full or comma-separated tools (default: the server's tool_profile)")
+	create.Flags().StringVar(&bound, "project", "", "make a project credential reaching only this project (id, or a local project's name)")
+	create.Flags().DurationVar(&expires, "expires", 0, "with --project: how long the credential lasts, e.g. 8h (default "+auth.DefaultProjectCredentialTTL.String()+")")
 	create.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	create.MarkFlagRequired("name")
 
 	var listJSON bool
 	list := &cobra.Command{
@@ -71,7 +98,7 @@ func newTokenCmd(g *globals) *cobra.Command {
 
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
-		Short: "Revoke an API token",
+		Short: "Revoke a token (an API token, a project credential or a project share)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withAuth(cmd.Context(), g, func(svc *auth.Service) error {
@@ -121,17 +148,28 @@ func printTokens(w io.Writer, toks []auth.Token, asJSON bool) error {
 		return nil
 	}
 	tw := table(w)
-	fmt.Fprintln(tw, "ID\tNAME\tOWNER\tSCOPES\tCREATED\tSTATUS")
+	fmt.Fprintln(tw, "ID\tKIND\tNAME\tOWNER\tPROJECT\tSCOPES\tCREATED\tEXPIRES\tSTATUS")
+	now := time.Now()
 	for _, t := range toks {
 		status := "active"
-		if t.Revoked() {
+		switch {
+		case t.Revoked():
 			status = "revoked " + t.RevokedAt.Format("2006-01-02")
+		case t.Expired(now):
+			status = "expired"
 		}
-		scopes := joinScopes(t.Scopes)
+		kind, scopes := string(t.Kind), joinScopes(t.Scopes)
 		if t.Runner != "" {
-			scopes = "(runner channel only)"
+			kind, scopes = "runner", "(runner channel only)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Owner, scopes, t.CreatedAt.Format("2006-01-02 15:04"), status)
+		proj, exp := "-", "-"
+		if t.Project != "" {
+			proj = t.Project
+		}
+		if t.ExpiresAt != nil {
+			exp = t.ExpiresAt.Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, kind, t.Name, t.Owner, proj, scopes, t.CreatedAt.Format("2006-01-02 15:04"), exp, status)
 	}
 	return tw.Flush()
 }

@@ -477,7 +477,9 @@ func (a *App) Status(ctx context.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps, err := a.Projects.List(ctx)
+	// Counted as the caller sees them: a credential bound to one project
+	// learns of no other.
+	ps, err := visibleProjects{a.Projects}.List(ctx)
 	if err != nil {
 		return nil, err
 	}

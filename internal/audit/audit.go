@@ -193,8 +193,9 @@ type StatsQuery struct {
 	EventsPerSession int    // newest events scanned per session
 }
 
-// OAuthClientUsage is one by_oauth_client entry. Name is filled by the
-// operator layer (the audit store knows only the id).
+// OAuthClientUsage is one by_oauth_client entry. Name is filled by
+// Service.Stats from its ClientNames lookup (the audit store knows only
+// the id); empty when there is none or it does not know the client.
 type OAuthClientUsage struct {
 	ClientID string `json:"client_id"`
 	Name     string `json:"name"`

@@ -23,6 +23,23 @@ type Service struct {
 	failures atomic.Int64
 	writer   writer
 	affinity affinityCache
+	names    atomic.Pointer[ClientNames]
+}
+
+// ClientNames returns the display names of the OAuth clients ids names
+// (by id); an id it does not know is absent. It must not fail the caller:
+// a client it cannot name keeps an empty Name.
+type ClientNames func(ctx context.Context, ids []string) map[string]string
+
+// NameClients sets the lookup Stats fills OAuthClientUsage.Name with (the
+// built-in authorization server's client store); nil leaves names empty.
+// It is safe to call at any time.
+func (s *Service) NameClients(f ClientNames) {
+	if f == nil {
+		s.names.Store(nil)
+		return
+	}
+	s.names.Store(&f)
 }
 
 // NewService returns a Service over store. now may be nil (time.Now).
@@ -257,7 +274,29 @@ func (s *Service) Stats(ctx context.Context, sessionID string, limit int) (Stats
 	if sessionID != "" {
 		q.Sessions, q.EventsPerSession = 1, MaxStatsEventsOneSession
 	}
-	return s.store.Stats(ctx, q)
+	st, err := s.store.Stats(ctx, q)
+	if err != nil {
+		return Stats{}, err
+	}
+	s.nameClients(ctx, st.Attribution.ByOAuthClient)
+	return st, nil
+}
+
+// nameClients fills the Name of each usage entry the ClientNames lookup
+// knows.
+func (s *Service) nameClients(ctx context.Context, usage []OAuthClientUsage) {
+	f := s.names.Load()
+	if f == nil || len(usage) == 0 {
+		return
+	}
+	ids := make([]string, len(usage))
+	for i, u := range usage {
+		ids[i] = u.ClientID
+	}
+	names := (*f)(ctx, ids)
+	for i := range usage {
+		usage[i].Name = names[usage[i].ClientID]
+	}
 }
 
 // Tools aggregates the newest limit model_ergonomics records per tool

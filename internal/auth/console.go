@@ -108,7 +108,9 @@ type ConsoleLogin struct {
 //
 // Errors: failure.Unauthenticated when raw is not a valid, unrevoked API
 // token (the bootstrap credential cannot sign in: it is never stored, so
-// no console session could be judged against it later); failure.Unavailable
+// no console session could be judged against it later; nor can a project
+// credential or project share, which reach one project, not the console's
+// every project); failure.Unavailable
 // when the service has no console store or a store cannot be reached.
 func (s *Service) LoginConsole(ctx context.Context, raw string) (ConsoleLogin, error) {
 	if s.consoles == nil {
@@ -119,7 +121,7 @@ func (s *Service) LoginConsole(ctx context.Context, raw string) (ConsoleLogin, e
 		return ConsoleLogin{}, err
 	}
 	if p.Kind != KindAPIToken {
-		return ConsoleLogin{}, failure.New(failure.Unauthenticated, "the console takes an API token (%s...), not the bootstrap credential", TokenPrefix)
+		return ConsoleLogin{}, failure.New(failure.Unauthenticated, "the console takes an API token (%s... made by webcodex token create), not a %s", TokenPrefix, p.Kind)
 	}
 	b := make([]byte, consoleSecretBytes)
 	rand.Read(b)
@@ -156,7 +158,7 @@ func (s *Service) ConsolePrincipal(ctx context.Context, cookie string) (Principa
 		return Principal{}, failure.New(failure.Unauthenticated, "the console session expired")
 	}
 	t, err := s.store.FindByHash(ctx, row.TokenHash)
-	if failure.Is(err, failure.NotFound) || err == nil && t.Revoked() {
+	if failure.Is(err, failure.NotFound) || err == nil && (t.Revoked() || t.Expired(s.clock()) || tokenPrincipal(t).Kind != KindAPIToken) {
 		return Principal{}, failure.New(failure.Unauthenticated, "the console session's token is unknown or revoked")
 	}
 	if err != nil {

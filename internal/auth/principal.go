@@ -70,11 +70,21 @@ func ValidScope(s Scope) bool { return slices.Contains(AllScopes, s) }
 // Kind is the canonical credential kind of a principal.
 type Kind string
 
-// Principal kinds.
+// Principal kinds: the canonical credential kinds Action Audit snapshots
+// (the values of the reference server's principal_kind).
 const (
+	// KindAPIToken is a direct runtime credential (a wc_pat_ token made by
+	// `webcodex token create`).
 	KindAPIToken  Kind = "api_token"
 	KindBootstrap Kind = "bootstrap"
 	KindLocal     Kind = "local"
+	// KindProjectCredential is a temporary token bound to exactly one
+	// project, with an expiry (what `webcodex share` hands out).
+	KindProjectCredential Kind = "project-credential"
+	// KindProjectShare is a revocable token granting scoped access to one
+	// project to another authority group (the token's owner is the
+	// grantee's group).
+	KindProjectShare Kind = "project-share"
 )
 
 // DefaultOwner is the authority group of the local user: the first-start

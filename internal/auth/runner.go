@@ -55,7 +55,7 @@ func (s *Service) CreateRunnerToken(ctx context.Context, clientID, owner string)
 	b := make([]byte, tokenSecretBytes)
 	rand.Read(b)
 	raw := RunnerTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
-	t := Token{ID: newTokenID(), Name: "runner " + clientID, Owner: owner, Scopes: []Scope{}, CreatedAt: s.clock(), Runner: clientID}
+	t := Token{ID: newTokenID(), Name: "runner " + clientID, Owner: owner, Scopes: []Scope{}, CreatedAt: s.clock(), Runner: clientID, Kind: KindAPIToken}
 	if err := s.store.Create(ctx, t, HashToken(raw)); err != nil {
 		return "", Token{}, err
 	}

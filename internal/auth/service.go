@@ -153,6 +153,7 @@ func (s *Service) CreateTokenWithTools(ctx context.Context, name, owner string, 
 		Scopes:    norm,
 		CreatedAt: s.clock(),
 		Tools:     slices.Clone(tools),
+		Kind:      KindAPIToken,
 	}
 	if err := s.store.Create(ctx, t, HashToken(raw)); err != nil {
 		return "", Token{}, err
@@ -210,14 +211,16 @@ func (s *Service) RevokeToken(ctx context.Context, id string) (Token, error) {
 //
 // The bootstrap credential (when configured) is compared in constant time
 // and yields Principal{Kind: KindBootstrap, ID: BootstrapID, Owner:
-// DefaultOwner, Scopes: [admin]}. An API token yields Principal{Kind:
-// KindAPIToken, ID: token id, Owner, Scopes} and, at most once per
+// DefaultOwner, Scopes: [admin]}. A token yields Principal{Kind: the
+// token's kind, ID: token id, Owner, Scopes, Tools, Project: the one
+// project a project credential or project share reaches} and, at most once per
 // LastUsedGranularity, records its LastUsedAt (best effort: a failed update
 // is logged and does not fail authentication).
 //
-// Errors: failure.Unauthenticated for an empty, malformed, unknown or
-// revoked credential (the message never echoes it); failure.Unavailable when
-// the store cannot be read.
+// Errors: failure.Unauthenticated for an empty, malformed, unknown,
+// revoked or expired credential (the message never echoes it; an expired
+// one is said to be "expired"); failure.Unavailable when the store cannot
+// be read.
 func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, error) {
 	if raw == "" {
 		return Principal{}, failure.New(failure.Unauthenticated, "a bearer credential is required")
@@ -242,6 +245,9 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, erro
 		return Principal{}, failure.New(failure.Unauthenticated, "the bearer credential is unknown or revoked")
 	}
 	now := s.clock()
+	if t.Expired(now) {
+		return Principal{}, failure.New(failure.Unauthenticated, "the bearer credential expired")
+	}
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= LastUsedGranularity {
 		// Detached: a client that hangs up must not undo bookkeeping for
 		// a request that was already authenticated.
@@ -252,9 +258,15 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, erro
 	return tokenPrincipal(t), nil
 }
 
-// tokenPrincipal is the principal an API token stands for.
+// tokenPrincipal is the principal a token stands for: of the token's kind
+// (KindAPIToken when it has none), reaching only the token's project when
+// it is bound to one.
 func tokenPrincipal(t Token) Principal {
-	return Principal{Kind: KindAPIToken, ID: t.ID, Owner: t.Owner, Scopes: slices.Clone(t.Scopes), Tools: slices.Clone(t.Tools)}
+	kind := t.Kind
+	if kind == "" {
+		kind = KindAPIToken
+	}
+	return Principal{Kind: kind, ID: t.ID, Owner: t.Owner, Scopes: slices.Clone(t.Scopes), Tools: slices.Clone(t.Tools), Project: t.Project}
 }
 
 // clock returns the current time in UTC without a monotonic reading, so

@@ -106,6 +106,7 @@ func TestTokenLifecycle(t *testing.T) {
 		ID: tok.ID, Name: "ci bot", Owner: "team-a",
 		Scopes:    []auth.Scope{auth.ScopeProjectRead, auth.ScopeJobRun}, // deduplicated, canonical order
 		CreatedAt: created,
+		Kind:      auth.KindAPIToken,
 	}
 	if diff := cmp.Diff(want, tok); diff != "" {
 		t.Errorf("CreateToken record (-want +got):\n%s", diff)

@@ -65,6 +65,17 @@ type Token struct {
 	// Runner is the client id of the `webcodex runner` a runner token
 	// (RunnerTokenPrefix) authenticates; empty for an API token.
 	Runner string `json:"runner,omitempty"`
+	// Kind is the credential kind of the principal the token stands for:
+	// KindAPIToken (a direct runtime credential; also every runner token
+	// and every token created before kinds existed), KindProjectCredential
+	// or KindProjectShare.
+	Kind Kind `json:"kind"`
+	// Project is the one project a project-bound token (a project
+	// credential or a project share) reaches; empty for an API token.
+	Project string `json:"project,omitempty"`
+	// ExpiresAt is when the token stops authenticating; nil: never (an API
+	// token, a project share created without an expiry).
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 // MaxTokenTools bounds the names of a token's tool profile, and
@@ -77,12 +88,16 @@ const (
 // Revoked reports whether t has been revoked.
 func (t Token) Revoked() bool { return t.RevokedAt != nil }
 
+// Expired reports whether t has an expiry at or before now.
+func (t Token) Expired(now time.Time) bool { return t.ExpiresAt != nil && !now.Before(*t.ExpiresAt) }
+
 // Store persists API tokens. Implementations store the hash they are given
 // and never see a raw token. Every mutating method returns only after its
 // change is durable.
 type Store interface {
-	// Create inserts t with the token hash. failure.Conflict when the id or
-	// the hash already exists.
+	// Create inserts t with the token hash (an empty Kind is stored, and
+	// read back, as KindAPIToken). failure.Conflict when the id or the
+	// hash already exists.
 	Create(ctx context.Context, t Token, hash string) error
 	// List returns every token, revoked ones included, ordered by creation
 	// time and then id.

@@ -1,8 +1,10 @@
 package console
 
 import (
+	"cmp"
 	"html/template"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +37,19 @@ type AuditData struct {
 	// Tools is the per-tool report; Charts draw it.
 	Tools  audit.ToolReport
 	Charts AuditCharts
+	// Usage is who made the calls: by credential kind and by OAuth
+	// client (the attribution of POST /api/audit/stats over its default
+	// window), with UsageCoverage saying what it covers.
+	Usage         []KindUsage
+	Clients       []audit.OAuthClientUsage
+	Unattributed  int64
+	UsageCoverage string
+}
+
+// KindUsage is the count of audited calls made with one credential kind.
+type KindUsage struct {
+	Kind  string
+	Count int64
 }
 
 // AuditSessionRow is one Action Audit session as the list shows it.
@@ -97,7 +112,13 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d := AuditData{Tools: rep, Charts: auditCharts(rep), Coverage: toolCoverage(rep, sessions)}
+	st, err := svc.Stats(r.Context(), "", 0)
+	if err != nil {
+		return err
+	}
+	d := AuditData{Tools: rep, Charts: auditCharts(rep), Coverage: toolCoverage(rep, sessions),
+		Usage: kindUsage(st.Attribution), Clients: st.Attribution.ByOAuthClient, Unattributed: st.Attribution.UnattributedCount,
+		UsageCoverage: usageCoverage(st)}
 	for _, ss := range sessions {
 		d.Sessions = append(d.Sessions, auditRow(ss))
 	}
@@ -137,6 +158,32 @@ func (s *Server) auditSession(w http.ResponseWriter, r *http.Request) error {
 		d.Events = append(d.Events, AuditEventRow{EventView: e, Started: time.Unix(e.StartedAt, 0), Failed: e.Status == audit.EventFailed || e.Status == audit.EventTimeoutOrUnknown})
 	}
 	return s.render(w, r, http.StatusOK, "audit_session", "Audit session "+sess.SessionID, "audit", d)
+}
+
+// kindUsage orders the by-kind counts most-used first, then by kind.
+func kindUsage(a audit.AttributionStats) []KindUsage {
+	out := make([]KindUsage, 0, len(a.ByPrincipalKind))
+	for k, n := range a.ByPrincipalKind {
+		out = append(out, KindUsage{Kind: k, Count: n})
+	}
+	slices.SortFunc(out, func(x, y KindUsage) int {
+		if x.Count != y.Count {
+			return cmp.Compare(y.Count, x.Count)
+		}
+		return strings.Compare(x.Kind, y.Kind)
+	})
+	return out
+}
+
+// usageCoverage says which calls the usage tables count: the events
+// scanned of the newest audit sessions (the stats API's default window).
+func usageCoverage(st audit.Stats) string {
+	out := "Calls of the newest " + thousands(st.SessionsScanned) + " of " + thousands(st.SessionsAvailable) + " audit sessions (" +
+		thousands(st.EventsScanned) + " of their " + thousands(st.EventsAvailable) + " retained calls)"
+	if st.Partial {
+		return out + "; older calls are not counted."
+	}
+	return out + "."
 }
 
 func auditRow(ss audit.Session) AuditSessionRow {

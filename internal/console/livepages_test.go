@@ -60,6 +60,11 @@ func TestAuditPageShowsTheToolReport(t *testing.T) {
 	alice := s.token(t, "alice")
 	s.auditCall(t, alice, "audit-console-1", "work_on_project", map[string]any{"project": s.project, "instruction": "audited"})
 	s.auditCall(t, alice, "audit-console-1", "work_on_project", map[string]any{"project": s.project, "bogus": 1})
+	cred, _, err := s.a.Auth.CreateProjectCredential(context.Background(), "", "alice", s.project, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.auditCall(t, cred, "audit-console-2", "list_sessions", map[string]any{"project": s.project})
 
 	b := s.browser(t)
 	b.login(op)
@@ -84,6 +89,8 @@ func TestAuditPageShowsTheToolReport(t *testing.T) {
 	for _, want := range []string{
 		`<svg`, "Calls per tool", "Latency per tool", "2 calls", "50 % (1 ok)", "<code>invalid_arguments</code> × 1",
 		`href="/console/audit/sessions/audit-console-1"`, "solid: up to p50",
+		// Usage by credential kind; no OAuth client has called.
+		"<td><code>api_token</code></td><td>2</td>", "<td><code>project-credential</code></td><td>1</td>", "No calls by OAuth clients.",
 	} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("audit page lacks %q", want)
@@ -93,6 +100,10 @@ func TestAuditPageShowsTheToolReport(t *testing.T) {
 	ps := b.get("/console/audit/sessions/audit-console-1")
 	if ps.status != http.StatusOK || strings.Count(ps.body, "<code>/api/tools/call</code>") != 2 || !strings.Contains(ps.body, `class="failed"`) {
 		t.Fatalf("audit session page: %d\n%s", ps.status, ps.body)
+	}
+	// A session page shows no attribution.
+	if ps := b.get("/console/audit/sessions/audit-console-2"); ps.status != http.StatusOK || strings.Contains(ps.body, "project-credential") {
+		t.Fatalf("audit session page of the credential's call: %d\n%s", ps.status, ps.body)
 	}
 	if p := b.get("/console/audit/sessions/no-such-audit-session"); p.status != http.StatusNotFound {
 		t.Fatalf("unknown audit session: %d", p.status)

@@ -114,6 +114,9 @@ func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) error {
 		if pr.Owner != "" && pr.Owner != p.Owner {
 			continue // a runner's project, of another authority group
 		}
+		if p.Project != "" && pr.ID != p.Project && pr.Source != p.Project {
+			continue // the principal reaches one other project only
+		}
 		data.Projects = append(data.Projects, pr.ID)
 	}
 	lf := workflow.ListFilter{Project: f.Project, Fingerprint: p.AuthorityFingerprint(), Lifecycle: workflow.Lifecycle(f.Lifecycle),

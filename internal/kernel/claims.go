@@ -142,7 +142,13 @@ func (k *Kernel) checkClaims(ctx context.Context, c Call, tool *Tool, in any, re
 	}
 	var verified *workflow.Session
 	if c.RecordingSessionID != "" {
-		v := recorder.Check(workflow.Check{Fingerprint: fp, Project: projectID, Mutate: true})
+		// A call on no project records only into a session of the one
+		// project a bound principal reaches.
+		recordOn := projectID
+		if recordOn == "" {
+			recordOn = c.Principal.Project
+		}
+		v := recorder.Check(workflow.Check{Fingerprint: fp, Project: recordOn, Mutate: true})
 		subject = v
 		if !v.Verified() && recorder.Remembered() != "" {
 			return nil, nil, errJudgeAgain

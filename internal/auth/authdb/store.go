@@ -1,5 +1,7 @@
 // Package authdb is the SQLite implementation of [auth.Store]: API
-// token records in their own database file (auth.db).
+// token records (of every credential kind: API tokens, runner tokens,
+// project credentials and project shares) in their own database file
+// (auth.db).
 //
 // Only token hashes are stored. Every mutation goes through the database's
 // group-commit writer and returns only after its transaction has durably
@@ -52,7 +54,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // Close waits for queued writes and closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-const columns = `id, name, owner, scopes, created_at, revoked_at, last_used_at, tools, runner`
+const columns = `id, name, owner, scopes, created_at, revoked_at, last_used_at, tools, runner, kind, project, expires_at`
 
 // Create inserts t with hash. Errors: failure.InvalidArguments when the id
 // or hash is empty; failure.Conflict when the id or the hash exists.
@@ -71,11 +73,20 @@ func (s *Store) Create(ctx context.Context, t auth.Token, hash string) error {
 	if err != nil {
 		return fmt.Errorf("tokens: encode tools: %w", err)
 	}
+	kind := t.Kind
+	if kind == "" {
+		kind = auth.KindAPIToken
+	}
+	var project any
+	if t.Project != "" {
+		project = t.Project
+	}
 	return s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx,
-			`INSERT INTO tokens (id, name, owner, scopes, token_hash, created_at, revoked_at, last_used_at, tools, runner)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Name, t.Owner, string(scopes), hash, t.CreatedAt.UnixNano(), nanos(t.RevokedAt), nanos(t.LastUsedAt), string(tools), t.Runner)
+			`INSERT INTO tokens (id, name, owner, scopes, token_hash, created_at, revoked_at, last_used_at, tools, runner, kind, project, expires_at)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Name, t.Owner, string(scopes), hash, t.CreatedAt.UnixNano(), nanos(t.RevokedAt), nanos(t.LastUsedAt), string(tools), t.Runner,
+			string(kind), project, nanos(t.ExpiresAt))
 		if sqlitedb.IsConstraint(err) {
 			return failure.New(failure.Conflict, "token %s already exists", t.ID)
 		}
@@ -178,12 +189,14 @@ func (s *Store) Touch(ctx context.Context, id string, at time.Time) error {
 
 func scan(row interface{ Scan(...any) error }) (auth.Token, error) {
 	var (
-		t                 auth.Token
-		scopes, tools     string
-		created           int64
-		revoked, lastUsed sql.NullInt64
+		t                          auth.Token
+		scopes, tools              string
+		created                    int64
+		revoked, lastUsed, expires sql.NullInt64
+		project                    sql.NullString
 	)
-	if err := row.Scan(&t.ID, &t.Name, &t.Owner, &scopes, &created, &revoked, &lastUsed, &tools, &t.Runner); err != nil {
+	if err := row.Scan(&t.ID, &t.Name, &t.Owner, &scopes, &created, &revoked, &lastUsed, &tools, &t.Runner,
+		&t.Kind, &project, &expires); err != nil {
 		return auth.Token{}, err
 	}
 	if err := json.Unmarshal([]byte(tools), &t.Tools); err != nil {
@@ -198,6 +211,8 @@ func scan(row interface{ Scan(...any) error }) (auth.Token, error) {
 	t.CreatedAt = time.Unix(0, created).UTC()
 	t.RevokedAt = timePtr(revoked)
 	t.LastUsedAt = timePtr(lastUsed)
+	t.ExpiresAt = timePtr(expires)
+	t.Project = project.String
 	return t, nil
 }
 

@@ -2,7 +2,9 @@ package authdb_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -113,5 +115,33 @@ func TestFindByHashSeesAnotherProcessRevocation(t *testing.T) {
 	got, err := serving.FindByHash(ctx, auth.HashToken(raw))
 	if err != nil || !got.Revoked() {
 		t.Fatalf("FindByHash after revocation = %+v, %v; want the revoked token", got, err)
+	}
+}
+
+// A token written before credential kinds existed (only the columns of
+// migrations 0001-0004) reads back as an API token reaching every project
+// of its owner, with no expiry.
+func TestTokensBeforeKindsAreAPITokens(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), authdb.FileName)
+	mustOpen(t, path).Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := auth.HashToken(auth.TokenPrefix + strings.Repeat("A", 43))
+	if _, err := db.ExecContext(ctx, `INSERT INTO tokens (id, name, owner, scopes, token_hash, created_at, tools, runner)
+		VALUES ('tok_00000000000000aa', 'old', 'local', '["project:read"]', ?, 1, '[]', '')`, hash); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s := mustOpen(t, path)
+	defer s.Close()
+	got, err := s.FindByHash(ctx, hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Kind != auth.KindAPIToken || got.Project != "" || got.ExpiresAt != nil {
+		t.Fatalf("old token read back as %+v", got)
 	}
 }

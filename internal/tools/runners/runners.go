@@ -70,6 +70,7 @@ func (t *Tools) list(ctx context.Context, inv *kernel.Invocation, _ ListInput) (
 	if err != nil {
 		return ListOutput{}, err
 	}
+	bound := inv.Principal.Project
 	out := ListOutput{Runners: make([]Runner, 0, len(infos))}
 	for _, i := range infos {
 		r := Runner{ClientID: i.ClientID, Owner: i.Owner, Connected: i.Connected, LastSeen: i.LastSeen,
@@ -77,7 +78,12 @@ func (t *Tools) list(ctx context.Context, inv *kernel.Invocation, _ ListInput) (
 			Projects: make([]string, 0, len(i.Hello.Projects)), Resources: i.Hello.Resources,
 			Capabilities: i.Hello.Capabilities, ActiveProcesses: i.ActiveProcesses, Generation: i.Generation}
 		for _, name := range i.Hello.Projects {
-			r.Projects = append(r.Projects, project.RunnerID(i.ClientID, name))
+			if id := project.RunnerID(i.ClientID, name); bound == "" || id == bound {
+				r.Projects = append(r.Projects, id)
+			}
+		}
+		if bound != "" && len(r.Projects) == 0 {
+			continue // a principal bound to one project learns of no other runner
 		}
 		out.Runners = append(out.Runners, r)
 	}

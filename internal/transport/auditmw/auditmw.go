@@ -170,12 +170,20 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 		}
 		var attr audit.Attribution
 		if p, ok := auth.PrincipalFrom(r.Context()); ok {
-			attr = audit.Attribution{PrincipalKind: string(p.Kind), PrincipalUserID: p.Owner}
+			attr = attribute(p)
 		}
 		// Submit returns once the event is committed; only then does the
 		// deferred release let the response complete for the client.
 		m.Audit.Submit(r.Context(), submitTimeout, id, ev, attr) // a failure is counted and logged by the service
 	})
+}
+
+// attribute is the caller attribution Action Audit snapshots for p at
+// event write time (spec §2): its canonical credential kind, its authority
+// group as the stable user id, and its OAuth client id, only when the
+// credential was issued to an OAuth client.
+func attribute(p auth.Principal) audit.Attribution {
+	return audit.Attribution{PrincipalKind: string(p.Kind), PrincipalUserID: p.Owner, OAuthClientID: p.OAuthClientID}
 }
 
 // isNotification reports whether an MCP method the SDK dispatched is a
