@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
+	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
 	"github.com/webcodex/webcodex/internal/transport/resourcemeta"
 )
@@ -109,5 +110,31 @@ func TestOAuthConsentPage(t *testing.T) {
 	if ch := bearerChallenge(t, hdr); code2 != http.StatusForbidden || ch["error"] != "insufficient_scope" || !strings.Contains(ch["scope"], "project:write") ||
 		errorKind(t, out) != "insufficient_scope" {
 		t.Fatalf("a tool beyond the grant: HTTP %d %v %s", code2, ch, out)
+	}
+}
+
+// TestOAuthGrantBoundToOneProject: a person who approves for one project
+// gives the client that project only: another is refused
+// (permission_denied) and recorded nowhere.
+func TestOAuthGrantBoundToOneProject(t *testing.T) {
+	s := startAppWith(t, t.TempDir(), func(c *app.Config) { c.OAuth.Enabled = true }, "p="+rawProjectDir(t), "q="+rawProjectDir(t))
+	defer s.stop(t)
+	b := newBrowser(t, s)
+	client := register(t, s, flowRedirect)
+	verifier := oauth2.GenerateVerifier()
+	code := b.consent(authorizeURL(s, client, verifier, nil), "approve", "agent:local:p").Query().Get("code")
+	st, tok := exchange(t, s, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {flowRedirect},
+		"client_id": {client}, "code_verifier": {verifier}})
+	if st != http.StatusOK {
+		t.Fatalf("token: HTTP %d %v", st, tok)
+	}
+	access := tok["access_token"].(string)
+	if c := toolStatus(t, s, access); c != http.StatusOK {
+		t.Fatalf("the bound project: HTTP %d", c)
+	}
+	body, _ := json.Marshal(map[string]any{"tool": "project_overview", "arguments": map[string]any{"project": "agent:local:q"}})
+	_, _, out := plainDo(t, "POST", s.base+"/api/tools/call", access, body, nil)
+	if k := errorKind(t, out); k != "permission_denied" {
+		t.Fatalf("another project with a grant bound to one: %s", out)
 	}
 }

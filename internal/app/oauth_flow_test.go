@@ -186,6 +186,26 @@ func runOAuthFlow(t *testing.T, s *server, cimd string) {
 		t.Fatalf("tools/call with the access token: %+v", r.Error)
 	}
 
+	// The call is attributed to the OAuth client in the audit's usage
+	// report, by id and name; the session's event view carries no
+	// attribution.
+	code, _, body := plainDo(t, "POST", s.base+"/api/audit/stats", s.token, []byte(`{}`), nil)
+	var st struct {
+		Attribution struct {
+			ByPrincipalKind map[string]int64 `json:"by_principal_kind"`
+			ByOAuthClient   []struct {
+				ClientID string `json:"client_id"`
+				Name     string `json:"name"`
+				Count    int64  `json:"count"`
+			} `json:"by_oauth_client"`
+		} `json:"attribution"`
+	}
+	if err := json.Unmarshal(body, &st); code != http.StatusOK || err != nil || st.Attribution.ByPrincipalKind["oauth2"] == 0 ||
+		len(st.Attribution.ByOAuthClient) != 1 || st.Attribution.ByOAuthClient[0].ClientID != clientID ||
+		!strings.HasPrefix(st.Attribution.ByOAuthClient[0].Name, "Flow test") {
+		t.Fatalf("audit stats: HTTP %d %s", code, body)
+	}
+
 	ts, err := handler.TokenSource(ctx)
 	if err != nil {
 		t.Fatal(err)

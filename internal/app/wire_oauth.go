@@ -63,11 +63,13 @@ func (a *App) authServer(res resourcemeta.Resource) (*authserver.Service, error)
 }
 
 // mountAuthServer mounts the built-in authorization server's endpoints and
-// hands its consent page to the console.
+// lets the audit's usage report name its clients (the console gets its
+// consent page in newConsole).
 func (a *App) mountAuthServer(mux *httpserver.Mux, s *authserver.Service) {
 	if s == nil {
 		return
 	}
+	a.Audit.NameClients(s.ClientNames)
 	if err := oauthhttp.Register(mux, oauthhttp.Options{Server: s, ConsentURL: console.ConsentPath}); err != nil {
 		a.Log.Error("oauth: authorization server not mounted", "err", err)
 	}
