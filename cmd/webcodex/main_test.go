@@ -82,7 +82,14 @@ func startServe(t *testing.T, args ...string) *child {
 // command (environment, credentials) before it starts.
 func startServeCmd(t *testing.T, setup func(*exec.Cmd), args ...string) *child {
 	t.Helper()
-	argv, _ := json.Marshal(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
+	return startChild(t, setup, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+}
+
+// startChild starts the CLI with args in a child process and waits for it
+// to print the address it listens on (serve, share).
+func startChild(t *testing.T, setup func(*exec.Cmd), args ...string) *child {
+	t.Helper()
+	argv, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "WEBCODEX_TEST_CHILD_ARGS="+string(argv), "WEBCODEX_TOKEN="+testToken)
 	if setup != nil {

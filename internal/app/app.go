@@ -309,12 +309,21 @@ func (a *App) MCP() *mcpserver.Server {
 // accepts (auth.ServedBootstrapFile), so that offline verbs judge a
 // credential as it does.
 func (a *App) Listen() (net.Addr, error) {
-	if err := auth.RecordServedBootstrap(filepath.Join(a.Config.DataDir, auth.ServedBootstrapFile), a.Config.BootstrapToken); err != nil {
-		return nil, err
-	}
 	ln, err := net.Listen("tcp", a.Config.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", a.Config.Listen, err)
+	}
+	return a.ListenOn(ln)
+}
+
+// ListenOn is Listen on a listener the caller bound (it then belongs to
+// the App): a caller that must know the address before the handler is
+// built (webcodex share starts a tunnel to it and learns the public URL
+// the handler serves) binds first. On error ln is closed.
+func (a *App) ListenOn(ln net.Listener) (net.Addr, error) {
+	if err := auth.RecordServedBootstrap(filepath.Join(a.Config.DataDir, auth.ServedBootstrapFile), a.Config.BootstrapToken); err != nil {
+		ln.Close()
+		return nil, err
 	}
 	a.ln = ln
 	a.server = &http.Server{
