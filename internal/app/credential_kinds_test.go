@@ -185,3 +185,57 @@ func TestProjectCredentialReachesItsWorktrees(t *testing.T) {
 		t.Errorf("the credential's status counts %d projects, want its project and its worktree", n)
 	}
 }
+
+// TestProjectCredentialGoals: Goals are reached by id or listed without
+// a project; a project credential reaches its project's only.
+func TestProjectCredentialGoals(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t), "q="+rawProjectDir(t))
+	defer s.stop(t)
+	cred, _, err := s.a.Auth.CreateProjectCredential(context.Background(), "", auth.DefaultOwner, "agent:local:p", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type goalOut struct {
+		ID       string `json:"goal_id"`
+		Project  string `json:"project"`
+		Revision string `json:"revision"`
+	}
+	create := func(token string, args map[string]any) goalOut {
+		t.Helper()
+		var g goalOut
+		json.Unmarshal(must(t, s.callAs(t, token, "create_goal", args, ""), "create_goal").Output["goal"], &g)
+		return g
+	}
+	other := create(s.token, map[string]any{"project": "agent:local:q", "title": "Theirs"})
+	loose := create(s.token, map[string]any{"title": "Unbound"})
+	mine := create(cred, map[string]any{"title": "Mine"})
+	if mine.Project != "agent:local:p" {
+		t.Fatalf("the credential's goal without a project is bound to %q, want its project", mine.Project)
+	}
+	before, _ := json.Marshal(must(t, s.call(t, "get_goal", map[string]any{"goal_id": other.ID}, ""), "get_goal").Output)
+	for _, g := range []goalOut{other, loose} {
+		for _, c := range []struct {
+			tool string
+			args map[string]any
+		}{
+			{"get_goal", map[string]any{"goal_id": g.ID}},
+			{"update_goal", map[string]any{"goal_id": g.ID, "expected_revision": g.Revision, "title": "Taken"}},
+			{"checkpoint_goal", map[string]any{"goal_id": g.ID, "steps": []any{}, "recovery_summary": "taken"}},
+		} {
+			_, r := toolCall(t, s, cred, c.tool, c.args, "")
+			wantFail(t, r, "permission_denied")
+		}
+	}
+	if after, _ := json.Marshal(must(t, s.call(t, "get_goal", map[string]any{"goal_id": other.ID}, ""), "get_goal").Output); !bytes.Equal(before, after) {
+		t.Fatalf("a refused update changed the goal:\n%s\n%s", before, after)
+	}
+	var list struct {
+		Goals []goalOut
+		Total int
+	}
+	r := must(t, s.callAs(t, cred, "list_goals", map[string]any{}, ""), "list_goals")
+	json.Unmarshal(r.Output["goals"], &list.Goals)
+	if len(list.Goals) != 1 || list.Goals[0].ID != mine.ID {
+		t.Fatalf("the credential lists %+v, want its one goal", list.Goals)
+	}
+}
