@@ -263,7 +263,7 @@ func (a *App) Handler() http.Handler {
 	}
 	a.AuditHTTP.RegisterOperator(mux)
 	if a.Evidence != nil {
-		(&evidenceapi.API{Journal: a.Evidence, Sessions: a.Sessions}).Register(mux)
+		(&evidenceapi.API{Journal: a.Evidence, Sessions: a.Sessions, Projects: visibleProjects{a.Projects}}).Register(mux)
 	}
 	if c, err := newConsole(a); err != nil {
 		a.Log.Error("console: not mounted", "err", err)

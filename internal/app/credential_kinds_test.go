@@ -88,6 +88,13 @@ func TestProjectCredentialReachesOneProject(t *testing.T) {
 	if n := statusProjects(t, s, cred); n != 1 {
 		t.Errorf("the credential's status counts %d projects, want its one", n)
 	}
+	// The evidence of its own session, not of another project's.
+	if code, data := s.do(t, cred, "GET", "/api/evidence/sessions/"+ps, nil); code != 200 {
+		t.Errorf("the credential's own session's evidence: HTTP %d %s", code, data)
+	}
+	if code, data := s.do(t, cred, "GET", "/api/evidence/sessions/"+qs, nil); code != 404 || !bytes.Contains(data, []byte("unknown_session_id")) {
+		t.Errorf("another project's session's evidence: HTTP %d %s", code, data)
+	}
 	if n := statusProjects(t, s, s.token); n != 2 {
 		t.Errorf("the admin's status counts %d projects, want 2", n)
 	}
