@@ -73,7 +73,9 @@ func TestAuditPageShowsTheToolReport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.a.Audit.NameClients(func(_ context.Context, ids []string) map[string]string { return map[string]string{"client-claude": "Claude <ai>"} })
+	s.a.Audit.NameClients(func(_ context.Context, ids []string) map[string]string {
+		return map[string]string{"client-claude": "Claude <ai>"}
+	})
 
 	b := s.browser(t)
 	b.login(op)
