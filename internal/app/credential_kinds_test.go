@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
 )
 
 // toolCall calls tool over REST with token and returns the HTTP status
@@ -244,5 +246,28 @@ func TestProjectCredentialGoals(t *testing.T) {
 	json.Unmarshal(r.Output["goals"], &list.Goals)
 	if len(list.Goals) != 1 || list.Goals[0].ID != mine.ID {
 		t.Fatalf("the credential lists %+v, want its one goal", list.Goals)
+	}
+}
+
+// TestAttentionOfABoundPrincipal: `webcodex attention --session` run with
+// a project credential shows only its project's sessions.
+func TestAttentionOfABoundPrincipal(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t), "q="+rawProjectDir(t))
+	defer s.stop(t)
+	ctx := context.Background()
+	qs := str(t, must(t, s.call(t, "work_on_project", map[string]any{"project": "agent:local:q", "instruction": "Theirs."}, ""), "work_on_project").Output["session_id"])
+	raw, _, err := s.a.Auth.CreateProjectCredential(ctx, "", auth.DefaultOwner, "agent:local:p", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := app.AttentionPrincipal(ctx, s.a.Stores, s.a.Config, raw)
+	if err != nil || p.Project != "agent:local:p" {
+		t.Fatalf("attention principal %+v, %v", p, err)
+	}
+	if _, err := app.CheckAttention(ctx, s.a.Stores, p, qs, ""); failure.KindOf(err) != failure.SessionProjectMismatch {
+		t.Fatalf("another project's session: %v", err)
+	}
+	if _, err := app.CheckAttention(ctx, s.a.Stores, auth.LocalUser(), qs, ""); err != nil {
+		t.Fatalf("the local user on the same session: %v", err)
 	}
 }
