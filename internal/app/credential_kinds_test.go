@@ -72,6 +72,14 @@ func TestProjectCredentialReachesOneProject(t *testing.T) {
 			t.Errorf("%s: message %q", c.name, r.Error.Message)
 		}
 	}
+	// The same over MCP, with the go-sdk client.
+	asCred := *s
+	asCred.token = cred
+	cs := connectMCP(t, &asCred, "", nil)
+	if r, raw := callMCP(t, cs, "read_files", map[string]any{"project": q, "files": []any{map[string]any{"path": "a.txt"}}}, nil); r.Success || r.Error == nil || r.Error.Kind != "permission_denied" {
+		t.Fatalf("MCP read_files on another project: %s", raw)
+	}
+	journal++
 	// No session's ledger moved; the evidence journal holds one record
 	// of each refused attempt (records tell the truth), and nothing else.
 	if j, qe, pe := journalSize(t, s), rawEvents(t, s, qs), rawEvents(t, s, ps); j != journal+4 || qe != qEvents || pe != pEvents {
