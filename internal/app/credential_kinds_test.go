@@ -10,6 +10,8 @@ import (
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/runnerlink"
+	"github.com/webcodex/webcodex/internal/runnerwire"
 )
 
 // toolCall calls tool over REST with token and returns the HTTP status
@@ -165,9 +167,7 @@ func TestProjectShareReachesAnotherGroupsProject(t *testing.T) {
 	// The share gets past visibility: what answers is the runner, which
 	// is not connected.
 	_, r = toolCall(t, s, share, "read_files", read(rp.ID), "")
-	if r.Success || r.Error == nil || r.Error.Kind == "unknown_project" || r.Error.Kind == "permission_denied" {
-		t.Fatalf("the share on its project: %+v", r.Error)
-	}
+	wantFail(t, r, "runner_unavailable")
 	_, r = toolCall(t, s, share, "read_files", read("agent:local:p"), "")
 	wantFail(t, r, "permission_denied")
 	if n := statusProjects(t, s, share); n != 1 {
@@ -277,5 +277,47 @@ func TestAttentionOfABoundPrincipal(t *testing.T) {
 	}
 	if _, err := app.CheckAttention(ctx, s.a.Stores, auth.LocalUser(), qs, ""); err != nil {
 		t.Fatalf("the local user on the same session: %v", err)
+	}
+}
+
+// TestBoundPrincipalListsOnlyItsRunner: list_runners shows a principal
+// bound to one project only the runner serving it, with that project.
+func TestBoundPrincipalListsOnlyItsRunner(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
+	defer s.stop(t)
+	hello := helloFor("box", t.TempDir())
+	hello.Projects = append(hello.Projects, runnerwire.Project{Name: "other", Root: t.TempDir()})
+	link, f, err := dialRunner(t, s, runnerlink.WebSocket, runnerToken(t, s, "box"), hello)
+	if err != nil || f.Kind != runnerwire.KindWelcome {
+		t.Fatalf("hello: %v %+v %s", err, f, f.Body)
+	}
+	defer link.Close("test done")
+	ctx := context.Background()
+	type runnerView struct {
+		ClientID string   `json:"client_id"`
+		Projects []string `json:"projects"`
+	}
+	runners := func(token string) []runnerView {
+		t.Helper()
+		var list []runnerView
+		json.Unmarshal(must(t, s.callAs(t, token, "list_runners", map[string]any{}, ""), "list_runners").Output["runners"], &list)
+		return list
+	}
+	if all := runners(s.token); len(all) != 1 || len(all[0].Projects) != 2 {
+		t.Fatalf("the admin lists %+v", all)
+	}
+	onRunner, _, err := s.a.Auth.CreateProjectCredential(ctx, "", auth.DefaultOwner, "agent:box:demo", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runners(onRunner); len(got) != 1 || got[0].ClientID != "box" || len(got[0].Projects) != 1 || got[0].Projects[0] != "agent:box:demo" {
+		t.Fatalf("a credential of agent:box:demo lists %+v", got)
+	}
+	onLocal, _, err := s.a.Auth.CreateProjectCredential(ctx, "", auth.DefaultOwner, "agent:local:p", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runners(onLocal); len(got) != 0 {
+		t.Fatalf("a credential of a local project lists %+v", got)
 	}
 }
