@@ -281,7 +281,7 @@ func (a *App) Handler() http.Handler {
 	}
 	a.AuditHTTP.RegisterOperator(mux)
 	if a.Evidence != nil {
-		(&evidenceapi.API{Journal: a.Evidence, Sessions: a.Sessions}).Register(mux)
+		(&evidenceapi.API{Journal: a.Evidence, Sessions: a.Sessions, Projects: visibleProjects{a.Projects}}).Register(mux)
 	}
 	a.mountAuthServer(mux, as)
 	if c, err := newConsole(a, as); err != nil {

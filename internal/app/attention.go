@@ -37,7 +37,9 @@ type Attention struct {
 func CheckAttention(ctx context.Context, st *Stores, p auth.Principal, sessionID, windowKey string) (Attention, error) {
 	out := Attention{SessionID: sessionID, AckRequired: []workflow.Message{}, OpenTodos: []workflow.Message{}, PeerMessages: []window.Message{}}
 	if sessionID != "" {
-		v := workflow.NewService(st.Workflow, nil).ReadClaim(ctx, sessionID).Check(workflow.Check{Fingerprint: p.AuthorityFingerprint()})
+		// A principal bound to one project is shown that project's
+		// sessions only (no project check for any other: Project "").
+		v := workflow.NewService(st.Workflow, nil).ReadClaim(ctx, sessionID).Check(workflow.Check{Fingerprint: p.AuthorityFingerprint(), Project: p.Project})
 		if !v.Verified() {
 			return Attention{}, v.Error()
 		}

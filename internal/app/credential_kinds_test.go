@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/runnerlink"
+	"github.com/webcodex/webcodex/internal/runnerwire"
 )
 
 // toolCall calls tool over REST with token and returns the HTTP status
@@ -70,6 +74,14 @@ func TestProjectCredentialReachesOneProject(t *testing.T) {
 			t.Errorf("%s: message %q", c.name, r.Error.Message)
 		}
 	}
+	// The same over MCP, with the go-sdk client.
+	asCred := *s
+	asCred.token = cred
+	cs := connectMCP(t, &asCred, "", nil)
+	if r, raw := callMCP(t, cs, "read_files", map[string]any{"project": q, "files": []any{map[string]any{"path": "a.txt"}}}, nil); r.Success || r.Error == nil || r.Error.Kind != "permission_denied" {
+		t.Fatalf("MCP read_files on another project: %s", raw)
+	}
+	journal++
 	// No session's ledger moved; the evidence journal holds one record
 	// of each refused attempt (records tell the truth), and nothing else.
 	if j, qe, pe := journalSize(t, s), rawEvents(t, s, qs), rawEvents(t, s, ps); j != journal+4 || qe != qEvents || pe != pEvents {
@@ -87,6 +99,13 @@ func TestProjectCredentialReachesOneProject(t *testing.T) {
 
 	if n := statusProjects(t, s, cred); n != 1 {
 		t.Errorf("the credential's status counts %d projects, want its one", n)
+	}
+	// The evidence of its own session, not of another project's.
+	if code, data := s.do(t, cred, "GET", "/api/evidence/sessions/"+ps, nil); code != 200 {
+		t.Errorf("the credential's own session's evidence: HTTP %d %s", code, data)
+	}
+	if code, data := s.do(t, cred, "GET", "/api/evidence/sessions/"+qs, nil); code != 404 || !bytes.Contains(data, []byte("unknown_session_id")) {
+		t.Errorf("another project's session's evidence: HTTP %d %s", code, data)
 	}
 	if n := statusProjects(t, s, s.token); n != 2 {
 		t.Errorf("the admin's status counts %d projects, want 2", n)
@@ -148,9 +167,7 @@ func TestProjectShareReachesAnotherGroupsProject(t *testing.T) {
 	// The share gets past visibility: what answers is the runner, which
 	// is not connected.
 	_, r = toolCall(t, s, share, "read_files", read(rp.ID), "")
-	if r.Success || r.Error == nil || r.Error.Kind == "unknown_project" || r.Error.Kind == "permission_denied" {
-		t.Fatalf("the share on its project: %+v", r.Error)
-	}
+	wantFail(t, r, "runner_unavailable")
 	_, r = toolCall(t, s, share, "read_files", read("agent:local:p"), "")
 	wantFail(t, r, "permission_denied")
 	if n := statusProjects(t, s, share); n != 1 {
@@ -183,5 +200,124 @@ func TestProjectCredentialReachesItsWorktrees(t *testing.T) {
 	must(t, s.callAs(t, cred, "read_files", map[string]any{"project": v.Project, "files": []any{map[string]any{"path": "calc.go"}}}, id), "read in the worktree")
 	if n := statusProjects(t, s, cred); n != 2 {
 		t.Errorf("the credential's status counts %d projects, want its project and its worktree", n)
+	}
+}
+
+// TestProjectCredentialGoals: Goals are reached by id or listed without
+// a project; a project credential reaches its project's only.
+func TestProjectCredentialGoals(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t), "q="+rawProjectDir(t))
+	defer s.stop(t)
+	cred, _, err := s.a.Auth.CreateProjectCredential(context.Background(), "", auth.DefaultOwner, "agent:local:p", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type goalOut struct {
+		ID       string `json:"goal_id"`
+		Project  string `json:"project"`
+		Revision string `json:"revision"`
+	}
+	create := func(token string, args map[string]any) goalOut {
+		t.Helper()
+		var g goalOut
+		json.Unmarshal(must(t, s.callAs(t, token, "create_goal", args, ""), "create_goal").Output["goal"], &g)
+		return g
+	}
+	other := create(s.token, map[string]any{"project": "agent:local:q", "title": "Theirs"})
+	loose := create(s.token, map[string]any{"title": "Unbound"})
+	mine := create(cred, map[string]any{"title": "Mine"})
+	if mine.Project != "agent:local:p" {
+		t.Fatalf("the credential's goal without a project is bound to %q, want its project", mine.Project)
+	}
+	before, _ := json.Marshal(must(t, s.call(t, "get_goal", map[string]any{"goal_id": other.ID}, ""), "get_goal").Output)
+	for _, g := range []goalOut{other, loose} {
+		for _, c := range []struct {
+			tool string
+			args map[string]any
+		}{
+			{"get_goal", map[string]any{"goal_id": g.ID}},
+			{"update_goal", map[string]any{"goal_id": g.ID, "expected_revision": g.Revision, "title": "Taken"}},
+			{"checkpoint_goal", map[string]any{"goal_id": g.ID, "steps": []any{}, "recovery_summary": "taken"}},
+		} {
+			_, r := toolCall(t, s, cred, c.tool, c.args, "")
+			wantFail(t, r, "permission_denied")
+		}
+	}
+	if after, _ := json.Marshal(must(t, s.call(t, "get_goal", map[string]any{"goal_id": other.ID}, ""), "get_goal").Output); !bytes.Equal(before, after) {
+		t.Fatalf("a refused update changed the goal:\n%s\n%s", before, after)
+	}
+	var list struct {
+		Goals []goalOut
+		Total int
+	}
+	r := must(t, s.callAs(t, cred, "list_goals", map[string]any{}, ""), "list_goals")
+	json.Unmarshal(r.Output["goals"], &list.Goals)
+	if len(list.Goals) != 1 || list.Goals[0].ID != mine.ID {
+		t.Fatalf("the credential lists %+v, want its one goal", list.Goals)
+	}
+}
+
+// TestAttentionOfABoundPrincipal: `webcodex attention --session` run with
+// a project credential shows only its project's sessions.
+func TestAttentionOfABoundPrincipal(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t), "q="+rawProjectDir(t))
+	defer s.stop(t)
+	ctx := context.Background()
+	qs := str(t, must(t, s.call(t, "work_on_project", map[string]any{"project": "agent:local:q", "instruction": "Theirs."}, ""), "work_on_project").Output["session_id"])
+	raw, _, err := s.a.Auth.CreateProjectCredential(ctx, "", auth.DefaultOwner, "agent:local:p", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := app.AttentionPrincipal(ctx, s.a.Stores, s.a.Config, raw)
+	if err != nil || p.Project != "agent:local:p" {
+		t.Fatalf("attention principal %+v, %v", p, err)
+	}
+	if _, err := app.CheckAttention(ctx, s.a.Stores, p, qs, ""); failure.KindOf(err) != failure.SessionProjectMismatch {
+		t.Fatalf("another project's session: %v", err)
+	}
+	if _, err := app.CheckAttention(ctx, s.a.Stores, auth.LocalUser(), qs, ""); err != nil {
+		t.Fatalf("the local user on the same session: %v", err)
+	}
+}
+
+// TestBoundPrincipalListsOnlyItsRunner: list_runners shows a principal
+// bound to one project only the runner serving it, with that project.
+func TestBoundPrincipalListsOnlyItsRunner(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
+	defer s.stop(t)
+	hello := helloFor("box", t.TempDir())
+	hello.Projects = append(hello.Projects, runnerwire.Project{Name: "other", Root: t.TempDir()})
+	link, f, err := dialRunner(t, s, runnerlink.WebSocket, runnerToken(t, s, "box"), hello)
+	if err != nil || f.Kind != runnerwire.KindWelcome {
+		t.Fatalf("hello: %v %+v %s", err, f, f.Body)
+	}
+	defer link.Close("test done")
+	ctx := context.Background()
+	type runnerView struct {
+		ClientID string   `json:"client_id"`
+		Projects []string `json:"projects"`
+	}
+	runners := func(token string) []runnerView {
+		t.Helper()
+		var list []runnerView
+		json.Unmarshal(must(t, s.callAs(t, token, "list_runners", map[string]any{}, ""), "list_runners").Output["runners"], &list)
+		return list
+	}
+	if all := runners(s.token); len(all) != 1 || len(all[0].Projects) != 2 {
+		t.Fatalf("the admin lists %+v", all)
+	}
+	onRunner, _, err := s.a.Auth.CreateProjectCredential(ctx, "", auth.DefaultOwner, "agent:box:demo", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runners(onRunner); len(got) != 1 || got[0].ClientID != "box" || len(got[0].Projects) != 1 || got[0].Projects[0] != "agent:box:demo" {
+		t.Fatalf("a credential of agent:box:demo lists %+v", got)
+	}
+	onLocal, _, err := s.a.Auth.CreateProjectCredential(ctx, "", auth.DefaultOwner, "agent:local:p", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runners(onLocal); len(got) != 0 {
+		t.Fatalf("a credential of a local project lists %+v", got)
 	}
 }

@@ -65,6 +65,17 @@ func TestAuditPageShowsTheToolReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.auditCall(t, cred, "audit-console-2", "list_sessions", map[string]any{"project": s.project})
+	// An OAuth client's calls, as the built-in authorization server's
+	// tokens are attributed, and its name from the client store.
+	for range 2 {
+		if err := s.a.Audit.Record(context.Background(), "audit-console-3", audit.Event{EventView: audit.EventView{Status: audit.EventSuccess, ActionName: "read_files"}},
+			audit.Attribution{PrincipalKind: "oauth2", PrincipalUserID: "alice", OAuthClientID: "client-claude"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.a.Audit.NameClients(func(_ context.Context, ids []string) map[string]string {
+		return map[string]string{"client-claude": "Claude <ai>"}
+	})
 
 	b := s.browser(t)
 	b.login(op)
@@ -90,7 +101,8 @@ func TestAuditPageShowsTheToolReport(t *testing.T) {
 		`<svg`, "Calls per tool", "Latency per tool", "2 calls", "50 % (1 ok)", "<code>invalid_arguments</code> × 1",
 		`href="/console/audit/sessions/audit-console-1"`, "solid: up to p50",
 		// Usage by credential kind; no OAuth client has called.
-		"<td><code>api_token</code></td><td>2</td>", "<td><code>project-credential</code></td><td>1</td>", "No calls by OAuth clients.",
+		"<td><code>api_token</code></td><td>2</td>", "<td><code>project-credential</code></td><td>1</td>", "<td><code>oauth2</code></td><td>2</td>",
+		"<td>Claude &lt;ai&gt;</td><td><code class=\"id\">client-claude</code></td><td>2</td>",
 	} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("audit page lacks %q", want)
@@ -104,6 +116,9 @@ func TestAuditPageShowsTheToolReport(t *testing.T) {
 	// A session page shows no attribution.
 	if ps := b.get("/console/audit/sessions/audit-console-2"); ps.status != http.StatusOK || strings.Contains(ps.body, "project-credential") {
 		t.Fatalf("audit session page of the credential's call: %d\n%s", ps.status, ps.body)
+	}
+	if ps := b.get("/console/audit/sessions/audit-console-3"); ps.status != http.StatusOK || strings.Contains(ps.body, "client-claude") || strings.Contains(ps.body, "oauth2") {
+		t.Fatalf("audit session page of the OAuth client's calls: %d\n%s", ps.status, ps.body)
 	}
 	if p := b.get("/console/audit/sessions/no-such-audit-session"); p.status != http.StatusNotFound {
 		t.Fatalf("unknown audit session: %d", p.status)

@@ -226,7 +226,9 @@ type PostParams struct {
 
 // Post stores a message from p's window to the peer. An unknown, expired
 // (no retained activity) or other principal's peer id is
-// failure.UnknownRecipient; nothing is stored then.
+// failure.UnknownRecipient, and so is, for a principal bound to one
+// project (auth.Principal.Project), a peer with no retained activity on
+// that project; nothing is stored then.
 func (s *Service) Post(ctx context.Context, p auth.Principal, window string, in PostParams) (Message, error) {
 	if err := needWindow(window); err != nil {
 		return Message{}, err
@@ -250,6 +252,11 @@ func (s *Service) Post(ctx context.Context, p auth.Principal, window string, in 
 	to, ok, err := s.store.ResolvePeer(ctx, pr, in.PeerID, now.Add(-ActivityRetention))
 	if err != nil {
 		return Message{}, err
+	}
+	if ok && p.Project != "" {
+		if ok, err = s.activeOn(ctx, pr, to, p.Project); err != nil {
+			return Message{}, err
+		}
 	}
 	if !ok {
 		return Message{}, failure.New(failure.UnknownRecipient, "no retained peer window has that peer_id")
@@ -348,4 +355,18 @@ func newMessageID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return "wc_msg_" + hex.EncodeToString(b[:])
+}
+
+// activeOn reports whether window has retained activity on project.
+func (s *Service) activeOn(ctx context.Context, principal, window, project string) (bool, error) {
+	act, err := s.store.Activity(ctx, principal, window)
+	if err != nil {
+		return false, err
+	}
+	for _, a := range act {
+		if a.Project == project {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -249,3 +249,30 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("the least recently active row survived the per-principal bound: %+v", cur.Activity)
 	}
 }
+
+// TestBoundPrincipalPostsOnItsProject: a principal bound to one project
+// (a project credential) reaches only peers active on that project; a
+// peer of its group working elsewhere is an unknown recipient.
+func TestBoundPrincipalPostsOnItsProject(t *testing.T) {
+	svc, st, _ := open(t)
+	ctx := context.Background()
+	bound := auth.Principal{Kind: auth.KindProjectCredential, ID: "tok_c", Owner: "alice", Project: "agent:local:p"}
+	wc, wp, wq := window.Hash("c", bound), window.Hash("p", alice), window.Hash("q", alice2)
+	observe(t, svc, st, bound, wc, "read_files", "agent:local:p")
+	observe(t, svc, st, alice, wp, "read_files", "agent:local:p")
+	observe(t, svc, st, alice2, wq, "read_files", "agent:local:q")
+	pr := window.PrincipalOf(alice)
+	if _, err := svc.Post(ctx, bound, wc, window.PostParams{PeerID: window.PeerID(pr, wq), Body: "hi"}); failure.KindOf(err) != failure.UnknownRecipient {
+		t.Fatalf("to a peer on another project: %v, want %s", err, failure.UnknownRecipient)
+	}
+	if got, _ := svc.Waiting(ctx, alice2, wq); len(got) != 0 {
+		t.Fatalf("the refused post reached q's window: %d", len(got))
+	}
+	if _, err := svc.Post(ctx, bound, wc, window.PostParams{PeerID: window.PeerID(pr, wp), Body: "hi"}); err != nil {
+		t.Fatalf("to a peer on its project: %v", err)
+	}
+	// Unbound, the same group reaches the peer working elsewhere.
+	if _, err := svc.Post(ctx, alice, wp, window.PostParams{PeerID: window.PeerID(pr, wq), Body: "hi"}); err != nil {
+		t.Fatalf("an API token to a peer on another project: %v", err)
+	}
+}

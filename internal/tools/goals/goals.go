@@ -108,7 +108,12 @@ func (t *Tools) create(ctx context.Context, inv *kernel.Invocation, in CreateInp
 	if err != nil {
 		return GoalOutput{}, err
 	}
-	g, err := svc.Create(ctx, goal.CreateParams{Owner: inv.Principal.AuthorityFingerprint(), Project: inv.Project.ID,
+	project := inv.Project.ID
+	if project == "" {
+		// A principal bound to one project makes goals on it only.
+		project = inv.Principal.Project
+	}
+	g, err := svc.Create(ctx, goal.CreateParams{Owner: inv.Principal.AuthorityFingerprint(), Project: project,
 		Title: in.Title, Objective: in.Objective})
 	if err != nil {
 		return GoalOutput{}, err
@@ -140,6 +145,9 @@ func (t *Tools) get(ctx context.Context, inv *kernel.Invocation, in GetInput) (G
 	if err != nil {
 		return GetOutput{}, err
 	}
+	if err := reach(inv, g); err != nil {
+		return GetOutput{}, err
+	}
 	as, err := svc.Sessions(ctx, owner, g.ID)
 	if err != nil {
 		return GetOutput{}, err
@@ -169,7 +177,11 @@ func (t *Tools) list(ctx context.Context, inv *kernel.Invocation, in ListInput) 
 	if err != nil {
 		return ListOutput{}, err
 	}
-	gs, total, err := svc.List(ctx, goal.ListFilter{Owner: inv.Principal.AuthorityFingerprint(), Project: inv.Project.ID,
+	project := inv.Project.ID
+	if project == "" {
+		project = inv.Principal.Project // a bound principal lists its project's goals only
+	}
+	gs, total, err := svc.List(ctx, goal.ListFilter{Owner: inv.Principal.AuthorityFingerprint(), Project: project,
 		Status: in.Status, Limit: in.Limit, Offset: in.Offset})
 	if err != nil {
 		return ListOutput{}, err
@@ -203,6 +215,9 @@ func (t *Tools) update(ctx context.Context, inv *kernel.Invocation, in UpdateInp
 	if err != nil {
 		return UpdateOutput{}, err
 	}
+	if err := reachID(ctx, svc, inv, in.GoalID); err != nil {
+		return UpdateOutput{}, err
+	}
 	g, changed, err := svc.Update(ctx, goal.UpdateParams{Owner: inv.Principal.AuthorityFingerprint(), ID: in.GoalID,
 		ExpectedRevision: in.ExpectedRevision, Title: in.Title, Objective: in.Objective, Status: in.Status})
 	if err != nil {
@@ -224,6 +239,9 @@ type CheckpointInput struct {
 func (t *Tools) checkpoint(ctx context.Context, inv *kernel.Invocation, in CheckpointInput) (GoalOutput, error) {
 	svc, err := t.service()
 	if err != nil {
+		return GoalOutput{}, err
+	}
+	if err := reachID(ctx, svc, inv, in.GoalID); err != nil {
 		return GoalOutput{}, err
 	}
 	g, err := svc.Checkpoint(ctx, goal.CheckpointParams{Owner: inv.Principal.AuthorityFingerprint(), ID: in.GoalID,
@@ -258,6 +276,9 @@ func (t *Tools) associate(ctx context.Context, inv *kernel.Invocation, in Associ
 	if inv.Session == nil {
 		return AssociateOutput{}, failure.New(failure.InvalidArguments, "session_id is required")
 	}
+	if err := reachID(ctx, svc, inv, in.GoalID); err != nil {
+		return AssociateOutput{}, err
+	}
 	// The kernel authorized the session for this caller; the goal domain
 	// judges the correlation against what the session's header says.
 	a, changed, err := svc.Associate(ctx, goal.AssociateParams{Owner: inv.Principal.AuthorityFingerprint(), ID: in.GoalID,
@@ -267,4 +288,26 @@ func (t *Tools) associate(ctx context.Context, inv *kernel.Invocation, in Associ
 	}
 	inv.Fact("goal_id", a.GoalID)
 	return AssociateOutput{Association: a, Changed: changed}, nil
+}
+
+// reach refuses goal g to a principal bound to one project
+// (auth.Principal.Project) when g is bound to another project or to none.
+func reach(inv *kernel.Invocation, g goal.Goal) error {
+	if b := inv.Principal.Project; b != "" && g.Project != b {
+		return failure.New(failure.PermissionDenied, "this credential reaches only project %q", b)
+	}
+	return nil
+}
+
+// reachID is reach for the goal id names, read first: nothing is changed
+// for a principal the goal is refused to.
+func reachID(ctx context.Context, svc *goal.Service, inv *kernel.Invocation, id string) error {
+	if inv.Principal.Project == "" {
+		return nil
+	}
+	g, err := svc.Get(ctx, inv.Principal.AuthorityFingerprint(), id)
+	if err != nil {
+		return err
+	}
+	return reach(inv, g)
 }

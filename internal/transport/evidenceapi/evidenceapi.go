@@ -8,8 +8,9 @@
 // session is id, newest first (limit default 50, max 500), each with its
 // leaf index and hash so that it can be checked against a checkpoint. The
 // caller needs project:read and must belong to the session's authority
-// group; account:manage reaches any id, including ids the session store
-// does not know (forged claims are negative evidence too).
+// group (and, when bound to one project, reach the session's project);
+// account:manage reaches any id, including ids the session store does not
+// know (forged claims are negative evidence too).
 package evidenceapi
 
 import (
@@ -22,6 +23,7 @@ import (
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/httpserver"
+	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
 )
@@ -37,6 +39,13 @@ type Journal interface {
 type API struct {
 	Journal  Journal
 	Sessions *workflow.Service
+	// Projects resolves a project as the caller may see it (the kernel's
+	// resolver): a caller bound to one project (auth.Principal.Project)
+	// reads only sessions whose project it resolves. Nil: such a caller
+	// reads only sessions of exactly its project.
+	Projects interface {
+		Get(ctx context.Context, id string) (project.Project, error)
+	}
 }
 
 // Record is one listed record.
@@ -115,9 +124,22 @@ func (a *API) authorize(ctx context.Context, p auth.Principal, id string) error 
 		return nil
 	}
 	sess, err := a.Sessions.Get(ctx, id)
-	if failure.Is(err, failure.UnknownSessionID) || err == nil && sess.OwnerFingerprint != p.AuthorityFingerprint() {
+	if failure.Is(err, failure.UnknownSessionID) || err == nil && (sess.OwnerFingerprint != p.AuthorityFingerprint() || !a.reaches(ctx, p, sess.Project)) {
 		// The same answer for unknown and foreign ids: no existence oracle.
 		return failure.New(failure.UnknownSessionID, "no session %q in your authority group", id)
 	}
 	return err
+}
+
+// reaches reports whether p may read a session of project id: any, unless
+// p is bound to one project.
+func (a *API) reaches(ctx context.Context, p auth.Principal, id string) bool {
+	if p.Project == "" {
+		return true
+	}
+	if a.Projects == nil {
+		return id == p.Project
+	}
+	_, err := a.Projects.Get(ctx, id)
+	return err == nil
 }
