@@ -260,7 +260,7 @@ func redirectMatches(registered []string, got string) bool {
 		return true
 	}
 	g, err := url.Parse(got)
-	if err != nil || !loopbackHTTP(g) {
+	if err != nil || !loopbackHTTP(g) || strings.Contains(got, "#") { // an empty fragment parses as none
 		return false
 	}
 	for _, r := range registered {
@@ -290,7 +290,7 @@ func loopbackHTTP(u *url.URL) bool {
 // validRedirectURI reports whether a client may register uri: an absolute
 // https URI, or an http loopback one, without a fragment or user info.
 func validRedirectURI(uri string) bool {
-	if uri == "" || len(uri) > MaxURI {
+	if uri == "" || len(uri) > MaxURI || strings.Contains(uri, "#") { // an empty fragment parses as none
 		return false
 	}
 	u, err := url.Parse(uri)

@@ -197,6 +197,9 @@ func (s *Service) authenticateClient(ctx context.Context, a ClientAuth) (Client,
 	}
 	switch c.AuthMethod {
 	case AuthNone:
+		if a.Basic {
+			return Client{}, refuse(ErrInvalidClient, "the client is public: it has no secret to send in a Basic header")
+		}
 		return c, nil
 	case AuthClientSecretBasic, AuthClientSecretPost:
 		if a.Basic != (c.AuthMethod == AuthClientSecretBasic) || !wellFormed(a.Secret, ClientSecretPrefix) ||
