@@ -3,6 +3,7 @@ package authserver_test
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,4 +250,45 @@ func TestAccessTTL(t *testing.T) {
 		t.Fatalf("refresh after the access token expired: %v", err)
 	}
 	e.live(next.AccessToken)
+}
+
+// TestConcurrentRedemption: a code or a refresh token presented twice at
+// once is redeemed by one request only; the other is a replay, which
+// ends the family, so the winner's tokens stop working too.
+func TestConcurrentRedemption(t *testing.T) {
+	e := newEnv(t)
+	reg := e.public()
+	code, a := e.code(reg, cliRedirect)
+	tr := e.tokens(reg, cliRedirect)
+	for name, redeem := range map[string]func() (authserver.TokenResponse, error){
+		"code":          func() (authserver.TokenResponse, error) { return e.exchange(creds(reg), code, cliRedirect, a.verifier) },
+		"refresh token": func() (authserver.TokenResponse, error) { return e.refresh(creds(reg), tr.RefreshToken, "") },
+	} {
+		var wg sync.WaitGroup
+		results := make([]authserver.TokenResponse, 2)
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for i := range 2 {
+			wg.Go(func() {
+				<-start
+				results[i], errs[i] = redeem()
+			})
+		}
+		close(start)
+		wg.Wait()
+		won := 0
+		for i, err := range errs {
+			switch authserver.CodeOf(err) {
+			case "":
+				won++
+				e.dead(results[i].AccessToken)
+			case authserver.ErrInvalidGrant:
+			default:
+				t.Errorf("%s: concurrent redemption: %v", name, err)
+			}
+		}
+		if won != 1 {
+			t.Errorf("%s: %d concurrent redemptions succeeded, want 1", name, won)
+		}
+	}
 }

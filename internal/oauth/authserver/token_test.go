@@ -212,12 +212,19 @@ func TestConfidentialClientAuth(t *testing.T) {
 			t.Errorf("%s: the right credentials after refusals: %v", reg.Client.AuthMethod, err)
 		}
 	}
-	// A public client presenting a Basic header has no secret to check.
+	// A public client has no secret to check: one it sends is refused,
+	// by either method; a Basic header with an empty password is its
+	// client_id alone.
 	code, a := e.code(pub, appRedirect)
-	_, err := e.exchange(authserver.ClientAuth{ID: pub.Client.ID, Secret: "", Basic: true}, code, appRedirect, a.verifier)
-	wantCode(t, "public client with a Basic header", err, authserver.ErrInvalidClient)
-	if _, err := e.exchange(creds(pub), code, appRedirect, a.verifier); err != nil {
-		t.Errorf("public client after a refusal: %v", err)
+	for _, c := range []authserver.ClientAuth{
+		{ID: pub.Client.ID, Secret: other.Secret, Basic: true},
+		{ID: pub.Client.ID, Secret: other.Secret},
+	} {
+		_, err := e.exchange(c, code, appRedirect, a.verifier)
+		wantCode(t, fmt.Sprintf("public client sending a secret (Basic %t)", c.Basic), err, authserver.ErrInvalidClient)
+	}
+	if _, err := e.exchange(authserver.ClientAuth{ID: pub.Client.ID, Basic: true}, code, appRedirect, a.verifier); err != nil {
+		t.Errorf("public client with an empty Basic password after the refusals: %v", err)
 	}
 }
 
