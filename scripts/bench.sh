@@ -39,6 +39,7 @@ pairs=(
 	"./internal/tools/files|BenchmarkReadThroughTheBoundary|read_files effect: in-process runner boundary / direct|<= 1.05"
 	"./internal/app|BenchmarkReadFilesRunnerVsInProcess|read_files recorded: loopback runner / in-process|<= 1.5|runner"
 	"./internal/app|BenchmarkToolCallOAuthVsPAT|tool call over HTTP: external issuer's access token / wc_pat_|<= 1.05"
+	"./internal/app|BenchmarkMCPToolCallBuiltinOAuthVsPAT|MCP tools/call: built-in OAuth access token / wc_pat_|<= 1.05"
 )
 
 # Pairs whose sides each run alone in a process of their own, the two

@@ -32,7 +32,7 @@ func newRoot() *cobra.Command {
 		Version:       app.Version,
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $WEBCODEX_DATA, $XDG_DATA_HOME/webcodex or ~/.local/share/webcodex)")
-	root.AddCommand(newServeCmd(g), newMCPCmd(g), newTokenCmd(g), newProjectCmd(g), newSessionCmd(g), newAuditCmd(g), newEvidenceCmd(g), newAttentionCmd(g), newMemoryCmd(g))
+	root.AddCommand(newServeCmd(g), newMCPCmd(g), newTokenCmd(g), newOAuthCmd(g), newProjectCmd(g), newSessionCmd(g), newAuditCmd(g), newEvidenceCmd(g), newAttentionCmd(g), newMemoryCmd(g))
 	root.AddCommand(newGoalCmd(g), newRunnerCmd(g))
 	return root
 }

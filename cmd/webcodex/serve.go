@@ -17,6 +17,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		projects  []string
 		listen    string
 		publicURL string
+		oauth     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -38,12 +39,16 @@ func newServeCmd(g *globals) *cobra.Command {
 			if publicURL != "" {
 				cfg.PublicURL = publicURL
 			}
+			if oauth {
+				cfg.OAuth.Enabled = true
+			}
 			return runServe(cmd.Context(), cfg, projects, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringArrayVar(&projects, "project", nil, "register a project directory, as DIR or NAME=DIR (repeatable)")
 	cmd.Flags().StringVar(&listen, "listen", "", "listen address (default "+app.DefaultListen+")")
 	cmd.Flags().StringVar(&publicURL, "public-url", "", "externally visible base URL (e.g. a tunnel's https URL): published in OpenAPI, and its host passes the DNS-rebinding check")
+	cmd.Flags().BoolVar(&oauth, "oauth", false, "run the built-in OAuth authorization server, so hosted agents (ChatGPT, claude.ai) can connect ([oauth] enabled)")
 	return cmd
 }
 

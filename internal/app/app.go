@@ -12,6 +12,7 @@ package app
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,6 +29,8 @@ import (
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
+	"github.com/webcodex/webcodex/internal/oauth/authserver"
+	"github.com/webcodex/webcodex/internal/oauth/oauthdb"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerhub"
@@ -118,6 +121,14 @@ type App struct {
 	// oauth verifies the access tokens of the external issuer ([oauth]
 	// issuer); nil when none is configured.
 	oauth *accesstoken.Verifier
+	// oauthStore is the built-in authorization server's store (oauth.db)
+	// and authSrv the server, built with the handler (wire_oauth.go); nil
+	// when [oauth] enabled is off.
+	oauthStore *oauthdb.Store
+	authSrv    *authserver.Service
+	// clientMetadataRoots are [oauth] client_metadata_ca_file's
+	// certificates; nil means the system's.
+	clientMetadataRoots *x509.CertPool
 }
 
 // Open opens the data directory described by cfg and builds the services.
@@ -157,6 +168,9 @@ func (a *App) wire(ctx context.Context) error {
 	}
 	if a.oauth, err = a.Config.OAuthVerifier(); err != nil {
 		return fmt.Errorf("oauth: %w", err)
+	}
+	if err := a.openAuthServerStore(ctx); err != nil {
+		return err
 	}
 	a.AdminToken, a.AdminCreated, err = a.Auth.EnsureAdmin(ctx, filepath.Join(a.Config.DataDir, AdminTokenFile))
 	if err != nil {
@@ -242,8 +256,12 @@ func (a *App) recoverCrash(ctx context.Context) error {
 // Handler returns the complete HTTP handler.
 func (a *App) Handler() http.Handler {
 	res, served := a.resource()
+	as, err := a.authServer(res.Resource)
+	if err != nil {
+		a.Log.Error("oauth: no authorization server", "err", err)
+	}
 	mux := httpserver.NewMux(httpserver.Options{
-		Auth: credentials{tokens: a.Auth, oauth: a.oauth}, AllowedOrigins: a.Config.AllowedOrigins,
+		Auth: credentials{tokens: a.Auth, oauth: a.oauth, issued: as}, AllowedOrigins: a.Config.AllowedOrigins,
 		LoopbackOnly: a.Config.Loopback(), PublicHosts: a.Config.PublicHosts(), Logger: a.Log,
 		PerPrincipal:     a.Config.RequestsPerPrincipal,
 		ResourceMetadata: res.Resource.MetadataURL, ChallengeScopes: auth.DefaultScopes,
@@ -265,7 +283,8 @@ func (a *App) Handler() http.Handler {
 	if a.Evidence != nil {
 		(&evidenceapi.API{Journal: a.Evidence, Sessions: a.Sessions}).Register(mux)
 	}
-	if c, err := newConsole(a); err != nil {
+	a.mountAuthServer(mux, as)
+	if c, err := newConsole(a, as); err != nil {
 		a.Log.Error("console: not mounted", "err", err)
 	} else {
 		c.Register(mux)
@@ -380,6 +399,9 @@ func (a *App) Close() error {
 		errs = append(errs, a.Evidence.Close())
 	}
 	errs = append(errs, a.Stores.Close())
+	if a.oauthStore != nil {
+		errs = append(errs, a.oauthStore.Close())
+	}
 	return errors.Join(errs...)
 }
 

@@ -95,9 +95,26 @@ type Config struct {
 	BootstrapToken string `toml:"-"`
 }
 
-// OAuthConfig is the [oauth] table: an external authorization server whose
-// JWT access tokens the server accepts (issue 26 item 3).
+// OAuthConfig is the [oauth] table: either the built-in authorization
+// server (Enabled) or an external one whose JWT access tokens the server
+// accepts (Issuer), not both (issue 26).
 type OAuthConfig struct {
+	// Enabled runs the built-in authorization server: hosted agents enrol
+	// (Client ID Metadata Document or Dynamic Client Registration), the
+	// signed-in person approves on the console's consent page, and the
+	// server issues its own tokens. Its issuer is public_url (else the
+	// listen URL).
+	Enabled bool `toml:"enabled"`
+	// ClientMetadataPrivate lets the built-in server fetch Client ID
+	// Metadata Documents from loopback and private addresses (clients on
+	// the operator's own network, tests). Off, they are refused: the
+	// fetch must not become a way into the server's network.
+	ClientMetadataPrivate bool `toml:"client_metadata_private"`
+	// ClientMetadataCAFile, when set, is a PEM file of the certificate
+	// authorities the built-in server trusts when it fetches client
+	// metadata documents, instead of the system's (a private CA on the
+	// operator's network, tests).
+	ClientMetadataCAFile string `toml:"client_metadata_ca_file"`
 	// Issuer is the authorization server's issuer identifier, exactly as
 	// its metadata and its tokens' iss name it: an https URL without a
 	// trailing slash (http only on a loopback address). Empty: none.
@@ -299,6 +316,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	if v := getenv("WEBCODEX_PUBLIC_URL"); v != "" {
 		c.PublicURL = v
 	}
+	if v := getenv("WEBCODEX_OAUTH"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return &ConfigError{Source: "environment", Key: "WEBCODEX_OAUTH", Err: err}
+		}
+		c.OAuth.Enabled = b
+	}
 	if v := getenv("WEBCODEX_REQUESTS_PER_PRINCIPAL"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -368,6 +392,15 @@ func (c Config) Validate() error {
 // validateOAuth checks the [oauth] table: an issuer accesstoken accepts and
 // a resource to verify tokens for.
 func (c Config) validateOAuth() error {
+	if c.OAuth.Enabled && c.OAuth.Issuer != "" {
+		return &ConfigError{Source: "config", Key: "oauth.enabled", Err: errors.New("the built-in authorization server and an external oauth.issuer cannot both be configured")}
+	}
+	if c.OAuth.ClientMetadataPrivate && !c.OAuth.Enabled {
+		return &ConfigError{Source: "config", Key: "oauth.client_metadata_private", Err: errors.New("is set without oauth.enabled")}
+	}
+	if c.OAuth.ClientMetadataCAFile != "" && !c.OAuth.Enabled {
+		return &ConfigError{Source: "config", Key: "oauth.client_metadata_ca_file", Err: errors.New("is set without oauth.enabled")}
+	}
 	if c.OAuth.Issuer == "" {
 		if c.OAuth.Audience != "" {
 			return &ConfigError{Source: "config", Key: "oauth.audience", Err: errors.New("is set without oauth.issuer")}

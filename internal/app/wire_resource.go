@@ -1,6 +1,8 @@
 package app
 
 import (
+	"strings"
+
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/transport/resourcemeta"
 )
@@ -26,8 +28,8 @@ func (a *App) PublicBase() string {
 // logged.
 //
 // AuthorizationServers names the external issuer ([oauth] issuer) when one
-// is configured; the built-in authorization server (issue 26) will be
-// listed here too.
+// is configured, else the built-in authorization server's ([oauth]
+// enabled; its issuer is the public base).
 func (a *App) resource() (resourcemeta.Options, bool) {
 	r, err := resourcemeta.For(a.PublicBase())
 	if err != nil {
@@ -35,8 +37,18 @@ func (a *App) resource() (resourcemeta.Options, bool) {
 		return resourcemeta.Options{}, false
 	}
 	o := resourcemeta.Options{Resource: r, Scopes: auth.ResourceScopes}
-	if a.oauth != nil {
+	switch {
+	case a.oauth != nil:
 		o.AuthorizationServers = []string{a.oauth.Issuer()}
+	case a.oauthStore != nil:
+		o.AuthorizationServers = []string{issuerOf(r)}
 	}
 	return o, true
+}
+
+// issuerOf is the built-in authorization server's issuer for resource r:
+// r's base (the canonical public base: lowercase scheme and host, no
+// trailing slash).
+func issuerOf(r resourcemeta.Resource) string {
+	return strings.TrimSuffix(r.URL, resourcemeta.MCPPath)
 }

@@ -110,6 +110,9 @@ type Options struct {
 	Streams *sse.Limiter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// OAuth is the built-in authorization server whose consent page the
+	// console serves (consent.go); nil leaves the page out.
+	OAuth Consent
 }
 
 // Server serves the console.

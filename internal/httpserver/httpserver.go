@@ -176,12 +176,15 @@ func (m *Mux) Always(pattern string, h http.Handler) { m.always.Handle(pattern, 
 // such requests are served at once.
 func (m *Mux) Public(pattern string, h http.Handler) { m.public.Handle(pattern, h) }
 
-// Discovery registers a public route that any origin may read: metadata a
-// browser-based client fetches cross-origin before it holds a credential
-// (OAuth protected resource metadata). It is exempt from the Origin check
-// only (the Host check still applies), takes a public slot like Public,
-// and its handler answers the CORS preflight itself. It must serve only
-// public, credential-free information.
+// Discovery registers a public route that any origin may call: what a
+// browser-based client uses cross-origin before it holds a credential
+// (OAuth metadata, and the token, registration and revocation endpoints
+// of the built-in authorization server). It is exempt from the Origin
+// check only (the Host check still applies), takes a public slot like
+// Public, and its handler answers the CORS preflight itself. It must
+// never act on an ambient credential (a cookie): every request carries
+// its own proof, so a cross-origin caller gains nothing it could not do
+// directly.
 func (m *Mux) Discovery(pattern string, h http.Handler) { m.discovery.Handle(pattern, h) }
 
 // Authenticated registers a route that needs a valid bearer credential.

@@ -41,6 +41,11 @@ const (
 	// GrantTTL is the absolute lifetime of a grant: after it the person
 	// approves again.
 	GrantTTL = 90 * 24 * time.Hour
+	// UnusedClientTTL is how long an unrevoked client that holds no grant
+	// is kept: registration is open to anyone, so a client nobody
+	// approved is deleted after it (a CIMD client is fetched again when
+	// it returns; a DCR client registers again).
+	UnusedClientTTL = 24 * time.Hour
 )
 
 // Bounds of what a client may register or ask for.
@@ -205,8 +210,9 @@ type Store interface {
 	// RevokeGrant revokes the grant with id at at (already revoked: no
 	// change). Errors: failure.NotFound.
 	RevokeGrant(ctx context.Context, id string, at time.Time) error
-	// Sweep deletes unspent secrets that expired before t, and grants
-	// revoked or expired before t with all their secrets, and returns how
+	// Sweep deletes unspent secrets that expired before t, grants revoked
+	// or expired before t with all their secrets, and unrevoked clients
+	// created before t-UnusedClientTTL that hold no grant, and returns how
 	// many rows it deleted. A spent code or refresh token is kept while its
 	// grant lives, so that presenting it again is always recognised as a
 	// replay.

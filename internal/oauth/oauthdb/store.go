@@ -273,8 +273,10 @@ func (s *Store) Sweep(ctx context.Context, t time.Time) (int64, error) {
 			`DELETE FROM secrets WHERE (expires_at < ?1 AND used_at IS NULL) OR grant_id IN
 				(SELECT id FROM grants WHERE revoked_at < ?1 OR expires_at < ?1)`,
 			`DELETE FROM grants WHERE revoked_at < ?1 OR expires_at < ?1`,
+			`DELETE FROM clients WHERE revoked_at IS NULL AND created_at < ?2
+				AND id NOT IN (SELECT client_id FROM grants)`,
 		} {
-			r, err := tx.ExecContext(ctx, q, t.UnixNano())
+			r, err := tx.ExecContext(ctx, q, t.UnixNano(), t.Add(-authserver.UnusedClientTTL).UnixNano())
 			if err != nil {
 				return fmt.Errorf("oauth: sweep: %w", err)
 			}
