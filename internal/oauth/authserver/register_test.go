@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
@@ -171,4 +172,34 @@ func TestAuthenticateRefusesOtherShapes(t *testing.T) {
 	// access token.
 	e.dead(authserver.AccessTokenPrefix + strings.TrimPrefix(tr.RefreshToken, authserver.RefreshTokenPrefix))
 	e.live(tr.AccessToken)
+}
+
+// TestUnusedClientTTL: a client nobody approved is deleted by the first
+// registration after it is UnusedClientTTL old, not at UnusedClientTTL; a
+// client with a grant stays.
+func TestUnusedClientTTL(t *testing.T) {
+	e := newEnv(t)
+	unused, used := e.public(), e.public()
+	tr := e.tokens(used, cliRedirect)
+	e.advance(authserver.UnusedClientTTL)
+	e.public() // sweeps at exactly UnusedClientTTL
+	if _, err := e.store.Client(e.ctx, unused.Client.ID); err != nil {
+		t.Fatalf("client at UnusedClientTTL: %v, want it kept", err)
+	}
+	e.advance(time.Nanosecond)
+	e.public()
+	if _, err := e.store.Client(e.ctx, unused.Client.ID); !failure.Is(err, failure.NotFound) {
+		t.Errorf("client nobody approved after UnusedClientTTL: %v, want %q", err, failure.NotFound)
+	}
+	r, err := e.svc.Authorize(e.ctx, request(unused.Client.ID, cliRedirect).q)
+	wantCode(t, "Authorize by a swept client", err, authserver.ErrInvalidClient)
+	if r.RedirectURI != "" {
+		t.Errorf("Authorize by a swept client came with a Request %+v", r)
+	}
+	if _, err := e.store.Client(e.ctx, used.Client.ID); err != nil {
+		t.Errorf("client with a grant after the sweep: %v, want it kept", err)
+	}
+	if _, err := e.refresh(creds(used), tr.RefreshToken, ""); err != nil {
+		t.Errorf("refresh of the kept client: %v", err)
+	}
 }

@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) authserver.Store) {
 		{"RedeemIsAtomic", testRedeemAtomic},
 		{"RevokeGrantKeepsFirstTime", testRevokeGrant},
 		{"Sweep", testSweep},
+		{"SweepClientsNobodyApproved", testSweepClients},
 		{"FindIsNeverStale", testFindNeverStale},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open(t)) })
@@ -444,6 +445,55 @@ func testSweep(t *testing.T, s authserver.Store) {
 	}
 	if n, err := s.Sweep(ctx, base); err != nil || n != 0 {
 		t.Errorf("Sweep at an earlier time = %d, %v; want 0", n, err)
+	}
+}
+
+// testSweepClients: an unrevoked client created before t-UnusedClientTTL
+// that holds no grant goes; one created at t-UnusedClientTTL or later, one
+// with a live grant and a revoked one stay. A client whose only grant the
+// sweep deletes holds no grant after it: it is gone after a second sweep
+// at the latest.
+func testSweepClients(t *testing.T, s authserver.Store) {
+	ctx := context.Background()
+	at := base.Add(authserver.UnusedClientTTL + time.Minute)
+	for _, c := range []authserver.Client{
+		client("unused", 0), client("edge", time.Minute), client("young", time.Hour),
+		client("granted", 0), client("revoked", 0), client("ended", 0),
+	} {
+		mustPutClient(t, s, c)
+	}
+	mustCreateGrant(t, s, grant("grt_granted", "granted"), secret(hash(1), authserver.KindCode, "grt_granted", authserver.GrantTTL))
+	mustCreateGrant(t, s, grant("grt_ended", "ended"), secret(hash(2), authserver.KindCode, "grt_ended", authserver.GrantTTL))
+	if err := s.RevokeGrant(ctx, "grt_ended", base.Add(time.Second)); err != nil {
+		t.Fatalf("RevokeGrant: %v", err)
+	}
+	if _, err := s.RevokeClient(ctx, "revoked", base.Add(time.Second)); err != nil {
+		t.Fatalf("RevokeClient: %v", err)
+	}
+	var n int64
+	for range 2 {
+		k, err := s.Sweep(ctx, at)
+		if err != nil {
+			t.Fatalf("Sweep: %v", err)
+		}
+		n += k
+	}
+	if n != 4 { // unused; grt_ended, its code and its client
+		t.Errorf("Sweep deleted %d rows, want 4", n)
+	}
+	for _, id := range []string{"unused", "ended"} {
+		if c, err := s.Client(ctx, id); !failure.Is(err, failure.NotFound) {
+			t.Errorf("client %s after the sweep = %+v, %v; want %q", id, c, err, failure.NotFound)
+		}
+	}
+	for _, id := range []string{"edge", "young", "granted", "revoked"} {
+		if _, err := s.Client(ctx, id); err != nil {
+			t.Errorf("client %s after the sweep: %v, want it kept", id, err)
+		}
+	}
+	mustFind(t, s, hash(1))
+	if list, err := s.Clients(ctx); err != nil || len(list) != 4 {
+		t.Errorf("Clients after the sweep = %d, %v; want 4", len(list), err)
 	}
 }
 
