@@ -41,6 +41,8 @@ type env struct {
 	store *oauthdb.Store
 	svc   *authserver.Service
 	docs  *fakeDocs
+	// closed: the test closed store itself.
+	closed bool
 }
 
 func newEnv(t *testing.T) *env {
@@ -57,6 +59,9 @@ func newEnvDocs(t *testing.T, docs *fakeDocs) *env {
 		t.Fatalf("oauthdb.Open: %v", err)
 	}
 	t.Cleanup(func() {
+		if e.closed {
+			return
+		}
 		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
