@@ -213,13 +213,16 @@ func (s *Service) Approve(ctx context.Context, r Request, a Approval) (string, e
 	code := newSecret(CodePrefix)
 	sec := Secret{Hash: HashSecret(code), Kind: KindCode, GrantID: g.ID, CreatedAt: now, ExpiresAt: now.Add(CodeTTL),
 		Challenge: r.Challenge, RedirectURI: r.RedirectURI}
-	s.sweep(ctx, now)
 	if err := s.store.CreateGrant(ctx, g, sec); err != nil {
 		if failure.Is(err, failure.NotFound) {
-			return "", refuse(ErrInvalidClient, "the client is revoked")
+			return "", refuse(ErrInvalidClient, "the client is revoked or no longer registered")
 		}
 		return "", refuse(ErrTemporarilyUnavailable, "the grant store is unavailable")
 	}
+	// After the grant, not before: the client holds it now, so a sweep
+	// cannot delete a client nobody had approved yet (UnusedClientTTL) on
+	// the way to its first approval.
+	s.sweep(ctx, now)
 	return s.redirect(r, url.Values{"code": {code}}), nil
 }
 

@@ -203,3 +203,27 @@ func TestUnusedClientTTL(t *testing.T) {
 		t.Errorf("refresh of the kept client: %v", err)
 	}
 }
+
+// TestApproveOldUnusedClient: a client registered more than
+// UnusedClientTTL ago and never approved is approved when it finally asks
+// (the sweep on the way to its grant must not delete it first).
+func TestApproveOldUnusedClient(t *testing.T) {
+	e := newEnv(t)
+	reg := e.public()
+	e.advance(authserver.UnusedClientTTL + time.Hour)
+	a := request(reg.Client.ID, cliRedirect)
+	r := e.authorize(a)
+	to, err := e.svc.Approve(e.ctx, r, authserver.Approval{Approver: alice})
+	if err != nil {
+		t.Fatalf("Approve of a client first approved after UnusedClientTTL: %v", err)
+	}
+	q := redirectQuery(t, to, cliRedirect)
+	if _, err := e.exchange(creds(reg), q.Get("code"), cliRedirect, a.verifier); err != nil {
+		t.Errorf("Token: %v", err)
+	}
+	e.advance(time.Hour)
+	e.public() // a later sweep keeps the client: it holds a grant now
+	if _, err := e.store.Client(e.ctx, reg.Client.ID); err != nil {
+		t.Errorf("the approved client after a later sweep: %v", err)
+	}
+}
