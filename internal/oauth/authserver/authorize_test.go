@@ -214,12 +214,14 @@ func (e *env) approveURL(r authserver.Request) string {
 
 // TestRedirectsCarryIssAndState: Approve, ErrorRedirect and Deny send the
 // browser to the redirect URI, with its own query kept (and not
-// overridden by it), the state and iss (RFC 9207).
+// overridden by it), the state (encoded, whatever its bytes) and iss
+// (RFC 9207).
 func TestRedirectsCarryIssAndState(t *testing.T) {
 	e := newEnv(t)
 	redirect := "https://app.example/cb?tenant=7&iss=evil&state=forged"
 	reg := e.register(authserver.AuthNone, redirect)
-	r := e.authorize(request(reg.Client.ID, redirect))
+	state := "s&iss=evil#frag ment?é"
+	r := e.authorize(request(reg.Client.ID, redirect).with("state", state))
 	for name, to := range map[string]string{
 		"Approve":       e.approveURL(r),
 		"ErrorRedirect": e.svc.ErrorRedirect(r, authserver.Deny),
@@ -230,8 +232,8 @@ func TestRedirectsCarryIssAndState(t *testing.T) {
 		}
 		q := u.Query()
 		if u.Host != "app.example" || u.Path != "/cb" || q.Get("tenant") != "7" ||
-			!slices.Equal(q["iss"], []string{issuer}) || !slices.Equal(q["state"], []string{"st-1"}) {
-			t.Errorf("%s redirect %q: want app.example/cb with tenant=7, one iss=%s and one state=st-1", name, to, issuer)
+			!slices.Equal(q["iss"], []string{issuer}) || !slices.Equal(q["state"], []string{state}) || u.Fragment != "" {
+			t.Errorf("%s redirect %q: want app.example/cb with tenant=7, one iss=%s and one state=%q, no fragment", name, to, issuer, state)
 		}
 		if name == "ErrorRedirect" && (q.Get("error") != "access_denied" || q.Has("code")) {
 			t.Errorf("Deny redirect %q: want error=access_denied and no code", to)

@@ -2,6 +2,7 @@ package authserver_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,5 +151,24 @@ func TestCIMDRefused(t *testing.T) {
 		if clients, err := x.svc.Clients(x.ctx); err != nil || len(clients) != 0 {
 			t.Errorf("Clients = %+v, %v; want none", clients, err)
 		}
+	}
+}
+
+// TestCIMDClientIDBound: a client id URL of MaxURI bytes is fetched; one
+// byte more is refused without a fetch, and not redirected.
+func TestCIMDClientIDBound(t *testing.T) {
+	e, docs := newCIMDEnv(t)
+	prefix := "https://claude.example/"
+	id := prefix + strings.Repeat("c", authserver.MaxURI-len(prefix))
+	if r := e.authorize(request(id, "https://claude.example/cb")); r.Client.ID != id {
+		t.Errorf("client id of MaxURI bytes: Request %+v", r)
+	}
+	r, err := e.svc.Authorize(e.ctx, request(id+"c", "https://claude.example/cb").q)
+	wantCode(t, "client id of MaxURI+1 bytes", err, authserver.ErrInvalidClient)
+	if r.RedirectURI != "" {
+		t.Errorf("an overlong client id came with a Request %+v", r)
+	}
+	if len(docs.fetches) != 1 || docs.fetches[0] != id {
+		t.Errorf("fetched %d documents, want only the one of MaxURI bytes", len(docs.fetches))
 	}
 }
