@@ -37,6 +37,7 @@ func TestFlow(t *testing.T) {
 		redirect string
 	}{{pub, "http://127.0.0.1:49152/callback"}, {conf, appRedirect}} {
 		t.Run(c.reg.Client.AuthMethod, func(t *testing.T) {
+			defer func(parent *testing.T) { e.t = parent }(e.t)
 			e.t = t
 			flow(e, c.reg, c.redirect)
 		})
