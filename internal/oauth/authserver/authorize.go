@@ -213,13 +213,16 @@ func (s *Service) Approve(ctx context.Context, r Request, a Approval) (string, e
 	code := newSecret(CodePrefix)
 	sec := Secret{Hash: HashSecret(code), Kind: KindCode, GrantID: g.ID, CreatedAt: now, ExpiresAt: now.Add(CodeTTL),
 		Challenge: r.Challenge, RedirectURI: r.RedirectURI}
-	s.sweep(ctx, now)
 	if err := s.store.CreateGrant(ctx, g, sec); err != nil {
 		if failure.Is(err, failure.NotFound) {
-			return "", refuse(ErrInvalidClient, "the client is revoked")
+			return "", refuse(ErrInvalidClient, "the client is revoked or no longer registered")
 		}
 		return "", refuse(ErrTemporarilyUnavailable, "the grant store is unavailable")
 	}
+	// After the grant, not before: the client holds it now, so a sweep
+	// cannot delete a client nobody had approved yet (UnusedClientTTL) on
+	// the way to its first approval.
+	s.sweep(ctx, now)
 	return s.redirect(r, url.Values{"code": {code}}), nil
 }
 
@@ -260,7 +263,7 @@ func redirectMatches(registered []string, got string) bool {
 		return true
 	}
 	g, err := url.Parse(got)
-	if err != nil || !loopbackHTTP(g) {
+	if err != nil || !loopbackHTTP(g) || strings.Contains(got, "#") { // an empty fragment parses as none
 		return false
 	}
 	for _, r := range registered {
@@ -290,7 +293,7 @@ func loopbackHTTP(u *url.URL) bool {
 // validRedirectURI reports whether a client may register uri: an absolute
 // https URI, or an http loopback one, without a fragment or user info.
 func validRedirectURI(uri string) bool {
-	if uri == "" || len(uri) > MaxURI {
+	if uri == "" || len(uri) > MaxURI || strings.Contains(uri, "#") { // an empty fragment parses as none
 		return false
 	}
 	u, err := url.Parse(uri)

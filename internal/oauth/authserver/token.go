@@ -180,8 +180,10 @@ func verifierMatches(verifier, challenge string) bool {
 // authenticateClient returns the client a request authenticates as.
 // Errors: *Error invalid_client when it is unknown or revoked, a
 // confidential client's secret is missing or wrong or came by the other
-// method, or a public client sent credentials in a Basic header without a
-// secret registered.
+// method, or a public client sent a secret (it has none registered to
+// check it against). A public client's Basic header with an empty
+// password is its client_id alone: the go-sdk's CIMD client sends one
+// (x/oauth2's auto-detected style tries the header first).
 func (s *Service) authenticateClient(ctx context.Context, a ClientAuth) (Client, error) {
 	if a.ID == "" || len(a.ID) > MaxURI {
 		return Client{}, refuse(ErrInvalidClient, "client_id is missing")
@@ -197,6 +199,9 @@ func (s *Service) authenticateClient(ctx context.Context, a ClientAuth) (Client,
 	}
 	switch c.AuthMethod {
 	case AuthNone:
+		if a.Secret != "" {
+			return Client{}, refuse(ErrInvalidClient, "the client is public: it has no secret to send")
+		}
 		return c, nil
 	case AuthClientSecretBasic, AuthClientSecretPost:
 		if a.Basic != (c.AuthMethod == AuthClientSecretBasic) || !wellFormed(a.Secret, ClientSecretPrefix) ||

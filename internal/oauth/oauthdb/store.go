@@ -74,14 +74,14 @@ func (s *Store) PutClient(ctx context.Context, c authserver.Client) error {
 		case errors.Is(err, sql.ErrNoRows):
 			_, err = tx.ExecContext(ctx, `INSERT INTO clients (`+clientColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)`,
 				c.ID, c.Name, string(c.Enrolment), string(uris), c.AuthMethod, c.SecretHash, c.CreatedAt.UnixNano(),
-				c.FetchedAt.UnixNano(), c.FreshUntil.UnixNano())
+				cacheNanos(c.FetchedAt), cacheNanos(c.FreshUntil))
 		case err != nil:
 		case revoked.Valid:
 			return failure.New(failure.Conflict, "client %q is revoked", c.ID)
 		default:
 			_, err = tx.ExecContext(ctx, `UPDATE clients SET name = ?, redirect_uris = ?, auth_method = ?, secret_hash = ?,
 				fetched_at = ?, fresh_until = ? WHERE id = ?`,
-				c.Name, string(uris), c.AuthMethod, c.SecretHash, c.FetchedAt.UnixNano(), c.FreshUntil.UnixNano(), c.ID)
+				c.Name, string(uris), c.AuthMethod, c.SecretHash, cacheNanos(c.FetchedAt), cacheNanos(c.FreshUntil), c.ID)
 		}
 		if err != nil {
 			return fmt.Errorf("oauth clients: put %q: %w", c.ID, err)
@@ -302,8 +302,25 @@ func scanClient(row interface{ Scan(...any) error }) (authserver.Client, error) 
 		return authserver.Client{}, fmt.Errorf("client %q: decode redirect uris: %w", c.ID, err)
 	}
 	c.Enrolment = authserver.Enrolment(enrolment)
-	c.CreatedAt, c.RevokedAt, c.FetchedAt, c.FreshUntil = unix(created), timePtr(revoked), unix(fetched), unix(fresh)
+	c.CreatedAt, c.RevokedAt, c.FetchedAt, c.FreshUntil = unix(created), timePtr(revoked), cacheTime(fetched), cacheTime(fresh)
 	return c, nil
+}
+
+// cacheNanos stores a client's document cache time: 0 for the zero time
+// (a DCR client's), whose UnixNano is undefined.
+func cacheNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// cacheTime reads a time stored by cacheNanos.
+func cacheTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return unix(n)
 }
 
 func unix(n int64) time.Time { return time.Unix(0, n).UTC() }
