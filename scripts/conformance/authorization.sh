@@ -68,8 +68,11 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/webcodex-conformance-auth.XXXXXX")
 server_pid=""
 cli_pid=""
 keep=${CONFORMANCE_KEEP:-}
+# cleanup, the EXIT trap, also ends the CLI, then hands the exit status on
+# to lane_cleanup (set +e: the `exit` that passes it on is not a failure).
 cleanup() {
 	local rc=$?
+	set +e
 	if [[ -n $cli_pid ]] && kill -0 "$cli_pid" 2>/dev/null; then
 		kill -TERM -- "-$cli_pid" 2>/dev/null || kill -TERM "$cli_pid" 2>/dev/null || true
 		wait "$cli_pid" 2>/dev/null || true
