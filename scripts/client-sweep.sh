@@ -10,7 +10,7 @@
 # and go, cargo and node for the fixture project's validation tools.
 # .ci/run and `go test ./...` do not call it.
 #
-#   scripts/client-sweep.sh                  # sdk-v1 sdk-v2 inspector inspector-modern
+#   scripts/client-sweep.sh                  # sdk-v1 sdk-v2 inspector inspector-modern oauth-sdk-v1 oauth-sdk-v2
 #   scripts/client-sweep.sh sdk-v1           # only the named clients
 #
 # The TypeScript SDKs and the Inspector negotiate 2025-11-25 with WebCodex;
@@ -24,6 +24,15 @@
 # structuredContent whatever isError says) fails the sweep. Then
 # `inspector --cli --method tools/list --strict` checks the schemas'
 # portability in both eras (exit 6 on a portability error).
+#
+# oauth-sdk-v1 and oauth-sdk-v2 are the TS SDKs' OAuth client flow instead
+# of the sweep: the server runs with --oauth (the built-in authorization
+# server) and no bootstrap token; a wc_pat_ API token created offline
+# (`webcodex token create`, default scopes) is the person who approves on
+# the console; scripts/client-sweep/oauth.mjs connects with an
+# OAuthClientProvider from the 401 (discovery, DCR, consent approved over
+# HTTP, code exchange), lists the tools, calls project_overview, makes the
+# SDK refresh after a 401 and checks a revoked token is refused.
 #
 # Environment:
 #   SWEEP_SDK_V1     TS SDK v1 package (default @modelcontextprotocol/sdk@1.32.2)
@@ -43,13 +52,13 @@ node_pkg=node@22
 
 clients=("$@")
 if ((${#clients[@]} == 0)); then
-	clients=(sdk-v1 sdk-v2 inspector inspector-modern)
+	clients=(sdk-v1 sdk-v2 inspector inspector-modern oauth-sdk-v1 oauth-sdk-v2)
 fi
 for c in "${clients[@]}"; do
 	case $c in
-	sdk-v1 | sdk-v2 | inspector | inspector-modern) ;;
+	sdk-v1 | sdk-v2 | inspector | inspector-modern | oauth-sdk-v1 | oauth-sdk-v2) ;;
 	*)
-		echo "client-sweep: unknown client $c (sdk-v1, sdk-v2, inspector, inspector-modern)" >&2
+		echo "client-sweep: unknown client $c (sdk-v1, sdk-v2, inspector, inspector-modern, oauth-sdk-v1, oauth-sdk-v2)" >&2
 		exit 2
 		;;
 	esac
@@ -67,7 +76,7 @@ echo "== build"
 
 echo "== install $sdk_v1 $sdk_v2 $inspector"
 mkdir -p "$tmp/npm"
-cp "$root/scripts/client-sweep/sweep.mjs" "$tmp/npm/"
+cp "$root/scripts/client-sweep/sweep.mjs" "$root/scripts/client-sweep/oauth.mjs" "$tmp/npm/"
 (cd "$tmp/npm" && printf '{"private":true,"type":"module"}\n' >package.json &&
 	npm install --no-audit --no-fund --loglevel=error "$sdk_v1" "$sdk_v2" "$inspector" >"$tmp/npm-install.log" 2>&1) || {
 	tail -n 20 "$tmp/npm-install.log" >&2
@@ -96,14 +105,26 @@ fixture() {
 token="wc-sweep-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
 url=""
 # start_server runs `webcodex serve` (full profile) over a fresh data
-# directory and fixture project named $1, and sets url.
+# directory and fixture project named $1, and sets url. For an oauth-*
+# client it creates a wc_pat_ API token in the data directory first
+# (exported as WEBCODEX_SWEEP_CONSOLE_TOKEN) and serves with --oauth and no
+# bootstrap token.
 start_server() {
 	local run=$tmp/$1
 	mkdir -p "$run/data"
 	fixture "$run/calc"
-	env -u WEBCODEX_LISTEN -u WEBCODEX_ALLOWED_ORIGINS -u WEBCODEX_PUBLIC_URL -u WEBCODEX_DATA \
-		WEBCODEX_TOKEN="$token" WEBCODEX_SHUTDOWN_TIMEOUT=5s WEBCODEX_TOOL_PROFILE=full \
-		"$tmp/webcodex" serve --data-dir "$run/data" --project "calc=$run/calc" --listen 127.0.0.1:0 \
+	local -a wc_env=(env -u WEBCODEX_LISTEN -u WEBCODEX_ALLOWED_ORIGINS -u WEBCODEX_PUBLIC_URL -u WEBCODEX_DATA
+		-u WEBCODEX_TOKEN -u WEBCODEX_OAUTH WEBCODEX_SHUTDOWN_TIMEOUT=5s WEBCODEX_TOOL_PROFILE=full)
+	local -a extra=()
+	if [[ $1 == oauth-* ]]; then
+		WEBCODEX_SWEEP_CONSOLE_TOKEN=$("${wc_env[@]}" "$tmp/webcodex" --data-dir "$run/data" token create --name sweep-console --json |
+			node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).token))')
+		export WEBCODEX_SWEEP_CONSOLE_TOKEN
+		extra=(--oauth)
+	else
+		wc_env+=(WEBCODEX_TOKEN="$token")
+	fi
+	"${wc_env[@]}" "$tmp/webcodex" serve "${extra[@]}" --data-dir "$run/data" --project "calc=$run/calc" --listen 127.0.0.1:0 \
 		>"$run/serve.out" 2>"$run/serve.err" &
 	server_pid=$!
 	local base
@@ -118,7 +139,9 @@ for c in "${clients[@]}"; do
 	echo "== $c"
 	start_server "$c"
 	rc=0
-	(cd "$tmp/npm" && npx -y -p "$node_pkg" -c "node sweep.mjs $c $url") >"$tmp/$c.log" 2>&1 || rc=$?
+	script=sweep.mjs
+	[[ $c == oauth-* ]] && script=oauth.mjs
+	(cd "$tmp/npm" && npx -y -p "$node_pkg" -c "node $script $c $url") >"$tmp/$c.log" 2>&1 || rc=$?
 	# (|| true: head closing the pipe early is no failure of the sweep.)
 	grep -v -e '^npm warn' -e '^npm WARN' "$tmp/$c.log" | sed 's/^/    /' | head -n 80 || true
 	summary+=("$(grep -E "^$c: " "$tmp/$c.log" | tail -n 1 || echo "$c: no result (exit $rc)")")

@@ -8,6 +8,9 @@
 #
 #   scripts/conformance.sh                      # every scenario below
 #   scripts/conformance.sh 2026-07-28:caching   # only the named SPEC:SCENARIO pairs
+#   scripts/conformance.sh authorization        # the authorization-server leg instead:
+#                                               # scripts/conformance/authorization.sh
+#                                               # against `webcodex serve --oauth`
 #
 # Environment:
 #   CONFORMANCE_PKG   conformance package (default @modelcontextprotocol/conformance@0.2.0-alpha.12)
@@ -31,6 +34,10 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+if [[ ${1:-} == authorization ]]; then
+	shift
+	exec "$root/scripts/conformance/authorization.sh" "$@"
+fi
 prog=conformance
 # shellcheck source=scripts/serve-lib.sh
 . "$root/scripts/serve-lib.sh"

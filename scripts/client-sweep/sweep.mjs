@@ -246,6 +246,10 @@ await act('memory_delete', { project: proj, memory_key: 'calc', expected_revisio
 await act('memory_scope_purge', { scope_id: 'wc_mscope_00000000000000000000000000000000' }, false);
 await act('memory_scope_purge', { scope_id: scope }, true);
 
+// Runners (none connects in this lane: an empty list).
+await act('list_runners', {}, true);
+await act('list_runners', { unknown_member: true }, false);
+
 // The gateway.
 await act('list_tools', {}, true);
 await act('list_tools', { unknown_member: true }, false);
