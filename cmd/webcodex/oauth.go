@@ -2,21 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
-	"github.com/webcodex/webcodex/internal/oauth/oauthdb"
 )
 
 func newOAuthCmd(g *globals) *cobra.Command {
@@ -28,7 +24,7 @@ func newOAuthCmd(g *globals) *cobra.Command {
 		Short: "List OAuth clients (enrolled by metadata document or registration), revoked ones included",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withOAuthStore(cmd.Context(), g, func(st *oauthdb.Store) error {
+			return withOAuthStore(cmd.Context(), g, func(st oauthClients) error {
 				cs, err := st.Clients(cmd.Context())
 				if err != nil {
 					return err
@@ -43,7 +39,7 @@ func newOAuthCmd(g *globals) *cobra.Command {
 		Short: "Revoke an OAuth client and every token issued to it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withOAuthStore(cmd.Context(), g, func(st *oauthdb.Store) error {
+			return withOAuthStore(cmd.Context(), g, func(st oauthClients) error {
 				c, err := st.RevokeClient(cmd.Context(), args[0], time.Now())
 				if err != nil {
 					return err
@@ -58,27 +54,25 @@ func newOAuthCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// errNoOAuth is the answer of an oauth command on a data directory the
-// built-in authorization server never ran on.
-var errNoOAuth = errors.New("the built-in authorization server has never run on this data directory (start it with `webcodex serve --oauth`)")
-
 // withOAuthStore opens the data directory's oauth.db (never creating it)
 // and calls fn with it.
-func withOAuthStore(ctx context.Context, g *globals, fn func(*oauthdb.Store) error) error {
+func withOAuthStore(ctx context.Context, g *globals, fn func(oauthClients) error) error {
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(cfg.DataDir, oauthdb.FileName)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return errNoOAuth
-	}
-	st, err := oauthdb.Open(ctx, path)
+	st, err := app.OpenOAuthStore(ctx, cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	return fn(st)
+}
+
+// oauthClients is what the oauth commands do with the store.
+type oauthClients interface {
+	Clients(ctx context.Context) ([]authserver.Client, error)
+	RevokeClient(ctx context.Context, id string, at time.Time) (authserver.Client, error)
 }
 
 func printOAuthClients(w io.Writer, cs []authserver.Client, asJSON bool) error {

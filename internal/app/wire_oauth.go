@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -73,4 +75,19 @@ func (a *App) mountAuthServer(mux *httpserver.Mux, s *authserver.Service) {
 	if err := oauthhttp.Register(mux, oauthhttp.Options{Server: s, ConsentURL: console.ConsentPath}); err != nil {
 		a.Log.Error("oauth: authorization server not mounted", "err", err)
 	}
+}
+
+// ErrNoOAuth answers an offline OAuth command on a data directory the
+// built-in authorization server never ran on.
+var ErrNoOAuth = errors.New("the built-in authorization server has never run on this data directory (start it with `webcodex serve --oauth`)")
+
+// OpenOAuthStore opens dataDir's oauth.db for an offline command (webcodex
+// oauth clients), never creating it. Errors: ErrNoOAuth when it does not
+// exist; those of opening a database.
+func OpenOAuthStore(ctx context.Context, dataDir string) (*oauthdb.Store, error) {
+	path := filepath.Join(dataDir, oauthdb.FileName)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoOAuth
+	}
+	return oauthdb.Open(ctx, path)
 }
