@@ -1,56 +1,18 @@
 package app_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/chromiumtest"
 )
-
-// headlessChromium starts Debian's chromium (WEBCODEX_CHROMIUM to name
-// another) with a fresh profile, or skips; with WEBCODEX_REQUIRE_CHROMIUM=1
-// (.ci/run) a missing browser fails the test.
-func headlessChromium(t *testing.T) context.Context {
-	t.Helper()
-	var path string
-	for _, name := range []string{os.Getenv("WEBCODEX_CHROMIUM"), "chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); name != "" && err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		if os.Getenv("WEBCODEX_REQUIRE_CHROMIUM") == "1" {
-			t.Fatal("chromium is required (WEBCODEX_REQUIRE_CHROMIUM=1) but not found")
-		}
-		t.Skip("chromium is not installed; the browser test needs it")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()))
-	// A bound on the whole session, so that a broken page fails the test
-	// instead of hanging it; no step waits for a time.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(acancel)
-	tab, tcancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	t.Cleanup(tcancel)
-	if err := chromedp.Do(tab); err != nil { // starts the browser
-		t.Fatalf("start chromium: %v", err)
-	}
-	return tab
-}
 
 // TestOAuthConsentInChromium: in a real browser, a connection that starts
 // on the client's own site (another site than the server's) reaches the
@@ -61,7 +23,7 @@ func headlessChromium(t *testing.T) context.Context {
 // sign-in page's Continue link (a same-site navigation) carries it to the
 // consent page without a new sign-in.
 func TestOAuthConsentInChromium(t *testing.T) {
-	tab := headlessChromium(t)
+	tab := chromiumtest.Start(t)
 	s := startAppWith(t, t.TempDir(), func(c *app.Config) { c.OAuth.Enabled = true }, "p="+rawProjectDir(t))
 	defer s.stop(t)
 

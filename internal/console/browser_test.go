@@ -4,68 +4,30 @@ import (
 	"context"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/chromiumtest"
 )
 
-// The browser tests drive the console in real headless Chromium (Debian's
-// chromium, through the DevTools protocol with chromedp). Without chromium
-// they skip, unless WEBCODEX_REQUIRE_CHROMIUM=1 (set by .ci/run), when they
-// fail. Screenshots go to $WEBCODEX_SCREENSHOTS (kept) or a temporary
+// The browser tests drive the console in real headless Chromium
+// (internal/chromiumtest: without chromium they skip, unless
+// WEBCODEX_REQUIRE_CHROMIUM=1, set by .ci/run, when they fail). Screenshots go to $WEBCODEX_SCREENSHOTS (kept) or a temporary
 // directory. With -console-docs, TestBrowserDocsScreenshots builds a
 // realistic scenario and writes the README's two screenshots into docs/.
 
 var consoleDocs = flag.Bool("console-docs", false, "run TestBrowserDocsScreenshots: write docs/console-attention.png and docs/console-session.png")
 
-// chromium returns the browser's path, or skips (fails when required).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{os.Getenv("WEBCODEX_CHROMIUM"), "chromium", "chromium-browser"} {
-		if name == "" {
-			continue
-		}
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("WEBCODEX_REQUIRE_CHROMIUM") == "1" {
-		t.Fatal("chromium is required (WEBCODEX_REQUIRE_CHROMIUM=1) but not found: apt-get install -y chromium, or set WEBCODEX_CHROMIUM")
-	}
-	t.Skip("chromium is not installed (apt-get install -y chromium); the browser tests need it")
-	return ""
-}
-
-// newBrowser starts a fresh headless chromium (its own profile directory,
-// no network beyond the test server) and returns a tab's context.
+// newBrowser starts a fresh headless chromium (chromiumtest.Start) with
+// the console's window size and returns a tab's context.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
-	path := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 960),
-	)
-	// A bound on the whole browser session, so that a broken page fails
-	// the test instead of hanging it; no step waits for a time.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(acancel)
-	tab, tcancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	t.Cleanup(tcancel)
-	if err := chromedp.Do(tab); err != nil { // starts the browser
-		t.Fatalf("start chromium: %v", err)
-	}
-	return tab
+	return chromiumtest.Start(t, chromedp.WindowSize(1280, 960))
 }
 
 // shots is where screenshots go.
