@@ -141,13 +141,17 @@ func (s *Service) client(ctx context.Context, id string) (Client, error) {
 	return nc, nil
 }
 
-// target returns the resource a request names (this server's resource when
-// it names none). Errors: *Error invalid_target for any other resource.
+// target returns the resource a request names: this server's resource
+// when it names none, names it, or names the server's base (the issuer;
+// Claude Code sends the origin, with a trailing slash): the server
+// protects one resource, and the grant is bound to its canonical URL.
+// Errors: *Error invalid_target for any other resource.
 func (s *Service) target(resource string) (string, error) {
 	if resource == "" {
 		return s.resource, nil
 	}
-	if len(resource) > MaxURI || !oauthex.MatchesResource([]string{resource}, s.resource) {
+	if len(resource) > MaxURI || !oauthex.MatchesResource([]string{resource}, s.resource) &&
+		!oauthex.MatchesResource([]string{resource}, s.issuer) {
 		return "", refuse(ErrInvalidTarget, "resource must be %s", s.resource)
 	}
 	return s.resource, nil

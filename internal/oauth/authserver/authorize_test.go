@@ -87,7 +87,7 @@ func TestAuthorizeRedirectable(t *testing.T) {
 		{"scope case", ok.with("scope", "PROJECT:READ"), authserver.ErrInvalidScope},
 		{"another resource", ok.with("resource", "https://other.example/mcp"), authserver.ErrInvalidTarget},
 		{"a resource path below", ok.with("resource", resource+"/x"), authserver.ErrInvalidTarget},
-		{"the issuer as resource", ok.with("resource", issuer), authserver.ErrInvalidTarget},
+		{"another origin", ok.with("resource", "https://other.example/"), authserver.ErrInvalidTarget},
 	}
 	for _, c := range cases {
 		r, err := e.svc.Authorize(e.ctx, c.a.q)
@@ -110,13 +110,14 @@ func TestAuthorizeRedirectable(t *testing.T) {
 }
 
 // TestAuthorizeResourceAndScopes: the resource may carry a trailing
-// slash or be left out; no scope (or offline_access alone) asks for the
+// slash, be the server's origin (as Claude Code sends it) or be left out,
+// and is always bound as the canonical MCP URL; no scope (or offline_access alone) asks for the
 // default scopes; scopes are deduplicated in their fixed order.
 func TestAuthorizeResourceAndScopes(t *testing.T) {
 	e := newEnv(t)
 	reg := e.public()
 	ok := request(reg.Client.ID, cliRedirect)
-	for _, res := range []string{resource + "/", ""} {
+	for _, res := range []string{resource + "/", "", issuer, issuer + "/"} {
 		a := ok.with("resource")
 		if res != "" {
 			a = ok.with("resource", res)

@@ -59,9 +59,6 @@ const (
 	MaxURI = 2048
 	// MaxState bounds the state parameter echoed to the client, in bytes.
 	MaxState = 1024
-	// MaxParam bounds every other request parameter (code, verifier,
-	// challenge, token), in bytes.
-	MaxParam = 512
 )
 
 // Prefixes of the secrets the server issues; 43 base64url characters (256

@@ -118,7 +118,7 @@ func (s *Service) Token(ctx context.Context, r TokenRequest) (TokenResponse, err
 			return TokenResponse{}, refuse(ErrInvalidGrant, "code_verifier does not match the code_challenge")
 		}
 	}
-	if r.Resource != "" && (len(r.Resource) > MaxURI || !oauthex.MatchesResource([]string{r.Resource}, g.Resource)) {
+	if res, err := s.target(r.Resource); r.Resource != "" && (err != nil || res != g.Resource) {
 		return TokenResponse{}, refuse(ErrInvalidTarget, "the grant is for %s", g.Resource)
 	}
 	if err := withinGrant(r.Scope, g.Scopes); err != nil {
