@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
 	"github.com/webcodex/webcodex/internal/transport/resourcemeta"
 )
@@ -136,5 +138,57 @@ func TestOAuthGrantBoundToOneProject(t *testing.T) {
 	_, _, out := plainDo(t, "POST", s.base+"/api/tools/call", access, body, nil)
 	if k := errorKind(t, out); k != "permission_denied" {
 		t.Fatalf("another project with a grant bound to one: %s", out)
+	}
+}
+
+// TestOAuthClientsOnTheConsole: the console lists the enrolled clients and
+// revokes one with its CSRF-protected form, which ends its tokens; a
+// person without account:manage sees neither.
+func TestOAuthClientsOnTheConsole(t *testing.T) {
+	s := oauthServer(t, nil)
+	defer s.stop(t)
+	b := newBrowser(t, s)
+	client := register(t, s, flowRedirect)
+	verifier := oauth2.GenerateVerifier()
+	code := b.consent(authorizeURL(s, client, verifier, nil), "approve", "").Query().Get("code")
+	_, tok := exchange(t, s, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {flowRedirect},
+		"client_id": {client}, "code_verifier": {verifier}})
+	access := tok["access_token"].(string)
+
+	resp, err := b.client.Get(s.base + "/console/oauth/clients")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(readAll(t, resp))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, client) || !strings.Contains(page, "attack test") || !strings.Contains(page, "127.0.0.1:38411") {
+		t.Fatalf("clients page: HTTP %d\n%s", resp.StatusCode, page)
+	}
+	csrf := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindStringSubmatch(page)
+	if r := b.post(s.base+"/console/oauth/clients/revoke", url.Values{"client_id": {client}}); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("revoke without CSRF: HTTP %d", r.StatusCode)
+	}
+	if toolStatus(t, s, access) != http.StatusOK {
+		t.Fatal("a refused revocation ended the client's token")
+	}
+	// The browser follows the answer back to the list.
+	if r := b.post(s.base+"/console/oauth/clients/revoke", url.Values{"client_id": {client}, "csrf_token": {csrf[1]}}); r.StatusCode != http.StatusOK ||
+		r.Request.URL.Path != "/console/oauth/clients" || r.Request.URL.Query().Get("revoked") != client {
+		t.Fatalf("revoke: HTTP %d at %s", r.StatusCode, r.Request.URL)
+	}
+	if toolStatus(t, s, access) != http.StatusUnauthorized {
+		t.Fatal("a revoked client's access token still works")
+	}
+
+	reader, _, err := s.a.Auth.CreateToken(context.Background(), "reader", "local", []auth.Scope{auth.ScopeProjectRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := newBrowser(t, &server{base: s.base, token: reader})
+	resp, err = rb.client.Get(s.base + "/console/oauth/clients")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != http.StatusForbidden || strings.Contains(string(body), client) {
+		t.Fatalf("clients page without account:manage: HTTP %d", resp.StatusCode)
 	}
 }

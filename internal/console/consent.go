@@ -18,12 +18,14 @@ import (
 // form posted to the same path.
 const ConsentPath = Prefix + "/oauth/consent"
 
-// Consent is the authorization server as the consent page uses it
-// (*authserver.Service).
-type Consent interface {
+// AuthorizationServer is the built-in authorization server as the
+// console's consent and OAuth clients pages use it (*authserver.Service).
+type AuthorizationServer interface {
 	Authorize(ctx context.Context, q url.Values) (authserver.Request, error)
 	Approve(ctx context.Context, r authserver.Request, a authserver.Approval) (string, error)
 	ErrorRedirect(r authserver.Request, err error) string
+	Clients(ctx context.Context) ([]authserver.Client, error)
+	RevokeClient(ctx context.Context, id string) (authserver.Client, error)
 }
 
 // consentParams are the authorization request's parameters the consent
@@ -48,6 +50,8 @@ func init() {
 		}
 		s.handle("GET "+ConsentPath, s.page(s.consentPage))
 		s.handle("POST "+ConsentPath, s.action(s.consentDecision))
+		s.handle("GET "+ClientsPath, s.page(s.clientsPage))
+		s.handle("POST "+ClientsPath+"/revoke", s.action(s.revokeClient))
 	})
 }
 

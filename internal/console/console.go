@@ -110,9 +110,10 @@ type Options struct {
 	Streams *sse.Limiter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// OAuth is the built-in authorization server whose consent page the
-	// console serves (consent.go); nil leaves the page out.
-	OAuth Consent
+	// OAuth is the built-in authorization server whose consent and
+	// clients pages the console serves (consent.go, oauthclients.go); nil
+	// leaves them out.
+	OAuth AuthorizationServer
 }
 
 // Server serves the console.

@@ -27,6 +27,9 @@ type Page struct {
 	Nav string
 	// Data is the page's own model.
 	Data any
+	// OAuth: the built-in authorization server runs (its clients page is
+	// in the navigation).
+	OAuth bool
 }
 
 // render writes page name with data as a full HTML page.
@@ -36,7 +39,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		return err
 	}
 	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, "layout", Page{Title: title, Viewer: viewerOf(r), Nav: nav, Data: data}); err != nil {
+	if err := t.ExecuteTemplate(&buf, "layout", Page{Title: title, Viewer: viewerOf(r), Nav: nav, Data: data, OAuth: s.opts.OAuth != nil}); err != nil {
 		return failure.Wrap(failure.Internal, err, "render %s", name)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
