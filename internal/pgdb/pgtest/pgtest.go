@@ -1,0 +1,89 @@
+// Package pgtest gives a test a fresh PostgreSQL database of its own on the
+// server named by WEBCODEX_TEST_DATABASE_URL (scripts/pgcluster.sh starts a
+// throwaway one; .ci/run does). Without that variable the test skips with
+// a message saying how to run it, unless WEBCODEX_REQUIRE_POSTGRES=1
+// (.ci/run), when it fails.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/webcodex/webcodex/internal/pgdb"
+)
+
+// Environment variables.
+const (
+	// EnvURL names a PostgreSQL server (a postgres:// URL of a role that may
+	// create databases) on which each test creates its own database.
+	EnvURL = "WEBCODEX_TEST_DATABASE_URL"
+	// EnvRequire, set to 1, turns a missing EnvURL into a failure.
+	EnvRequire = "WEBCODEX_REQUIRE_POSTGRES"
+)
+
+// adminTimeout bounds creating and dropping a test's database.
+const adminTimeout = 30 * time.Second
+
+// URL returns the URL of a new, empty database for t, dropped (with any
+// connection still open to it) when t ends.
+func URL(t testing.TB) string {
+	t.Helper()
+	admin := os.Getenv(EnvURL)
+	if admin == "" {
+		if os.Getenv(EnvRequire) == "1" {
+			t.Fatalf("PostgreSQL is required (%s=1) but %s is not set", EnvRequire, EnvURL)
+		}
+		t.Skipf("no PostgreSQL: run `eval \"$(scripts/pgcluster.sh start)\"` (Debian's postgresql) to set %s, then run the tests again", EnvURL)
+	}
+	u, err := url.Parse(admin)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("%s must be a postgres:// URL", EnvURL)
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	name := "wc_test_" + hex.EncodeToString(b)
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", pgdb.Redact(admin), err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE DATABASE `+name); err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP DATABASE `+name+` WITH (FORCE)`); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Open returns a pool on a new, empty database for t (URL), closed when t
+// ends.
+func Open(t testing.TB) *pgdb.DB {
+	t.Helper()
+	db, err := pgdb.Open(context.Background(), URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
