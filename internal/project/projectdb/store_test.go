@@ -12,6 +12,7 @@ import (
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/project/projectdb"
 	"github.com/webcodex/webcodex/internal/project/storetest"
+	"github.com/webcodex/webcodex/internal/runnerhub"
 )
 
 func mustOpen(t *testing.T, path string) *projectdb.Store {
@@ -31,6 +32,14 @@ func TestContract(t *testing.T) {
 				t.Errorf("Close: %v", err)
 			}
 		})
+		return s
+	})
+}
+
+func TestRunnersContract(t *testing.T) {
+	storetest.RunRunners(t, func(t *testing.T) runnerhub.Store {
+		s := mustOpen(t, filepath.Join(t.TempDir(), projectdb.FileName))
+		t.Cleanup(func() { s.Close() })
 		return s
 	})
 }
