@@ -186,3 +186,22 @@ func (db *DB) once(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) 
 	}
 	return nil
 }
+
+// StoreError maps an error of a store built on this package to a stable
+// kind for its callers, as sqlitedb.StoreError does: a *failure.Error
+// passes through; a cancelled or expired context becomes
+// failure.Interrupted; anything else becomes failure.Unavailable. store
+// names the store in the message ("goal store", ...).
+func StoreError(err error, store string) error {
+	if err == nil {
+		return nil
+	}
+	var fe *failure.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return failure.Wrap(failure.Interrupted, err, "the request was cancelled before the %s accepted it", store)
+	}
+	return failure.Wrap(failure.Unavailable, err, "%s unavailable", store)
+}
