@@ -72,13 +72,14 @@ func TestArchitecture(t *testing.T) {
 	for _, p := range pkgs {
 		rel := strings.TrimPrefix(p.ImportPath, mod)
 		for _, d := range p.Imports {
-			if d == mod+"internal/sqlitedb" && !hasPrefix(rel, []string{"internal/app"}) {
+			// A concrete store is built on SQLite or PostgreSQL.
+			if (d == mod+"internal/sqlitedb" || d == mod+"internal/pgdb") && !hasPrefix(rel, []string{"internal/app"}) {
 				stores[p.ImportPath] = true
 			}
 		}
 	}
 	if len(stores) < 6 {
-		t.Fatalf("found %d concrete stores (packages importing internal/sqlitedb), want the 6 domain databases", len(stores))
+		t.Fatalf("found %d concrete stores (packages importing internal/sqlitedb or internal/pgdb), want at least the 6 domain databases", len(stores))
 	}
 	seen, cmds := 0, 0
 	for _, p := range pkgs {
@@ -120,7 +121,7 @@ func TestArchitecture(t *testing.T) {
 				cmds++
 				deps = p.Imports
 				for _, d := range p.Imports {
-					if d == "database/sql" || hasPrefix(d, []string{"modernc.org/sqlite", mod + "internal/sqlitedb"}) {
+					if d == "database/sql" || hasPrefix(d, []string{"modernc.org/sqlite", "github.com/jackc/pgx", mod + "internal/sqlitedb", mod + "internal/pgdb"}) {
 						t.Errorf("%s imports %s: commands open databases only through internal/app", rel, strings.TrimPrefix(d, mod))
 					}
 				}
