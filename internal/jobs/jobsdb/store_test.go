@@ -10,6 +10,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
+	"github.com/webcodex/webcodex/internal/jobs/storetest"
 )
 
 func job(at time.Time, st jobs.State) jobs.Job {
@@ -17,6 +18,18 @@ func job(at time.Time, st jobs.State) jobs.Job {
 		State: st, Expectation: jobs.ExpectSuccess, CreatedAt: at, Background: true}
 }
 
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) jobs.Store {
+		s, err := jobsdb.Open(context.Background(), filepath.Join(t.TempDir(), "jobs.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// TestStore also shows the records durable across a reopen of the file.
 func TestStore(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "jobs.db")
