@@ -36,6 +36,18 @@ func TestContract(t *testing.T) {
 	})
 }
 
+func TestConsoleContract(t *testing.T) {
+	storetest.RunConsole(t, func(t *testing.T) auth.ConsoleStore {
+		s := mustOpen(t, filepath.Join(t.TempDir(), authdb.FileName))
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		return s
+	})
+}
+
 func TestPersistsAcrossReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), authdb.FileName)
