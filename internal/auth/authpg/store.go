@@ -14,7 +14,6 @@ package authpg
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/auth/authrow"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb"
 )
@@ -66,38 +66,20 @@ func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
 // who closes it after every store on it.
 func (s *Store) Close() error { return nil }
 
-const columns = `id, name, owner, scopes, created_at, revoked_at, last_used_at, tools, runner, kind, project, expires_at`
-
 // Create inserts t with hash. Errors: failure.InvalidArguments when the id
 // or hash is empty; failure.Conflict when the id or the hash exists.
 func (s *Store) Create(ctx context.Context, t auth.Token, hash string) error {
 	if t.ID == "" || hash == "" {
 		return failure.New(failure.InvalidArguments, "a token needs an id and a hash")
 	}
-	scopes, err := json.Marshal(t.Scopes)
+	row, err := authrow.Encode(t)
 	if err != nil {
-		return fmt.Errorf("tokens: encode scopes: %w", err)
-	}
-	tools := []byte("[]")
-	if t.Tools != nil {
-		if tools, err = json.Marshal(t.Tools); err != nil {
-			return fmt.Errorf("tokens: encode tools: %w", err)
-		}
-	}
-	kind := t.Kind
-	if kind == "" {
-		kind = auth.KindAPIToken
-	}
-	var project any
-	if t.Project != "" {
-		project = t.Project
+		return err
 	}
 	return s.db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx,
-			`INSERT INTO auth.tokens (id, name, owner, scopes, token_hash, created_at, revoked_at, last_used_at, tools, runner, kind, project, expires_at)
-			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-			t.ID, t.Name, t.Owner, string(scopes), hash, t.CreatedAt.UnixNano(), nanos(t.RevokedAt), nanos(t.LastUsedAt), string(tools), t.Runner,
-			string(kind), project, nanos(t.ExpiresAt))
+			`INSERT INTO auth.tokens (`+authrow.Columns+`, token_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			append(row.Args(), hash)...)
 		if pgdb.IsUniqueViolation(err) {
 			return failure.New(failure.Conflict, "token %s already exists", t.ID)
 		}
@@ -110,20 +92,13 @@ func (s *Store) Create(ctx context.Context, t auth.Token, hash string) error {
 
 // List returns every token ordered by creation time, then id.
 func (s *Store) List(ctx context.Context) ([]auth.Token, error) {
-	rows, err := s.db.Pool.Query(ctx, `SELECT `+columns+` FROM auth.tokens ORDER BY created_at, id`)
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+authrow.Columns+` FROM auth.tokens ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("tokens: list: %w", err)
 	}
 	defer rows.Close()
-	out := []auth.Token{}
-	for rows.Next() {
-		t, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("tokens: list: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := authrow.All(rows)
+	if err != nil {
 		return nil, fmt.Errorf("tokens: list: %w", err)
 	}
 	return out, nil
@@ -137,8 +112,8 @@ func (s *Store) Revoke(ctx context.Context, id string, at time.Time) (auth.Token
 		var err error
 		// coalesce keeps the first revocation time; the row lock the
 		// UPDATE takes orders concurrent revocations.
-		t, err = scan(tx.QueryRow(ctx,
-			`UPDATE auth.tokens SET revoked_at = coalesce(revoked_at, $1) WHERE id = $2 RETURNING `+columns, at.UnixNano(), id))
+		t, err = authrow.Scan(tx.QueryRow(ctx,
+			`UPDATE auth.tokens SET revoked_at = coalesce(revoked_at, $1) WHERE id = $2 RETURNING `+authrow.Columns, at.UnixNano(), id))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound(id)
 		}
@@ -156,7 +131,7 @@ func (s *Store) Revoke(ctx context.Context, id string, at time.Time) (auth.Token
 // FindByHash returns the token with hash, read from the database on every
 // call. Errors: failure.NotFound when no token has it.
 func (s *Store) FindByHash(ctx context.Context, hash string) (auth.Token, error) {
-	t, err := scan(s.db.Pool.QueryRow(ctx, `SELECT `+columns+` FROM auth.tokens WHERE token_hash = $1`, hash))
+	t, err := authrow.Scan(s.db.Pool.QueryRow(ctx, `SELECT `+authrow.Columns+` FROM auth.tokens WHERE token_hash = $1`, hash))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return auth.Token{}, failure.New(failure.NotFound, "no token has this hash")
 	}
@@ -190,53 +165,6 @@ func (s *Store) Touch(ctx context.Context, id string, at time.Time) error {
 		}
 		return nil
 	})
-}
-
-func scan(row pgx.Row) (auth.Token, error) {
-	var (
-		t                          auth.Token
-		scopes, tools              string
-		created                    int64
-		revoked, lastUsed, expires *int64
-		project                    *string
-	)
-	if err := row.Scan(&t.ID, &t.Name, &t.Owner, &scopes, &created, &revoked, &lastUsed, &tools, &t.Runner,
-		&t.Kind, &project, &expires); err != nil {
-		return auth.Token{}, err
-	}
-	if err := json.Unmarshal([]byte(tools), &t.Tools); err != nil {
-		return auth.Token{}, fmt.Errorf("token %s: decode tools: %w", t.ID, err)
-	}
-	if len(t.Tools) == 0 {
-		t.Tools = nil
-	}
-	if err := json.Unmarshal([]byte(scopes), &t.Scopes); err != nil {
-		return auth.Token{}, fmt.Errorf("token %s: decode scopes: %w", t.ID, err)
-	}
-	t.CreatedAt = time.Unix(0, created).UTC()
-	t.RevokedAt = timePtr(revoked)
-	t.LastUsedAt = timePtr(lastUsed)
-	t.ExpiresAt = timePtr(expires)
-	if project != nil {
-		t.Project = *project
-	}
-	return t, nil
-}
-
-// nanos is t as Unix nanoseconds, or nil (NULL) for no time.
-func nanos(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return t.UnixNano()
-}
-
-func timePtr(n *int64) *time.Time {
-	if n == nil {
-		return nil
-	}
-	t := time.Unix(0, *n).UTC()
-	return &t
 }
 
 func notFound(id string) error {
