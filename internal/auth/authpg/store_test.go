@@ -2,8 +2,11 @@ package authpg_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -155,5 +158,64 @@ func TestRefusesNewerSchema(t *testing.T) {
 	}
 	if versions != 2 {
 		t.Errorf("auth.schema_migrations has %d rows after a refused open, want 2", versions)
+	}
+}
+
+// racers is how many stores race in TestRacingReplicas.
+const racers = 8
+
+// TestRacingReplicas runs racers Stores at once on one database (on the
+// connections of one pool, where replicas would each have their own),
+// creating tokens with one hash, then revoking one token at different
+// times: exactly one create wins and every other gets failure.Conflict,
+// and every Revoke returns the one revocation time that was stored.
+func TestRacingReplicas(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Open(t)
+	stores := make([]*authpg.Store, racers)
+	for i := range stores {
+		stores[i] = mustOpen(t, db)
+	}
+	base := time.Date(2026, 3, 4, 5, 6, 7, 890123456, time.UTC)
+	hash := auth.HashToken(auth.TokenPrefix + strings.Repeat("A", 43))
+	createErrs := make([]error, racers)
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Go(func() {
+			tok := auth.Token{ID: fmt.Sprintf("tok_%016x", i), Name: "racer", Owner: "local", CreatedAt: base, Kind: auth.KindAPIToken}
+			createErrs[i] = s.Create(ctx, tok, hash)
+		})
+	}
+	wg.Wait()
+	won := 0
+	for i, err := range createErrs {
+		switch {
+		case err == nil:
+			won++
+		case !failure.Is(err, failure.Conflict):
+			t.Errorf("racer %d Create: %v, want nil or %q", i, err, failure.Conflict)
+		}
+	}
+	winner, err := stores[0].FindByHash(ctx, hash)
+	if won != 1 || err != nil {
+		t.Fatalf("%d creates won, FindByHash: %v; want exactly 1 and the winner", won, err)
+	}
+
+	revoked := make([]auth.Token, racers)
+	revokeErrs := make([]error, racers)
+	for i, s := range stores {
+		wg.Go(func() {
+			revoked[i], revokeErrs[i] = s.Revoke(ctx, winner.ID, base.Add(time.Duration(i+1)*time.Hour))
+		})
+	}
+	wg.Wait()
+	stored, err := stores[0].FindByHash(ctx, hash)
+	if err != nil || stored.RevokedAt == nil {
+		t.Fatalf("FindByHash after the revocations = %+v, %v; want a revoked token", stored, err)
+	}
+	for i := range stores {
+		if revokeErrs[i] != nil || revoked[i].RevokedAt == nil || !revoked[i].RevokedAt.Equal(*stored.RevokedAt) {
+			t.Errorf("racer %d Revoke = %v, %v; want the stored first time %v", i, revoked[i].RevokedAt, revokeErrs[i], stored.RevokedAt)
+		}
 	}
 }
