@@ -53,7 +53,8 @@ type ConsoleSession struct {
 // only after its change is durable.
 type ConsoleStore interface {
 	// CreateConsole inserts s and deletes every session expired at
-	// s.CreatedAt.
+	// s.CreatedAt. failure.InvalidArguments when s.Hash or s.TokenHash is
+	// empty; failure.Conflict when a session has s.Hash.
 	CreateConsole(ctx context.Context, s ConsoleSession) error
 	// FindConsole returns the session with hash; failure.NotFound when
 	// there is none.

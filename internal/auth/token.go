@@ -96,8 +96,9 @@ func (t Token) Expired(now time.Time) bool { return t.ExpiresAt != nil && !now.B
 // change is durable.
 type Store interface {
 	// Create inserts t with the token hash (an empty Kind is stored, and
-	// read back, as KindAPIToken). failure.Conflict when the id or the
-	// hash already exists.
+	// read back, as KindAPIToken). failure.InvalidArguments when the id
+	// or the hash is empty; failure.Conflict when the id or the hash
+	// already exists.
 	Create(ctx context.Context, t Token, hash string) error
 	// List returns every token, revoked ones included, ordered by creation
 	// time and then id.

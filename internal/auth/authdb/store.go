@@ -12,13 +12,13 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/auth/authrow"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 )
@@ -54,39 +54,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // Close waits for queued writes and closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-const columns = `id, name, owner, scopes, created_at, revoked_at, last_used_at, tools, runner, kind, project, expires_at`
-
 // Create inserts t with hash. Errors: failure.InvalidArguments when the id
 // or hash is empty; failure.Conflict when the id or the hash exists.
 func (s *Store) Create(ctx context.Context, t auth.Token, hash string) error {
 	if t.ID == "" || hash == "" {
 		return failure.New(failure.InvalidArguments, "a token needs an id and a hash")
 	}
-	scopes, err := json.Marshal(t.Scopes)
+	row, err := authrow.Encode(t)
 	if err != nil {
-		return fmt.Errorf("tokens: encode scopes: %w", err)
-	}
-	tools, err := json.Marshal(t.Tools)
-	if t.Tools == nil {
-		tools = []byte("[]")
-	}
-	if err != nil {
-		return fmt.Errorf("tokens: encode tools: %w", err)
-	}
-	kind := t.Kind
-	if kind == "" {
-		kind = auth.KindAPIToken
-	}
-	var project any
-	if t.Project != "" {
-		project = t.Project
+		return err
 	}
 	return s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx,
-			`INSERT INTO tokens (id, name, owner, scopes, token_hash, created_at, revoked_at, last_used_at, tools, runner, kind, project, expires_at)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Name, t.Owner, string(scopes), hash, t.CreatedAt.UnixNano(), nanos(t.RevokedAt), nanos(t.LastUsedAt), string(tools), t.Runner,
-			string(kind), project, nanos(t.ExpiresAt))
+			`INSERT INTO tokens (`+authrow.Columns+`, token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			append(row.Args(), hash)...)
 		if sqlitedb.IsConstraint(err) {
 			return failure.New(failure.Conflict, "token %s already exists", t.ID)
 		}
@@ -99,20 +80,13 @@ func (s *Store) Create(ctx context.Context, t auth.Token, hash string) error {
 
 // List returns every token ordered by creation time, then id.
 func (s *Store) List(ctx context.Context) ([]auth.Token, error) {
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+columns+` FROM tokens ORDER BY created_at, id`)
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+authrow.Columns+` FROM tokens ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("tokens: list: %w", err)
 	}
 	defer rows.Close()
-	out := []auth.Token{}
-	for rows.Next() {
-		t, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("tokens: list: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := authrow.All(rows)
+	if err != nil {
 		return nil, fmt.Errorf("tokens: list: %w", err)
 	}
 	return out, nil
@@ -128,7 +102,7 @@ func (s *Store) Revoke(ctx context.Context, id string, at time.Time) (auth.Token
 			return fmt.Errorf("tokens: revoke %s: %w", id, err)
 		}
 		var err error
-		t, err = scan(tx.QueryRowContext(ctx, `SELECT `+columns+` FROM tokens WHERE id = ?`, id))
+		t, err = authrow.Scan(tx.QueryRowContext(ctx, `SELECT `+authrow.Columns+` FROM tokens WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		}
@@ -156,7 +130,7 @@ func (s *Store) FindByHash(ctx context.Context, hash string) (auth.Token, error)
 }
 
 func (s *Store) findByHash(ctx context.Context, hash string) (auth.Token, error) {
-	t, err := scan(s.db.QueryRow(ctx, `SELECT `+columns+` FROM tokens WHERE token_hash = ?`, hash))
+	t, err := authrow.Scan(s.db.QueryRow(ctx, `SELECT `+authrow.Columns+` FROM tokens WHERE token_hash = ?`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return auth.Token{}, failure.New(failure.NotFound, "no token has this hash")
 	}
@@ -185,50 +159,6 @@ func (s *Store) Touch(ctx context.Context, id string, at time.Time) error {
 		}
 		return nil
 	})
-}
-
-func scan(row interface{ Scan(...any) error }) (auth.Token, error) {
-	var (
-		t                          auth.Token
-		scopes, tools              string
-		created                    int64
-		revoked, lastUsed, expires sql.NullInt64
-		project                    sql.NullString
-	)
-	if err := row.Scan(&t.ID, &t.Name, &t.Owner, &scopes, &created, &revoked, &lastUsed, &tools, &t.Runner,
-		&t.Kind, &project, &expires); err != nil {
-		return auth.Token{}, err
-	}
-	if err := json.Unmarshal([]byte(tools), &t.Tools); err != nil {
-		return auth.Token{}, fmt.Errorf("token %s: decode tools: %w", t.ID, err)
-	}
-	if len(t.Tools) == 0 {
-		t.Tools = nil
-	}
-	if err := json.Unmarshal([]byte(scopes), &t.Scopes); err != nil {
-		return auth.Token{}, fmt.Errorf("token %s: decode scopes: %w", t.ID, err)
-	}
-	t.CreatedAt = time.Unix(0, created).UTC()
-	t.RevokedAt = timePtr(revoked)
-	t.LastUsedAt = timePtr(lastUsed)
-	t.ExpiresAt = timePtr(expires)
-	t.Project = project.String
-	return t, nil
-}
-
-func nanos(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return t.UnixNano()
-}
-
-func timePtr(n sql.NullInt64) *time.Time {
-	if !n.Valid {
-		return nil
-	}
-	t := time.Unix(0, n.Int64).UTC()
-	return &t
 }
 
 func notFound(id string) error {

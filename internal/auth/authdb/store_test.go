@@ -24,16 +24,24 @@ func mustOpen(t *testing.T, path string) *authdb.Store {
 	return s
 }
 
-func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) auth.Store {
-		s := mustOpen(t, filepath.Join(t.TempDir(), authdb.FileName))
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		})
-		return s
+// openTemp returns a Store on a new file, closed when t ends.
+func openTemp(t *testing.T) *authdb.Store {
+	t.Helper()
+	s := mustOpen(t, filepath.Join(t.TempDir(), authdb.FileName))
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
 	})
+	return s
+}
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) auth.Store { return openTemp(t) })
+}
+
+func TestConsoleContract(t *testing.T) {
+	storetest.RunConsole(t, func(t *testing.T) auth.ConsoleStore { return openTemp(t) })
 }
 
 func TestPersistsAcrossReopen(t *testing.T) {

@@ -79,6 +79,22 @@ func Run(t *testing.T, open func(t *testing.T) auth.Store) {
 		}
 	})
 
+	t.Run("ErrInvalidArguments", func(t *testing.T) {
+		s := open(t)
+		tok, h := mk(1)
+		noID := tok
+		noID.ID = ""
+		if err := s.Create(ctx, noID, h); !failure.Is(err, failure.InvalidArguments) {
+			t.Errorf("Create without an id: %v, want %q", err, failure.InvalidArguments)
+		}
+		if err := s.Create(ctx, tok, ""); !failure.Is(err, failure.InvalidArguments) {
+			t.Errorf("Create without a hash: %v, want %q", err, failure.InvalidArguments)
+		}
+		if list, err := s.List(ctx); err != nil || len(list) != 0 {
+			t.Errorf("List after refused creates = %v, %v; want none", list, err)
+		}
+	})
+
 	t.Run("ErrConflict", func(t *testing.T) {
 		s := open(t)
 		tok, h := mk(1)
