@@ -121,15 +121,11 @@ func TestCreateGrantRacesRevokeClient(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t)
 	for r := range rounds {
-		id := fmt.Sprintf("wc_client_%016d", r)
-		if err := s.PutClient(ctx, testClient(id, at)); err != nil {
-			t.Fatal(err)
-		}
-		g := testGrant(fmt.Sprintf("grt_%d", r), id)
-		code := fmt.Sprintf("code_%d", r)
+		id, g, sec := roundClient(t, s, r)
+		code := sec.Hash
 		var createErr, revokeErr error
 		together(
-			func() { createErr = s.CreateGrant(ctx, g, testSecret(code, authserver.KindCode, g.ID)) },
+			func() { createErr = s.CreateGrant(ctx, g, sec) },
 			func() { _, revokeErr = s.RevokeClient(ctx, id, at.Add(time.Minute)) },
 		)
 		if revokeErr != nil {
@@ -157,13 +153,8 @@ func TestSweepRacesCreateGrant(t *testing.T) {
 	s, _ := open(t)
 	now := at.Add(authserver.UnusedClientTTL + time.Hour)
 	for r := range rounds {
-		id := fmt.Sprintf("wc_client_%016d", r)
-		if err := s.PutClient(ctx, testClient(id, at)); err != nil {
-			t.Fatal(err)
-		}
-		g := testGrant(fmt.Sprintf("grt_%d", r), id)
-		code := fmt.Sprintf("code_%d", r)
-		sec := testSecret(code, authserver.KindCode, g.ID)
+		id, g, sec := roundClient(t, s, r)
+		code := sec.Hash
 		sec.ExpiresAt = now.Add(time.Hour) // not swept itself
 		var createErr, sweepErr error
 		together(
@@ -189,6 +180,18 @@ func TestSweepRacesCreateGrant(t *testing.T) {
 			}
 		}
 	}
+}
+
+// roundClient stores a new client for round r, created at at, and returns
+// its id with a grant of it and the grant's code, neither stored.
+func roundClient(t *testing.T, s authserver.Store, r int) (string, authserver.Grant, authserver.Secret) {
+	t.Helper()
+	id := fmt.Sprintf("wc_client_%016d", r)
+	if err := s.PutClient(context.Background(), testClient(id, at)); err != nil {
+		t.Fatal(err)
+	}
+	g := testGrant(fmt.Sprintf("grt_%d", r), id)
+	return id, g, testSecret(fmt.Sprintf("code_%d", r), authserver.KindCode, g.ID)
 }
 
 func mustFind(t *testing.T, s authserver.Store, h string) (authserver.Secret, authserver.Grant) {
