@@ -209,3 +209,31 @@ func wantNotFound(t *testing.T, s authserver.Store, h string) {
 		t.Errorf("Find(%s) = %+v, %v; want %q", h, sec, err, failure.NotFound)
 	}
 }
+
+// TestPutClientConcurrently: replicas enrolling the same new client at
+// once all succeed and leave one client.
+func TestPutClientConcurrently(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	for r := range rounds {
+		id := fmt.Sprintf("https://app%d.example/client.json", r)
+		errs := make([]error, racers)
+		fns := make([]func(), racers)
+		for i := range racers {
+			fns[i] = func() {
+				c := testClient(id, at)
+				c.Name = fmt.Sprintf("fetch %d", i)
+				errs[i] = s.PutClient(ctx, c)
+			}
+		}
+		together(fns...)
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d: PutClient %d: %v", r, i, err)
+			}
+		}
+	}
+	if list, err := s.Clients(ctx); err != nil || len(list) != rounds {
+		t.Errorf("Clients = %d, %v; want %d", len(list), err, rounds)
+	}
+}

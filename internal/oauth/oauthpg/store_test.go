@@ -71,3 +71,26 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Errorf("schema_migrations after a refused Open = %d rows, %v; want 2", n, err)
 	}
 }
+
+// TestZeroCacheTimesStoredAsZero: a DCR client's zero FetchedAt and
+// FreshUntil are stored as 0, as oauthdb stores them, and read back zero.
+func TestZeroCacheTimesStoredAsZero(t *testing.T) {
+	ctx := context.Background()
+	s, db := open(t)
+	c := authserver.Client{ID: "wc_client_0000000000000001", Name: "codex", Enrolment: authserver.EnrolDCR,
+		RedirectURIs: []string{"http://127.0.0.1/cb"}, AuthMethod: authserver.AuthNone, CreatedAt: at}
+	if err := s.PutClient(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	var fetched, fresh int64
+	if err := db.Pool.QueryRow(ctx, `SELECT fetched_at, fresh_until FROM oauth.clients WHERE id = $1`, c.ID).Scan(&fetched, &fresh); err != nil {
+		t.Fatal(err)
+	}
+	if fetched != 0 || fresh != 0 {
+		t.Errorf("stored fetched_at, fresh_until = %d, %d; want 0, 0", fetched, fresh)
+	}
+	got, err := s.Client(ctx, c.ID)
+	if err != nil || !got.FetchedAt.IsZero() || !got.FreshUntil.IsZero() {
+		t.Errorf("Client = %+v, %v; want zero cache times", got, err)
+	}
+}
