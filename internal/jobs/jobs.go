@@ -64,6 +64,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -329,6 +331,29 @@ func ParseID(id string) (string, error) {
 		return "", failure.New(failure.InvalidArguments, "job id %q is not of the form wc_job_<32 lowercase hex>", id)
 	}
 	return id, nil
+}
+
+// Record is j's stored form, the same on every backend: its JSON
+// document, once Validate accepts it.
+func (j Job) Record() (string, error) {
+	if err := j.Validate(); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(j)
+	return string(b), err
+}
+
+// ParseRecord reads a stored record; one that is not a valid Job's JSON is
+// an error (a store never serves it).
+func ParseRecord(doc string) (Job, error) {
+	var j Job
+	if err := json.Unmarshal([]byte(doc), &j); err != nil {
+		return Job{}, fmt.Errorf("job record: %v", err)
+	}
+	if err := j.Validate(); err != nil {
+		return Job{}, fmt.Errorf("job record: %v", err)
+	}
+	return j, nil
 }
 
 // Validate checks a record read from a store.

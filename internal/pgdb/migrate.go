@@ -20,7 +20,8 @@ var migrationName = regexp.MustCompile(`^(\d{4})_[a-z0-9_]+\.sql$`)
 var schemaName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}$`)
 
 // Migrate brings the domain's schema up to the newest of migrations (files
-// NNNN_what.sql at the root of the FS, applied in order). It creates the
+// NNNN_what.sql in the directory dir of the FS, "." for its root, applied
+// in order). It creates the
 // schema and its version table (<schema>.schema_migrations) when absent;
 // each pending migration runs in one transaction with its version row,
 // under a transaction-scoped advisory lock on the schema's name, so that
@@ -31,9 +32,13 @@ var schemaName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}$`)
 // 1, 2, 3, …; failure.Conflict when the database's schema is at a version
 // this binary does not know (a newer WebCodex migrated it), naming both;
 // the database's error otherwise.
-func (db *DB) Migrate(ctx context.Context, schema string, migrations fs.FS) error {
+func (db *DB) Migrate(ctx context.Context, schema string, fsys fs.FS, dir string) error {
 	if !schemaName.MatchString(schema) {
 		return failure.New(failure.InvalidArguments, "pgdb: schema name %q is not lowercase letters, digits and _", schema)
+	}
+	migrations, err := fs.Sub(fsys, dir)
+	if err != nil {
+		return err
 	}
 	files, err := migrationFiles(migrations)
 	if err != nil {

@@ -60,7 +60,7 @@ func TestMigrate(t *testing.T) {
 	db := pgtest.Open(t)
 	v1 := migrations("0001_things.sql", `CREATE TABLE demo.things (id bigint PRIMARY KEY, name text NOT NULL);`)
 	for range 2 {
-		if err := db.Migrate(ctx, "demo", v1); err != nil {
+		if err := db.Migrate(ctx, "demo", v1, "."); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,14 +69,14 @@ func TestMigrate(t *testing.T) {
 	}
 	v2 := migrations("0001_things.sql", `CREATE TABLE demo.things (id bigint PRIMARY KEY, name text NOT NULL);`,
 		"0002_color.sql", `ALTER TABLE demo.things ADD COLUMN color text NOT NULL DEFAULT 'red';`)
-	if err := db.Migrate(ctx, "demo", v2); err != nil {
+	if err := db.Migrate(ctx, "demo", v2, "."); err != nil {
 		t.Fatal(err)
 	}
 	var color string
 	if err := db.Pool.QueryRow(ctx, `SELECT color FROM demo.things WHERE id = 1`).Scan(&color); err != nil || color != "red" {
 		t.Fatalf("after 0002: %q %v", color, err)
 	}
-	err := db.Migrate(ctx, "demo", v1)
+	err := db.Migrate(ctx, "demo", v1, ".")
 	if !failure.Is(err, failure.Conflict) || !strings.Contains(err.Error(), "demo is at version 2") {
 		t.Fatalf("an older binary on a newer database: %v", err)
 	}
@@ -84,11 +84,11 @@ func TestMigrate(t *testing.T) {
 		"misnamed": migrations("things.sql", `SELECT 1`),
 		"gap":      migrations("0001_a.sql", `SELECT 1`, "0003_c.sql", `SELECT 1`),
 	} {
-		if err := db.Migrate(ctx, "other", bad); !failure.Is(err, failure.InvalidArguments) {
+		if err := db.Migrate(ctx, "other", bad, "."); !failure.Is(err, failure.InvalidArguments) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if err := db.Migrate(ctx, "Bad-Name", v1); !failure.Is(err, failure.InvalidArguments) {
+	if err := db.Migrate(ctx, "Bad-Name", v1, "."); !failure.Is(err, failure.InvalidArguments) {
 		t.Errorf("bad schema name: %v", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestMigrateConcurrently(t *testing.T) {
 				return
 			}
 			defer db.Close()
-			errs[i] = db.Migrate(ctx, "race", m)
+			errs[i] = db.Migrate(ctx, "race", m, ".")
 		})
 	}
 	wg.Wait()
@@ -127,7 +127,7 @@ func TestTxRetriesADeadlock(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.Open(t)
 	if err := db.Migrate(ctx, "dl", migrations("0001_rows.sql",
-		`CREATE TABLE dl.rows (id int PRIMARY KEY, n int NOT NULL); INSERT INTO dl.rows VALUES (1, 0), (2, 0);`)); err != nil {
+		`CREATE TABLE dl.rows (id int PRIMARY KEY, n int NOT NULL); INSERT INTO dl.rows VALUES (1, 0), (2, 0);`), "."); err != nil {
 		t.Fatal(err)
 	}
 	// Each transaction holds its first row until the other holds its
@@ -169,7 +169,7 @@ func TestTxRetriesADeadlock(t *testing.T) {
 func TestTxRollsBackOnError(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.Open(t)
-	if err := db.Migrate(ctx, "rb", migrations("0001_t.sql", `CREATE TABLE rb.t (id int PRIMARY KEY);`)); err != nil {
+	if err := db.Migrate(ctx, "rb", migrations("0001_t.sql", `CREATE TABLE rb.t (id int PRIMARY KEY);`), "."); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")

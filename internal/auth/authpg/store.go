@@ -16,7 +16,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,11 +51,7 @@ var (
 // version than this binary knows (the message names the schema); the
 // database's error otherwise (see pgdb.DB.Migrate).
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	if err := db.Migrate(ctx, Schema, sub); err != nil {
+	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,11 +36,7 @@ var _ goal.Store = (*Store)(nil)
 // Open migrates the schema goals of db and returns its store; the pool
 // stays the caller's. Errors: those of pgdb.DB.Migrate.
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	if err := db.Migrate(ctx, Schema, sub); err != nil {
+	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil

@@ -10,7 +10,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,25 +43,6 @@ func (s *Store) Close() error { return s.db.Close() }
 
 const unfinished = `('queued','running')`
 
-func encode(j jobs.Job) (string, error) {
-	if err := j.Validate(); err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(j)
-	return string(b), err
-}
-
-func decode(doc string) (jobs.Job, error) {
-	var j jobs.Job
-	if err := json.Unmarshal([]byte(doc), &j); err != nil {
-		return jobs.Job{}, fmt.Errorf("job record: %v", err)
-	}
-	if err := j.Validate(); err != nil {
-		return jobs.Job{}, fmt.Errorf("job record: %v", err)
-	}
-	return j, nil
-}
-
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -74,7 +54,7 @@ func storeErr(err error) error { return sqlitedb.StoreError(err, "job store") }
 
 // Create implements jobs.Store.
 func (s *Store) Create(ctx context.Context, j jobs.Job) error {
-	doc, err := encode(j)
+	doc, err := j.Record()
 	if err != nil {
 		return err
 	}
@@ -97,7 +77,7 @@ func scanOne(row *sql.Row, id string) (jobs.Job, error) {
 	if err != nil {
 		return jobs.Job{}, err
 	}
-	return decode(doc)
+	return jobs.ParseRecord(doc)
 }
 
 // Get implements jobs.Store.
@@ -122,7 +102,7 @@ func (s *Store) Update(ctx context.Context, id string, fn jobs.UpdateFunc) (jobs
 		if j.ID != id {
 			return fmt.Errorf("job update changed the id of %s", id)
 		}
-		doc, err := encode(j)
+		doc, err := j.Record()
 		if err != nil {
 			return err
 		}
@@ -154,7 +134,7 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]jobs.Job, e
 		if err := rows.Scan(&doc); err != nil {
 			return nil, storeErr(err)
 		}
-		j, err := decode(doc)
+		j, err := jobs.ParseRecord(doc)
 		if err != nil {
 			continue // a malformed record is never served
 		}

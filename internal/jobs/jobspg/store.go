@@ -7,10 +7,8 @@ package jobspg
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 	"strings"
 
@@ -35,11 +33,7 @@ var _ jobs.Store = (*Store)(nil)
 // Open migrates the schema jobs of db and returns its store; the pool stays
 // the caller's. Errors: those of pgdb.DB.Migrate.
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	if err := db.Migrate(ctx, Schema, sub); err != nil {
+	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil
@@ -47,30 +41,11 @@ func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
 
 const unfinished = `('queued','running')`
 
-func encode(j jobs.Job) (string, error) {
-	if err := j.Validate(); err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(j)
-	return string(b), err
-}
-
-func decode(doc string) (jobs.Job, error) {
-	var j jobs.Job
-	if err := json.Unmarshal([]byte(doc), &j); err != nil {
-		return jobs.Job{}, fmt.Errorf("job record: %v", err)
-	}
-	if err := j.Validate(); err != nil {
-		return jobs.Job{}, fmt.Errorf("job record: %v", err)
-	}
-	return j, nil
-}
-
 func storeErr(err error) error { return pgdb.StoreError(err, "job store") }
 
 // Create implements jobs.Store.
 func (s *Store) Create(ctx context.Context, j jobs.Job) error {
-	doc, err := encode(j)
+	doc, err := j.Record()
 	if err != nil {
 		return err
 	}
@@ -93,7 +68,7 @@ func scanOne(row pgx.Row, id string) (jobs.Job, error) {
 	if err != nil {
 		return jobs.Job{}, err
 	}
-	return decode(doc)
+	return jobs.ParseRecord(doc)
 }
 
 // Get implements jobs.Store.
@@ -120,7 +95,7 @@ func (s *Store) Update(ctx context.Context, id string, fn jobs.UpdateFunc) (jobs
 		if j.ID != id {
 			return fmt.Errorf("job update changed the id of %s", id)
 		}
-		doc, err := encode(j)
+		doc, err := j.Record()
 		if err != nil {
 			return err
 		}
@@ -152,7 +127,7 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]jobs.Job, e
 		if err := rows.Scan(&doc); err != nil {
 			return nil, storeErr(err)
 		}
-		j, err := decode(doc)
+		j, err := jobs.ParseRecord(doc)
 		if err != nil {
 			continue // a malformed record is never served
 		}

@@ -24,7 +24,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -56,11 +55,7 @@ var _ authserver.Store = (*Store)(nil)
 // version than this binary knows (pgdb.DB.Migrate); the database's error
 // otherwise.
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	if err := db.Migrate(ctx, Schema, sub); err != nil {
+	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -42,11 +41,7 @@ var (
 // stays the caller's. Errors: those of pgdb.DB.Migrate (failure.Conflict
 // for a database newer than this binary).
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	if err := db.Migrate(ctx, Schema, sub); err != nil {
+	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil
