@@ -109,10 +109,14 @@ func (m *Manager) Close(ctx context.Context) error {
 	for _, e := range all {
 		e.mu.Lock()
 		proc := e.proc
-		if _, remote := e.host.(runner.Reattacher); remote && proc != nil && !e.finished {
-			// Its process belongs to the runner and runs on: the record
-			// stays unfinished for the next server to adopt, and its
-			// supervisor here leaves (see supervise).
+		if _, remote := e.host.(runner.Reattacher); remote || e.finished {
+			// A remote process belongs to the runner and runs on: the
+			// record stays unfinished for the next server to adopt, and
+			// its supervisor here leaves (see supervise; it may have left
+			// already, closing m.closed woke it). That holds too for a
+			// process still being started (proc not yet set): a stop
+			// request left here would reach it once its start returns.
+			// A finished entry has nothing left to stop.
 			e.mu.Unlock()
 			continue
 		}
