@@ -79,21 +79,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.Store) {
 		}
 	})
 
-	t.Run("ErrInvalidArguments", func(t *testing.T) {
-		s := open(t)
-		tok, h := mk(1)
-		noID := tok
-		noID.ID = ""
-		if err := s.Create(ctx, noID, h); !failure.Is(err, failure.InvalidArguments) {
-			t.Errorf("Create without an id: %v, want %q", err, failure.InvalidArguments)
-		}
-		if err := s.Create(ctx, tok, ""); !failure.Is(err, failure.InvalidArguments) {
-			t.Errorf("Create without a hash: %v, want %q", err, failure.InvalidArguments)
-		}
-		if list, err := s.List(ctx); err != nil || len(list) != 0 {
-			t.Errorf("List after refused creates = %v, %v; want none", list, err)
-		}
-	})
+	t.Run("ErrInvalidArguments", func(t *testing.T) { errInvalidArguments(t, open(t), mk) })
 
 	t.Run("ErrConflict", func(t *testing.T) {
 		s := open(t)
@@ -211,5 +197,23 @@ func kindsRoundTrip(t *testing.T, s auth.Store, mk func(int) (auth.Token, string
 	}
 	if diff := cmp.Diff([]auth.Token{cred, share, legacy}, list); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
+	}
+}
+
+// errInvalidArguments: a token without an id or a hash is refused and
+// nothing is stored.
+func errInvalidArguments(t *testing.T, s auth.Store, mk func(int) (auth.Token, string)) {
+	ctx := context.Background()
+	tok, h := mk(1)
+	noID := tok
+	noID.ID = ""
+	if err := s.Create(ctx, noID, h); !failure.Is(err, failure.InvalidArguments) {
+		t.Errorf("Create without an id: %v, want %q", err, failure.InvalidArguments)
+	}
+	if err := s.Create(ctx, tok, ""); !failure.Is(err, failure.InvalidArguments) {
+		t.Errorf("Create without a hash: %v, want %q", err, failure.InvalidArguments)
+	}
+	if list, err := s.List(ctx); err != nil || len(list) != 0 {
+		t.Errorf("List after refused creates = %v, %v; want none", list, err)
 	}
 }
