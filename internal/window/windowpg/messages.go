@@ -69,7 +69,8 @@ func (s *Store) Waiting(ctx context.Context, principal, win string, since time.T
 }
 
 // Delivered implements window.Store: the projection and ACK facts are
-// written behind the caller.
+// written behind the caller, one statement each (an id shown twice in one
+// call counts once; the service shows each message once per block).
 func (s *Store) Delivered(ctx context.Context, principal, win string, shown, acked []string, at time.Time, then func(error)) error {
 	return s.enqueue(ctx, job{then: then, write: func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE windows.peer_messages SET

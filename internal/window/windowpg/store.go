@@ -15,6 +15,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,6 +50,9 @@ type Store struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	mu     sync.RWMutex // held shared while queueing, exclusively by Close
+	closed bool
 }
 
 var _ window.Store = (*Store)(nil)
@@ -69,6 +73,9 @@ func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
 // Close stops the writer after the writes already queued; a write queued
 // after Close fails with failure.Unavailable.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.cancel()
 	<-s.done
 	return nil
@@ -106,7 +113,9 @@ func (s *Store) run(j job) {
 
 // enqueue queues j, waiting for room until ctx ends.
 func (s *Store) enqueue(ctx context.Context, j job) error {
-	if s.ctx.Err() != nil {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
 		return failure.New(failure.Unavailable, "the window store is closed")
 	}
 	select {
