@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 	"github.com/webcodex/webcodex/internal/window"
@@ -31,26 +33,35 @@ func waitForLockWait(t *testing.T, ctx context.Context, st *Store, done <-chan s
 	}
 }
 
+// holding opens a store on a fresh database and begins a transaction,
+// rolled back at the test's end, that holds the lock taken by lock.
+func holding(t *testing.T, lock func(ctx context.Context, tx pgx.Tx) error) (*Store, pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := Open(ctx, pgtest.Open(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tx, err := st.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) })
+	if err := lock(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	return st, tx
+}
+
 // TestTouchCountsTheBoundUnderALock: a Touch (of another process, say)
 // waits for a transaction that holds the principal's activity lock and
 // has added a row, then prunes counting that row: the bound of MaxRows
 // holds across concurrent writers.
 func TestTouchCountsTheBoundUnderALock(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, pgtest.Open(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	now := time.Now()
-	tx, err := st.db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if err := lockPrincipal(ctx, tx, "p"); err != nil {
-		t.Fatal(err)
-	}
+	st, tx := holding(t, func(ctx context.Context, tx pgx.Tx) error { return lockPrincipal(ctx, tx, "p") })
 	if _, err := tx.Exec(ctx, `INSERT INTO windows.window_activity (principal, win, project, peer_id, first_at_ms, last_at_ms, calls)
 		VALUES ('p', 'v', 'agent:local:b', 'wc_peer_v', $1, $1, 1)`, now.Add(-time.Second).UnixMilli()); err != nil {
 		t.Fatal(err)
@@ -83,20 +94,8 @@ func TestTouchCountsTheBoundUnderALock(t *testing.T) {
 // message, then prunes counting it.
 func TestPostMessageCountsTheBoundUnderALock(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, pgtest.Open(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	now := time.Now()
-	tx, err := st.db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if err := lockWindow(ctx, tx, "p", "w"); err != nil {
-		t.Fatal(err)
-	}
+	st, tx := holding(t, func(ctx context.Context, tx pgx.Tx) error { return lockWindow(ctx, tx, "p", "w") })
 	if _, err := tx.Exec(ctx, `INSERT INTO windows.peer_messages
 		(id, principal, to_window, from_window, to_peer_id, from_peer_id, body, requires_ack, priority, created_at_ms)
 		VALUES ('wc_msg_held', 'p', 'w', 'v', '', '', 'b', false, 'normal', $1)`, now.Add(time.Second).UnixMilli()); err != nil {
@@ -127,20 +126,8 @@ func TestPostMessageCountsTheBoundUnderALock(t *testing.T) {
 // Close a write is refused.
 func TestQueueCapacity(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, pgtest.Open(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	now := time.Now()
-	tx, err := st.db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if err := lockPrincipal(ctx, tx, "p"); err != nil {
-		t.Fatal(err)
-	}
+	st, tx := holding(t, func(ctx context.Context, tx pgx.Tx) error { return lockPrincipal(ctx, tx, "p") })
 	pr := window.Prune{ActivityBefore: now.Add(-time.Hour), MessagesBefore: now.Add(-time.Hour), MaxRows: 8, MaxMessagesEach: 8}
 	tc := window.Touch{Principal: "p", Window: "w", PeerID: "wc_peer_w", Project: "agent:local:a", At: now}
 	first := make(chan struct{})
