@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 	"github.com/webcodex/webcodex/internal/window/storetest"
@@ -37,5 +39,37 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 	}
 	if _, err := windowpg.Open(ctx, db); !failure.Is(err, failure.Conflict) || !strings.Contains(err.Error(), "windows") {
 		t.Fatalf("Open on a newer schema: %v", err)
+	}
+}
+
+// TestLastActiveCanUseAnIndex: the stale assignment diagnostic's lookup by
+// window hash alone has an index to search (with sequential scans priced
+// out, the plan names it), not only a scan of every principal's activity.
+func TestLastActiveCanUseAnIndex(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Open(t)
+	st, err := windowpg.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN SELECT max(last_at_ms) FROM windows.window_activity WHERE win = 'w'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := strings.Join(plan, "; "); !strings.Contains(p, "window_activity_window") {
+		t.Fatalf("LastActive's plan: %s", p)
 	}
 }
