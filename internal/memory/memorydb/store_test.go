@@ -153,4 +153,3 @@ func TestSecretNeverStored(t *testing.T) {
 	st.Close()
 	scan("closed", false)
 }
-
