@@ -15,12 +15,13 @@ var columnWeights = map[string]string{"memory_key": "A", "tag_text": "B", "body"
 
 // tsquery translates q, in the FTS5 query syntax memory.Store.Search
 // takes, into PostgreSQL tsquery text for to_tsquery('simple', …): the
-// same match set for barewords, "quoted phrases", prefix*, AND, OR, NOT
-// (binding tighter than AND, AND tighter than OR; adjacent terms are
-// ANDed), parentheses and a single column filter (col:term). Text that
-// FTS5 refuses is failure.InvalidArguments, like memorydb's; NEAR,
-// {col …} filters, '^' and '+' are refused too (they have no tsquery
-// equivalent kept here).
+// same match set for barewords, "quoted phrases", prefix*, adjacent
+// phrases (ANDed, binding tighter than NOT), NOT (tighter than AND), AND
+// (tighter than OR), OR, parentheses and a single column filter
+// (col:phrase, col:(expr)) — the storetest contract checks these on both
+// backends. Text that FTS5 refuses is failure.InvalidArguments, like
+// memorydb's; valid FTS5 with no translation here (NEAR, {col …} filters,
+// '^', '+') is refused as invalid too.
 func tsquery(q string) (string, error) {
 	p := &queryParser{src: q}
 	out, err := p.or("")
@@ -132,11 +133,11 @@ func (p *queryParser) lex() token {
 
 func keyword(t token, k string) bool { return t.kind == tokWord && t.text == k }
 
-// startsPrimary reports whether t begins an operand (so that adjacent
-// operands are an implicit AND).
-func startsPrimary(t token) bool {
-	return t.kind == tokLParen || t.kind == tokString ||
-		t.kind == tokWord && t.text != "AND" && t.text != "OR" && t.text != "NOT"
+// startsPhrase reports whether t begins a phrase (so that adjacent
+// phrases are an implicit AND; FTS5 allows it between phrases only, not
+// next to a parenthesized expression).
+func startsPhrase(t token) bool {
+	return t.kind == tokString || t.kind == tokWord && t.text != "AND" && t.text != "OR" && t.text != "NOT"
 }
 
 func (p *queryParser) or(weight string) (string, error) {
@@ -160,18 +161,15 @@ func (p *queryParser) and(weight string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for {
-		if keyword(p.peek(), "AND") {
-			p.next()
-		} else if !startsPrimary(p.peek()) {
-			return left, nil
-		}
+	for keyword(p.peek(), "AND") {
+		p.next()
 		right, err := p.not(weight)
 		if err != nil {
 			return "", err
 		}
 		left = "(" + left + " & " + right + ")"
 	}
+	return left, nil
 }
 
 func (p *queryParser) not(weight string) (string, error) {
@@ -190,33 +188,62 @@ func (p *queryParser) not(weight string) (string, error) {
 	return left, nil
 }
 
+// primary is a parenthesized expression (with an optional column
+// filter before it) or a list of phrases, ANDed, binding tighter than NOT
+// as in FTS5.
 func (p *queryParser) primary(weight string) (string, error) {
-	t := p.next()
-	switch {
-	case t.kind == tokLParen:
-		inner, err := p.or(weight)
+	if p.peek().kind == tokLParen {
+		return p.group(weight)
+	}
+	var parts []string
+	for startsPhrase(p.peek()) {
+		t := p.next()
+		w := weight
+		switch {
+		case t.kind == tokWord && t.text == "NEAR" && p.peek().kind == tokLParen:
+			return "", p.fail("NEAR is not supported")
+		case t.kind == tokWord && p.peek().kind == tokColon:
+			cw, ok := columnWeights[t.text]
+			if !ok {
+				return "", p.fail("no column is named %q", t.text)
+			}
+			p.next()
+			if p.peek().kind == tokLParen && len(parts) == 0 {
+				return p.group(cw)
+			}
+			if t = p.next(); !startsPhrase(t) {
+				return "", p.fail("a column filter names no phrase")
+			}
+			w = cw
+		}
+		ph, err := p.phrase(t.text, w)
 		if err != nil {
 			return "", err
 		}
-		if p.next().kind != tokRParen {
-			return "", p.fail("a '(' is not closed")
-		}
-		return inner, nil
-	case t.kind == tokWord && t.text == "NEAR" && p.peek().kind == tokLParen:
-		return "", p.fail("NEAR is not supported")
-	case t.kind == tokWord && p.peek().kind == tokColon:
-		w, ok := columnWeights[t.text]
-		if !ok {
-			return "", p.fail("no column is named %q", t.text)
-		}
-		p.next()
-		return p.primary(w)
-	case startsPrimary(t):
-		return p.phrase(t.text, weight)
-	case t.kind == tokEOF:
+		parts = append(parts, ph)
+	}
+	switch {
+	case len(parts) == 1:
+		return parts[0], nil
+	case len(parts) > 1:
+		return "(" + strings.Join(parts, " & ") + ")", nil
+	case p.peek().kind == tokEOF:
 		return "", p.fail("a term is missing")
 	}
-	return "", p.fail("unexpected %q", t.text)
+	return "", p.fail("unexpected %q", p.peek().text)
+}
+
+// group is a parenthesized expression.
+func (p *queryParser) group(weight string) (string, error) {
+	p.next()
+	inner, err := p.or(weight)
+	if err != nil {
+		return "", err
+	}
+	if p.next().kind != tokRParen {
+		return "", p.fail("a '(' is not closed")
+	}
+	return inner, nil
 }
 
 // phrase is text's words in order (a phrase when more than one), the last

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/memory"
 	"github.com/webcodex/webcodex/internal/memory/storetest"
 )
@@ -58,6 +59,12 @@ func TestQueryTranslation(t *testing.T) {
 		got, err := tsquery(q)
 		if err != nil || got != want {
 			t.Errorf("tsquery(%q) = %q, %v; want %q", q, got, err, want)
+		}
+	}
+	// Valid FTS5 this translation refuses (no tsquery equivalent kept).
+	for _, q := range []string{`^lock`, `NEAR(a b)`, `a + b`, `{body memory_key}:a`} {
+		if _, err := tsquery(q); failure.KindOf(err) != failure.InvalidArguments {
+			t.Errorf("tsquery(%q): %v, want invalid_arguments", q, err)
 		}
 	}
 }

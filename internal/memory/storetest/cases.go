@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -374,5 +375,57 @@ func listingBounds(t *testing.T, open func(*testing.T) Backend) {
 	}
 	if got := len(strings.Fields(strings.Trim(hits[0].Snippet, "…"))); got > memory.SnippetTokens || !strings.Contains(hits[0].Snippet, "[needle]") {
 		t.Fatalf("snippet of %d tokens: %q", got, hits[0].Snippet)
+	}
+}
+
+// searchSyntax: the FTS5 query forms give the same match sets on every
+// backend, and a match in the key ranks before matches in bodies.
+func searchSyntax(t *testing.T, open func(*testing.T) Backend) {
+	be := open(t)
+	svc := memory.NewService(be.Store, nil)
+	ctx := context.Background()
+	mustSet(t, svc, memory.SetParams{Key: "pitfalls/sqlite", Body: "never hold the writer across an await", Tags: []string{"db"}})
+	mustSet(t, svc, memory.SetParams{Key: "conventions/errors", Body: "one table of error kinds; the writer decides", Tags: []string{"style"}})
+	mustSet(t, svc, memory.SetParams{Key: "notes/locks", Body: "a lock waits for the Writer lock"})
+	mustSet(t, svc, memory.SetParams{Key: "writer", Body: "see the other notes"})
+	for q, want := range map[string]string{
+		`Writer`:                       "conventions/errors notes/locks pitfalls/sqlite writer",
+		`writer NOT lock`:              "conventions/errors pitfalls/sqlite writer",
+		`hold OR kinds`:                "conventions/errors pitfalls/sqlite",
+		`"the writer decides"`:         "conventions/errors",
+		`"writer decides the"`:         "",
+		`writ*`:                        "conventions/errors notes/locks pitfalls/sqlite writer",
+		`pit*`:                         "pitfalls/sqlite",
+		`memory_key:sqlite`:            "pitfalls/sqlite",
+		`body:sqlite`:                  "",
+		`tag_text:db`:                  "pitfalls/sqlite",
+		`(hold OR waits) AND lock`:     "notes/locks",
+		`lock NOT writer waits`:        "",
+		`waits NOT hold lock`:          "notes/locks",
+		`never AND (await OR nope)`:    "pitfalls/sqlite",
+		`"t.TempDir" OR "error kinds"`: "conventions/errors",
+	} {
+		hits, _, err := svc.Search(ctx, memory.SearchParams{Scope: scopeA, Query: q, Limit: memory.MaxSearchLimit})
+		if err != nil {
+			t.Errorf("query %q: %v", q, err)
+			continue
+		}
+		keys := make([]string, len(hits))
+		for i, h := range hits {
+			keys[i] = h.MemoryKey
+		}
+		slices.Sort(keys)
+		if got := strings.Join(keys, " "); got != want {
+			t.Errorf("query %q matched %q, want %q", q, got, want)
+		}
+	}
+	for _, q := range []string{`(hold OR waits) lock`, `lock (hold)`, `memory_key:`} {
+		if _, _, err := svc.Search(ctx, memory.SearchParams{Scope: scopeA, Query: q}); failure.KindOf(err) != failure.InvalidArguments {
+			t.Errorf("query %q: %v, want invalid_arguments", q, err)
+		}
+	}
+	hits, _, err := svc.Search(ctx, memory.SearchParams{Scope: scopeA, Query: "writer"})
+	if err != nil || len(hits) != 4 || hits[0].MemoryKey != "writer" {
+		t.Fatalf("a key match must rank first: %+v %v", hits, err)
 	}
 }

@@ -43,7 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	}{
 		{"SetCreateReplaceIdempotent", setCreateReplaceIdempotent}, {"RacingSetsOneWins", racingSetsOneWins},
 		{"DeleteAndRecreateIsNewIncarnation", deleteAndRecreateIsNewIncarnation}, {"ScopeIsProjectAndRoot", scopeIsProjectAndRoot},
-		{"Bounds", bounds}, {"EntriesPerScopeBound", entriesPerScopeBound}, {"Search", search},
+		{"Bounds", bounds}, {"EntriesPerScopeBound", entriesPerScopeBound}, {"Search", search}, {"SearchSyntax", searchSyntax},
 		{"SecretNotStored", secretNotStored}, {"Bootstrap", bootstrap}, {"Purge", purge}, {"ListingBounds", listingBounds},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
