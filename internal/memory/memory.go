@@ -41,6 +41,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -568,4 +570,23 @@ func newMemoryID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return "wc_mem_" + hex.EncodeToString(b[:])
+}
+
+// TagsRecord is tags as both stores keep them: a JSON array ("[]" for
+// none).
+func TagsRecord(tags []string) string {
+	if tags == nil {
+		tags = []string{}
+	}
+	b, _ := json.Marshal(tags)
+	return string(b)
+}
+
+// ParseTagsRecord reads a TagsRecord.
+func ParseTagsRecord(rec string) ([]string, error) {
+	var tags []string
+	if err := json.Unmarshal([]byte(rec), &tags); err != nil {
+		return nil, fmt.Errorf("memory tags record: %w", err)
+	}
+	return tags, nil
 }

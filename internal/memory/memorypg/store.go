@@ -18,7 +18,6 @@ package memorypg
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -74,19 +73,12 @@ func scanEntry(r pgx.Row) (memory.Entry, error) {
 	if err := r.Scan(&e.MemoryKey, &e.MemoryID, &e.Generation, &e.Revision, &e.DefinitionHash, &e.Body, &tags, &e.WrittenBy, &cAt, &uAt); err != nil {
 		return memory.Entry{}, err
 	}
-	if err := json.Unmarshal([]byte(tags), &e.Tags); err != nil {
-		return memory.Entry{}, fmt.Errorf("memory entry tags: %w", err)
+	var err error
+	if e.Tags, err = memory.ParseTagsRecord(tags); err != nil {
+		return memory.Entry{}, err
 	}
 	e.CreatedAt, e.UpdatedAt = fromMS(cAt), fromMS(uAt)
 	return e, nil
-}
-
-func tagsJSON(tags []string) string {
-	if tags == nil {
-		tags = []string{}
-	}
-	b, _ := json.Marshal(tags)
-	return string(b)
 }
 
 // lockScope takes the scope's transaction-level advisory lock: every
@@ -160,7 +152,7 @@ func put(ctx context.Context, tx pgx.Tx, scope memory.Scope, e memory.Entry, cre
 		memory_id = excluded.memory_id, generation = excluded.generation, revision = excluded.revision,
 		definition_hash = excluded.definition_hash, body = excluded.body, tags = excluded.tags, tag_text = excluded.tag_text,
 		pinned = excluded.pinned, written_by = excluded.written_by, updated_at_ms = excluded.updated_at_ms`,
-		scope.ID, e.MemoryKey, e.MemoryID, e.Generation, e.Revision, e.DefinitionHash, e.Body, tagsJSON(e.Tags),
+		scope.ID, e.MemoryKey, e.MemoryID, e.Generation, e.Revision, e.DefinitionHash, e.Body, memory.TagsRecord(e.Tags),
 		strings.Join(e.Tags, " "), e.Pinned(), e.WrittenBy, ms(e.CreatedAt), ms(e.UpdatedAt)); err != nil {
 		return fmt.Errorf("memory entry: %w", err)
 	}
@@ -232,7 +224,8 @@ func (s *Store) History(ctx context.Context, memoryID string) ([]memory.Revision
 		if err := rows.Scan(&r.Revision, &r.Body, &tags, &r.WrittenBy, &at); err != nil {
 			return nil, pgdb.StoreError(err, storeName)
 		}
-		if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
+		var err error
+		if r.Tags, err = memory.ParseTagsRecord(tags); err != nil {
 			return nil, pgdb.StoreError(err, storeName)
 		}
 		r.WrittenAt = fromMS(at)
@@ -262,7 +255,7 @@ func (s *Store) Search(ctx context.Context, scopeID string, q memory.Query) ([]m
 			ts_headline('simple', regexp_replace(r.body, '[^[:alnum:]_]+', ' ', 'g'), q.q,
 				'StartSel=[, StopSel=], MinWords=1, MaxWords=`+strconv.Itoa(memory.SnippetTokens)+`, MaxFragments=1, FragmentDelimiter=…'), r.score
 		FROM r, q ORDER BY r.score DESC, r.updated_at_ms DESC, r.id DESC`,
-		scopeID, tq, tagsJSON(q.Tags), MaxRankedCandidates, q.Limit+1)
+		scopeID, tq, memory.TagsRecord(q.Tags), MaxRankedCandidates, q.Limit+1)
 	if err != nil {
 		return nil, pgdb.StoreError(err, storeName)
 	}
@@ -278,7 +271,8 @@ func (s *Store) Search(ctx context.Context, scopeID string, q memory.Query) ([]m
 		if err := rows.Scan(&h.MemoryKey, &h.MemoryID, &h.Revision, &tags, &at, &h.Snippet, &score); err != nil {
 			return nil, pgdb.StoreError(err, storeName)
 		}
-		if err := json.Unmarshal([]byte(tags), &h.Tags); err != nil {
+		var err error
+		if h.Tags, err = memory.ParseTagsRecord(tags); err != nil {
 			return nil, pgdb.StoreError(err, storeName)
 		}
 		h.Score, h.UpdatedAt = float64(score), fromMS(at)
