@@ -13,8 +13,8 @@ import (
 // word) is ranked while it is among the newest MaxRankedCandidates
 // matches, and is not seen once MaxRankedCandidates newer ones match.
 func TestSearchRanksOnlyTheNewestCandidates(t *testing.T) {
-	if MaxRankedCandidates != 1000 {
-		t.Fatalf("MaxRankedCandidates = %d, the bound reference postgres-2026.md §7 names is 1000", MaxRankedCandidates)
+	if MaxRankedCandidates != 500 {
+		t.Fatalf("MaxRankedCandidates = %d, the cap reference postgres-2026.md §7 measured is 500", MaxRankedCandidates)
 	}
 	ctx := context.Background()
 	st, db := openStore(t)

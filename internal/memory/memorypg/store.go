@@ -40,9 +40,11 @@ const Schema = "memory"
 const storeName = "memory store"
 
 // MaxRankedCandidates bounds the matches a search ranks: the newest ones
-// by updated time (reference postgres-2026.md §7), so that a common word
-// in a full scope ranks a bounded set.
-const MaxRankedCandidates = 1000
+// by updated time, so that a common word in a full scope ranks a bounded
+// set (reference postgres-2026.md §7 measured this cap: 66 buffers
+// instead of a heap scan over every match). An older match beyond it is
+// not found by that search.
+const MaxRankedCandidates = 500
 
 // Store is a memory.Store on PostgreSQL.
 type Store struct{ db *pgdb.DB }

@@ -37,6 +37,9 @@ CREATE TABLE memory.entries (
 );
 
 CREATE INDEX entries_order ON memory.entries (scope_id, pinned, updated_at_ms);
+-- Search takes a scope's newest matches (MaxRankedCandidates) walking
+-- this index backwards.
+CREATE INDEX entries_recent ON memory.entries (scope_id, updated_at_ms, id);
 CREATE INDEX entries_fts ON memory.entries USING gin (fts);
 
 CREATE TABLE memory.history (
