@@ -27,9 +27,10 @@
 // identical to the current entry's changes nothing and succeeds
 // (changed:false), so a retried set is idempotent. A delete names the
 // current revision. A conflict carries the current revision in its
-// detail. The store runs every decision inside its single writer's
-// transaction, so of two racing writers with the same expected revision
-// exactly one wins.
+// detail. The store runs every decision inside one write transaction
+// that no other writer of the scope can interleave with (SQLite's single
+// writer; PostgreSQL's scope lock, across replicas), so of two racing
+// writers with the same expected revision exactly one wins.
 //
 // Bodies and tags are redacted (internal/redact) before they are hashed
 // or stored.
@@ -41,6 +42,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -195,7 +198,8 @@ type Query struct {
 	Limit int
 }
 
-// Store persists scopes, entries and their history (memory/memorydb).
+// Store persists scopes, entries and their history (memory/memorydb,
+// memory/memorypg); memory/storetest is its contract suite.
 type Store interface {
 	// Apply runs decide over key's current entry in scope inside one write
 	// transaction (creating the scope row if needed) and applies its
@@ -210,9 +214,13 @@ type Store interface {
 	// current revision, then the superseded ones (none when memoryID is
 	// not a current incarnation).
 	History(ctx context.Context, memoryID string) ([]Revision, error)
-	// Search ranks scope's entries matching q.Text (FTS5 syntax) by BM25
-	// over key, tags and body; it returns up to q.Limit+1 hits. Invalid
-	// syntax is failure.InvalidArguments.
+	// Search ranks scope's entries matching q.Text (FTS5 syntax) and
+	// carrying every tag of q.Tags over key, tags and body, a key match
+	// weighing most (BM25 on SQLite; ts_rank over the newest matches on
+	// PostgreSQL, which refuses the FTS5 forms it cannot translate); it
+	// returns up to q.Limit+1 hits, best first. Invalid syntax is
+	// failure.InvalidArguments. Scores are comparable within one result
+	// only.
 	Search(ctx context.Context, scopeID string, q Query) ([]Hit, error)
 	// Each calls fn with scope's entries, pinned first, then newest first,
 	// until fn returns false.
@@ -568,4 +576,23 @@ func newMemoryID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return "wc_mem_" + hex.EncodeToString(b[:])
+}
+
+// TagsRecord is tags as both stores keep them: a JSON array ("[]" for
+// none).
+func TagsRecord(tags []string) string {
+	if tags == nil {
+		tags = []string{}
+	}
+	b, _ := json.Marshal(tags)
+	return string(b)
+}
+
+// ParseTagsRecord reads a TagsRecord.
+func ParseTagsRecord(rec string) ([]string, error) {
+	var tags []string
+	if err := json.Unmarshal([]byte(rec), &tags); err != nil {
+		return nil, fmt.Errorf("memory tags record: %w", err)
+	}
+	return tags, nil
 }

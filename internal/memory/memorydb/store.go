@@ -14,7 +14,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -113,19 +112,12 @@ func scanEntry(r scanner, extra ...any) (memory.Entry, error) {
 	if scanErr != nil {
 		return memory.Entry{}, scanErr
 	}
-	if err := json.Unmarshal([]byte(tags), &e.Tags); err != nil {
-		return memory.Entry{}, fmt.Errorf("memory entry tags: %w", err)
+	var err error
+	if e.Tags, err = memory.ParseTagsRecord(tags); err != nil {
+		return memory.Entry{}, err
 	}
 	e.CreatedAt, e.UpdatedAt = fromMS(cAt), fromMS(uAt)
 	return e, nil
-}
-
-func tagsJSON(tags []string) string {
-	if tags == nil {
-		tags = []string{}
-	}
-	b, _ := json.Marshal(tags)
-	return string(b)
 }
 
 // Apply implements memory.Store. One statement reads the current entry
@@ -176,7 +168,7 @@ func (s *Store) put(ctx context.Context, tx *sql.Tx, scope memory.Scope, e memor
 	} else if _, err := tx.StmtContext(ctx, s.stmts.supersede).ExecContext(ctx, scope.ID, e.MemoryKey); err != nil {
 		return fmt.Errorf("memory history: %w", err)
 	}
-	tags := tagsJSON(e.Tags)
+	tags := memory.TagsRecord(e.Tags)
 	pinned := 0
 	if e.Pinned() {
 		pinned = 1
@@ -250,7 +242,8 @@ func (s *Store) History(ctx context.Context, memoryID string) ([]memory.Revision
 		if err := rows.Scan(&r.Revision, &r.Body, &tags, &r.WrittenBy, &at); err != nil {
 			return nil, sqlitedb.StoreError(err, storeName)
 		}
-		if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
+		var err error
+		if r.Tags, err = memory.ParseTagsRecord(tags); err != nil {
 			return nil, sqlitedb.StoreError(err, storeName)
 		}
 		r.WrittenAt = fromMS(at)
@@ -271,7 +264,7 @@ func (s *Store) Search(ctx context.Context, scopeID string, q memory.Query) ([]m
 		FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid
 		WHERE memory_fts MATCH ? AND e.scope_id = ?
 		AND NOT EXISTS (SELECT 1 FROM json_each(?) want WHERE want.value NOT IN (SELECT value FROM json_each(e.tags)))
-		ORDER BY memory_fts.rank LIMIT ?`, memory.SnippetTokens, q.Text, scopeID, tagsJSON(q.Tags), q.Limit+1)
+		ORDER BY memory_fts.rank LIMIT ?`, memory.SnippetTokens, q.Text, scopeID, memory.TagsRecord(q.Tags), q.Limit+1)
 	if err != nil {
 		return nil, searchError(err)
 	}
@@ -286,7 +279,8 @@ func (s *Store) Search(ctx context.Context, scopeID string, q memory.Query) ([]m
 		if err := rows.Scan(&h.MemoryKey, &h.MemoryID, &h.Revision, &tags, &at, &h.Snippet, &h.Score); err != nil {
 			return nil, searchError(err)
 		}
-		if err := json.Unmarshal([]byte(tags), &h.Tags); err != nil {
+		var err error
+		if h.Tags, err = memory.ParseTagsRecord(tags); err != nil {
 			return nil, sqlitedb.StoreError(err, storeName)
 		}
 		// BM25 is lower for better matches; the caller sees higher-better.
