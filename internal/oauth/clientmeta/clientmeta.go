@@ -218,6 +218,13 @@ func (f *Fetcher) Fetch(ctx context.Context, id string) (doc Document, freshUnti
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := f.client.Do(req)
+	if err == nil && ctx.Err() != nil {
+		// The answer came as the bound ran out (the transport can hand
+		// over a response the server sent once the cancelled request's
+		// connection closed): the fetch took too long all the same.
+		resp.Body.Close()
+		err = ctx.Err()
+	}
 	if err != nil {
 		return Document{}, time.Time{}, f.fetchError(ctx, err)
 	}
@@ -238,6 +245,9 @@ func (f *Fetcher) Fetch(ctx context.Context, id string) (doc Document, freshUnti
 		return Document{}, time.Time{}, tooLarge()
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxDocumentBytes+1))
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return Document{}, time.Time{}, f.fetchError(ctx, err)
 	}
