@@ -145,11 +145,11 @@ func withAudit(ctx context.Context, g *globals, fn func(*audit.Service) error) e
 	if err != nil {
 		return err
 	}
-	st, err := app.OpenAudit(ctx, cfg.DataDir)
+	st, closeStore, err := app.OpenAudit(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer closeStore()
 	return fn(audit.NewService(st, nil))
 }
 

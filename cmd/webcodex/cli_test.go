@@ -114,7 +114,7 @@ func TestTokenCommands(t *testing.T) {
 func TestSessionCommands(t *testing.T) {
 	data := t.TempDir()
 	ctx := context.Background()
-	st, err := app.OpenStores(ctx, data)
+	st, err := app.OpenStores(ctx, app.Config{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestUnknownConfigKeyNamesKey(t *testing.T) {
 func TestSessionHandoffCommand(t *testing.T) {
 	data := t.TempDir()
 	ctx := context.Background()
-	st, err := app.OpenStores(ctx, data)
+	st, err := app.OpenStores(ctx, app.Config{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestProjectCredentialAndShareCommands(t *testing.T) {
 	data := t.TempDir()
 	mustRun(t, "--data-dir", data, "project", "add", "demo="+t.TempDir())
 	ctx := context.Background()
-	st, err := app.OpenStores(ctx, data)
+	st, err := app.OpenStores(ctx, app.Config{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}

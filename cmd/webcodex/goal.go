@@ -73,11 +73,11 @@ func withGoals(cmd *cobra.Command, g *globals, fn func(*goal.Service) error) err
 	if err != nil {
 		return err
 	}
-	st, err := app.OpenGoals(cmd.Context(), cfg.DataDir)
+	st, closeStore, err := app.OpenGoals(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer closeStore()
 	return fn(goal.NewService(st, nil))
 }
 

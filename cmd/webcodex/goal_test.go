@@ -22,7 +22,7 @@ func TestGoalCommands(t *testing.T) {
 		t.Fatalf("empty list: %s", out)
 	}
 	ctx := context.Background()
-	st, err := app.OpenGoals(ctx, data)
+	st, closeStore, err := app.OpenGoals(ctx, app.Config{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestGoalCommands(t *testing.T) {
 	if _, _, err := svc.Associate(ctx, goal.AssociateParams{Owner: "fp-a", ID: a.ID, SessionID: sess, SessionOwner: "fp-a", SessionProject: "agent:local:demo"}); err != nil {
 		t.Fatal(err)
 	}
-	st.Close()
+	closeStore()
 
 	out := mustRun(t, "--data-dir", data, "goal", "list")
 	if !strings.Contains(out, "STATUS") || !strings.Contains(out, a.ID) || !strings.Contains(out, "1/2") || !strings.Contains(out, "Docs") {
@@ -94,7 +94,7 @@ func TestGoalCommands(t *testing.T) {
 func TestSessionHandoffNamesGoals(t *testing.T) {
 	data := t.TempDir()
 	ctx := context.Background()
-	st, err := app.OpenStores(ctx, data)
+	st, err := app.OpenStores(ctx, app.Config{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}

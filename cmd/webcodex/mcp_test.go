@@ -98,7 +98,7 @@ func TestMCPStdio(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	stores, err := app.OpenStores(ctx, data)
+	stores, err := app.OpenStores(ctx, app.Config{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}

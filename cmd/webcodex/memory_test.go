@@ -21,7 +21,7 @@ func TestMemoryCommands(t *testing.T) {
 	}
 	// Entries are written through the service, as the tools write them.
 	ctx := context.Background()
-	st, err := app.OpenStores(ctx, data)
+	st, err := app.OpenStores(ctx, app.Config{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}

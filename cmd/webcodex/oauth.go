@@ -54,18 +54,18 @@ func newOAuthCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// withOAuthStore opens the data directory's oauth.db (never creating it)
+// withOAuthStore opens the deployment's OAuth store (never creating oauth.db)
 // and calls fn with it.
 func withOAuthStore(ctx context.Context, g *globals, fn func(oauthClients) error) error {
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return err
 	}
-	st, err := app.OpenOAuthStore(ctx, cfg.DataDir)
+	st, closeStore, err := app.OpenOAuthStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer closeStore()
 	return fn(st)
 }
 

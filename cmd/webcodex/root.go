@@ -63,13 +63,13 @@ func (g *globals) secureServer() error {
 	return nil
 }
 
-// openStores opens the data directory's stores for an offline command.
+// openStores opens the deployment's stores for an offline command.
 func (g *globals) openStores(ctx context.Context) (*app.Stores, app.Config, error) {
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return nil, cfg, err
 	}
-	st, err := app.OpenStores(ctx, cfg.DataDir)
+	st, err := app.OpenStores(ctx, cfg)
 	return st, cfg, err
 }
 

@@ -18,11 +18,14 @@ func newServeCmd(g *globals) *cobra.Command {
 		listen    string
 		publicURL string
 		oauth     bool
+		database  string
+		evKey     string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP server",
-		Long: "Run the WebCodex HTTP server on the data directory's embedded SQLite databases.\n" +
+		Long: "Run the WebCodex HTTP server on the data directory's embedded SQLite databases,\n" +
+			"or, with --database, on a PostgreSQL database several replicas share.\n" +
 			"Each --project DIR (or NAME=DIR) is registered as agent:local:<name>.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -42,12 +45,20 @@ func newServeCmd(g *globals) *cobra.Command {
 			if oauth {
 				cfg.OAuth.Enabled = true
 			}
+			if database != "" {
+				cfg.DatabaseURL = database
+			}
+			if evKey != "" {
+				cfg.EvidenceKey = evKey
+			}
 			return runServe(cmd.Context(), cfg, projects, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringArrayVar(&projects, "project", nil, "register a project directory, as DIR or NAME=DIR (repeatable)")
 	cmd.Flags().StringVar(&listen, "listen", "", "listen address (default "+app.DefaultListen+")")
 	cmd.Flags().StringVar(&publicURL, "public-url", "", "externally visible base URL (e.g. a tunnel's https URL): published in OpenAPI, and its host passes the DNS-rebinding check")
+	cmd.Flags().StringVar(&database, "database", "", "keep every store in this PostgreSQL database (postgres://user@host/db; the password belongs in ~/.pgpass or PGPASSWORD) instead of the data directory's SQLite files, so several replicas can serve it (database_url)")
+	cmd.Flags().StringVar(&evKey, "evidence-key", "", "with --database: the evidence signing key file every replica is given (default: the data directory's evidence.key; evidence_key)")
 	cmd.Flags().BoolVar(&oauth, "oauth", false, "run the built-in OAuth authorization server, so hosted agents (ChatGPT, claude.ai) can connect ([oauth] enabled)")
 	return cmd
 }
@@ -78,6 +89,9 @@ func runServe(ctx context.Context, cfg app.Config, projects []string, stdout, st
 	fprintf(stdout, "  health    %s/healthz\n", base)
 	fprintf(stdout, "  console   %s/console/   (sign in with an API token)\n", base)
 	fprintf(stdout, "  data      %s\n", cfg.DataDir)
+	if a.Stores.Backend != app.BackendSQLite {
+		fprintf(stdout, "  database  %s\n", a.Stores.Backend)
+	}
 	fprintf(stdout, "  sandbox   %s\n", a.Sandbox.Status())
 	fprintf(stdout, "  contain   %s (%s)\n", a.Contain.Mechanism(), a.Contain.Detail())
 	fprintf(stdout, "  evidence  journal %s, signing key %s (check offline: webcodex evidence verify)\n", a.Evidence.JournalID(), a.Evidence.KeyID())

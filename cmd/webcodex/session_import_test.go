@@ -230,7 +230,7 @@ func TestImportRedactsLikeLiveWrites(t *testing.T) {
 
 	// Live: the same values through the service and store.
 	liveData := t.TempDir()
-	st, err := app.OpenStores(ctx, liveData)
+	st, err := app.OpenStores(ctx, app.Config{DataDir: liveData})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func runChild(t *testing.T, args ...string) (stdout, stderr string, code int) {
 func TestSessionMessagesCommand(t *testing.T) {
 	data := t.TempDir()
 	ctx := context.Background()
-	st, err := app.OpenStores(ctx, data)
+	st, err := app.OpenStores(ctx, app.Config{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}

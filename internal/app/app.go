@@ -23,14 +23,12 @@ import (
 
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
-	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
-	"github.com/webcodex/webcodex/internal/oauth/oauthdb"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerhub"
@@ -81,8 +79,8 @@ type App struct {
 	Windows *window.Service
 	// AuditHTTP records audited requests and serves the operator audit API.
 	AuditHTTP *auditmw.Middleware
-	// Evidence is the tamper-evident invocation journal (evidence.db).
-	Evidence *evidencedb.Journal
+	// Evidence is the tamper-evident invocation journal.
+	Evidence Journal
 	// Contain kills every descendant of a run or shell when it ends
 	// (subreaper, cgroup v2 when one can be created).
 	Contain *runner.Containment
@@ -121,10 +119,11 @@ type App struct {
 	// oauth verifies the access tokens of the external issuer ([oauth]
 	// issuer); nil when none is configured.
 	oauth *accesstoken.Verifier
-	// oauthStore is the built-in authorization server's store (oauth.db)
-	// and authSrv the server, built with the handler (wire_oauth.go); nil
-	// when [oauth] enabled is off.
-	oauthStore *oauthdb.Store
+	// oauthStore is the built-in authorization server's store (oauth.db
+	// or the database's oauth schema, closed with the stores) and authSrv
+	// the server, built with the handler (wire_oauth.go); nil when [oauth]
+	// enabled is off.
+	oauthStore authserver.Store
 	authSrv    *authserver.Service
 	// clientMetadataRoots are [oauth] client_metadata_ca_file's
 	// certificates; nil means the system's.
@@ -143,7 +142,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	stores, err := OpenStores(ctx, cfg.DataDir)
+	stores, err := OpenStores(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -210,9 +209,6 @@ func (a *App) wire(ctx context.Context) error {
 	go func() { defer close(a.bgDone); a.Evidence.Run(bg) }()
 	a.Kernel = newKernel(a)
 	a.Audit, a.AuditHTTP = newAudit(a)
-	if rep := a.Stores.Workflow.Restored(); rep.Discarded > 0 {
-		a.Log.Warn("workflow ledger: malformed rows moved aside at restore", "discarded", rep.Discarded)
-	}
 	return a.recoverCrash(ctx)
 }
 
@@ -408,9 +404,6 @@ func (a *App) Close() error {
 		errs = append(errs, a.Evidence.Close())
 	}
 	errs = append(errs, a.Stores.Close())
-	if a.oauthStore != nil {
-		errs = append(errs, a.oauthStore.Close())
-	}
 	return errors.Join(errs...)
 }
 

@@ -140,11 +140,11 @@ func TestAuditReadSeesSentResponses(t *testing.T) {
 	s := startApp(t, data, "p="+proj)
 	defer s.stop(t)
 	ctx := context.Background()
-	st, err := app.OpenAudit(ctx, data) // what webcodex audit opens
+	st, closeStore, err := app.OpenAudit(ctx, app.Config{DataDir: data}) // what webcodex audit opens
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer closeStore()
 	cli := audit.NewService(st, nil)
 
 	// checks reads session id both ways and wants n events of tool.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/audit/auditdb"
 	"github.com/webcodex/webcodex/internal/auth"
 )
 
@@ -279,7 +280,7 @@ func TestAuditUnwritableServesRequests(t *testing.T) {
 	if ss := auditSessions(t, s); len(ss) != 1 || ss[0].TotalActions != 1 {
 		t.Fatalf("the first audit row was not written before its response: %+v", ss)
 	}
-	err := s.a.Stores.Audit.DB().Writer.Do(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+	err := s.a.Stores.Audit.(*auditdb.Store).DB().Writer.Do(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "PRAGMA query_only = 1")
 		return err
 	})

@@ -252,11 +252,11 @@ func benchAuditThroughput(b *testing.B, audited bool) {
 		return
 	}
 	// A graceful stop leaves no call unrecorded.
-	st, err := app.OpenAudit(ctx, cfg.DataDir)
+	st, closeStore, err := app.OpenAudit(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	defer closeStore()
 	ss, _ := audit.NewService(st, nil).ListSessions(ctx, "", audit.MaxSessionsLimit)
 	var total int64
 	for _, s := range ss {

@@ -20,6 +20,7 @@ import (
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
+	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -90,6 +91,17 @@ type Config struct {
 	ToolList []string `toml:"tool_list"`
 	// OAuth is the [oauth] table.
 	OAuth OAuthConfig `toml:"oauth"`
+	// DatabaseURL, when set, is the postgres:// URL of the PostgreSQL
+	// database that holds every store instead of the data directory's
+	// SQLite files, so that several replicas can serve one deployment
+	// (decision 0071). Its password (better kept in ~/.pgpass or
+	// PGPASSWORD) never appears in a log, banner or status.
+	DatabaseURL string `toml:"database_url"`
+	// EvidenceKey is the evidence signing key file of a deployment on
+	// DatabaseURL ("" = the data directory's evidence.key). Every replica
+	// of the deployment is given the same file; the key is never stored
+	// in the database.
+	EvidenceKey string `toml:"evidence_key"`
 	// BootstrapToken is WEBCODEX_TOKEN: an admin credential accepted as is
 	// and never stored or logged. Environment only.
 	BootstrapToken string `toml:"-"`
@@ -362,6 +374,18 @@ func (c Config) Validate() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 			return &ConfigError{Source: "config", Key: "public_url", Err: fmt.Errorf("%q is not an http(s) URL such as https://name.example", c.PublicURL)}
 		}
+	}
+	if c.DatabaseURL != "" {
+		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return &ConfigError{Source: "config", Key: "database_url", Err: fmt.Errorf("%q is not a postgres:// URL", pgdb.Redact(c.DatabaseURL))}
+		}
+	}
+	switch {
+	case c.EvidenceKey == "":
+	case c.DatabaseURL == "":
+		return &ConfigError{Source: "config", Key: "evidence_key", Err: errors.New("needs database_url (a data directory's journal keeps its key beside it)")}
+	case !filepath.IsAbs(c.EvidenceKey):
+		return &ConfigError{Source: "config", Key: "evidence_key", Err: fmt.Errorf("%q is not an absolute path", c.EvidenceKey)}
 	}
 	if c.RequestsPerPrincipal < 0 || c.RequestsPerPrincipal > httpserver.MaxConcurrent {
 		return &ConfigError{Source: "config", Key: "requests_per_principal", Err: fmt.Errorf("must be 1-%d", httpserver.MaxConcurrent)}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/goal/goaldb"
 )
 
 const goalProject = "agent:local:goal"
@@ -198,7 +199,7 @@ func TestGoalsEndToEnd(t *testing.T) {
 
 	// finish_coding_task names the goal and never transitions it.
 	before = goalBytes(t, s, g.ID)
-	rowBefore, err := s.a.Stores.Goals.Raw(context.Background(), g.ID)
+	rowBefore, err := s.a.Stores.Goals.(*goaldb.Store).Raw(context.Background(), g.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestGoalsEndToEnd(t *testing.T) {
 	decodeInto(t, fin.Output["handoff_brief"], &brief)
 	named("finish brief", brief.Goals)
 	mcpOK(t, cs, "close_session", map[string]any{"session_id": sess})
-	rowAfter, err := s.a.Stores.Goals.Raw(context.Background(), g.ID)
+	rowAfter, err := s.a.Stores.Goals.(*goaldb.Store).Raw(context.Background(), g.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

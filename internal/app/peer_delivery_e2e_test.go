@@ -13,6 +13,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/window"
+	"github.com/webcodex/webcodex/internal/window/windowdb"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -28,10 +29,10 @@ type ambientBlocks struct {
 func peerFacts(t *testing.T, s *server, id string) (first, last, count, ack int64) {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.a.Stores.Window.Flush(ctx); err != nil {
+	if err := s.a.Stores.Window.(*windowdb.Store).Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	first, last, count, ack, err := s.a.Stores.Window.Facts(ctx, id)
+	first, last, count, ack, err := s.a.Stores.Window.(*windowdb.Store).Facts(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

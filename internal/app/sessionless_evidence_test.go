@@ -15,6 +15,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
 // TestSessionlessEvidenceBehind: the evidence of calls recorded in no
@@ -36,7 +37,7 @@ func TestSessionlessEvidenceBehind(t *testing.T) {
 	}
 	read := map[string]any{"project": "agent:local:p", "files": []any{map[string]any{"path": "a.txt"}}}
 	stats := func() (commits, jobs, lazy int64) {
-		w := a.Stores.Workflow.DB().Writer
+		w := a.Stores.Workflow.(*workflowdb.Store).DB().Writer
 		commits, jobs = w.Stats()
 		return commits, jobs, w.LazyCommits()
 	}

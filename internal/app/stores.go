@@ -7,13 +7,23 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/audit/auditdb"
+	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/auth/authdb"
+	"github.com/webcodex/webcodex/internal/goal"
 	"github.com/webcodex/webcodex/internal/goal/goaldb"
+	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
+	"github.com/webcodex/webcodex/internal/memory"
 	"github.com/webcodex/webcodex/internal/memory/memorydb"
+	"github.com/webcodex/webcodex/internal/pgdb"
+	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/project/projectdb"
+	"github.com/webcodex/webcodex/internal/runnerhub"
+	"github.com/webcodex/webcodex/internal/window"
 	"github.com/webcodex/webcodex/internal/window/windowdb"
+	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
 
@@ -37,106 +47,157 @@ const (
 	MemoryDB = "memory.db"
 )
 
-// Stores are the opened databases of a data directory.
-type Stores struct {
-	Workflow *workflowdb.Store
-	Auth     *authdb.Store
-	Projects *projectdb.Store
-	Jobs     *jobsdb.Store
-	Audit    *auditdb.Store
-	Window   *windowdb.Store
-	Goals    *goaldb.Store
-	Memory   *memorydb.Store
+// BackendSQLite is Stores.Backend for a data directory's SQLite files.
+const BackendSQLite = "sqlite"
+
+// Ledger is what the composition root uses of a Workflow Session ledger:
+// the domain's store contracts plus the evidence outbox the ledger keeps
+// in its own transactions (decision 0025).
+type Ledger interface {
+	workflow.Store
+	workflow.BoardStore
+	workflow.SnapshotReader
+	// Shared reports whether another process may be serving the same
+	// ledger (it then keeps the files and processes that one may use).
+	Shared() bool
+	// QueueRecord stores an evidence record of a call recorded in no
+	// session in the outbox, behind the caller; done receives the outcome.
+	QueueRecord(ctx context.Context, body []byte, done func(error)) error
+	// Flush returns once every write queued before it has committed.
+	Flush(ctx context.Context) error
+	// Outbox returns at most limit outbox rows after seq after, in order;
+	// TrimOutbox deletes the rows up to upTo (never the newest).
+	Outbox(ctx context.Context, after int64, limit int) ([]workflowdb.OutboxRow, error)
+	TrimOutbox(ctx context.Context, upTo int64) error
 }
 
-// OpenStores creates the data directory (0700) if needed and opens every
-// database in it. The workflow ledger is restored (validated) on open.
-func OpenStores(ctx context.Context, dataDir string) (*Stores, error) {
+// AuthStore holds API tokens and Runtime Console sessions.
+type AuthStore interface {
+	auth.Store
+	auth.ConsoleStore
+}
+
+// ProjectStore holds registered projects and each runner's generation.
+type ProjectStore interface {
+	project.Store
+	runnerhub.Store
+}
+
+// Stores are the opened stores of a deployment: the SQLite files of a data
+// directory, or the schemas of one PostgreSQL database (Config.DatabaseURL).
+// Each field is its domain's store contract; nothing above the stores
+// knows which backend serves it.
+type Stores struct {
+	Workflow Ledger
+	Auth     AuthStore
+	Projects ProjectStore
+	Jobs     jobs.Store
+	Audit    audit.Store
+	Window   window.Store
+	Goals    goal.Store
+	Memory   memory.Store
+
+	// Backend names what serves them: BackendSQLite or the database's
+	// URL without its password.
+	Backend string
+	// db is the PostgreSQL database the stores share (nil on SQLite);
+	// stores opened later (OAuth, evidence) open in it too.
+	db *pgdb.DB
+	// closers release the stores and then their database, in order.
+	closers []func() error
+}
+
+// OpenStores opens every store of the deployment cfg describes: the
+// PostgreSQL database at cfg.DatabaseURL when it is set (openDatabase),
+// otherwise the data directory's SQLite files, creating the directory
+// (0700) if needed.
+func OpenStores(ctx context.Context, cfg Config) (*Stores, error) {
+	if cfg.DatabaseURL != "" {
+		return openDatabase(ctx, cfg.DatabaseURL)
+	}
+	return openFiles(ctx, cfg.DataDir)
+}
+
+// openFiles opens the data directory's SQLite databases.
+func openFiles(ctx context.Context, dataDir string) (*Stores, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	s := &Stores{}
-	var err error
-	if s.Workflow, err = workflowdb.Open(ctx, filepath.Join(dataDir, WorkflowDB), nil); err != nil {
-		return nil, fmt.Errorf("open %s: %w", WorkflowDB, err)
-	}
-	if s.Auth, err = authdb.Open(ctx, filepath.Join(dataDir, AuthDB)); err != nil {
+	s := &Stores{Backend: BackendSQLite}
+	path := func(name string) string { return filepath.Join(dataDir, name) }
+	fail := func(name string, err error) (*Stores, error) {
 		s.Close()
-		return nil, fmt.Errorf("open %s: %w", AuthDB, err)
+		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
-	if s.Projects, err = projectdb.Open(ctx, filepath.Join(dataDir, ProjectsDB)); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open %s: %w", ProjectsDB, err)
+	wf, err := workflowdb.Open(ctx, path(WorkflowDB), nil)
+	if err != nil {
+		return fail(WorkflowDB, err)
 	}
-	if s.Jobs, err = jobsdb.Open(ctx, filepath.Join(dataDir, JobsDB)); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open %s: %w", JobsDB, err)
+	s.Workflow, s.closers = wf, append(s.closers, wf.Close)
+	au, err := authdb.Open(ctx, path(AuthDB))
+	if err != nil {
+		return fail(AuthDB, err)
 	}
-	if s.Audit, err = auditdb.Open(ctx, filepath.Join(dataDir, AuditDB)); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open %s: %w", AuditDB, err)
+	s.Auth, s.closers = au, append(s.closers, au.Close)
+	pr, err := projectdb.Open(ctx, path(ProjectsDB))
+	if err != nil {
+		return fail(ProjectsDB, err)
 	}
-	if s.Window, err = windowdb.Open(ctx, filepath.Join(dataDir, WindowDB)); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open %s: %w", WindowDB, err)
+	s.Projects, s.closers = pr, append(s.closers, pr.Close)
+	jo, err := jobsdb.Open(ctx, path(JobsDB))
+	if err != nil {
+		return fail(JobsDB, err)
 	}
-	if s.Goals, err = goaldb.Open(ctx, filepath.Join(dataDir, GoalsDB)); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open %s: %w", GoalsDB, err)
+	s.Jobs, s.closers = jo, append(s.closers, jo.Close)
+	ad, err := auditdb.Open(ctx, path(AuditDB))
+	if err != nil {
+		return fail(AuditDB, err)
 	}
-	if s.Memory, err = memorydb.Open(ctx, filepath.Join(dataDir, MemoryDB)); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open %s: %w", MemoryDB, err)
+	s.Audit, s.closers = ad, append(s.closers, ad.Close)
+	wi, err := windowdb.Open(ctx, path(WindowDB))
+	if err != nil {
+		return fail(WindowDB, err)
 	}
+	s.Window, s.closers = wi, append(s.closers, wi.Close)
+	gl, err := goaldb.Open(ctx, path(GoalsDB))
+	if err != nil {
+		return fail(GoalsDB, err)
+	}
+	s.Goals, s.closers = gl, append(s.closers, gl.Close)
+	me, err := memorydb.Open(ctx, path(MemoryDB))
+	if err != nil {
+		return fail(MemoryDB, err)
+	}
+	s.Memory, s.closers = me, append(s.closers, me.Close)
 	return s, nil
 }
 
-// OpenAudit opens only the data directory's audit.db, for commands that
-// read the Action Audit trail and must not touch any other database.
-func OpenAudit(ctx context.Context, dataDir string) (*auditdb.Store, error) {
-	st, err := auditdb.Open(ctx, filepath.Join(dataDir, AuditDB))
+// OpenAudit opens only the deployment's Action Audit store, for commands
+// that read the Action Audit trail and must not touch any other store.
+func OpenAudit(ctx context.Context, cfg Config) (audit.Store, func() error, error) {
+	st, err := auditdb.Open(ctx, filepath.Join(cfg.DataDir, AuditDB))
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", AuditDB, err)
+		return nil, nil, fmt.Errorf("open %s: %w", AuditDB, err)
 	}
-	return st, nil
+	return st, st.Close, nil
 }
 
-// OpenGoals opens only the data directory's goals.db, for commands that
-// read Goals and must not touch any other database.
-func OpenGoals(ctx context.Context, dataDir string) (*goaldb.Store, error) {
-	st, err := goaldb.Open(ctx, filepath.Join(dataDir, GoalsDB))
+// OpenGoals opens only the deployment's Goal store, for commands that read
+// Goals and must not touch any other store.
+func OpenGoals(ctx context.Context, cfg Config) (goal.Store, func() error, error) {
+	st, err := goaldb.Open(ctx, filepath.Join(cfg.DataDir, GoalsDB))
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", GoalsDB, err)
+		return nil, nil, fmt.Errorf("open %s: %w", GoalsDB, err)
 	}
-	return st, nil
+	return st, st.Close, nil
 }
 
-// Close closes every open store.
+// Close closes every open store, then the database they share.
 func (s *Stores) Close() error {
 	var errs []error
-	if s.Workflow != nil {
-		errs = append(errs, s.Workflow.Close())
+	for _, c := range s.closers {
+		errs = append(errs, c())
 	}
-	if s.Auth != nil {
-		errs = append(errs, s.Auth.Close())
-	}
-	if s.Projects != nil {
-		errs = append(errs, s.Projects.Close())
-	}
-	if s.Jobs != nil {
-		errs = append(errs, s.Jobs.Close())
-	}
-	if s.Audit != nil {
-		errs = append(errs, s.Audit.Close())
-	}
-	if s.Window != nil {
-		errs = append(errs, s.Window.Close())
-	}
-	if s.Goals != nil {
-		errs = append(errs, s.Goals.Close())
-	}
-	if s.Memory != nil {
-		errs = append(errs, s.Memory.Close())
-	}
+	s.closers = nil
 	return errors.Join(errs...)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/window"
+	"github.com/webcodex/webcodex/internal/window/windowdb"
 )
 
 // startLogged is startAppWith with the full tool profile and the server's
@@ -62,7 +63,7 @@ func connectAs(t *testing.T, s *server, token string) *mcp.ClientSession {
 // windowCounts is how many activity rows and peer messages window.db holds.
 func windowCounts(t *testing.T, s *server) (int64, int64) {
 	t.Helper()
-	a, m, err := s.a.Stores.Window.Counts(context.Background())
+	a, m, err := s.a.Stores.Window.(*windowdb.Store).Counts(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

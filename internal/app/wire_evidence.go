@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/console"
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 	"github.com/webcodex/webcodex/internal/failure"
@@ -32,7 +33,7 @@ const EvidenceDB = evidencedb.FileName
 // reader of the journal, and counted in unrecorded_reads_at_start when a
 // kill -9 loses it (decision 0043).
 type evidenceSink struct {
-	journal *evidencedb.Journal
+	journal Journal
 	log     *slog.Logger
 	// outbox is the pump that journals the outbox, set by startOutbox
 	// before the kernel that calls record is built.
@@ -41,7 +42,7 @@ type evidenceSink struct {
 	failures atomic.Int64
 }
 
-func newEvidenceSink(a *App, j *evidencedb.Journal) *evidenceSink {
+func newEvidenceSink(a *App, j Journal) *evidenceSink {
 	return &evidenceSink{journal: j, log: a.Log}
 }
 
@@ -162,9 +163,33 @@ func evidenceRecord(r kernel.Record) evidence.Record {
 	return out
 }
 
+// Journal is what the composition root uses of the evidence journal
+// (evidencedb on SQLite): appends, the outbox it takes from the ledger,
+// checkpoints and the per-session reads.
+type Journal interface {
+	evidence.Appender
+	console.Journal
+	// ApplyOutbox appends the records of outbox items past the journal's
+	// watermark, in order, in one transaction (durable: with an fsync).
+	ApplyOutbox(ctx context.Context, items []evidencedb.OutboxItem, durable bool) (skipped []error, err error)
+	// Watermarks returns the highest outbox seq applied and made durable.
+	Watermarks() (applied, durable int64)
+	// SyncOutbox makes every applied outbox record durable.
+	SyncOutbox(ctx context.Context) error
+	// SetBeforeRead installs fn, run before every read of the journal.
+	SetBeforeRead(fn func(context.Context) error)
+	Checkpoint(ctx context.Context) (evidence.SignedCheckpoint, error)
+	Head(ctx context.Context) (evidence.Checkpoint, error)
+	// Run signs periodic checkpoints until ctx is done.
+	Run(ctx context.Context) error
+	JournalID() string
+	KeyID() string
+	Close() error
+}
+
 // openEvidence opens the data directory's evidence journal and starts its
 // periodic checkpoints (stopped by Close).
-func openEvidence(ctx context.Context, a *App) (*evidencedb.Journal, error) {
+func openEvidence(ctx context.Context, a *App) (Journal, error) {
 	j, err := evidencedb.Open(ctx, a.Config.DataDir, evidence.Options{
 		OnError: func(err error) { a.Log.Warn("evidence: periodic checkpoint", "err", err) },
 		Log:     a.Log,
@@ -198,8 +223,8 @@ const (
 // into the evidence journal, in outbox order, a batch per journal
 // transaction. It is the kernel's Outbox.
 type outboxPump struct {
-	wf   *workflowdb.Store
-	j    *evidencedb.Journal
+	wf   Ledger
+	j    Journal
 	log  *slog.Logger
 	sink *evidenceSink
 	wake chan struct{}

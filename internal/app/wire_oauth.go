@@ -14,6 +14,7 @@ import (
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
 	"github.com/webcodex/webcodex/internal/oauth/clientmeta"
 	"github.com/webcodex/webcodex/internal/oauth/oauthdb"
+	"github.com/webcodex/webcodex/internal/oauth/oauthpg"
 	"github.com/webcodex/webcodex/internal/transport/oauthhttp"
 	"github.com/webcodex/webcodex/internal/transport/resourcemeta"
 )
@@ -36,11 +37,20 @@ func (a *App) openAuthServerStore(ctx context.Context) error {
 			return fmt.Errorf("oauth: client_metadata_ca_file %s holds no PEM certificate", f)
 		}
 	}
+	if a.Stores.db != nil {
+		st, err := oauthpg.Open(ctx, a.Stores.db)
+		if err != nil {
+			return fmt.Errorf("oauth: %w", err)
+		}
+		a.oauthStore = st
+		return nil
+	}
 	st, err := oauthdb.Open(ctx, filepath.Join(a.Config.DataDir, oauthdb.FileName))
 	if err != nil {
 		return fmt.Errorf("oauth: %w", err)
 	}
 	a.oauthStore = st
+	a.Stores.closers = append([]func() error{st.Close}, a.Stores.closers...)
 	return nil
 }
 
@@ -81,13 +91,22 @@ func (a *App) mountAuthServer(mux *httpserver.Mux, s *authserver.Service) {
 // built-in authorization server never ran on.
 var ErrNoOAuth = errors.New("the built-in authorization server has never run on this data directory (start it with `webcodex serve --oauth`)")
 
-// OpenOAuthStore opens dataDir's oauth.db for an offline command (webcodex
-// oauth clients), never creating it. Errors: ErrNoOAuth when it does not
-// exist; those of opening a database.
-func OpenOAuthStore(ctx context.Context, dataDir string) (*oauthdb.Store, error) {
-	path := filepath.Join(dataDir, oauthdb.FileName)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, ErrNoOAuth
+// OpenOAuthStore opens the deployment's OAuth store for an offline
+// command (webcodex oauth clients): the database's oauth schema, or the
+// data directory's oauth.db, never creating that file. The caller calls
+// the returned close. Errors: ErrNoOAuth when oauth.db does not exist;
+// those of opening a database.
+func OpenOAuthStore(ctx context.Context, cfg Config) (authserver.Store, func() error, error) {
+	if cfg.DatabaseURL != "" {
+		return openOneInDatabase(ctx, cfg.DatabaseURL, oauthpg.Open)
 	}
-	return oauthdb.Open(ctx, path)
+	path := filepath.Join(cfg.DataDir, oauthdb.FileName)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, ErrNoOAuth
+	}
+	st, err := oauthdb.Open(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, st.Close, nil
 }

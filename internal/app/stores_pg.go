@@ -1,0 +1,71 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/webcodex/webcodex/internal/auth/authpg"
+	"github.com/webcodex/webcodex/internal/goal/goalpg"
+	"github.com/webcodex/webcodex/internal/jobs/jobspg"
+	"github.com/webcodex/webcodex/internal/memory/memorypg"
+	"github.com/webcodex/webcodex/internal/pgdb"
+	"github.com/webcodex/webcodex/internal/project/projectpg"
+	"github.com/webcodex/webcodex/internal/window/windowpg"
+)
+
+// openDatabase opens every store in the PostgreSQL database at url, each
+// domain in its own schema migrated to this version (a schema a newer
+// WebCodex migrated is refused, named). Errors name the database by its
+// URL without the password.
+func openDatabase(ctx context.Context, url string) (*Stores, error) {
+	db, err := pgdb.Open(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stores{Backend: db.URL(), db: db}
+	fail := func(schema string, err error) (*Stores, error) {
+		s.Close()
+		db.Close()
+		return nil, fmt.Errorf("database %s: schema %s: %w", db.URL(), schema, err)
+	}
+	if s.Auth, err = authpg.Open(ctx, db); err != nil {
+		return fail(authpg.Schema, err)
+	}
+	if s.Projects, err = projectpg.Open(ctx, db); err != nil {
+		return fail(projectpg.Schema, err)
+	}
+	if s.Jobs, err = jobspg.Open(ctx, db); err != nil {
+		return fail(jobspg.Schema, err)
+	}
+	if s.Goals, err = goalpg.Open(ctx, db); err != nil {
+		return fail(goalpg.Schema, err)
+	}
+	if s.Memory, err = memorypg.Open(ctx, db); err != nil {
+		return fail(memorypg.Schema, err)
+	}
+	w, err := windowpg.Open(ctx, db)
+	if err != nil {
+		return fail(windowpg.Schema, err)
+	}
+	s.Window = w
+	s.closers = append(s.closers, w.Close)
+	s.closers = append(s.closers, func() error { db.Close(); return nil })
+	return s, nil
+}
+
+// openOneInDatabase opens one store in the PostgreSQL database at url, for
+// an offline command that must not touch any other store; the returned
+// close closes the store's database.
+func openOneInDatabase[T any](ctx context.Context, url string, open func(context.Context, *pgdb.DB) (T, error)) (T, func() error, error) {
+	var zero T
+	db, err := pgdb.Open(ctx, url)
+	if err != nil {
+		return zero, nil, err
+	}
+	st, err := open(ctx, db)
+	if err != nil {
+		db.Close()
+		return zero, nil, fmt.Errorf("database %s: %w", db.URL(), err)
+	}
+	return st, func() error { db.Close(); return nil }, nil
+}
