@@ -17,6 +17,10 @@ import (
 // globals are the flags every command shares.
 type globals struct {
 	dataDir string
+	// database and evidenceKey, when set, override database_url and
+	// evidence_key: every command then works on that PostgreSQL
+	// deployment.
+	database, evidenceKey string
 	// getenv reads the environment the configuration is loaded from (nil:
 	// os.Getenv); serve and mcp set it from secureServerProcess.
 	getenv func(string) string
@@ -32,18 +36,31 @@ func newRoot() *cobra.Command {
 		Version:       app.Version,
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $WEBCODEX_DATA, $XDG_DATA_HOME/webcodex or ~/.local/share/webcodex)")
+	root.PersistentFlags().StringVar(&g.database, "database", "", "keep every store in this PostgreSQL database (postgres://user@host/db; put the password in ~/.pgpass or PGPASSWORD) instead of the data directory's SQLite files, so several replicas can serve it (database_url)")
+	root.PersistentFlags().StringVar(&g.evidenceKey, "evidence-key", "", "with --database: the evidence signing key file every replica is given (default: the data directory's evidence.key; evidence_key)")
 	root.AddCommand(newServeCmd(g), newMCPCmd(g), newTokenCmd(g), newOAuthCmd(g), newShareCmd(g), newProjectCmd(g), newSessionCmd(g), newAuditCmd(g), newEvidenceCmd(g), newAttentionCmd(g), newMemoryCmd(g))
 	root.AddCommand(newGoalCmd(g), newRunnerCmd(g))
 	return root
 }
 
-// loadConfig loads the configuration for the data directory in g.
+// loadConfig loads the configuration for the data directory in g, with
+// the deployment flags over it.
 func (g *globals) loadConfig() (app.Config, error) {
 	getenv := g.getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return app.LoadConfig(g.dataDir, getenv)
+	cfg, err := app.LoadConfig(g.dataDir, getenv)
+	if err != nil || (g.database == "" && g.evidenceKey == "") {
+		return cfg, err
+	}
+	if g.database != "" {
+		cfg.DatabaseURL = g.database
+	}
+	if g.evidenceKey != "" {
+		cfg.EvidenceKey = g.evidenceKey
+	}
+	return cfg, cfg.Validate()
 }
 
 // secureProcess is secureServerProcess. The package's tests that run serve

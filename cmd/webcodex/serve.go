@@ -18,8 +18,6 @@ func newServeCmd(g *globals) *cobra.Command {
 		listen    string
 		publicURL string
 		oauth     bool
-		database  string
-		evKey     string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -45,20 +43,12 @@ func newServeCmd(g *globals) *cobra.Command {
 			if oauth {
 				cfg.OAuth.Enabled = true
 			}
-			if database != "" {
-				cfg.DatabaseURL = database
-			}
-			if evKey != "" {
-				cfg.EvidenceKey = evKey
-			}
 			return runServe(cmd.Context(), cfg, projects, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringArrayVar(&projects, "project", nil, "register a project directory, as DIR or NAME=DIR (repeatable)")
 	cmd.Flags().StringVar(&listen, "listen", "", "listen address (default "+app.DefaultListen+")")
 	cmd.Flags().StringVar(&publicURL, "public-url", "", "externally visible base URL (e.g. a tunnel's https URL): published in OpenAPI, and its host passes the DNS-rebinding check")
-	cmd.Flags().StringVar(&database, "database", "", "keep every store in this PostgreSQL database (postgres://user@host/db; the password belongs in ~/.pgpass or PGPASSWORD) instead of the data directory's SQLite files, so several replicas can serve it (database_url)")
-	cmd.Flags().StringVar(&evKey, "evidence-key", "", "with --database: the evidence signing key file every replica is given (default: the data directory's evidence.key; evidence_key)")
 	cmd.Flags().BoolVar(&oauth, "oauth", false, "run the built-in OAuth authorization server, so hosted agents (ChatGPT, claude.ai) can connect ([oauth] enabled)")
 	return cmd
 }
