@@ -101,8 +101,10 @@ type Stores struct {
 	// URL without its password.
 	Backend string
 	// db is the PostgreSQL database the stores share (nil on SQLite);
-	// stores opened later (OAuth, evidence) open in it too.
-	db *pgdb.DB
+	// stores opened later (OAuth, evidence) open in it too. replica is
+	// this process's membership of the replicas serving it.
+	db      *pgdb.DB
+	replica *pgdb.Replica
 	// closers release the stores and then their database, in order.
 	closers []func() error
 }
@@ -190,6 +192,23 @@ func OpenGoals(ctx context.Context, cfg Config) (goal.Store, func() error, error
 		return nil, nil, fmt.Errorf("open %s: %w", GoalsDB, err)
 	}
 	return st, st.Close, nil
+}
+
+// ReplicaID is this process's replica id when the stores are in a
+// database several replicas may share, "" for a data directory.
+func (s *Stores) ReplicaID() string {
+	if s.replica == nil {
+		return ""
+	}
+	return s.replica.ID()
+}
+
+// alive is pgdb.DB.Alive for stores in a database, nil otherwise.
+func (s *Stores) alive() func(ctx context.Context, id string) (bool, error) {
+	if s.db == nil {
+		return nil
+	}
+	return s.db.Alive
 }
 
 // Close closes every open store, then the database they share.

@@ -49,7 +49,10 @@ func openDatabase(ctx context.Context, url string) (*Stores, error) {
 	}
 	s.Window = w
 	s.closers = append(s.closers, w.Close)
-	s.closers = append(s.closers, func() error { db.Close(); return nil })
+	if s.replica, err = db.Join(ctx); err != nil {
+		return fail(pgdb.PresenceSchema, err)
+	}
+	s.closers = append(s.closers, s.replica.Close, func() error { db.Close(); return nil })
 	return s, nil
 }
 

@@ -32,6 +32,9 @@ func newJobs(ctx context.Context, a *App) (*jobs.Manager, error) {
 		// A remote runner's job waits for its runner as long as a
 		// detached process does.
 		RunnerGrace: a.Hub.ReattachWindow(),
+		// Replicas on one database leave each other's jobs alone while
+		// the other is alive.
+		Replica: a.Stores.ReplicaID(), Alive: a.Stores.alive(),
 	})
 	if err != nil {
 		return nil, err

@@ -271,6 +271,11 @@ type Job struct {
 	// process outlives this server: see Manager.Reconcile); empty for a
 	// job of this machine.
 	Runner string `json:"runner,omitempty"`
+	// Replica is the id of the server replica supervising the job when
+	// several serve one database (Options.Replica); empty otherwise.
+	// Another replica's Recover leaves the job alone while that replica
+	// is alive.
+	Replica string `json:"replica,omitempty"`
 }
 
 // MaxValidationSessions bounds ValidationMeta.Sessions.

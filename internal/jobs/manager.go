@@ -77,6 +77,13 @@ type Options struct {
 	// before it is marked lost, reason runner_lost (0 =
 	// DefaultRunnerGrace).
 	RunnerGrace time.Duration
+	// Replica, when several server replicas share the Store, is this
+	// one's id, recorded in every job it starts; Alive reports whether
+	// the replica with an id still serves (pgdb.DB.Alive). Recover then
+	// marks lost only the jobs of replicas that are gone (and its own
+	// previous ones). Both empty: this process is the only server.
+	Replica string
+	Alive   func(ctx context.Context, replica string) (bool, error)
 }
 
 // A StartSpec describes one execution to supervise.
@@ -132,6 +139,8 @@ type Manager struct {
 	kill   bool
 
 	runnerGrace time.Duration
+	replica     string
+	alive       func(ctx context.Context, replica string) (bool, error)
 	// adoptMu orders Reconcile and the expiry of the jobs waiting for
 	// their runner: a record is adopted or expired, never both.
 	adoptMu sync.Mutex
@@ -251,7 +260,7 @@ func NewManager(o Options) (*Manager, error) {
 	}
 	return &Manager{
 		store: o.Store, host: o.Host, dir: o.Dir, limit: o.Concurrency, share: o.RunningPerOwner, qlimit: o.QueuedPerOwner, grace: o.SyncGrace,
-		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger, hook: o.OnFinished, kill: o.KillSurvivors, runnerGrace: o.RunnerGrace,
+		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger, hook: o.OnFinished, kill: o.KillSurvivors, runnerGrace: o.RunnerGrace, replica: o.Replica, alive: o.Alive,
 		live: map[string]*entry{}, runningBy: map[string]int{}, queuedBy: map[string]int{}, served: map[string]uint64{}, closed: make(chan struct{}),
 	}, nil
 }

@@ -13,7 +13,8 @@ import (
 
 // Recover marks every queued or running record that no supervisor in this
 // process owns as lost (reason server_restart): its supervisor died with a
-// previous server. With Options.KillSurvivors, the processes of such a job
+// previous server. A record another live replica supervises
+// (Options.Replica, Options.Alive) is left alone. With Options.KillSurvivors, the processes of such a job
 // that survived (found by its recorded runner.Identity) are killed first,
 // and killed_group records whether there were any. Output files stay
 // readable; their sizes are recorded.
@@ -34,6 +35,11 @@ func (m *Manager) Recover(ctx context.Context) ([]Job, error) {
 	now := m.now().UTC()
 	for _, j := range list {
 		if m.entry(j.ID) != nil {
+			continue
+		}
+		if supervised, err := m.supervisedElsewhere(ctx, j); err != nil {
+			return out, err
+		} else if supervised {
 			continue
 		}
 		if j.Runner != "" && j.State == Running {
@@ -140,4 +146,13 @@ func (m *Manager) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// supervisedElsewhere reports whether j is supervised by another replica
+// that is still alive: it is then that replica's to finish.
+func (m *Manager) supervisedElsewhere(ctx context.Context, j Job) (bool, error) {
+	if j.Replica == "" || j.Replica == m.replica || m.alive == nil {
+		return false, nil
+	}
+	return m.alive(ctx, j.Replica)
 }

@@ -67,7 +67,7 @@ func (m *Manager) start(ctx context.Context, s StartSpec, deferRecord bool) (e *
 		Tool: s.Tool, Program: redact.String(filepath.Base(s.Run.Argv[0])), Purpose: redact.String(s.Purpose), Cwd: redact.String(s.Cwd),
 		Background: s.Background, TimeoutSeconds: int64(timeout / time.Second),
 		State: Queued, Expectation: s.Expectation, AcceptedExitCodes: slices.Clone(s.AcceptedExitCodes),
-		CreatedAt: now, Validation: s.Validation,
+		CreatedAt: now, Validation: s.Validation, Replica: m.replica,
 	}
 	if r, ok := s.Host.(runner.Reattacher); ok {
 		j.Runner = r.ID()
