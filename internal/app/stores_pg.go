@@ -22,10 +22,28 @@ func openDatabase(ctx context.Context, url string) (*Stores, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stores{Backend: db.URL(), db: db}
-	fail := func(schema string, err error) (*Stores, error) {
+	s, err := openStoresIn(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if s.replica, err = db.Join(ctx); err != nil {
 		s.Close()
 		db.Close()
+		return nil, err
+	}
+	s.db = db
+	s.closers = append(s.closers, s.replica.Close, func() error { db.Close(); return nil })
+	return s, nil
+}
+
+// openStoresIn opens every store in db (migrating its schema); closing
+// them leaves db open.
+func openStoresIn(ctx context.Context, db *pgdb.DB) (*Stores, error) {
+	s := &Stores{Backend: db.URL()}
+	var err error
+	fail := func(schema string, err error) (*Stores, error) {
+		s.Close()
 		return nil, fmt.Errorf("database %s: schema %s: %w", db.URL(), schema, err)
 	}
 	if s.Auth, err = authpg.Open(ctx, db); err != nil {
@@ -49,10 +67,6 @@ func openDatabase(ctx context.Context, url string) (*Stores, error) {
 	}
 	s.Window = w
 	s.closers = append(s.closers, w.Close)
-	if s.replica, err = db.Join(ctx); err != nil {
-		return fail(pgdb.PresenceSchema, err)
-	}
-	s.closers = append(s.closers, s.replica.Close, func() error { db.Close(); return nil })
 	return s, nil
 }
 

@@ -48,19 +48,25 @@ type Table struct {
 	Key []string
 	// Omit names SQLite columns that are not copied, each with why.
 	Omit map[string]string
+	// Rename maps a SQLite column to the PostgreSQL column that holds it
+	// under another name. Its key may be "rowid", SQLite's implicit row
+	// number (the order rows were inserted in, which a PostgreSQL identity
+	// column keeps).
+	Rename map[string]string
 }
 
 // Result is one copied table: its rows and their digest (the same on both
 // sides).
 type Result struct {
-	Table  string
-	Rows   int64
-	Digest string
+	Table  string `json:"table"`
+	Rows   int64  `json:"rows"`
+	Digest string `json:"digest"`
 }
 
-// column is a copied column and its PostgreSQL type.
+// column is a copied column: its SQLite name, its PostgreSQL name and
+// type.
 type column struct {
-	name, pgType string
+	name, pgName, pgType string
 }
 
 // Copy copies every table of plan from dataDir's SQLite files into db,
@@ -141,23 +147,34 @@ func columns(ctx context.Context, src *sql.DB, tx pgx.Tx, t Table) ([]column, er
 		return nil, err
 	}
 	defer info.Close()
-	var cols []column
+	var names []string
 	for info.Next() {
 		var n string
 		if err := info.Scan(&n); err != nil {
 			return nil, err
 		}
-		if _, omitted := t.Omit[n]; omitted {
-			continue
-		}
-		ty, ok := pgTypes[n]
-		if !ok {
-			return nil, failure.New(failure.InvalidArguments, "column %s has no column in %s and is not listed as omitted", n, t.To)
-		}
-		cols = append(cols, column{name: n, pgType: ty})
+		names = append(names, n)
 	}
 	if err := info.Err(); err != nil {
 		return nil, err
+	}
+	if _, ok := t.Rename["rowid"]; ok && len(names) > 0 {
+		names = append(names, "rowid")
+	}
+	var cols []column
+	for _, n := range names {
+		if _, omitted := t.Omit[n]; omitted {
+			continue
+		}
+		pn := n
+		if r, ok := t.Rename[n]; ok {
+			pn = r
+		}
+		ty, ok := pgTypes[pn]
+		if !ok {
+			return nil, failure.New(failure.InvalidArguments, "column %s has no column in %s and is not listed as omitted", n, t.To)
+		}
+		cols = append(cols, column{name: n, pgName: pn, pgType: ty})
 	}
 	if len(cols) == 0 {
 		return nil, failure.New(failure.InvalidArguments, "no table %s in the data directory", t.From)
@@ -176,9 +193,9 @@ func copyTable(ctx context.Context, src *sql.DB, tx pgx.Tx, t Table) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
-	names := make([]string, len(cols))
+	names, pgNames := make([]string, len(cols)), make([]string, len(cols))
 	for i, c := range cols {
-		names[i] = c.name
+		names[i], pgNames[i] = c.name, c.pgName
 	}
 	schema, table, _ := strings.Cut(t.To, ".")
 	rows, err := src.QueryContext(ctx, `SELECT `+quoteList(names)+` FROM "`+t.From+`" ORDER BY `+quoteList(t.Key))
@@ -192,7 +209,7 @@ func copyTable(ctx context.Context, src *sql.DB, tx pgx.Tx, t Table) (Result, er
 		if len(batch) == 0 {
 			return nil
 		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{schema, table}, names, pgx.CopyFromRows(batch))
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{schema, table}, pgNames, pgx.CopyFromRows(batch))
 		batch = batch[:0]
 		return err
 	}
@@ -242,14 +259,16 @@ func copyTable(ctx context.Context, src *sql.DB, tx pgx.Tx, t Table) (Result, er
 func digestTarget(ctx context.Context, tx pgx.Tx, t Table, cols []column) (Result, error) {
 	names := make([]string, len(cols))
 	for i, c := range cols {
-		names[i] = c.name
+		names[i] = c.pgName
 	}
 	order := make([]string, len(t.Key))
 	for i, k := range t.Key {
-		order[i] = `"` + k + `"`
 		for _, c := range cols {
-			if c.name == k && c.pgType == "text" {
-				order[i] += ` COLLATE "C"`
+			if c.name == k {
+				order[i] = `"` + c.pgName + `"`
+				if c.pgType == "text" {
+					order[i] += ` COLLATE "C"`
+				}
 			}
 		}
 	}

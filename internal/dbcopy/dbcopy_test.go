@@ -45,13 +45,13 @@ func fixture(t *testing.T, rows int) (string, *pgdb.DB) {
 	}
 	db := pgtest.Open(t)
 	if _, err := db.Pool.Exec(context.Background(), `CREATE SCHEMA s; CREATE TABLE s.items (id text PRIMARY KEY, n bigint NOT NULL,
-		flag boolean NOT NULL, body bytea, note text, seq bigint GENERATED ALWAYS AS IDENTITY, added text NOT NULL DEFAULT '')`); err != nil {
+		flag boolean NOT NULL, body bytea, note text, ord bigint NOT NULL, seq bigint GENERATED ALWAYS AS IDENTITY, added text NOT NULL DEFAULT '')`); err != nil {
 		t.Fatal(err)
 	}
 	return dir, db
 }
 
-var plan = []dbcopy.Table{{File: "x.db", From: "items", To: "s.items", Key: []string{"id"}}}
+var plan = []dbcopy.Table{{File: "x.db", From: "items", To: "s.items", Key: []string{"id"}, Rename: map[string]string{"rowid": "seq", "seq": "ord"}}}
 
 func count(t *testing.T, db *pgdb.DB) int {
 	t.Helper()
@@ -77,11 +77,16 @@ func TestCopyVerifiesAndResetsIdentities(t *testing.T) {
 		t.Fatalf("results %+v", res)
 	}
 	var next int64
-	if err := db.Pool.QueryRow(ctx, `INSERT INTO s.items (id, n, flag) VALUES ('new', 0, true) RETURNING seq`).Scan(&next); err != nil {
+	if err := db.Pool.QueryRow(ctx, `INSERT INTO s.items (id, n, flag, ord) VALUES ('new', 0, true, 0) RETURNING seq`).Scan(&next); err != nil {
 		t.Fatal(err)
 	}
 	if next != int64(n)+1 {
 		t.Fatalf("next identity = %d, want %d", next, n+1)
+	}
+	// rowid became seq, and the column seq became ord.
+	var seq, ord int64
+	if err := db.Pool.QueryRow(ctx, `SELECT seq, ord FROM s.items WHERE id = 'b1é'`).Scan(&seq, &ord); err != nil || seq != 2 || ord != 2 {
+		t.Fatalf("row 2: seq %d ord %d %v", seq, ord, err)
 	}
 }
 

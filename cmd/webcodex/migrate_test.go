@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
+)
+
+// TestMigrateToPostgres fills a data directory through a real server,
+// copies it with `webcodex migrate` into an empty database, refuses a
+// second copy into the same (now non-empty) database, and then serves the
+// copy: the session, its board, the memory entry and the evidence are
+// there, and `webcodex evidence verify` passes on it.
+func TestMigrateToPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real server processes")
+	}
+	data, proj := t.TempDir(), t.TempDir()
+	dbURL := pgtest.URL(t)
+	ctx := context.Background()
+	srv := startServe(t, "--data-dir", data, "--project", "demo="+proj)
+	call := func(base, tool string, args map[string]any, recorder string) json.RawMessage {
+		t.Helper()
+		r, err := callTool(ctx, base, tool, args, recorder)
+		if err != nil || !r.Success {
+			t.Fatalf("%s: %v %+v", tool, err, r.Error)
+		}
+		return r.Output
+	}
+	var start struct {
+		SessionID string `json:"session_id"`
+	}
+	json.Unmarshal(call(srv.base, "work_on_project", map[string]any{"project": "agent:local:demo", "instruction": "migrate me"}, ""), &start)
+	call(srv.base, "write_project_file", map[string]any{"project": "agent:local:demo", "path": "a.txt", "content": "a"}, start.SessionID)
+	call(srv.base, "post_session_message", map[string]any{"session_id": start.SessionID, "kind": "note", "message": "carried over"}, "")
+	call(srv.base, "memory_set", map[string]any{"project": "agent:local:demo", "memory_key": "build", "body": "go test ./..."}, "")
+	stopServe(t, srv)
+
+	out := mustRun(t, "migrate", "--from", data, "--to", dbURL)
+	if !strings.Contains(out, "Copied and verified") || !strings.Contains(out, "workflow.sessions") || !strings.Contains(out, "evidence.records") {
+		t.Fatalf("migrate:\n%s", out)
+	}
+	again, err := run(t, "migrate", "--from", data, "--to", dbURL)
+	if failure.KindOf(err) != failure.Conflict || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("a second migrate into the same database: %v\n%s", err, again)
+	}
+
+	key := filepath.Join(data, evidence.KeyFile)
+	pg := startServe(t, "--data-dir", t.TempDir(), "--database", dbURL, "--evidence-key", key, "--project", "demo="+proj)
+	var summary map[string]json.RawMessage
+	json.Unmarshal(call(pg.base, "session_summary", map[string]any{"session_id": start.SessionID}, ""), &summary)
+	if !strings.Contains(string(call(pg.base, "list_session_messages", map[string]any{"session_id": start.SessionID}, "")), "carried over") {
+		t.Fatal("the board was not carried over")
+	}
+	if !strings.Contains(string(call(pg.base, "memory_read", map[string]any{"project": "agent:local:demo", "memory_key": "build"}, "")), "go test ./...") {
+		t.Fatal("the memory entry was not carried over")
+	}
+	stopServe(t, pg)
+	verifyReplicaEvidence(t, dbURL, key)
+}

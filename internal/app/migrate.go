@@ -1,0 +1,131 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/webcodex/webcodex/internal/dbcopy"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/oauth/oauthdb"
+	"github.com/webcodex/webcodex/internal/oauth/oauthpg"
+	"github.com/webcodex/webcodex/internal/pgdb"
+)
+
+// MigrationResult is one table `webcodex migrate` copied: its rows and
+// their digest, the same in the data directory and in the database.
+type MigrationResult = dbcopy.Result
+
+// migrationPlan is every table of a data directory and its PostgreSQL
+// table; the SQLite bookkeeping tables (schema_migrations, FTS5 shadow
+// tables) have no counterpart and are not listed.
+func migrationPlan(dataDir string) []dbcopy.Table {
+	plan := []dbcopy.Table{
+		{File: AuthDB, From: "tokens", To: "auth.tokens", Key: []string{"id"}},
+		{File: AuthDB, From: "console_sessions", To: "auth.console_sessions", Key: []string{"session_hash"}},
+		{File: ProjectsDB, From: "projects", To: "projects.projects", Key: []string{"id"}},
+		{File: ProjectsDB, From: "runners", To: "projects.runners", Key: []string{"client_id"}},
+		{File: JobsDB, From: "jobs", To: "jobs.jobs", Key: []string{"job_id"}},
+		{File: GoalsDB, From: "goals", To: "goals.goals", Key: []string{"id"}},
+		// rowid orders a session's associations made in one millisecond.
+		{File: GoalsDB, From: "goal_sessions", To: "goals.goal_sessions", Key: []string{"goal_id", "session_id"}, Rename: map[string]string{"rowid": "seq"}},
+		{File: WindowDB, From: "window_activity", To: "windows.window_activity", Key: []string{"principal", "window", "project"}, Rename: map[string]string{"window": "win"}},
+		{File: WindowDB, From: "peer_messages", To: "windows.peer_messages", Key: []string{"id"}, Rename: map[string]string{"rowid": "seq"}},
+		{File: MemoryDB, From: "memory_scopes", To: "memory.scopes", Key: []string{"scope_id"}},
+		{File: MemoryDB, From: "memory_entries", To: "memory.entries", Key: []string{"id"}},
+		{File: MemoryDB, From: "memory_history", To: "memory.history", Key: []string{"memory_id", "generation"}},
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, oauthdb.FileName)); err == nil {
+		plan = append(plan,
+			dbcopy.Table{File: oauthdb.FileName, From: "clients", To: "oauth.clients", Key: []string{"id"}},
+			dbcopy.Table{File: oauthdb.FileName, From: "grants", To: "oauth.grants", Key: []string{"id"}},
+			dbcopy.Table{File: oauthdb.FileName, From: "secrets", To: "oauth.secrets", Key: []string{"hash"}})
+	}
+	return plan
+}
+
+// Migrate copies every store of the data directory dataDir into the empty
+// PostgreSQL database at url (`webcodex migrate`): the data directory's
+// databases are first brought to this version, the database's schemas are
+// created, every table is copied in one transaction and verified by count
+// and digest. Errors: failure.Conflict when another process serves
+// dataDir or the database is not empty (nothing is written to it); those
+// of dbcopy.Copy (the database is left as it was).
+func Migrate(ctx context.Context, dataDir, url string) ([]MigrationResult, error) {
+	if _, err := os.Stat(filepath.Join(dataDir, WorkflowDB)); err != nil {
+		return nil, failure.Wrap(failure.NotFound, err, "no WebCodex data directory at %s", dataDir)
+	}
+	src, err := openFiles(ctx, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	if src.Workflow.Shared() {
+		return nil, failure.New(failure.Conflict, "another process serves %s (a running `webcodex serve` or `webcodex mcp`); stop it, then migrate", dataDir)
+	}
+	db, err := pgdb.Open(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if err := requireEmpty(ctx, db); err != nil {
+		return nil, err
+	}
+	if err := createSchemas(ctx, db); err != nil {
+		return nil, err
+	}
+	res, err := dbcopy.Copy(ctx, db, dataDir, migrationPlan(dataDir), nil)
+	if err != nil {
+		return nil, fmt.Errorf("migrate %s to %s: %w", dataDir, db.URL(), err)
+	}
+	return res, nil
+}
+
+// requireEmpty refuses a database that holds a row in any table outside
+// PostgreSQL's own schemas.
+func requireEmpty(ctx context.Context, db *pgdb.DB) error {
+	rows, err := db.Pool.Query(ctx, `SELECT table_schema, table_name FROM information_schema.tables
+		WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')
+		ORDER BY 1, 2`)
+	if err != nil {
+		return pgdb.StoreError(err, "database")
+	}
+	var tables []string
+	for rows.Next() {
+		var s, t string
+		if err := rows.Scan(&s, &t); err != nil {
+			rows.Close()
+			return pgdb.StoreError(err, "database")
+		}
+		if t != "schema_migrations" {
+			tables = append(tables, fmt.Sprintf("%q.%q", s, t))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return pgdb.StoreError(err, "database")
+	}
+	for _, t := range tables {
+		var any bool
+		if err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t+`)`).Scan(&any); err != nil {
+			return pgdb.StoreError(err, "database")
+		}
+		if any {
+			return failure.New(failure.Conflict, "database %s is not empty (table %s has rows): migrate copies into an empty database only", db.URL(), t)
+		}
+	}
+	return nil
+}
+
+// createSchemas creates every store's schema at this version.
+func createSchemas(ctx context.Context, db *pgdb.DB) error {
+	st, err := openStoresIn(ctx, db)
+	if err != nil {
+		return err
+	}
+	if _, err := oauthpg.Open(ctx, db); err != nil {
+		return errors.Join(err, st.Close())
+	}
+	return st.Close()
+}
