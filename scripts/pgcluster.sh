@@ -9,6 +9,15 @@
 #   go test ./...
 #   scripts/pgcluster.sh stop              # stops the cluster in $PGCLUSTER_DIR and removes it
 #
+# Durability tests start their own cluster with fsync, synchronous_commit
+# and full_page_writes on, crash it (an immediate stop: no checkpoint, no
+# flush beyond what commits already forced) and start it again, which
+# replays its WAL:
+#
+#   scripts/pgcluster.sh start --durable
+#   scripts/pgcluster.sh crash DIR
+#   scripts/pgcluster.sh restart DIR
+#
 # As root (CI containers), initdb and postgres refuse to run: the cluster
 # is run by the unprivileged user nobody.
 set -euo pipefail
@@ -35,6 +44,12 @@ as_owner() {
 	fi
 }
 
+# serve starts the cluster in $1 with the options saved at its creation.
+serve() {
+	as_owner "$(bindir)/pg_ctl" -D "$1/data" -l "$1/server.log" -w -o "$(cat "$1/options")" start >/dev/null ||
+		{ cat "$1/server.log" >&2; exit 1; }
+}
+
 case "${1:-}" in
 start)
 	bin=$(bindir)
@@ -45,9 +60,12 @@ start)
 	fi
 	as_owner "$bin/initdb" --no-sync -U postgres --auth=trust -D "$dir/data" >"$dir/initdb.log" 2>&1 ||
 		{ cat "$dir/initdb.log" >&2; exit 1; }
-	as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-		-o "-c listen_addresses= -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-		start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+	opts="-c listen_addresses= -k $dir -c max_connections=200"
+	if [[ ${2:-} != --durable ]]; then
+		opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	fi
+	echo "$opts" >"$dir/options"
+	serve "$dir"
 	echo "export PGCLUSTER_DIR=$dir"
 	echo "export WEBCODEX_TEST_DATABASE_URL='postgres://postgres@/postgres?host=$dir'"
 	;;
@@ -60,8 +78,14 @@ stop)
 	as_owner "$(bindir)/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null || true
 	rm -rf "$dir"
 	;;
+crash)
+	as_owner "$(bindir)/pg_ctl" -D "$2/data" -m immediate stop >/dev/null
+	;;
+restart)
+	serve "$2"
+	;;
 *)
-	echo "usage: scripts/pgcluster.sh start | stop [DIR]" >&2
+	echo "usage: scripts/pgcluster.sh start [--durable] | stop [DIR] | crash DIR | restart DIR" >&2
 	exit 2
 	;;
 esac
