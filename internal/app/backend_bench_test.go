@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/benchpair"
+	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 )
 
@@ -42,7 +45,12 @@ func postRound(b *testing.B, a *app.App, n int) func() {
 		var wg sync.WaitGroup
 		for _, id := range sessions {
 			wg.Go(func() {
-				benchCall(b, a, "post_session_message", map[string]any{"session_id": id, "kind": "note", "message": "progress"}, id)
+				args, _ := json.Marshal(map[string]any{"session_id": id, "kind": "note", "message": "progress"})
+				res := a.Kernel.Dispatch(context.Background(), kernel.Call{Tool: "post_session_message", Arguments: args,
+					RecordingSessionID: id, Principal: auth.LocalUser(), Source: kernel.SourceInternal})
+				if !res.Success {
+					b.Errorf("post_session_message: %+v", res.Error)
+				}
 			})
 		}
 		wg.Wait()
