@@ -71,8 +71,10 @@ type Status struct {
 	// Connects counts connections made; Reconnects those after the
 	// first; Disconnects connections lost.
 	Connects, Reconnects, Disconnects uint64
-	// PollWakes counts the wakes of every subscriber made by the poll.
-	PollWakes uint64
+	// PollWakes counts the wakes of every subscriber made by the poll;
+	// Pings the pings after PingAfter of silence that the connection
+	// answered.
+	PollWakes, Pings uint64
 	// Probe is the last Probe's result.
 	Probe ProbeResult
 }
@@ -301,7 +303,12 @@ func (l *Listener) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		l.log.Warn("pgnotify: cannot open the LISTEN connection: waits fall back to polling", "err", err, "retry_in", wait)
+		// One warning per outage; the retries that follow are debug.
+		level := slog.LevelDebug
+		if wait == ReconnectMin {
+			level = slog.LevelWarn
+		}
+		l.log.Log(ctx, level, "pgnotify: cannot open the LISTEN connection: waits fall back to polling", "err", err, "retry_in", wait)
 		t := time.NewTimer(jitter(wait, wait/10))
 		select {
 		case <-t.C:
@@ -373,8 +380,12 @@ func (l *Listener) listen(ctx context.Context, conn *pgx.Conn) error {
 	if l.st.Connects++; l.st.Connects > 1 {
 		l.st.Reconnects++
 	}
+	reconnected := l.st.Reconnects > 0
 	l.changedLocked()
 	l.mu.Unlock()
+	if reconnected {
+		l.log.Info("pgnotify: the LISTEN connection is back: waits wake by notification again", "pid", conn.PgConn().PID())
+	}
 	for {
 		if err := l.listenPending(ctx, conn); err != nil {
 			return err
@@ -409,6 +420,10 @@ func (l *Listener) listen(ctx context.Context, conn *pgx.Conn) error {
 			if err != nil {
 				return fmt.Errorf("ping after %s of silence: %w", PingAfter, err)
 			}
+			l.mu.Lock()
+			l.st.Pings++
+			l.changedLocked()
+			l.mu.Unlock()
 		case !interrupted:
 			return err
 		}

@@ -342,6 +342,23 @@ func terminate(t *testing.T, db *pgdb.DB, pid uint32) {
 	}
 }
 
+// TestSilenceIsPinged waits PingAfter for the listener's ping: the wait
+// it ends by its deadline does not cost the connection (pgconn closes a
+// connection on any read error but a timeout), and notifications still
+// arrive after it.
+func TestSilenceIsPinged(t *testing.T) {
+	db := pgtest.Open(t)
+	l, ts := start(t, db, board)
+	st := waitStatus(l, func(s pgnotify.Status) bool { return s.Pings > 0 })
+	if !st.Connected || st.Connects != 1 || st.Disconnects != 0 {
+		t.Fatalf("after a ping: %+v", st)
+	}
+	waiter, end := ts[0].Subscribe("k")
+	defer end()
+	send(t, db, board, "k")
+	<-waiter
+}
+
 func TestProbe(t *testing.T) {
 	db := pgtest.Open(t)
 	l, _ := start(t, db, board)
