@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -253,7 +254,7 @@ func TestBounds(t *testing.T) {
 		t.Fatalf("a key of %d bytes was sent", len(over))
 	}
 	var e *failure.Error
-	if err := pgnotify.Send(context.Background(), nil, board, over); !errors.As(err, &e) || !strings.Contains(err.Error(), "512") {
+	if err := pgnotify.Send(context.Background(), nil, board, over); !errors.As(err, &e) || !strings.Contains(err.Error(), strconv.Itoa(pgnotify.MaxKeyBytes)) {
 		t.Fatalf("the refusal does not name the bound: %v", err)
 	}
 }
