@@ -55,6 +55,10 @@ func TestArchitecture(t *testing.T) {
 		{[]string{"internal/goal"}, []string{"internal/workflow", "internal/audit"}, "Goals are correlation only: the Goal domain reads no session store"},
 		{[]string{"internal/workflow"}, []string{"internal/goal"}, "no session lifecycle changes a Goal: Workflow Sessions never import the Goal domain"},
 		{[]string{"internal/memory"}, []string{"internal/workflow", "internal/audit"}, "Project Memory is its own plane: no session event writes it"},
+		{[]string{"internal/pgnotify"}, []string{"internal/workflow", "internal/audit", "internal/evidence", "internal/jobs", "internal/window",
+			"internal/goal", "internal/memory", "internal/auth", "internal/project", "internal/runner", "internal/kernel", "internal/tools",
+			"internal/transport", "internal/httpserver", "internal/app"},
+			"the LISTEN/NOTIFY wakes are infrastructure: a channel is a name and a key an opaque id, no domain"},
 	}
 	// Tool packages (internal/tools/<tool>) import no other tool package:
 	// what two tools share lives in a domain or infrastructure package.
