@@ -83,6 +83,9 @@ func batchedTrimKeepsTheNewest(t *testing.T, open func(*testing.T) Backend) {
 			if got := eventIDs(t, b, session); !slices.Equal(got, want) {
 				t.Fatalf("after %d events, session %s holds %v, want its newest %d: %v", n, session, got, len(want), want)
 			}
+			if n, err := b.Raw.Retained(ctx, session); err != nil || n != int64(len(want)) {
+				t.Fatalf("session %s's stored retained count is %d (%v), want %d", session, n, err, len(want))
+			}
 		}
 	}
 	if !full {
