@@ -6,7 +6,8 @@
 //
 // Action Audit Sessions are not Workflow Sessions: their ids are UUIDs or
 // client-supplied strings (never wc_sess_*), they live in their own database
-// file (audit.db) and nothing here reads or drives workflow state.
+// file (audit.db) or PostgreSQL schema (audit), and nothing here reads or
+// drives workflow state.
 //
 // # Limits
 //

@@ -265,3 +265,43 @@ func TestTextPostgreSQLCannotHold(t *testing.T) {
 		t.Fatalf("stored %q %q %q", e.Endpoint, e.ErrorSummary, e.Summary["note"])
 	}
 }
+
+// TestResolveAfterAConcurrentCreate: an explicit id that another
+// transaction (an append on any replica, which takes no resolve lock) is
+// creating while Resolve creates it is looked up again once that commits:
+// here it is the session of no principal, so the caller gets a session
+// of its own for the id, never an error and never the other's session.
+func TestResolveAfterAConcurrentCreate(t *testing.T) {
+	db := pgtest.Open(t)
+	st, err := auditpg.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creator, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { creator.Rollback(ctx) })
+	if _, err := creator.Exec(ctx, `INSERT INTO audit.action_sessions (session_id, created_at, updated_at) VALUES ('race', 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	var got audit.Resolved
+	finished := make(chan error, 1)
+	go func() {
+		var err error
+		got, err = st.Resolve(ctx, audit.ResolveRequest{Principal: "fp", Explicit: "race", Now: time.Unix(1_800_000_000, 0),
+			NewID: func() string { return "own" }})
+		finished <- err
+	}()
+	waitForLockWaiters(t, db, 1, finished, "Resolve, while the id was being created elsewhere,")
+	if err := creator.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-finished; err != nil || got.ID != "own" || !got.Created {
+		t.Fatalf("Resolve: %+v %v, want its own new session", got, err)
+	}
+	var requested string
+	if err := db.Pool.QueryRow(ctx, `SELECT requested_id FROM audit.action_sessions WHERE session_id = 'own' AND principal = 'fp'`).Scan(&requested); err != nil || requested != "race" {
+		t.Fatalf("the caller's session remembers %q (%v), want race", requested, err)
+	}
+}
