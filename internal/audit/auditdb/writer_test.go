@@ -16,6 +16,7 @@ import (
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/audit/auditdb"
 	"github.com/webcodex/webcodex/internal/audit/auditrow"
+	"github.com/webcodex/webcodex/internal/audit/storetest"
 	"github.com/webcodex/webcodex/internal/failure"
 )
 
@@ -269,39 +270,13 @@ func TestUnwritableDatabase(t *testing.T) {
 	}
 }
 
-// BenchmarkAppendBatch measures the store's cost per event when the
-// group commit writes batches of 1 to 256 (one fsync per batch),
-// and sanitizing the same event, to show where an audited request's
-// cost goes.
+// BenchmarkAppendBatch is the contract's append benchmark on audit.db
+// (one fsync per batch).
 func BenchmarkAppendBatch(b *testing.B) {
-	ev := audit.Event{EventView: audit.EventView{Endpoint: "/api/tools/call", Operation: "tools_call", ActionName: "read_files",
-		Project: "agent:local:p", Status: audit.EventSuccess, HTTPStatus: 200, DurationMS: 1, RequestBytes: 90, ResponseBytes: 300,
-		Summary: map[string]any{"transport": "rest", "tool": "read_files", "model_ergonomics": audit.ModelErgonomics{
-			SchemaVersion: 6, ToolName: "read_files", ToolCategory: "files", Success: true, ExecutionState: "completed"}}}}
-	b.Run("sanitize", func(b *testing.B) {
-		for b.Loop() {
-			audit.Sanitize(ev)
-		}
+	storetest.BenchmarkAppendBatch(b, func(b *testing.B) audit.Store {
+		st, _ := open(b)
+		return st
 	})
-	for _, size := range []int{1, 16, 64, 256} {
-		b.Run(fmt.Sprintf("append/batch=%d", size), func(b *testing.B) {
-			st, _ := open(b)
-			s := audit.Sanitize(ev)
-			s.SessionID = "bench"
-			batch := make([]audit.Event, size)
-			n := 0
-			for b.Loop() {
-				s.EventID = fmt.Sprint("e", n)
-				batch[n%size] = s
-				n++
-				if n%size == 0 {
-					if err := st.AppendEvents(ctx, batch, audit.MaxEventsPerSession, time.Now()); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-		})
-	}
 }
 
 // TestStopWaitsForQueued: Stop while a batch is being written and events

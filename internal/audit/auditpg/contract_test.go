@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/audit/auditpg"
 	"github.com/webcodex/webcodex/internal/audit/storetest"
 	"github.com/webcodex/webcodex/internal/pgdb"
@@ -88,4 +89,15 @@ func (r raw) Dump(ctx context.Context) (string, error) {
 		b.WriteString(strings.Join(lines, "\n") + "\n")
 	}
 	return b.String(), nil
+}
+
+// BenchmarkAppendBatch is the contract's append benchmark on PostgreSQL.
+func BenchmarkAppendBatch(b *testing.B) {
+	storetest.BenchmarkAppendBatch(b, func(b *testing.B) audit.Store {
+		st, err := auditpg.Open(context.Background(), pgtest.Open(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st
+	})
 }

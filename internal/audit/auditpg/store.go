@@ -203,8 +203,6 @@ const (
 	// events holds this lock until it commits.
 	sqlLockSessions = `SELECT session_id, retained_events FROM audit.action_sessions
 	WHERE session_id = ANY($1::text[]) ORDER BY session_id COLLATE "C" FOR UPDATE`
-	sqlInsert = `INSERT INTO audit.action_events (` + auditrow.InsertColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`
 	sqlRelation = `INSERT INTO audit.window_session_relations AS r
 	(window_principal, client_window, session_id, kind, first_at, last_at, count) VALUES ($1, $2, $3, $4, $5, $6, 1)
 	ON CONFLICT (window_principal, client_window, session_id, kind) DO UPDATE SET
@@ -235,11 +233,47 @@ const (
 	(SELECT count(*) FROM audit.action_events e WHERE e.session_id = $1) WHERE session_id = $1`
 )
 
+// insertTypes are the PostgreSQL types of auditrow.InsertColumns, in
+// order.
+var insertTypes = []string{"text", "text", "bigint", "bigint", "bigint", "text", "text", "text", "text", "text", "bigint",
+	"text", "text", "text", "text", "text", "bigint", "bigint", "text", "text", "text", "text", "text", "bigint", "bigint", "bigint"}
+
+// sqlInsert inserts a batch's events with one statement, one array per
+// column, in the batch's order (so seq orders them as the batch does).
+var sqlInsert = func() string {
+	arrays, names := make([]string, len(insertTypes)), make([]string, len(insertTypes))
+	for i, typ := range insertTypes {
+		arrays[i] = fmt.Sprintf("$%d::%s[]", i+1, typ)
+		names[i] = fmt.Sprintf("c%d", i+1)
+	}
+	return `INSERT INTO audit.action_events (` + auditrow.InsertColumns + `) SELECT ` + strings.Join(names, ", ") +
+		` FROM unnest(` + strings.Join(arrays, ", ") + `) WITH ORDINALITY AS u(` + strings.Join(names, ", ") + `, n) ORDER BY n`
+}()
+
+// columns are rows' insert values as one array per column.
+func columns(rows []auditrow.Row) []any {
+	cols := make([][]any, len(insertTypes))
+	for i := range cols {
+		cols[i] = make([]any, len(rows))
+	}
+	for r, row := range rows {
+		for i, v := range row.Args() {
+			cols[i][r] = v
+		}
+	}
+	out := make([]any, len(cols))
+	for i, c := range cols {
+		out[i] = c
+	}
+	return out
+}
+
 // AppendEvents implements audit.Store: every event of evs in one
 // transaction, each session locked, counted and trimmed once. The
 // transaction takes two round trips besides BEGIN and COMMIT: the
-// sessions are created and locked in one, and every insert, trim and
-// counter update is sent in the other.
+// sessions are created and locked in one, and the events (one INSERT of
+// one array per column), relations, trims and counter updates are sent
+// in the other.
 func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents int, now time.Time) error {
 	if len(evs) == 0 {
 		return nil
@@ -307,8 +341,8 @@ func writeBatch(ctx context.Context, tx pgx.Tx, rows []auditrow.Row, order []str
 	held map[string]int64, maxEvents int, at int64) error {
 	b := &pgx.Batch{}
 	relations := false
+	b.Queue(sqlInsert, columns(rows)...)
 	for _, r := range rows {
-		b.Queue(sqlInsert, r.Args()...)
 		w := r.Event.Window
 		for _, rel := range w.Relations {
 			b.Queue(sqlRelation, w.Principal, w.ClientWindow, rel.SessionID, rel.Kind, r.Event.EndedAt, r.Event.EndedAt)
@@ -338,11 +372,11 @@ func writeBatch(ctx context.Context, tx pgx.Tx, rows []auditrow.Row, order []str
 	}
 	br := tx.SendBatch(ctx, b)
 	short := []string{}
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return err
+	}
 	for _, r := range rows {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return err
-		}
 		for range r.Event.Window.Relations {
 			if _, err := br.Exec(); err != nil {
 				br.Close()
