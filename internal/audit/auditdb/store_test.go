@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,18 +16,6 @@ import (
 	"github.com/webcodex/webcodex/internal/audit/auditdb"
 	"github.com/webcodex/webcodex/internal/audit/storetest"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func open(t testing.TB) (*auditdb.Store, string) {
 	t.Helper()
@@ -41,10 +28,10 @@ func open(t testing.TB) (*auditdb.Store, string) {
 	return st, path
 }
 
-func newService(t testing.TB) (*audit.Service, *auditdb.Store, *clock, string) {
+func newService(t testing.TB) (*audit.Service, *auditdb.Store, *storetest.Clock, string) {
 	st, path := open(t)
-	c := &clock{t: time.Unix(1_800_000_000, 0)}
-	return audit.NewService(st, c.now), st, c, path
+	c := storetest.NewClock(time.Unix(1_800_000_000, 0))
+	return audit.NewService(st, c.Now), st, c, path
 }
 
 var ctx = context.Background()
@@ -184,10 +171,10 @@ func TestEventsDurableEverySecond(t *testing.T) {
 	}
 	base := w.LazyCommits()
 	appendAt(0, base) // first: durable
-	c.add(auditdb.DurableEvery - time.Millisecond)
+	c.Add(auditdb.DurableEvery - time.Millisecond)
 	appendAt(1, base+1) // within the bound: lazy
 	appendAt(2, base+2)
-	c.add(time.Millisecond)
+	c.Add(time.Millisecond)
 	appendAt(3, base+2) // DurableEvery after the durable one: durable
 	appendAt(4, base+3)
 }

@@ -17,7 +17,7 @@ func idleReuseIsPerPrincipal(t *testing.T, open func(*testing.T) Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.add(1)
+	c.Add(1)
 	b, _, err := svc.Affinity(ctx, intruder, "")
 	if err != nil || b == a {
 		t.Fatalf("the second principal's idle session: %q %v (the first's is %q)", b, err, a)
@@ -26,7 +26,7 @@ func idleReuseIsPerPrincipal(t *testing.T, open func(*testing.T) Backend) {
 	if err := svc.Record(ctx, b, audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{}); err != nil {
 		t.Fatal(err)
 	}
-	c.add(audit.AffinityCacheTTL) // past every cached answer: the store decides
+	c.Add(audit.AffinityCacheTTL) // past every cached answer: the store decides
 	for _, p := range []struct{ principal, want string }{{owner, a}, {intruder, b}, {owner, a}} {
 		if got, _, err := svc.Affinity(ctx, p.principal, ""); err != nil || got != p.want {
 			t.Fatalf("%s: idle reuse gave %q %v, want %q", p.principal, got, err, p.want)
@@ -65,7 +65,7 @@ func explicitIDOfAnotherPrincipal(t *testing.T, open func(*testing.T) Backend) {
 	if err := svc.Record(ctx, other, audit.Event{EventView: audit.EventView{Status: audit.EventFailed, ActionName: "intruders"}}, audit.Attribution{}); err != nil {
 		t.Fatal(err)
 	}
-	c.add(audit.AffinityCacheTTL) // past every cached answer: the store decides
+	c.Add(audit.AffinityCacheTTL) // past every cached answer: the store decides
 	if again, _, err := svc.Affinity(ctx, intruder, shared); err != nil || again != other {
 		t.Fatalf("the same principal and id again: %q %v, want %q", again, err, other)
 	}

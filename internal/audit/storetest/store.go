@@ -32,18 +32,18 @@ func affinityRules(t *testing.T, open func(*testing.T) Backend) {
 	if err != nil || given || a != "client-chosen" {
 		t.Fatalf("idle reuse of fresh explicit session: %q %v %v", a, given, err)
 	}
-	c.add(audit.IdleReuse - time.Second)
+	c.Add(audit.IdleReuse - time.Second)
 	if b, _, _ := svc.Affinity(ctx, owner, ""); b != a {
 		t.Fatalf("1799 s idle: got new session %q", b)
 	}
 	if err := svc.Record(ctx, a, audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{}); err != nil {
 		t.Fatal(err)
 	}
-	c.add(audit.IdleReuse - time.Second) // activity refreshed by the event
+	c.Add(audit.IdleReuse - time.Second) // activity refreshed by the event
 	if b, _, _ := svc.Affinity(ctx, owner, ""); b != a {
 		t.Fatalf("event did not refresh activity: %q", b)
 	}
-	c.add(time.Second) // exactly 1800 s idle: no reuse
+	c.Add(time.Second) // exactly 1800 s idle: no reuse
 	b, _, err := svc.Affinity(ctx, owner, "")
 	if err != nil || b == a || len(b) != 36 {
 		t.Fatalf("after idle timeout: %q %v", b, err)
@@ -179,7 +179,7 @@ func countersAndTrimming(t *testing.T, open func(*testing.T) Backend) {
 		return ids
 	}
 	for i := range total {
-		c.add(time.Second)
+		c.Add(time.Second)
 		ev := audit.Event{EventView: audit.EventView{EventID: fmt.Sprintf("e%04d", i), Status: statuses[i%len(statuses)], DurationMS: 10,
 			ChangedFiles: []string{"f"}, IDs: map[string]string{"job_id": "j"}}}
 		if err := svc.Record(ctx, id, ev, audit.Attribution{}); err != nil {
@@ -220,7 +220,7 @@ func countersAndTrimming(t *testing.T, open func(*testing.T) Backend) {
 func closeIdempotentAndList(t *testing.T, open func(*testing.T) Backend) {
 	svc, _, c := newService(t, open)
 	for i := range 3 {
-		c.add(time.Second)
+		c.Add(time.Second)
 		svc.Affinity(ctx, owner, fmt.Sprintf("s%d", i))
 	}
 	if _, err := svc.CloseSession(ctx, "nope"); !failure.Is(err, failure.NotFound) {
@@ -230,7 +230,7 @@ func closeIdempotentAndList(t *testing.T, open func(*testing.T) Backend) {
 	if err != nil || first.Status != audit.StatusClosed || first.ClosedAt == nil {
 		t.Fatalf("%+v %v", first, err)
 	}
-	c.add(time.Minute)
+	c.Add(time.Minute)
 	again, err := svc.CloseSession(ctx, "s1")
 	if err != nil || *again.ClosedAt != *first.ClosedAt {
 		t.Fatalf("not idempotent: %+v %v", again, err)
@@ -252,7 +252,7 @@ func closeIdempotentAndList(t *testing.T, open func(*testing.T) Backend) {
 func limitsClamping(t *testing.T, open func(*testing.T) Backend) {
 	svc, _, c := newService(t, open)
 	for i := range audit.MaxSessionsLimit + 5 {
-		c.add(time.Second)
+		c.Add(time.Second)
 		if _, _, err := svc.Affinity(ctx, owner, fmt.Sprintf("s%03d", i)); err != nil {
 			t.Fatal(err)
 		}
@@ -301,14 +301,14 @@ func statsCoverageAndAttribution(t *testing.T, open func(*testing.T) Backend) {
 	}
 	n := audit.MaxStatsEventsPerSession + 10
 	for i := range n {
-		c.add(time.Second)
+		c.Add(time.Second)
 		ev := audit.Event{EventView: audit.EventView{Endpoint: "/api/x", Project: "p" + fmt.Sprint(i%2), Status: audit.EventSuccess,
 			ChangedFiles: []string{"f" + fmt.Sprint(i%3)}, IDs: map[string]string{"job_id": "j" + fmt.Sprint(i%4)}}}
 		if err := svc.Record(ctx, "big", ev, attrs[i%4]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.add(time.Second)
+	c.Add(time.Second)
 	svc.Record(ctx, "small", audit.Event{EventView: audit.EventView{Endpoint: "/mcp", Status: audit.EventFailed}}, attrs[0])
 
 	all, err := svc.Stats(ctx, "", 0)
@@ -373,7 +373,7 @@ func recordOnClosedStoreFails(t *testing.T, open func(*testing.T) Backend) {
 	svc, st, c := newService(t, open)
 	id, _, _ := svc.Affinity(ctx, owner, "")
 	st.Close()
-	c.add(audit.AffinityCacheTTL) // past the cached answer
+	c.Add(audit.AffinityCacheTTL) // past the cached answer
 	if err := svc.Record(ctx, id, audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{}); err == nil {
 		t.Fatal("Record on a closed store succeeded")
 	}

@@ -71,24 +71,31 @@ const (
 	intruder = "fp-intruder"
 )
 
-type clock struct {
+// Clock is a settable clock for a Service: Now is its time, Add moves it.
+type Clock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
+// NewClock returns a Clock at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Add moves the clock by d.
+func (c *Clock) Add(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
 }
 
 // newService opens a backend and a service over it on a fake clock.
-func newService(t *testing.T, open func(*testing.T) Backend) (*audit.Service, Backend, *clock) {
+func newService(t *testing.T, open func(*testing.T) Backend) (*audit.Service, Backend, *Clock) {
 	t.Helper()
 	b := open(t)
-	c := &clock{t: time.Unix(1_800_000_000, 0)}
-	return audit.NewService(b.Store, c.now), b, c
+	c := NewClock(time.Unix(1_800_000_000, 0))
+	return audit.NewService(b.Store, c.Now), b, c
 }
 
 func okEvent() audit.Event {

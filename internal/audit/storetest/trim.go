@@ -191,8 +191,8 @@ func batchCounters(t *testing.T, open func(*testing.T) Backend) {
 // to the store.
 func affinityCache(t *testing.T, open func(*testing.T) Backend) {
 	cs := &countingStore{Store: open(t).Store}
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	svc := audit.NewService(cs, clk.now)
+	clk := NewClock(time.Unix(1_800_000_000, 0))
+	svc := audit.NewService(cs, clk.Now)
 	idle, _, _ := svc.Affinity(ctx, owner, "")
 	for range 5 {
 		if id, _, _ := svc.Affinity(ctx, owner, ""); id != idle {
@@ -203,13 +203,13 @@ func affinityCache(t *testing.T, open func(*testing.T) Backend) {
 	if cs.resolves != 1 {
 		t.Fatalf("%d store look-ups for 6 idle requests within the TTL, want 1", cs.resolves)
 	}
-	clk.add(audit.AffinityCacheTTL)
+	clk.Add(audit.AffinityCacheTTL)
 	svc.Affinity(ctx, owner, "")
 	if cs.resolves != 2 {
 		t.Fatalf("after the TTL: %d look-ups, want 2", cs.resolves)
 	}
 	// Activity in an explicit session makes it the most recent one.
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	svc.Affinity(ctx, owner, "explicit")
 	svc.Record(ctx, "explicit", okEvent(), audit.Attribution{})
 	if id, _, _ := svc.Affinity(ctx, owner, ""); id != "explicit" {
