@@ -6,7 +6,8 @@
 //
 // Action Audit Sessions are not Workflow Sessions: their ids are UUIDs or
 // client-supplied strings (never wc_sess_*), they live in their own database
-// file (audit.db) and nothing here reads or drives workflow state.
+// file (audit.db) or PostgreSQL schema (audit), and nothing here reads or
+// drives workflow state.
 //
 // # Limits
 //
@@ -43,7 +44,7 @@ const (
 	// MaxEventsPerSession is the most events a session retains; older ones
 	// are trimmed while the session counters stay cumulative. The store
 	// trims in batches: an append past this bound deletes the session's
-	// oldest down to an eighth below it (auditdb.TrimSlack, decision
+	// oldest down to an eighth below it (auditrow.TrimSlack, decision
 	// 0041).
 	MaxEventsPerSession = 500
 
@@ -253,7 +254,7 @@ type Store interface {
 	// (all or none), creating missing sessions, updating the session
 	// counters and keeping the newest events of each session: all of them
 	// up to maxEvents, never more; an append past it trims the session to
-	// its newest maxEvents less a slack (auditdb.TrimSlack, decision 0041).
+	// its newest maxEvents less a slack (auditrow.TrimSlack, decision 0041).
 	AppendEvents(ctx context.Context, evs []Event, maxEvents int, now time.Time) error
 	// Ergonomics returns the newest limit summary.model_ergonomics records,
 	// newest first, and how many are stored.

@@ -8,7 +8,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/audit/auditrow"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 )
@@ -40,20 +40,10 @@ var _ audit.Store = (*Store)(nil)
 // which hold the facts of every call, are not relaxed by this.
 const DurableEvery = time.Second
 
-// TrimSlack is how many events below maxEvents a trim goes (decision
-// 0041): an append that takes a session past maxEvents deletes its
-// oldest down to its newest maxEvents-TrimSlack(maxEvents), so one trim
-// of about maxEvents/8 events replaces a trim of one event in nearly
-// every append, which cost about a third of an audit commit (three more
-// WAL pages and two more statements). A session therefore never holds
-// more than maxEvents events, and once it has had that many it holds
-// its newest maxEvents-TrimSlack to maxEvents. (Only the server appends;
-// a session another process also appended to can pass maxEvents by what
-// that process added until this store next reads its count, see
-// heldCache.) A bound under 8 is kept exactly.
-func TrimSlack(maxEvents int) int { return maxEvents / 8 }
-
-// Store is the SQLite audit store.
+// Store is the SQLite audit store. It trims as auditrow.TrimSlack says.
+// (Only the server appends; a session another process also appended to
+// can pass the bound by what that process added until this store next
+// reads its count, see heldCache.)
 type Store struct {
 	db    *sqlitedb.DB
 	stmts struct {
@@ -108,10 +98,7 @@ func (c *heldCache) drop(ids []string) {
 
 const (
 	sqlEnsure = `INSERT OR IGNORE INTO action_sessions (session_id, status, created_at, updated_at) VALUES (?, 'open', ?, ?)`
-	sqlInsert = `INSERT INTO action_events (event_id, session_id, started_at, ended_at, duration_ms, endpoint, operation,
-		action_name, project, status, http_status, error_summary, warning_summary, changed_files_json, ids_json,
-		summary_json, request_bytes, response_bytes, principal_kind, principal_user_id, oauth_client_id,
-		client_window, window_principal, meaningful, started_at_ms, ended_at_ms)
+	sqlInsert = `INSERT INTO action_events (` + auditrow.InsertColumns + `)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	sqlRelation = `INSERT INTO window_session_relations
 		(window_principal, client_window, session_id, kind, first_at, last_at, count) VALUES (?, ?, ?, ?, ?, ?, 1)
@@ -146,13 +133,6 @@ const (
 	sqlRetained = `UPDATE action_sessions SET retained_events = CASE WHEN ? THEN ?
 		ELSE (SELECT COUNT(*) FROM action_events e WHERE e.session_id = action_sessions.session_id) END
 		WHERE session_id = ?`
-
-	sessionColumns = `session_id, title, note, status, created_at, updated_at, closed_at, first_event_at, last_event_at,
-		total_actions, success_count, failed_count, timeout_or_unknown_count, warning_count, total_duration_ms,
-		changed_files_count, job_ids_count`
-	eventColumns = `event_id, session_id, started_at, ended_at, duration_ms, endpoint, operation, action_name, project,
-		status, http_status, error_summary, warning_summary, changed_files_json, ids_json, summary_json,
-		request_bytes, response_bytes, principal_kind, principal_user_id, oauth_client_id`
 )
 
 // Open opens (creating if needed) the audit database at path.
@@ -183,9 +163,12 @@ func (s *Store) DB() *sqlitedb.DB { return s.db }
 
 func wrapWrite(err error) error { return sqlitedb.StoreError(err, "audit store") }
 
+// wrapRead is a read's error as failure.Unavailable; a *failure.Error
+// (not found) passes through.
 func wrapRead(err error) error {
-	if err == nil {
-		return nil
+	var fe *failure.Error
+	if err == nil || errors.As(err, &fe) {
+		return err
 	}
 	return failure.Wrap(failure.Unavailable, err, "audit store read failed")
 }
@@ -270,65 +253,6 @@ const (
 	VALUES (?, ?, ?, 'open', ?, ?)`
 )
 
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// encoded is an event with its JSON columns encoded.
-type encoded struct {
-	ev                      audit.Event
-	files, ids, summary     string
-	filesCount, jobIDsCount int
-}
-
-func encode(ev audit.Event) (encoded, error) {
-	files := ev.ChangedFiles
-	if files == nil {
-		files = []string{}
-	}
-	ids := ev.IDs
-	if ids == nil {
-		ids = map[string]string{}
-	}
-	summary := ev.Summary
-	if summary == nil {
-		summary = map[string]any{}
-	}
-	out := encoded{ev: ev, filesCount: len(files), jobIDsCount: audit.JobIDCount(ids)}
-	if len(files) == 0 && len(ids) == 0 {
-		// What json.Marshal writes for empty ones, without the reflection.
-		out.files, out.ids = "[]", "{}"
-		b, err := json.Marshal(summary)
-		if err != nil {
-			return encoded{}, failure.Wrap(failure.Internal, err, "encode summary")
-		}
-		out.summary = string(b)
-		return out, nil
-	}
-	for _, f := range []struct {
-		dst  *string
-		v    any
-		name string
-	}{{&out.files, files, "changed_files"}, {&out.ids, ids, "ids"}, {&out.summary, summary, "summary"}} {
-		b, err := json.Marshal(f.v)
-		if err != nil {
-			return encoded{}, failure.Wrap(failure.Internal, err, "encode %s", f.name)
-		}
-		*f.dst = string(b)
-	}
-	return out, nil
-}
-
 // AppendEvents implements audit.Store: every event of evs in one
 // transaction (one fsync), each session trimmed once.
 func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents int, now time.Time) error {
@@ -338,14 +262,14 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 	if maxEvents <= 0 {
 		maxEvents = audit.MaxEventsPerSession
 	}
-	rows := make([]encoded, len(evs))
+	rows := make([]auditrow.Row, len(evs))
 	for i, ev := range evs {
 		var err error
-		if rows[i], err = encode(ev); err != nil {
+		if rows[i], err = auditrow.Encode(ev); err != nil {
 			return err
 		}
 	}
-	order, per := batchDeltas(rows)
+	order, per := auditrow.Sum(rows)
 	at := now.Unix()
 	commit := s.db.Writer.DoLazy
 	durable := now.UnixNano()-s.lastDurable.Load() >= int64(DurableEvery)
@@ -371,40 +295,6 @@ func (s *Store) AppendEvents(ctx context.Context, evs []audit.Event, maxEvents i
 	return wrapWrite(err)
 }
 
-// sessionDeltas are one session's counter deltas summed over a batch,
-// and the first and last end of its events in it.
-type sessionDeltas struct {
-	n, ok, failed, unknown, warning, durationMS, files, jobs int64
-	first, last                                              int64
-}
-
-// batchDeltas sums the rows' counter deltas per session, so that each
-// session of the batch gets one counter update: the sessions in order of
-// first appearance, and each one's deltas.
-func batchDeltas(rows []encoded) ([]string, map[string]*sessionDeltas) {
-	order := []string{}
-	per := map[string]*sessionDeltas{}
-	for _, r := range rows {
-		ev := r.ev
-		d := per[ev.SessionID]
-		if d == nil {
-			d = &sessionDeltas{first: ev.EndedAt}
-			per[ev.SessionID] = d
-			order = append(order, ev.SessionID)
-		}
-		d.n++
-		d.ok += int64(b2i(ev.Status == audit.EventSuccess))
-		d.failed += int64(b2i(ev.Status == audit.EventFailed))
-		d.unknown += int64(b2i(ev.Status == audit.EventTimeoutOrUnknown))
-		d.warning += int64(b2i(ev.Status == audit.EventWarning))
-		d.durationMS += ev.DurationMS
-		d.files += int64(r.filesCount)
-		d.jobs += int64(r.jobIDsCount)
-		d.first, d.last = min(d.first, ev.EndedAt), max(d.last, ev.EndedAt)
-	}
-	return order, per
-}
-
 // countBatch adds each session's deltas to its counters in tx and returns
 // each one's retained count, exact[i] false when retained[i] is the held
 // cache's rather than read back.
@@ -414,19 +304,19 @@ func batchDeltas(rows []encoded) ([]string, map[string]*sessionDeltas) {
 // counted. Its events are inserted after, in the same transaction, so the
 // order changes nothing that is stored. A session the held cache knows is
 // counted without reading its count back.
-func (s *Store) countBatch(ctx context.Context, tx *sql.Tx, order []string, per map[string]*sessionDeltas, at int64) ([]int64, []bool, error) {
+func (s *Store) countBatch(ctx context.Context, tx *sql.Tx, order []string, per map[string]*auditrow.Deltas, at int64) ([]int64, []bool, error) {
 	ensure, counters := tx.StmtContext(ctx, s.stmts.ensure), tx.StmtContext(ctx, s.stmts.counters)
 	retained, exact := make([]int64, len(order)), make([]bool, len(order))
 	for i, id := range order {
 		d := per[id]
-		args := []any{d.n, d.ok, d.failed, d.unknown, d.warning, d.durationMS, d.files, d.jobs, d.n, d.first, d.last, at, id}
+		args := []any{d.N, d.OK, d.Failed, d.Unknown, d.Warning, d.DurationMS, d.Files, d.Jobs, d.N, d.First, d.Last, at, id}
 		if held, ok := s.held.get(id); ok {
 			res, err := tx.StmtContext(ctx, s.stmts.count).ExecContext(ctx, args...)
 			if err != nil {
 				return nil, nil, err
 			}
 			if n, err := res.RowsAffected(); err == nil && n == 1 {
-				retained[i] = held + d.n
+				retained[i] = held + d.N
 				s.held.set(id, retained[i])
 				continue
 			}
@@ -453,18 +343,11 @@ func (s *Store) countBatch(ctx context.Context, tx *sql.Tx, order []string, per 
 // insertBatch inserts the rows' events in tx with their window relations,
 // expiring relations older than audit.WindowRelationRetention when a row
 // carries any.
-func (s *Store) insertBatch(ctx context.Context, tx *sql.Tx, rows []encoded, at int64) error {
+func (s *Store) insertBatch(ctx context.Context, tx *sql.Tx, rows []auditrow.Row, at int64) error {
 	insert := tx.StmtContext(ctx, s.stmts.insert)
 	for _, r := range rows {
-		ev := r.ev
-		if _, err := insert.ExecContext(ctx,
-			ev.EventID, ev.SessionID, ev.StartedAt, ev.EndedAt, ev.DurationMS, ev.Endpoint, ev.Operation,
-			ev.ActionName, ev.Project, ev.Status, ev.HTTPStatus, ev.ErrorSummary, ev.WarningSummary,
-			r.files, r.ids, r.summary, ev.RequestBytes, ev.ResponseBytes,
-			nullable(ev.Attribution.PrincipalKind), nullable(ev.Attribution.PrincipalUserID),
-			nullable(ev.Attribution.OAuthClientID),
-			nullable(ev.Window.ClientWindow), nullable(ev.Window.Principal), b2i(ev.Window.Meaningful),
-			nullableMS(ev.Window.StartedAtMS), nullableMS(ev.Window.EndedAtMS)); err != nil {
+		ev := r.Event
+		if _, err := insert.ExecContext(ctx, r.Args()...); err != nil {
 			return err
 		}
 		for _, rel := range ev.Window.Relations {
@@ -504,7 +387,7 @@ func (s *Store) trimBatch(ctx context.Context, tx *sql.Tx, order []string, retai
 		// retained_events counts the session's events, so the oldest
 		// retained-keep are exactly the ones past what is kept: the
 		// session is left with its newest keep.
-		keep := int64(maxEvents - TrimSlack(maxEvents))
+		keep := int64(maxEvents - auditrow.TrimSlack(maxEvents))
 		excess := retained[i] - keep
 		res, err := tx.StmtContext(ctx, s.stmts.trim).ExecContext(ctx, id, excess)
 		if err != nil {
@@ -540,30 +423,11 @@ func (s *Store) Ergonomics(ctx context.Context, limit int) ([]audit.ModelErgonom
 		return nil, 0, wrapRead(err)
 	}
 	defer rows.Close()
-	out := []audit.ModelErgonomics{}
-	for rows.Next() {
-		var raw string
-		if err := rows.Scan(&raw); err != nil {
-			return nil, 0, wrapRead(err)
-		}
-		var m audit.ModelErgonomics
-		if err := json.Unmarshal([]byte(raw), &m); err != nil {
-			return nil, 0, wrapRead(fmt.Errorf("model_ergonomics: %w", err))
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := auditrow.Ergonomics(rows)
+	if err != nil {
 		return nil, 0, wrapRead(err)
 	}
 	return out, available, nil
-}
-
-// nullableMS stores a zero millisecond time as NULL.
-func nullableMS(v int64) any {
-	if v == 0 {
-		return nil
-	}
-	return v
 }
 
 // LoopCalls implements audit.Store.
@@ -579,15 +443,8 @@ func (s *Store) LoopCalls(ctx context.Context, limit int) ([]audit.LoopCall, int
 		return nil, 0, wrapRead(err)
 	}
 	defer rows.Close()
-	out := []audit.LoopCall{}
-	for rows.Next() {
-		var c audit.LoopCall
-		if err := rows.Scan(&c.ClientWindow, &c.Principal, &c.StartedAtMS, &c.EndedAtMS); err != nil {
-			return nil, 0, wrapRead(err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := auditrow.LoopCalls(rows)
+	if err != nil {
 		return nil, 0, wrapRead(err)
 	}
 	return out, available, nil
@@ -601,62 +458,8 @@ func (s *Store) WindowRelations(ctx context.Context, principal, window string) (
 		return nil, wrapRead(err)
 	}
 	defer rows.Close()
-	out := []audit.WindowRelation{}
-	for rows.Next() {
-		var r audit.WindowRelation
-		if err := rows.Scan(&r.Kind, &r.SessionID); err != nil {
-			return nil, wrapRead(err)
-		}
-		out = append(out, r)
-	}
-	return out, wrapRead(rows.Err())
-}
-
-type scanner interface{ Scan(dest ...any) error }
-
-func scanSession(r scanner) (audit.Session, error) {
-	var x audit.Session
-	var status string
-	var closed, first, last sql.NullInt64
-	err := r.Scan(&x.SessionID, &x.Title, &x.Note, &status, &x.CreatedAt, &x.UpdatedAt, &closed, &first, &last,
-		&x.TotalActions, &x.SuccessCount, &x.FailedCount, &x.TimeoutOrUnknownCount, &x.WarningCount,
-		&x.TotalDurationMS, &x.ChangedFilesCount, &x.JobIDsCount)
-	if err != nil {
-		return audit.Session{}, err
-	}
-	x.Status = audit.Status(status)
-	ptr := func(n sql.NullInt64) *int64 {
-		if !n.Valid {
-			return nil
-		}
-		v := n.Int64
-		return &v
-	}
-	x.ClosedAt, x.FirstEventAt, x.LastEventAt = ptr(closed), ptr(first), ptr(last)
-	return x, nil
-}
-
-func scanEvent(r scanner) (audit.Event, error) {
-	var e audit.Event
-	var files, ids, summary string
-	var pk, pu, oc sql.NullString
-	err := r.Scan(&e.EventID, &e.SessionID, &e.StartedAt, &e.EndedAt, &e.DurationMS, &e.Endpoint, &e.Operation,
-		&e.ActionName, &e.Project, &e.Status, &e.HTTPStatus, &e.ErrorSummary, &e.WarningSummary,
-		&files, &ids, &summary, &e.RequestBytes, &e.ResponseBytes, &pk, &pu, &oc)
-	if err != nil {
-		return audit.Event{}, err
-	}
-	if err := json.Unmarshal([]byte(files), &e.ChangedFiles); err != nil {
-		return audit.Event{}, fmt.Errorf("event %s changed_files_json: %w", e.EventID, err)
-	}
-	if err := json.Unmarshal([]byte(ids), &e.IDs); err != nil {
-		return audit.Event{}, fmt.Errorf("event %s ids_json: %w", e.EventID, err)
-	}
-	if err := json.Unmarshal([]byte(summary), &e.Summary); err != nil {
-		return audit.Event{}, fmt.Errorf("event %s summary_json: %w", e.EventID, err)
-	}
-	e.Attribution = audit.Attribution{PrincipalKind: pk.String, PrincipalUserID: pu.String, OAuthClientID: oc.String}
-	return e, nil
+	out, err := auditrow.Relations(rows)
+	return out, wrapRead(err)
 }
 
 // CloseSession implements audit.Store.
@@ -669,7 +472,7 @@ func (s *Store) CloseSession(ctx context.Context, id string, now time.Time) (aud
 			return err
 		}
 		var err error
-		sess, err = scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM action_sessions WHERE session_id = ?`, id))
+		sess, err = auditrow.ScanSession(tx.QueryRowContext(ctx, `SELECT `+auditrow.SessionColumns+` FROM action_sessions WHERE session_id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return failure.New(failure.NotFound, "audit session %q not found", id)
 		}
@@ -683,7 +486,7 @@ func (s *Store) CloseSession(ctx context.Context, id string, now time.Time) (aud
 
 // ListSessions implements audit.Store.
 func (s *Store) ListSessions(ctx context.Context, status audit.Status, limit int) ([]audit.Session, error) {
-	q := `SELECT ` + sessionColumns + ` FROM action_sessions`
+	q := `SELECT ` + auditrow.SessionColumns + ` FROM action_sessions`
 	args := []any{}
 	if status != "" {
 		q += ` WHERE status = ?`
@@ -696,42 +499,24 @@ func (s *Store) ListSessions(ctx context.Context, status audit.Status, limit int
 		return nil, wrapRead(err)
 	}
 	defer rows.Close()
-	out := []audit.Session{}
-	for rows.Next() {
-		sess, err := scanSession(rows)
-		if err != nil {
-			return nil, wrapRead(err)
-		}
-		out = append(out, sess)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrapRead(err)
-	}
-	return out, nil
+	out, err := auditrow.Sessions(rows)
+	return out, wrapRead(err)
 }
 
 // events returns the newest limit events of a session, oldest first.
 func (s *Store) events(ctx context.Context, id string, limit int) ([]audit.Event, error) {
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+eventColumns+` FROM (
-		SELECT seq, `+eventColumns+` FROM action_events WHERE session_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`, id, limit)
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+auditrow.EventColumns+` FROM (
+		SELECT seq, `+auditrow.EventColumns+` FROM action_events WHERE session_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`, id, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []audit.Event{}
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return auditrow.Events(rows)
 }
 
 // Session implements audit.Store.
 func (s *Store) Session(ctx context.Context, id string, eventsLimit int) (audit.Session, []audit.Event, error) {
-	sess, err := scanSession(s.db.QueryRow(ctx, `SELECT `+sessionColumns+` FROM action_sessions WHERE session_id = ?`, id))
+	sess, err := auditrow.ScanSession(s.db.QueryRow(ctx, `SELECT `+auditrow.SessionColumns+` FROM action_sessions WHERE session_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return audit.Session{}, nil, failure.New(failure.NotFound, "audit session %q not found", id)
 	}
@@ -747,54 +532,37 @@ func (s *Store) Session(ctx context.Context, id string, eventsLimit int) (audit.
 
 // Stats implements audit.Store. Any read error fails the whole call.
 func (s *Store) Stats(ctx context.Context, q audit.StatsQuery) (audit.Stats, error) {
-	var ids []string
-	var available int64
-	if q.SessionID != "" {
-		var n int
-		if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM action_sessions WHERE session_id = ?`, q.SessionID).Scan(&n); err != nil {
-			return audit.Stats{}, wrapRead(err)
-		}
-		if n == 0 {
-			return audit.Stats{}, failure.New(failure.NotFound, "audit session %q not found", q.SessionID)
-		}
-		ids, available = []string{q.SessionID}, 1
-	} else {
-		if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM action_sessions`).Scan(&available); err != nil {
-			return audit.Stats{}, wrapRead(err)
-		}
-		rows, err := s.db.Read.QueryContext(ctx, `SELECT session_id FROM action_sessions
-			ORDER BY COALESCE(last_event_at, created_at) DESC, rowid DESC LIMIT ?`, q.Sessions)
-		if err != nil {
-			return audit.Stats{}, wrapRead(err)
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return audit.Stats{}, wrapRead(err)
+	count := func(ctx context.Context, query string, args ...any) (n int64, err error) {
+		err = s.db.QueryRow(ctx, query, args...).Scan(&n)
+		return n, err
+	}
+	st, err := auditrow.Stats(ctx, auditrow.StatsSource{
+		Sessions: func(ctx context.Context) (int64, error) { return count(ctx, `SELECT COUNT(*) FROM action_sessions`) },
+		HasSession: func(ctx context.Context, id string) (bool, error) {
+			n, err := count(ctx, `SELECT COUNT(*) FROM action_sessions WHERE session_id = ?`, id)
+			return n > 0, err
+		},
+		Newest: func(ctx context.Context, n int) ([]string, error) {
+			rows, err := s.db.Read.QueryContext(ctx, `SELECT session_id FROM action_sessions
+				ORDER BY COALESCE(last_event_at, created_at) DESC, rowid DESC LIMIT ?`, n)
+			if err != nil {
+				return nil, err
 			}
-			ids = append(ids, id)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return audit.Stats{}, wrapRead(err)
-		}
-	}
-	b := audit.NewStatsBuilder()
-	for _, id := range ids {
-		var n int64
-		if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM action_events WHERE session_id = ?`, id).Scan(&n); err != nil {
-			return audit.Stats{}, wrapRead(err)
-		}
-		evs, err := s.events(ctx, id, q.EventsPerSession)
-		if err != nil {
-			return audit.Stats{}, wrapRead(err)
-		}
-		b.AddSession(n, int64(len(evs)))
-		for _, e := range evs {
-			b.Add(e)
-		}
-	}
-	return b.Result(available), nil
+			defer rows.Close()
+			var ids []string
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return nil, err
+				}
+				ids = append(ids, id)
+			}
+			return ids, rows.Err()
+		},
+		Count: func(ctx context.Context, id string) (int64, error) {
+			return count(ctx, `SELECT COUNT(*) FROM action_events WHERE session_id = ?`, id)
+		},
+		Events: s.events,
+	}, q)
+	return st, wrapRead(err)
 }

@@ -1,46 +1,23 @@
-package auditdb_test
+package storetest
 
 import (
-	"context"
-	"database/sql"
 	"sync"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/audit"
-	"github.com/webcodex/webcodex/internal/audit/auditdb"
 )
 
-// sessionRows reads every session's id, principal and requested id from
-// the audit.db file, bypassing every cache.
-func sessionRows(t *testing.T, st *auditdb.Store) map[string][2]string {
-	t.Helper()
-	rows, err := st.DB().Read.Query(`SELECT session_id, principal, COALESCE(requested_id, '') FROM action_sessions`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[string][2]string{}
-	for rows.Next() {
-		var id, p, req string
-		if err := rows.Scan(&id, &p, &req); err != nil {
-			t.Fatal(err)
-		}
-		out[id] = [2]string{p, req}
-	}
-	return out
-}
-
-// TestIdleReuseIsPerPrincipal reproduces issue 24: two owners' requests
+// idleReuseIsPerPrincipal reproduces issue 24: two owners' requests
 // without an explicit id shared one audit session. Each principal now
 // reuses only its own idle session, also when the other one's is the more
 // recently active.
-func TestIdleReuseIsPerPrincipal(t *testing.T) {
-	svc, st, c, _ := newService(t)
+func idleReuseIsPerPrincipal(t *testing.T, open func(*testing.T) Backend) {
+	svc, st, c := newService(t, open)
 	a, _, err := svc.Affinity(ctx, owner, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.add(1)
+	c.Add(1)
 	b, _, err := svc.Affinity(ctx, intruder, "")
 	if err != nil || b == a {
 		t.Fatalf("the second principal's idle session: %q %v (the first's is %q)", b, err, a)
@@ -49,7 +26,7 @@ func TestIdleReuseIsPerPrincipal(t *testing.T) {
 	if err := svc.Record(ctx, b, audit.Event{EventView: audit.EventView{Status: audit.EventSuccess}}, audit.Attribution{}); err != nil {
 		t.Fatal(err)
 	}
-	c.add(audit.AffinityCacheTTL) // past every cached answer: the store decides
+	c.Add(audit.AffinityCacheTTL) // past every cached answer: the store decides
 	for _, p := range []struct{ principal, want string }{{owner, a}, {intruder, b}, {owner, a}} {
 		if got, _, err := svc.Affinity(ctx, p.principal, ""); err != nil || got != p.want {
 			t.Fatalf("%s: idle reuse gave %q %v, want %q", p.principal, got, err, p.want)
@@ -61,13 +38,13 @@ func TestIdleReuseIsPerPrincipal(t *testing.T) {
 	}
 }
 
-// TestExplicitIDOfAnotherPrincipal: an explicit id that names another
+// explicitIDOfAnotherPrincipal: an explicit id that names another
 // principal's session is not joined. The caller gets a session of its
 // own for that id, created once and reused for the same id; the owner's
 // session keeps its id, its events and its counters; the owner still
 // joins its own id.
-func TestExplicitIDOfAnotherPrincipal(t *testing.T) {
-	svc, st, c, _ := newService(t)
+func explicitIDOfAnotherPrincipal(t *testing.T, open func(*testing.T) Backend) {
+	svc, st, c := newService(t, open)
 	const shared = "claude-code"
 	id, given, err := svc.Affinity(ctx, owner, shared)
 	if err != nil || !given || id != shared {
@@ -88,7 +65,7 @@ func TestExplicitIDOfAnotherPrincipal(t *testing.T) {
 	if err := svc.Record(ctx, other, audit.Event{EventView: audit.EventView{Status: audit.EventFailed, ActionName: "intruders"}}, audit.Attribution{}); err != nil {
 		t.Fatal(err)
 	}
-	c.add(audit.AffinityCacheTTL) // past every cached answer: the store decides
+	c.Add(audit.AffinityCacheTTL) // past every cached answer: the store decides
 	if again, _, err := svc.Affinity(ctx, intruder, shared); err != nil || again != other {
 		t.Fatalf("the same principal and id again: %q %v, want %q", again, err, other)
 	}
@@ -110,15 +87,11 @@ func TestExplicitIDOfAnotherPrincipal(t *testing.T) {
 	}
 }
 
-// TestLegacySessionsHaveNoPrincipal: a session without a principal (made
+// legacySessionsHaveNoPrincipal: a session without a principal (made
 // before the principal column) is joined by no authenticated caller.
-func TestLegacySessionsHaveNoPrincipal(t *testing.T) {
-	svc, st, _, _ := newService(t)
-	if err := st.DB().Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO action_sessions (session_id, status, created_at, updated_at) VALUES ('legacy', 'open', ?, ?)`,
-			1_800_000_000, 1_800_000_000)
-		return err
-	}); err != nil {
+func legacySessionsHaveNoPrincipal(t *testing.T, open func(*testing.T) Backend) {
+	svc, st, _ := newService(t, open)
+	if err := st.Raw.InsertLegacySession(ctx, "legacy", 1_800_000_000); err != nil {
 		t.Fatal(err)
 	}
 	if id, _, err := svc.Affinity(ctx, owner, ""); err != nil || id == "legacy" {
@@ -129,11 +102,11 @@ func TestLegacySessionsHaveNoPrincipal(t *testing.T) {
 	}
 }
 
-// TestRacingPrincipalsOnOneExplicitID: two principals' requests racing
+// racingPrincipalsOnOneExplicitID: two principals' requests racing
 // on one new explicit id make exactly two sessions, one per principal,
 // and every request of a principal gets that principal's.
-func TestRacingPrincipalsOnOneExplicitID(t *testing.T) {
-	svc, st, _, _ := newService(t)
+func racingPrincipalsOnOneExplicitID(t *testing.T, open func(*testing.T) Backend) {
+	svc, st, _ := newService(t, open)
 	const perPrincipal = 16
 	principals := []string{owner, intruder}
 	got := make([][]string, len(principals))
