@@ -23,6 +23,11 @@ type MigrationResult = dbcopy.Result
 // tables) have no counterpart and are not listed.
 func migrationPlan(dataDir string) []dbcopy.Table {
 	plan := []dbcopy.Table{
+		// seq is audit.db's order of sessions created in one instant (its
+		// rowid) and of events (their key).
+		{File: AuditDB, From: "action_sessions", To: "audit.action_sessions", Key: []string{"session_id"}, Rename: map[string]string{"rowid": "seq"}},
+		{File: AuditDB, From: "action_events", To: "audit.action_events", Key: []string{"seq"}},
+		{File: AuditDB, From: "window_session_relations", To: "audit.window_session_relations", Key: []string{"window_principal", "client_window", "session_id", "kind"}},
 		{File: AuthDB, From: "tokens", To: "auth.tokens", Key: []string{"id"}},
 		{File: AuthDB, From: "console_sessions", To: "auth.console_sessions", Key: []string{"session_hash"}},
 		{File: ProjectsDB, From: "projects", To: "projects.projects", Key: []string{"id"}},

@@ -9,10 +9,12 @@ import (
 
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/audit/auditdb"
+	"github.com/webcodex/webcodex/internal/audit/auditpg"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/auth/authdb"
 	"github.com/webcodex/webcodex/internal/goal"
 	"github.com/webcodex/webcodex/internal/goal/goaldb"
+	"github.com/webcodex/webcodex/internal/goal/goalpg"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/memory"
@@ -177,6 +179,9 @@ func openFiles(ctx context.Context, dataDir string) (*Stores, error) {
 // OpenAudit opens only the deployment's Action Audit store, for commands
 // that read the Action Audit trail and must not touch any other store.
 func OpenAudit(ctx context.Context, cfg Config) (audit.Store, func() error, error) {
+	if cfg.DatabaseURL != "" {
+		return openOneInDatabase(ctx, cfg.DatabaseURL, func(ctx context.Context, db *pgdb.DB) (audit.Store, error) { return auditpg.Open(ctx, db) })
+	}
 	st, err := auditdb.Open(ctx, filepath.Join(cfg.DataDir, AuditDB))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", AuditDB, err)
@@ -187,6 +192,9 @@ func OpenAudit(ctx context.Context, cfg Config) (audit.Store, func() error, erro
 // OpenGoals opens only the deployment's Goal store, for commands that read
 // Goals and must not touch any other store.
 func OpenGoals(ctx context.Context, cfg Config) (goal.Store, func() error, error) {
+	if cfg.DatabaseURL != "" {
+		return openOneInDatabase(ctx, cfg.DatabaseURL, func(ctx context.Context, db *pgdb.DB) (goal.Store, error) { return goalpg.Open(ctx, db) })
+	}
 	st, err := goaldb.Open(ctx, filepath.Join(cfg.DataDir, GoalsDB))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", GoalsDB, err)

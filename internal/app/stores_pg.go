@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/webcodex/webcodex/internal/audit/auditpg"
 	"github.com/webcodex/webcodex/internal/auth/authpg"
 	"github.com/webcodex/webcodex/internal/goal/goalpg"
 	"github.com/webcodex/webcodex/internal/jobs/jobspg"
@@ -45,6 +46,9 @@ func openStoresIn(ctx context.Context, db *pgdb.DB) (*Stores, error) {
 	fail := func(schema string, err error) (*Stores, error) {
 		s.Close()
 		return nil, fmt.Errorf("database %s: schema %s: %w", db.URL(), schema, err)
+	}
+	if s.Audit, err = auditpg.Open(ctx, db); err != nil {
+		return fail(auditpg.Schema, err)
 	}
 	if s.Auth, err = authpg.Open(ctx, db); err != nil {
 		return fail(authpg.Schema, err)
