@@ -1,0 +1,278 @@
+package workflowpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/pgdb"
+	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// replicas are two Boards, each on a pool of its own, over one database:
+// two server replicas.
+type replicas struct {
+	url    string
+	a, b   *Board
+	dbA    *pgdb.DB
+	boardA *workflow.Board
+	boardB *workflow.Board
+}
+
+func newReplicas(t *testing.T) *replicas {
+	t.Helper()
+	r := &replicas{url: pgtest.URL(t)}
+	r.a, r.dbA = openBoard(t, r.url)
+	r.b, _ = openBoard(t, r.url)
+	if string(r.a.ObservationKey()) != string(r.b.ObservationKey()) {
+		t.Fatal("two replicas loaded different observation keys")
+	}
+	r.boardA, r.boardB = workflow.NewBoard(r.a, nil), workflow.NewBoard(r.b, nil)
+	return r
+}
+
+func post(t *testing.T, b *workflow.Board, p workflow.PostParams) workflow.Message {
+	t.Helper()
+	m, _, err := b.Post(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestRacingCompletionsAcrossReplicas: completions of one todo with
+// different completion keys race through two replicas; exactly one wins,
+// every other one is already_completed, and the board holds one answer.
+func TestRacingCompletionsAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	r := newReplicas(t)
+	sess := createSession(t, r.dbA)
+	todo := post(t, r.boardA, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageTodo, Body: "one winner"})
+	a, err := r.boardB.Assignment(ctx, sess.ID, todo.ID)
+	if err != nil || !a.Completable {
+		t.Fatalf("assignment %+v %v", a, err)
+	}
+	const n = 16
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			board := r.boardA
+			if i%2 == 1 {
+				board = r.boardB
+			}
+			_, errs[i] = board.Complete(ctx, workflow.CompleteParams{SessionID: sess.ID, MessageID: todo.ID, Fence: a.Fence,
+				CompletionKey: fmt.Sprint("key-", i), Answer: fmt.Sprint("answer ", i)})
+		}()
+	}
+	wg.Wait()
+	wins := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case !failure.Is(err, failure.AlreadyCompleted):
+			t.Errorf("completion %d: %v, want already_completed", i, err)
+		}
+	}
+	answers, _, err := r.boardB.List(ctx, sess.ID, workflow.MessageFilter{Kind: workflow.MessageAnswer})
+	if err != nil || wins != 1 || len(answers) != 1 {
+		t.Fatalf("%d completions won, %d answers (%v)", wins, len(answers), err)
+	}
+}
+
+// TestRacingPostsAcrossReplicas: posts racing through two replicas take
+// distinct, consecutive sequence numbers and observation revisions, and
+// the board's counters count every one.
+func TestRacingPostsAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	r := newReplicas(t)
+	sess := createSession(t, r.dbA)
+	const n = 24
+	msgs := make([]workflow.Message, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			board := r.boardA
+			if i%2 == 1 {
+				board = r.boardB
+			}
+			msgs[i], _, errs[i] = board.Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: fmt.Sprint("post ", i)})
+		}()
+	}
+	wg.Wait()
+	var revs, seqs []int64
+	for i, m := range msgs {
+		if errs[i] != nil {
+			t.Fatalf("post %d: %v", i, errs[i])
+		}
+		revs, seqs = append(revs, m.ObservationRevision), append(seqs, m.Seq)
+	}
+	slices.Sort(revs)
+	slices.Sort(seqs)
+	for i := range n {
+		if revs[i] != int64(i+1) || seqs[i] != int64(i+1) {
+			t.Fatalf("revisions %v, sequence numbers %v: want 1…%d each", revs, seqs, n)
+		}
+	}
+	st, err := r.boardA.State(ctx, sess.ID)
+	if err != nil || st.Posted != n || st.Retained != n || st.ObservationRevision != n {
+		t.Fatalf("state %+v %v", st, err)
+	}
+}
+
+// waitForLockWait returns once a backend of the database waits for a
+// lock, and fails the test if ended is closed first (the other side did
+// not wait).
+func waitForLockWait(t *testing.T, db *pgdb.DB, ended <-chan error, what string) {
+	t.Helper()
+	for {
+		var waiting int
+		if err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		select {
+		case err := <-ended:
+			t.Fatalf("%s finished (%v) while the other replica held the board", what, err)
+		default:
+		}
+	}
+}
+
+// TestUpdateBoardLocksTheBoard: while one replica's UpdateBoard holds a
+// session's board, another replica's post to it waits for the row lock
+// (pg_stat_activity shows it waiting), then goes on and numbers its
+// message after the first one's. Without the FOR UPDATE it would not
+// wait, and both would take the same sequence number.
+func TestUpdateBoardLocksTheBoard(t *testing.T) {
+	ctx := context.Background()
+	r := newReplicas(t)
+	sess := createSession(t, r.dbA)
+	post(t, r.boardA, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "the board row exists"})
+	inside, release := make(chan struct{}), make(chan struct{})
+	// A failing test must still let the first update end, or closing the
+	// pool would wait for its connection forever.
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	first := make(chan error, 1)
+	var held workflow.Message
+	go func() {
+		first <- r.a.UpdateBoard(ctx, sess.ID, func(w workflow.BoardWriter) error {
+			st, err := w.State()
+			if err != nil {
+				return err
+			}
+			close(inside)
+			<-release
+			st.Posted++
+			st.ObservationRevision++
+			st.Retained++
+			held = workflow.Message{ID: workflow.NewMessageID(), SessionID: sess.ID, Seq: st.Posted, CreatedAt: sess.CreatedAt,
+				Kind: workflow.MessageNote, Status: workflow.MessageOpen, Priority: workflow.PriorityNormal, Body: "held",
+				Tags: []string{}, ObservationRevision: st.ObservationRevision}
+			if err := w.Insert(held); err != nil {
+				return err
+			}
+			return w.SetState(st)
+		})
+	}()
+	<-inside
+	second := make(chan error, 1)
+	var other workflow.Message
+	go func() {
+		var err error
+		other, _, err = r.boardB.Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "waits"})
+		second <- err
+	}()
+	waitForLockWait(t, r.dbA, second, "the other replica's post")
+	letGo()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if held.Seq != 2 || other.Seq != 3 || other.ObservationRevision != 3 {
+		t.Fatalf("sequence numbers %d then %d (revision %d), want 2 then 3", held.Seq, other.Seq, other.ObservationRevision)
+	}
+}
+
+// listen opens a connection of its own LISTENing on BoardChannel.
+func listen(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(ctx, `LISTEN `+BoardChannel); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// TestNotifyOnCommitOnly: a committed post notifies BoardChannel with its
+// session id alone; a change that rolls back and a replayed post (no
+// change) notify nothing: the next notification is the next commit's.
+func TestNotifyOnCommitOnly(t *testing.T) {
+	ctx := context.Background()
+	r := newReplicas(t)
+	conn := listen(t, r.url)
+	sess, marker := createSession(t, r.dbA), createSession(t, r.dbA)
+	next := func() *pgconn.Notification {
+		t.Helper()
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	p := workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "committed", DeliveryKey: "k"}
+	post(t, r.boardA, p)
+	if n := next(); n.Channel != BoardChannel || n.Payload != sess.ID {
+		t.Fatalf("notification %+v, want %s on %s", n, sess.ID, BoardChannel)
+	}
+	// A change that rolls back.
+	refused := errors.New("refused after the change")
+	err := r.b.UpdateBoard(ctx, sess.ID, func(w workflow.BoardWriter) error {
+		st, err := w.State()
+		if err != nil {
+			return err
+		}
+		st.ObservationRevision++
+		if err := w.SetState(st); err != nil {
+			return err
+		}
+		return refused
+	})
+	if !errors.Is(err, refused) {
+		t.Fatalf("the refused update: %v", err)
+	}
+	// A replay changes nothing.
+	if _, replayed, err := r.boardB.Post(ctx, p); err != nil || !replayed {
+		t.Fatalf("replay: %v %v", replayed, err)
+	}
+	post(t, r.boardB, workflow.PostParams{SessionID: marker.ID, Kind: workflow.MessageNote, Body: "marker"})
+	if n := next(); n.Payload != marker.ID {
+		t.Fatalf("after a rollback and a replay the next notification is %+v, want the marker's %s", n, marker.ID)
+	}
+}
