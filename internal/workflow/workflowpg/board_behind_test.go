@@ -1,0 +1,157 @@
+package workflowpg
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// countProjection is a behind write adding one projection to message id,
+// recording the transaction it ran in.
+func countProjection(id string, txids *sync.Map) func(workflow.BoardWriter) error {
+	return func(w workflow.BoardWriter) error {
+		m, ok, err := w.Message(id)
+		if err != nil || !ok {
+			return errors.Join(err, errors.New("no message"))
+		}
+		m.ProjectionCount++
+		if txids != nil {
+			bt := w.(*boardTx)
+			var txid int64
+			if err := bt.tx.QueryRow(bt.ctx, `SELECT txid_current()`).Scan(&txid); err != nil {
+				return err
+			}
+			n, _ := txids.LoadOrStore(txid, new(int))
+			*n.(*int)++
+		}
+		return w.Save(m)
+	}
+}
+
+// TestBehindQueueBoundAndBatches: while the writer is held, exactly
+// BehindQueueCapacity behind writes queue and the next one waits for room
+// only until its context ends (failure.Unavailable); released, the writer
+// commits them BehindBatchMax to a transaction, every one lands, and a
+// behind write queued after Close is refused.
+func TestBehindQueueBoundAndBatches(t *testing.T) {
+	ctx := context.Background()
+	b, db := openBoard(t, pgtest.URL(t))
+	sess := createSession(t, db)
+	m, _, err := workflow.NewBoard(b, nil).Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "counted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	if err := b.UpdateBoardBehind(ctx, sess.ID, func(w workflow.BoardWriter) error {
+		close(inside)
+		<-release
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-inside // the writer holds this one, alone in its batch
+	var txids sync.Map
+	var failed sync.Map
+	for i := range BehindQueueCapacity {
+		if err := b.UpdateBoardBehind(ctx, sess.ID, countProjection(m.ID, &txids), func(err error) {
+			if err != nil {
+				failed.Store(i, err)
+			}
+		}); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := b.UpdateBoardBehind(ended, sess.ID, countProjection(m.ID, nil), nil); !failure.Is(err, failure.Unavailable) {
+		t.Fatalf("a behind write past the queue's capacity: %v, want Unavailable", err)
+	}
+	letGo()
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	failed.Range(func(k, v any) bool { t.Errorf("behind write %v: %v", k, v); return true })
+	batches := 0
+	txids.Range(func(_, n any) bool {
+		batches++
+		if *n.(*int) != BehindBatchMax {
+			t.Errorf("a batch of %d writes, want %d", *n.(*int), BehindBatchMax)
+		}
+		return true
+	})
+	if batches != BehindQueueCapacity/BehindBatchMax {
+		t.Errorf("%d batches, want %d", batches, BehindQueueCapacity/BehindBatchMax)
+	}
+	var count int64
+	if err := b.ViewBoard(ctx, sess.ID, func(r workflow.BoardReader) error {
+		got, _, err := r.Message(m.ID)
+		count = got.ProjectionCount
+		return err
+	}); err != nil || count != BehindQueueCapacity {
+		t.Fatalf("projection count %d (%v), want %d", count, err, BehindQueueCapacity)
+	}
+	b.Close()
+	if err := b.UpdateBoardBehind(ctx, sess.ID, countProjection(m.ID, nil), nil); !failure.Is(err, failure.Unavailable) {
+		t.Fatalf("a behind write after Close: %v, want Unavailable", err)
+	}
+}
+
+// TestBehindFailureRollsBackOnlyItself: in one batch, a behind write that
+// fails is rolled back alone and reported to its own done; the writes
+// before and after it in the batch commit.
+func TestBehindFailureRollsBackOnlyItself(t *testing.T) {
+	ctx := context.Background()
+	b, db := openBoard(t, pgtest.URL(t))
+	sess := createSession(t, db)
+	m, _, err := workflow.NewBoard(b, nil).Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "counted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	if err := b.UpdateBoardBehind(ctx, sess.ID, func(workflow.BoardWriter) error { close(inside); <-release; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-inside // the next three queue into one batch
+	refused := errors.New("refused after its change")
+	outcomes := make([]error, 3)
+	var txids sync.Map
+	for i := range 3 {
+		fn := countProjection(m.ID, &txids)
+		if i == 1 {
+			inner := fn
+			fn = func(w workflow.BoardWriter) error {
+				if err := inner(w); err != nil {
+					return err
+				}
+				return refused
+			}
+		}
+		if err := b.UpdateBoardBehind(ctx, sess.ID, fn, func(err error) { outcomes[i] = err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	letGo()
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	batches := 0
+	txids.Range(func(any, any) bool { batches++; return true })
+	if outcomes[0] != nil || !errors.Is(outcomes[1], refused) || outcomes[2] != nil || batches != 1 {
+		t.Fatalf("outcomes %v in %d batches, want nil, refused, nil in one", outcomes, batches)
+	}
+	st, _, err := workflow.NewBoard(b, nil).List(ctx, sess.ID, workflow.MessageFilter{MessageID: m.ID})
+	if err != nil || len(st) != 1 || st[0].ProjectionCount != 2 {
+		t.Fatalf("projection count %+v %v, want 2", st, err)
+	}
+}
