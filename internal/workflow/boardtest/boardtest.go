@@ -118,12 +118,18 @@ func (e *env) flush(t *testing.T) {
 	e.l.Flush(t)
 }
 
-// snap renders everything the board holds for session id, internal
-// tracking included, so that "nothing changed" is one comparison.
+// snap renders everything the board holds for session id (Snap).
 func (e *env) snap(t *testing.T, id string) string {
 	t.Helper()
+	return Snap(t, e.st, id)
+}
+
+// Snap renders everything st's board holds for session id, internal
+// tracking included, so that "nothing changed" is one comparison.
+func Snap(t testing.TB, st workflow.BoardStore, id string) string {
+	t.Helper()
 	var b strings.Builder
-	err := e.st.ViewBoard(context.Background(), id, func(r workflow.BoardReader) error {
+	err := st.ViewBoard(context.Background(), id, func(r workflow.BoardReader) error {
 		st, err := r.State()
 		if err != nil {
 			return err
@@ -146,10 +152,17 @@ func (e *env) post(t *testing.T, p workflow.PostParams) workflow.Message {
 	if p.SessionID == "" {
 		p.SessionID = e.sess.ID
 	}
+	return Post(t, e.board, p)
+}
+
+// Post posts p on b ("a message" when p has no body) and fails the test
+// when the post fails.
+func Post(t testing.TB, b *workflow.Board, p workflow.PostParams) workflow.Message {
+	t.Helper()
 	if p.Body == "" {
 		p.Body = "a message"
 	}
-	m, _, err := e.board.Post(context.Background(), p)
+	m, _, err := b.Post(context.Background(), p)
 	if err != nil {
 		t.Fatalf("post %+v: %v", p, err)
 	}
@@ -198,7 +211,8 @@ func (e *env) observe(t *testing.T, p workflow.ObserveParams) workflow.Observati
 	return o
 }
 
-func ids(ms []workflow.Message) []string {
+// IDs are the ids of ms, in order.
+func IDs(ms []workflow.Message) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.ID

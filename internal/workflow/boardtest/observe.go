@@ -32,14 +32,14 @@ func observeDelta(t *testing.T, open Opener) {
 	}
 	todo := e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "fix"})
 	o := e.observe(t, workflow.ObserveParams{Token: base.Token})
-	if !o.Changed || fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{todo.ID}) || o.HasMore || o.HistoryLost {
+	if !o.Changed || fmt.Sprint(IDs(o.Messages)) != fmt.Sprint([]string{todo.ID}) || o.HasMore || o.HistoryLost {
 		t.Fatalf("after a post: %+v", o)
 	}
 	tok := o.Token
 	// A real resolve is a change; a repeated one is not.
 	e.board.Resolve(ctx, workflow.ResolveParams{SessionID: e.sess.ID, MessageID: early.ID})
 	o = e.observe(t, workflow.ObserveParams{Token: tok})
-	if fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{early.ID}) || o.Messages[0].Status != workflow.MessageResolved {
+	if fmt.Sprint(IDs(o.Messages)) != fmt.Sprint([]string{early.ID}) || o.Messages[0].Status != workflow.MessageResolved {
 		t.Fatalf("after a resolve: %+v", o)
 	}
 	tok = o.Token
@@ -55,8 +55,8 @@ func observeDelta(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	o = e.observe(t, workflow.ObserveParams{Token: tok})
-	if fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{todo.ID, done.Answer.ID}) {
-		t.Fatalf("after a completion: %+v", ids(o.Messages))
+	if fmt.Sprint(IDs(o.Messages)) != fmt.Sprint([]string{todo.ID, done.Answer.ID}) {
+		t.Fatalf("after a completion: %+v", IDs(o.Messages))
 	}
 	tok = o.Token
 	// Exact replays do not advance.
@@ -73,7 +73,7 @@ func observeDelta(t *testing.T, open Opener) {
 		t.Fatalf("after a restart: %+v", o)
 	}
 	n := e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "after restart"})
-	if o := e.observe(t, workflow.ObserveParams{Token: tok}); fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{n.ID}) {
+	if o := e.observe(t, workflow.ObserveParams{Token: tok}); fmt.Sprint(IDs(o.Messages)) != fmt.Sprint([]string{n.ID}) {
 		t.Fatalf("after a restart and a post: %+v", o)
 	}
 }
@@ -88,7 +88,7 @@ func observePagination(t *testing.T, open Opener) {
 	var got []string
 	for range 3 {
 		o := e.observe(t, workflow.ObserveParams{Token: tok, Limit: 2})
-		got = append(got, ids(o.Messages)...)
+		got = append(got, IDs(o.Messages)...)
 		tok = o.Token
 		if o.HasMore != (len(got) < 5) {
 			t.Fatalf("has_more=%v after %d", o.HasMore, len(got))
@@ -296,7 +296,7 @@ func observeWait(t *testing.T, open Opener) {
 	}()
 	o := e.observe(t, workflow.ObserveParams{Token: tok, Wait: workflow.MaxObserveWait, BeforeWait: func() error { close(waiting); return nil }})
 	m := <-posted
-	if o.WaitOutcome != workflow.WaitUpdated || fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{m.ID}) {
+	if o.WaitOutcome != workflow.WaitUpdated || fmt.Sprint(IDs(o.Messages)) != fmt.Sprint([]string{m.ID}) {
 		t.Fatalf("woken observation: %+v", o)
 	}
 	// A timeout is a successful unchanged result.
@@ -400,7 +400,7 @@ func observationRevisionProperties(t *testing.T, open Opener) {
 					want = append(want, id)
 				}
 			}
-			got := ids(o.Messages)
+			got := IDs(o.Messages)
 			if len(got) != len(want) || o.HasMore {
 				t.Fatalf("step %d: cursor at %d sees %v, want %v", step, c.rev, got, want)
 			}
@@ -442,7 +442,7 @@ func observeManyWaiters(t *testing.T, open Opener) {
 	m := e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "to all"})
 	for range n {
 		o := <-results
-		if o.WaitOutcome != workflow.WaitUpdated || fmt.Sprint(ids(o.Messages)) != fmt.Sprint([]string{m.ID}) {
+		if o.WaitOutcome != workflow.WaitUpdated || fmt.Sprint(IDs(o.Messages)) != fmt.Sprint([]string{m.ID}) {
 			t.Fatalf("a waiter returned %+v", o)
 		}
 	}

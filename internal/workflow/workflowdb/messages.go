@@ -1,12 +1,10 @@
 package workflowdb
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -327,19 +325,7 @@ func (b *boardTx) Counts() (map[workflow.MessageKind]map[workflow.MessageStatus]
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[workflow.MessageKind]map[workflow.MessageStatus]int{}
-	for rows.Next() {
-		var k, st string
-		var n int
-		if err := rows.Scan(&k, &st, &n); err != nil {
-			return nil, err
-		}
-		if out[workflow.MessageKind(k)] == nil {
-			out[workflow.MessageKind(k)] = map[workflow.MessageStatus]int{}
-		}
-		out[workflow.MessageKind(k)][workflow.MessageStatus(st)] = n
-	}
-	return out, rows.Err()
+	return workflowrow.ScanCounts(rows)
 }
 
 // attentionWhere selects the messages a session_attention block may show.
@@ -379,27 +365,7 @@ func (b *boardTx) Oldest(classes []workflow.RetentionClass, exclude []string, li
 		return nil, err
 	}
 	defer rows.Close()
-	type classed struct {
-		class int
-		m     workflow.Message
-	}
-	var all []classed
-	for rows.Next() {
-		c := classed{m: workflow.Message{SessionID: b.id}}
-		if err := rows.Scan(&c.class, &c.m.ID, &c.m.Seq, &c.m.ReplyTo, &c.m.ObservationRevision); err != nil {
-			return nil, err
-		}
-		all = append(all, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	slices.SortFunc(all, func(a, b classed) int { return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(a.m.Seq, b.m.Seq)) })
-	out := make([]workflow.Message, 0, min(len(all), limit))
-	for _, c := range all[:min(len(all), limit)] {
-		out = append(out, c.m)
-	}
-	return out, nil
+	return workflowrow.ScanOldest(rows, b.id, limit)
 }
 
 func (b *boardTx) Insert(m workflow.Message) error {
@@ -441,15 +407,7 @@ func (b *boardTx) query(q string, args ...any) ([]workflow.Message, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []workflow.Message
-	for rows.Next() {
-		m, err := workflowrow.ScanMessage(rows.Scan, b.id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return workflowrow.ScanMessages(rows, b.id)
 }
 
 // Fetches implements workflow.BoardReader.
@@ -468,15 +426,7 @@ func (b *boardTx) Fetches(ids []string) (map[string]workflow.TodoFetch, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id, win string
-		var at int64
-		if err := rows.Scan(&id, &win, &at); err != nil {
-			return nil, err
-		}
-		out[id] = workflow.TodoFetch{Window: win, At: time.Unix(0, at).UTC()}
-	}
-	return out, rows.Err()
+	return workflowrow.ScanFetches(rows)
 }
 
 // SetFetch implements workflow.BoardWriter.

@@ -13,40 +13,8 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/boardtest"
 )
-
-func (e *boardEnv) observe(t *testing.T, p workflow.ObserveParams) workflow.Observation {
-	t.Helper()
-	if p.SessionID == "" {
-		p.SessionID = e.sess.ID
-	}
-	o, err := e.board.Observe(context.Background(), p)
-	if err != nil {
-		t.Fatalf("observe %+v: %v", p, err)
-	}
-	return o
-}
-
-func ids(ms []workflow.Message) []string {
-	out := make([]string, len(ms))
-	for i, m := range ms {
-		out[i] = m.ID
-	}
-	return out
-}
-
-func (e *boardEnv) revision(t *testing.T) int64 {
-	t.Helper()
-	var rev int64
-	if err := e.st.ViewBoard(context.Background(), e.sess.ID, func(r workflow.BoardReader) error {
-		st, err := r.State()
-		rev = st.ObservationRevision
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return rev
-}
 
 // TestObserveFutureToken: a token from ahead of the board (the ledger
 // restored from an older copy) fails closed.
@@ -57,14 +25,18 @@ func TestObserveFutureToken(t *testing.T) {
 	backup := e.path + ".bak"
 	copyFile(t, e.path, backup)
 	e.post(t, workflow.PostParams{Kind: workflow.MessageNote, Body: "two"})
-	tok := e.observe(t, workflow.ObserveParams{}).Token
+	o, err := e.board.Observe(context.Background(), workflow.ObserveParams{SessionID: e.sess.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := o.Token
 	e.st.Close()
 	for _, suffix := range []string{"-wal", "-shm"} {
 		os.Remove(e.path + suffix)
 	}
 	copyFile(t, backup, e.path)
 	e.open(t)
-	_, err := e.board.Observe(context.Background(), workflow.ObserveParams{SessionID: e.sess.ID, Token: tok})
+	_, err = e.board.Observe(context.Background(), workflow.ObserveParams{SessionID: e.sess.ID, Token: tok})
 	wantKind(t, err, failure.InvalidObservationToken)
 }
 
@@ -112,7 +84,7 @@ func TestViewBoardFullPool(t *testing.T) {
 					return err
 				}
 				if len(changed) != 1 || changed[0].ID != m.ID || len(listed) != 1 || listed[0].ID != m.ID {
-					return fmt.Errorf("changed %v, listed %v, want [%s]", ids(changed), ids(listed), m.ID)
+					return fmt.Errorf("changed %v, listed %v, want [%s]", boardtest.IDs(changed), boardtest.IDs(listed), m.ID)
 				}
 				return nil
 			})
@@ -228,7 +200,7 @@ func TestObserverWokenLateSeesTheNextPost(t *testing.T) {
 		for range 2 {
 			select {
 			case r := <-results:
-				if r.err != nil || r.o.WaitOutcome != workflow.WaitUpdated || fmt.Sprint(ids(r.o.Messages)) != fmt.Sprint([]string{second.ID}) {
+				if r.err != nil || r.o.WaitOutcome != workflow.WaitUpdated || fmt.Sprint(boardtest.IDs(r.o.Messages)) != fmt.Sprint([]string{second.ID}) {
 					t.Fatalf("an observer returned %+v, %v; want the second post %s", r.o, r.err, second.ID)
 				}
 			default:

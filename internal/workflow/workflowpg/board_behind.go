@@ -50,6 +50,9 @@ type behindQueue struct {
 	order   sync.Mutex
 	pmu     sync.Mutex
 	pending map[string]chan struct{} // session id → newest job's ended
+	// onWait, when not nil (a test's), is called by a reader about to
+	// wait for a pending behind write.
+	onWait func(id string)
 }
 
 func newBehindQueue(b *Board) *behindQueue {
@@ -112,6 +115,9 @@ func (q *behindQueue) wait(ctx context.Context, id string) error {
 	q.pmu.Unlock()
 	if ch == nil {
 		return nil
+	}
+	if q.onWait != nil {
+		q.onWait(id)
 	}
 	select {
 	case <-ch:

@@ -155,3 +155,81 @@ func TestBehindFailureRollsBackOnlyItself(t *testing.T) {
 		t.Fatalf("projection count %+v %v, want 2", st, err)
 	}
 }
+
+// TestReadersWaitForBehindWrites: a board read (ViewBoard,
+// SessionSnapshot) taken after a behind write was queued for its session
+// waits for it and sees it. The behind write is held inside its
+// transaction until both reads wait for it; a read that returned first
+// did not wait.
+func TestReadersWaitForBehindWrites(t *testing.T) {
+	ctx := context.Background()
+	b, db := openBoard(t, pgtest.URL(t))
+	sess := createSession(t, db)
+	m, _, err := workflow.NewBoard(b, nil).Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "counted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	count := countProjection(m.ID, nil)
+	if err := b.UpdateBoardBehind(ctx, sess.ID, func(w workflow.BoardWriter) error {
+		if err := count(w); err != nil {
+			return err
+		}
+		st, err := w.State()
+		if err != nil {
+			return err
+		}
+		st.ObservationRevision++ // as a first ACK does
+		if err := w.SetState(st); err != nil {
+			return err
+		}
+		close(inside)
+		<-release
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-inside
+	waiting := make(chan string, 2)
+	b.behind.onWait = func(id string) { waiting <- id }
+	seen := make(chan int64, 1)
+	go func() {
+		var n int64
+		err := b.ViewBoard(ctx, sess.ID, func(r workflow.BoardReader) error {
+			got, _, err := r.Message(m.ID)
+			n = got.ProjectionCount
+			return err
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		seen <- n
+	}()
+	snap := make(chan int64, 1)
+	go func() {
+		s, err := b.SessionSnapshot(ctx, sess.ID)
+		if err != nil {
+			t.Error(err)
+		}
+		snap <- s.Fence.MessageObservationRevision
+	}()
+	for range 2 {
+		select {
+		case <-waiting:
+		case n := <-seen:
+			t.Fatalf("ViewBoard returned (projection count %d) while a behind write queued before it was held", n)
+		case rev := <-snap:
+			t.Fatalf("SessionSnapshot returned (revision %d) while a behind write queued before it was held", rev)
+		}
+	}
+	letGo()
+	if n := <-seen; n != 1 {
+		t.Errorf("ViewBoard saw projection count %d, want 1 (the behind write queued before it)", n)
+	}
+	if rev := <-snap; rev != 2 {
+		t.Errorf("SessionSnapshot saw revision %d, want 2 (the behind write queued before it)", rev)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/boardtest"
 )
 
 // replicas are two Boards, each on a pool of its own, over one database:
@@ -39,15 +40,6 @@ func newReplicas(t *testing.T) *replicas {
 	return r
 }
 
-func post(t *testing.T, b *workflow.Board, p workflow.PostParams) workflow.Message {
-	t.Helper()
-	m, _, err := b.Post(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // TestRacingCompletionsAcrossReplicas: completions of one todo with
 // different completion keys race through two replicas; exactly one wins,
 // every other one is already_completed, and the board holds one answer.
@@ -55,7 +47,7 @@ func TestRacingCompletionsAcrossReplicas(t *testing.T) {
 	ctx := context.Background()
 	r := newReplicas(t)
 	sess := createSession(t, r.dbA)
-	todo := post(t, r.boardA, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageTodo, Body: "one winner"})
+	todo := boardtest.Post(t, r.boardA, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageTodo, Body: "one winner"})
 	a, err := r.boardB.Assignment(ctx, sess.ID, todo.ID)
 	if err != nil || !a.Completable {
 		t.Fatalf("assignment %+v %v", a, err)
@@ -165,7 +157,7 @@ func TestUpdateBoardLocksTheBoard(t *testing.T) {
 	ctx := context.Background()
 	r := newReplicas(t)
 	sess := createSession(t, r.dbA)
-	post(t, r.boardA, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "the board row exists"})
+	boardtest.Post(t, r.boardA, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "the board row exists"})
 	inside, release := make(chan struct{}), make(chan struct{})
 	// A failing test must still let the first update end, or closing the
 	// pool would wait for its connection forever.
@@ -247,7 +239,7 @@ func TestNotifyOnCommitOnly(t *testing.T) {
 		return n
 	}
 	p := workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "committed", DeliveryKey: "k"}
-	post(t, r.boardA, p)
+	boardtest.Post(t, r.boardA, p)
 	if n := next(); n.Channel != BoardChannel || n.Payload != sess.ID {
 		t.Fatalf("notification %+v, want %s on %s", n, sess.ID, BoardChannel)
 	}
@@ -271,7 +263,7 @@ func TestNotifyOnCommitOnly(t *testing.T) {
 	if _, replayed, err := r.boardB.Post(ctx, p); err != nil || !replayed {
 		t.Fatalf("replay: %v %v", replayed, err)
 	}
-	post(t, r.boardB, workflow.PostParams{SessionID: marker.ID, Kind: workflow.MessageNote, Body: "marker"})
+	boardtest.Post(t, r.boardB, workflow.PostParams{SessionID: marker.ID, Kind: workflow.MessageNote, Body: "marker"})
 	if n := next(); n.Payload != marker.ID {
 		t.Fatalf("after a rollback and a replay the next notification is %+v, want the marker's %s", n, marker.ID)
 	}

@@ -1,8 +1,10 @@
 package workflowrow
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,4 +103,87 @@ func timeOf(n int64) *time.Time {
 	}
 	t := time.Unix(0, n).UTC()
 	return &t
+}
+
+// Rows is what the scanners below read: a driver's result rows
+// (database/sql's *sql.Rows and pgx's Rows both have these methods). The
+// caller closes them.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanMessages reads every row of MessageColumns of session's messages.
+func ScanMessages(rows Rows, session string) ([]workflow.Message, error) {
+	var out []workflow.Message
+	for rows.Next() {
+		m, err := ScanMessage(rows.Scan, session)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// ScanCounts reads rows of (kind, status, count) into counts by kind and
+// status.
+func ScanCounts(rows Rows) (map[workflow.MessageKind]map[workflow.MessageStatus]int, error) {
+	out := map[workflow.MessageKind]map[workflow.MessageStatus]int{}
+	for rows.Next() {
+		var k, st string
+		var n int
+		if err := rows.Scan(&k, &st, &n); err != nil {
+			return nil, err
+		}
+		if out[workflow.MessageKind(k)] == nil {
+			out[workflow.MessageKind(k)] = map[workflow.MessageStatus]int{}
+		}
+		out[workflow.MessageKind(k)][workflow.MessageStatus(st)] = n
+	}
+	return out, rows.Err()
+}
+
+// ScanFetches reads rows of (message_id, fetch_window, fetched_at).
+func ScanFetches(rows Rows) (map[string]workflow.TodoFetch, error) {
+	out := map[string]workflow.TodoFetch{}
+	for rows.Next() {
+		var id, win string
+		var at int64
+		if err := rows.Scan(&id, &win, &at); err != nil {
+			return nil, err
+		}
+		out[id] = workflow.TodoFetch{Window: win, At: time.Unix(0, at).UTC()}
+	}
+	return out, rows.Err()
+}
+
+// ScanOldest reads the rows of a retention query (class index, message_id,
+// seq, reply_to, observation_revision) of session's messages, whose arms
+// come in no defined order, and returns the first limit by class index,
+// then seq, with only ID, Seq, ReplyTo and ObservationRevision set (see
+// workflow.BoardWriter.Oldest).
+func ScanOldest(rows Rows, session string, limit int) ([]workflow.Message, error) {
+	type classed struct {
+		class int
+		m     workflow.Message
+	}
+	var all []classed
+	for rows.Next() {
+		c := classed{m: workflow.Message{SessionID: session}}
+		if err := rows.Scan(&c.class, &c.m.ID, &c.m.Seq, &c.m.ReplyTo, &c.m.ObservationRevision); err != nil {
+			return nil, err
+		}
+		all = append(all, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(a, b classed) int { return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(a.m.Seq, b.m.Seq)) })
+	out := make([]workflow.Message, 0, min(len(all), limit))
+	for _, c := range all[:min(len(all), limit)] {
+		out = append(out, c.m)
+	}
+	return out, nil
 }
