@@ -41,6 +41,14 @@ type Ledger interface {
 	Flush(t testing.TB)
 }
 
+// Replicated is a Ledger that can open another store over the same
+// ledger beside the current one (another server replica). The racing
+// tests spread their calls over both.
+type Replicated interface {
+	Ledger
+	Replica(t testing.TB) Store
+}
+
 // Opener returns a new, empty ledger, cleaned up when t ends.
 type Opener func(t *testing.T) Ledger
 
@@ -63,6 +71,7 @@ func Run(t *testing.T, open Opener) {
 		{"AssignmentReplyBound", assignmentReplyBound},
 		{"AssignmentRetentionLoss", assignmentRetentionLoss},
 		{"RacingCompletions", racingCompletions},
+		{"RacingPosts", racingPosts},
 		{"CompletionPersistenceUncertain", completionPersistenceUncertain},
 		{"ResolveAndAssignmentRejects", resolveAndAssignmentRejects},
 		{"RetentionKeepsOpenTodoReplyingToTodo", retentionKeepsOpenTodoReplyingToTodo},
@@ -111,6 +120,17 @@ func (e *env) reopen(t *testing.T) {
 	e.l.Reopen(t)
 	e.st = e.l.Store()
 	e.board = workflow.NewBoard(e.st, nil)
+}
+
+// replicas are boards over the current store and, when the ledger is
+// Replicated, over a replica of it.
+func (e *env) replicas(t *testing.T) []*workflow.Board {
+	t.Helper()
+	boards := []*workflow.Board{e.board}
+	if r, ok := e.l.(Replicated); ok {
+		boards = append(boards, workflow.NewBoard(r.Replica(t), nil))
+	}
+	return boards
 }
 
 func (e *env) flush(t *testing.T) {

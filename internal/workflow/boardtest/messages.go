@@ -485,10 +485,12 @@ func assignmentRetentionLoss(t *testing.T, open Opener) {
 	wantKind(t, err, failure.StalePrecondition)
 }
 
-// racingCompletions: 16 completions with distinct keys race on one
-// todo; exactly one wins and the others are already_completed.
+// racingCompletions: 16 completions with distinct keys race on one todo,
+// spread over the ledger's replicas (Replicated); exactly one wins and
+// the others are already_completed.
 func racingCompletions(t *testing.T, open Opener) {
 	e := newEnv(t, open)
+	boards := e.replicas(t)
 	todo := e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "one winner"})
 	fence := e.assign(t, todo.ID).Fence
 	const n = 16
@@ -498,7 +500,8 @@ func racingCompletions(t *testing.T, open Opener) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = e.complete(workflow.CompleteParams{MessageID: todo.ID, Fence: fence, CompletionKey: fmt.Sprint("key-", i), Answer: fmt.Sprint("answer ", i)})
+			_, errs[i] = boards[i%len(boards)].Complete(context.Background(), workflow.CompleteParams{SessionID: e.sess.ID, MessageID: todo.ID,
+				Fence: fence, CompletionKey: fmt.Sprint("key-", i), Answer: fmt.Sprint("answer ", i)})
 		}()
 	}
 	wg.Wait()
@@ -514,6 +517,45 @@ func racingCompletions(t *testing.T, open Opener) {
 	answers, _, _ := e.board.List(context.Background(), e.sess.ID, workflow.MessageFilter{Kind: workflow.MessageAnswer})
 	if wins != 1 || len(answers) != 1 {
 		t.Fatalf("%d completions won, %d answers", wins, len(answers))
+	}
+}
+
+// racingPosts: posts racing over the ledger's replicas (Replicated) take
+// distinct, consecutive sequence numbers and observation revisions, and
+// the board's counters count every one.
+func racingPosts(t *testing.T, open Opener) {
+	ctx := context.Background()
+	e := newEnv(t, open)
+	boards := e.replicas(t)
+	const n = 24
+	msgs := make([]workflow.Message, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msgs[i], _, errs[i] = boards[i%len(boards)].Post(ctx, workflow.PostParams{SessionID: e.sess.ID, Kind: workflow.MessageNote, Body: fmt.Sprint("post ", i)})
+		}()
+	}
+	wg.Wait()
+	var revs, seqs []int64
+	for i, m := range msgs {
+		if errs[i] != nil {
+			t.Fatalf("post %d: %v", i, errs[i])
+		}
+		revs, seqs = append(revs, m.ObservationRevision), append(seqs, m.Seq)
+	}
+	slices.Sort(revs)
+	slices.Sort(seqs)
+	for i := range n {
+		if revs[i] != int64(i+1) || seqs[i] != int64(i+1) {
+			t.Fatalf("revisions %v, sequence numbers %v: want 1…%d each", revs, seqs, n)
+		}
+	}
+	st, err := e.board.State(ctx, e.sess.ID)
+	if err != nil || st.Posted != n || st.Retained != n || st.ObservationRevision != n {
+		t.Fatalf("state %+v %v", st, err)
 	}
 }
 

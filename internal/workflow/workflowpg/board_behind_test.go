@@ -33,6 +33,46 @@ func countProjection(id string, txids *sync.Map) func(workflow.BoardWriter) erro
 	}
 }
 
+// heldWriter opens a Board over a new database with one session holding
+// one message m, and queues a behind write of that session that runs
+// first (nil) and then holds the writer inside its transaction until
+// release is called (at the latest when t ends). It returns once the
+// writer holds.
+func heldWriter(t *testing.T, first func(workflow.BoardWriter) error) (b *Board, sess workflow.Session, m workflow.Message, release func()) {
+	t.Helper()
+	ctx := context.Background()
+	b, db := openBoard(t, pgtest.URL(t))
+	sess = createSession(t, db)
+	m, _, err := workflow.NewBoard(b, nil).Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "counted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, held, failed := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	// A failing test must still let the held write end, or closing the
+	// pool would wait for its connection forever.
+	t.Cleanup(release)
+	if err := b.UpdateBoardBehind(ctx, sess.ID, func(w workflow.BoardWriter) error {
+		if first != nil {
+			if err := first(w); err != nil {
+				return err
+			}
+		}
+		close(inside)
+		<-held
+		return nil
+	}, func(err error) { failed <- err }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-inside:
+	case err := <-failed:
+		t.Fatalf("the held write ended: %v", err)
+	}
+	return b, sess, m, release
+}
+
 // TestBehindQueueBoundAndBatches: while the writer is held, exactly
 // BehindQueueCapacity behind writes queue and the next one waits for room
 // only until its context ends (failure.Unavailable); released, the writer
@@ -40,24 +80,7 @@ func countProjection(id string, txids *sync.Map) func(workflow.BoardWriter) erro
 // behind write queued after Close is refused.
 func TestBehindQueueBoundAndBatches(t *testing.T) {
 	ctx := context.Background()
-	b, db := openBoard(t, pgtest.URL(t))
-	sess := createSession(t, db)
-	m, _, err := workflow.NewBoard(b, nil).Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "counted"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inside, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	letGo := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(letGo)
-	if err := b.UpdateBoardBehind(ctx, sess.ID, func(w workflow.BoardWriter) error {
-		close(inside)
-		<-release
-		return nil
-	}, nil); err != nil {
-		t.Fatal(err)
-	}
-	<-inside // the writer holds this one, alone in its batch
+	b, sess, m, letGo := heldWriter(t, nil) // alone in its batch
 	var txids sync.Map
 	var failed sync.Map
 	for i := range BehindQueueCapacity {
@@ -109,20 +132,7 @@ func TestBehindQueueBoundAndBatches(t *testing.T) {
 // before and after it in the batch commit.
 func TestBehindFailureRollsBackOnlyItself(t *testing.T) {
 	ctx := context.Background()
-	b, db := openBoard(t, pgtest.URL(t))
-	sess := createSession(t, db)
-	m, _, err := workflow.NewBoard(b, nil).Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "counted"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inside, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	letGo := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(letGo)
-	if err := b.UpdateBoardBehind(ctx, sess.ID, func(workflow.BoardWriter) error { close(inside); <-release; return nil }, nil); err != nil {
-		t.Fatal(err)
-	}
-	<-inside // the next three queue into one batch
+	b, sess, m, letGo := heldWriter(t, nil) // the next three queue into one batch
 	refused := errors.New("refused after its change")
 	outcomes := make([]error, 3)
 	var txids sync.Map
@@ -163,19 +173,12 @@ func TestBehindFailureRollsBackOnlyItself(t *testing.T) {
 // did not wait.
 func TestReadersWaitForBehindWrites(t *testing.T) {
 	ctx := context.Background()
-	b, db := openBoard(t, pgtest.URL(t))
-	sess := createSession(t, db)
-	m, _, err := workflow.NewBoard(b, nil).Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "counted"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inside, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	letGo := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(letGo)
-	count := countProjection(m.ID, nil)
-	if err := b.UpdateBoardBehind(ctx, sess.ID, func(w workflow.BoardWriter) error {
-		if err := count(w); err != nil {
+	b, sess, m, letGo := heldWriter(t, func(w workflow.BoardWriter) error {
+		ms, _, err := w.List(workflow.MessageFilter{Limit: 1}) // m, the only one
+		if err != nil || len(ms) != 1 {
+			return errors.Join(err, errors.New("no message"))
+		}
+		if err := countProjection(ms[0].ID, nil)(w); err != nil {
 			return err
 		}
 		st, err := w.State()
@@ -183,16 +186,8 @@ func TestReadersWaitForBehindWrites(t *testing.T) {
 			return err
 		}
 		st.ObservationRevision++ // as a first ACK does
-		if err := w.SetState(st); err != nil {
-			return err
-		}
-		close(inside)
-		<-release
-		return nil
-	}, nil); err != nil {
-		t.Fatal(err)
-	}
-	<-inside
+		return w.SetState(st)
+	})
 	waiting := make(chan string, 2)
 	b.behind.onWait = func(id string) { waiting <- id }
 	seen := make(chan int64, 1)

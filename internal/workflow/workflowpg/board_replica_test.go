@@ -3,15 +3,12 @@ package workflowpg
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -38,92 +35,6 @@ func newReplicas(t *testing.T) *replicas {
 	}
 	r.boardA, r.boardB = workflow.NewBoard(r.a, nil), workflow.NewBoard(r.b, nil)
 	return r
-}
-
-// TestRacingCompletionsAcrossReplicas: completions of one todo with
-// different completion keys race through two replicas; exactly one wins,
-// every other one is already_completed, and the board holds one answer.
-func TestRacingCompletionsAcrossReplicas(t *testing.T) {
-	ctx := context.Background()
-	r := newReplicas(t)
-	sess := createSession(t, r.dbA)
-	todo := boardtest.Post(t, r.boardA, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageTodo, Body: "one winner"})
-	a, err := r.boardB.Assignment(ctx, sess.ID, todo.ID)
-	if err != nil || !a.Completable {
-		t.Fatalf("assignment %+v %v", a, err)
-	}
-	const n = 16
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			board := r.boardA
-			if i%2 == 1 {
-				board = r.boardB
-			}
-			_, errs[i] = board.Complete(ctx, workflow.CompleteParams{SessionID: sess.ID, MessageID: todo.ID, Fence: a.Fence,
-				CompletionKey: fmt.Sprint("key-", i), Answer: fmt.Sprint("answer ", i)})
-		}()
-	}
-	wg.Wait()
-	wins := 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			wins++
-		case !failure.Is(err, failure.AlreadyCompleted):
-			t.Errorf("completion %d: %v, want already_completed", i, err)
-		}
-	}
-	answers, _, err := r.boardB.List(ctx, sess.ID, workflow.MessageFilter{Kind: workflow.MessageAnswer})
-	if err != nil || wins != 1 || len(answers) != 1 {
-		t.Fatalf("%d completions won, %d answers (%v)", wins, len(answers), err)
-	}
-}
-
-// TestRacingPostsAcrossReplicas: posts racing through two replicas take
-// distinct, consecutive sequence numbers and observation revisions, and
-// the board's counters count every one.
-func TestRacingPostsAcrossReplicas(t *testing.T) {
-	ctx := context.Background()
-	r := newReplicas(t)
-	sess := createSession(t, r.dbA)
-	const n = 24
-	msgs := make([]workflow.Message, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			board := r.boardA
-			if i%2 == 1 {
-				board = r.boardB
-			}
-			msgs[i], _, errs[i] = board.Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: fmt.Sprint("post ", i)})
-		}()
-	}
-	wg.Wait()
-	var revs, seqs []int64
-	for i, m := range msgs {
-		if errs[i] != nil {
-			t.Fatalf("post %d: %v", i, errs[i])
-		}
-		revs, seqs = append(revs, m.ObservationRevision), append(seqs, m.Seq)
-	}
-	slices.Sort(revs)
-	slices.Sort(seqs)
-	for i := range n {
-		if revs[i] != int64(i+1) || seqs[i] != int64(i+1) {
-			t.Fatalf("revisions %v, sequence numbers %v: want 1…%d each", revs, seqs, n)
-		}
-	}
-	st, err := r.boardA.State(ctx, sess.ID)
-	if err != nil || st.Posted != n || st.Retained != n || st.ObservationRevision != n {
-		t.Fatalf("state %+v %v", st, err)
-	}
 }
 
 // waitForLockWait returns once a backend of the database waits for a

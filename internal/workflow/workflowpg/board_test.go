@@ -72,7 +72,8 @@ func closeSession(t testing.TB, db *pgdb.DB, id string) {
 	}
 }
 
-// pgLedger is a PostgreSQL database under the board contract.
+// pgLedger is a PostgreSQL database under the board contract, with
+// replicas.
 type pgLedger struct {
 	url   string
 	db    *pgdb.DB
@@ -92,6 +93,13 @@ func (l *pgLedger) Reopen(t testing.TB) {
 	l.board.Close()
 	l.db.Close()
 	l.board, l.db = openBoard(t, l.url)
+}
+
+// Replica opens another Board, on a pool of its own, over the same
+// database: a second replica.
+func (l *pgLedger) Replica(t testing.TB) boardtest.Store {
+	b, _ := openBoard(t, l.url)
+	return b
 }
 
 func (l *pgLedger) Flush(t testing.TB) {
