@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -69,35 +70,7 @@ func TestUpdateBoardLocksTheBoard(t *testing.T) {
 	r := newReplicas(t)
 	sess := createSession(t, r.dbA)
 	boardtest.Post(t, r.boardA, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "the board row exists"})
-	inside, release := make(chan struct{}), make(chan struct{})
-	// A failing test must still let the first update end, or closing the
-	// pool would wait for its connection forever.
-	var once sync.Once
-	letGo := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(letGo)
-	first := make(chan error, 1)
-	var held workflow.Message
-	go func() {
-		first <- r.a.UpdateBoard(ctx, sess.ID, func(w workflow.BoardWriter) error {
-			st, err := w.State()
-			if err != nil {
-				return err
-			}
-			close(inside)
-			<-release
-			st.Posted++
-			st.ObservationRevision++
-			st.Retained++
-			held = workflow.Message{ID: workflow.NewMessageID(), SessionID: sess.ID, Seq: st.Posted, CreatedAt: sess.CreatedAt,
-				Kind: workflow.MessageNote, Status: workflow.MessageOpen, Priority: workflow.PriorityNormal, Body: "held",
-				Tags: []string{}, ObservationRevision: st.ObservationRevision}
-			if err := w.Insert(held); err != nil {
-				return err
-			}
-			return w.SetState(st)
-		})
-	}()
-	<-inside
+	h := holdPost(t, r.a, sess)
 	second := make(chan error, 1)
 	var other workflow.Message
 	go func() {
@@ -106,15 +79,97 @@ func TestUpdateBoardLocksTheBoard(t *testing.T) {
 		second <- err
 	}()
 	waitForLockWait(t, r.dbA, second, "the other replica's post")
-	letGo()
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
+	held := h.end(t)
 	if err := <-second; err != nil {
 		t.Fatal(err)
 	}
 	if held.Seq != 2 || other.Seq != 3 || other.ObservationRevision != 3 {
 		t.Fatalf("sequence numbers %d then %d (revision %d), want 2 then 3", held.Seq, other.Seq, other.ObservationRevision)
+	}
+}
+
+// heldPost is a post held inside its UpdateBoard, after it judged the
+// board's state.
+type heldPost struct {
+	release func()
+	result  chan error
+	msg     workflow.Message
+}
+
+// holdPost starts a post of a note to sess on b that reads the board's
+// state and then waits, holding its transaction, until end (at the
+// latest until t ends: closing the pool would otherwise wait for its
+// connection forever). It returns once the post waits.
+func holdPost(t *testing.T, b *Board, sess workflow.Session) *heldPost {
+	t.Helper()
+	inside, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h := &heldPost{release: func() { once.Do(func() { close(release) }) }, result: make(chan error, 1)}
+	t.Cleanup(h.release)
+	go func() {
+		h.result <- b.UpdateBoard(context.Background(), sess.ID, func(w workflow.BoardWriter) error {
+			st, err := w.State()
+			if err != nil {
+				return err
+			}
+			close(inside)
+			<-release
+			if st.Lifecycle != workflow.Active {
+				return failure.New(failure.SessionClosed, "closed")
+			}
+			st.Posted++
+			st.ObservationRevision++
+			st.Retained++
+			h.msg = workflow.Message{ID: workflow.NewMessageID(), SessionID: sess.ID, Seq: st.Posted, CreatedAt: sess.CreatedAt,
+				Kind: workflow.MessageNote, Status: workflow.MessageOpen, Priority: workflow.PriorityNormal, Body: "held",
+				Tags: []string{}, ObservationRevision: st.ObservationRevision}
+			if err := w.Insert(h.msg); err != nil {
+				return err
+			}
+			return w.SetState(st)
+		})
+	}()
+	select {
+	case <-inside:
+	case err := <-h.result:
+		t.Fatalf("the held post ended: %v", err)
+	}
+	return h
+}
+
+// end lets the held post commit and returns its message.
+func (h *heldPost) end(t *testing.T) workflow.Message {
+	t.Helper()
+	h.release()
+	if err := <-h.result; err != nil {
+		t.Fatal(err)
+	}
+	return h.msg
+}
+
+// TestUpdateBoardHoldsTheSessionOpen: while a board change is decided,
+// the session cannot close (its row is held FOR SHARE): a close waits,
+// so a post judged on an active session commits before the close, as
+// workflow.db's single writer orders them. Without the share lock the
+// close would commit first and the post land in a closed session.
+func TestUpdateBoardHoldsTheSessionOpen(t *testing.T) {
+	ctx := context.Background()
+	r := newReplicas(t)
+	sess := createSession(t, r.dbA)
+	closing := closeArgs(t, r.dbA, sess.ID)
+	h := holdPost(t, r.a, sess)
+	closed := make(chan error, 1)
+	go func() {
+		_, err := r.dbA.Pool.Exec(ctx, qCloseSession, closing...)
+		closed <- err
+	}()
+	waitForLockWait(t, r.dbA, closed, "the close")
+	h.end(t)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if st, err := r.boardB.State(ctx, sess.ID); err != nil || st.Lifecycle != workflow.Closed || st.Posted != 1 {
+		t.Fatalf("state %+v %v: want closed with the held post", st, err)
 	}
 }
 

@@ -55,9 +55,19 @@ func createSession(t testing.TB, db *pgdb.DB) workflow.Session {
 // does (its event is not this file's subject).
 func closeSession(t testing.TB, db *pgdb.DB, id string) {
 	t.Helper()
-	ctx := context.Background()
+	if _, err := db.Pool.Exec(context.Background(), qCloseSession, closeArgs(t, db, id)...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// qCloseSession stores a closed header (closeArgs).
+const qCloseSession = `UPDATE workflow.sessions SET lifecycle = $2, updated_at = $3, header_json = $4 WHERE session_id = $1`
+
+// closeArgs are the arguments of qCloseSession closing session id now.
+func closeArgs(t testing.TB, db *pgdb.DB, id string) []any {
+	t.Helper()
 	var hdr string
-	if err := db.Pool.QueryRow(ctx, `SELECT header_json FROM workflow.sessions WHERE session_id = $1`, id).Scan(&hdr); err != nil {
+	if err := db.Pool.QueryRow(context.Background(), `SELECT header_json FROM workflow.sessions WHERE session_id = $1`, id).Scan(&hdr); err != nil {
 		t.Fatal(err)
 	}
 	sess, err := workflowrow.DecodeHeader([]byte(hdr))
@@ -66,10 +76,7 @@ func closeSession(t testing.TB, db *pgdb.DB, id string) {
 	}
 	now := time.Now().UTC()
 	sess.Lifecycle, sess.ClosedAt, sess.UpdatedAt = workflow.Closed, &now, now
-	if _, err := db.Pool.Exec(ctx, `UPDATE workflow.sessions SET lifecycle = $2, updated_at = $3, header_json = $4 WHERE session_id = $1`,
-		id, string(sess.Lifecycle), now.UnixNano(), workflowrow.EncodeHeader(sess)); err != nil {
-		t.Fatal(err)
-	}
+	return []any{id, string(sess.Lifecycle), now.UnixNano(), workflowrow.EncodeHeader(sess)}
 }
 
 // pgLedger is a PostgreSQL database under the board contract, with
