@@ -190,7 +190,9 @@ func listen(t *testing.T, url string) *pgx.Conn {
 
 // TestNotifyOnCommitOnly: a committed post notifies BoardChannel with its
 // session id alone; a change that rolls back and a replayed post (no
-// change) notify nothing: the next notification is the next commit's.
+// change) notify nothing: the next notification is the next commit's. The
+// same holds for behind writes: a committed one that advanced the
+// revision notifies, one rolled back to its savepoint does not.
 func TestNotifyOnCommitOnly(t *testing.T) {
 	ctx := context.Background()
 	r := newReplicas(t)
@@ -232,5 +234,40 @@ func TestNotifyOnCommitOnly(t *testing.T) {
 	boardtest.Post(t, r.boardB, workflow.PostParams{SessionID: marker.ID, Kind: workflow.MessageNote, Body: "marker"})
 	if n := next(); n.Payload != marker.ID {
 		t.Fatalf("after a rollback and a replay the next notification is %+v, want the marker's %s", n, marker.ID)
+	}
+	// A behind write that advances the revision notifies once its batch
+	// commits; one rolled back to its savepoint does not.
+	bump := func(fail error) func(workflow.BoardWriter) error {
+		return func(w workflow.BoardWriter) error {
+			st, err := w.State()
+			if err != nil {
+				return err
+			}
+			st.ObservationRevision++
+			if err := w.SetState(st); err != nil {
+				return err
+			}
+			return fail
+		}
+	}
+	for _, fail := range []error{refused, nil} {
+		if err := r.a.UpdateBoardBehind(ctx, marker.ID, bump(fail), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.a.UpdateBoardBehind(ctx, sess.ID, bump(nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := next(); n.Payload != marker.ID {
+		t.Fatalf("the committed behind write's notification: %+v, want %s", n, marker.ID)
+	}
+	if n := next(); n.Payload != sess.ID {
+		t.Fatalf("the next behind write's notification: %+v, want %s (one per commit)", n, sess.ID)
 	}
 }

@@ -2,6 +2,7 @@ package workflowpg
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,4 +124,39 @@ func TestBoardContract(t *testing.T) {
 		l.board, l.db = openBoard(t, l.url)
 		return l
 	})
+}
+
+// TestReplicasShareTheObservationKey: replicas opening one new database at
+// once all load the one key the first of them stored.
+func TestReplicasShareTheObservationKey(t *testing.T) {
+	url := pgtest.URL(t)
+	const n = 4
+	keys := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db, err := pgdb.Open(context.Background(), url)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer db.Close()
+			b, err := OpenBoard(context.Background(), db)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer b.Close()
+			keys[i] = string(b.ObservationKey())
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || keys[i] != keys[0] || len(keys[i]) != workflow.ObservationKeyBytes {
+			t.Fatalf("replica %d: key of %d bytes, same as the first: %v (%v)", i, len(keys[i]), keys[i] == keys[0], errs[i])
+		}
+	}
 }
