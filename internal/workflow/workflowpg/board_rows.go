@@ -36,7 +36,7 @@ const selectMessage = `SELECT ` + workflowrow.MessageColumns + ` FROM workflow.m
 var (
 	qState = `SELECT s.lifecycle, m.generation, m.posted, m.retained, m.removed, m.observation_revision, m.observation_low_watermark
 		FROM workflow.sessions s LEFT JOIN workflow.message_boards m ON m.session_id = s.session_id WHERE s.session_id = $1`
-	qSetState = `INSERT INTO workflow.message_boards AS b (session_id, generation, posted, retained, removed, observation_revision, observation_low_watermark)
+	qSetState = `INSERT INTO workflow.message_boards (session_id, generation, posted, retained, removed, observation_revision, observation_low_watermark)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (session_id) DO UPDATE SET generation = excluded.generation, posted = excluded.posted,
 		retained = excluded.retained, removed = excluded.removed, observation_revision = excluded.observation_revision,
 		observation_low_watermark = excluded.observation_low_watermark`
