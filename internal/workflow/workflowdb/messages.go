@@ -1,13 +1,10 @@
 package workflowdb
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +13,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // The Session-local message board (migration 0005): one message_boards
@@ -26,16 +24,7 @@ import (
 
 var _ workflow.BoardStore = (*Store)(nil)
 
-const messageColumns = `message_id, seq, created_at, kind, status, priority, %s, tags_json, reply_to,
-	author_session_id, requires_ack, resolved_at, resolution, resolved_by_message_id, completion_id,
-	delivery_key, delivery_fingerprint, completion_key, completion_fingerprint, observation_revision,
-	assignment_revision, replies_posted, replies_removed, first_ack_observed_at, first_projected_at,
-	last_projected_at, projection_count`
-
-// messageColumnCount is the number of messageColumns.
-var messageColumnCount = strings.Count(messageColumns, ",") + 1
-
-var selectMessage = `SELECT ` + fmt.Sprintf(messageColumns, "body") + ` FROM messages WHERE session_id = ?`
+var selectMessage = `SELECT ` + workflowrow.MessageColumns + ` FROM messages WHERE session_id = ?`
 
 // ViewBoard implements workflow.BoardStore: fn reads one committed
 // snapshot (a read-only transaction on the read pool).
@@ -212,7 +201,7 @@ var (
 	qMessage       = selectMessage + ` AND message_id = ? LIMIT 1`
 	qByDeliveryKey = selectMessage + ` AND delivery_key = ? LIMIT 1`
 	qReplies       = selectMessage + ` AND reply_to = ? AND reply_to != '' ORDER BY seq LIMIT ?` // != '': the partial messages_by_reply
-	qInsert        = `INSERT INTO messages (session_id, ` + fmt.Sprintf(messageColumns, "body") + `) VALUES (?` + strings.Repeat(",?", messageColumnCount) + `)`
+	qInsert        = `INSERT INTO messages (session_id, ` + workflowrow.MessageColumns + `) VALUES (?` + strings.Repeat(",?", workflowrow.MessageColumnCount) + `)`
 	qSave          = `UPDATE messages SET ` + saveSet() + ` WHERE session_id = ? AND message_id = ?`
 	qRemoveOne     = `DELETE FROM messages WHERE session_id = ? AND message_id = ?`
 	qChanged       = selectMessage + ` AND observation_revision > ? ORDER BY observation_revision LIMIT ?`
@@ -240,13 +229,13 @@ func oldestQuery(classes []workflow.RetentionClass) string {
 	arms := make([]string, len(classes))
 	for i, class := range classes {
 		arms[i] = fmt.Sprintf(`SELECT * FROM (SELECT %d AS class, m.message_id, m.seq, m.reply_to, m.observation_revision FROM messages m
-			WHERE m.session_id = ?1 AND %s AND m.message_id != ?2 AND m.message_id != ?3 ORDER BY m.seq LIMIT ?4)`, i, retentionClass[class])
+			WHERE m.session_id = ?1 AND %s AND m.message_id != ?2 AND m.message_id != ?3 ORDER BY m.seq LIMIT ?4)`, i, workflowrow.RetentionClass(class, "messages"))
 	}
 	return strings.Join(arms, ` UNION ALL `)
 }
 
 func saveSet() string {
-	cols := strings.Split(fmt.Sprintf(messageColumns, "body"), ",")
+	cols := strings.Split(workflowrow.MessageColumns, ",")
 	set := make([]string, len(cols))
 	for i, c := range cols {
 		set[i] = strings.TrimSpace(c) + ` = ?`
@@ -336,23 +325,11 @@ func (b *boardTx) Counts() (map[workflow.MessageKind]map[workflow.MessageStatus]
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[workflow.MessageKind]map[workflow.MessageStatus]int{}
-	for rows.Next() {
-		var k, st string
-		var n int
-		if err := rows.Scan(&k, &st, &n); err != nil {
-			return nil, err
-		}
-		if out[workflow.MessageKind(k)] == nil {
-			out[workflow.MessageKind(k)] = map[workflow.MessageStatus]int{}
-		}
-		out[workflow.MessageKind(k)][workflow.MessageStatus(st)] = n
-	}
-	return out, rows.Err()
+	return workflowrow.ScanCounts(rows)
 }
 
 // attentionWhere selects the messages a session_attention block may show.
-const attentionWhere = ` AND status = 'open' AND (requires_ack = 1 OR projection_count = 0) AND created_at < ?`
+var attentionWhere = workflowrow.AttentionWhere("?")
 
 var (
 	qAttention      = selectMessage + attentionWhere + ` ORDER BY requires_ack DESC, seq LIMIT ?`
@@ -368,17 +345,6 @@ func (b *boardTx) Attention(before time.Time, limit int) ([]workflow.Message, in
 	var total int
 	err = b.row(qAttentionCount, b.id, before.UnixNano()).Scan(&total)
 	return ms, total, err
-}
-
-// openTodoParent holds for a message m that replies to an open todo.
-const openTodoParent = `EXISTS (SELECT 1 FROM messages p WHERE p.session_id = m.session_id
-	AND p.message_id = m.reply_to AND p.kind = 'todo' AND p.status = 'open')`
-
-// retentionClass is the condition of each workflow.RetentionClass.
-var retentionClass = map[workflow.RetentionClass]string{
-	workflow.RetainResolved:    `m.status = 'resolved' AND NOT ` + openTodoParent,
-	workflow.RetainLoose:       `m.status = 'open' AND m.kind != 'todo' AND NOT ` + openTodoParent,
-	workflow.RetainTodoReplies: `m.reply_to != '' AND NOT (m.kind = 'todo' AND m.status = 'open') AND ` + openTodoParent,
 }
 
 func (b *boardTx) Oldest(classes []workflow.RetentionClass, exclude []string, limit int) ([]workflow.Message, error) {
@@ -399,36 +365,16 @@ func (b *boardTx) Oldest(classes []workflow.RetentionClass, exclude []string, li
 		return nil, err
 	}
 	defer rows.Close()
-	type classed struct {
-		class int
-		m     workflow.Message
-	}
-	var all []classed
-	for rows.Next() {
-		c := classed{m: workflow.Message{SessionID: b.id}}
-		if err := rows.Scan(&c.class, &c.m.ID, &c.m.Seq, &c.m.ReplyTo, &c.m.ObservationRevision); err != nil {
-			return nil, err
-		}
-		all = append(all, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	slices.SortFunc(all, func(a, b classed) int { return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(a.m.Seq, b.m.Seq)) })
-	out := make([]workflow.Message, 0, min(len(all), limit))
-	for _, c := range all[:min(len(all), limit)] {
-		out = append(out, c.m)
-	}
-	return out, nil
+	return workflowrow.ScanOldest(rows, b.id, limit)
 }
 
 func (b *boardTx) Insert(m workflow.Message) error {
-	_, err := b.exec(qInsert, append([]any{b.id}, messageArgs(m)...)...)
+	_, err := b.exec(qInsert, append([]any{b.id}, workflowrow.MessageArgs(m)...)...)
 	return err
 }
 
 func (b *boardTx) Save(m workflow.Message) error {
-	res, err := b.exec(qSave, append(messageArgs(m), b.id, m.ID)...)
+	res, err := b.exec(qSave, append(workflowrow.MessageArgs(m), b.id, m.ID)...)
 	if err != nil {
 		return err
 	}
@@ -455,71 +401,13 @@ func (b *boardTx) Remove(ids []string) error {
 	return err
 }
 
-func nanos(t *time.Time) int64 {
-	if t == nil {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func timeOf(n int64) *time.Time {
-	if n == 0 {
-		return nil
-	}
-	t := time.Unix(0, n).UTC()
-	return &t
-}
-
-func boolInt(v bool) int {
-	if v {
-		return 1
-	}
-	return 0
-}
-
-// messageArgs are m's values in the order of messageColumns.
-func messageArgs(m workflow.Message) []any {
-	tags, _ := json.Marshal(m.Tags)
-	return []any{m.ID, m.Seq, m.CreatedAt.UnixNano(), string(m.Kind), string(m.Status), string(m.Priority), m.Body,
-		string(tags), m.ReplyTo, m.AuthorSessionID, boolInt(m.RequiresAck), nanos(m.ResolvedAt), m.Resolution,
-		m.ResolvedByMessageID, m.CompletionID, m.DeliveryKey, m.DeliveryFingerprint, m.CompletionKey,
-		m.CompletionFingerprint, m.ObservationRevision, m.AssignmentRevision, m.RepliesPosted, m.RepliesRemoved,
-		nanos(m.FirstAckObservedAt), nanos(m.FirstProjectedAt), nanos(m.LastProjectedAt), m.ProjectionCount}
-}
-
 func (b *boardTx) query(q string, args ...any) ([]workflow.Message, error) {
 	rows, err := b.rows(q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []workflow.Message
-	for rows.Next() {
-		var m workflow.Message
-		var created, resolved, acked, firstProjected, lastProjected int64
-		var kind, status, priority, tags string
-		var ack int
-		if err := rows.Scan(&m.ID, &m.Seq, &created, &kind, &status, &priority, &m.Body, &tags, &m.ReplyTo,
-			&m.AuthorSessionID, &ack, &resolved, &m.Resolution, &m.ResolvedByMessageID, &m.CompletionID,
-			&m.DeliveryKey, &m.DeliveryFingerprint, &m.CompletionKey, &m.CompletionFingerprint, &m.ObservationRevision,
-			&m.AssignmentRevision, &m.RepliesPosted, &m.RepliesRemoved, &acked, &firstProjected, &lastProjected,
-			&m.ProjectionCount); err != nil {
-			return nil, err
-		}
-		m.SessionID = b.id
-		m.CreatedAt = time.Unix(0, created).UTC()
-		m.Kind, m.Status, m.Priority = workflow.MessageKind(kind), workflow.MessageStatus(status), workflow.Priority(priority)
-		m.RequiresAck, m.ResolvedAt, m.FirstAckObservedAt = ack != 0, timeOf(resolved), timeOf(acked)
-		m.FirstProjectedAt, m.LastProjectedAt = timeOf(firstProjected), timeOf(lastProjected)
-		if err := json.Unmarshal([]byte(tags), &m.Tags); err != nil {
-			return nil, fmt.Errorf("message %s tags: %v", m.ID, err)
-		}
-		if m.Tags == nil {
-			m.Tags = []string{}
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return workflowrow.ScanMessages(rows, b.id)
 }
 
 // Fetches implements workflow.BoardReader.
@@ -538,15 +426,7 @@ func (b *boardTx) Fetches(ids []string) (map[string]workflow.TodoFetch, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id, win string
-		var at int64
-		if err := rows.Scan(&id, &win, &at); err != nil {
-			return nil, err
-		}
-		out[id] = workflow.TodoFetch{Window: win, At: time.Unix(0, at).UTC()}
-	}
-	return out, rows.Err()
+	return workflowrow.ScanFetches(rows)
 }
 
 // SetFetch implements workflow.BoardWriter.

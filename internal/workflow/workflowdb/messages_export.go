@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // importBoard stores an imported session's restored board in tx: its
@@ -21,7 +22,7 @@ func importBoard(ctx context.Context, tx *sql.Tx, id string, b *workflow.Restore
 		return err
 	}
 	for _, m := range b.Messages {
-		if _, err := tx.ExecContext(ctx, qInsert, append([]any{id}, messageArgs(m)...)...); err != nil {
+		if _, err := tx.ExecContext(ctx, qInsert, append([]any{id}, workflowrow.MessageArgs(m)...)...); err != nil {
 			return err
 		}
 	}

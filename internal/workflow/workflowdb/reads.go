@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // Get implements workflow.Store.
@@ -104,7 +105,7 @@ func (s *Store) List(ctx context.Context, f workflow.ListFilter) ([]workflow.Ses
 		if err := rows.Scan(&id, &hdr); err != nil {
 			return nil, 0, storeErr(err)
 		}
-		sess, err := decodeHeader([]byte(hdr))
+		sess, err := workflowrow.DecodeHeader([]byte(hdr))
 		if err != nil || sess.ID != id {
 			bad = append(bad, id) // never served; moved aside below
 			continue

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 type discard struct {
@@ -90,7 +92,7 @@ func (s *Store) scanSession(ctx context.Context, id string) (bad []discard, sess
 
 // checkHeader validates the stored header of session id.
 func checkHeader(id, hdr string) error {
-	sess, err := decodeHeader([]byte(hdr))
+	sess, err := workflowrow.DecodeHeader([]byte(hdr))
 	if err == nil && sess.ID != id {
 		err = fmt.Errorf("session_id: header names %s", sess.ID)
 	}

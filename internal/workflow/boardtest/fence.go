@@ -1,4 +1,4 @@
-package workflowdb_test
+package boardtest
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func withTag(t *testing.T, fence string, key []byte, a workflow.Assignment) stri
 	return workflow.FencePrefix + base64.RawURLEncoding.EncodeToString(append(raw[:8:8], forged[8:]...))
 }
 
-// TestForgedAssignmentFences: a fence proves the caller read the
+// forgedAssignmentFences: a fence proves the caller read the
 // assignment from this store. Everything computed without the store's
 // key (the old unkeyed format, the current format under a guessed key,
 // a real state digest with a guessed tag, any single-bit edit of a real
@@ -80,10 +80,10 @@ func withTag(t *testing.T, fence string, key []byte, a workflow.Assignment) stri
 // invalid_assignment_fence, also on a completed todo (not a replay), and
 // change nothing; the real fence still completes after a restart, and
 // an authentic fence the assignment outgrew is stale_precondition.
-func TestForgedAssignmentFences(t *testing.T) {
+func forgedAssignmentFences(t *testing.T, open Opener) {
 	ctx := context.Background()
-	e := newBoardEnv(t)
-	other := start(t, e.svc)
+	e := newEnv(t, open)
+	other := e.l.Start(t)
 	todo := e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "fix Add"})
 	second := e.post(t, workflow.PostParams{Kind: workflow.MessageTodo, Body: "fix Sub"})
 	foreign := e.post(t, workflow.PostParams{SessionID: other.ID, Kind: workflow.MessageTodo, Body: "fix Add"})
