@@ -44,6 +44,7 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 )
@@ -80,12 +81,8 @@ type Journal struct {
 // of a journal written before replays were recorded (migration 0003 adds
 // replay_of).
 const (
-	recordColumnsV1 = `idx, invocation_id, key_id, at_ns, tool, source, transport_era,
-	claim_recording_session_id, claim_business_session_id, claim_project, claim_principal_kind, claim_client_window,
-	verified_session_id, verified_project, verified_authority, verified_lifecycle,
-	session_binding, binding_reasons, checked_keys, skipped_keys, session_record_digest,
-	outcome, error_kind, duration_ms, arguments_digest, result_digest, canonical, leaf_hash`
-	recordColumns = recordColumnsV1 + `, replay_of`
+	recordColumnsV1 = evidencerow.ColumnsV1
+	recordColumns   = evidencerow.Columns
 )
 
 const (
@@ -268,26 +265,6 @@ func wrapRead(err error) error {
 	return failure.Wrap(failure.Unavailable, err, "evidence journal read failed")
 }
 
-func joinList[T ~string](xs []T) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = string(x)
-	}
-	return strings.Join(s, ",")
-}
-
-func splitList[T ~string](s string) []T {
-	if s == "" {
-		return nil
-	}
-	parts := strings.Split(s, ",")
-	out := make([]T, len(parts))
-	for i, p := range parts {
-		out[i] = T(p)
-	}
-	return out
-}
-
 // Append validates r, assigns the next leaf index, stores the row (columns,
 // canonical bytes, leaf hash) and extends the tree; when the new size is a
 // multiple of the checkpoint interval it also signs a checkpoint in the
@@ -329,7 +306,7 @@ func (j *Journal) appendLocked(ctx context.Context, tx *sql.Tx, r evidence.Recor
 	index := j.rng.End()
 	canon = evidence.SetCanonicalIndex(canon, index)
 	leaf := evidence.LeafHash(canon)
-	if _, err := tx.StmtContext(ctx, j.stmts.insert).ExecContext(ctx, insertArgs(index, j.key.ID, r, canon, leaf)...); err != nil {
+	if _, err := tx.StmtContext(ctx, j.stmts.insert).ExecContext(ctx, evidencerow.Args(index, j.key.ID, r, canon, leaf)...); err != nil {
 		if sqlitedb.IsConstraint(err) {
 			return evidence.Entry{}, failure.New(failure.Conflict, "evidence record %s already exists", r.InvocationID)
 		}
@@ -364,14 +341,6 @@ func (j *Journal) appendLocked(ctx context.Context, tx *sql.Tx, r evidence.Recor
 	return evidence.Entry{Index: index, KeyID: j.key.ID, Canonical: canon, LeafHash: leaf, Record: r}, nil
 }
 
-func insertArgs(index uint64, keyID string, r evidence.Record, canon, leaf []byte) []any {
-	return []any{int64(index), r.InvocationID, keyID, r.At.UnixNano(), r.Tool, string(r.Source), r.TransportEra,
-		r.Claim.RecordingSessionID, r.Claim.BusinessSessionID, r.Claim.Project, r.Claim.PrincipalKind, r.Claim.ClientWindow,
-		r.Verified.SessionID, r.Verified.Project, r.Verified.Authority, r.Verified.Lifecycle,
-		string(r.Binding), joinList(r.Reasons), joinList(r.CheckedKeys), joinList(r.SkippedKeys), r.SessionRecordDigest,
-		string(r.Outcome), r.ErrorKind, r.DurationMS, r.ArgumentsDigest, r.ResultDigest, canon, leaf, r.ReplayOf}
-}
-
 // checkpointLocked signs the current head unless the newest checkpoint
 // already has its size. j.mu held, inside a writer transaction.
 func (j *Journal) checkpointLocked(ctx context.Context, tx *sql.Tx) (evidence.SignedCheckpoint, error) {
@@ -398,22 +367,13 @@ func (j *Journal) checkpointLocked(ctx context.Context, tx *sql.Tx) (evidence.Si
 }
 
 func scanCheckpoint(row interface{ Scan(...any) error }) (evidence.SignedCheckpoint, error) {
-	var sc evidence.SignedCheckpoint
 	var size, at int64
-	if err := row.Scan(&size, &sc.Root, &sc.KeyID, &sc.Note, &at); err != nil {
-		return sc, err
+	var root []byte
+	var keyID, note string
+	if err := row.Scan(&size, &root, &keyID, &note, &at); err != nil {
+		return evidence.SignedCheckpoint{}, err
 	}
-	body, _, _ := strings.Cut(sc.Note, "\n\n")
-	cp, err := evidence.ParseCheckpointBody(body + "\n")
-	if err != nil {
-		return sc, err
-	}
-	sc.Checkpoint = cp
-	sc.CreatedAt = time.Unix(0, at).UTC()
-	if uint64(size) != cp.Size {
-		return sc, fmt.Errorf("checkpoint row size %d disagrees with its note", size)
-	}
-	return sc, nil
+	return evidencerow.Checkpoint(size, keyID, note, at)
 }
 
 // Checkpoint signs the current head and stores the checkpoint. It is
@@ -486,27 +446,10 @@ func (j *Journal) Latest(ctx context.Context) (evidence.SignedCheckpoint, error)
 	return sc, wrapRead(err)
 }
 
-// checkSessionID rejects the empty id, which would match every record
-// without a claimed session.
-func checkSessionID(id string) error {
-	if id == "" || len(id) > evidence.MaxFieldBytes {
-		return failure.New(failure.InvalidArguments, "session id must be 1..%d bytes", evidence.MaxFieldBytes)
-	}
-	return nil
-}
+func checkSessionID(id string) error { return evidencerow.CheckSessionID(id) }
 
-// ClampLimit applies the SessionRecords limit rule.
-func ClampLimit(limit int) (int, error) {
-	switch {
-	case limit < 0:
-		return 0, failure.New(failure.InvalidArguments, "limit must not be negative")
-	case limit == 0:
-		return evidence.DefaultSessionRecords, nil
-	case limit > evidence.MaxSessionRecords:
-		return evidence.MaxSessionRecords, nil
-	}
-	return limit, nil
-}
+// ClampLimit applies the SessionRecords limit rule (evidencerow.ClampLimit).
+func ClampLimit(limit int) (int, error) { return evidencerow.ClampLimit(limit) }
 
 // SessionRecords returns up to limit records whose claimed (recording or
 // business) or verified session is sessionID, newest first. The records are
