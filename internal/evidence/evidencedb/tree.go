@@ -11,6 +11,7 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
 	"github.com/webcodex/webcodex/internal/failure"
 )
 
@@ -21,13 +22,11 @@ import (
 // transaction of each append, so they commit or roll back with it. Start-up
 // reads the one state row; proofs read the O(log n) nodes they need.
 const (
-	sqlState     = `SELECT size, hashes FROM tree_state WHERE id = 1`
-	sqlPutState  = `INSERT INTO tree_state (id, size, hashes) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET size = excluded.size, hashes = excluded.hashes`
-	sqlPutNode   = `INSERT OR REPLACE INTO tree_nodes (level, idx, hash) VALUES (?, ?, ?)`
-	sqlNode      = `SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?`
-	sqlLeaf      = `SELECT leaf_hash FROM records WHERE idx = ?`
-	hashSize     = 32
-	maxNodeLevel = 64
+	sqlState    = `SELECT size, hashes FROM tree_state WHERE id = 1`
+	sqlPutState = `INSERT INTO tree_state (id, size, hashes) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET size = excluded.size, hashes = excluded.hashes`
+	sqlPutNode  = `INSERT OR REPLACE INTO tree_nodes (level, idx, hash) VALUES (?, ?, ?)`
+	sqlNode     = `SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?`
+	sqlLeaf     = `SELECT leaf_hash FROM records WHERE idx = ?`
 )
 
 // querier is what node reads need: a transaction or the read pool.
@@ -95,17 +94,11 @@ func storedRange(ctx context.Context, tx *sql.Tx, next uint64) (*compact.Range, 
 	if uint64(size) != next {
 		return nil, fmt.Sprintf("the stored tree state has size %d but the journal %d records", size, next), nil
 	}
-	if len(blob)%hashSize != 0 {
-		return nil, fmt.Sprintf("the stored tree state has %d bytes of hashes", len(blob)), nil
-	}
-	hashes := make([][]byte, 0, len(blob)/hashSize)
-	for b := blob; len(b) > 0; b = b[hashSize:] {
-		hashes = append(hashes, b[:hashSize:hashSize])
-	}
-	rng, err := evidence.RangeFactory.NewRange(0, next, hashes)
+	rng, err := evidencerow.Range(next, blob)
 	if err != nil {
-		return nil, fmt.Sprintf("the stored tree state is malformed: %v", err), nil
+		return nil, err.Error(), nil
 	}
+	hashes := rng.Hashes()
 	for i, id := range compact.RangeNodes(0, next, nil) {
 		h, err := node(ctx, tx, id)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -123,7 +116,7 @@ func storedRange(ctx context.Context, tx *sql.Tx, next uint64) (*compact.Range, 
 
 // putState stores rng as the tree state inside tx.
 func (j *Journal) putState(ctx context.Context, tx *sql.Tx, rng *compact.Range) error {
-	_, err := tx.StmtContext(ctx, j.stmts.putState).ExecContext(ctx, int64(rng.End()), bytes.Join(rng.Hashes(), nil))
+	_, err := tx.StmtContext(ctx, j.stmts.putState).ExecContext(ctx, int64(rng.End()), evidencerow.RangeBlob(rng))
 	return err
 }
 
@@ -232,121 +225,22 @@ func (j *Journal) checkSize(ctx context.Context, size uint64) error {
 	return nil
 }
 
-// nodeCheck is evidence.NodeCheck for Verify: it streams tree_nodes one
-// cursor per level (primary-key order, no sort) and merges them with the
-// nodes the rebuilt tree creates, which appear in index order per level.
-type nodeCheck struct {
-	ctx      context.Context
-	tx       *sql.Tx
-	levels   [maxNodeLevel]*levelCursor
-	compared uint64
-	differ   uint64
-	missing  uint64
-	extra    uint64
-	first    string
-	err      error
-}
+// sqlCursor streams one level of tree_nodes (evidencerow.NodeCursor).
+type sqlCursor struct{ rows *sql.Rows }
 
-type levelCursor struct {
-	rows *sql.Rows
-	ok   bool // rows holds a current row
-	idx  uint64
-	hash []byte
-}
-
-func (c *nodeCheck) cursor(level uint) *levelCursor {
-	if c.levels[level] == nil {
-		lc := &levelCursor{}
-		c.levels[level] = lc
-		if c.err != nil {
-			return lc
-		}
-		lc.rows, c.err = c.tx.QueryContext(c.ctx, `SELECT idx, hash FROM tree_nodes WHERE level = ? ORDER BY idx`, int64(level))
-		c.advance(lc)
-	}
-	return c.levels[level]
-}
-
-func (c *nodeCheck) advance(lc *levelCursor) {
-	lc.ok = false
-	if lc.rows == nil || c.err != nil || !lc.rows.Next() {
-		if lc.rows != nil && c.err == nil {
-			c.err = lc.rows.Err()
-		}
-		return
+func (c sqlCursor) Next() (uint64, []byte, bool, error) {
+	if !c.rows.Next() {
+		return 0, nil, false, c.rows.Err()
 	}
 	var i int64
-	if c.err = lc.rows.Scan(&i, &lc.hash); c.err == nil {
-		lc.idx, lc.ok = uint64(i), true
+	var h []byte
+	if err := c.rows.Scan(&i, &h); err != nil {
+		return 0, nil, false, err
 	}
+	return uint64(i), h, true, nil
 }
 
-func (c *nodeCheck) note(format string, args ...any) {
-	if c.first == "" {
-		c.first = fmt.Sprintf(format, args...)
-	}
-}
-
-func (c *nodeCheck) Visit(id compact.NodeID, h []byte) {
-	if id.Level == 0 || id.Level >= maxNodeLevel {
-		return
-	}
-	lc := c.cursor(id.Level)
-	for lc.ok && lc.idx < id.Index {
-		c.extra++
-		c.note("stored node (%d,%d) is not in the rebuilt tree", id.Level, lc.idx)
-		c.advance(lc)
-	}
-	switch {
-	case lc.ok && lc.idx == id.Index:
-		c.compared++
-		if !bytes.Equal(lc.hash, h) {
-			c.differ++
-			c.note("stored node (%d,%d) differs from the rebuilt tree", id.Level, id.Index)
-		}
-		c.advance(lc)
-	default:
-		c.missing++
-		c.note("node (%d,%d) of the rebuilt tree is not stored", id.Level, id.Index)
-	}
-}
-
-func (c *nodeCheck) Finish(size uint64, hashes [][]byte) ([]string, uint64) {
-	for level := uint(1); level < maxNodeLevel; level++ {
-		lc := c.cursor(level)
-		for lc.ok {
-			c.extra++
-			c.note("stored node (%d,%d) is not in the rebuilt tree", level, lc.idx)
-			c.advance(lc)
-		}
-		if lc.rows != nil {
-			lc.rows.Close()
-		}
-	}
-	var out []string
-	if c.err != nil {
-		out = append(out, fmt.Sprintf("the stored tree nodes could not be read: %v", c.err))
-	}
-	var stSize int64
-	var blob []byte
-	state := ""
-	err := c.tx.QueryRowContext(c.ctx, sqlState).Scan(&stSize, &blob)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		state = "; the stored tree state row is missing"
-	case err != nil:
-		out = append(out, fmt.Sprintf("the stored tree state could not be read: %v", err))
-	case uint64(stSize) != size || !bytes.Equal(blob, bytes.Join(hashes, nil)):
-		state = fmt.Sprintf("; the stored tree state (size %d) differs from the compact range of the %d rebuilt leaves", stSize, size)
-	}
-	if c.differ+c.missing+c.extra > 0 || state != "" {
-		// One finding: the index is one derived structure, and a changed
-		// record changes all of it above that record.
-		out = append(out, fmt.Sprintf("%d stored tree node(s) differ from the tree rebuilt from the records, %d are missing and %d extra%s%s",
-			c.differ, c.missing, c.extra, firstOf(c.first), state))
-	}
-	return out, c.compared
-}
+func (c sqlCursor) Close() { c.rows.Close() }
 
 // newNodeCheck returns the node check for a journal whose tree index was
 // built (a tree_state row or any node exists), or nil: a journal written
@@ -366,12 +260,22 @@ func newNodeCheck(ctx context.Context, tx *sql.Tx) (evidence.NodeCheck, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	return &nodeCheck{ctx: ctx, tx: tx}, nil
-}
-
-func firstOf(s string) string {
-	if s == "" {
-		return ""
-	}
-	return " (first: " + s + ")"
+	return evidencerow.NewNodeCheck(evidencerow.NodeStore{
+		Level: func(level uint) (evidencerow.NodeCursor, error) {
+			rows, err := tx.QueryContext(ctx, `SELECT idx, hash FROM tree_nodes WHERE level = ? ORDER BY idx`, int64(level))
+			if err != nil {
+				return nil, err
+			}
+			return sqlCursor{rows}, nil
+		},
+		State: func() (uint64, []byte, bool, error) {
+			var size int64
+			var blob []byte
+			err := tx.QueryRowContext(ctx, sqlState).Scan(&size, &blob)
+			if errors.Is(err, sql.ErrNoRows) {
+				return 0, nil, false, nil
+			}
+			return uint64(size), blob, err == nil, err
+		},
+	}), nil
 }
