@@ -35,10 +35,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -106,8 +104,8 @@ const (
 // operator what to do and naming both key ids; no key is created or adopted
 // and nothing is written in that case.
 func Open(ctx context.Context, dataDir string, opts evidence.Options) (*Journal, error) {
-	if o := opts.Origin; o != "" && (len(o) > evidence.MaxFieldBytes || strings.ContainsAny(o, "+ \t\r\n") || !utf8.ValidString(o)) {
-		return nil, failure.New(failure.InvalidArguments, "evidence origin %q must be 1..%d bytes of UTF-8 without spaces or '+' (it names the signing key)", o, evidence.MaxFieldBytes)
+	if err := evidencerow.CheckOrigin(opts.Origin); err != nil {
+		return nil, err
 	}
 	db, err := sqlitedb.Open(ctx, filepath.Join(dataDir, FileName), sqlitedb.Migrations(migrations, "migrations"))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
@@ -167,4 +168,14 @@ func ClampLimit(limit int) (int, error) {
 		return evidence.MaxSessionRecords, nil
 	}
 	return limit, nil
+}
+
+// CheckOrigin rejects an origin that cannot name a signing key: "" is
+// allowed (the journal's default); otherwise 1..evidence.MaxFieldBytes
+// bytes of UTF-8 without spaces or '+' (failure.InvalidArguments).
+func CheckOrigin(o string) error {
+	if o != "" && (len(o) > evidence.MaxFieldBytes || strings.ContainsAny(o, "+ \t\r\n") || !utf8.ValidString(o)) {
+		return failure.New(failure.InvalidArguments, "evidence origin %q must be 1..%d bytes of UTF-8 without spaces or '+' (it names the signing key)", o, evidence.MaxFieldBytes)
+	}
+	return nil
 }
