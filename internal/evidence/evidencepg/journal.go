@@ -18,7 +18,8 @@
 //
 // The signing key is never stored in the database: each replica is given
 // a key file (the same key). Open creates it only when the journal has no
-// records and no checkpoints and the file does not exist, and refuses a
+// records, no checkpoints and no listed key and the file does not exist,
+// and refuses a
 // key that is not the journal's own (evidence.CheckSigningKey, and on an
 // empty journal a key other than the one another replica registered).
 // The public keys of the journal are listed in evidence.public_keys, the
@@ -78,12 +79,13 @@ type Journal struct {
 // with the key in keyFile. A new journal gets a random journal id and its
 // origin (opts.Origin or evidence.OriginPrefix + id), stored once; the key
 // file is created (0600) only when the journal has no records and no
-// checkpoints and keyFile does not exist. The pool stays the caller's.
+// checkpoints, no replica listed its key yet and keyFile does not exist.
+// The pool stays the caller's.
 //
 // Errors: failure.InvalidArguments for a malformed origin or one that
 // differs from the stored origin; failure.Unavailable when the key file
-// is missing or unreadable while the journal has records or checkpoints
-// (no key is created), and wrapping evidence.ErrForeignKey when the key is
+// is missing or unreadable while the journal has records, checkpoints or
+// a listed key (no key is created), and wrapping evidence.ErrForeignKey when the key is
 // not the journal's own (nothing is written then); those of
 // pgdb.DB.Migrate (a newer schema version is failure.Conflict).
 func Open(ctx context.Context, db *pgdb.DB, keyFile string, opts evidence.Options) (*Journal, error) {
@@ -157,14 +159,14 @@ func newJournalID() string {
 // that it is the journal's key and lists its public key, under the head
 // lock so that replicas starting together decide one after the other.
 func (j *Journal) loadKey(ctx context.Context) error {
-	var records, checkpoints int64
-	if err := j.db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM (SELECT 1 FROM evidence.records LIMIT 1) r),
-		(SELECT count(*) FROM (SELECT 1 FROM evidence.checkpoints LIMIT 1) c)`).Scan(&records, &checkpoints); err != nil {
+	var used bool // records, checkpoints or a replica's key
+	if err := j.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM evidence.records) OR EXISTS (SELECT 1 FROM evidence.checkpoints)
+		OR EXISTS (SELECT 1 FROM evidence.public_keys)`).Scan(&used); err != nil {
 		return failure.Wrap(failure.Unavailable, err, "read evidence journal")
 	}
 	key, err := evidence.LoadKeyFile(j.keyFile)
 	switch {
-	case errors.Is(err, evidence.ErrNoKey) && records == 0 && checkpoints == 0:
+	case errors.Is(err, evidence.ErrNoKey) && !used:
 		key, err = evidence.CreateKeyFile(j.keyFile, j.origin)
 		if errors.Is(err, os.ErrExist) { // another process created it first
 			key, err = evidence.LoadKeyFile(j.keyFile)
@@ -174,9 +176,9 @@ func (j *Journal) loadKey(ctx context.Context) error {
 		}
 	case errors.Is(err, evidence.ErrNoKey):
 		return failure.New(failure.Unavailable,
-			"the evidence journal %s has records or checkpoints but its signing key %s is missing; "+
-				"restore it from a backup (a new key is never generated for a non-empty journal), "+
-				"or give every replica the journal's key file", pgdb.Redact(j.db.URL()), j.keyFile)
+			"the evidence journal %s has a signing key (records, checkpoints or another replica's key) but %s is missing; "+
+				"give every replica the journal's key file, or restore it from a backup (a new key is never generated for a journal that has one)",
+			pgdb.Redact(j.db.URL()), j.keyFile)
 	case err != nil:
 		return failure.Wrap(failure.Unavailable, err,
 			"the evidence signing key %s cannot be used; restore it from a backup (it is never regenerated while the journal has records)", j.keyFile)
