@@ -39,7 +39,6 @@ import (
 	"time"
 
 	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
@@ -420,18 +419,10 @@ func (j *Journal) Head(ctx context.Context) (evidence.Checkpoint, error) {
 // Run signs the head every checkpoint interval when it grew, until ctx is
 // done; it returns ctx.Err(). Errors go to Options.OnError.
 func (j *Journal) Run(ctx context.Context) error {
-	t := time.NewTicker(j.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			if _, err := j.Checkpoint(ctx); err != nil && j.onError != nil && ctx.Err() == nil {
-				j.onError(err)
-			}
-		}
-	}
+	return evidencerow.RunCheckpoints(ctx, j.interval, func(ctx context.Context) error {
+		_, err := j.Checkpoint(ctx)
+		return err
+	}, j.onError)
 }
 
 // Latest returns the newest (largest) stored checkpoint, or
@@ -475,17 +466,16 @@ func (j *Journal) sessionEntries(ctx context.Context, sessionID, tail string, ar
 	defer rows.Close()
 	out := []evidence.Entry{}
 	for rows.Next() {
-		var e evidence.Entry
 		var i int64
-		if err := rows.Scan(&i, &e.KeyID, &e.Canonical, &e.LeafHash); err != nil {
+		var keyID string
+		var canon, leaf []byte
+		if err := rows.Scan(&i, &keyID, &canon, &leaf); err != nil {
 			return nil, wrapRead(err)
 		}
-		e.Index = uint64(i)
-		_, r, err := evidence.ParseCanonical(e.Canonical)
+		e, err := evidencerow.Entry(i, keyID, canon, leaf)
 		if err != nil {
-			return nil, failure.Wrap(failure.Internal, err, "evidence record %d is corrupt; run `webcodex evidence verify`", i)
+			return nil, err
 		}
-		e.Record = r
 		out = append(out, e)
 	}
 	return out, wrapRead(rows.Err())
@@ -537,33 +527,9 @@ func (j *Journal) ExportBundle(ctx context.Context, sessionID string) (evidence.
 	if err != nil {
 		return evidence.Bundle{}, err
 	}
-	if len(entries) == 0 {
-		return evidence.Bundle{}, failure.New(failure.NotFound, "no evidence records for session %q", sessionID)
-	}
-	b := evidence.Bundle{Format: evidence.BundleFormat, JournalID: j.journalID, Origin: j.origin, SessionID: sessionID,
-		Checkpoint: cp.Note, Records: []evidence.BundleRecord{}}
-	if len(entries) > evidence.MaxBundleRecords {
-		entries, b.Truncated = entries[:evidence.MaxBundleRecords], true
-	}
-	nodes := &nodeReader{ctx: ctx, q: j.db.Read, cache: map[compact.NodeID][]byte{}}
-	for _, e := range entries {
-		n, err := proof.Inclusion(e.Index, cp.Size)
-		if err != nil {
-			return evidence.Bundle{}, failure.Wrap(failure.Internal, err, "inclusion proof")
-		}
-		p, err := evidence.ProofFromNodes(n, nodes.get)
-		if err != nil {
-			return evidence.Bundle{}, err
-		}
-		if err := proof.VerifyInclusion(evidence.Hasher, e.Index, cp.Size, e.LeafHash, p, cp.Root); err != nil {
-			return evidence.Bundle{}, failure.New(failure.Internal, "the stored tree nodes do not prove record %d in the signed checkpoint; run `webcodex evidence verify`", e.Index)
-		}
-		b.Records = append(b.Records, evidence.BundleRecord{Index: e.Index, KeyID: e.KeyID, Canonical: e.Canonical, Record: e.Record, InclusionProof: p})
-	}
 	keys, err := evidence.TrustedKeys(filepath.Dir(j.db.Path()), nil)
 	if err != nil {
 		return evidence.Bundle{}, failure.Wrap(failure.Unavailable, err, "read public keys")
 	}
-	b.PublicKeys = keys.VerifierKeys()
-	return b, nil
+	return evidencerow.Bundle(j.journalID, j.origin, sessionID, cp, entries, nodeRead(ctx, j.db.Read), keys.VerifierKeys())
 }

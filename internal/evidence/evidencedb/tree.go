@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
@@ -47,31 +46,15 @@ func node(ctx context.Context, q querier, id compact.NodeID) ([]byte, error) {
 	return h, err
 }
 
-// nodeReader reads proof nodes through a small cache (the proofs of one
-// bundle share most of their upper nodes).
-type nodeReader struct {
-	ctx   context.Context
-	q     querier
-	cache map[compact.NodeID][]byte
-}
-
-func (r *nodeReader) get(ids []compact.NodeID) ([][]byte, error) {
-	hs := make([][]byte, len(ids))
-	for i, id := range ids {
-		h, ok := r.cache[id]
-		if !ok {
-			var err error
-			if h, err = node(r.ctx, r.q, id); err != nil {
-				if errors.Is(err, sql.ErrNoRows) {
-					return nil, failure.New(failure.Internal, "evidence tree node (%d,%d) is not stored; run `webcodex evidence verify`", id.Level, id.Index)
-				}
-				return nil, wrapRead(err)
-			}
-			r.cache[id] = h
+// nodeRead reads stored nodes through q.
+func nodeRead(ctx context.Context, q querier) evidencerow.NodeRead {
+	return func(id compact.NodeID) ([]byte, bool, error) {
+		h, err := node(ctx, q, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, false, nil
 		}
-		hs[i] = append([]byte(nil), h...) // Rehash rewrites its input
+		return h, err == nil, err
 	}
-	return hs, nil
 }
 
 // storedRange returns the compact range of the tree_state row when it
@@ -188,41 +171,31 @@ func (j *Journal) load(ctx context.Context, tx *sql.Tx, next uint64) error {
 // in the tree of size, read from the stored nodes (O(log n) point reads).
 // size must not exceed the journal's size (failure.InvalidArguments).
 func (j *Journal) InclusionProof(ctx context.Context, index, size uint64) ([][]byte, error) {
-	if err := j.checkSize(ctx, size); err != nil {
+	n, err := j.size(ctx)
+	if err != nil {
 		return nil, err
 	}
-	n, err := proof.Inclusion(index, size)
-	if err != nil {
-		return nil, failure.Wrap(failure.InvalidArguments, err, "inclusion proof")
-	}
-	r := &nodeReader{ctx: ctx, q: j.db.Read, cache: map[compact.NodeID][]byte{}}
-	return evidence.ProofFromNodes(n, r.get)
+	return evidencerow.InclusionProof(index, size, n, nodeRead(ctx, j.db.Read))
 }
 
 // ConsistencyProof returns the RFC 6962 consistency proof from size1 to
 // size2, read from the stored nodes (O(log n) point reads). size2 must not
 // exceed the journal's size (failure.InvalidArguments).
 func (j *Journal) ConsistencyProof(ctx context.Context, size1, size2 uint64) ([][]byte, error) {
-	if err := j.checkSize(ctx, size2); err != nil {
+	n, err := j.size(ctx)
+	if err != nil {
 		return nil, err
 	}
-	n, err := proof.Consistency(size1, size2)
-	if err != nil {
-		return nil, failure.Wrap(failure.InvalidArguments, err, "consistency proof")
-	}
-	r := &nodeReader{ctx: ctx, q: j.db.Read, cache: map[compact.NodeID][]byte{}}
-	return evidence.ProofFromNodes(n, r.get)
+	return evidencerow.ConsistencyProof(size1, size2, n, nodeRead(ctx, j.db.Read))
 }
 
-func (j *Journal) checkSize(ctx context.Context, size uint64) error {
+// size is the journal's size (the records' next index).
+func (j *Journal) size(ctx context.Context) (uint64, error) {
 	var next int64
 	if err := j.db.QueryRow(ctx, sqlNext).Scan(&next); err != nil {
-		return wrapRead(err)
+		return 0, wrapRead(err)
 	}
-	if size > uint64(next) {
-		return failure.New(failure.InvalidArguments, "tree size %d exceeds the journal's %d records", size, next)
-	}
-	return nil
+	return uint64(next), nil
 }
 
 // sqlCursor streams one level of tree_nodes (evidencerow.NodeCursor).

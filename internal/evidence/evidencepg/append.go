@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/transparency-dev/merkle/compact"
@@ -209,18 +208,10 @@ func (j *Journal) Head(ctx context.Context) (evidence.Checkpoint, error) {
 // all run it: the head lock makes one of them sign a size, the others
 // find it signed.
 func (j *Journal) Run(ctx context.Context) error {
-	t := time.NewTicker(j.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			if _, err := j.Checkpoint(ctx); err != nil && j.onError != nil && ctx.Err() == nil {
-				j.onError(err)
-			}
-		}
-	}
+	return evidencerow.RunCheckpoints(ctx, j.interval, func(ctx context.Context) error {
+		_, err := j.Checkpoint(ctx)
+		return err
+	}, j.onError)
 }
 
 // Latest returns the newest (largest) stored checkpoint, or

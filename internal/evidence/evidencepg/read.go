@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
@@ -45,17 +44,16 @@ func (j *Journal) sessionEntries(ctx context.Context, sessionID, tail string, ar
 	defer rows.Close()
 	out := []evidence.Entry{}
 	for rows.Next() {
-		var e evidence.Entry
 		var i int64
-		if err := rows.Scan(&i, &e.KeyID, &e.Canonical, &e.LeafHash); err != nil {
+		var keyID string
+		var canon, leaf []byte
+		if err := rows.Scan(&i, &keyID, &canon, &leaf); err != nil {
 			return nil, wrapRead(err)
 		}
-		e.Index = uint64(i)
-		_, r, err := evidence.ParseCanonical(e.Canonical)
+		e, err := evidencerow.Entry(i, keyID, canon, leaf)
 		if err != nil {
-			return nil, failure.Wrap(failure.Internal, err, "evidence record %d is corrupt; run `webcodex evidence verify`", i)
+			return nil, err
 		}
-		e.Record = r
 		out = append(out, e)
 	}
 	return out, wrapRead(rows.Err())
@@ -107,105 +105,57 @@ func (j *Journal) ExportBundle(ctx context.Context, sessionID string) (evidence.
 	if err != nil {
 		return evidence.Bundle{}, err
 	}
-	if len(entries) == 0 {
-		return evidence.Bundle{}, failure.New(failure.NotFound, "no evidence records for session %q", sessionID)
-	}
-	b := evidence.Bundle{Format: evidence.BundleFormat, JournalID: j.journalID, Origin: j.origin, SessionID: sessionID,
-		Checkpoint: cp.Note, Records: []evidence.BundleRecord{}}
-	if len(entries) > evidence.MaxBundleRecords {
-		entries, b.Truncated = entries[:evidence.MaxBundleRecords], true
-	}
-	nodes := &nodeReader{ctx: ctx, q: j.db.Pool, cache: map[compact.NodeID][]byte{}}
-	for _, e := range entries {
-		n, err := proof.Inclusion(e.Index, cp.Size)
-		if err != nil {
-			return evidence.Bundle{}, failure.Wrap(failure.Internal, err, "inclusion proof")
-		}
-		p, err := evidence.ProofFromNodes(n, nodes.get)
-		if err != nil {
-			return evidence.Bundle{}, err
-		}
-		if err := proof.VerifyInclusion(evidence.Hasher, e.Index, cp.Size, e.LeafHash, p, cp.Root); err != nil {
-			return evidence.Bundle{}, failure.New(failure.Internal, "the stored tree nodes do not prove record %d in the signed checkpoint; run `webcodex evidence verify`", e.Index)
-		}
-		b.Records = append(b.Records, evidence.BundleRecord{Index: e.Index, KeyID: e.KeyID, Canonical: e.Canonical, Record: e.Record, InclusionProof: p})
-	}
-	if b.PublicKeys, err = publicKeys(ctx, j.db.Pool); err != nil {
+	keys, err := publicKeys(ctx, j.db.Pool)
+	if err != nil {
 		return evidence.Bundle{}, failure.Wrap(failure.Unavailable, err, "read public keys")
 	}
-	return b, nil
+	return evidencerow.Bundle(j.journalID, j.origin, sessionID, cp, entries, j.node(ctx), keys)
 }
 
-// nodeReader reads proof nodes (a leaf hash at level 0, an interior node
-// otherwise) through a small cache: the proofs of one bundle share most
-// of their upper nodes.
-type nodeReader struct {
-	ctx   context.Context
-	q     querier
-	cache map[compact.NodeID][]byte
-}
-
-func (r *nodeReader) get(ids []compact.NodeID) ([][]byte, error) {
-	hs := make([][]byte, len(ids))
-	for i, id := range ids {
-		h, ok := r.cache[id]
-		if !ok {
-			var err error
-			if id.Level == 0 {
-				err = r.q.QueryRow(r.ctx, `SELECT leaf_hash FROM evidence.records WHERE idx = $1`, int64(id.Index)).Scan(&h)
-			} else {
-				err = r.q.QueryRow(r.ctx, `SELECT hash FROM evidence.tree_nodes WHERE level = $1 AND idx = $2`, int64(id.Level), int64(id.Index)).Scan(&h)
-			}
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil, failure.New(failure.Internal, "evidence tree node (%d,%d) is not stored; run `webcodex evidence verify`", id.Level, id.Index)
-			}
-			if err != nil {
-				return nil, wrapRead(err)
-			}
-			r.cache[id] = h
+// node reads stored tree nodes through the pool.
+func (j *Journal) node(ctx context.Context) evidencerow.NodeRead {
+	return func(id compact.NodeID) ([]byte, bool, error) {
+		var h []byte
+		var err error
+		if id.Level == 0 {
+			err = j.db.Pool.QueryRow(ctx, `SELECT leaf_hash FROM evidence.records WHERE idx = $1`, int64(id.Index)).Scan(&h)
+		} else {
+			err = j.db.Pool.QueryRow(ctx, `SELECT hash FROM evidence.tree_nodes WHERE level = $1 AND idx = $2`, int64(id.Level), int64(id.Index)).Scan(&h)
 		}
-		hs[i] = append([]byte(nil), h...) // Rehash rewrites its input
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, nil
+		}
+		return h, err == nil, err
 	}
-	return hs, nil
 }
 
 // InclusionProof returns the RFC 6962 inclusion proof of the leaf at index
 // in the tree of size, read from the stored nodes (O(log n) point reads).
 // size must not exceed the journal's size (failure.InvalidArguments).
 func (j *Journal) InclusionProof(ctx context.Context, index, size uint64) ([][]byte, error) {
-	if err := j.checkSize(ctx, size); err != nil {
+	n, err := j.size(ctx)
+	if err != nil {
 		return nil, err
 	}
-	n, err := proof.Inclusion(index, size)
-	if err != nil {
-		return nil, failure.Wrap(failure.InvalidArguments, err, "inclusion proof")
-	}
-	r := &nodeReader{ctx: ctx, q: j.db.Pool, cache: map[compact.NodeID][]byte{}}
-	return evidence.ProofFromNodes(n, r.get)
+	return evidencerow.InclusionProof(index, size, n, j.node(ctx))
 }
 
 // ConsistencyProof returns the RFC 6962 consistency proof from size1 to
 // size2, read from the stored nodes (O(log n) point reads). size2 must not
 // exceed the journal's size (failure.InvalidArguments).
 func (j *Journal) ConsistencyProof(ctx context.Context, size1, size2 uint64) ([][]byte, error) {
-	if err := j.checkSize(ctx, size2); err != nil {
+	n, err := j.size(ctx)
+	if err != nil {
 		return nil, err
 	}
-	n, err := proof.Consistency(size1, size2)
-	if err != nil {
-		return nil, failure.Wrap(failure.InvalidArguments, err, "consistency proof")
-	}
-	r := &nodeReader{ctx: ctx, q: j.db.Pool, cache: map[compact.NodeID][]byte{}}
-	return evidence.ProofFromNodes(n, r.get)
+	return evidencerow.ConsistencyProof(size1, size2, n, j.node(ctx))
 }
 
-func (j *Journal) checkSize(ctx context.Context, size uint64) error {
-	var next int64
-	if err := j.db.Pool.QueryRow(ctx, `SELECT size FROM evidence.head WHERE id = 1`).Scan(&next); err != nil {
-		return wrapRead(err)
+// size is the journal's committed size (the head's next index).
+func (j *Journal) size(ctx context.Context) (uint64, error) {
+	var n int64
+	if err := j.db.Pool.QueryRow(ctx, `SELECT size FROM evidence.head WHERE id = 1`).Scan(&n); err != nil {
+		return 0, wrapRead(err)
 	}
-	if size > uint64(next) {
-		return failure.New(failure.InvalidArguments, "tree size %d exceeds the journal's %d records", size, next)
-	}
-	return nil
+	return uint64(n), nil
 }
