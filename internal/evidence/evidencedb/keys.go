@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
 	"github.com/webcodex/webcodex/internal/failure"
 )
 
@@ -36,7 +37,7 @@ func checkKey(ctx context.Context, q queryer, dataDir string, key *evidence.Key)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return failure.Wrap(failure.Unavailable, err, "read evidence journal")
 	}
-	f.Newest, err = scanCheckpoint(q.QueryRowContext(ctx, sqlLastCP))
+	f.Newest, err = evidencerow.ScanCheckpoint(q.QueryRowContext(ctx, sqlLastCP))
 	f.HasCheckpoints = err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return failure.Wrap(failure.Unavailable, err, "the newest evidence checkpoint cannot be read; run `webcodex evidence verify`")

@@ -110,19 +110,8 @@ func Open(ctx context.Context, dataDir string, opts evidence.Options) (*Journal,
 	if err != nil {
 		return nil, failure.Wrap(failure.Unavailable, err, "open evidence journal")
 	}
-	j := &Journal{db: db, now: opts.Now, every: opts.CheckpointEvery, interval: opts.CheckpointInterval, onError: opts.OnError, log: opts.Log}
-	if j.log == nil {
-		j.log = slog.Default()
-	}
-	if j.now == nil {
-		j.now = time.Now
-	}
-	if j.every == 0 {
-		j.every = evidence.CheckpointEvery
-	}
-	if j.interval <= 0 {
-		j.interval = evidence.CheckpointInterval
-	}
+	o := evidencerow.Defaults(opts)
+	j := &Journal{db: db, now: o.Now, every: o.CheckpointEvery, interval: o.CheckpointInterval, onError: o.OnError, log: o.Log}
 	if err := j.init(ctx, dataDir, opts.Origin); err != nil {
 		db.Close()
 		return nil, err
@@ -342,7 +331,7 @@ func (j *Journal) appendLocked(ctx context.Context, tx *sql.Tx, r evidence.Recor
 // already has its size. j.mu held, inside a writer transaction.
 func (j *Journal) checkpointLocked(ctx context.Context, tx *sql.Tx) (evidence.SignedCheckpoint, error) {
 	size := j.rng.End()
-	last, err := scanCheckpoint(tx.StmtContext(ctx, j.stmts.lastCP).QueryRowContext(ctx))
+	last, err := evidencerow.ScanCheckpoint(tx.StmtContext(ctx, j.stmts.lastCP).QueryRowContext(ctx))
 	if err == nil && last.Size == size && last.KeyID == j.key.ID {
 		return last, nil
 	}
@@ -361,16 +350,6 @@ func (j *Journal) checkpointLocked(ctx context.Context, tx *sql.Tx) (evidence.Si
 		return evidence.SignedCheckpoint{}, err
 	}
 	return sc, nil
-}
-
-func scanCheckpoint(row interface{ Scan(...any) error }) (evidence.SignedCheckpoint, error) {
-	var size, at int64
-	var root []byte
-	var keyID, note string
-	if err := row.Scan(&size, &root, &keyID, &note, &at); err != nil {
-		return evidence.SignedCheckpoint{}, err
-	}
-	return evidencerow.Checkpoint(size, keyID, note, at)
 }
 
 // Checkpoint signs the current head and stores the checkpoint. It is
@@ -428,7 +407,7 @@ func (j *Journal) Run(ctx context.Context) error {
 // Latest returns the newest (largest) stored checkpoint, or
 // failure.NotFound when none was signed yet.
 func (j *Journal) Latest(ctx context.Context) (evidence.SignedCheckpoint, error) {
-	sc, err := scanCheckpoint(j.db.QueryRow(ctx, sqlLastCP))
+	sc, err := evidencerow.ScanCheckpoint(j.db.QueryRow(ctx, sqlLastCP))
 	if errors.Is(err, sql.ErrNoRows) {
 		return sc, failure.New(failure.NotFound, "no evidence checkpoint has been signed yet")
 	}
@@ -464,21 +443,7 @@ func (j *Journal) sessionEntries(ctx context.Context, sessionID, tail string, ar
 		return nil, wrapRead(err)
 	}
 	defer rows.Close()
-	out := []evidence.Entry{}
-	for rows.Next() {
-		var i int64
-		var keyID string
-		var canon, leaf []byte
-		if err := rows.Scan(&i, &keyID, &canon, &leaf); err != nil {
-			return nil, wrapRead(err)
-		}
-		e, err := evidencerow.Entry(i, keyID, canon, leaf)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, wrapRead(rows.Err())
+	return evidencerow.Entries(rows)
 }
 
 // SessionCounts counts the records of sessionID (claimed or verified) per
@@ -496,17 +461,7 @@ func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence
 		return evidence.Counts{}, wrapRead(err)
 	}
 	defer rows.Close()
-	var c evidence.Counts
-	for rows.Next() {
-		var b string
-		var n, replays int64
-		if err := rows.Scan(&b, &n, &replays); err != nil {
-			return evidence.Counts{}, wrapRead(err)
-		}
-		c.Add(evidence.Binding(b), n)
-		c.Replays += replays
-	}
-	return c, wrapRead(rows.Err())
+	return evidencerow.Counts(rows)
 }
 
 // ExportBundle signs the head (idempotently) and returns a self-contained

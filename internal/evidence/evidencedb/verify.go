@@ -133,14 +133,6 @@ func loadCheckpoints(ctx context.Context, tx *sql.Tx, in *evidence.CheckInput) e
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var sc evidence.StoredCheckpoint
-		var size int64
-		if err := rows.Scan(&size, &sc.Root, &sc.KeyID, &sc.Note); err != nil {
-			return err
-		}
-		sc.Size = uint64(size)
-		in.Checkpoints = append(in.Checkpoints, sc)
-	}
-	return rows.Err()
+	in.Checkpoints, err = evidencerow.StoredCheckpoints(rows)
+	return err
 }

@@ -130,7 +130,7 @@ func (j *Journal) appendLocked(ctx context.Context, tx pgx.Tx, rng *compact.Rang
 // never sign one size twice.
 func (j *Journal) checkpointLocked(ctx context.Context, tx pgx.Tx, rng *compact.Range) (evidence.SignedCheckpoint, error) {
 	size := rng.End()
-	last, err := scanCheckpoint(tx.QueryRow(ctx, sqlLastCP))
+	last, err := evidencerow.ScanCheckpoint(tx.QueryRow(ctx, sqlLastCP))
 	if err == nil && last.Size == size && last.KeyID == j.key.ID {
 		return last, nil
 	}
@@ -149,16 +149,6 @@ func (j *Journal) checkpointLocked(ctx context.Context, tx pgx.Tx, rng *compact.
 		return evidence.SignedCheckpoint{}, err
 	}
 	return sc, nil
-}
-
-func scanCheckpoint(row pgx.Row) (evidence.SignedCheckpoint, error) {
-	var size, at int64
-	var root []byte
-	var keyID, note string
-	if err := row.Scan(&size, &root, &keyID, &note, &at); err != nil {
-		return evidence.SignedCheckpoint{}, err
-	}
-	return evidencerow.Checkpoint(size, keyID, note, at)
 }
 
 // Checkpoint signs the current head and stores the checkpoint, under the
@@ -217,7 +207,7 @@ func (j *Journal) Run(ctx context.Context) error {
 // Latest returns the newest (largest) stored checkpoint, or
 // failure.NotFound when none was signed yet.
 func (j *Journal) Latest(ctx context.Context) (evidence.SignedCheckpoint, error) {
-	sc, err := scanCheckpoint(j.db.Pool.QueryRow(ctx, sqlLastCP))
+	sc, err := evidencerow.ScanCheckpoint(j.db.Pool.QueryRow(ctx, sqlLastCP))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sc, failure.New(failure.NotFound, "no evidence checkpoint has been signed yet")
 	}

@@ -32,7 +32,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
@@ -67,7 +66,6 @@ type Journal struct {
 	every     uint64
 	interval  time.Duration
 	onError   func(error)
-	log       *slog.Logger
 
 	// watermark is the highest outbox watermark this replica saw stored
 	// (every commit is durable: applied and durable are one).
@@ -95,20 +93,8 @@ func Open(ctx context.Context, db *pgdb.DB, keyFile string, opts evidence.Option
 	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
 		return nil, err
 	}
-	j := &Journal{db: db, keyFile: keyFile, now: opts.Now, every: opts.CheckpointEvery, interval: opts.CheckpointInterval,
-		onError: opts.OnError, log: opts.Log}
-	if j.log == nil {
-		j.log = slog.Default()
-	}
-	if j.now == nil {
-		j.now = time.Now
-	}
-	if j.every == 0 {
-		j.every = evidence.CheckpointEvery
-	}
-	if j.interval <= 0 {
-		j.interval = evidence.CheckpointInterval
-	}
+	o := evidencerow.Defaults(opts)
+	j := &Journal{db: db, keyFile: keyFile, now: o.Now, every: o.CheckpointEvery, interval: o.CheckpointInterval, onError: o.OnError}
 	if err := j.identity(ctx, opts.Origin); err != nil {
 		return nil, err
 	}
@@ -213,7 +199,7 @@ func checkKey(ctx context.Context, tx pgx.Tx, key *evidence.Key, keyFile string)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return failure.Wrap(failure.Unavailable, err, "read evidence journal")
 	}
-	f.Newest, err = scanCheckpoint(tx.QueryRow(ctx, sqlLastCP))
+	f.Newest, err = evidencerow.ScanCheckpoint(tx.QueryRow(ctx, sqlLastCP))
 	f.HasCheckpoints = err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return failure.Wrap(failure.Unavailable, err, "the newest evidence checkpoint cannot be read; run `webcodex evidence verify`")

@@ -42,21 +42,7 @@ func (j *Journal) sessionEntries(ctx context.Context, sessionID, tail string, ar
 		return nil, wrapRead(err)
 	}
 	defer rows.Close()
-	out := []evidence.Entry{}
-	for rows.Next() {
-		var i int64
-		var keyID string
-		var canon, leaf []byte
-		if err := rows.Scan(&i, &keyID, &canon, &leaf); err != nil {
-			return nil, wrapRead(err)
-		}
-		e, err := evidencerow.Entry(i, keyID, canon, leaf)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, wrapRead(rows.Err())
+	return evidencerow.Entries(rows)
 }
 
 // SessionCounts counts the records of sessionID (claimed or verified) per
@@ -74,17 +60,7 @@ func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence
 		return evidence.Counts{}, wrapRead(err)
 	}
 	defer rows.Close()
-	var c evidence.Counts
-	for rows.Next() {
-		var b string
-		var n, replays int64
-		if err := rows.Scan(&b, &n, &replays); err != nil {
-			return evidence.Counts{}, wrapRead(err)
-		}
-		c.Add(evidence.Binding(b), n)
-		c.Replays += replays
-	}
-	return c, wrapRead(rows.Err())
+	return evidencerow.Counts(rows)
 }
 
 // ExportBundle signs the head (idempotently) and returns a self-contained

@@ -186,14 +186,6 @@ func loadCheckpoints(ctx context.Context, tx pgx.Tx, in *evidence.CheckInput) er
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var sc evidence.StoredCheckpoint
-		var size int64
-		if err := rows.Scan(&size, &sc.Root, &sc.KeyID, &sc.Note); err != nil {
-			return err
-		}
-		sc.Size = uint64(size)
-		in.Checkpoints = append(in.Checkpoints, sc)
-	}
-	return rows.Err()
+	in.Checkpoints, err = evidencerow.StoredCheckpoints(rows)
+	return err
 }

@@ -9,6 +9,7 @@ package evidencerow
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -178,4 +179,22 @@ func CheckOrigin(o string) error {
 		return failure.New(failure.InvalidArguments, "evidence origin %q must be 1..%d bytes of UTF-8 without spaces or '+' (it names the signing key)", o, evidence.MaxFieldBytes)
 	}
 	return nil
+}
+
+// Defaults is opts with every unset field given its default: time.Now,
+// evidence.CheckpointEvery, evidence.CheckpointInterval, slog.Default().
+func Defaults(opts evidence.Options) evidence.Options {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.CheckpointEvery == 0 {
+		opts.CheckpointEvery = evidence.CheckpointEvery
+	}
+	if opts.CheckpointInterval <= 0 {
+		opts.CheckpointInterval = evidence.CheckpointInterval
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	return opts
 }

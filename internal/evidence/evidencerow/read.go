@@ -147,3 +147,81 @@ func RunCheckpoints(ctx context.Context, interval time.Duration, sign func(conte
 		}
 	}
 }
+
+// Rows is a result set of either driver (*sql.Rows, pgx.Rows).
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Entries reads rows of (idx, key_id, canonical, leaf_hash) as entries
+// (Entry). A read error is failure.Unavailable.
+func Entries(rows Rows) ([]evidence.Entry, error) {
+	out := []evidence.Entry{}
+	for rows.Next() {
+		var i int64
+		var keyID string
+		var canon, leaf []byte
+		if err := rows.Scan(&i, &keyID, &canon, &leaf); err != nil {
+			return nil, readErr(err)
+		}
+		e, err := Entry(i, keyID, canon, leaf)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, readErr(rows.Err())
+}
+
+// Counts reads rows of (session_binding, records, replays) as counts. A
+// read error is failure.Unavailable.
+func Counts(rows Rows) (evidence.Counts, error) {
+	var c evidence.Counts
+	for rows.Next() {
+		var b string
+		var n, replays int64
+		if err := rows.Scan(&b, &n, &replays); err != nil {
+			return evidence.Counts{}, readErr(err)
+		}
+		c.Add(evidence.Binding(b), n)
+		c.Replays += replays
+	}
+	return c, readErr(rows.Err())
+}
+
+// StoredCheckpoints reads rows of (size, root, key_id, note) as stored
+// checkpoints, for verification.
+func StoredCheckpoints(rows Rows) ([]evidence.StoredCheckpoint, error) {
+	var out []evidence.StoredCheckpoint
+	for rows.Next() {
+		var sc evidence.StoredCheckpoint
+		var size int64
+		if err := rows.Scan(&size, &sc.Root, &sc.KeyID, &sc.Note); err != nil {
+			return nil, err
+		}
+		sc.Size = uint64(size)
+		out = append(out, sc)
+	}
+	return out, rows.Err()
+}
+
+// ScanCheckpoint scans a row of (size, root, key_id, note, created_at_ns)
+// as Checkpoint does; the row's own error (no rows) is returned as is.
+func ScanCheckpoint(row interface{ Scan(dest ...any) error }) (evidence.SignedCheckpoint, error) {
+	var size, at int64
+	var root []byte
+	var keyID, note string
+	if err := row.Scan(&size, &root, &keyID, &note, &at); err != nil {
+		return evidence.SignedCheckpoint{}, err
+	}
+	return Checkpoint(size, keyID, note, at)
+}
+
+func readErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return failure.Wrap(failure.Unavailable, err, "evidence journal read failed")
+}
