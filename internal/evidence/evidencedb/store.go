@@ -257,7 +257,7 @@ func wrapRead(err error) error {
 // same transaction. It returns after the commit is durable. A reused
 // invocation id is failure.Conflict; an invalid record
 // failure.InvalidArguments. If ctx is done before the writer runs the
-// append, nothing is written (failure.Cancelled): callers recording a call
+// append, nothing is written (failure.Interrupted): callers recording a call
 // whose own context may already be cancelled (a client disconnect) should
 // pass context.WithoutCancel.
 func (j *Journal) Append(ctx context.Context, r evidence.Record) (evidence.Entry, error) {

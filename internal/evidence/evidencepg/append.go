@@ -65,15 +65,18 @@ func putHead(ctx context.Context, tx pgx.Tx, h head) error {
 // it completes and the new head; when the new size is a multiple of the
 // checkpoint interval it also signs a checkpoint, all in one transaction,
 // durable when Append returns. A reused invocation id is
-// failure.Conflict; an invalid record failure.InvalidArguments; a commit
-// whose answer was lost failure.OutcomeUnknown.
+// failure.Conflict; an invalid record failure.InvalidArguments; a context
+// already done writes nothing (failure.Interrupted: callers recording a
+// call whose own context may be cancelled should pass
+// context.WithoutCancel); a commit whose answer was lost
+// failure.OutcomeUnknown.
 func (j *Journal) Append(ctx context.Context, r evidence.Record) (evidence.Entry, error) {
 	canon, err := r.Canonical(j.journalID, j.key.ID, 0)
 	if err != nil {
 		return evidence.Entry{}, err
 	}
 	var e evidence.Entry
-	err = j.db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	err = j.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		h, err := lockHead(ctx, tx)
 		if err != nil {
 			return err
@@ -160,7 +163,7 @@ func (j *Journal) Checkpoint(ctx context.Context) (evidence.SignedCheckpoint, er
 		return evidence.SignedCheckpoint{}, err
 	}
 	var sc evidence.SignedCheckpoint
-	err := j.db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	err := j.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		h, err := lockHead(ctx, tx)
 		if err != nil {
 			return err
@@ -227,7 +230,7 @@ func (j *Journal) ApplyOutbox(ctx context.Context, items []evidence.OutboxItem, 
 		return nil, nil
 	}
 	var wm int64
-	err = j.db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	err = j.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		skipped = skipped[:0]
 		h, err := lockHead(ctx, tx)
 		if err != nil {

@@ -112,7 +112,7 @@ func (j *Journal) identity(ctx context.Context, origin string) error {
 	if o == "" {
 		o = evidence.OriginPrefix + id
 	}
-	err := j.db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	err := j.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO evidence.journal (id, journal_id, origin) VALUES (1, $1, $2) ON CONFLICT DO NOTHING`, id, o); err != nil {
 			return err
 		}
@@ -169,7 +169,7 @@ func (j *Journal) loadKey(ctx context.Context) error {
 		return failure.Wrap(failure.Unavailable, err,
 			"the evidence signing key %s cannot be used; restore it from a backup (it is never regenerated while the journal has records)", j.keyFile)
 	}
-	err = j.db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	err = j.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := lockHead(ctx, tx); err != nil {
 			return err
 		}
@@ -283,4 +283,14 @@ func wrapRead(err error) error {
 		return nil
 	}
 	return failure.Wrap(failure.Unavailable, err, "evidence journal read failed")
+}
+
+// tx runs fn in one pgdb transaction. A context already done writes
+// nothing and is failure.Interrupted (as on SQLite), not the pool's
+// unavailability.
+func (j *Journal) tx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return j.db.Tx(ctx, fn)
 }

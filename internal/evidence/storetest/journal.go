@@ -103,6 +103,11 @@ func appendRejects(t *testing.T, b Backend) {
 	if _, err := j.Append(ctx, Rec(1, evidence.BindingSessionless, "s")); failure.KindOf(err) != failure.Conflict {
 		t.Fatalf("replayed invocation id: %v", err)
 	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := j.Append(cancelled, Rec(2, evidence.BindingSessionless, "s")); failure.KindOf(err) != failure.Interrupted {
+		t.Fatalf("append with a cancelled context: %v, want interrupted", err)
+	}
 	if e := Fill(t, j, 2, 1, "s")[0]; e.Index != 2 {
 		t.Fatalf("index after a rejected append: %d", e.Index)
 	}
