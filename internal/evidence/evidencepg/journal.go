@@ -83,9 +83,9 @@ type Journal struct {
 // Errors: failure.InvalidArguments for a malformed origin or one that
 // differs from the stored origin; failure.Unavailable when the key file
 // is missing or unreadable while the journal has records, checkpoints or
-// a listed key (no key is created), and wrapping evidence.ErrForeignKey when the key is
-// not the journal's own (nothing is written then); those of
-// pgdb.DB.Migrate (a newer schema version is failure.Conflict).
+// a listed key (no key is created), and wrapping evidence.ErrForeignKey
+// when the key is not the journal's own (nothing is written then); those
+// of pgdb.DB.Migrate (a newer schema version is failure.Conflict).
 func Open(ctx context.Context, db *pgdb.DB, keyFile string, opts evidence.Options) (*Journal, error) {
 	if err := evidencerow.CheckOrigin(opts.Origin); err != nil {
 		return nil, err
