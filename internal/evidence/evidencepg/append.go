@@ -55,6 +55,54 @@ func lockHead(ctx context.Context, tx pgx.Tx) (head, error) {
 	return head{rng: rng, watermark: wm}, nil
 }
 
+// rebuildHead recreates a lost head row (someone deleted it) from every
+// leaf, O(n), and says so in the log, as evidencedb rebuilds a lost tree
+// state: it rewrites the interior nodes the leaves give (dropping any
+// beyond them) and stores the head, with outbox watermark 0 (ApplyOutbox
+// then skips the records already journaled). A gap in the indexes is
+// failure.Unavailable. Replicas rebuilding at once write the same values;
+// the first head stored wins.
+func (j *Journal) rebuildHead(ctx context.Context, tx pgx.Tx) error {
+	j.log.Warn("evidence: rebuilding the tree index from every leaf", "reason", "the head row is missing")
+	cur, err := openCursor(ctx, tx, "leaves", `SELECT idx, leaf_hash FROM evidence.records ORDER BY idx`)
+	if err != nil {
+		return err
+	}
+	rng := evidence.RangeFactory.NewEmptyRange(0)
+	var putErr error
+	visit := func(id compact.NodeID, h []byte) {
+		if id.Level > 0 && putErr == nil {
+			_, putErr = tx.Exec(ctx, `INSERT INTO evidence.tree_nodes (level, idx, hash) VALUES ($1, $2, $3)
+				ON CONFLICT (level, idx) DO UPDATE SET hash = excluded.hash`, int64(id.Level), int64(id.Index), h)
+		}
+	}
+	for {
+		i, leaf, ok, err := cur.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if i != rng.End() {
+			return failure.New(failure.Unavailable, "evidence journal index %d is missing; run `webcodex evidence verify`", rng.End())
+		}
+		if err := rng.Append(leaf, visit); err != nil {
+			return err
+		}
+		if putErr != nil {
+			return putErr
+		}
+	}
+	size := int64(rng.End())
+	if _, err := tx.Exec(ctx, `DELETE FROM evidence.tree_nodes WHERE (idx + 1) * (1::bigint << level) > $1`, size); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO evidence.head (id, size, hashes, outbox_watermark) VALUES (1, $1, $2, 0) ON CONFLICT DO NOTHING`,
+		size, evidencerow.RangeBlob(rng))
+	return err
+}
+
 func putHead(ctx context.Context, tx pgx.Tx, h head) error {
 	_, err := tx.Exec(ctx, sqlPutHead, int64(h.rng.End()), evidencerow.RangeBlob(h.rng), h.watermark)
 	return err

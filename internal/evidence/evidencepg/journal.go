@@ -32,6 +32,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,7 @@ type Journal struct {
 	every     uint64
 	interval  time.Duration
 	onError   func(error)
+	log       *slog.Logger
 
 	// watermark is the highest outbox watermark this replica saw stored
 	// (every commit is durable: applied and durable are one).
@@ -94,7 +96,7 @@ func Open(ctx context.Context, db *pgdb.DB, keyFile string, opts evidence.Option
 		return nil, err
 	}
 	o := evidencerow.Defaults(opts)
-	j := &Journal{db: db, keyFile: keyFile, now: o.Now, every: o.CheckpointEvery, interval: o.CheckpointInterval, onError: o.OnError}
+	j := &Journal{db: db, keyFile: keyFile, now: o.Now, every: o.CheckpointEvery, interval: o.CheckpointInterval, onError: o.OnError, log: o.Log}
 	if err := j.identity(ctx, opts.Origin); err != nil {
 		return nil, err
 	}
@@ -113,21 +115,28 @@ func (j *Journal) identity(ctx context.Context, origin string) error {
 		o = evidence.OriginPrefix + id
 	}
 	err := j.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO evidence.journal (id, journal_id, origin) VALUES (1, $1, $2) ON CONFLICT DO NOTHING`, id, o); err != nil {
+		tag, err := tx.Exec(ctx, `INSERT INTO evidence.journal (id, journal_id, origin) VALUES (1, $1, $2) ON CONFLICT DO NOTHING`, id, o)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO evidence.head (id, size, hashes, outbox_watermark) VALUES (1, 0, '', 0) ON CONFLICT DO NOTHING`); err != nil {
-			return err
+		if tag.RowsAffected() == 1 { // the head is born with the journal, never again
+			if _, err := tx.Exec(ctx, `INSERT INTO evidence.head (id, size, hashes, outbox_watermark) VALUES (1, 0, '', 0)`); err != nil {
+				return err
+			}
 		}
 		var wm int64
-		if err := tx.QueryRow(ctx, `SELECT outbox_watermark FROM evidence.head WHERE id = 1`).Scan(&wm); err != nil {
+		err = tx.QueryRow(ctx, `SELECT outbox_watermark FROM evidence.head WHERE id = 1`).Scan(&wm)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = j.rebuildHead(ctx, tx)
+		}
+		if err != nil {
 			return err
 		}
 		j.watermark.Store(wm)
 		return tx.QueryRow(ctx, `SELECT journal_id, origin FROM evidence.journal WHERE id = 1`).Scan(&j.journalID, &j.origin)
 	})
 	if err != nil {
-		return failure.Wrap(failure.Unavailable, pgdb.StoreError(err, storeName), "evidence journal metadata")
+		return wrapWrite(err)
 	}
 	if origin != "" && origin != j.origin {
 		return failure.New(failure.InvalidArguments, "evidence journal origin is %q; it cannot change to %q", j.origin, origin)
