@@ -17,6 +17,7 @@ import (
 	"github.com/webcodex/webcodex/internal/evidence/evidencepg"
 	"github.com/webcodex/webcodex/internal/evidence/storetest"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 )
 
@@ -184,8 +185,8 @@ func TestReplicasSignEachSizeOnce(t *testing.T) {
 	storetest.WantKinds(t, b.Verify(t, evidence.VerifyOptions{}))
 }
 
-// TestWritersLockTheHead: an append, an outbox batch and a checkpoint
-// each wait for the head row's lock before they read the head (so before
+// TestWritersLockTheHead: an append, an outbox batch, a checkpoint and a
+// replica's start each wait for the head row's lock before they read the head (so before
 // they take an index or decide to sign): while another transaction holds
 // the lock, the call's backend waits on it in its FOR UPDATE read, not
 // later. Without the lock, two replicas would read the same head, take the
@@ -194,18 +195,24 @@ func TestWritersLockTheHead(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name string
-		call func(j *evidencepg.Journal) error
+		call func(b backend, replicaDB *pgdb.DB, j *evidencepg.Journal) error
 	}{
-		{"Append", func(j *evidencepg.Journal) error {
+		{"Append", func(_ backend, _ *pgdb.DB, j *evidencepg.Journal) error {
 			_, err := j.Append(ctx, storetest.Rec(2, evidence.BindingVerified, "s"))
 			return err
 		}},
-		{"ApplyOutbox", func(j *evidencepg.Journal) error {
+		{"ApplyOutbox", func(_ backend, _ *pgdb.DB, j *evidencepg.Journal) error {
 			_, err := j.ApplyOutbox(ctx, []evidence.OutboxItem{{Seq: 1, Record: storetest.Rec(2, evidence.BindingVerified, "s")}}, true)
 			return err
 		}},
-		{"Checkpoint", func(j *evidencepg.Journal) error {
+		{"Checkpoint", func(_ backend, _ *pgdb.DB, j *evidencepg.Journal) error {
 			_, err := j.Checkpoint(ctx)
+			return err
+		}},
+		// A replica starting decides on its key under the lock, so that
+		// replicas starting together on a new journal list one key.
+		{"Open", func(b backend, replicaDB *pgdb.DB, _ *evidencepg.Journal) error {
+			_, err := evidencepg.Open(ctx, replicaDB, b.keyFile, evidence.Options{})
 			return err
 		}},
 	} {
@@ -227,7 +234,8 @@ func TestWritersLockTheHead(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
-			go func() { done <- c.call(j) }()
+			replicaDB := b.pool(t)
+			go func() { done <- c.call(b, replicaDB, j) }()
 			var query string
 			for {
 				err := db.Pool.QueryRow(ctx, `SELECT query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&query)
@@ -414,5 +422,52 @@ func TestLostHeadIsRebuilt(t *testing.T) {
 	}
 	if _, err := evidencepg.Open(ctx, db, b.keyFile, evidence.Options{}); failure.KindOf(err) != failure.Unavailable || !strings.Contains(err.Error(), "index 4 is missing") {
 		t.Fatalf("open with a gap: %v", err)
+	}
+}
+
+// TestReplicasStartingTogetherShareOneKey: replicas started at once on a
+// new database, each without a key file, agree on one journal: exactly
+// one of them creates and lists its key; the others refuse to start,
+// because the key they created is not the listed one (ErrForeignKey) or
+// because the journal has a key by the time they look and theirs is
+// missing; the journal has one identity.
+func TestReplicasStartingTogetherShareOneKey(t *testing.T) {
+	ctx := context.Background()
+	b := newBackend(t)
+	const replicas = 4
+	type result struct {
+		j   *evidencepg.Journal
+		err error
+	}
+	results := make(chan result, replicas)
+	var wg sync.WaitGroup
+	for range replicas {
+		db := b.pool(t)
+		keyFile := filepath.Join(t.TempDir(), evidence.KeyFile)
+		wg.Go(func() {
+			j, err := evidencepg.Open(ctx, db, keyFile, evidence.Options{})
+			results <- result{j, err}
+		})
+	}
+	wg.Wait()
+	close(results)
+	var opened []*evidencepg.Journal
+	for r := range results {
+		switch {
+		case r.err == nil:
+			opened = append(opened, r.j)
+		case failure.KindOf(r.err) != failure.Unavailable || !errors.Is(r.err, evidence.ErrForeignKey) && !strings.Contains(r.err.Error(), "is missing"):
+			t.Fatalf("a replica failed otherwise: %v", r.err)
+		}
+	}
+	if len(opened) != 1 {
+		t.Fatalf("%d replicas opened the new journal, want 1", len(opened))
+	}
+	var ids, keys int
+	if err := b.pool(t).Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM evidence.journal), (SELECT count(*) FROM evidence.public_keys)`).Scan(&ids, &keys); err != nil {
+		t.Fatal(err)
+	}
+	if ids != 1 || keys != 1 {
+		t.Fatalf("%d identities and %d keys", ids, keys)
 	}
 }
