@@ -34,6 +34,9 @@ type KeyFacts struct {
 	// Trusted returns the keys the newest checkpoint may verify with: the
 	// journal's listed public keys and the current key's.
 	Trusted func() (*KeySet, error)
+	// StartOver, when set, ends a refusal's message: how to start a new
+	// journal on this storage instead.
+	StartOver string
 }
 
 // CheckSigningKey refuses a signing key that is not the journal's own. For a
@@ -47,6 +50,9 @@ type KeyFacts struct {
 // failure.Unavailable. It only reads.
 func CheckSigningKey(f KeyFacts, key *Key, keyFile string) error {
 	refuse := func(format string, args ...any) error {
+		if f.StartOver != "" {
+			format += " (" + strings.ReplaceAll(f.StartOver, "%", "%%") + ")"
+		}
 		return failure.Wrap(failure.Unavailable, ErrForeignKey, format, args...)
 	}
 	if !f.HasCheckpoints {

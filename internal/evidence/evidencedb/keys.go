@@ -49,6 +49,7 @@ func checkKey(ctx context.Context, q queryer, dataDir string, key *evidence.Key)
 	}
 	f.Signers = func() (string, error) { return checkpointSigners(ctx, q) }
 	f.Trusted = func() (*evidence.KeySet, error) { return evidence.TrustedKeys(dataDir, nil) }
+	f.StartOver = "to start a new journal, move " + filepath.Join(dataDir, FileName) + " aside"
 	return evidence.CheckSigningKey(f, key, filepath.Join(dataDir, evidence.KeyFile))
 }
 

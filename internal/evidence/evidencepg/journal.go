@@ -229,6 +229,7 @@ func checkKey(ctx context.Context, tx pgx.Tx, key *evidence.Key, keyFile string)
 		}
 		return evidence.NewKeySet(append(keys, key.VerifierKey)...)
 	}
+	f.StartOver = "give every replica the journal's key file; a new journal needs another database"
 	if err := evidence.CheckSigningKey(f, key, keyFile); err != nil || f.HasRecords || f.HasCheckpoints {
 		return err
 	}
