@@ -49,8 +49,12 @@ func KeyID(hash uint32) string { return fmt.Sprintf("%08x", hash) }
 // LoadKey reads KeyFile from dataDir. A missing file is ErrNoKey; any other
 // problem (unreadable, not a note Ed25519 signer key) is a descriptive
 // error. It never creates or changes a file.
-func LoadKey(dataDir string) (*Key, error) {
-	path := filepath.Join(dataDir, KeyFile)
+func LoadKey(dataDir string) (*Key, error) { return LoadKeyFile(filepath.Join(dataDir, KeyFile)) }
+
+// LoadKeyFile reads the signing key file at path, as LoadKey does for a
+// data directory's KeyFile: a missing file is ErrNoKey. It never creates
+// or changes a file.
+func LoadKeyFile(path string) (*Key, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNoKey
@@ -92,14 +96,30 @@ func parseSignerKey(skey string) (*Key, error) {
 // PublicKeysFile. It fails if KeyFile already exists. Callers decide when
 // creating a key is allowed (only for an empty journal).
 func CreateKey(dataDir, name string) (*Key, error) {
+	k, err := CreateKeyFile(filepath.Join(dataDir, KeyFile), name)
+	if err != nil {
+		return nil, err
+	}
+	if err := AddPublicKey(dataDir, k.VerifierKey); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// CreateKeyFile generates a new Ed25519 key named name and writes it to
+// path (exclusive create, mode 0600, fsync'd, its directory created 0700
+// when missing and fsync'd). It fails, wrapping os.ErrExist, if path
+// exists. It lists the public key nowhere: that is the caller's journal's
+// business.
+func CreateKeyFile(path, name string) (*Key, error) {
 	k, err := GenerateKey(name)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dataDir, KeyFile)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("evidence: create signing key: %w", err)
@@ -115,10 +135,7 @@ func CreateKey(dataDir, name string) (*Key, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("evidence: write signing key: %w", err)
 	}
-	syncDir(dataDir)
-	if err := AddPublicKey(dataDir, k.VerifierKey); err != nil {
-		return nil, err
-	}
+	syncDir(dir)
 	return k, nil
 }
 

@@ -47,3 +47,10 @@ type Options struct {
 type Appender interface {
 	Append(ctx context.Context, r Record) (Entry, error)
 }
+
+// OutboxItem is one record taken from the workflow ledger's evidence
+// outbox, with the outbox sequence it was stored under.
+type OutboxItem struct {
+	Seq    int64
+	Record Record
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 
 	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
 )
 
 func benchRecord(i int64, sess string) evidence.Record {
@@ -120,7 +121,7 @@ func BenchmarkJournal(b *testing.B) {
 					if withCanon {
 						canon, leaf = encodeNoHash(r), make([]byte, 32)
 					}
-					args := insertArgs(0, "k", r, canon, leaf)
+					args := evidencerow.Args(0, "k", r, canon, leaf)
 					args[0] = nil // rowid assigned by SQLite
 					err := j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 						_, err := tx.StmtContext(ctx, j.stmts.insert).ExecContext(ctx, args...)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
 	"github.com/webcodex/webcodex/internal/failure"
 )
 
@@ -21,83 +22,40 @@ type queryer interface {
 }
 
 // ErrForeignKey is the cause of Open's (and RotateKey's) refusal of a
-// signing key that is not the journal's own (see checkKey).
-var ErrForeignKey = errors.New("it is not this journal's signing key and is never adopted; restore the journal's own " +
-	evidence.KeyFile + " from a backup, or move " + FileName + " aside to start a new journal")
+// signing key that is not the journal's own (see checkKey): the
+// journal-wide evidence.ErrForeignKey.
+var ErrForeignKey = evidence.ErrForeignKey
 
-// maxListedSigners bounds the checkpoint signer ids a key refusal names.
-const maxListedSigners = 8
-
-// checkKey refuses a signing key that is not the journal's own. For a
-// journal with records or checkpoints, key must have signed at least one
-// stored checkpoint, the newest checkpoint must verify with key or a key
-// in evidence.pub, and the newest record must be bound to key or to a key
-// that signed a checkpoint; a journal with records and no checkpoint
-// needs its newest record bound to key. An empty journal accepts any key.
-// A refusal is failure.Unavailable wrapping ErrForeignKey, naming the
-// key's id and the journal's.
-// It only reads.
+// checkKey refuses a signing key that is not the journal's own, by
+// evidence.CheckSigningKey's rules, trusting evidence.pub and key. A
+// refusal is failure.Unavailable wrapping ErrForeignKey, naming the key's
+// id and the journal's. It only reads.
 func checkKey(ctx context.Context, q queryer, dataDir string, key *evidence.Key) error {
-	var recordKey string
-	err := q.QueryRowContext(ctx, `SELECT key_id FROM records ORDER BY idx DESC LIMIT 1`).Scan(&recordKey)
-	hasRecords := err == nil
+	var f evidence.KeyFacts
+	err := q.QueryRowContext(ctx, `SELECT key_id FROM records ORDER BY idx DESC LIMIT 1`).Scan(&f.NewestRecordKey)
+	f.HasRecords = err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return failure.Wrap(failure.Unavailable, err, "read evidence journal")
 	}
-	newest, err := scanCheckpoint(q.QueryRowContext(ctx, sqlLastCP))
-	hasCheckpoints := err == nil
+	f.Newest, err = evidencerow.ScanCheckpoint(q.QueryRowContext(ctx, sqlLastCP))
+	f.HasCheckpoints = err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return failure.Wrap(failure.Unavailable, err, "the newest evidence checkpoint cannot be read; run `webcodex evidence verify`")
 	}
-	keyFile := filepath.Join(dataDir, evidence.KeyFile)
-	refuse := func(format string, args ...any) error {
-		return failure.Wrap(failure.Unavailable, ErrForeignKey, format, args...)
-	}
-	if !hasCheckpoints {
-		if hasRecords && recordKey != key.ID {
-			return refuse("%s is key %s, but the journal's records are bound to key %s and no checkpoint was signed", keyFile, key.ID, recordKey)
-		}
-		return nil
-	}
-	signed := func(id string) (bool, error) {
+	f.Signed = func(id string) (bool, error) {
 		var ok bool
 		err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM checkpoints WHERE key_id = ?)`, id).Scan(&ok)
 		return ok, err
 	}
-	keySigned, err := signed(key.ID)
-	if err != nil {
-		return failure.Wrap(failure.Unavailable, err, "read evidence checkpoints")
-	}
-	if !keySigned {
-		signers, err := checkpointSigners(ctx, q)
-		if err != nil {
-			return failure.Wrap(failure.Unavailable, err, "read evidence checkpoints")
-		}
-		return refuse("%s is key %s, but the journal's checkpoints are signed by key %s", keyFile, key.ID, signers)
-	}
-	trusted, err := evidence.TrustedKeys(dataDir, nil)
-	if err != nil {
-		return failure.Wrap(failure.Unavailable, err, "read the evidence public keys")
-	}
-	if _, _, err := evidence.OpenCheckpoint([]byte(newest.Note), trusted); err != nil {
-		return refuse("the newest checkpoint (size %d, key %s) does not verify with %s (key %s) or a retired key in %s: %v",
-			newest.Size, newest.KeyID, keyFile, key.ID, evidence.PublicKeysFile, err)
-	}
-	if hasRecords && recordKey != key.ID {
-		ok, err := signed(recordKey)
-		if err != nil {
-			return failure.Wrap(failure.Unavailable, err, "read evidence checkpoints")
-		}
-		if !ok {
-			return refuse("%s is key %s, but the newest record is bound to key %s, which signed no checkpoint", keyFile, key.ID, recordKey)
-		}
-	}
-	return nil
+	f.Signers = func() (string, error) { return checkpointSigners(ctx, q) }
+	f.Trusted = func() (*evidence.KeySet, error) { return evidence.TrustedKeys(dataDir, nil) }
+	f.StartOver = "to start a new journal, move " + filepath.Join(dataDir, FileName) + " aside"
+	return evidence.CheckSigningKey(f, key, filepath.Join(dataDir, evidence.KeyFile))
 }
 
 // checkpointSigners lists (bounded) the key ids of the stored checkpoints.
 func checkpointSigners(ctx context.Context, q queryer) (string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT key_id FROM checkpoints ORDER BY key_id LIMIT ?`, maxListedSigners+1)
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT key_id FROM checkpoints ORDER BY key_id LIMIT ?`, evidence.MaxListedSigners+1)
 	if err != nil {
 		return "", err
 	}
@@ -110,10 +68,7 @@ func checkpointSigners(ctx context.Context, q queryer) (string, error) {
 		}
 		ids = append(ids, id)
 	}
-	if len(ids) > maxListedSigners {
-		ids = append(ids[:maxListedSigners], "...")
-	}
-	return strings.Join(ids, ", "), rows.Err()
+	return evidence.ListSigners(ids), rows.Err()
 }
 
 // Rotation is what RotateKey did.

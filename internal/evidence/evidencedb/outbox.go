@@ -13,10 +13,7 @@ import (
 
 // OutboxItem is one record taken from the workflow ledger's evidence
 // outbox, with the outbox sequence it was stored under.
-type OutboxItem struct {
-	Seq    int64
-	Record evidence.Record
-}
+type OutboxItem = evidence.OutboxItem
 
 // watermarks are the outbox sequences the journal has applied: applied
 // (committed) and durable (committed with an fsync of evidence.db's WAL, or

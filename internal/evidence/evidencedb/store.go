@@ -35,15 +35,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 )
@@ -80,12 +78,8 @@ type Journal struct {
 // of a journal written before replays were recorded (migration 0003 adds
 // replay_of).
 const (
-	recordColumnsV1 = `idx, invocation_id, key_id, at_ns, tool, source, transport_era,
-	claim_recording_session_id, claim_business_session_id, claim_project, claim_principal_kind, claim_client_window,
-	verified_session_id, verified_project, verified_authority, verified_lifecycle,
-	session_binding, binding_reasons, checked_keys, skipped_keys, session_record_digest,
-	outcome, error_kind, duration_ms, arguments_digest, result_digest, canonical, leaf_hash`
-	recordColumns = recordColumnsV1 + `, replay_of`
+	recordColumnsV1 = evidencerow.ColumnsV1
+	recordColumns   = evidencerow.Columns
 )
 
 const (
@@ -109,26 +103,15 @@ const (
 // operator what to do and naming both key ids; no key is created or adopted
 // and nothing is written in that case.
 func Open(ctx context.Context, dataDir string, opts evidence.Options) (*Journal, error) {
-	if o := opts.Origin; o != "" && (len(o) > evidence.MaxFieldBytes || strings.ContainsAny(o, "+ \t\r\n") || !utf8.ValidString(o)) {
-		return nil, failure.New(failure.InvalidArguments, "evidence origin %q must be 1..%d bytes of UTF-8 without spaces or '+' (it names the signing key)", o, evidence.MaxFieldBytes)
+	if err := evidencerow.CheckOrigin(opts.Origin); err != nil {
+		return nil, err
 	}
 	db, err := sqlitedb.Open(ctx, filepath.Join(dataDir, FileName), sqlitedb.Migrations(migrations, "migrations"))
 	if err != nil {
 		return nil, failure.Wrap(failure.Unavailable, err, "open evidence journal")
 	}
-	j := &Journal{db: db, now: opts.Now, every: opts.CheckpointEvery, interval: opts.CheckpointInterval, onError: opts.OnError, log: opts.Log}
-	if j.log == nil {
-		j.log = slog.Default()
-	}
-	if j.now == nil {
-		j.now = time.Now
-	}
-	if j.every == 0 {
-		j.every = evidence.CheckpointEvery
-	}
-	if j.interval <= 0 {
-		j.interval = evidence.CheckpointInterval
-	}
+	o := evidencerow.Defaults(opts)
+	j := &Journal{db: db, now: o.Now, every: o.CheckpointEvery, interval: o.CheckpointInterval, onError: o.OnError, log: o.Log}
 	if err := j.init(ctx, dataDir, opts.Origin); err != nil {
 		db.Close()
 		return nil, err
@@ -268,33 +251,13 @@ func wrapRead(err error) error {
 	return failure.Wrap(failure.Unavailable, err, "evidence journal read failed")
 }
 
-func joinList[T ~string](xs []T) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = string(x)
-	}
-	return strings.Join(s, ",")
-}
-
-func splitList[T ~string](s string) []T {
-	if s == "" {
-		return nil
-	}
-	parts := strings.Split(s, ",")
-	out := make([]T, len(parts))
-	for i, p := range parts {
-		out[i] = T(p)
-	}
-	return out
-}
-
 // Append validates r, assigns the next leaf index, stores the row (columns,
 // canonical bytes, leaf hash) and extends the tree; when the new size is a
 // multiple of the checkpoint interval it also signs a checkpoint in the
 // same transaction. It returns after the commit is durable. A reused
 // invocation id is failure.Conflict; an invalid record
 // failure.InvalidArguments. If ctx is done before the writer runs the
-// append, nothing is written (failure.Cancelled): callers recording a call
+// append, nothing is written (failure.Interrupted): callers recording a call
 // whose own context may already be cancelled (a client disconnect) should
 // pass context.WithoutCancel.
 func (j *Journal) Append(ctx context.Context, r evidence.Record) (evidence.Entry, error) {
@@ -329,7 +292,7 @@ func (j *Journal) appendLocked(ctx context.Context, tx *sql.Tx, r evidence.Recor
 	index := j.rng.End()
 	canon = evidence.SetCanonicalIndex(canon, index)
 	leaf := evidence.LeafHash(canon)
-	if _, err := tx.StmtContext(ctx, j.stmts.insert).ExecContext(ctx, insertArgs(index, j.key.ID, r, canon, leaf)...); err != nil {
+	if _, err := tx.StmtContext(ctx, j.stmts.insert).ExecContext(ctx, evidencerow.Args(index, j.key.ID, r, canon, leaf)...); err != nil {
 		if sqlitedb.IsConstraint(err) {
 			return evidence.Entry{}, failure.New(failure.Conflict, "evidence record %s already exists", r.InvocationID)
 		}
@@ -364,19 +327,11 @@ func (j *Journal) appendLocked(ctx context.Context, tx *sql.Tx, r evidence.Recor
 	return evidence.Entry{Index: index, KeyID: j.key.ID, Canonical: canon, LeafHash: leaf, Record: r}, nil
 }
 
-func insertArgs(index uint64, keyID string, r evidence.Record, canon, leaf []byte) []any {
-	return []any{int64(index), r.InvocationID, keyID, r.At.UnixNano(), r.Tool, string(r.Source), r.TransportEra,
-		r.Claim.RecordingSessionID, r.Claim.BusinessSessionID, r.Claim.Project, r.Claim.PrincipalKind, r.Claim.ClientWindow,
-		r.Verified.SessionID, r.Verified.Project, r.Verified.Authority, r.Verified.Lifecycle,
-		string(r.Binding), joinList(r.Reasons), joinList(r.CheckedKeys), joinList(r.SkippedKeys), r.SessionRecordDigest,
-		string(r.Outcome), r.ErrorKind, r.DurationMS, r.ArgumentsDigest, r.ResultDigest, canon, leaf, r.ReplayOf}
-}
-
 // checkpointLocked signs the current head unless the newest checkpoint
 // already has its size. j.mu held, inside a writer transaction.
 func (j *Journal) checkpointLocked(ctx context.Context, tx *sql.Tx) (evidence.SignedCheckpoint, error) {
 	size := j.rng.End()
-	last, err := scanCheckpoint(tx.StmtContext(ctx, j.stmts.lastCP).QueryRowContext(ctx))
+	last, err := evidencerow.ScanCheckpoint(tx.StmtContext(ctx, j.stmts.lastCP).QueryRowContext(ctx))
 	if err == nil && last.Size == size && last.KeyID == j.key.ID {
 		return last, nil
 	}
@@ -393,25 +348,6 @@ func (j *Journal) checkpointLocked(ctx context.Context, tx *sql.Tx) (evidence.Si
 	}
 	if _, err := tx.StmtContext(ctx, j.stmts.insertCP).ExecContext(ctx, int64(size), root, sc.KeyID, sc.Note, sc.CreatedAt.UnixNano()); err != nil {
 		return evidence.SignedCheckpoint{}, err
-	}
-	return sc, nil
-}
-
-func scanCheckpoint(row interface{ Scan(...any) error }) (evidence.SignedCheckpoint, error) {
-	var sc evidence.SignedCheckpoint
-	var size, at int64
-	if err := row.Scan(&size, &sc.Root, &sc.KeyID, &sc.Note, &at); err != nil {
-		return sc, err
-	}
-	body, _, _ := strings.Cut(sc.Note, "\n\n")
-	cp, err := evidence.ParseCheckpointBody(body + "\n")
-	if err != nil {
-		return sc, err
-	}
-	sc.Checkpoint = cp
-	sc.CreatedAt = time.Unix(0, at).UTC()
-	if uint64(size) != cp.Size {
-		return sc, fmt.Errorf("checkpoint row size %d disagrees with its note", size)
 	}
 	return sc, nil
 }
@@ -462,51 +398,26 @@ func (j *Journal) Head(ctx context.Context) (evidence.Checkpoint, error) {
 // Run signs the head every checkpoint interval when it grew, until ctx is
 // done; it returns ctx.Err(). Errors go to Options.OnError.
 func (j *Journal) Run(ctx context.Context) error {
-	t := time.NewTicker(j.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			if _, err := j.Checkpoint(ctx); err != nil && j.onError != nil && ctx.Err() == nil {
-				j.onError(err)
-			}
-		}
-	}
+	return evidencerow.RunCheckpoints(ctx, j.interval, func(ctx context.Context) error {
+		_, err := j.Checkpoint(ctx)
+		return err
+	}, j.onError)
 }
 
 // Latest returns the newest (largest) stored checkpoint, or
 // failure.NotFound when none was signed yet.
 func (j *Journal) Latest(ctx context.Context) (evidence.SignedCheckpoint, error) {
-	sc, err := scanCheckpoint(j.db.QueryRow(ctx, sqlLastCP))
+	sc, err := evidencerow.ScanCheckpoint(j.db.QueryRow(ctx, sqlLastCP))
 	if errors.Is(err, sql.ErrNoRows) {
 		return sc, failure.New(failure.NotFound, "no evidence checkpoint has been signed yet")
 	}
 	return sc, wrapRead(err)
 }
 
-// checkSessionID rejects the empty id, which would match every record
-// without a claimed session.
-func checkSessionID(id string) error {
-	if id == "" || len(id) > evidence.MaxFieldBytes {
-		return failure.New(failure.InvalidArguments, "session id must be 1..%d bytes", evidence.MaxFieldBytes)
-	}
-	return nil
-}
+func checkSessionID(id string) error { return evidencerow.CheckSessionID(id) }
 
-// ClampLimit applies the SessionRecords limit rule.
-func ClampLimit(limit int) (int, error) {
-	switch {
-	case limit < 0:
-		return 0, failure.New(failure.InvalidArguments, "limit must not be negative")
-	case limit == 0:
-		return evidence.DefaultSessionRecords, nil
-	case limit > evidence.MaxSessionRecords:
-		return evidence.MaxSessionRecords, nil
-	}
-	return limit, nil
-}
+// ClampLimit applies the SessionRecords limit rule (evidencerow.ClampLimit).
+func ClampLimit(limit int) (int, error) { return evidencerow.ClampLimit(limit) }
 
 // SessionRecords returns up to limit records whose claimed (recording or
 // business) or verified session is sessionID, newest first. The records are
@@ -532,22 +443,7 @@ func (j *Journal) sessionEntries(ctx context.Context, sessionID, tail string, ar
 		return nil, wrapRead(err)
 	}
 	defer rows.Close()
-	out := []evidence.Entry{}
-	for rows.Next() {
-		var e evidence.Entry
-		var i int64
-		if err := rows.Scan(&i, &e.KeyID, &e.Canonical, &e.LeafHash); err != nil {
-			return nil, wrapRead(err)
-		}
-		e.Index = uint64(i)
-		_, r, err := evidence.ParseCanonical(e.Canonical)
-		if err != nil {
-			return nil, failure.Wrap(failure.Internal, err, "evidence record %d is corrupt; run `webcodex evidence verify`", i)
-		}
-		e.Record = r
-		out = append(out, e)
-	}
-	return out, wrapRead(rows.Err())
+	return evidencerow.Entries(rows)
 }
 
 // SessionCounts counts the records of sessionID (claimed or verified) per
@@ -565,17 +461,7 @@ func (j *Journal) SessionCounts(ctx context.Context, sessionID string) (evidence
 		return evidence.Counts{}, wrapRead(err)
 	}
 	defer rows.Close()
-	var c evidence.Counts
-	for rows.Next() {
-		var b string
-		var n, replays int64
-		if err := rows.Scan(&b, &n, &replays); err != nil {
-			return evidence.Counts{}, wrapRead(err)
-		}
-		c.Add(evidence.Binding(b), n)
-		c.Replays += replays
-	}
-	return c, wrapRead(rows.Err())
+	return evidencerow.Counts(rows)
 }
 
 // ExportBundle signs the head (idempotently) and returns a self-contained
@@ -596,33 +482,9 @@ func (j *Journal) ExportBundle(ctx context.Context, sessionID string) (evidence.
 	if err != nil {
 		return evidence.Bundle{}, err
 	}
-	if len(entries) == 0 {
-		return evidence.Bundle{}, failure.New(failure.NotFound, "no evidence records for session %q", sessionID)
-	}
-	b := evidence.Bundle{Format: evidence.BundleFormat, JournalID: j.journalID, Origin: j.origin, SessionID: sessionID,
-		Checkpoint: cp.Note, Records: []evidence.BundleRecord{}}
-	if len(entries) > evidence.MaxBundleRecords {
-		entries, b.Truncated = entries[:evidence.MaxBundleRecords], true
-	}
-	nodes := &nodeReader{ctx: ctx, q: j.db.Read, cache: map[compact.NodeID][]byte{}}
-	for _, e := range entries {
-		n, err := proof.Inclusion(e.Index, cp.Size)
-		if err != nil {
-			return evidence.Bundle{}, failure.Wrap(failure.Internal, err, "inclusion proof")
-		}
-		p, err := evidence.ProofFromNodes(n, nodes.get)
-		if err != nil {
-			return evidence.Bundle{}, err
-		}
-		if err := proof.VerifyInclusion(evidence.Hasher, e.Index, cp.Size, e.LeafHash, p, cp.Root); err != nil {
-			return evidence.Bundle{}, failure.New(failure.Internal, "the stored tree nodes do not prove record %d in the signed checkpoint; run `webcodex evidence verify`", e.Index)
-		}
-		b.Records = append(b.Records, evidence.BundleRecord{Index: e.Index, KeyID: e.KeyID, Canonical: e.Canonical, Record: e.Record, InclusionProof: p})
-	}
 	keys, err := evidence.TrustedKeys(filepath.Dir(j.db.Path()), nil)
 	if err != nil {
 		return evidence.Bundle{}, failure.Wrap(failure.Unavailable, err, "read public keys")
 	}
-	b.PublicKeys = keys.VerifierKeys()
-	return b, nil
+	return evidencerow.Bundle(j.journalID, j.origin, sessionID, cp, entries, nodeRead(ctx, j.db.Read), keys.VerifierKeys())
 }

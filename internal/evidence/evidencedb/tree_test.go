@@ -55,101 +55,6 @@ func allLeaves(t *testing.T, dir string) [][]byte {
 	return out
 }
 
-// TestProofsFromStoredNodes checks that inclusion and consistency proofs
-// read from the stored nodes equal the proofs computed from all leaves,
-// for every size of a real journal written by single and batched appends.
-func TestProofsFromStoredNodes(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	j := open(t, dir, evidence.Options{CheckpointEvery: 37})
-	fill(t, j, 0, 70, "s")
-	// Concurrent appends share commits (one transaction, many savepoints).
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			for i := range 25 {
-				if _, err := j.Append(ctx, rec(1000+w*100+i, evidence.BindingSessionless, "c")); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	const n = 170
-	leaves := allLeaves(t, dir)
-	if len(leaves) != n {
-		t.Fatalf("%d leaves, want %d", len(leaves), n)
-	}
-	proofs := 0
-	for size := uint64(1); size <= n; size++ {
-		tb := evidence.NewTreeBuilder()
-		indexes := []uint64{0, size / 3, size / 2, size - 1}
-		for _, i := range indexes {
-			if err := tb.WantInclusion(i, size); err != nil {
-				t.Fatal(err)
-			}
-		}
-		froms := []uint64{1, size / 2, size - 1, size}
-		for _, s1 := range froms {
-			if s1 > 0 {
-				if err := tb.WantConsistency(s1, size); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		tb.WantRoot(size)
-		for _, l := range leaves[:size] {
-			if err := tb.Append(l); err != nil {
-				t.Fatal(err)
-			}
-		}
-		root := tb.Root()
-		for _, i := range indexes {
-			want, err := tb.InclusionProof(i, size)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := j.InclusionProof(ctx, i, size)
-			if err != nil {
-				t.Fatalf("inclusion (%d, %d): %v", i, size, err)
-			}
-			if !equalProofs(got, want) {
-				t.Fatalf("inclusion (%d, %d): stored nodes give %x, all leaves %x", i, size, got, want)
-			}
-			if err := proof.VerifyInclusion(evidence.Hasher, i, size, leaves[i], got, root); err != nil {
-				t.Fatalf("inclusion (%d, %d) does not verify: %v", i, size, err)
-			}
-			proofs++
-		}
-		for _, s1 := range froms {
-			if s1 == 0 {
-				continue
-			}
-			want, err := tb.ConsistencyProof(s1, size)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := j.ConsistencyProof(ctx, s1, size)
-			if err != nil {
-				t.Fatalf("consistency (%d, %d): %v", s1, size, err)
-			}
-			if !equalProofs(got, want) {
-				t.Fatalf("consistency (%d, %d): stored nodes give %x, all leaves %x", s1, size, got, want)
-			}
-			proofs++
-		}
-	}
-	if proofs < 1000 {
-		t.Fatalf("only %d proofs compared", proofs)
-	}
-	j.Close()
-	rep := verify(t, dir, evidence.VerifyOptions{})
-	// A tree of 170 leaves has 170 - popcount(170) = 166 interior nodes.
-	if !rep.Clean || rep.TreeNodesChecked != 166 {
-		t.Fatalf("clean %v, %d nodes checked, want 166\n%s", rep.Clean, rep.TreeNodesChecked, dump(rep))
-	}
-}
-
 func equalProofs(a, b [][]byte) bool {
 	if len(a) != len(b) {
 		return false
@@ -160,30 +65,6 @@ func equalProofs(a, b [][]byte) bool {
 		}
 	}
 	return true
-}
-
-// TestProofRejects checks the bad inputs of the proof methods: a size
-// beyond the journal, an index outside the tree, sizes out of order.
-func TestProofRejects(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	j := open(t, dir, evidence.Options{})
-	defer j.Close()
-	fill(t, j, 0, 10, "s")
-	for _, c := range []struct {
-		name string
-		call func() ([][]byte, error)
-	}{
-		{"size beyond the journal", func() ([][]byte, error) { return j.InclusionProof(ctx, 0, 11) }},
-		{"index outside the tree", func() ([][]byte, error) { return j.InclusionProof(ctx, 5, 5) }},
-		{"consistency beyond the journal", func() ([][]byte, error) { return j.ConsistencyProof(ctx, 2, 11) }},
-		{"consistency sizes reversed", func() ([][]byte, error) { return j.ConsistencyProof(ctx, 7, 3) }},
-	} {
-		p, err := c.call()
-		if failure.KindOf(err) != failure.InvalidArguments || p != nil {
-			t.Errorf("%s: %v %v, want invalid_arguments", c.name, p, err)
-		}
-	}
 }
 
 // TestOldJournalWithoutTreeIndex opens a journal written before the tree

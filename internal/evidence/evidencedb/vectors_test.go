@@ -4,70 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/pelletier/go-toml/v2"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
+	"github.com/webcodex/webcodex/internal/evidence/storetest"
 )
-
-// vector is one file of testdata/tamper: a named mutation of a fresh
-// journal (10 records, a checkpoint at size 10) and exactly what
-// `webcodex evidence verify` and opening the journal must then report.
-type vector struct {
-	Description string `toml:"description"`
-	Mutation    struct {
-		// Op names the mutation (see applyMutation).
-		Op     string `toml:"op"`
-		Index  uint64 `toml:"index"`
-		With   uint64 `toml:"with"`
-		Column string `toml:"column"`
-		Value  string `toml:"value"`
-		Count  int    `toml:"count"`
-		// WithPublicKeys: foreign_key also copies the other journal's
-		// evidence.pub.
-		WithPublicKeys bool `toml:"with_public_keys"`
-	} `toml:"mutation"`
-	Expect struct {
-		// Findings is the exact multiset of (scope, kind, index).
-		Findings []wantFinding `toml:"findings"`
-		// OK and Unanchored are the report's counts.
-		OK         int64  `toml:"ok"`
-		Unanchored uint64 `toml:"unanchored"`
-		// Open is what evidencedb.Open then does: "ok", "refused_key"
-		// (ErrForeignKey) or "refused" (any other error).
-		Open string `toml:"open"`
-	} `toml:"expect"`
-}
-
-type wantFinding struct {
-	Scope string  `toml:"scope"`
-	Kind  string  `toml:"kind"`
-	Index *uint64 `toml:"index"`
-}
-
-func (f wantFinding) String() string {
-	if f.Index == nil {
-		return f.Scope + "/" + f.Kind
-	}
-	return fmt.Sprintf("%s/%s@%d", f.Scope, f.Kind, *f.Index)
-}
-
-// mutableColumns are the record columns a vector may set.
-var mutableColumns = []string{"tool", "outcome", "error_kind", "key_id", "claim_project", "session_binding", "duration_ms"}
 
 // applyMutation tampers with the journal in dir as someone with write
 // access to the data directory would, and returns the text of a
 // checkpoint to verify --from, if the mutation keeps one.
-func applyMutation(t *testing.T, v vector, dir string) []byte {
+func applyMutation(t *testing.T, v storetest.Vector, dir string) []byte {
 	t.Helper()
 	m := v.Mutation
 	db := rawDB(t, dir)
@@ -85,8 +38,8 @@ func applyMutation(t *testing.T, v vector, dir string) []byte {
 		c[bytes.Index(c, []byte("read_files"))] ^= 0x01
 		exec(t, db, `UPDATE records SET canonical = ? WHERE idx = ?`, c, m.Index)
 	case "set_column":
-		if !slices.Contains(mutableColumns, m.Column) {
-			t.Fatalf("column %q is not in %v", m.Column, mutableColumns)
+		if !slices.Contains(storetest.MutableColumns, m.Column) {
+			t.Fatalf("column %q is not in %v", m.Column, storetest.MutableColumns)
 		}
 		exec(t, db, `UPDATE records SET `+m.Column+` = ? WHERE idx = ?`, m.Value, m.Index)
 	case "reencode": // rewrite the outcome consistently: columns, canonical bytes and leaf agree
@@ -182,70 +135,21 @@ func applyMutation(t *testing.T, v vector, dir string) []byte {
 	return nil
 }
 
-// TestTamperVectors applies every named vector in testdata/tamper to a real
-// journal and checks exactly the findings it lists, the ok and unanchored
-// counts, and what opening the journal does.
+// TestTamperVectors applies every named vector in storetest's
+// testdata/tamper to a real journal and checks exactly the findings it
+// lists, the ok and unanchored counts, and what opening the journal does.
 func TestTamperVectors(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "tamper", "*.toml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no vectors: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".toml"), func(t *testing.T) {
-			b, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var v vector
-			dec := toml.NewDecoder(bytes.NewReader(b))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&v); err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			if v.Description == "" || v.Expect.Open == "" {
-				t.Fatalf("%s: description and expect.open are required", file)
-			}
+	for _, v := range storetest.Vectors(t) {
+		t.Run(v.Name, func(t *testing.T) {
 			dir, _ := journal10(t)
 			wantKinds(t, verify(t, dir, evidence.VerifyOptions{}))
 			from := applyMutation(t, v, dir)
-			rep := verify(t, dir, evidence.VerifyOptions{From: from})
-
-			var got, want []string
-			for _, f := range rep.Findings {
-				got = append(got, wantFinding{Scope: f.Scope, Kind: string(f.Kind), Index: f.Index}.String())
-			}
-			for _, f := range v.Expect.Findings {
-				want = append(want, f.String())
-			}
-			slices.Sort(got)
-			slices.Sort(want)
-			if !slices.Equal(got, want) || rep.FindingsTruncated {
-				t.Fatalf("findings\n got %v\nwant %v\n%s", got, want, dump(rep))
-			}
-			var total int64
-			for _, n := range rep.Totals {
-				total += n
-			}
-			if total != int64(len(want)) || rep.Clean != (len(want) == 0) {
-				t.Fatalf("totals %v, clean %v", rep.Totals, rep.Clean)
-			}
-			if rep.OK != v.Expect.OK || rep.Unanchored != v.Expect.Unanchored {
-				t.Fatalf("ok %d unanchored %d, want %d and %d", rep.OK, rep.Unanchored, v.Expect.OK, v.Expect.Unanchored)
-			}
-
-			opened := "ok"
+			v.Check(t, verify(t, dir, evidence.VerifyOptions{From: from}))
 			j, err := evidencedb.Open(context.Background(), dir, evidence.Options{})
-			switch {
-			case err == nil:
+			if err == nil {
 				j.Close()
-			case errors.Is(err, evidencedb.ErrForeignKey):
-				opened = "refused_key"
-			default:
-				opened = "refused"
 			}
-			if opened != v.Expect.Open {
-				t.Fatalf("open: %s (%v), want %s", opened, err, v.Expect.Open)
-			}
+			v.CheckOpen(t, err)
 		})
 	}
 }

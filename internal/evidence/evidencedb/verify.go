@@ -3,13 +3,11 @@ package evidencedb
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 )
@@ -99,7 +97,7 @@ func verifyTx(ctx context.Context, tx *sql.Tx, path string, keys *evidence.KeySe
 		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read records")
 	}
 	defer rows.Close()
-	vals := make([]any, 29)
+	vals := make([]any, evidencerow.NumColumns)
 	ptrs := make([]any, len(vals))
 	for i := range vals {
 		ptrs[i] = &vals[i]
@@ -111,7 +109,7 @@ func verifyTx(ctx context.Context, tx *sql.Tx, path string, keys *evidence.KeySe
 		if err := rows.Scan(ptrs...); err != nil {
 			return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read records")
 		}
-		c.Row(decodeRow(vals))
+		c.Row(evidencerow.Decode(vals))
 	}
 	if err := rows.Err(); err != nil {
 		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read records")
@@ -135,80 +133,6 @@ func loadCheckpoints(ctx context.Context, tx *sql.Tx, in *evidence.CheckInput) e
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var sc evidence.StoredCheckpoint
-		var size int64
-		if err := rows.Scan(&size, &sc.Root, &sc.KeyID, &sc.Note); err != nil {
-			return err
-		}
-		sc.Size = uint64(size)
-		in.Checkpoints = append(in.Checkpoints, sc)
-	}
-	return rows.Err()
-}
-
-// decodeRow converts one scanned row (recordColumns order) without trusting
-// its types: any value of the wrong type makes the row's columns
-// undecodable (ColumnsErr), never a panic.
-func decodeRow(v []any) evidence.StoredRow {
-	var row evidence.StoredRow
-	var errs []error
-	str := func(i int) string {
-		switch x := v[i].(type) {
-		case string:
-			return x
-		case []byte:
-			return string(x)
-		}
-		errs = append(errs, fmt.Errorf("column %d is %T, want text", i, v[i]))
-		return ""
-	}
-	num := func(i int) int64 {
-		if x, ok := v[i].(int64); ok {
-			return x
-		}
-		errs = append(errs, fmt.Errorf("column %d is %T, want integer", i, v[i]))
-		return 0
-	}
-	blob := func(i int) []byte {
-		switch x := v[i].(type) {
-		case []byte:
-			return append([]byte(nil), x...)
-		case string:
-			return []byte(x)
-		}
-		errs = append(errs, fmt.Errorf("column %d is %T, want blob", i, v[i]))
-		return nil
-	}
-	row.Index = uint64(num(0))
-	row.InvocationID = str(1)
-	row.KeyID = str(2)
-	r := &row.Columns
-	r.InvocationID = row.InvocationID
-	r.At = time.Unix(0, num(3)).UTC()
-	r.Tool = str(4)
-	r.Source = evidence.Source(str(5))
-	r.TransportEra = str(6)
-	r.Claim = evidence.Claim{RecordingSessionID: str(7), BusinessSessionID: str(8), Project: str(9), PrincipalKind: str(10), ClientWindow: str(11)}
-	r.Verified = evidence.Verified{SessionID: str(12), Project: str(13), Authority: str(14), Lifecycle: str(15)}
-	r.Binding = evidence.Binding(str(16))
-	r.Reasons = splitList[evidence.Reason](str(17))
-	r.CheckedKeys = splitList[evidence.CheckKey](str(18))
-	r.SkippedKeys = splitList[evidence.CheckKey](str(19))
-	r.SessionRecordDigest = str(20)
-	r.Outcome = evidence.Outcome(str(21))
-	r.ErrorKind = str(22)
-	r.DurationMS = num(23)
-	r.ArgumentsDigest = str(24)
-	r.ResultDigest = str(25)
-	row.Canonical = blob(26)
-	row.LeafHash = blob(27)
-	r.ReplayOf = str(28)
-	r.Replayed = r.ReplayOf != ""
-	if len(errs) > 0 {
-		row.ColumnsErr = errors.Join(errs...)
-	} else if err := r.Validate(); err != nil {
-		row.ColumnsErr = err
-	}
-	return row
+	in.Checkpoints, err = evidencerow.StoredCheckpoints(rows)
+	return err
 }
