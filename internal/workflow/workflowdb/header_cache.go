@@ -1,10 +1,8 @@
 package workflowdb
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,20 +12,8 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
 )
-
-func decodeHeader(b []byte) (workflow.Session, error) {
-	var sess workflow.Session
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&sess); err != nil {
-		return workflow.Session{}, fmt.Errorf("header: %v", err)
-	}
-	if err := workflow.ValidateSession(sess); err != nil {
-		return workflow.Session{}, err
-	}
-	return sess, nil
-}
 
 func getHeader(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
@@ -73,7 +59,7 @@ func scanHeaderWith(cache *sync.Map, row *sql.Row, id string) (workflow.Session,
 			return copySession(d.sess), retained, nil
 		}
 	}
-	sess, err := decodeHeader([]byte(hdr))
+	sess, err := ledgerrow.DecodeHeader([]byte(hdr))
 	if err != nil {
 		// The first-use check moved malformed headers aside; one appearing
 		// later is a store fault, not a caller error.
@@ -102,7 +88,7 @@ func (s *Store) rememberHeader(id, hdr string, sess workflow.Session, retained i
 	s.headers.Store(id, &decodedHeader{json: hdr, sess: d, retained: retained})
 }
 
-// asDecoded is what decodeHeader returns from encodeHeader(sess), sharing
+// asDecoded is what decodeHeader returns from ledgerrow.EncodeHeader(sess), sharing
 // nothing with sess, and true; false when that is not known without
 // decoding. JSON keeps an instant and its offset but not its Location, and
 // replaces invalid UTF-8, so only times in UTC and valid strings qualify;

@@ -9,10 +9,11 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
 )
 
 // TestAsDecodedEqualsTheDecodedHeader checks asDecoded against
-// decodeHeader(encodeHeader(s)) for sessions whose decoding it claims to
+// ledgerrow.DecodeHeader(ledgerrow.EncodeHeader(s)) for sessions whose decoding it claims to
 // know, and that it refuses those it cannot know (a zone other than UTC,
 // invalid UTF-8).
 func TestAsDecodedEqualsTheDecodedHeader(t *testing.T) {
@@ -35,7 +36,7 @@ func TestAsDecodedEqualsTheDecodedHeader(t *testing.T) {
 	for name, change := range known {
 		s := base
 		change(&s)
-		want, err := decodeHeader([]byte(encodeHeader(s)))
+		want, err := ledgerrow.DecodeHeader([]byte(ledgerrow.EncodeHeader(s)))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -86,7 +87,7 @@ func TestHeaderCacheHoldsTheStoredHeader(t *testing.T) {
 			t.Fatalf("%s: no cached header", step)
 		}
 		d := v.(*decodedHeader)
-		want, err := decodeHeader([]byte(hdr))
+		want, err := ledgerrow.DecodeHeader([]byte(hdr))
 		if err != nil {
 			t.Fatal(err)
 		}

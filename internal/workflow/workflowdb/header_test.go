@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
 )
 
 // headerSample is a session header as the store writes them.
@@ -56,7 +57,7 @@ func TestEncodeHeaderIsJSONMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if got := encodeHeader(s); got != string(want) {
+		if got := ledgerrow.EncodeHeader(s); got != string(want) {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
 		}
 	}
@@ -78,7 +79,7 @@ func FuzzEncodeHeader(f *testing.F) {
 		if err != nil {
 			t.Skip(err)
 		}
-		if got := encodeHeader(s); got != string(want) {
+		if got := ledgerrow.EncodeHeader(s); got != string(want) {
 			t.Fatalf("got %s\nwant %s", got, want)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
 )
 
 // Import implements workflow.Store.
@@ -79,6 +80,6 @@ func (s *Store) importRow(ctx context.Context, tx *sql.Tx, sess workflow.Session
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json) VALUES (?,?,?,?,?,?,?)`,
-		sess.ID, sess.Project, sess.OwnerFingerprint, string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), len(events), encodeHeader(sess))
+		sess.ID, sess.Project, sess.OwnerFingerprint, string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), len(events), ledgerrow.EncodeHeader(sess))
 	return err
 }

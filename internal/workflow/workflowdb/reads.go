@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
 )
 
 // Get implements workflow.Store.
@@ -104,7 +105,7 @@ func (s *Store) List(ctx context.Context, f workflow.ListFilter) ([]workflow.Ses
 		if err := rows.Scan(&id, &hdr); err != nil {
 			return nil, 0, storeErr(err)
 		}
-		sess, err := decodeHeader([]byte(hdr))
+		sess, err := ledgerrow.DecodeHeader([]byte(hdr))
 		if err != nil || sess.ID != id {
 			bad = append(bad, id) // never served; moved aside below
 			continue
@@ -141,11 +142,11 @@ func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Ev
 	defer rows.Close()
 	var out []workflow.Event
 	for rows.Next() {
-		var r eventRow
-		if err := rows.Scan(r.dest()...); err != nil {
+		var r ledgerrow.EventRow
+		if err := rows.Scan(r.Dest()...); err != nil {
 			return nil, storeErr(err)
 		}
-		e, err := r.event()
+		e, err := r.Event()
 		if err != nil {
 			continue // malformed after its check: a store fault, never served
 		}

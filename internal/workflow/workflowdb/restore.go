@@ -3,17 +3,12 @@ package workflowdb
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-)
 
-type discard struct {
-	table, key, reason, body string
-	session                  string
-	seq                      int64
-}
+	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+)
 
 // check validates session id's header and retained events the first time
 // this process uses the session, and moves malformed rows to discarded_rows
@@ -49,7 +44,7 @@ func (s *Store) check(ctx context.Context, id string) error {
 // scanSession reads one session's rows and returns the malformed ones and
 // the counts of valid headers (0 or 1) and events. A session with no row
 // has nothing to check.
-func (s *Store) scanSession(ctx context.Context, id string) (bad []discard, sessions, events int64, err error) {
+func (s *Store) scanSession(ctx context.Context, id string) (bad []ledgerrow.Discard, sessions, events int64, err error) {
 	var hdr string
 	err = s.db.Read.QueryRowContext(ctx, `SELECT header_json FROM sessions WHERE session_id = ?`, id).Scan(&hdr)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -59,8 +54,8 @@ func (s *Store) scanSession(ctx context.Context, id string) (bad []discard, sess
 		return nil, 0, 0, fmt.Errorf("check session %s: %w", id, err)
 	}
 	headerBad := false
-	if herr := checkHeader(id, hdr); herr != nil {
-		bad = append(bad, discard{table: "sessions", key: id, reason: herr.Error(), body: hdr, session: id})
+	if herr := ledgerrow.CheckHeader(id, hdr); herr != nil {
+		bad = append(bad, ledgerrow.HeaderDiscard(id, hdr, herr))
 		headerBad = true
 	} else {
 		sessions = 1
@@ -70,13 +65,13 @@ func (s *Store) scanSession(ctx context.Context, id string) (bad []discard, sess
 		return nil, 0, 0, fmt.Errorf("check events of %s: %w", id, err)
 	}
 	defer rows.Close()
-	var r eventRow
-	dest := r.dest()
+	var r ledgerrow.EventRow
+	dest := r.Dest()
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, 0, 0, fmt.Errorf("check events of %s: %w", id, err)
 		}
-		if d, ok := checkEvent(id, &r, headerBad); !ok {
+		if d, ok := ledgerrow.CheckEvent(id, &r, headerBad); !ok {
 			bad = append(bad, d)
 			continue
 		}
@@ -88,28 +83,6 @@ func (s *Store) scanSession(ctx context.Context, id string) (bad []discard, sess
 	return bad, sessions, events, nil
 }
 
-// checkHeader validates the stored header of session id.
-func checkHeader(id, hdr string) error {
-	sess, err := decodeHeader([]byte(hdr))
-	if err == nil && sess.ID != id {
-		err = fmt.Errorf("session_id: header names %s", sess.ID)
-	}
-	return err
-}
-
-// checkEvent validates one stored event row of session id; every event of
-// a session whose header is malformed goes with it.
-func checkEvent(id string, r *eventRow, headerBad bool) (discard, bool) {
-	key := fmt.Sprintf("%s/%d", id, r.seq)
-	if headerBad {
-		return discard{table: "events", key: key, reason: "session row discarded", body: rowBody(*r), session: id, seq: r.seq}, false
-	}
-	if _, err := r.event(); err != nil {
-		return discard{table: "events", key: key, reason: err.Error(), body: rowBody(*r), session: id, seq: r.seq}, false
-	}
-	return discard{}, true
-}
-
 // ValidateAll is the full restore pass that Open made before decision
 // 0021: it validates every row of the ledger in one scan and moves
 // malformed ones aside exactly as the first use of a session does. Open no
@@ -118,7 +91,7 @@ func checkEvent(id string, r *eventRow, headerBad bool) (discard, bool) {
 // when something must move.
 func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 	start := time.Now()
-	var bad []discard
+	var bad []ledgerrow.Discard
 	badSession := map[string]bool{}
 	var rep RestoreReport
 
@@ -132,8 +105,8 @@ func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 			rows.Close()
 			return rep, fmt.Errorf("restore sessions: %w", err)
 		}
-		if err := checkHeader(id, hdr); err != nil {
-			bad = append(bad, discard{table: "sessions", key: id, reason: err.Error(), body: hdr, session: id})
+		if err := ledgerrow.CheckHeader(id, hdr); err != nil {
+			bad = append(bad, ledgerrow.HeaderDiscard(id, hdr, err))
 			badSession[id] = true
 			continue
 		}
@@ -151,14 +124,14 @@ func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 	// One set of scan destinations serves every row: building them per row
 	// cost as much as validating it.
 	var id string
-	var r eventRow
-	dest := append([]any{&id}, r.dest()...)
+	var r ledgerrow.EventRow
+	dest := append([]any{&id}, r.Dest()...)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return rep, fmt.Errorf("restore events: %w", err)
 		}
-		if d, ok := checkEvent(id, &r, badSession[id]); !ok {
+		if d, ok := ledgerrow.CheckEvent(id, &r, badSession[id]); !ok {
 			bad = append(bad, d)
 			continue
 		}
@@ -180,21 +153,11 @@ func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 	return rep, nil
 }
 
-func rowBody(r eventRow) string {
-	b, _ := json.Marshal(map[string]any{
-		"seq": r.seq, "at": r.at, "kind": r.kind, "tool": r.tool, "call_id": r.callID,
-		"invocation_id": r.invocationID, "role": r.role, "outcome": r.outcome, "error_kind": r.errorKind,
-		"duration_ms": r.durationMS, "text": r.text, "observed_json": r.observed,
-		"changed_json": r.changed, "facts_json": r.facts, "validation_json": r.validation, "replay_of": r.replayOf,
-	})
-	return string(b)
-}
-
 // moveAside moves the malformed rows bad to discarded_rows in one commit
 // and returns how many it moved. A row already gone (moved by a concurrent
 // check in this or another process) is skipped, so that no row is counted
 // twice.
-func (s *Store) moveAside(ctx context.Context, bad []discard) (int64, error) {
+func (s *Store) moveAside(ctx context.Context, bad []ledgerrow.Discard) (int64, error) {
 	now := s.now().UnixNano()
 	var moved int64
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -203,11 +166,11 @@ func (s *Store) moveAside(ctx context.Context, bad []discard) (int64, error) {
 		for _, d := range bad {
 			var res sql.Result
 			var err error
-			switch d.table {
+			switch d.Table {
 			case "sessions":
-				res, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE session_id = ? AND header_json = ?`, d.session, d.body)
+				res, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE session_id = ? AND header_json = ?`, d.Session, d.Body)
 			case "events":
-				res, err = tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq = ?`, d.session, d.seq)
+				res, err = tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq = ?`, d.Session, d.Seq)
 			}
 			if err != nil {
 				return err
@@ -216,17 +179,17 @@ func (s *Store) moveAside(ctx context.Context, bad []discard) (int64, error) {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO discarded_rows (table_name, row_key, reason, body, at) VALUES (?,?,?,?,?)`,
-				d.table, d.key, d.reason, d.body, now); err != nil {
+				d.Table, d.Key, d.Reason, d.Body, now); err != nil {
 				return err
 			}
 			moved++
-			switch d.table {
+			switch d.Table {
 			case "sessions":
-				if _, err := tx.ExecContext(ctx, `DELETE FROM open_calls WHERE session_id = ?`, d.session); err != nil {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM open_calls WHERE session_id = ?`, d.Session); err != nil {
 					return err
 				}
 			case "events":
-				touched[d.session] = true
+				touched[d.Session] = true
 			}
 		}
 		for id := range touched {
