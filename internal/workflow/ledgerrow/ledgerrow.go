@@ -93,7 +93,7 @@ func JSONOrEmpty(v any, empty bool) string {
 // EventArgs are the values of one events row of session id, in the order
 // of session_id, EventColumns. A text column other than session_id and
 // kind takes nil (NULL) for the empty string: the stores' INSERTs wrap
-// those placeholders in COALESCE(…, ''), so the row holds the empty
+// those placeholders in COALESCE(…, ”), so the row holds the empty
 // string, and a NULL is bound without the copy of its text a driver
 // makes for every string.
 func EventArgs(id string, e workflow.Event) []any {
@@ -105,7 +105,7 @@ func EventArgs(id string, e workflow.Event) []any {
 }
 
 // EventArgNullable reports whether EventArgs may give NULL for the value
-// at index i (its placeholder must be wrapped in COALESCE(…, '')).
+// at index i (its placeholder must be wrapped in COALESCE(…, ”)).
 func EventArgNullable(i int) bool { return i >= 4 && i != 10 }
 
 // pathsOrNull is a path list's JSON (as json.Marshal writes it), or nil
