@@ -223,3 +223,13 @@ type OutboxRow struct {
 	Seq  int64
 	Body []byte
 }
+
+// RestoreReport counts rows validated and moved aside: by a store's
+// first-use checks so far or by one full pass. Duration is the time spent
+// validating.
+type RestoreReport struct {
+	Sessions  int64
+	Events    int64
+	Discarded int64
+	Duration  time.Duration
+}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
 )
 
 //go:embed migrations/*.sql
@@ -92,13 +93,8 @@ var _ workflow.Store = (*Store)(nil)
 
 // RestoreReport counts rows validated and moved aside: by this process's
 // first-use checks so far ([Store.Restored]) or by one full pass
-// ([Store.ValidateAll]). Duration is the time spent validating.
-type RestoreReport struct {
-	Sessions  int64
-	Events    int64
-	Discarded int64
-	Duration  time.Duration
-}
+// ([Store.ValidateAll]).
+type RestoreReport = ledgerrow.RestoreReport
 
 // BehindGather is how long a batch of behind writes (read-only calls'
 // events, board and outbox upkeep) waits for more before it commits

@@ -2,9 +2,12 @@ package workflowpg
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -88,9 +91,11 @@ func (w *writer) run() {
 	}
 }
 
-// commit runs jobs in one transaction; when it fails as a whole (a job's
-// write failed in the database), each job runs again alone, so that one
-// failing write does not fail the others.
+// commit runs jobs in one transaction. When the database refused one of
+// the writes (a data or integrity error: the transaction certainly rolled
+// back), each job runs again alone, so that one failing write does not
+// fail the others; any other failure (a lost connection, a commit whose
+// answer was lost) is every job's outcome, never a second attempt.
 func (w *writer) commit(jobs []*job) {
 	outcomes := make([]error, len(jobs))
 	err := w.s.db.Tx(context.Background(), func(ctx context.Context, tx pgx.Tx) error {
@@ -108,7 +113,7 @@ func (w *writer) commit(jobs []*job) {
 		}
 		return w.s.endBatch(ctx, tx, b)
 	})
-	if err != nil && len(jobs) > 1 {
+	if len(jobs) > 1 && jobFault(err) {
 		for _, j := range jobs {
 			w.commit([]*job{j})
 		}
@@ -120,6 +125,14 @@ func (w *writer) commit(jobs []*job) {
 		}
 		w.finish(j, storeErr(outcomes[i]))
 	}
+}
+
+// jobFault reports whether err is the database refusing a write's data
+// (SQLSTATE class 22 or 23) rather than the transaction failing as a
+// whole.
+func jobFault(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23"))
 }
 
 func (w *writer) finish(j *job, err error) {

@@ -38,14 +38,10 @@ type Store struct {
 
 var _ workflow.Store = (*Store)(nil)
 
-// RestoreReport counts rows validated and moved aside, as
-// workflowdb.RestoreReport does.
-type RestoreReport struct {
-	Sessions  int64
-	Events    int64
-	Discarded int64
-	Duration  time.Duration
-}
+// RestoreReport counts rows validated and moved aside: by this process's
+// first-use checks so far ([Store.Restored]) or by one full pass
+// ([Store.ValidateAll]).
+type RestoreReport = ledgerrow.RestoreReport
 
 // OutboxRow is one evidence outbox row.
 type OutboxRow = ledgerrow.OutboxRow
