@@ -79,6 +79,9 @@ func ledgerCarriesReplays(t *testing.T, l env) {
 			Outcome: workflow.OutcomeOK, Replayed: true, ReplayOf: of})
 	row.EventsObserved = n + 2
 	data, _ := json.Marshal(lg)
+	if !strings.Contains(string(data), `"replayed":true,"replay_of":"`+of+`"`) {
+		t.Fatalf("the ledger does not say replayed: %s", data)
+	}
 	st2 := reimport(t, l, data, s)
 	evs := events(t, st2, s.ID)
 	if e := evs[len(evs)-1]; !e.Replayed || e.ReplayOf != of {
@@ -116,12 +119,31 @@ func ledgerImportRejects(t *testing.T, l env) {
 		kind failure.Kind
 		msg  string
 	}{
+		{"ErrOldVersion", func(d, r map[string]any) { d["version"] = 1 }, failure.InvalidLedger, "version 1 is not supported"},
+		// Marshalled with sorted keys, "version" follows "sessions": a
+		// row it cannot read still reports the version.
+		{"ErrOldVersionBadRow", func(d, r map[string]any) { d["version"] = 1; r["mode"] = "inspect" }, failure.InvalidLedger, "version 1 is not supported"},
+		{"ErrUnknownTop", func(d, r map[string]any) { d["extra"] = 1 }, failure.InvalidLedger, `unknown top-level member "extra"`},
+		{"ErrUnknownMember", func(d, r map[string]any) { r["surprise"] = true }, failure.InvalidLedger, "row 2"},
 		{"ErrInspectMode", func(d, r map[string]any) { r["mode"] = "inspect" }, failure.InvalidLedger, "row 2"},
+		{"ErrMissingFP", func(d, r map[string]any) { delete(r, "owner_authority_fingerprint") }, failure.InvalidLedger, `missing member "owner_authority_fingerprint"`},
+		{"ErrMissingEvents", func(d, r map[string]any) { delete(r, "events") }, failure.InvalidLedger, `missing member "events"`},
 		{"ErrBadEventKind", func(d, r map[string]any) {
 			r["events"].([]any)[0].(map[string]any)["kind"] = "nope"
 		}, failure.InvalidLedger, "row 2"},
+		{"ErrEventUnknownMember", func(d, r map[string]any) {
+			r["events"].([]any)[0].(map[string]any)["stdout"] = "x"
+		}, failure.InvalidLedger, "row 2"},
+		{"ErrReplayedWithoutOriginal", func(d, r map[string]any) {
+			r["events"].([]any)[0].(map[string]any)["replayed"] = true
+		}, failure.InvalidLedger, "replayed: set exactly when replay_of names the original"},
+		{"ErrReplayNotAFinish", func(d, r map[string]any) {
+			e := r["events"].([]any)[0].(map[string]any)
+			e["replayed"], e["replay_of"] = true, "wc_msg_0123456789abcdef0123456789abcdef"
+		}, failure.InvalidLedger, "replayed: only on a tool_call_finished with outcome ok"},
 		{"ErrUnregisteredProject", func(d, r map[string]any) { r["project"] = "agent:local:elsewhere" }, failure.UnknownProject, `project "agent:local:elsewhere" is not registered`},
 		{"ErrEventsObservedContradicted", func(d, r map[string]any) { r["events_observed"] = 5 }, failure.InvalidLedger, "events_observed is 5 but 2 events are retained"},
+		{"ErrTruncatedContradicted", func(d, r map[string]any) { r["retention_truncated"] = true }, failure.InvalidLedger, "retention_truncated is true"},
 		{"ErrDuplicateID", func(d, r map[string]any) {
 			r["session_id"] = d["sessions"].([]any)[0].(map[string]any)["session_id"]
 		}, failure.Conflict, "earlier in this ledger"},
@@ -135,13 +157,20 @@ func ledgerImportRejects(t *testing.T, l env) {
 			unchanged(t, target)
 		})
 	}
+	t.Run("ErrNotJSON", func(t *testing.T) {
+		if _, err := importLedger(target, "[1,2"); failure.KindOf(err) != failure.InvalidLedger {
+			t.Fatalf("got %v", err)
+		}
+		unchanged(t, target)
+	})
 	t.Run("ErrTruncatedDocument", func(t *testing.T) {
 		if _, err := importLedger(target, string(data[:len(data)-3])); failure.KindOf(err) != failure.InvalidLedger {
 			t.Fatalf("got %v", err)
 		}
 		unchanged(t, target)
 	})
-	if n, err := importLedger(target, string(data)); err != nil || n != 2 {
-		t.Fatalf("the unchanged ledger after the refusals: n=%d %v", n, err)
+	// A member kept for compatibility is accepted.
+	if n, err := importLedger(target, mutate(func(d, r map[string]any) { r["context_revision"] = 7 })); err != nil || n != 2 {
+		t.Fatalf("n=%d err=%v", n, err)
 	}
 }

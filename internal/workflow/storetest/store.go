@@ -119,6 +119,17 @@ func claimCheck(t *testing.T, l env) {
 	if diff := cmp.Diff(want, v.Reasons); diff != "" {
 		t.Fatalf("reasons (-want +got):\n%s", diff)
 	}
+	// One read judged under two checks gives each its own keys.
+	c := svc.ReadClaim(ctx, ro.ID)
+	rec := c.Check(workflow.Check{Fingerprint: owner, Project: proj, Mutate: true})
+	bus := c.Check(workflow.Check{Fingerprint: owner, Mutate: true, Write: true})
+	if !rec.Verified() || bus.Verified() || bus.Kind() != failure.SessionGuardDenied {
+		t.Fatalf("recorder %+v, business %+v", rec, bus)
+	}
+	wantKeys := []evidence.CheckKey{evidence.KeyRegistration, evidence.KeyAuthority, evidence.KeyLifecycle, evidence.KeyGuard}
+	if diff := cmp.Diff(wantKeys, bus.Checked); diff != "" {
+		t.Fatalf("business checked keys (-want +got):\n%s", diff)
+	}
 }
 
 func tailRetention(t *testing.T, l env) {
@@ -150,6 +161,9 @@ func tailRetention(t *testing.T, l env) {
 	all := events(t, st, s.ID)
 	if len(all) != workflow.TailLimit || all[0].Seq != got.EventsObserved-workflow.TailLimit+1 || all[len(all)-1].Seq != got.EventsObserved {
 		t.Fatalf("retained %d events seq %d..%d, want %d ending at %d", len(all), all[0].Seq, all[len(all)-1].Seq, workflow.TailLimit, got.EventsObserved)
+	}
+	if _, def, _ := svc.Summary(ctx, s.ID, 0); len(def) != workflow.SummaryDefault {
+		t.Fatalf("default summary %d events, want %d", len(def), workflow.SummaryDefault)
 	}
 	if status, _ := st.Status(ctx); status.Events != workflow.TailLimit {
 		t.Fatalf("status events %d, want %d", status.Events, workflow.TailLimit)
