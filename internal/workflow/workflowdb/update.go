@@ -51,7 +51,7 @@ func (s *Store) Create(ctx context.Context, sess workflow.Session, events []work
 	if err != nil {
 		return workflow.Session{}, nil, storeErr(err)
 	}
-	s.checked.Store(sess.ID, struct{}{}) // written validated
+	s.checks.Mark(sess.ID) // written validated
 	return sess, out, nil
 }
 

@@ -44,28 +44,15 @@ func (s *Store) Import(ctx context.Context, next func() (workflow.LedgerRow, err
 		return 0, storeErr(err)
 	}
 	for _, id := range ids {
-		s.checked.Store(id, struct{}{}) // validated by importRow
+		s.checks.Mark(id) // validated by importRow
 	}
 	return n, nil
 }
 
 // importRow checks one imported session again and inserts it in tx.
 func (s *Store) importRow(ctx context.Context, tx pgx.Tx, sess workflow.Session, events []workflow.Event) error {
-	if err := workflow.ValidateSession(sess); err != nil {
-		return failure.New(failure.InvalidLedger, "session: %v", err)
-	}
-	if len(events) > workflow.TailLimit {
-		return failure.New(failure.InvalidLedger, "session %s holds more than %d events", sess.ID, workflow.TailLimit)
-	}
-	var last int64
-	for _, e := range events {
-		if err := workflow.ValidateEvent(e); err != nil {
-			return failure.New(failure.InvalidLedger, "event %d: %v", e.Seq, err)
-		}
-		if e.Seq <= last || e.Seq > sess.EventsObserved {
-			return failure.New(failure.InvalidLedger, "event seq %d out of order or beyond events_observed", e.Seq)
-		}
-		last = e.Seq
+	if err := ledgerrow.CheckImported(sess, events); err != nil {
+		return err
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO workflow.sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (session_id) DO NOTHING`,

@@ -14,32 +14,10 @@ import (
 
 // check validates session id's header and retained events the first time
 // this process uses the session, and moves malformed rows to
-// discarded_rows before any of them could be served, as workflowdb's check
-// does (the same judgement: ledgerrow). Later calls cost one map lookup.
+// discarded_rows before any of them could be served, as workflowdb's
+// check does (the same judgement: ledgerrow).
 func (s *Store) check(ctx context.Context, id string) error {
-	if _, ok := s.checked.Load(id); ok {
-		return nil
-	}
-	start := time.Now()
-	bad, sessions, events, err := s.scanSession(ctx, id)
-	if err != nil {
-		return err
-	}
-	if sessions == 0 && len(bad) == 0 {
-		return nil // no such session: nothing to check, nothing to remember
-	}
-	var moved int64
-	if len(bad) > 0 {
-		if moved, err = s.moveAside(ctx, bad); err != nil {
-			return err
-		}
-	}
-	s.checked.Store(id, struct{}{})
-	s.report.sessions.Add(sessions)
-	s.report.events.Add(events)
-	s.report.discarded.Add(moved)
-	s.report.nanos.Add(int64(time.Since(start)))
-	return nil
+	return s.checks.Check(ctx, id, s.scanSession, s.moveAside)
 }
 
 // scanSession reads one session's rows and returns the malformed ones and
@@ -51,36 +29,21 @@ func (s *Store) scanSession(ctx context.Context, id string) (bad []ledgerrow.Dis
 		return nil, 0, 0, nil
 	}
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("check session %s: %w", id, err)
+		return nil, 0, 0, err
 	}
-	headerBad := false
-	if herr := ledgerrow.CheckHeader(id, hdr); herr != nil {
+	herr := ledgerrow.CheckHeader(id, hdr)
+	if herr != nil {
 		bad = append(bad, ledgerrow.HeaderDiscard(id, hdr, herr))
-		headerBad = true
 	} else {
 		sessions = 1
 	}
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+ledgerrow.EventColumns+` FROM workflow.events WHERE session_id = $1`, id)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("check events of %s: %w", id, err)
+		return nil, 0, 0, err
 	}
 	defer rows.Close()
-	var r ledgerrow.EventRow
-	dest := r.Dest()
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, 0, 0, fmt.Errorf("check events of %s: %w", id, err)
-		}
-		if d, ok := ledgerrow.CheckEvent(id, &r, headerBad); !ok {
-			bad = append(bad, d)
-			continue
-		}
-		events++
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, 0, fmt.Errorf("check events of %s: %w", id, err)
-	}
-	return bad, sessions, events, nil
+	evBad, events, err := ledgerrow.ScanEvents(rows, id, func(string) bool { return herr != nil })
+	return append(bad, evBad...), sessions, events, err
 }
 
 // ValidateAll validates every row of the ledger in one scan and moves
@@ -88,59 +51,34 @@ func (s *Store) scanSession(ctx context.Context, id string) (bad []ledgerrow.Dis
 // operator's full check).
 func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 	start := time.Now()
-	var bad []ledgerrow.Discard
-	badSession := map[string]bool{}
 	var rep RestoreReport
 	rows, err := s.db.Pool.Query(ctx, `SELECT session_id, header_json FROM workflow.sessions`)
 	if err != nil {
 		return rep, fmt.Errorf("restore sessions: %w", err)
 	}
-	for rows.Next() {
-		var id, hdr string
-		if err := rows.Scan(&id, &hdr); err != nil {
-			rows.Close()
-			return rep, fmt.Errorf("restore sessions: %w", err)
-		}
-		if err := ledgerrow.CheckHeader(id, hdr); err != nil {
-			bad = append(bad, ledgerrow.HeaderDiscard(id, hdr, err))
-			badSession[id] = true
-			continue
-		}
-		rep.Sessions++
-	}
+	bad, badSession, valid, err := ledgerrow.ScanHeaders(rows)
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return rep, fmt.Errorf("restore sessions: %w", err)
 	}
+	rep.Sessions = valid
 	rows, err = s.db.Pool.Query(ctx, `SELECT session_id, `+ledgerrow.EventColumns+` FROM workflow.events`)
 	if err != nil {
 		return rep, fmt.Errorf("restore events: %w", err)
 	}
-	var id string
-	var r ledgerrow.EventRow
-	dest := append([]any{&id}, r.Dest()...)
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			rows.Close()
-			return rep, fmt.Errorf("restore events: %w", err)
-		}
-		if d, ok := ledgerrow.CheckEvent(id, &r, badSession[id]); !ok {
-			bad = append(bad, d)
-			continue
-		}
-		rep.Events++
-	}
+	evBad, valid, err := ledgerrow.ScanEvents(rows, "", func(id string) bool { return badSession[id] })
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return rep, fmt.Errorf("restore events: %w", err)
 	}
-	if len(bad) > 0 {
+	rep.Events = valid
+	if bad = append(bad, evBad...); len(bad) > 0 {
 		n, err := s.moveAside(ctx, bad)
 		if err != nil {
 			return rep, err
 		}
 		rep.Discarded = n
-		s.report.discarded.Add(n)
+		s.checks.Discarded(n)
 	}
 	rep.Duration = time.Since(start)
 	return rep, nil

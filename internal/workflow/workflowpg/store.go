@@ -2,8 +2,6 @@ package workflowpg
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -23,12 +21,8 @@ type Store struct {
 	now func() time.Time
 	// inst is this process's claim on the ledger (instance.go).
 	inst *instance
-	// checked holds the ids of sessions this process has validated (or
-	// written itself); see check.
-	checked sync.Map
-	report  struct {
-		sessions, events, discarded, nanos atomic.Int64
-	}
+	// checks are this process's first-use validations (see check).
+	checks ledgerrow.Checks
 	// w is the writer of behind writes (behind.go).
 	w writer
 	// unrecorded is the number of reads acknowledged by dead processes
@@ -83,8 +77,7 @@ func (s *Store) Close() error {
 // Restored reports what this process's first-use checks have validated and
 // moved aside so far (rows moved by ValidateAll are in Discarded too).
 func (s *Store) Restored() RestoreReport {
-	return RestoreReport{Sessions: s.report.sessions.Load(), Events: s.report.events.Load(),
-		Discarded: s.report.discarded.Load(), Duration: time.Duration(s.report.nanos.Load())}
+	return s.checks.Report()
 }
 
 // Shared reports true: several replicas may serve one database, so this

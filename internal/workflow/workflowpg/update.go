@@ -70,7 +70,7 @@ func (s *Store) Create(ctx context.Context, sess workflow.Session, events []work
 	if err != nil {
 		return workflow.Session{}, nil, storeErr(err)
 	}
-	s.checked.Store(cp.ID, struct{}{}) // written validated
+	s.checks.Mark(cp.ID) // written validated
 	return cp, out, nil
 }
 
