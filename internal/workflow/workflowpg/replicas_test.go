@@ -269,34 +269,45 @@ func behindRead(t *testing.T, st *Store, id, call string, done chan<- error) {
 
 // TestBehindWritesShareATransaction: the behind writes queued while the
 // writer commits share its next transaction (their rows carry one xmin),
-// as the SQLite writer batches them.
+// as the SQLite writer batches them, at most BatchMax of them.
 func TestBehindWritesShareATransaction(t *testing.T) {
 	ctx := context.Background()
 	admin, st := replicas(t, 1)
 	s := startSession(t, st[0])
 	release := holdSession(t, admin, s.ID)
-	done := make(chan error, 5)
+	done := make(chan error, BatchMax+2)
 	behindRead(t, st[0], s.ID, "call_0", done)
 	waitForLockWait(t, admin, done) // the writer has taken call_0 and waits
-	for i := 1; i < 5; i++ {
-		behindRead(t, st[0], s.ID, fmt.Sprint("call_", i), done)
+	var first []string
+	for i := 1; i <= BatchMax+1; i++ {
+		call := fmt.Sprint("call_", i)
+		behindRead(t, st[0], s.ID, call, done)
+		if i <= BatchMax {
+			first = append(first, call)
+		}
 	}
 	release()
 	if err := st[0].Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for range 5 {
+	for range BatchMax + 2 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 	}
-	var txs int
-	if err := admin.Pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM workflow.events
-		WHERE session_id = $1 AND call_id IN ('call_1', 'call_2', 'call_3', 'call_4')`, s.ID).Scan(&txs); err != nil {
-		t.Fatal(err)
+	txs := func(calls []string) (n int) {
+		t.Helper()
+		if err := admin.Pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM workflow.events
+			WHERE session_id = $1 AND call_id = ANY($2)`, s.ID, calls).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
-	if txs != 1 {
-		t.Fatalf("the four reads queued behind a commit took %d transactions, want 1", txs)
+	if n := txs(first); n != 1 {
+		t.Fatalf("the first BatchMax reads queued behind a commit took %d transactions, want 1", n)
+	}
+	if n := txs(append(first, fmt.Sprint("call_", BatchMax+1))); n != 2 {
+		t.Fatalf("BatchMax+1 reads took %d transactions, want 2 (a batch holds at most BatchMax)", n)
 	}
 }
 
