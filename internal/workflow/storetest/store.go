@@ -15,7 +15,7 @@ import (
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 func lifecycle(t *testing.T, l env) {
@@ -184,7 +184,7 @@ func restoreExactAndDiscardsMalformed(t *testing.T, l env) {
 	st.Close()
 
 	st2 := l.Open(t)
-	if rep := st2.Restored(); rep != (ledgerrow.RestoreReport{}) {
+	if rep := st2.Restored(); rep != (workflowrow.RestoreReport{}) {
 		t.Fatalf("open checked rows: %+v", rep)
 	}
 	if status, _ := st2.Status(ctx); status.DiscardedRows != 0 || status.Sessions != 2 {
@@ -411,12 +411,12 @@ func claimedHeaderMustBeStored(t *testing.T, l env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hdr := ledgerrow.EncodeHeader(committed)
+	hdr := workflowrow.EncodeHeader(committed)
 	if err := st.AppendCall(ctx, s.ID, call(workflow.EventToolCallStarted), workflow.CallWrite{Claimed: hdr}); err != nil {
 		t.Fatalf("claimed header still stored: %v", err)
 	}
 	committed, _ = st.GetCommitted(ctx, s.ID)
-	hdr = ledgerrow.EncodeHeader(committed)
+	hdr = workflowrow.EncodeHeader(committed)
 	other := l.Open(t)
 	if _, err := workflow.NewService(other, nil).Continue(ctx, s.ID, "and the docs", ""); err != nil {
 		t.Fatal(err)

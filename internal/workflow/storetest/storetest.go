@@ -10,7 +10,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // Store is a workflow.Store with the extras the composition root uses.
@@ -19,10 +19,10 @@ type Store interface {
 	GetCommitted(ctx context.Context, id string) (workflow.Session, error)
 	Flush(ctx context.Context) error
 	QueueRecord(ctx context.Context, body []byte, done func(error)) error
-	Outbox(ctx context.Context, after int64, limit int) ([]ledgerrow.OutboxRow, error)
+	Outbox(ctx context.Context, after int64, limit int) ([]workflowrow.OutboxRow, error)
 	TrimOutbox(ctx context.Context, upTo int64) error
-	Restored() ledgerrow.RestoreReport
-	ValidateAll(ctx context.Context) (ledgerrow.RestoreReport, error)
+	Restored() workflowrow.RestoreReport
+	ValidateAll(ctx context.Context) (workflowrow.RestoreReport, error)
 	// Close may be called more than once.
 	Close() error
 }

@@ -6,16 +6,16 @@ import (
 	"strings"
 
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
-const eventColumns = ledgerrow.EventColumns
+const eventColumns = workflowrow.EventColumns
 
-// eventRowArgs is the number of values of one events row (ledgerrow.EventArgs), and
+// eventRowArgs is the number of values of one events row (workflowrow.EventArgs), and
 // maxEventRowsPerInsert the most rows one INSERT of insertEvents binds:
 // SQLite binds at most 32,766 values per statement.
 const (
-	eventRowArgs          = ledgerrow.EventArgCount
+	eventRowArgs          = workflowrow.EventArgCount
 	maxEventRowsPerInsert = 32766 / eventRowArgs
 )
 
@@ -44,7 +44,7 @@ func insertEventRows(ctx context.Context, tx *sql.Tx, id string, evs []workflow.
 			q.WriteString(",")
 		}
 		q.WriteString(eventValues)
-		args = append(args, ledgerrow.EventArgs(id, e)...)
+		args = append(args, workflowrow.EventArgs(id, e)...)
 	}
 	_, err := tx.ExecContext(ctx, q.String(), args...)
 	return err
@@ -52,6 +52,6 @@ func insertEventRows(ctx context.Context, tx *sql.Tx, id string, evs []workflow.
 
 // eventValues are the placeholders of one events row, in the order of
 // session_id, eventColumns. A text column other than session_id and kind
-// takes NULL for the empty string (see ledgerrow.EventArgs).
+// takes NULL for the empty string (see workflowrow.EventArgs).
 const eventValues = `(?,?,?,?,COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),?,` +
 	`COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''),COALESCE(?,''))`

@@ -12,7 +12,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 func getHeader(ctx context.Context, q interface {
@@ -59,7 +59,7 @@ func scanHeaderWith(cache *sync.Map, row *sql.Row, id string) (workflow.Session,
 			return copySession(d.sess), retained, nil
 		}
 	}
-	sess, err := ledgerrow.DecodeHeader([]byte(hdr))
+	sess, err := workflowrow.DecodeHeader([]byte(hdr))
 	if err != nil {
 		// The first-use check moved malformed headers aside; one appearing
 		// later is a store fault, not a caller error.
@@ -88,7 +88,7 @@ func (s *Store) rememberHeader(id, hdr string, sess workflow.Session, retained i
 	s.headers.Store(id, &decodedHeader{json: hdr, sess: d, retained: retained})
 }
 
-// asDecoded is what decodeHeader returns from ledgerrow.EncodeHeader(sess), sharing
+// asDecoded is what decodeHeader returns from workflowrow.EncodeHeader(sess), sharing
 // nothing with sess, and true; false when that is not known without
 // decoding. JSON keeps an instant and its offset but not its Location, and
 // replaces invalid UTF-8, so only times in UTC and valid strings qualify;

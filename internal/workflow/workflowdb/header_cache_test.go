@@ -9,11 +9,11 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // TestAsDecodedEqualsTheDecodedHeader checks asDecoded against
-// ledgerrow.DecodeHeader(ledgerrow.EncodeHeader(s)) for sessions whose decoding it claims to
+// workflowrow.DecodeHeader(workflowrow.EncodeHeader(s)) for sessions whose decoding it claims to
 // know, and that it refuses those it cannot know (a zone other than UTC,
 // invalid UTF-8).
 func TestAsDecodedEqualsTheDecodedHeader(t *testing.T) {
@@ -36,7 +36,7 @@ func TestAsDecodedEqualsTheDecodedHeader(t *testing.T) {
 	for name, change := range known {
 		s := base
 		change(&s)
-		want, err := ledgerrow.DecodeHeader([]byte(ledgerrow.EncodeHeader(s)))
+		want, err := workflowrow.DecodeHeader([]byte(workflowrow.EncodeHeader(s)))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -87,7 +87,7 @@ func TestHeaderCacheHoldsTheStoredHeader(t *testing.T) {
 			t.Fatalf("%s: no cached header", step)
 		}
 		d := v.(*decodedHeader)
-		want, err := ledgerrow.DecodeHeader([]byte(hdr))
+		want, err := workflowrow.DecodeHeader([]byte(hdr))
 		if err != nil {
 			t.Fatal(err)
 		}

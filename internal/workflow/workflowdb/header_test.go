@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // headerSample is a session header as the store writes them.
@@ -57,7 +57,7 @@ func TestEncodeHeaderIsJSONMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if got := ledgerrow.EncodeHeader(s); got != string(want) {
+		if got := workflowrow.EncodeHeader(s); got != string(want) {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
 		}
 	}
@@ -79,7 +79,7 @@ func FuzzEncodeHeader(f *testing.F) {
 		if err != nil {
 			t.Skip(err)
 		}
-		if got := ledgerrow.EncodeHeader(s); got != string(want) {
+		if got := workflowrow.EncodeHeader(s); got != string(want) {
 			t.Fatalf("got %s\nwant %s", got, want)
 		}
 	})

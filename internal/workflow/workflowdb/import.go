@@ -7,7 +7,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // Import implements workflow.Store.
@@ -48,7 +48,7 @@ func (s *Store) Import(ctx context.Context, next func() (workflow.LedgerRow, err
 
 // importRow checks one imported session again and inserts it in tx.
 func (s *Store) importRow(ctx context.Context, tx *sql.Tx, sess workflow.Session, events []workflow.Event) error {
-	if err := ledgerrow.CheckImported(sess, events); err != nil {
+	if err := workflowrow.CheckImported(sess, events); err != nil {
 		return err
 	}
 	var n int
@@ -67,6 +67,6 @@ func (s *Store) importRow(ctx context.Context, tx *sql.Tx, sess workflow.Session
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json) VALUES (?,?,?,?,?,?,?)`,
-		sess.ID, sess.Project, sess.OwnerFingerprint, string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), len(events), ledgerrow.EncodeHeader(sess))
+		sess.ID, sess.Project, sess.OwnerFingerprint, string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), len(events), workflowrow.EncodeHeader(sess))
 	return err
 }

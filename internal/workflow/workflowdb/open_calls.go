@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // trackCalls keeps open_calls in step with appended events: a started
 // event opens its call and a finished event closes it, unless both are in
 // the same append (the call was never open in a durable state).
 func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Event) error {
-	both := ledgerrow.PairedCalls(evs)
+	both := workflowrow.PairedCalls(evs)
 	// A transaction's statement lives until it is closed or the
 	// transaction ends: bind each at most once per append and close it, so
 	// that a long transaction (an import) does not accumulate them.

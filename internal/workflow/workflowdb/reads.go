@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // Get implements workflow.Store.
@@ -97,7 +97,7 @@ func (s *Store) List(ctx context.Context, f workflow.ListFilter) ([]workflow.Ses
 	if err != nil {
 		return nil, 0, storeErr(err)
 	}
-	out, bad, err := ledgerrow.ScanListed(rows)
+	out, bad, err := workflowrow.ScanListed(rows)
 	if err != nil {
 		rows.Close()
 		return nil, 0, storeErr(err)
@@ -127,6 +127,6 @@ func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Ev
 		return nil, storeErr(err)
 	}
 	defer rows.Close()
-	out, err := ledgerrow.ScanTail(rows)
+	out, err := workflowrow.ScanTail(rows)
 	return out, storeErr(err)
 }

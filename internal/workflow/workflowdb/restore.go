@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // check validates session id's header and retained events the first time
@@ -22,7 +22,7 @@ func (s *Store) check(ctx context.Context, id string) error {
 // scanSession reads one session's rows and returns the malformed ones and
 // the counts of valid headers (0 or 1) and events. A session with no row
 // has nothing to check.
-func (s *Store) scanSession(ctx context.Context, id string) (bad []ledgerrow.Discard, sessions, events int64, err error) {
+func (s *Store) scanSession(ctx context.Context, id string) (bad []workflowrow.Discard, sessions, events int64, err error) {
 	var hdr string
 	err = s.db.Read.QueryRowContext(ctx, `SELECT header_json FROM sessions WHERE session_id = ?`, id).Scan(&hdr)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -31,9 +31,9 @@ func (s *Store) scanSession(ctx context.Context, id string) (bad []ledgerrow.Dis
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	herr := ledgerrow.CheckHeader(id, hdr)
+	herr := workflowrow.CheckHeader(id, hdr)
 	if herr != nil {
-		bad = append(bad, ledgerrow.HeaderDiscard(id, hdr, herr))
+		bad = append(bad, workflowrow.HeaderDiscard(id, hdr, herr))
 	} else {
 		sessions = 1
 	}
@@ -42,7 +42,7 @@ func (s *Store) scanSession(ctx context.Context, id string) (bad []ledgerrow.Dis
 		return nil, 0, 0, err
 	}
 	defer rows.Close()
-	evBad, events, err := ledgerrow.ScanEvents(rows, id, func(string) bool { return herr != nil })
+	evBad, events, err := workflowrow.ScanEvents(rows, id, func(string) bool { return herr != nil })
 	return append(bad, evBad...), sessions, events, err
 }
 
@@ -59,7 +59,7 @@ func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("restore sessions: %w", err)
 	}
-	bad, badSession, valid, err := ledgerrow.ScanHeaders(rows)
+	bad, badSession, valid, err := workflowrow.ScanHeaders(rows)
 	rows.Close()
 	if err != nil {
 		return rep, fmt.Errorf("restore sessions: %w", err)
@@ -69,7 +69,7 @@ func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("restore events: %w", err)
 	}
-	evBad, valid, err := ledgerrow.ScanEvents(rows, "", func(id string) bool { return badSession[id] })
+	evBad, valid, err := workflowrow.ScanEvents(rows, "", func(id string) bool { return badSession[id] })
 	rows.Close()
 	if err != nil {
 		return rep, fmt.Errorf("restore events: %w", err)
@@ -91,7 +91,7 @@ func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 // and returns how many it moved. A row already gone (moved by a concurrent
 // check in this or another process) is skipped, so that no row is counted
 // twice.
-func (s *Store) moveAside(ctx context.Context, bad []ledgerrow.Discard) (int64, error) {
+func (s *Store) moveAside(ctx context.Context, bad []workflowrow.Discard) (int64, error) {
 	now := s.now().UnixNano()
 	var moved int64
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {

@@ -26,7 +26,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 //go:embed migrations/*.sql
@@ -39,7 +39,7 @@ type Store struct {
 	// inst is this process's claim on the ledger; open calls carry it.
 	inst *instance
 	// checks are this process's first-use validations (see check).
-	checks ledgerrow.Checks
+	checks workflowrow.Checks
 	// board holds the message board's writer statements (messages.go).
 	board boardStatements
 	// boardReads puts the board's fixed read queries in the read pool's
@@ -88,7 +88,7 @@ var _ workflow.Store = (*Store)(nil)
 // RestoreReport counts rows validated and moved aside: by this process's
 // first-use checks so far ([Store.Restored]) or by one full pass
 // ([Store.ValidateAll]).
-type RestoreReport = ledgerrow.RestoreReport
+type RestoreReport = workflowrow.RestoreReport
 
 // BehindGather is how long a batch of behind writes (read-only calls'
 // events, board and outbox upkeep) waits for more before it commits

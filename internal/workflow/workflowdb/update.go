@@ -9,7 +9,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // Create implements workflow.Store.
@@ -42,7 +42,7 @@ func (s *Store) Create(ctx context.Context, sess workflow.Session, events []work
 			retained -= int64(drop)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json) VALUES (?,?,?,?,?,?,?)`,
-			cp.ID, cp.Project, cp.OwnerFingerprint, string(cp.Lifecycle), cp.UpdatedAt.UnixNano(), retained, ledgerrow.EncodeHeader(cp)); err != nil {
+			cp.ID, cp.Project, cp.OwnerFingerprint, string(cp.Lifecycle), cp.UpdatedAt.UnixNano(), retained, workflowrow.EncodeHeader(cp)); err != nil {
 			return err
 		}
 		sess, out = cp, evs
@@ -141,7 +141,7 @@ func (s *Store) updateTx(id string, fn workflow.UpdateFunc, known bool, claimed 
 			return err
 		}
 		retained += int64(len(evs)) - trimmed
-		hdr := ledgerrow.EncodeHeader(sess)
+		hdr := workflowrow.EncodeHeader(sess)
 		if _, err := tx.StmtContext(ctx, s.stmts.updateHeader).ExecContext(ctx,
 			string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, hdr, id); err != nil {
 			return err
@@ -182,7 +182,7 @@ func (s *Store) appendKnown(ctx context.Context, tx *sql.Tx, id string, fn workf
 	}
 	evs, drop := workflow.Apply(&sess, events, now, int(d.retained))
 	retained := d.retained + int64(len(evs)) - int64(drop)
-	hdr := ledgerrow.EncodeHeader(sess)
+	hdr := workflowrow.EncodeHeader(sess)
 	res, err := tx.StmtContext(ctx, s.stmts.updateKnown).ExecContext(ctx,
 		string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, hdr, id, d.json, d.retained)
 	if err != nil {
@@ -218,7 +218,7 @@ func (s *Store) writeEvents(ctx context.Context, tx *sql.Tx, id string, sess wor
 		// costs less than compiling a multi-row INSERT.
 		insert := tx.StmtContext(ctx, s.stmts.insertEvent)
 		for _, e := range evs {
-			if _, err := insert.ExecContext(ctx, ledgerrow.EventArgs(id, e)...); err != nil {
+			if _, err := insert.ExecContext(ctx, workflowrow.EventArgs(id, e)...); err != nil {
 				return 0, err
 			}
 		}

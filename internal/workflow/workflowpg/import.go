@@ -8,7 +8,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // Import implements workflow.Store. A row carrying a restored board is
@@ -51,12 +51,12 @@ func (s *Store) Import(ctx context.Context, next func() (workflow.LedgerRow, err
 
 // importRow checks one imported session again and inserts it in tx.
 func (s *Store) importRow(ctx context.Context, tx pgx.Tx, sess workflow.Session, events []workflow.Event) error {
-	if err := ledgerrow.CheckImported(sess, events); err != nil {
+	if err := workflowrow.CheckImported(sess, events); err != nil {
 		return err
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO workflow.sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (session_id) DO NOTHING`,
-		sess.ID, sess.Project, sess.OwnerFingerprint, string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), len(events), ledgerrow.EncodeHeader(sess))
+		sess.ID, sess.Project, sess.OwnerFingerprint, string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), len(events), workflowrow.EncodeHeader(sess))
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // Get implements workflow.Store.
@@ -36,7 +36,7 @@ func (s *Store) GetCommitted(ctx context.Context, id string) (workflow.Session, 
 	if err != nil {
 		return workflow.Session{}, storeErr(err)
 	}
-	sess, err := ledgerrow.DecodeHeader([]byte(hdr))
+	sess, err := workflowrow.DecodeHeader([]byte(hdr))
 	if err != nil {
 		return workflow.Session{}, storeErr(fmt.Errorf("session %s: %v", id, err))
 	}
@@ -69,7 +69,7 @@ func (s *Store) List(ctx context.Context, f workflow.ListFilter) ([]workflow.Ses
 	if err != nil {
 		return nil, 0, storeErr(err)
 	}
-	out, bad, err := ledgerrow.ScanListed(rows)
+	out, bad, err := workflowrow.ScanListed(rows)
 	if err != nil {
 		rows.Close()
 		return nil, 0, storeErr(err)
@@ -94,12 +94,12 @@ func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Ev
 	if err := s.check(ctx, id); err != nil {
 		return nil, storeErr(err)
 	}
-	rows, err := s.db.Pool.Query(ctx, `SELECT `+ledgerrow.EventColumns+` FROM workflow.events WHERE session_id = $1 ORDER BY seq DESC LIMIT $2`, id, limit)
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+workflowrow.EventColumns+` FROM workflow.events WHERE session_id = $1 ORDER BY seq DESC LIMIT $2`, id, limit)
 	if err != nil {
 		return nil, storeErr(err)
 	}
 	defer rows.Close()
-	out, err := ledgerrow.ScanTail(rows)
+	out, err := workflowrow.ScanTail(rows)
 	return out, storeErr(err)
 }
 

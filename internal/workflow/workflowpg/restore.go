@@ -9,20 +9,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // check validates session id's header and retained events the first time
 // this process uses the session, and moves malformed rows to
 // discarded_rows before any of them could be served, as workflowdb's
-// check does (the same judgement: ledgerrow).
+// check does (the same judgement: workflowrow).
 func (s *Store) check(ctx context.Context, id string) error {
 	return s.checks.Check(ctx, id, s.scanSession, s.moveAside)
 }
 
 // scanSession reads one session's rows and returns the malformed ones and
 // the counts of valid headers (0 or 1) and events.
-func (s *Store) scanSession(ctx context.Context, id string) (bad []ledgerrow.Discard, sessions, events int64, err error) {
+func (s *Store) scanSession(ctx context.Context, id string) (bad []workflowrow.Discard, sessions, events int64, err error) {
 	var hdr string
 	err = s.db.Pool.QueryRow(ctx, `SELECT header_json FROM workflow.sessions WHERE session_id = $1`, id).Scan(&hdr)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -31,18 +31,18 @@ func (s *Store) scanSession(ctx context.Context, id string) (bad []ledgerrow.Dis
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	herr := ledgerrow.CheckHeader(id, hdr)
+	herr := workflowrow.CheckHeader(id, hdr)
 	if herr != nil {
-		bad = append(bad, ledgerrow.HeaderDiscard(id, hdr, herr))
+		bad = append(bad, workflowrow.HeaderDiscard(id, hdr, herr))
 	} else {
 		sessions = 1
 	}
-	rows, err := s.db.Pool.Query(ctx, `SELECT `+ledgerrow.EventColumns+` FROM workflow.events WHERE session_id = $1`, id)
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+workflowrow.EventColumns+` FROM workflow.events WHERE session_id = $1`, id)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	defer rows.Close()
-	evBad, events, err := ledgerrow.ScanEvents(rows, id, func(string) bool { return herr != nil })
+	evBad, events, err := workflowrow.ScanEvents(rows, id, func(string) bool { return herr != nil })
 	return append(bad, evBad...), sessions, events, err
 }
 
@@ -56,17 +56,17 @@ func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("restore sessions: %w", err)
 	}
-	bad, badSession, valid, err := ledgerrow.ScanHeaders(rows)
+	bad, badSession, valid, err := workflowrow.ScanHeaders(rows)
 	rows.Close()
 	if err != nil {
 		return rep, fmt.Errorf("restore sessions: %w", err)
 	}
 	rep.Sessions = valid
-	rows, err = s.db.Pool.Query(ctx, `SELECT session_id, `+ledgerrow.EventColumns+` FROM workflow.events`)
+	rows, err = s.db.Pool.Query(ctx, `SELECT session_id, `+workflowrow.EventColumns+` FROM workflow.events`)
 	if err != nil {
 		return rep, fmt.Errorf("restore events: %w", err)
 	}
-	evBad, valid, err := ledgerrow.ScanEvents(rows, "", func(id string) bool { return badSession[id] })
+	evBad, valid, err := workflowrow.ScanEvents(rows, "", func(id string) bool { return badSession[id] })
 	rows.Close()
 	if err != nil {
 		return rep, fmt.Errorf("restore events: %w", err)
@@ -90,7 +90,7 @@ func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 // replica does not interleave with the recount of retained. A row
 // already gone (moved by a concurrent check of this or another replica)
 // is skipped, so that no row is counted twice.
-func (s *Store) moveAside(ctx context.Context, bad []ledgerrow.Discard) (int64, error) {
+func (s *Store) moveAside(ctx context.Context, bad []workflowrow.Discard) (int64, error) {
 	now := s.now().UnixNano()
 	var ids []string
 	for _, d := range bad {

@@ -7,7 +7,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 const storeName = "session store"
@@ -22,7 +22,7 @@ type Store struct {
 	// inst is this process's claim on the ledger (instance.go).
 	inst *instance
 	// checks are this process's first-use validations (see check).
-	checks ledgerrow.Checks
+	checks workflowrow.Checks
 	// w is the writer of behind writes (behind.go).
 	w writer
 	// unrecorded is the number of reads acknowledged by dead processes
@@ -35,10 +35,10 @@ var _ workflow.Store = (*Store)(nil)
 // RestoreReport counts rows validated and moved aside: by this process's
 // first-use checks so far ([Store.Restored]) or by one full pass
 // ([Store.ValidateAll]).
-type RestoreReport = ledgerrow.RestoreReport
+type RestoreReport = workflowrow.RestoreReport
 
 // OutboxRow is one evidence outbox row.
-type OutboxRow = ledgerrow.OutboxRow
+type OutboxRow = workflowrow.OutboxRow
 
 // Open migrates the schema workflow of db, registers this process as a
 // live instance (holding its advisory lock on a connection of its own)

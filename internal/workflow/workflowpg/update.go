@@ -10,12 +10,12 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/workflow"
-	"github.com/webcodex/webcodex/internal/workflow/ledgerrow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // maxEventRowsPerInsert is the most rows one INSERT of insertEvents binds:
 // PostgreSQL binds at most 65,535 values per statement.
-const maxEventRowsPerInsert = 65535 / ledgerrow.EventArgCount
+const maxEventRowsPerInsert = 65535 / workflowrow.EventArgCount
 
 // A batch is what the updates of one transaction leave for its end: the
 // evidence outbox rows to store, in order, and this process's newest
@@ -54,7 +54,7 @@ func (s *Store) Create(ctx context.Context, sess workflow.Session, events []work
 		retained := int64(len(evs) - drop)
 		tag, err := tx.Exec(ctx, `INSERT INTO workflow.sessions (session_id, project, owner_fp, lifecycle, updated_at, retained, header_json)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (session_id) DO NOTHING`,
-			cp.ID, cp.Project, cp.OwnerFingerprint, string(cp.Lifecycle), cp.UpdatedAt.UnixNano(), retained, ledgerrow.EncodeHeader(cp))
+			cp.ID, cp.Project, cp.OwnerFingerprint, string(cp.Lifecycle), cp.UpdatedAt.UnixNano(), retained, workflowrow.EncodeHeader(cp))
 		if err != nil {
 			return err
 		}
@@ -142,7 +142,7 @@ func (s *Store) updateTx(ctx context.Context, tx pgx.Tx, b *batch, id string, fn
 	if claimed != "" && hdr != claimed {
 		return refusal{workflow.ErrClaimChanged}
 	}
-	sess, err := ledgerrow.DecodeHeader([]byte(hdr))
+	sess, err := workflowrow.DecodeHeader([]byte(hdr))
 	if err != nil {
 		// The first-use check moved malformed headers aside; one
 		// appearing later is a store fault, not a caller error.
@@ -162,7 +162,7 @@ func (s *Store) updateTx(ctx context.Context, tx pgx.Tx, b *batch, id string, fn
 	}
 	retained += int64(len(evs)) - trimmed
 	if _, err := tx.Exec(ctx, `UPDATE workflow.sessions SET lifecycle = $1, updated_at = $2, retained = $3, header_json = $4 WHERE session_id = $5`,
-		string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, ledgerrow.EncodeHeader(sess), id); err != nil {
+		string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), retained, workflowrow.EncodeHeader(sess), id); err != nil {
 		return err
 	}
 	if outbox != nil {
@@ -198,20 +198,20 @@ func insertEvents(ctx context.Context, tx pgx.Tx, id string, evs []workflow.Even
 	for len(evs) > 0 {
 		n := min(len(evs), maxEventRowsPerInsert)
 		var q strings.Builder
-		q.WriteString(`INSERT INTO workflow.events (session_id, ` + ledgerrow.EventColumns + `) VALUES `)
-		args := make([]any, 0, n*ledgerrow.EventArgCount)
+		q.WriteString(`INSERT INTO workflow.events (session_id, ` + workflowrow.EventColumns + `) VALUES `)
+		args := make([]any, 0, n*workflowrow.EventArgCount)
 		for i, e := range evs[:n] {
 			if i > 0 {
 				q.WriteString(",")
 			}
 			q.WriteString("(")
-			for j, v := range ledgerrow.EventArgs(id, e) {
+			for j, v := range workflowrow.EventArgs(id, e) {
 				if j > 0 {
 					q.WriteString(",")
 				}
 				args = append(args, v)
 				p := "$" + strconv.Itoa(len(args))
-				if ledgerrow.EventArgNullable(j) {
+				if workflowrow.EventArgNullable(j) {
 					p = "COALESCE(" + p + "::text,'')"
 				}
 				q.WriteString(p)
@@ -230,7 +230,7 @@ func insertEvents(ctx context.Context, tx pgx.Tx, id string, evs []workflow.Even
 // event opens its call (stamped with this instance) and a finished event
 // closes it, unless both are in the same append.
 func (s *Store) trackCalls(ctx context.Context, tx pgx.Tx, id string, evs []workflow.Event) error {
-	both := ledgerrow.PairedCalls(evs)
+	both := workflowrow.PairedCalls(evs)
 	for _, e := range evs {
 		if e.CallID == "" || both(e.CallID) {
 			continue

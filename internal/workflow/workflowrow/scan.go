@@ -1,4 +1,4 @@
-package ledgerrow
+package workflowrow
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
-// Rows is what both drivers' result sets offer (database/sql, pgx); the
-// caller closes them.
-type Rows interface {
+// resultRows is what both drivers' result sets offer (database/sql's
+// *sql.Rows, pgx's Rows); the caller closes them.
+type resultRows = interface {
 	Next() bool
 	Scan(dest ...any) error
 	Err() error
@@ -21,7 +21,7 @@ type Rows interface {
 
 // ScanHeaders reads (session_id, header_json) rows: the discards of the
 // malformed headers, their session ids, and the count of valid ones.
-func ScanHeaders(rows Rows) (bad []Discard, badSession map[string]bool, valid int64, err error) {
+func ScanHeaders(rows resultRows) (bad []Discard, badSession map[string]bool, valid int64, err error) {
 	badSession = map[string]bool{}
 	for rows.Next() {
 		var id, hdr string
@@ -42,7 +42,7 @@ func ScanHeaders(rows Rows) (bad []Discard, badSession map[string]bool, valid in
 // is "", session_id followed by EventColumns. It returns the discards of
 // the malformed rows (every row of a session headerBad names among them)
 // and the count of valid ones.
-func ScanEvents(rows Rows, id string, headerBad func(id string) bool) (bad []Discard, valid int64, err error) {
+func ScanEvents(rows resultRows, id string, headerBad func(id string) bool) (bad []Discard, valid int64, err error) {
 	// One set of scan destinations serves every row: building them per
 	// row cost as much as validating it.
 	var r EventRow
@@ -67,7 +67,7 @@ func ScanEvents(rows Rows, id string, headerBad func(id string) bool) (bad []Dis
 // ScanListed reads (session_id, header_json) rows as List serves them:
 // the sessions that decode, and the ids of those that do not (never
 // served; the caller moves them aside).
-func ScanListed(rows Rows) (out []workflow.Session, bad []string, err error) {
+func ScanListed(rows resultRows) (out []workflow.Session, bad []string, err error) {
 	for rows.Next() {
 		var id, hdr string
 		if err := rows.Scan(&id, &hdr); err != nil {
@@ -86,7 +86,7 @@ func ScanListed(rows Rows) (out []workflow.Session, bad []string, err error) {
 // ScanTail reads EventColumns rows in descending seq order and returns
 // the events in ascending order. A row that does not decode (malformed
 // after its session's check: a store fault) is never served.
-func ScanTail(rows Rows) ([]workflow.Event, error) {
+func ScanTail(rows resultRows) ([]workflow.Event, error) {
 	var out []workflow.Event
 	var r EventRow
 	dest := r.Dest()

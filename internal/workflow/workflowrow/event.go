@@ -1,12 +1,10 @@
-// Package ledgerrow is the row codec the Workflow Session ledger's stores
-// share (workflow/workflowdb on SQLite, workflow/workflowpg on
-// PostgreSQL): the same columns, the same bytes in them, and the same
-// judgement of a malformed row, so that a ledger reads alike on either
-// backend and a row moved aside on one would be moved aside on the other.
-package ledgerrow
+package workflowrow
+
+// This file holds the ledger's events rows, the judgement of a malformed
+// row (header or event) and the evidence outbox row, which the SQLite
+// store and the PostgreSQL store share.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -122,32 +120,6 @@ func orNull(s string) any {
 		return nil
 	}
 	return s
-}
-
-// EncodeHeader is sess as canonical JSON: exactly the bytes json.Marshal
-// gives (TestEncodeHeaderIsJSONMarshal), written by Session.AppendJSON,
-// since every append re-encodes its session's header.
-func EncodeHeader(sess workflow.Session) string {
-	b, ok := sess.AppendJSON(make([]byte, 0, 640))
-	if !ok {
-		panic(fmt.Sprintf("ledgerrow: session %s has a time JSON cannot encode", sess.ID))
-	}
-	return string(b)
-}
-
-// DecodeHeader decodes and validates a stored header; an unknown member
-// is an error.
-func DecodeHeader(b []byte) (workflow.Session, error) {
-	var sess workflow.Session
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&sess); err != nil {
-		return workflow.Session{}, fmt.Errorf("header: %v", err)
-	}
-	if err := workflow.ValidateSession(sess); err != nil {
-		return workflow.Session{}, err
-	}
-	return sess, nil
 }
 
 // CheckHeader validates the stored header of session id.
