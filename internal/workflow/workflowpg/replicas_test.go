@@ -40,9 +40,9 @@ func startSession(t *testing.T, st *Store) workflow.Session {
 	return s
 }
 
-// waitForLockWait returns once a backend of the database waits for a
+// awaitLockWait returns once a backend of the database waits for a
 // lock; it fails the test if done reports first.
-func waitForLockWait(t *testing.T, db *pgdb.DB, done <-chan error) {
+func awaitLockWait(t *testing.T, db *pgdb.DB, done <-chan error) {
 	t.Helper()
 	for {
 		var waiting int
@@ -143,7 +143,7 @@ func TestAppendLocksTheSessionRow(t *testing.T) {
 			return []workflow.Event{{Kind: workflow.EventToolCallStarted, Tool: "read_files", CallID: "call_1", Role: workflow.RoleRecorder}}, nil
 		}, workflow.CallWrite{})
 	}()
-	waitForLockWait(t, admin, second)
+	awaitLockWait(t, admin, second)
 	letGo()
 	if err := <-first; err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func TestOutboxSeqWaitsForTheHead(t *testing.T) {
 			workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "read_files", CallID: "call_1", Role: workflow.RoleRecorder},
 			workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "read_files", CallID: "call_1", Role: workflow.RoleRecorder, Outcome: workflow.OutcomeOK})
 	}()
-	waitForLockWait(t, admin, done)
+	awaitLockWait(t, admin, done)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestBehindWritesShareATransaction(t *testing.T) {
 	release := holdSession(t, admin, s.ID)
 	done := make(chan error, BatchMax+2)
 	behindRead(t, st[0], s.ID, "call_0", done)
-	waitForLockWait(t, admin, done) // the writer has taken call_0 and waits
+	awaitLockWait(t, admin, done) // the writer has taken call_0 and waits
 	var first []string
 	for i := 1; i <= BatchMax+1; i++ {
 		call := fmt.Sprint("call_", i)
@@ -320,7 +320,7 @@ func TestQueueCapacity(t *testing.T) {
 	holdSession(t, admin, s.ID)
 	done := make(chan error, 1)
 	behindRead(t, st[0], s.ID, "call_0", done)
-	waitForLockWait(t, admin, done) // the writer has taken it: the queue is empty
+	awaitLockWait(t, admin, done) // the writer has taken it: the queue is empty
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
 	for i := range QueueCapacity {
