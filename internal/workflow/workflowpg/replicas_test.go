@@ -16,6 +16,7 @@ import (
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // replicas opens n stores on one fresh database, each on a pool of its
@@ -330,5 +331,61 @@ func TestQueueCapacity(t *testing.T) {
 	}
 	if err := st[0].TrimOutbox(ended, 0); !failure.Is(err, failure.Unavailable) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("a write past QueueCapacity: %v, want unavailable (the queue is full)", err)
+	}
+}
+
+// TestARefusedBehindWriteLeavesItsBatch: a behind write refused in a
+// batch (its claim changed) reports workflow.ErrClaimChanged, writing
+// nothing, and the writes batched with it commit.
+func TestARefusedBehindWriteLeavesItsBatch(t *testing.T) {
+	ctx := context.Background()
+	admin, st := replicas(t, 1)
+	s := startSession(t, st[0])
+	stale, err := st[0].GetCommitted(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.NewService(st[0], nil).Continue(ctx, s.ID, "and the docs", ""); err != nil {
+		t.Fatal(err)
+	}
+	release := holdSession(t, admin, s.ID)
+	done := make(chan error, 4)
+	behindRead(t, st[0], s.ID, "call_0", done)
+	awaitLockWait(t, admin, done)
+	behindRead(t, st[0], s.ID, "call_1", done)
+	refused := make(chan error, 1)
+	if err := st[0].AppendCall(ctx, s.ID, func(*workflow.Session) ([]workflow.Event, error) {
+		return []workflow.Event{{Kind: workflow.EventTaskInstruction, Text: "judged on a stale header"}}, nil
+	}, workflow.CallWrite{Behind: true, Claimed: workflowrow.EncodeHeader(stale), Outbox: []byte("refused"), Done: func(err error) { refused <- err }}); err != nil {
+		t.Fatal(err)
+	}
+	behindRead(t, st[0], s.ID, "call_2", done)
+	release()
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-refused; !errors.Is(err, workflow.ErrClaimChanged) {
+		t.Fatalf("the stale claim's outcome: %v, want ErrClaimChanged", err)
+	}
+	evs, err := st[0].Events(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, e := range evs {
+		if e.Text == "judged on a stale header" {
+			t.Fatalf("the refused write was stored: %+v", e)
+		}
+		if e.Kind == workflow.EventToolCallFinished {
+			calls = append(calls, e.CallID)
+		}
+	}
+	if fmt.Sprint(calls) != "[call_0 call_1 call_2]" {
+		t.Fatalf("finished calls %v, want the three reads in order", calls)
+	}
+	if rows, err := st[0].Outbox(ctx, 0, 10); err != nil || len(rows) != 0 {
+		t.Fatalf("outbox %v %v: the refused write's row was stored", rows, err)
 	}
 }
