@@ -19,9 +19,9 @@ import (
 	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
-// replicas opens n stores on one fresh database, each on a pool of its
+// openReplicas opens n stores on one fresh database, each on a pool of its
 // own (n replicas), and returns them with the test's own pool.
-func replicas(t *testing.T, n int) (*pgdb.DB, []*Store) {
+func openReplicas(t *testing.T, n int) (*pgdb.DB, []*Store) {
 	t.Helper()
 	u := pgtest.URL(t)
 	admin := replica(t, u, "test")
@@ -67,7 +67,7 @@ func awaitLockWait(t *testing.T, db *pgdb.DB, done <-chan error) {
 // counters and retained count add up.
 func TestTwoReplicasAppendToOneSession(t *testing.T) {
 	ctx := context.Background()
-	_, st := replicas(t, 2)
+	_, st := openReplicas(t, 2)
 	s := startSession(t, st[0])
 	const writers, each = 8, 15
 	var wg sync.WaitGroup
@@ -122,7 +122,7 @@ func TestTwoReplicasAppendToOneSession(t *testing.T) {
 // judge the stale header and both would write the same seq.
 func TestAppendLocksTheSessionRow(t *testing.T) {
 	ctx := context.Background()
-	admin, st := replicas(t, 2)
+	admin, st := openReplicas(t, 2)
 	s := startSession(t, st[0])
 	inside, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -170,7 +170,7 @@ func TestAppendLocksTheSessionRow(t *testing.T) {
 // become visible in seq order, and no seq is given out twice.
 func TestOutboxSeqWaitsForTheHead(t *testing.T) {
 	ctx := context.Background()
-	admin, st := replicas(t, 1)
+	admin, st := openReplicas(t, 1)
 	s := startSession(t, st[0])
 	tx, err := admin.Pool.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
@@ -208,7 +208,7 @@ func TestOutboxSeqWaitsForTheHead(t *testing.T) {
 // its instance connection (what a kill -9 comes to), they are returned.
 func TestOpenCallsOfAKilledReplica(t *testing.T) {
 	ctx := context.Background()
-	admin, st := replicas(t, 2)
+	admin, st := openReplicas(t, 2)
 	s := startSession(t, st[0])
 	if _, _, err := workflow.NewService(st[0], nil).Append(ctx, s.ID,
 		workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "run_process", CallID: "call_live", InvocationID: "inv_1", Role: workflow.RoleBusiness}); err != nil {
@@ -273,7 +273,7 @@ func behindRead(t *testing.T, st *Store, id, call string, done chan<- error) {
 // as the SQLite writer batches them, at most BatchMax of them.
 func TestBehindWritesShareATransaction(t *testing.T) {
 	ctx := context.Background()
-	admin, st := replicas(t, 1)
+	admin, st := openReplicas(t, 1)
 	s := startSession(t, st[0])
 	release := holdSession(t, admin, s.ID)
 	done := make(chan error, BatchMax+2)
@@ -316,7 +316,7 @@ func TestBehindWritesShareATransaction(t *testing.T) {
 // cannot commit, and the next waits for room until its context ends.
 func TestQueueCapacity(t *testing.T) {
 	ctx := context.Background()
-	admin, st := replicas(t, 1)
+	admin, st := openReplicas(t, 1)
 	s := startSession(t, st[0])
 	holdSession(t, admin, s.ID)
 	done := make(chan error, 1)
@@ -339,7 +339,7 @@ func TestQueueCapacity(t *testing.T) {
 // nothing, and the writes batched with it commit.
 func TestARefusedBehindWriteLeavesItsBatch(t *testing.T) {
 	ctx := context.Background()
-	admin, st := replicas(t, 1)
+	admin, st := openReplicas(t, 1)
 	s := startSession(t, st[0])
 	stale, err := st[0].GetCommitted(ctx, s.ID)
 	if err != nil {
