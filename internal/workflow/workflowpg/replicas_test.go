@@ -201,6 +201,9 @@ func TestOutboxSeqWaitsForTheHead(t *testing.T) {
 	if err != nil || len(rows) != 2 || rows[0].Seq != held || string(rows[1].Body) != "mine" || rows[1].Seq != held+1 {
 		t.Fatalf("outbox %v %v, want the held row at %d and mine after it", rows, err, held)
 	}
+	if n, err := st[0].PendingOutbox(ctx, held); err != nil || n != 1 {
+		t.Fatalf("rows pending above %d: %d %v, want 1", held, n, err)
+	}
 }
 
 // TestOpenCallsOfAKilledReplica: a replica's open calls are running while
