@@ -16,6 +16,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
@@ -134,6 +135,15 @@ type OAuthConfig struct {
 	// Audience is the resource identifier the issuer's tokens must name in
 	// aud; empty means public_url followed by /mcp (Config.OAuthResource).
 	Audience string `toml:"audience"`
+}
+
+// evidenceKeyFile is the evidence signing key file of a deployment on
+// DatabaseURL: EvidenceKey, else the data directory's.
+func (c Config) evidenceKeyFile() string {
+	if c.EvidenceKey != "" {
+		return c.EvidenceKey
+	}
+	return filepath.Join(c.DataDir, evidence.KeyFile)
 }
 
 // OAuthResource returns the resource identifier access tokens must be

@@ -12,6 +12,7 @@ import (
 	"github.com/webcodex/webcodex/internal/console"
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
+	"github.com/webcodex/webcodex/internal/evidence/evidencepg"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -171,7 +172,7 @@ type Journal interface {
 	console.Journal
 	// ApplyOutbox appends the records of outbox items past the journal's
 	// watermark, in order, in one transaction (durable: with an fsync).
-	ApplyOutbox(ctx context.Context, items []evidencedb.OutboxItem, durable bool) (skipped []error, err error)
+	ApplyOutbox(ctx context.Context, items []evidence.OutboxItem, durable bool) (skipped []error, err error)
 	// Watermarks returns the highest outbox seq applied and made durable.
 	Watermarks() (applied, durable int64)
 	// SyncOutbox makes every applied outbox record durable.
@@ -190,10 +191,17 @@ type Journal interface {
 // openEvidence opens the data directory's evidence journal and starts its
 // periodic checkpoints (stopped by Close).
 func openEvidence(ctx context.Context, a *App) (Journal, error) {
-	j, err := evidencedb.Open(ctx, a.Config.DataDir, evidence.Options{
+	opts := evidence.Options{
 		OnError: func(err error) { a.Log.Warn("evidence: periodic checkpoint", "err", err) },
 		Log:     a.Log,
-	})
+	}
+	var j Journal
+	var err error
+	if a.Stores.db != nil {
+		j, err = evidencepg.Open(ctx, a.Stores.db, a.Config.evidenceKeyFile(), opts)
+	} else {
+		j, err = evidencedb.Open(ctx, a.Config.DataDir, opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("evidence journal: %w", err)
 	}

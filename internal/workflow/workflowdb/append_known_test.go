@@ -15,6 +15,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // knownPair is two stores fed the same writes: fast keeps its remembered
@@ -270,10 +271,10 @@ func TestPairedCallsScanIsTheMap(t *testing.T) {
 				}
 			}
 			want := started && finished
-			if got := pairedCalls(evs)(call); got != want && call != "" {
+			if got := workflowrow.PairedCalls(evs)(call); got != want && call != "" {
 				t.Fatalf("scan of %+v: %q paired = %v, want %v", evs, call, got, want)
 			}
-			if got := pairedCalls(long)(call); got != want && call != "" {
+			if got := workflowrow.PairedCalls(long)(call); got != want && call != "" {
 				t.Fatalf("map of %+v: %q paired = %v, want %v", long, call, got, want)
 			}
 		}
@@ -306,15 +307,15 @@ func TestEventRowsAreStoredAsBound(t *testing.T) {
 	plain := func(id string, e workflow.Event) []any {
 		return []any{id, e.Seq, e.At.UnixNano(), string(e.Kind), e.Tool, e.CallID, e.InvocationID,
 			string(e.Role), string(e.Outcome), e.ErrorKind, e.DurationMS, e.Text,
-			jsonOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0), jsonOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0),
-			jsonOrEmpty(e.Facts, len(e.Facts) == 0), jsonOrEmpty(e.Validation, e.Validation == nil), e.ReplayOf}
+			workflowrow.JSONOrEmpty(e.ObservedPaths, len(e.ObservedPaths) == 0), workflowrow.JSONOrEmpty(e.ChangedPaths, len(e.ChangedPaths) == 0),
+			workflowrow.JSONOrEmpty(e.Facts, len(e.Facts) == 0), workflowrow.JSONOrEmpty(e.Validation, e.Validation == nil), e.ReplayOf}
 	}
 	if err := st.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, e := range evs {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO events (session_id, `+eventColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, plain("bound", e)...); err != nil {
 				return err
 			}
-			if _, err := tx.StmtContext(ctx, st.stmts.insertEvent).ExecContext(ctx, eventArgs("prepared", e)...); err != nil {
+			if _, err := tx.StmtContext(ctx, st.stmts.insertEvent).ExecContext(ctx, workflowrow.EventArgs("prepared", e)...); err != nil {
 				return err
 			}
 		}

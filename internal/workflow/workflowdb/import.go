@@ -41,28 +41,15 @@ func (s *Store) Import(ctx context.Context, next func() (workflow.LedgerRow, err
 		return 0, storeErr(err)
 	}
 	for _, id := range ids {
-		s.checked.Store(id, struct{}{}) // validated by importRow
+		s.checks.Mark(id) // validated by importRow
 	}
 	return n, nil
 }
 
 // importRow checks one imported session again and inserts it in tx.
 func (s *Store) importRow(ctx context.Context, tx *sql.Tx, sess workflow.Session, events []workflow.Event) error {
-	if err := workflow.ValidateSession(sess); err != nil {
-		return failure.New(failure.InvalidLedger, "session: %v", err)
-	}
-	if len(events) > workflow.TailLimit {
-		return failure.New(failure.InvalidLedger, "session %s holds more than %d events", sess.ID, workflow.TailLimit)
-	}
-	var last int64
-	for _, e := range events {
-		if err := workflow.ValidateEvent(e); err != nil {
-			return failure.New(failure.InvalidLedger, "event %d: %v", e.Seq, err)
-		}
-		if e.Seq <= last || e.Seq > sess.EventsObserved {
-			return failure.New(failure.InvalidLedger, "event seq %d out of order or beyond events_observed", e.Seq)
-		}
-		last = e.Seq
+	if err := workflowrow.CheckImported(sess, events); err != nil {
+		return err
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE session_id = ?`, sess.ID).Scan(&n); err != nil {

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 // trackCalls keeps open_calls in step with appended events: a started
 // event opens its call and a finished event closes it, unless both are in
 // the same append (the call was never open in a durable state).
 func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []workflow.Event) error {
-	both := pairedCalls(evs)
+	both := workflowrow.PairedCalls(evs)
 	// A transaction's statement lives until it is closed or the
 	// transaction ends: bind each at most once per append and close it, so
 	// that a long transaction (an import) does not accumulate them.
@@ -48,36 +49,6 @@ func (s *Store) trackCalls(ctx context.Context, tx *sql.Tx, id string, evs []wor
 		}
 	}
 	return nil
-}
-
-// pairedCalls returns whether a call id has both a started and a finished
-// event in evs. The common appends (a call's started event, its finished
-// event, or both) are judged by a scan; long ones (an import) by a map.
-func pairedCalls(evs []workflow.Event) func(callID string) bool {
-	if len(evs) <= 8 {
-		return func(callID string) bool {
-			var started, finished bool
-			for _, e := range evs {
-				if e.CallID == callID {
-					started = started || e.Kind == workflow.EventToolCallStarted
-					finished = finished || e.Kind == workflow.EventToolCallFinished
-				}
-			}
-			return started && finished
-		}
-	}
-	const started, finished = 1, 2
-	seen := map[string]int{}
-	for _, e := range evs {
-		switch {
-		case e.CallID == "":
-		case e.Kind == workflow.EventToolCallStarted:
-			seen[e.CallID] |= started
-		case e.Kind == workflow.EventToolCallFinished:
-			seen[e.CallID] |= finished
-		}
-	}
-	return func(callID string) bool { return seen[callID] == started|finished }
 }
 
 // OpenCalls implements workflow.Store. It reads the open_calls table only,

@@ -9,14 +9,12 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
-// OutboxRow is one evidence outbox row: its sequence and the bytes the
-// caller stored (workflow.CallWrite.Outbox).
-type OutboxRow struct {
-	Seq  int64
-	Body []byte
-}
+// OutboxRow is one evidence outbox row (shared with the PostgreSQL
+// store).
+type OutboxRow = workflowrow.OutboxRow
 
 // Outbox returns at most limit outbox rows with a sequence above after, in
 // sequence order. Rows are committed in sequence order (one writer per

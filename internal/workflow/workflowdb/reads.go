@@ -56,7 +56,7 @@ func (s *Store) GetCommitted(ctx context.Context, id string) (workflow.Session, 
 // given the JSON as CallWrite.Claimed then fails with
 // workflow.ErrClaimChanged, writing nothing.
 func (s *Store) Remembered(id string) (workflow.Session, string, bool) {
-	if _, ok := s.checked.Load(id); !ok {
+	if !s.checks.Known(id) {
 		return workflow.Session{}, "", false
 	}
 	v, ok := s.headers.Load(id)
@@ -97,22 +97,9 @@ func (s *Store) List(ctx context.Context, f workflow.ListFilter) ([]workflow.Ses
 	if err != nil {
 		return nil, 0, storeErr(err)
 	}
-	defer rows.Close()
-	var out []workflow.Session
-	var bad []string
-	for rows.Next() {
-		var id, hdr string
-		if err := rows.Scan(&id, &hdr); err != nil {
-			return nil, 0, storeErr(err)
-		}
-		sess, err := workflowrow.DecodeHeader([]byte(hdr))
-		if err != nil || sess.ID != id {
-			bad = append(bad, id) // never served; moved aside below
-			continue
-		}
-		out = append(out, sess)
-	}
-	if err := rows.Err(); err != nil {
+	out, bad, err := workflowrow.ScanListed(rows)
+	if err != nil {
+		rows.Close()
 		return nil, 0, storeErr(err)
 	}
 	rows.Close()
@@ -140,23 +127,6 @@ func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Ev
 		return nil, storeErr(err)
 	}
 	defer rows.Close()
-	var out []workflow.Event
-	for rows.Next() {
-		var r eventRow
-		if err := rows.Scan(r.dest()...); err != nil {
-			return nil, storeErr(err)
-		}
-		e, err := r.event()
-		if err != nil {
-			continue // malformed after its check: a store fault, never served
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, storeErr(err)
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, nil
+	out, err := workflowrow.ScanTail(rows)
+	return out, storeErr(err)
 }

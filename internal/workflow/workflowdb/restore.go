@@ -3,7 +3,6 @@ package workflowdb
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,105 +10,40 @@ import (
 	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
-type discard struct {
-	table, key, reason, body string
-	session                  string
-	seq                      int64
-}
-
 // check validates session id's header and retained events the first time
 // this process uses the session, and moves malformed rows to discarded_rows
 // before any of them could be served. A session whose header is malformed
 // is moved aside whole (its events and open calls with it), so that it
 // reads as unknown afterwards. Later calls cost one map lookup.
 func (s *Store) check(ctx context.Context, id string) error {
-	if _, ok := s.checked.Load(id); ok {
-		return nil
-	}
-	start := time.Now()
-	bad, sessions, events, err := s.scanSession(ctx, id)
-	if err != nil {
-		return err
-	}
-	if sessions == 0 && len(bad) == 0 {
-		return nil // no such session: nothing to check, nothing to remember
-	}
-	var moved int64
-	if len(bad) > 0 {
-		if moved, err = s.moveAside(ctx, bad); err != nil {
-			return err
-		}
-	}
-	s.checked.Store(id, struct{}{})
-	s.report.sessions.Add(sessions)
-	s.report.events.Add(events)
-	s.report.discarded.Add(moved)
-	s.report.nanos.Add(int64(time.Since(start)))
-	return nil
+	return s.checks.Check(ctx, id, s.scanSession, s.moveAside)
 }
 
 // scanSession reads one session's rows and returns the malformed ones and
 // the counts of valid headers (0 or 1) and events. A session with no row
 // has nothing to check.
-func (s *Store) scanSession(ctx context.Context, id string) (bad []discard, sessions, events int64, err error) {
+func (s *Store) scanSession(ctx context.Context, id string) (bad []workflowrow.Discard, sessions, events int64, err error) {
 	var hdr string
 	err = s.db.Read.QueryRowContext(ctx, `SELECT header_json FROM sessions WHERE session_id = ?`, id).Scan(&hdr)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, 0, nil
 	}
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("check session %s: %w", id, err)
+		return nil, 0, 0, err
 	}
-	headerBad := false
-	if herr := checkHeader(id, hdr); herr != nil {
-		bad = append(bad, discard{table: "sessions", key: id, reason: herr.Error(), body: hdr, session: id})
-		headerBad = true
+	herr := workflowrow.CheckHeader(id, hdr)
+	if herr != nil {
+		bad = append(bad, workflowrow.HeaderDiscard(id, hdr, herr))
 	} else {
 		sessions = 1
 	}
 	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE session_id = ?`, id)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("check events of %s: %w", id, err)
+		return nil, 0, 0, err
 	}
 	defer rows.Close()
-	var r eventRow
-	dest := r.dest()
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, 0, 0, fmt.Errorf("check events of %s: %w", id, err)
-		}
-		if d, ok := checkEvent(id, &r, headerBad); !ok {
-			bad = append(bad, d)
-			continue
-		}
-		events++
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, 0, fmt.Errorf("check events of %s: %w", id, err)
-	}
-	return bad, sessions, events, nil
-}
-
-// checkHeader validates the stored header of session id.
-func checkHeader(id, hdr string) error {
-	sess, err := workflowrow.DecodeHeader([]byte(hdr))
-	if err == nil && sess.ID != id {
-		err = fmt.Errorf("session_id: header names %s", sess.ID)
-	}
-	return err
-}
-
-// checkEvent validates one stored event row of session id; every event of
-// a session whose header is malformed goes with it.
-func checkEvent(id string, r *eventRow, headerBad bool) (discard, bool) {
-	key := fmt.Sprintf("%s/%d", id, r.seq)
-	if headerBad {
-		return discard{table: "events", key: key, reason: "session row discarded", body: rowBody(*r), session: id, seq: r.seq}, false
-	}
-	if _, err := r.event(); err != nil {
-		return discard{table: "events", key: key, reason: err.Error(), body: rowBody(*r), session: id, seq: r.seq}, false
-	}
-	return discard{}, true
+	evBad, events, err := workflowrow.ScanEvents(rows, id, func(string) bool { return herr != nil })
+	return append(bad, evBad...), sessions, events, err
 }
 
 // ValidateAll is the full restore pass that Open made before decision
@@ -120,83 +54,44 @@ func checkEvent(id string, r *eventRow, headerBad bool) (discard, bool) {
 // when something must move.
 func (s *Store) ValidateAll(ctx context.Context) (RestoreReport, error) {
 	start := time.Now()
-	var bad []discard
-	badSession := map[string]bool{}
 	var rep RestoreReport
-
 	rows, err := s.db.Read.QueryContext(ctx, `SELECT session_id, header_json FROM sessions`)
 	if err != nil {
 		return rep, fmt.Errorf("restore sessions: %w", err)
 	}
-	for rows.Next() {
-		var id, hdr string
-		if err := rows.Scan(&id, &hdr); err != nil {
-			rows.Close()
-			return rep, fmt.Errorf("restore sessions: %w", err)
-		}
-		if err := checkHeader(id, hdr); err != nil {
-			bad = append(bad, discard{table: "sessions", key: id, reason: err.Error(), body: hdr, session: id})
-			badSession[id] = true
-			continue
-		}
-		rep.Sessions++
-	}
+	bad, badSession, valid, err := workflowrow.ScanHeaders(rows)
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return rep, fmt.Errorf("restore sessions: %w", err)
 	}
-
+	rep.Sessions = valid
 	rows, err = s.db.Read.QueryContext(ctx, `SELECT session_id, `+eventColumns+` FROM events`)
 	if err != nil {
 		return rep, fmt.Errorf("restore events: %w", err)
 	}
-	// One set of scan destinations serves every row: building them per row
-	// cost as much as validating it.
-	var id string
-	var r eventRow
-	dest := append([]any{&id}, r.dest()...)
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			rows.Close()
-			return rep, fmt.Errorf("restore events: %w", err)
-		}
-		if d, ok := checkEvent(id, &r, badSession[id]); !ok {
-			bad = append(bad, d)
-			continue
-		}
-		rep.Events++
-	}
+	evBad, valid, err := workflowrow.ScanEvents(rows, "", func(id string) bool { return badSession[id] })
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return rep, fmt.Errorf("restore events: %w", err)
 	}
-	if len(bad) > 0 {
+	rep.Events = valid
+	if bad = append(bad, evBad...); len(bad) > 0 {
 		n, err := s.moveAside(ctx, bad)
 		if err != nil {
 			return rep, err
 		}
 		rep.Discarded = n
-		s.report.discarded.Add(n)
+		s.checks.Discarded(n)
 	}
 	rep.Duration = time.Since(start)
 	return rep, nil
-}
-
-func rowBody(r eventRow) string {
-	b, _ := json.Marshal(map[string]any{
-		"seq": r.seq, "at": r.at, "kind": r.kind, "tool": r.tool, "call_id": r.callID,
-		"invocation_id": r.invocationID, "role": r.role, "outcome": r.outcome, "error_kind": r.errorKind,
-		"duration_ms": r.durationMS, "text": r.text, "observed_json": r.observed,
-		"changed_json": r.changed, "facts_json": r.facts, "validation_json": r.validation, "replay_of": r.replayOf,
-	})
-	return string(b)
 }
 
 // moveAside moves the malformed rows bad to discarded_rows in one commit
 // and returns how many it moved. A row already gone (moved by a concurrent
 // check in this or another process) is skipped, so that no row is counted
 // twice.
-func (s *Store) moveAside(ctx context.Context, bad []discard) (int64, error) {
+func (s *Store) moveAside(ctx context.Context, bad []workflowrow.Discard) (int64, error) {
 	now := s.now().UnixNano()
 	var moved int64
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -205,11 +100,11 @@ func (s *Store) moveAside(ctx context.Context, bad []discard) (int64, error) {
 		for _, d := range bad {
 			var res sql.Result
 			var err error
-			switch d.table {
+			switch d.Table {
 			case "sessions":
-				res, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE session_id = ? AND header_json = ?`, d.session, d.body)
+				res, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE session_id = ? AND header_json = ?`, d.Session, d.Body)
 			case "events":
-				res, err = tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq = ?`, d.session, d.seq)
+				res, err = tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq = ?`, d.Session, d.Seq)
 			}
 			if err != nil {
 				return err
@@ -218,17 +113,17 @@ func (s *Store) moveAside(ctx context.Context, bad []discard) (int64, error) {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO discarded_rows (table_name, row_key, reason, body, at) VALUES (?,?,?,?,?)`,
-				d.table, d.key, d.reason, d.body, now); err != nil {
+				d.Table, d.Key, d.Reason, d.Body, now); err != nil {
 				return err
 			}
 			moved++
-			switch d.table {
+			switch d.Table {
 			case "sessions":
-				if _, err := tx.ExecContext(ctx, `DELETE FROM open_calls WHERE session_id = ?`, d.session); err != nil {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM open_calls WHERE session_id = ?`, d.Session); err != nil {
 					return err
 				}
 			case "events":
-				touched[d.session] = true
+				touched[d.Session] = true
 			}
 		}
 		for id := range touched {

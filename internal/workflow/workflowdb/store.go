@@ -22,11 +22,11 @@ import (
 	"embed"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
 //go:embed migrations/*.sql
@@ -38,13 +38,8 @@ type Store struct {
 	now func() time.Time
 	// inst is this process's claim on the ledger; open calls carry it.
 	inst *instance
-	// checked holds the ids of sessions this process has validated (or
-	// written itself); see check.
-	checked sync.Map
-	// report counts what the checks found; see Restored.
-	report struct {
-		sessions, events, discarded, nanos atomic.Int64
-	}
+	// checks are this process's first-use validations (see check).
+	checks workflowrow.Checks
 	// board holds the message board's writer statements (messages.go).
 	board boardStatements
 	// boardReads puts the board's fixed read queries in the read pool's
@@ -92,13 +87,8 @@ var _ workflow.Store = (*Store)(nil)
 
 // RestoreReport counts rows validated and moved aside: by this process's
 // first-use checks so far ([Store.Restored]) or by one full pass
-// ([Store.ValidateAll]). Duration is the time spent validating.
-type RestoreReport struct {
-	Sessions  int64
-	Events    int64
-	Discarded int64
-	Duration  time.Duration
-}
+// ([Store.ValidateAll]).
+type RestoreReport = workflowrow.RestoreReport
 
 // BehindGather is how long a batch of behind writes (read-only calls'
 // events, board and outbox upkeep) waits for more before it commits
@@ -156,8 +146,7 @@ func (s *Store) Close() error {
 // Restored reports what this process's first-use checks have validated and
 // moved aside so far (rows moved by ValidateAll are in Discarded too).
 func (s *Store) Restored() RestoreReport {
-	return RestoreReport{Sessions: s.report.sessions.Load(), Events: s.report.events.Load(),
-		Discarded: s.report.discarded.Load(), Duration: time.Duration(s.report.nanos.Load())}
+	return s.checks.Report()
 }
 
 // DB exposes the underlying database for benchmarks and tests in this

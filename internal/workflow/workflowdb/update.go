@@ -51,7 +51,7 @@ func (s *Store) Create(ctx context.Context, sess workflow.Session, events []work
 	if err != nil {
 		return workflow.Session{}, nil, storeErr(err)
 	}
-	s.checked.Store(sess.ID, struct{}{}) // written validated
+	s.checks.Mark(sess.ID) // written validated
 	return sess, out, nil
 }
 
@@ -218,7 +218,7 @@ func (s *Store) writeEvents(ctx context.Context, tx *sql.Tx, id string, sess wor
 		// costs less than compiling a multi-row INSERT.
 		insert := tx.StmtContext(ctx, s.stmts.insertEvent)
 		for _, e := range evs {
-			if _, err := insert.ExecContext(ctx, eventArgs(id, e)...); err != nil {
+			if _, err := insert.ExecContext(ctx, workflowrow.EventArgs(id, e)...); err != nil {
 				return 0, err
 			}
 		}

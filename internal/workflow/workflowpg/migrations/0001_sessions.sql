@@ -62,17 +62,28 @@ CREATE TABLE workflow.open_calls (
 );
 
 -- One row per replica process that has opened the store. A live process
--- holds the session advisory lock numbered lock_key on a connection of its
--- own, so liveness is the database's answer, not a clock. read_seq is the
--- newest read-only call whose events it committed, acked_seq the newest it
--- acknowledged; their difference, once the process is gone, counts
+-- holds the session advisory lock (lock_class, lock_key) on a connection
+-- of its own, so liveness is the database's answer, not a clock: a
+-- process killed with -9 loses its lock when the server notices its
+-- connection is gone. read_seq is the newest read-only call whose events
+-- (or outbox row) it committed; instance_acks holds the newest it
+-- acknowledged. Their difference, once the process is gone, counts
 -- acknowledged reads with no durable record.
 CREATE TABLE workflow.instances (
     instance   text   COLLATE "C" PRIMARY KEY,
-    lock_key   bigint NOT NULL UNIQUE,
+    lock_key   bigint NOT NULL UNIQUE CHECK (lock_key > 0 AND lock_key < 2147483648),
     started_at bigint NOT NULL,
-    read_seq   bigint NOT NULL DEFAULT 0,
-    acked_seq  bigint NOT NULL DEFAULT 0
+    read_seq   bigint NOT NULL DEFAULT 0
+);
+-- Unlogged: a replica writes its acknowledged-read mark before it
+-- acknowledges each read-only call, and a write to an unlogged table
+-- commits without waiting for a WAL flush. The mark survives the replica
+-- being killed (the server holds it), which is the failure a behind write
+-- is exposed to; a crash of the server itself empties the table, and
+-- reads acknowledged just before it are not counted.
+CREATE UNLOGGED TABLE workflow.instance_acks (
+    instance  text   COLLATE "C" PRIMARY KEY,
+    acked_seq bigint NOT NULL
 );
 
 -- The evidence outbox (decision 0025): a call's evidence record, stored in
