@@ -29,6 +29,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
+	"github.com/webcodex/webcodex/internal/pgnotify"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerhub"
@@ -112,6 +113,10 @@ type App struct {
 	// board is the one message board of the tools and the kernel's
 	// session_attention projection (wire_workflow.go).
 	board *workflow.Board
+	// listener wakes this replica's board observers when another replica
+	// changes a board (nil on SQLite, where every change is this
+	// process's own).
+	listener *pgnotify.Listener
 
 	// live holds the console's streams and verifier (wire_console_live.go).
 	live consoleLive
@@ -155,6 +160,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 }
 
 func (a *App) wire(ctx context.Context) error {
+	if err := a.listen(ctx); err != nil {
+		return err
+	}
 	a.Sessions = newSessions(a.Stores)
 	a.Windows = window.NewService(a.Stores.Window, a.Log, nil)
 	authSvc, err := newAuth(a.Stores, a.Config, a.Log)
@@ -402,6 +410,9 @@ func (a *App) Close() error {
 			a.Log.Warn("evidence: checkpoint at shutdown", "err", err)
 		}
 		errs = append(errs, a.Evidence.Close())
+	}
+	if a.listener != nil {
+		a.listener.Close()
 	}
 	errs = append(errs, a.Stores.Close())
 	return errors.Join(errs...)

@@ -12,6 +12,7 @@ import (
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/project/projectpg"
 	"github.com/webcodex/webcodex/internal/window/windowpg"
+	"github.com/webcodex/webcodex/internal/workflow/workflowpg"
 )
 
 // openDatabase opens every store in the PostgreSQL database at url, each
@@ -42,11 +43,15 @@ func openDatabase(ctx context.Context, url string) (*Stores, error) {
 // them leaves db open.
 func openStoresIn(ctx context.Context, db *pgdb.DB) (*Stores, error) {
 	s := &Stores{Backend: db.URL()}
-	var err error
 	fail := func(schema string, err error) (*Stores, error) {
 		s.Close()
 		return nil, fmt.Errorf("database %s: schema %s: %w", db.URL(), schema, err)
 	}
+	wf, err := workflowpg.OpenLedger(ctx, db, nil)
+	if err != nil {
+		return fail(workflowpg.Schema, err)
+	}
+	s.Workflow, s.closers = wf, append(s.closers, wf.Close)
 	if s.Audit, err = auditpg.Open(ctx, db); err != nil {
 		return fail(auditpg.Schema, err)
 	}
