@@ -65,7 +65,7 @@ func newEvidenceVerifyCmd(g *globals) *cobra.Command {
 					bar.Set64(int64(done))
 				}
 			}
-			rep, err := app.VerifyJournal(cmd.Context(), cfg.DataDir, opts)
+			rep, err := app.VerifyJournal(cmd.Context(), cfg, opts)
 			if err != nil {
 				return err
 			}
@@ -218,7 +218,7 @@ func newEvidenceRotateKeyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := app.RotateJournalKey(cmd.Context(), cfg.DataDir)
+			r, err := app.RotateJournalKey(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -254,7 +254,7 @@ func withJournal(cmd *cobra.Command, g *globals, fn func(journal) error) error {
 	if err != nil {
 		return err
 	}
-	j, err := openJournal(cmd.Context(), cmd.ErrOrStderr(), cfg.DataDir)
+	j, err := openJournal(cmd.Context(), cmd.ErrOrStderr(), cfg)
 	if err != nil {
 		return err
 	}
@@ -262,11 +262,11 @@ func withJournal(cmd *cobra.Command, g *globals, fn func(journal) error) error {
 	return fn(j)
 }
 
-// openJournal opens the journal of dataDir for an offline command
+// openJournal opens the deployment's journal for an offline command
 // (app.OpenJournal: the ledger's pending outbox journaled first), and
 // tells errw of each pending record the journal refused.
-func openJournal(ctx context.Context, errw io.Writer, dataDir string) (journal, error) {
-	j, skipped, err := app.OpenJournal(ctx, dataDir)
+func openJournal(ctx context.Context, errw io.Writer, cfg app.Config) (journal, error) {
+	j, skipped, err := app.OpenJournal(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

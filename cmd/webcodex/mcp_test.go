@@ -112,7 +112,7 @@ func TestMCPStdio(t *testing.T) {
 	if sess.Counters.ToolCalls != 6 || sess.Counters.ToolFailures != 2 {
 		t.Fatalf("counters %+v, want 6 calls and 2 failures over two eras", sess.Counters)
 	}
-	j, skipped, err := app.OpenJournal(ctx, data)
+	j, skipped, err := app.OpenJournal(ctx, app.Config{DataDir: data})
 	if err != nil || skipped != nil {
 		t.Fatal(err)
 	}

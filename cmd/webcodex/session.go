@@ -251,10 +251,10 @@ func briefEvidence(ctx context.Context, errw io.Writer, g *globals, id string) (
 	if err != nil {
 		return nil, err
 	}
-	if !app.HasJournal(cfg.DataDir) {
+	if !app.HasJournal(cfg) {
 		return nil, nil
 	}
-	j, err := openJournal(ctx, errw, cfg.DataDir)
+	j, err := openJournal(ctx, errw, cfg)
 	if err != nil {
 		return nil, err
 	}

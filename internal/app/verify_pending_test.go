@@ -32,7 +32,7 @@ func TestVerifyCountsTheOutboxLeftByACrash(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := app.VerifyJournal(ctx, dir, evidence.VerifyOptions{})
+	rep, err := app.VerifyJournal(ctx, app.Config{DataDir: dir}, evidence.VerifyOptions{})
 	if err != nil || rep.OutboxPending != 0 {
 		t.Fatalf("after a graceful close: %d pending (%v), want 0", rep.OutboxPending, err)
 	}
@@ -41,14 +41,14 @@ func TestVerifyCountsTheOutboxLeftByACrash(t *testing.T) {
 
 	rows := func() int64 { return count(t, dir, app.WorkflowDB, `SELECT COUNT(*) FROM evidence_outbox`) }
 	before := rows()
-	rep, err = app.VerifyJournal(ctx, dir, evidence.VerifyOptions{})
+	rep, err = app.VerifyJournal(ctx, app.Config{DataDir: dir}, evidence.VerifyOptions{})
 	if err != nil || rep.OutboxPending != 1 || !rep.Clean {
 		t.Fatalf("after the crash: %d pending, clean %v (%v), want 1 pending and a clean journal", rep.OutboxPending, rep.Clean, err)
 	}
 	if after := rows(); after != before {
 		t.Fatalf("verify changed the outbox: %d rows, then %d", before, after)
 	}
-	again, err := app.VerifyJournal(ctx, dir, evidence.VerifyOptions{})
+	again, err := app.VerifyJournal(ctx, app.Config{DataDir: dir}, evidence.VerifyOptions{})
 	if err != nil || again.Records != rep.Records {
 		t.Fatalf("verify changed the journal: %d records, then %d (%v)", rep.Records, again.Records, err)
 	}
@@ -58,7 +58,7 @@ func TestVerifyCountsTheOutboxLeftByACrash(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	after, err := app.VerifyJournal(ctx, dir, evidence.VerifyOptions{})
+	after, err := app.VerifyJournal(ctx, app.Config{DataDir: dir}, evidence.VerifyOptions{})
 	if err != nil || after.OutboxPending != 0 || !after.Clean || after.Records != rep.Records+1 {
 		t.Fatalf("after the restart: %d records (was %d), %d pending, clean %v (%v); want the pending one journaled and a clean journal",
 			after.Records, rep.Records, after.OutboxPending, after.Clean, err)
@@ -93,7 +93,7 @@ func TestOfflineJournalTakesTheOutbox(t *testing.T) {
 	outbox := count(t, dir, app.WorkflowDB, `SELECT COUNT(*) FROM evidence_outbox`)
 	records := count(t, dir, app.EvidenceDB, `SELECT COUNT(*) FROM records`)
 
-	j, skipped, err := app.OpenJournal(ctx, dir)
+	j, skipped, err := app.OpenJournal(ctx, app.Config{DataDir: dir})
 	if err != nil || skipped != nil {
 		t.Fatalf("open: %v (skipped %v)", err, skipped)
 	}
@@ -114,7 +114,7 @@ func TestOfflineJournalTakesTheOutbox(t *testing.T) {
 	if n := count(t, dir, app.WorkflowDB, `SELECT COUNT(*) FROM evidence_outbox`); n != outbox {
 		t.Fatalf("the offline journal changed the outbox: %d rows, then %d", outbox, n)
 	}
-	rep, err := app.VerifyJournal(ctx, dir, evidence.VerifyOptions{})
+	rep, err := app.VerifyJournal(ctx, app.Config{DataDir: dir}, evidence.VerifyOptions{})
 	if err != nil || rep.OutboxPending != 0 || !rep.Clean || rep.Records != records+1 {
 		t.Fatalf("after the offline open: %d records (was %d), %d pending, clean %v (%v)", rep.Records, records, rep.OutboxPending, rep.Clean, err)
 	}

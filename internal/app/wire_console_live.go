@@ -28,9 +28,9 @@ func (l *consoleLive) parts(a *App) (*sse.Limiter, *verifyrun.Runner) {
 	if l.streams == nil {
 		l.streams = sse.NewLimiter(sse.PerSession, sse.MaxStreams)
 		if a.Evidence != nil {
-			dir := a.Config.DataDir
+			cfg := a.Config
 			l.verify = verifyrun.New(func(ctx context.Context, opts evidence.VerifyOptions) (evidence.Report, error) {
-				return VerifyJournal(ctx, dir, opts)
+				return VerifyJournal(ctx, cfg, opts)
 			}, nil)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/webcodex/webcodex/internal/pgdb"
+
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
@@ -133,7 +135,14 @@ func (s *Store) OpenCalls(ctx context.Context, limit int) ([]workflow.OpenCall, 
 // reader that has taken every row up to n never meets a row below n
 // later.
 func (s *Store) Outbox(ctx context.Context, after int64, limit int) ([]OutboxRow, error) {
-	rows, err := s.db.Pool.Query(ctx, `SELECT seq, body FROM workflow.evidence_outbox WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
+	return ReadOutbox(ctx, s.db, after, limit)
+}
+
+// ReadOutbox returns at most limit outbox rows of db's ledger with a
+// sequence above after, in order, reading only (an offline command's
+// read, beside running replicas).
+func ReadOutbox(ctx context.Context, db *pgdb.DB, after int64, limit int) ([]OutboxRow, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT seq, body FROM workflow.evidence_outbox WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, storeErr(err)
 	}
@@ -149,7 +158,12 @@ func (s *Store) Outbox(ctx context.Context, after int64, limit int) ([]OutboxRow
 // evidence records the journal does not hold yet (workflowdb.PendingOutbox
 // for a database every replica shares).
 func (s *Store) PendingOutbox(ctx context.Context, after int64) (int64, error) {
+	return PendingOutbox(ctx, s.db, after)
+}
+
+// PendingOutbox is Store.PendingOutbox on db, reading only.
+func PendingOutbox(ctx context.Context, db *pgdb.DB, after int64) (int64, error) {
 	var n int64
-	err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM workflow.evidence_outbox WHERE seq > $1`, after).Scan(&n)
+	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM workflow.evidence_outbox WHERE seq > $1`, after).Scan(&n)
 	return n, storeErr(err)
 }
