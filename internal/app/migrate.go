@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/webcodex/webcodex/internal/dbcopy"
+	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/oauth/oauthdb"
 	"github.com/webcodex/webcodex/internal/oauth/oauthpg"
@@ -21,8 +23,27 @@ type MigrationResult = dbcopy.Result
 // migrationPlan is every table of a data directory and its PostgreSQL
 // table; the SQLite bookkeeping tables (schema_migrations, FTS5 shadow
 // tables) have no counterpart and are not listed.
-func migrationPlan(dataDir string) []dbcopy.Table {
+func migrationPlan(dataDir string, watermark int64) []dbcopy.Table {
 	plan := []dbcopy.Table{
+		// The ledger. Its evidence outbox is not copied: Migrate journals
+		// it first (its rows are then in the journal's records), and the
+		// read marks count reads of processes of this data directory.
+		{File: WorkflowDB, From: "sessions", To: "workflow.sessions", Key: []string{"session_id"}},
+		{File: WorkflowDB, From: "events", To: "workflow.events", Key: []string{"session_id", "seq"}},
+		{File: WorkflowDB, From: "discarded_rows", To: "workflow.discarded_rows", Key: []string{"id"}},
+		// A call open in the data directory was cut off when its server
+		// stopped: its instance never joins the database, so the first
+		// replica records it outcome_unknown.
+		{File: WorkflowDB, From: "open_calls", To: "workflow.open_calls", Key: []string{"session_id", "call_id"}},
+		{File: WorkflowDB, From: "server_keys", To: "workflow.server_keys", Key: []string{"name"}},
+		{File: WorkflowDB, From: "message_boards", To: "workflow.message_boards", Key: []string{"session_id"}},
+		{File: WorkflowDB, From: "messages", To: "workflow.messages", Key: []string{"session_id", "message_id"}},
+		// The evidence journal, leaf for leaf: the same indexes, tree
+		// nodes, head and signed checkpoints.
+		{File: EvidenceDB, From: "records", To: "evidence.records", Key: []string{"idx"}},
+		{File: EvidenceDB, From: "checkpoints", To: "evidence.checkpoints", Key: []string{"id"}},
+		{File: EvidenceDB, From: "tree_nodes", To: "evidence.tree_nodes", Key: []string{"level", "idx"}},
+		{File: EvidenceDB, From: "tree_state", To: "evidence.head", Key: []string{"id"}, Set: map[string]any{"outbox_watermark": watermark}},
 		// seq is audit.db's order of sessions created in one instant (its
 		// rowid) and of events (their key).
 		{File: AuditDB, From: "action_sessions", To: "audit.action_sessions", Key: []string{"session_id"}, Rename: map[string]string{"rowid": "seq"}},
@@ -81,7 +102,11 @@ func Migrate(ctx context.Context, dataDir, url string) ([]MigrationResult, error
 	if err := createSchemas(ctx, db); err != nil {
 		return nil, err
 	}
-	res, err := dbcopy.Copy(ctx, db, dataDir, migrationPlan(dataDir), nil)
+	j, fixups, err := journalFixups(ctx, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	res, err := dbcopy.Copy(ctx, db, dataDir, migrationPlan(dataDir, j.watermark), fixups)
 	if err != nil {
 		return nil, fmt.Errorf("migrate %s to %s: %w", dataDir, db.URL(), err)
 	}
@@ -133,4 +158,48 @@ func createSchemas(ctx context.Context, db *pgdb.DB) error {
 		return errors.Join(err, st.Close())
 	}
 	return st.Close()
+}
+
+// sourceJournal is what the copy needs of the data directory's journal.
+type sourceJournal struct {
+	id, origin string
+	watermark  int64
+}
+
+// journalFixups journals the data directory's evidence outbox (as its
+// next start would) and returns the statements that give the database the
+// journal's identity, its outbox watermark (the ledger's next outbox
+// sequence continues above it) and the public keys of its earlier signing
+// keys (evidence.pub), so that `webcodex evidence verify` checks every
+// copied checkpoint.
+func journalFixups(ctx context.Context, dataDir string) (sourceJournal, []dbcopy.Statement, error) {
+	j, _, err := OpenJournal(ctx, Config{DataDir: dataDir})
+	if err != nil {
+		return sourceJournal{}, nil, fmt.Errorf("the data directory's evidence journal: %w", err)
+	}
+	applied, _ := j.Watermarks()
+	src := sourceJournal{id: j.JournalID(), origin: j.Origin(), watermark: applied}
+	if err := j.Close(); err != nil {
+		return sourceJournal{}, nil, err
+	}
+	fixups := []dbcopy.Statement{
+		{SQL: `INSERT INTO evidence.journal (id, journal_id, origin) VALUES (1, $1, $2)`, Args: []any{src.id, src.origin}},
+		// An empty journal has no tree state to copy.
+		{SQL: `INSERT INTO evidence.head (id, size, hashes, outbox_watermark) VALUES (1, 0, '', $1) ON CONFLICT (id) DO NOTHING`, Args: []any{applied}},
+		{SQL: `UPDATE workflow.outbox_head SET next_seq = $1`, Args: []any{applied + 1}},
+	}
+	vkeys, err := evidence.LoadPublicKeys(dataDir)
+	if err != nil {
+		return sourceJournal{}, nil, err
+	}
+	for _, vk := range vkeys {
+		ks, err := evidence.NewKeySet(vk)
+		if err != nil {
+			return sourceJournal{}, nil, err
+		}
+		fixups = append(fixups, dbcopy.Statement{
+			SQL:  `INSERT INTO evidence.public_keys (key_id, verifier_key, added_at_ns) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+			Args: []any{ks.IDs()[0], vk, time.Now().UnixNano()}})
+	}
+	return src, fixups, nil
 }

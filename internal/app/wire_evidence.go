@@ -184,6 +184,8 @@ type Journal interface {
 	// Run signs periodic checkpoints until ctx is done.
 	Run(ctx context.Context) error
 	JournalID() string
+	// Origin names the journal's checkpoints and signing key.
+	Origin() string
 	KeyID() string
 	Close() error
 }

@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -53,6 +54,18 @@ type Table struct {
 	// number (the order rows were inserted in, which a PostgreSQL identity
 	// column keeps).
 	Rename map[string]string
+	// Set gives PostgreSQL columns that have no SQLite column a value for
+	// every row (not part of the digest: the data directory does not hold
+	// it).
+	Set map[string]any
+}
+
+// A Statement is run after the tables are copied, in the same
+// transaction, to bring derived state (a counter row, an identity) in line
+// with the copied rows.
+type Statement struct {
+	SQL  string
+	Args []any
 }
 
 // Result is one copied table: its rows and their digest (the same on both
@@ -76,7 +89,7 @@ type column struct {
 // committing. Errors: failure.InvalidArguments for a plan that would lose
 // a column; failure.Conflict when a copied table does not verify; those
 // of the databases.
-func Copy(ctx context.Context, db *pgdb.DB, dataDir string, plan []Table, fixups []string) ([]Result, error) {
+func Copy(ctx context.Context, db *pgdb.DB, dataDir string, plan []Table, fixups []Statement) ([]Result, error) {
 	var out []Result
 	err := db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		out = out[:0]
@@ -105,7 +118,7 @@ func Copy(ctx context.Context, db *pgdb.DB, dataDir string, plan []Table, fixups
 			return err
 		}
 		for _, f := range fixups {
-			if _, err := tx.Exec(ctx, f); err != nil {
+			if _, err := tx.Exec(ctx, f.SQL, f.Args...); err != nil {
 				return fmt.Errorf("after the copy: %w", err)
 			}
 		}
@@ -197,6 +210,10 @@ func copyTable(ctx context.Context, src *sql.DB, tx pgx.Tx, t Table) (Result, er
 	for i, c := range cols {
 		names[i], pgNames[i] = c.name, c.pgName
 	}
+	var setVals []any
+	for _, k := range slices.Sorted(maps.Keys(t.Set)) {
+		pgNames, setVals = append(pgNames, k), append(setVals, t.Set[k])
+	}
 	schema, table, _ := strings.Cut(t.To, ".")
 	rows, err := src.QueryContext(ctx, `SELECT `+quoteList(names)+` FROM "`+t.From+`" ORDER BY `+quoteList(t.Key))
 	if err != nil {
@@ -229,7 +246,7 @@ func copyTable(ctx context.Context, src *sql.DB, tx pgx.Tx, t Table) (Result, er
 			}
 		}
 		sum.add(row)
-		batch = append(batch, row)
+		batch = append(batch, append(row, setVals...))
 		if len(batch) == BatchRows {
 			if err := flush(); err != nil {
 				return Result{}, err

@@ -51,7 +51,7 @@ func fixture(t *testing.T, rows int) (string, *pgdb.DB) {
 	return dir, db
 }
 
-var plan = []dbcopy.Table{{File: "x.db", From: "items", To: "s.items", Key: []string{"id"}, Rename: map[string]string{"rowid": "seq", "seq": "ord"}}}
+var plan = []dbcopy.Table{{File: "x.db", From: "items", To: "s.items", Key: []string{"id"}, Rename: map[string]string{"rowid": "seq", "seq": "ord"}, Set: map[string]any{"added": "migrated"}}}
 
 func count(t *testing.T, db *pgdb.DB) int {
 	t.Helper()
@@ -85,8 +85,9 @@ func TestCopyVerifiesAndResetsIdentities(t *testing.T) {
 	}
 	// rowid became seq, and the column seq became ord.
 	var seq, ord int64
-	if err := db.Pool.QueryRow(ctx, `SELECT seq, ord FROM s.items WHERE id = 'b1é'`).Scan(&seq, &ord); err != nil || seq != 2 || ord != 2 {
-		t.Fatalf("row 2: seq %d ord %d %v", seq, ord, err)
+	var added string
+	if err := db.Pool.QueryRow(ctx, `SELECT seq, ord, added FROM s.items WHERE id = 'b1é'`).Scan(&seq, &ord, &added); err != nil || seq != 2 || ord != 2 || added != "migrated" {
+		t.Fatalf("row 2: seq %d ord %d added %q %v", seq, ord, added, err)
 	}
 }
 
