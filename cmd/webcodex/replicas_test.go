@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,8 +22,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 )
 
@@ -49,6 +54,8 @@ func newRoundRobin(t *testing.T, bases ...string) *roundRobin {
 		Rewrite:       func(r *httputil.ProxyRequest) { r.Out.URL.Scheme = "http" },
 		Transport:     rr,
 		FlushInterval: -1, // stream SSE responses as they come
+		// A replica killed mid-response is expected here.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	rr.srv = httptest.NewServer(proxy)
 	t.Cleanup(rr.srv.Close)
@@ -56,13 +63,26 @@ func newRoundRobin(t *testing.T, bases ...string) *roundRobin {
 }
 
 // RoundTrip sends r to the next replica, or to the one after it when the
-// connection is refused.
+// connection is refused. The body is read first (the requests are small
+// JSON-RPC messages) so that a second attempt can send it again: a
+// transport closes the body of a request it failed to send.
 func (rr *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		var err error
+		if body, err = io.ReadAll(r.Body); err != nil {
+			return nil, err
+		}
+		r.Body.Close()
+	}
 	start := rr.next.Add(1)
 	var err error
 	for i := range uint64(len(rr.backends)) {
 		b := rr.backends[(start+i)%uint64(len(rr.backends))]
 		out := r.Clone(r.Context())
+		if body != nil {
+			out.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		out.URL.Host, out.Host = b.Host, b.Host
 		var resp *http.Response
 		resp, err = http.DefaultTransport.RoundTrip(out)
@@ -149,12 +169,13 @@ type replicaMsg struct {
 // file, one after the other (the first creates the journal and the key).
 func startReplicas(t *testing.T, n int, project string) (dbURL, keyFile string, replicas []*child) {
 	t.Helper()
-	dbURL = pgtest.URL(t)
+	dbURL = strings.Replace(pgtest.URL(t), "postgres@", "postgres:"+testDBPassword+"@", 1)
 	keyFile = filepath.Join(t.TempDir(), "evidence.key")
 	for range n {
-		replicas = append(replicas, startServe(t, "--data-dir", t.TempDir(), "--database", dbURL,
-			"--evidence-key", keyFile, "--project", "demo="+project))
+		r := startServe(t, "--data-dir", t.TempDir(), "--database", dbURL, "--evidence-key", keyFile, "--project", "demo="+project)
+		replicas = append(replicas, r)
 	}
+
 	return dbURL, keyFile, replicas
 }
 
@@ -245,17 +266,26 @@ func TestReplicasServeOneDeployment(t *testing.T) {
 			t.Fatalf("round %d: %+v", round, results)
 		}
 	}
-	stopServe(t, rs[0])
-	stopServe(t, rs[1])
+	for _, r := range rs {
+		out := stopServe(t, r)
+		if !strings.Contains(out, "database  postgres://postgres:xxxxx@") || strings.Contains(out, testDBPassword) {
+			t.Fatalf("a replica's banner does not name its database, or shows its password:\n%s", out)
+		}
+	}
 	verifyReplicaEvidence(t, dbURL, keyFile)
 }
+
+// testDBPassword is put in the replicas' database URL (the test cluster
+// trusts every local connection, so it is never checked): it must never
+// be printed.
+const testDBPassword = "s3cret-db-pass"
 
 // verifyReplicaEvidence runs `webcodex evidence verify` on the
 // deployment's journal and fails unless it is clean.
 func verifyReplicaEvidence(t *testing.T, dbURL, keyFile string) {
 	t.Helper()
 	out := mustRun(t, "--data-dir", t.TempDir(), "evidence", "verify", "--database", dbURL, "--evidence-key", keyFile)
-	if !strings.Contains(out, "ok") {
+	if !strings.Contains(out, "Evidence verification: OK") || strings.Contains(out, "records     0 read") || strings.Contains(out, testDBPassword) {
 		t.Fatalf("evidence verify:\n%s", out)
 	}
 }
@@ -345,4 +375,35 @@ func TestReplicaKilledUnderLoad(t *testing.T) {
 	}
 	stopServe(t, rs[1])
 	verifyReplicaEvidence(t, dbURL, keyFile)
+}
+
+// TestServeRefusesABadDatabase: a database that cannot be reached stops
+// serve at start with an error naming it (without its password), and
+// nothing is created in the data directory; a database a newer WebCodex
+// migrated is refused, naming the schema.
+func TestServeRefusesABadDatabase(t *testing.T) {
+	data := t.TempDir()
+	out, err := run(t, "--data-dir", data, "serve", "--listen", "127.0.0.1:0", "--database", "postgres://webcodex:"+testDBPassword+"@127.0.0.1:1/webcodex?connect_timeout=2")
+	if failure.KindOf(err) != failure.Unavailable || !strings.Contains(err.Error(), "postgres://webcodex:xxxxx@127.0.0.1:1/webcodex") ||
+		strings.Contains(err.Error()+out, testDBPassword) {
+		t.Fatalf("serve on an unreachable database: %v\n%s", err, out)
+	}
+	if entries, _ := os.ReadDir(data); len(entries) != 0 {
+		t.Fatalf("serve on an unreachable database created %v", entries)
+	}
+
+	url := pgtest.URL(t)
+	mustRun(t, "--data-dir", t.TempDir(), "--database", url, "session", "list")
+	db, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	if _, err := db.Exec(context.Background(), `INSERT INTO workflow.schema_migrations (version, name) VALUES (9999, '9999_future.sql')`); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, "--data-dir", t.TempDir(), "serve", "--listen", "127.0.0.1:0", "--database", url)
+	if failure.KindOf(err) != failure.Conflict || !strings.Contains(err.Error(), "workflow") || !strings.Contains(err.Error(), "9999") {
+		t.Fatalf("serve on a newer schema: %v\n%s", err, out)
+	}
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,8 +11,17 @@ import (
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/oauth/oauthdb"
+	"github.com/webcodex/webcodex/internal/audit/auditpg"
+	"github.com/webcodex/webcodex/internal/auth/authpg"
+	"github.com/webcodex/webcodex/internal/evidence/evidencepg"
+	"github.com/webcodex/webcodex/internal/goal/goalpg"
+	"github.com/webcodex/webcodex/internal/jobs/jobspg"
+	"github.com/webcodex/webcodex/internal/memory/memorypg"
 	"github.com/webcodex/webcodex/internal/oauth/oauthpg"
 	"github.com/webcodex/webcodex/internal/pgdb"
+	"github.com/webcodex/webcodex/internal/project/projectpg"
+	"github.com/webcodex/webcodex/internal/window/windowpg"
+	"github.com/webcodex/webcodex/internal/workflow/workflowpg"
 )
 
 // MigrationResult is one table `webcodex migrate` copied: its rows and
@@ -148,18 +156,19 @@ func requireEmpty(ctx context.Context, db *pgdb.DB) error {
 	return nil
 }
 
-// createSchemas creates every store's schema at this version.
+// createSchemas creates every store's schema at this version, and nothing
+// in them: the copy brings every row.
 func createSchemas(ctx context.Context, db *pgdb.DB) error {
-	st, err := openStoresIn(ctx, db)
-	if err != nil {
-		return err
+	for _, m := range []func(context.Context, *pgdb.DB) error{
+		workflowpg.Migrate, auditpg.Migrate, evidencepg.Migrate, authpg.Migrate, oauthpg.Migrate,
+		projectpg.Migrate, jobspg.Migrate, goalpg.Migrate, windowpg.Migrate, memorypg.Migrate,
+	} {
+		if err := m(ctx, db); err != nil {
+			return err
+		}
 	}
-	if _, err := oauthpg.Open(ctx, db); err != nil {
-		return errors.Join(err, st.Close())
-	}
-	return st.Close()
+	return nil
 }
-
 // sourceJournal is what the copy needs of the data directory's journal.
 type sourceJournal struct {
 	id, origin string

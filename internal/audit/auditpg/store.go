@@ -48,7 +48,7 @@ var _ audit.Store = (*Store)(nil)
 // stays the caller's. Errors: those of pgdb.DB.Migrate (failure.Conflict
 // for a database a newer WebCodex migrated).
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil
@@ -570,4 +570,11 @@ func (s *Store) Stats(ctx context.Context, q audit.StatsQuery) (audit.Stats, err
 		Events: s.events,
 	}, q)
 	return st, storeError(err)
+}
+
+// Migrate brings the store's schema in db up to this version (a newer one
+// is refused, as Open refuses it) without opening the store: `webcodex
+// migrate` creates every schema before it copies rows into them.
+func Migrate(ctx context.Context, db *pgdb.DB) error {
+	return db.Migrate(ctx, Schema, migrations, "migrations")
 }

@@ -51,7 +51,7 @@ var (
 // version than this binary knows (the message names the schema); the
 // database's error otherwise (see pgdb.DB.Migrate).
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil
@@ -164,4 +164,11 @@ func (s *Store) Touch(ctx context.Context, id string, at time.Time) error {
 
 func notFound(id string) error {
 	return failure.New(failure.NotFound, "token %q does not exist", id)
+}
+
+// Migrate brings the store's schema in db up to this version (a newer one
+// is refused, as Open refuses it) without opening the store: `webcodex
+// migrate` creates every schema before it copies rows into them.
+func Migrate(ctx context.Context, db *pgdb.DB) error {
+	return db.Migrate(ctx, Schema, migrations, "migrations")
 }

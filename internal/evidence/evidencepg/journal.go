@@ -92,7 +92,7 @@ func Open(ctx context.Context, db *pgdb.DB, keyFile string, opts evidence.Option
 	if err := evidencerow.CheckOrigin(opts.Origin); err != nil {
 		return nil, err
 	}
-	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	o := evidencerow.Defaults(opts)
@@ -303,4 +303,11 @@ func (j *Journal) tx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx
 		return err
 	}
 	return j.db.Tx(ctx, fn)
+}
+
+// Migrate brings the store's schema in db up to this version (a newer one
+// is refused, as Open refuses it) without opening the store: `webcodex
+// migrate` creates every schema before it copies rows into them.
+func Migrate(ctx context.Context, db *pgdb.DB) error {
+	return db.Migrate(ctx, Schema, migrations, "migrations")
 }

@@ -36,7 +36,7 @@ var _ goal.Store = (*Store)(nil)
 // Open migrates the schema goals of db and returns its store; the pool
 // stays the caller's. Errors: those of pgdb.DB.Migrate.
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil
@@ -282,4 +282,11 @@ func (s *Store) Raw(ctx context.Context, id string) (string, error) {
 	var raw string
 	err := s.db.Pool.QueryRow(ctx, `SELECT json_build_array(`+columns+`)::text FROM goals.goals WHERE id = $1`, id).Scan(&raw)
 	return raw, pgdb.StoreError(err, storeName)
+}
+
+// Migrate brings the store's schema in db up to this version (a newer one
+// is refused, as Open refuses it) without opening the store: `webcodex
+// migrate` creates every schema before it copies rows into them.
+func Migrate(ctx context.Context, db *pgdb.DB) error {
+	return db.Migrate(ctx, Schema, migrations, "migrations")
 }

@@ -33,7 +33,7 @@ var _ jobs.Store = (*Store)(nil)
 // Open migrates the schema jobs of db and returns its store; the pool stays
 // the caller's. Errors: those of pgdb.DB.Migrate.
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil
@@ -196,4 +196,11 @@ func (s *Store) Prune(ctx context.Context, keep int) ([]string, error) {
 		return nil, storeErr(err)
 	}
 	return ids, nil
+}
+
+// Migrate brings the store's schema in db up to this version (a newer one
+// is refused, as Open refuses it) without opening the store: `webcodex
+// migrate` creates every schema before it copies rows into them.
+func Migrate(ctx context.Context, db *pgdb.DB) error {
+	return db.Migrate(ctx, Schema, migrations, "migrations")
 }

@@ -55,7 +55,7 @@ var _ authserver.Store = (*Store)(nil)
 // version than this binary knows (pgdb.DB.Migrate); the database's error
 // otherwise.
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil
@@ -372,4 +372,11 @@ func timePtr(n *int64) *time.Time {
 	}
 	t := unix(*n)
 	return &t
+}
+
+// Migrate brings the store's schema in db up to this version (a newer one
+// is refused, as Open refuses it) without opening the store: `webcodex
+// migrate` creates every schema before it copies rows into them.
+func Migrate(ctx context.Context, db *pgdb.DB) error {
+	return db.Migrate(ctx, Schema, migrations, "migrations")
 }

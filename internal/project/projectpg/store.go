@@ -41,7 +41,7 @@ var (
 // stays the caller's. Errors: those of pgdb.DB.Migrate (failure.Conflict
 // for a database newer than this binary).
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	return &Store{db: db}, nil
@@ -213,4 +213,11 @@ func (s *Store) Runners(ctx context.Context) ([]runnerhub.Record, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// Migrate brings the store's schema in db up to this version (a newer one
+// is refused, as Open refuses it) without opening the store: `webcodex
+// migrate` creates every schema before it copies rows into them.
+func Migrate(ctx context.Context, db *pgdb.DB) error {
+	return db.Migrate(ctx, Schema, migrations, "migrations")
 }

@@ -61,7 +61,7 @@ var _ window.Store = (*Store)(nil)
 // the pool stays the caller's, Close stops the writer. Errors: those of
 // pgdb.DB.Migrate.
 func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
-	if err := db.Migrate(ctx, Schema, migrations, "migrations"); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
@@ -257,4 +257,11 @@ func (s *Store) Affinity(ctx context.Context, principal, win, project string, si
 		WHERE principal = $1 AND win = $2 AND project = $3 AND affinity_at_ms > $4 AND affinity_session IS NOT NULL`,
 		[]any{principal, win, project, ms(since)}, &id)
 	return id, ok, err
+}
+
+// Migrate brings the store's schema in db up to this version (a newer one
+// is refused, as Open refuses it) without opening the store: `webcodex
+// migrate` creates every schema before it copies rows into them.
+func Migrate(ctx context.Context, db *pgdb.DB) error {
+	return db.Migrate(ctx, Schema, migrations, "migrations")
 }

@@ -49,7 +49,7 @@ var (
 // caller's; Close stops the writer. Errors: those of pgdb.DB.Migrate; a
 // database that cannot be read.
 func OpenBoard(ctx context.Context, db *pgdb.DB) (*Board, error) {
-	if err := migrate(ctx, db); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	key, err := loadObservationKey(ctx, db)

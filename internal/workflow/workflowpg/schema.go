@@ -20,8 +20,9 @@ var migrations embed.FS
 // Action Audit or evidence schemas.
 const Schema = "workflow"
 
-// migrate brings the schema up to date (pgdb.DB.Migrate: a database at a
-// newer version is refused with failure.Conflict).
-func migrate(ctx context.Context, db *pgdb.DB) error {
+// Migrate brings the ledger's schema in db up to this version
+// (pgdb.DB.Migrate: a database at a newer version is refused with
+// failure.Conflict) without opening the ledger.
+func Migrate(ctx context.Context, db *pgdb.DB) error {
 	return db.Migrate(ctx, Schema, migrations, "migrations")
 }

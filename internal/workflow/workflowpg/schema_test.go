@@ -13,7 +13,7 @@ func TestMigrateTwice(t *testing.T) {
 	db := pgtest.Open(t)
 	ctx := context.Background()
 	for range 2 {
-		if err := migrate(ctx, db); err != nil {
+		if err := Migrate(ctx, db); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -47,7 +47,7 @@ type OutboxRow = workflowrow.OutboxRow
 // pgdb.DB.Migrate (failure.Conflict for a newer schema), or
 // failure.Unavailable.
 func Open(ctx context.Context, db *pgdb.DB, now func() time.Time) (*Store, error) {
-	if err := migrate(ctx, db); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	if now == nil {
