@@ -15,10 +15,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"strings"
 	"testing"
 	"time"
 

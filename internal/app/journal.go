@@ -12,8 +12,8 @@ import (
 	"github.com/webcodex/webcodex/internal/evidence/evidencepg"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb"
-	"github.com/webcodex/webcodex/internal/workflow/workflowpg"
 	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
+	"github.com/webcodex/webcodex/internal/workflow/workflowpg"
 )
 
 // The offline evidence commands (`webcodex evidence ...`, the handoff

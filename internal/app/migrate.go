@@ -7,16 +7,16 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/webcodex/webcodex/internal/dbcopy"
-	"github.com/webcodex/webcodex/internal/evidence"
-	"github.com/webcodex/webcodex/internal/failure"
-	"github.com/webcodex/webcodex/internal/oauth/oauthdb"
 	"github.com/webcodex/webcodex/internal/audit/auditpg"
 	"github.com/webcodex/webcodex/internal/auth/authpg"
+	"github.com/webcodex/webcodex/internal/dbcopy"
+	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencepg"
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/goal/goalpg"
 	"github.com/webcodex/webcodex/internal/jobs/jobspg"
 	"github.com/webcodex/webcodex/internal/memory/memorypg"
+	"github.com/webcodex/webcodex/internal/oauth/oauthdb"
 	"github.com/webcodex/webcodex/internal/oauth/oauthpg"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/project/projectpg"
@@ -169,6 +169,7 @@ func createSchemas(ctx context.Context, db *pgdb.DB) error {
 	}
 	return nil
 }
+
 // sourceJournal is what the copy needs of the data directory's journal.
 type sourceJournal struct {
 	id, origin string
