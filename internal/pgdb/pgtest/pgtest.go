@@ -87,3 +87,26 @@ func Open(t testing.TB) *pgdb.DB {
 	t.Cleanup(db.Close)
 	return db
 }
+
+// AwaitLockWait returns once a backend of db's database waits for a lock
+// (pg_stat_activity), the proof that a lock a test holds makes the other
+// side wait; it fails the test if done reports first (what, the other
+// side, finished without waiting).
+func AwaitLockWait(t testing.TB, db *pgdb.DB, done <-chan error, what string) {
+	t.Helper()
+	for {
+		var waiting int
+		if err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("%s finished (%v) while the lock it needs was held", what, err)
+		default:
+		}
+	}
+}

@@ -38,28 +38,6 @@ func newReplicas(t *testing.T) *replicas {
 	return r
 }
 
-// waitForLockWait returns once a backend of the database waits for a
-// lock, and fails the test if ended is closed first (the other side did
-// not wait).
-func waitForLockWait(t *testing.T, db *pgdb.DB, ended <-chan error, what string) {
-	t.Helper()
-	for {
-		var waiting int
-		if err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			return
-		}
-		select {
-		case err := <-ended:
-			t.Fatalf("%s finished (%v) while the other replica held the board", what, err)
-		default:
-		}
-	}
-}
-
 // TestUpdateBoardLocksTheBoard: while one replica's UpdateBoard holds a
 // session's board, another replica's post to it waits for the row lock
 // (pg_stat_activity shows it waiting), then goes on and numbers its
@@ -78,7 +56,7 @@ func TestUpdateBoardLocksTheBoard(t *testing.T) {
 		other, _, err = r.boardB.Post(ctx, workflow.PostParams{SessionID: sess.ID, Kind: workflow.MessageNote, Body: "waits"})
 		second <- err
 	}()
-	waitForLockWait(t, r.dbA, second, "the other replica's post")
+	pgtest.AwaitLockWait(t, r.dbA, second, "the other replica's post")
 	held := h.end(t)
 	if err := <-second; err != nil {
 		t.Fatal(err)
@@ -163,7 +141,7 @@ func TestUpdateBoardHoldsTheSessionOpen(t *testing.T) {
 		_, err := r.dbA.Pool.Exec(ctx, qCloseSession, closing...)
 		closed <- err
 	}()
-	waitForLockWait(t, r.dbA, closed, "the close")
+	pgtest.AwaitLockWait(t, r.dbA, closed, "the close")
 	h.end(t)
 	if err := <-closed; err != nil {
 		t.Fatal(err)

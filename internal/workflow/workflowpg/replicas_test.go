@@ -41,27 +41,6 @@ func startSession(t *testing.T, st *Store) workflow.Session {
 	return s
 }
 
-// awaitLockWait returns once a backend of the database waits for a
-// lock; it fails the test if done reports first.
-func awaitLockWait(t *testing.T, db *pgdb.DB, done <-chan error) {
-	t.Helper()
-	for {
-		var waiting int
-		if err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			return
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("the write finished (%v) while the lock it needs was held", err)
-		default:
-		}
-	}
-}
-
 // TestTwoReplicasAppendToOneSession: two replicas appending to one
 // session at once get distinct, consecutive seqs, and the header's
 // counters and retained count add up.
@@ -144,7 +123,7 @@ func TestAppendLocksTheSessionRow(t *testing.T) {
 			return []workflow.Event{{Kind: workflow.EventToolCallStarted, Tool: "read_files", CallID: "call_1", Role: workflow.RoleRecorder}}, nil
 		}, workflow.CallWrite{})
 	}()
-	awaitLockWait(t, admin, second)
+	pgtest.AwaitLockWait(t, admin, second, "the write")
 	letGo()
 	if err := <-first; err != nil {
 		t.Fatal(err)
@@ -190,7 +169,7 @@ func TestOutboxSeqWaitsForTheHead(t *testing.T) {
 			workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "read_files", CallID: "call_1", Role: workflow.RoleRecorder},
 			workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "read_files", CallID: "call_1", Role: workflow.RoleRecorder, Outcome: workflow.OutcomeOK})
 	}()
-	awaitLockWait(t, admin, done)
+	pgtest.AwaitLockWait(t, admin, done, "the write")
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +260,7 @@ func TestBehindWritesShareATransaction(t *testing.T) {
 	release := holdSession(t, admin, s.ID)
 	done := make(chan error, BatchMax+2)
 	behindRead(t, st[0], s.ID, "call_0", done)
-	awaitLockWait(t, admin, done) // the writer has taken call_0 and waits
+	pgtest.AwaitLockWait(t, admin, done, "the write") // the writer has taken call_0 and waits
 	var first []string
 	for i := 1; i <= BatchMax+1; i++ {
 		call := fmt.Sprint("call_", i)
@@ -324,7 +303,7 @@ func TestQueueCapacity(t *testing.T) {
 	holdSession(t, admin, s.ID)
 	done := make(chan error, 1)
 	behindRead(t, st[0], s.ID, "call_0", done)
-	awaitLockWait(t, admin, done) // the writer has taken it: the queue is empty
+	pgtest.AwaitLockWait(t, admin, done, "the write") // the writer has taken it: the queue is empty
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
 	for i := range QueueCapacity {
@@ -354,7 +333,7 @@ func TestARefusedBehindWriteLeavesItsBatch(t *testing.T) {
 	release := holdSession(t, admin, s.ID)
 	done := make(chan error, 4)
 	behindRead(t, st[0], s.ID, "call_0", done)
-	awaitLockWait(t, admin, done)
+	pgtest.AwaitLockWait(t, admin, done, "the write")
 	behindRead(t, st[0], s.ID, "call_1", done)
 	refused := make(chan error, 1)
 	if err := st[0].AppendCall(ctx, s.ID, func(*workflow.Session) ([]workflow.Event, error) {
