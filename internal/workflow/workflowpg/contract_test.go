@@ -124,14 +124,30 @@ func (l *ledger) Hold(t *testing.T, _ storetest.Store, id string) func() {
 // the replica is killed with -9 (pg_terminate_backend, which waits until
 // each backend is gone: its locks released, its transactions rolled
 // back), and opens another replica on the database.
+//
+// The replica's writer may take a new connection after the first
+// termination (its queued batch had not started yet): the backends are
+// terminated again until the pool has closed, so the writer's blocked
+// statement ends with its connection, as the killed process's would.
 func (l *ledger) Crash(t *testing.T, st storetest.Store) storetest.Store {
 	ctx := context.Background()
-	if _, err := l.db.Pool.Exec(ctx, `SELECT pg_terminate_backend(pid, 60000) FROM pg_stat_activity
-		WHERE datname = current_database() AND application_name = $1`, l.names[st]); err != nil {
-		t.Fatal(err)
+	closed := make(chan struct{})
+	terminate := func() {
+		if _, err := l.db.Pool.Exec(ctx, `SELECT pg_terminate_backend(pid, 60000) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = $1`, l.names[st]); err != nil {
+			t.Fatal(err)
+		}
 	}
-	l.pools[st].Close()
-	return l.Open(t)
+	terminate()
+	go func() { l.pools[st].Close(); close(closed) }()
+	for {
+		select {
+		case <-closed:
+			return l.Open(t)
+		default:
+			terminate()
+		}
+	}
 }
 
 // kill ends st's instance connection alone, as the server does once it
