@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,18 +25,25 @@ import (
 const RunnerTokenEnv = "WEBCODEX_RUNNER_TOKEN"
 
 func newRunnerCmd(g *globals) *cobra.Command {
-	var server, token, config, transport string
+	var servers []string
+	var token, config, transport string
 	cmd := &cobra.Command{
-		Use:   "runner --server URL --config runner.toml",
+		Use:   "runner --server URL [--server URL]... --config runner.toml",
 		Short: "Serve this machine's projects to a WebCodex server (connects out; opens no port)",
 		Long: "Connect out to the server, announce the projects of runner.toml as agent:<client_id>:<name> and serve " +
-			"the server's requests on them until interrupted. Reconnects with jittered backoff; stops on an " +
+			"the server's requests on them until interrupted. When several replicas serve one database, give each " +
+			"replica's own address with one --server each: the runner keeps a connection to every one. Reconnects with jittered backoff; stops on an " +
 			"authentication failure. The token is --token or $" + RunnerTokenEnv + " (a wc_runner_ token from " +
 			"`webcodex runner token create` on the server). See docs/runners.md.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if server == "" || config == "" {
+			if len(servers) == 0 || config == "" {
 				return errors.New("give --server and --config")
+			}
+			for i, u := range servers {
+				if slices.Contains(servers[:i], u) {
+					return fmt.Errorf("--server %s is given twice: give each replica once", u)
+				}
 			}
 			if token == "" {
 				token = os.Getenv(RunnerTokenEnv)
@@ -51,13 +60,13 @@ func newRunnerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			a := app.NewRunnerAgent(cfg, server, token, tr, log)
+			a := app.NewRunnerAgent(cfg, servers, token, tr, log)
 			fprintf(cmd.OutOrStdout(), "webcodex runner %s: %d projects, sandbox %s, connecting to %s over %s\n",
-				cfg.ClientID, len(cfg.Projects), a.Sandbox(), server, tr)
+				cfg.ClientID, len(cfg.Projects), a.Sandbox(), strings.Join(servers, ", "), tr)
 			return a.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", "", "the server's base URL (http://host:port or https://...)")
+	cmd.Flags().StringArrayVar(&servers, "server", nil, "the server's base URL (http://host:port or https://...); repeat it for each replica of one deployment")
 	cmd.Flags().StringVar(&token, "token", "", "the runner token (default $"+RunnerTokenEnv+")")
 	cmd.Flags().StringVar(&config, "config", "", "runner.toml: client_id, [projects], [policy], [ssh.resources.NAME]")
 	cmd.Flags().StringVar(&transport, "transport", string(runnerlink.Auto),

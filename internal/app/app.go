@@ -191,7 +191,7 @@ func (a *App) wire(ctx context.Context) error {
 		a.Log.Info("start: removed temporary directories of servers that are gone", "count", n)
 	}
 	a.Runner = &runner.Local{Contain: a.Contain, Policy: a.Sandbox}
-	a.Hub = runnerhub.New(runnerhub.Options{Auth: a.Auth, Projects: a.Projects, Store: a.Stores.Projects, Logger: a.Log,
+	a.Hub = runnerhub.New(runnerhub.Options{Auth: a.Auth, Projects: a.Projects, Store: a.Stores.Projects, Logger: a.Log, Replica: a.Stores.ReplicaID(),
 		// A runner's processes that a previous server started: the jobs
 		// adopt the ones they recorded (a.Jobs exists before any runner
 		// can connect).

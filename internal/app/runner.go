@@ -25,13 +25,14 @@ func RunnerOps() []workspace.Served {
 }
 
 // NewRunnerAgent is `webcodex runner`'s composition root: the agent for
-// cfg connecting to server with token, serving RunnerOps, its processes
+// cfg connecting to each of servers (one server, or every replica of one)
+// with token, serving RunnerOps, its processes
 // contained and confined by cfg's sandbox. runner.toml holds no secret (the
 // token comes from the command line or the environment). As on a server,
 // the user's cache directory stays writable under workspace-write (go's
 // build cache, for a validation run there).
-func NewRunnerAgent(cfg runneragent.Config, server, token string, transport runnerlink.Transport, log *slog.Logger) *runneragent.Agent {
+func NewRunnerAgent(cfg runneragent.Config, servers []string, token string, transport runnerlink.Transport, log *slog.Logger) *runneragent.Agent {
 	pol := &runner.Policy{Mode: runner.Mode(cfg.Policy.Sandbox), ExtraWrite: defaultExtraWrite()}
-	return runneragent.New(runneragent.Options{Config: cfg, Server: server, Token: token, Ops: RunnerOps(),
+	return runneragent.New(runneragent.Options{Config: cfg, Servers: servers, Token: token, Ops: RunnerOps(),
 		Version: Version, Logger: log, Policy: pol, Contain: runner.Setup(), Transport: transport})
 }

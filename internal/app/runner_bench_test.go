@@ -14,9 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/benchpair"
+	"github.com/webcodex/webcodex/internal/pgdb"
+	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
+	"github.com/webcodex/webcodex/internal/pgnotify"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runneragent"
@@ -78,7 +82,9 @@ func benchRunner(b *testing.B) *app.App {
 		if v := os.Getenv("WEBCODEX_BENCH_TRANSPORT"); v != "" {
 			tr = runnerlink.Transport(v)
 		}
-		go func() { agentDone <- app.NewRunnerAgent(rcfg, "http://"+addr.String(), tok, tr, log).Run(actx) }()
+		go func() {
+			agentDone <- app.NewRunnerAgent(rcfg, []string{"http://" + addr.String()}, tok, tr, log).Run(actx)
+		}()
 	}
 	b.Cleanup(func() {
 		acancel()
@@ -178,4 +184,73 @@ func rssBytes() int64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkRunnerCallDirectVsRelayed measures decision 0075. It alternates
+// a recorded read_files on a runner's project over the runner's own
+// connection (what every replica does when the runner connects to each)
+// with the same call wrapped in the least a relay through PostgreSQL would
+// add: the request row committed with its NOTIFY by the replica the call
+// arrived at, the replica holding the runner woken by its listener, the
+// answer row committed with its NOTIFY, the first replica woken. The
+// relay's own work (claiming, outcome rows, streams) would come on top.
+func BenchmarkRunnerCallDirectVsRelayed(b *testing.B) {
+	ctx := context.Background()
+	u := pgtest.URL(b)
+	dbs := [2]*pgdb.DB{}
+	for i := range dbs {
+		db, err := pgdb.Open(ctx, u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(db.Close)
+		dbs[i] = db
+	}
+	if _, err := dbs[0].Pool.Exec(ctx, `CREATE TABLE relay (id bigint PRIMARY KEY, answered boolean NOT NULL DEFAULT false)`); err != nil {
+		b.Fatal(err)
+	}
+	listen := func(db *pgdb.DB, channel string) *pgnotify.Topic {
+		l := pgnotify.Start(ctx, db, slog.New(slog.DiscardHandler))
+		b.Cleanup(l.Close)
+		t := l.Topic(channel)
+		if err := l.Ready(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return t
+	}
+	holder, arrival := listen(dbs[0], "relay_request"), listen(dbs[1], "relay_answer")
+	a := benchRunner(b)
+	proj := project.RunnerID("box", "demo")
+	id := benchCall(b, a, "work_on_project", map[string]any{"project": proj, "instruction": "bench"}, "")["session_id"].(string)
+	args := map[string]any{"project": proj, "files": []any{map[string]any{"path": "a.go"}}}
+	direct := func() { benchCall(b, a, "read_files", args, id) }
+	var n int64
+	relayed := func() {
+		n++
+		key := strconv.FormatInt(n, 10)
+		requested, endReq := holder.Subscribe(key)
+		answered, endAns := arrival.Subscribe(key)
+		defer endReq()
+		defer endAns()
+		if err := dbs[1].Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO relay (id) VALUES ($1)`, n); err != nil {
+				return err
+			}
+			return pgnotify.Send(ctx, tx, "relay_request", key)
+		}); err != nil {
+			b.Fatal(err)
+		}
+		<-requested
+		direct()
+		if err := dbs[0].Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `UPDATE relay SET answered = true WHERE id = $1`, n); err != nil {
+				return err
+			}
+			return pgnotify.Send(ctx, tx, "relay_answer", key)
+		}); err != nil {
+			b.Fatal(err)
+		}
+		<-answered
+	}
+	benchpair.Run(b, "direct", direct, "relayed", relayed)
 }

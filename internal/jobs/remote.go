@@ -23,6 +23,12 @@ import (
 // is released (stopped if it runs): its outcome was recorded already, or
 // the run it belonged to was never recorded (a synchronous run whose call
 // ended with this server).
+//
+// With several replicas (Options.Replica), a record another live replica
+// supervises is left to it; one of a replica that is gone is taken over
+// (its Replica set to this one, compare-and-set, so that of two replicas
+// greeted by the runner at once only one adopts it) before it is adopted
+// or marked lost.
 func (m *Manager) Reconcile(ctx context.Context, r runner.Reattacher, held []string) error {
 	m.adoptMu.Lock()
 	defer m.adoptMu.Unlock()
@@ -39,6 +45,12 @@ func (m *Manager) Reconcile(ctx context.Context, r runner.Reattacher, held []str
 		if m.entry(j.ID) != nil {
 			continue // supervised here (a reconnect the runner hub handles)
 		}
+		if elsewhere, err := m.supervisedElsewhere(ctx, j); err != nil || elsewhere {
+			continue // that replica's (or, unknown now, left as it is)
+		}
+		if !m.takeOver(ctx, j) {
+			continue
+		}
 		if !slices.Contains(held, j.ID) {
 			m.markLost(ctx, j.ID, ReasonRunnerLost)
 			continue
@@ -53,6 +65,26 @@ func (m *Manager) Reconcile(ctx context.Context, r runner.Reattacher, held []str
 		}
 	}
 	return nil
+}
+
+// takeOver makes j, found unfinished, this replica's: true when j was
+// this replica's already (or no replicas are configured), or when its
+// Replica was still the one read and is now this one.
+func (m *Manager) takeOver(ctx context.Context, j Job) bool {
+	if j.Replica == m.replica {
+		return true
+	}
+	_, err := m.store.Update(ctx, j.ID, func(cur *Job) error {
+		if cur.State.Terminal() || cur.Replica != j.Replica {
+			return ErrUnchanged
+		}
+		cur.Replica = m.replica
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrUnchanged) {
+		m.log.Warn("jobs: taking over a gone replica's job", "job", j.ID, "replica", j.Replica, "err", err)
+	}
+	return err == nil
 }
 
 // adopt supervises j, whose process r holds, from this server on.

@@ -320,3 +320,76 @@ func TestAQueuedRemoteJobIsLostAtRestart(t *testing.T) {
 		t.Fatalf("the running remote job: %+v", got)
 	}
 }
+
+// replicaManager is a Manager over e's store as replica id, another
+// replica of the same deployment; alive answers which replicas serve.
+func replicaManager(t *testing.T, e *env, id string, alive func(string) bool) *jobs.Manager {
+	t.Helper()
+	st, err := jobsdb.Open(context.Background(), filepath.Join(e.data, "jobs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := jobs.NewManager(jobs.Options{Store: st, Host: &runner.Local{}, Dir: filepath.Join(t.TempDir(), "jobs"), RunnerGrace: time.Minute,
+		Replica: id, Alive: func(_ context.Context, r string) (bool, error) { return alive(r), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.Close(context.Background())
+		st.Close()
+	})
+	return m
+}
+
+// TestReconcileLeavesALiveReplicasJobAndTakesOverAGoneOnes: a runner
+// connected to several replicas greets replica B while replica A
+// supervises one of its jobs. While A is alive B neither marks the job
+// lost (the runner does not offer it: A streams it) nor releases it; once
+// A is gone, B adopts it and the record names B, so that replica C, whose
+// runner connection comes next, leaves it to B.
+func TestReconcileLeavesALiveReplicasJobAndTakesOverAGoneOnes(t *testing.T) {
+	var mu sync.Mutex
+	up := map[string]bool{"rA": true, "rB": true, "rC": true}
+	alive := func(r string) bool { mu.Lock(); defer mu.Unlock(); return up[r] }
+	e := newEnv(t, jobs.Options{Replica: "rA", Alive: func(_ context.Context, r string) (bool, error) { return alive(r), nil }})
+	j := startRemote(t, e, newFakeRunner("box"))
+
+	b := replicaManager(t, e, "rB", alive)
+	rb := newFakeRunner("box")
+	if err := b.Reconcile(context.Background(), rb, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.Get(context.Background(), acc, j.ID); got.State != jobs.Running || got.Replica != "rA" {
+		t.Fatalf("B changed live A's job: %+v", got)
+	}
+	if len(rb.attached) != 0 || len(rb.releasedIDs()) != 0 {
+		t.Fatalf("B adopted %v or released %v of A's job", rb.attached, rb.releasedIDs())
+	}
+
+	mu.Lock()
+	up["rA"] = false
+	mu.Unlock()
+	rb2 := newFakeRunner("box")
+	if err := b.Reconcile(context.Background(), rb2, []string{j.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rb2.attached[j.ID]; !ok {
+		t.Fatal("B did not adopt the job of A, which is gone")
+	}
+	if got, _ := b.Get(context.Background(), acc, j.ID); got.State != jobs.Running || got.Replica != "rB" {
+		t.Fatalf("the job B took over: %+v", got)
+	}
+
+	c := replicaManager(t, e, "rC", alive)
+	rc := newFakeRunner("box")
+	if err := c.Reconcile(context.Background(), rc, []string{j.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Get(context.Background(), acc, j.ID); got.State != jobs.Running || got.Replica != "rB" || len(rc.attached) != 0 {
+		t.Fatalf("C took B's job: %+v, attached %v", got, rc.attached)
+	}
+	rb2.proc(j.ID).end(runner.Result{ExitCode: 0, Ending: runner.Exited}, nil)
+	if got, err := b.Wait(context.Background(), j.ID, long); err != nil || got.State != jobs.Succeeded || got.Replica != "rB" {
+		t.Fatalf("the adopted job's end: %+v %v", got, err)
+	}
+}

@@ -43,10 +43,12 @@ var ErrFatal = errors.New("runner: fatal")
 // Options configure an Agent.
 type Options struct {
 	Config Config
-	// Server is the server's base URL (http or https); the runner dials
-	// its /api/runner/ws.
-	Server string
-	Token  string
+	// Servers are the base URLs (http or https) of the server's replicas:
+	// one for a single server, each replica's own address when several
+	// replicas serve one database (decision 0075). The runner keeps one
+	// connection to each, dialling its /api/runner/ws.
+	Servers []string
+	Token   string
 	// Ops are the operations the runner serves.
 	Ops     []workspace.Served
 	Version string
@@ -55,7 +57,7 @@ type Options struct {
 	Policy  *runner.Policy
 	Contain *runner.Containment
 
-	// Transport carries the link to Server ("": runnerlink.Auto).
+	// Transport carries the links to Servers ("": runnerlink.Auto).
 	Transport runnerlink.Transport
 }
 
@@ -75,7 +77,12 @@ type Agent struct {
 	poolMu sync.Mutex
 	pool   *sshresource.Pool // the SSH masters, made at the first use
 
-	hold    *holding    // the processes it holds for the server
+	hold *holding // the processes it holds for the server
+}
+
+// upstream is one server (replica) the runner keeps a connection to.
+type upstream struct {
+	url     string
 	polling atomic.Bool // auto fell back to long-poll (dial.go)
 }
 
@@ -106,17 +113,39 @@ func New(o Options) *Agent {
 // Sandbox is the sandbox mode in force for the runner's processes.
 func (a *Agent) Sandbox() runner.Mode { return a.sandbox }
 
-// Run connects and serves until ctx ends (nil) or a fatal error (wrapping
-// ErrFatal). Between connections it waits a jittered backoff; the
-// processes it holds run on meanwhile. When it returns, every process it
-// holds has been stopped: they are lost with the runner.
+// Run connects to every server and serves each until ctx ends (nil) or
+// a fatal error (wrapping ErrFatal), which ends every connection. Between
+// connections to one server it waits a jittered backoff; the processes it
+// holds run on meanwhile. When it returns, every process it holds has
+// been stopped: they are lost with the runner.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeMasters()
 	defer a.hold.closeAll()
 	defer a.shells.Close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for _, u := range a.o.Servers {
+		up := &upstream{url: u}
+		wg.Go(func() {
+			if err := a.serveUpstream(ctx, up); err != nil {
+				cancel(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); errors.Is(err, ErrFatal) {
+		return err
+	}
+	return nil
+}
+
+// serveUpstream keeps a connection to up until ctx ends (nil) or a fatal
+// error.
+func (a *Agent) serveUpstream(ctx context.Context, up *upstream) error {
 	backoff := MinBackoff
 	for {
-		served, err := a.session(ctx)
+		served, err := a.session(ctx, up)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -131,7 +160,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if errors.As(err, &retry) && retry.d > wait {
 			wait = retry.d
 		}
-		a.o.Logger.Warn("runner: disconnected; reconnecting", "err", err, "in", wait.Round(time.Millisecond))
+		a.o.Logger.Warn("runner: disconnected; reconnecting", "server", up.url, "err", err, "in", wait.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
 			return nil
@@ -148,12 +177,16 @@ type retryAfter struct {
 
 func (r *retryAfter) Error() string { return r.msg }
 
-// hello is this runner's hello.
+// hello is this runner's hello. Its inventory lists only the processes no
+// live connection streams: a process another server (replica) started and
+// still streams is that server's, and the server greeted now must neither
+// adopt nor release it. In a single server's reconnect every process is
+// detached by then (serve detaches them as it ends).
 func (a *Agent) hello() runnerwire.Hello {
 	h := runnerwire.Hello{Major: runnerwire.Major, Minor: runnerwire.Minor, ClientID: a.o.Config.ClientID,
 		InstanceID: a.instanceID, Version: a.o.Version, OS: runtime.GOOS, Arch: runtime.GOARCH,
 		Sandbox: string(a.sandbox), Capabilities: []string{runnerwire.OpProcStart, runnerwire.OpProcAttach, runnerwire.OpProcRelease, runnerwire.OpSSHClose},
-		Projects: []runnerwire.Project{}, Resources: []string{}, Processes: a.hold.inventory(), MaxConcurrentJobs: a.o.Config.Policy.MaxConcurrentJobs}
+		Projects: []runnerwire.Project{}, Resources: []string{}, Processes: a.hold.inventory(true), MaxConcurrentJobs: a.o.Config.Policy.MaxConcurrentJobs}
 	for name := range a.ops {
 		h.Capabilities = append(h.Capabilities, name)
 	}
@@ -171,14 +204,14 @@ func (a *Agent) hello() runnerwire.Hello {
 
 // session makes one connection and serves it until it ends. served says
 // whether a welcome was received.
-func (a *Agent) session(ctx context.Context) (served bool, err error) {
+func (a *Agent) session(ctx context.Context, up *upstream) (served bool, err error) {
 	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
 	b, err := runnerwire.Encode(runnerwire.KindHello, 0, "", a.hello())
 	if err != nil {
 		return false, fmt.Errorf("%w: the hello does not fit a frame: %v", ErrFatal, err)
 	}
-	link, err := a.dial(dctx, b)
+	link, err := a.dial(dctx, up, b)
 	if err != nil {
 		return false, err
 	}
@@ -209,7 +242,7 @@ func (a *Agent) session(ctx context.Context) (served bool, err error) {
 	if err := runnerwire.DecodeBody(f, &w); err != nil {
 		return false, err
 	}
-	a.o.Logger.Info("runner: connected", "generation", f.Gen, "projects", strings.Join(w.Projects, ","))
+	a.o.Logger.Info("runner: connected", "server", up.url, "generation", f.Gen, "projects", strings.Join(w.Projects, ","))
 	s := &session{a: a, link: link, gen: f.Gen}
 	return true, s.serve(ctx, time.Duration(w.HeartbeatSeconds)*time.Second)
 }

@@ -70,7 +70,7 @@ func TestRequestsInFlightAreBounded(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	a := New(Options{Config: cfg, Server: srv.URL, Token: "t", Ops: []workspace.Served{block}})
+	a := New(Options{Config: cfg, Servers: []string{srv.URL}, Token: "t", Ops: []workspace.Served{block}})
 	go func() { done <- a.Run(ctx) }()
 	res := <-got
 	if res.Error == nil || res.Error.Kind != "too_many_requests" {

@@ -10,38 +10,38 @@ import (
 	"github.com/webcodex/webcodex/internal/runnerlink"
 )
 
-// dial opens a link to the server over the configured transport and sends
+// dial opens a link to up over the configured transport and sends
 // hello on it. Auto tries a WebSocket; when the upgrade is refused the way
 // a proxy that breaks WebSockets refuses it (runnerlink.UpgradeRefused) it
 // opens a long-poll link instead, and keeps to long-poll for the rest of
-// this process (such a proxy refuses the next upgrade too; a restart
+// this process for up (such a proxy refuses the next upgrade too; a restart
 // tries the WebSocket again). A refusal of the runner token is fatal
 // (ErrFatal); a rate-limited attempt waits.
-func (a *Agent) dial(ctx context.Context, hello []byte) (runnerlink.Link, error) {
+func (a *Agent) dial(ctx context.Context, up *upstream, hello []byte) (runnerlink.Link, error) {
 	t := a.o.Transport
 	if t == "" {
 		t = runnerlink.Auto
 	}
-	if t == runnerlink.Auto && a.polling.Load() {
+	if t == runnerlink.Auto && up.polling.Load() {
 		t = runnerlink.LongPoll
 	}
 	if t == runnerlink.Auto {
-		link, err := runnerlink.Dial(ctx, runnerlink.WebSocket, a.o.Server, a.o.Token, hello)
+		link, err := runnerlink.Dial(ctx, runnerlink.WebSocket, up.url, a.o.Token, hello)
 		if err == nil {
-			a.o.Logger.Info("runner: link open", "transport", runnerlink.WebSocket)
+			a.o.Logger.Info("runner: link open", "server", up.url, "transport", runnerlink.WebSocket)
 		}
 		if !runnerlink.UpgradeRefused(err) {
 			return link, refusal(err)
 		}
 		a.o.Logger.Warn("runner: the WebSocket upgrade was refused (a proxy that breaks WebSockets?); falling back to long-poll", "err", err)
-		a.polling.Store(true)
+		up.polling.Store(true)
 		t = runnerlink.LongPoll
 	}
-	link, err := runnerlink.Dial(ctx, t, a.o.Server, a.o.Token, hello)
+	link, err := runnerlink.Dial(ctx, t, up.url, a.o.Token, hello)
 	if err != nil {
 		return nil, refusal(err)
 	}
-	a.o.Logger.Info("runner: link open", "transport", t)
+	a.o.Logger.Info("runner: link open", "server", up.url, "transport", t)
 	return link, nil
 }
 

@@ -43,9 +43,9 @@ func TestAutoFallsBackOnlyWhenAProxyRefusesTheUpgrade(t *testing.T) {
 				http.Error(w, "no runners here", http.StatusTeapot)
 			}))
 			defer srv.Close()
-			a := New(Options{Config: cfg, Server: srv.URL, Token: "t"})
+			a, up := New(Options{Config: cfg, Servers: []string{srv.URL}, Token: "t"}), &upstream{url: srv.URL}
 			for range 2 {
-				_, err = a.dial(context.Background(), []byte("hello"))
+				_, err = a.dial(context.Background(), up, []byte("hello"))
 				var he *runnerlink.HTTPError
 				if tc.fallback && (!errors.As(err, &he) || he.Transport != runnerlink.LongPoll || he.Status != http.StatusTeapot) {
 					t.Fatalf("after the fallback: %v", err)
@@ -53,10 +53,10 @@ func TestAutoFallsBackOnlyWhenAProxyRefusesTheUpgrade(t *testing.T) {
 			}
 			switch {
 			case tc.fallback:
-				if upgrades.Load() != 1 || opens.Load() != 2 || !a.polling.Load() {
-					t.Fatalf("%d upgrades, %d opens, polling %t; want 1, 2, true", upgrades.Load(), opens.Load(), a.polling.Load())
+				if upgrades.Load() != 1 || opens.Load() != 2 || !up.polling.Load() {
+					t.Fatalf("%d upgrades, %d opens, polling %t; want 1, 2, true", upgrades.Load(), opens.Load(), up.polling.Load())
 				}
-			case opens.Load() != 0 || a.polling.Load():
+			case opens.Load() != 0 || up.polling.Load():
 				t.Fatalf("fell back on HTTP %d", tc.status)
 			case tc.status == http.StatusUnauthorized && !errors.Is(err, ErrFatal):
 				t.Fatalf("a refused token: %v", err)

@@ -476,8 +476,9 @@ func (hs *holding) release(runID string) error {
 	return nil
 }
 
-// inventory lists the held processes, ordered by run id.
-func (hs *holding) inventory() []runnerwire.Inventory {
+// inventory lists the held processes, ordered by run id; with
+// detachedOnly, only those no live connection streams.
+func (hs *holding) inventory(detachedOnly bool) []runnerwire.Inventory {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	out := make([]runnerwire.Inventory, 0, len(hs.procs))
@@ -487,7 +488,11 @@ func (hs *holding) inventory() []runnerwire.Inventory {
 		if h.exited {
 			st = runnerwire.ProcExited
 		}
+		attached := h.att != nil
 		h.mu.Unlock()
+		if detachedOnly && attached {
+			continue
+		}
 		out = append(out, runnerwire.Inventory{ID: id, State: st})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -497,7 +502,7 @@ func (hs *holding) inventory() []runnerwire.Inventory {
 // running counts the held processes that run.
 func (hs *holding) running() int {
 	n := 0
-	for _, e := range hs.inventory() {
+	for _, e := range hs.inventory(false) {
 		if e.State == runnerwire.ProcRunning {
 			n++
 		}

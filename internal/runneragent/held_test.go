@@ -167,7 +167,7 @@ func TestAttachAndReleaseRefuseWhatTheRunnerDoesNotHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-p.stopped // a running process released is stopped
-	if hs.get("wc_job_1") != nil || len(hs.inventory()) != 0 {
+	if hs.get("wc_job_1") != nil || len(hs.inventory(false)) != 0 {
 		t.Fatal("a released process is still held")
 	}
 	if _, _, err := h.attach(s, [3]int64{}); !failure.Is(err, failure.NotFound) {
@@ -212,16 +212,49 @@ func TestTheInventoryIsBounded(t *testing.T) {
 		t.Fatalf("a start with a finished process to forget: %v", err)
 	}
 	hs.started(h, newFakeProc())
-	if hs.get("wc_job_5") != nil || len(hs.inventory()) != runnerwire.MaxInventory {
-		t.Fatalf("the finished process was not the one forgotten: %d held", len(hs.inventory()))
+	if hs.get("wc_job_5") != nil || len(hs.inventory(false)) != runnerwire.MaxInventory {
+		t.Fatalf("the finished process was not the one forgotten: %d held", len(hs.inventory(false)))
 	}
 }
 
 func inventoryState(hs *holding, id string) string {
-	for _, e := range hs.inventory() {
+	for _, e := range hs.inventory(false) {
 		if e.ID == id {
 			return e.State
 		}
 	}
 	return ""
+}
+
+// TestAHelloOffersOnlyDetachedProcesses: a process a live connection (to
+// one replica) streams is not in the inventory offered to another
+// connection's hello; once that connection ends it is.
+func TestAHelloOffersOnlyDetachedProcesses(t *testing.T) {
+	hs := newHolding()
+	t.Cleanup(hs.closeAll)
+	a, b := &session{}, &session{}
+	for i, s := range []*session{a, b} {
+		h, err := hs.reserve(fmt.Sprintf("wc_job_%d", i), s, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs.started(h, newFakeProc())
+	}
+	ids := func(detachedOnly bool) []string {
+		var out []string
+		for _, e := range hs.inventory(detachedOnly) {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	if got := ids(true); len(got) != 0 {
+		t.Fatalf("offered while both stream: %v", got)
+	}
+	hs.detach(a)
+	if got := ids(true); len(got) != 1 || got[0] != "wc_job_0" {
+		t.Fatalf("offered after a's connection ended: %v", got)
+	}
+	if got := ids(false); len(got) != 2 {
+		t.Fatalf("held: %v", got)
+	}
 }

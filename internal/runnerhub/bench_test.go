@@ -43,7 +43,7 @@ func BenchmarkInvokeRoundTrip(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- runneragent.New(runneragent.Options{Config: cfg, Server: srv.URL, Token: "good", Ops: []workspace.Served{echo}}).Run(ctx)
+		done <- runneragent.New(runneragent.Options{Config: cfg, Servers: []string{srv.URL}, Token: "good", Ops: []workspace.Served{echo}}).Run(ctx)
 	}()
 	defer func() { cancel(); <-done }()
 	for f.hub.current("box") == nil {

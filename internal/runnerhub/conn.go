@@ -277,7 +277,7 @@ func (c *conn) send(ctx context.Context, id string, req runnerwire.Request, regi
 	select {
 	case <-c.done:
 		c.mu.Unlock()
-		return nil, unavailable(c.clientID)
+		return nil, c.hub.unavailable(c.clientID)
 	default:
 	}
 	if len(c.pending) >= MaxPending {
@@ -293,7 +293,7 @@ func (c *conn) send(ctx context.Context, id string, req runnerwire.Request, regi
 		c.end(errors.New("a write to the runner failed"))
 		if errors.Is(err, runnerlink.ErrClosed) {
 			// The link had ended before it took the request.
-			return nil, unavailable(c.clientID)
+			return nil, c.hub.unavailable(c.clientID)
 		}
 		return nil, failure.Wrap(failure.OutcomeUnknown, err, "the request to runner %s may or may not have reached it: its outcome is unknown", c.clientID)
 	}
@@ -349,7 +349,14 @@ func (c *conn) cancel(id string) {
 	}
 }
 
-func unavailable(clientID string) error {
+// unavailable is the failure of a call for a runner with no connection
+// here. With several replicas it says that the runner may well be
+// connected to another one, and how to reach every replica.
+func (h *Hub) unavailable(clientID string) error {
+	if h.o.Replica != "" {
+		return failure.New(failure.RunnerUnavailable, "runner %s is not connected to this replica (%s); nothing was sent to it. "+
+			"A runner serves every replica only when it is given each replica's own address (one --server each)", clientID, h.o.Replica)
+	}
 	return failure.New(failure.RunnerUnavailable, "runner %s is not connected; nothing was sent to it", clientID)
 }
 

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runnerlink"
 	"github.com/webcodex/webcodex/internal/runnerwire"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // TestARevokedTokenEndsALongPollLinkAtItsNextRequest: over long-poll the
@@ -69,5 +71,23 @@ func TestLongPollEndpointRefusals(t *testing.T) {
 	}
 	if !limited || f.hub.poll.Len() != 0 {
 		t.Fatalf("%d opens were not rate-limited (%d links)", HelloBurst+1, f.hub.poll.Len())
+	}
+}
+
+// TestAReplicaNamesItselfWhenItsRunnerIsNotConnected: with several
+// replicas, a call for a runner not connected to this one fails
+// runner_unavailable saying so and how a runner reaches every replica;
+// a single server's message stays as it was.
+func TestAReplicaNamesItselfWhenItsRunnerIsNotConnected(t *testing.T) {
+	for _, replica := range []string{"", "rp_7"} {
+		h := New(Options{Auth: &tokens{}, Projects: &registry{}, Store: &records{all: map[string]Record{}}, Replica: replica})
+		p := project.Project{ID: project.RunnerID("box", "demo"), Name: "demo", Runner: "box", Owner: "local"}
+		_, err := h.Runner("box").(workspace.Remote).Invoke(context.Background(), p, "files.read", []byte(`{}`))
+		msg := failure.MessageOf(err)
+		if !failure.Is(err, failure.RunnerUnavailable) || strings.Contains(msg, "replica") != (replica != "") ||
+			(replica != "" && (!strings.Contains(msg, replica) || !strings.Contains(msg, "--server"))) {
+			t.Fatalf("replica %q: %v", replica, err)
+		}
+		h.Close()
 	}
 }

@@ -116,6 +116,11 @@ type Options struct {
 	Heartbeat time.Duration
 	Logger    *slog.Logger
 	Now       func() time.Time
+	// Replica is this server's replica id when several replicas serve one
+	// database ("" otherwise): a runner connects to each replica it is
+	// given the address of, and a call for a runner not connected here
+	// says so.
+	Replica string
 	// Reconcile, when set, is called after a runner connected with the
 	// run ids of the processes it holds that no process of this hub
 	// claims (a previous server process started them): the jobs adopt

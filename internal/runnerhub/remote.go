@@ -39,7 +39,7 @@ func (r *remote) conn(p project.Project) (*conn, error) {
 	}
 	c := r.hub.current(r.clientID)
 	if c == nil {
-		return nil, unavailable(r.clientID)
+		return nil, r.hub.unavailable(r.clientID)
 	}
 	return c, nil
 }
@@ -68,7 +68,7 @@ func (r *remote) Start(ctx context.Context, s runner.Spec) (runner.Process, erro
 	}
 	c := r.hub.current(r.clientID)
 	if c == nil {
-		return nil, unavailable(r.clientID)
+		return nil, r.hub.unavailable(r.clientID)
 	}
 	name, ok := c.projectOf(s.Sandbox.Project)
 	if !ok {
@@ -132,7 +132,7 @@ func (r *remote) Start(ctx context.Context, s runner.Spec) (runner.Process, erro
 func (r *remote) Adopt(ctx context.Context, runID string, a runner.Attach) (runner.Process, error) {
 	c := r.hub.current(r.clientID)
 	if c == nil {
-		return nil, unavailable(r.clientID)
+		return nil, r.hub.unavailable(r.clientID)
 	}
 	pr := r.hub.newProc(c, runID, a)
 	if !r.hub.hold(pr) {
