@@ -3,6 +3,7 @@ package workflowpg
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 
@@ -98,8 +99,17 @@ func (w *writer) run() {
 // answer was lost) is every job's outcome, never a second attempt.
 func (w *writer) commit(jobs []*job) {
 	outcomes := make([]error, len(jobs))
+	var ids []string
+	for _, j := range jobs {
+		if j.session != "" {
+			ids = append(ids, j.session)
+		}
+	}
 	err := w.s.db.Tx(context.Background(), func(ctx context.Context, tx pgx.Tx) error {
 		b := &batch{}
+		if err := b.lockSessions(ctx, tx, slices.Clone(ids)); err != nil {
+			return err
+		}
 		for i, j := range jobs {
 			outcomes[i] = nil
 			if err := j.write(ctx, tx, b); err != nil {

@@ -69,10 +69,10 @@ func (s *Store) importRow(ctx context.Context, tx pgx.Tx, sess workflow.Session,
 	if tag.RowsAffected() == 0 {
 		return failure.New(failure.Conflict, "session %s already exists (in the store or earlier in this ledger)", sess.ID)
 	}
-	if err := insertEvents(ctx, tx, sess.ID, events); err != nil {
-		return err
-	}
+	p := &pipeline{}
+	insertEvents(p, sess.ID, events)
 	// Calls the ledger shows started and never finished are open here
 	// too: recovery at start finishes them as outcome_unknown.
-	return s.trackCalls(ctx, tx, sess.ID, events)
+	s.trackCalls(p, sess.ID, events)
+	return p.flush(ctx, tx)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -369,5 +370,83 @@ func TestARefusedBehindWriteLeavesItsBatch(t *testing.T) {
 	}
 	if rows, err := st[0].Outbox(ctx, 0, 10); err != nil || len(rows) != 0 {
 		t.Fatalf("outbox %v %v: the refused write's row was stored", rows, err)
+	}
+}
+
+// directCall appends a recorded call's started and finished events to
+// session id as a direct (acknowledged) write, sending its outcome to done.
+func directCall(ctx context.Context, st *Store, id, call string, done chan<- error) {
+	done <- workflow.NewService(st, nil).FinishCall(ctx, id, time.Now(), workflow.CallWrite{Outbox: []byte(call)},
+		workflow.Event{Kind: workflow.EventToolCallStarted, Tool: "write_project_file", CallID: call, Role: workflow.RoleRecorder},
+		workflow.Event{Kind: workflow.EventToolCallFinished, Tool: "write_project_file", CallID: call, Role: workflow.RoleRecorder, Outcome: workflow.OutcomeOK})
+}
+
+// TestDirectWritesShareATransaction: acknowledged writes of different
+// sessions queued while the writer commits share its next transaction
+// (group commit: their rows carry one xmin), each returning only once it
+// has committed.
+func TestDirectWritesShareATransaction(t *testing.T) {
+	ctx := context.Background()
+	admin, st := openReplicas(t, 1)
+	held := startSession(t, st[0])
+	release := holdSession(t, admin, held.ID)
+	done := make(chan error, 16)
+	go directCall(ctx, st[0], held.ID, "call_held", done)
+	pgtest.AwaitLockWait(t, admin, done, "the write") // the writer has taken it and waits
+	const n = 8
+	var ids []string
+	for i := range n {
+		ids = append(ids, startSession(t, st[0]).ID)
+		go directCall(ctx, st[0], ids[i], fmt.Sprint("call_", i), done)
+	}
+	for len(st[0].w.queue) < n {
+		runtime.Gosched() // until all n are queued behind the held batch
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a direct write returned before its batch committed: %v", err)
+	default:
+	}
+	release()
+	for range n + 1 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var txs int
+	if err := admin.Pool.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM workflow.events WHERE session_id = ANY($1) AND call_id <> ''`, ids).Scan(&txs); err != nil {
+		t.Fatal(err)
+	}
+	if txs != 1 {
+		t.Fatalf("%d direct writes queued behind one commit took %d transactions, want 1", n, txs)
+	}
+}
+
+// TestADirectWriteCutOffSaysItMayCommit: a direct write whose context
+// ends while its batch waits is outcome_unknown, not a failure: the
+// batch still commits it.
+func TestADirectWriteCutOffSaysItMayCommit(t *testing.T) {
+	ctx := context.Background()
+	admin, st := openReplicas(t, 1)
+	s := startSession(t, st[0])
+	release := holdSession(t, admin, s.ID)
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go directCall(cctx, st[0], s.ID, "call_cut", done)
+	pgtest.AwaitLockWait(t, admin, done, "the write")
+	cancel()
+	if err := <-done; !failure.Is(err, failure.OutcomeUnknown) {
+		t.Fatalf("a direct write cut off while queued: %v, want outcome_unknown", err)
+	}
+	release()
+	if err := st[0].Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := admin.Pool.QueryRow(ctx, `SELECT count(*) FROM workflow.events WHERE session_id = $1 AND call_id = 'call_cut'`, s.ID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("the cut-off write left %d events, want both (it committed)", n)
 	}
 }
