@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/transparency-dev/merkle/compact"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/pgdb"
 )
 
 const (
@@ -103,9 +105,9 @@ func (j *Journal) rebuildHead(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-func putHead(ctx context.Context, tx pgx.Tx, h head) error {
-	_, err := tx.Exec(ctx, sqlPutHead, int64(h.rng.End()), evidencerow.RangeBlob(h.rng), h.watermark)
-	return err
+// putHead queues the store of h.
+func putHead(p *pgdb.Pipeline, h head) {
+	p.Exec(sqlPutHead, int64(h.rng.End()), evidencerow.RangeBlob(h.rng), h.watermark)
 }
 
 // Append validates r, assigns the next leaf index from the locked head,
@@ -129,10 +131,12 @@ func (j *Journal) Append(ctx context.Context, r evidence.Record) (evidence.Entry
 		if err != nil {
 			return err
 		}
-		if e, err = j.appendLocked(ctx, tx, h.rng, r, canon); err != nil {
+		var p pgdb.Pipeline
+		if e, err = j.appendLocked(ctx, tx, &p, h.rng, r, canon); err != nil {
 			return err
 		}
-		return putHead(ctx, tx, h)
+		putHead(&p, h)
+		return p.Flush(ctx, tx)
 	})
 	if err != nil {
 		return evidence.Entry{}, wrapWrite(err)
@@ -142,33 +146,31 @@ func (j *Journal) Append(ctx context.Context, r evidence.Record) (evidence.Entry
 
 // appendLocked appends r, whose canonical encoding for index 0 is canon,
 // inside tx at rng's end and extends rng (the head is locked; the caller
-// stores it).
-func (j *Journal) appendLocked(ctx context.Context, tx pgx.Tx, rng *compact.Range, r evidence.Record, canon []byte) (evidence.Entry, error) {
+// stores it). The row and the interior nodes it completes are queued in
+// p; a checkpoint due at the new size sends them first (it reads the
+// newest checkpoint). A record whose invocation id is stored already
+// fails p's flush with failure.Conflict.
+func (j *Journal) appendLocked(ctx context.Context, tx pgx.Tx, p *pgdb.Pipeline, rng *compact.Range, r evidence.Record, canon []byte) (evidence.Entry, error) {
 	index := rng.End()
 	canon = evidence.SetCanonicalIndex(canon, index)
 	leaf := evidence.LeafHash(canon)
-	tag, err := tx.Exec(ctx, sqlInsert, evidencerow.Args(index, j.key.ID, r, canon, leaf)...)
-	if err != nil {
-		return evidence.Entry{}, err
-	}
-	if tag.RowsAffected() == 0 {
-		return evidence.Entry{}, failure.New(failure.Conflict, "evidence record %s already exists", r.InvocationID)
-	}
-	var nodes []compact.NodeID
-	var hashes [][]byte
+	p.ExecChecked(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() == 0 {
+			return failure.New(failure.Conflict, "evidence record %s already exists", r.InvocationID)
+		}
+		return nil
+	}, sqlInsert, evidencerow.Args(index, j.key.ID, r, canon, leaf)...)
 	if err := rng.Append(leaf, func(id compact.NodeID, h []byte) {
 		if id.Level > 0 {
-			nodes, hashes = append(nodes, id), append(hashes, h)
+			p.Exec(sqlPutNode, int64(id.Level), int64(id.Index), h)
 		}
 	}); err != nil {
 		return evidence.Entry{}, err
 	}
-	for i, id := range nodes {
-		if _, err := tx.Exec(ctx, sqlPutNode, int64(id.Level), int64(id.Index), hashes[i]); err != nil {
+	if rng.End()%j.every == 0 {
+		if err := p.Flush(ctx, tx); err != nil {
 			return evidence.Entry{}, err
 		}
-	}
-	if rng.End()%j.every == 0 {
 		if _, err := j.checkpointLocked(ctx, tx, rng); err != nil {
 			return evidence.Entry{}, err
 		}
@@ -285,34 +287,65 @@ func (j *Journal) ApplyOutbox(ctx context.Context, items []evidence.OutboxItem, 
 			return err
 		}
 		stored := h.watermark
+		have, err := journaled(ctx, tx, items, h.watermark)
+		if err != nil {
+			return err
+		}
+		var p pgdb.Pipeline
 		for _, it := range items {
 			if it.Seq <= h.watermark {
 				continue
 			}
 			h.watermark = it.Seq
+			if have[it.Record.InvocationID] {
+				continue // its invocation has a record: kept as it is
+			}
 			canon, err := it.Record.Canonical(j.journalID, j.key.ID, 0)
 			if err != nil {
 				skipped = append(skipped, err)
 				continue
 			}
-			if _, err := j.appendLocked(ctx, tx, h.rng, it.Record, canon); err != nil {
-				if failure.Is(err, failure.Conflict) {
-					continue
-				}
+			have[it.Record.InvocationID] = true
+			if _, err := j.appendLocked(ctx, tx, &p, h.rng, it.Record, canon); err != nil {
 				return err
 			}
 		}
 		wm = h.watermark
-		if wm == stored {
-			return nil
+		if wm != stored {
+			putHead(&p, h)
 		}
-		return putHead(ctx, tx, h)
+		return p.Flush(ctx, tx)
 	})
 	if err != nil {
 		return nil, wrapWrite(err)
 	}
 	j.seeWatermark(wm)
 	return skipped, nil
+}
+
+// journaled returns the invocation ids of the items above watermark that
+// have a record in the journal, reading it once (the head is locked:
+// nothing appends meanwhile).
+func journaled(ctx context.Context, tx pgx.Tx, items []evidence.OutboxItem, watermark int64) (map[string]bool, error) {
+	var ids []string
+	for _, it := range items {
+		if it.Seq > watermark {
+			ids = append(ids, it.Record.InvocationID)
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT invocation_id FROM evidence.records WHERE invocation_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	have, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(have))
+	for _, id := range have {
+		out[id] = true
+	}
+	return out, nil
 }
 
 // seeWatermark raises the watermark this replica reports to wm.

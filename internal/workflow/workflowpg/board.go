@@ -152,17 +152,15 @@ func lockBoard(ctx context.Context, tx pgx.Tx, id string) (*boardTx, error) {
 	return w, nil
 }
 
-// notify sends session w.id on BoardChannel in w's transaction when its
-// observation revision advanced (it is delivered only if that commits).
+// notify ends w's writes: it queues session w.id on BoardChannel when its
+// observation revision advanced (delivered only if the transaction
+// commits) and sends every queued write.
 func (w *boardTx) notify() error {
-	if w.rev <= w.lockedRev {
-		return nil
+	if w.rev > w.lockedRev {
+		w.writes.Exec(`SELECT pg_notify($1, $2)`, BoardChannel, w.id)
+		w.lockedRev = w.rev
 	}
-	if _, err := w.tx.Exec(w.ctx, `SELECT pg_notify($1, $2)`, BoardChannel, w.id); err != nil {
-		return fmt.Errorf("notify: %w", err)
-	}
-	w.lockedRev = w.rev
-	return nil
+	return w.flush()
 }
 
 // qAttentionPossible is whether any message of session $1 qualifies for

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
@@ -22,6 +24,9 @@ type boardTx struct {
 	ctx context.Context
 	tx  pgx.Tx
 	id  string
+	// writes are queued here and sent before the next read and at the
+	// end (notify), in one round trip.
+	writes pgdb.Pipeline
 	// lockedRev is the observation revision the board row held when it
 	// was locked (or last notified), rev the one SetState stored last: a
 	// writer notifies BoardChannel when rev is above lockedRev.
@@ -93,8 +98,14 @@ func oldestQuery(classes []workflow.RetentionClass) string {
 	return strings.Join(arms, ` UNION ALL `)
 }
 
+// flush sends the queued writes, before a read (which must see them).
+func (b *boardTx) flush() error { return b.writes.Flush(b.ctx, b.tx) }
+
 func (b *boardTx) State() (workflow.BoardState, error) {
 	st := workflow.BoardState{SessionID: b.id}
+	if err := b.flush(); err != nil {
+		return st, err
+	}
 	var lifecycle string
 	var gen, posted, retained, removed, rev, low *int64
 	err := b.tx.QueryRow(b.ctx, qState, b.id).Scan(&lifecycle, &gen, &posted, &retained, &removed, &rev, &low)
@@ -117,14 +128,15 @@ func (b *boardTx) State() (workflow.BoardState, error) {
 }
 
 func (b *boardTx) SetState(st workflow.BoardState) error {
-	_, err := b.tx.Exec(b.ctx, qSetState, b.id, st.Generation, st.Posted, st.Retained, st.Removed, st.ObservationRevision, st.ObservationLowWatermark)
-	if err == nil {
-		b.rev = st.ObservationRevision
-	}
-	return err
+	b.writes.Exec(qSetState, b.id, st.Generation, st.Posted, st.Retained, st.Removed, st.ObservationRevision, st.ObservationLowWatermark)
+	b.rev = st.ObservationRevision
+	return nil
 }
 
 func (b *boardTx) query(q string, args ...any) ([]workflow.Message, error) {
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
 	rows, err := b.tx.Query(b.ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -182,6 +194,9 @@ func (b *boardTx) Changed(after int64, limit int) ([]workflow.Message, error) {
 }
 
 func (b *boardTx) Counts() (map[workflow.MessageKind]map[workflow.MessageStatus]int, error) {
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
 	rows, err := b.tx.Query(b.ctx, qCounts, b.id)
 	if err != nil {
 		return nil, err
@@ -209,6 +224,9 @@ func (b *boardTx) Oldest(classes []workflow.RetentionClass, exclude []string, li
 	if exclude == nil {
 		exclude = []string{}
 	}
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
 	rows, err := b.tx.Query(b.ctx, q, b.id, exclude, limit)
 	if err != nil {
 		return nil, err
@@ -218,27 +236,27 @@ func (b *boardTx) Oldest(classes []workflow.RetentionClass, exclude []string, li
 }
 
 func (b *boardTx) Insert(m workflow.Message) error {
-	_, err := b.tx.Exec(b.ctx, qInsert, append([]any{b.id}, workflowrow.MessageArgs(m)...)...)
-	return err
+	b.writes.Exec(qInsert, append([]any{b.id}, workflowrow.MessageArgs(m)...)...)
+	return nil
 }
 
+// Save queues the update of message m; a message that is not there fails
+// the flush that sends it.
 func (b *boardTx) Save(m workflow.Message) error {
-	tag, err := b.tx.Exec(b.ctx, qSave, append(workflowrow.MessageArgs(m), b.id, m.ID)...)
-	if err != nil {
-		return err
-	}
-	if n := tag.RowsAffected(); n != 1 {
-		return fmt.Errorf("save message %s: %d rows", m.ID, n)
-	}
+	b.writes.ExecChecked(func(tag pgconn.CommandTag) error {
+		if n := tag.RowsAffected(); n != 1 {
+			return fmt.Errorf("save message %s: %d rows", m.ID, n)
+		}
+		return nil
+	}, qSave, append(workflowrow.MessageArgs(m), b.id, m.ID)...)
 	return nil
 }
 
 func (b *boardTx) Remove(ids []string) error {
-	if len(ids) == 0 {
-		return nil
+	if len(ids) > 0 {
+		b.writes.Exec(qRemove, b.id, ids)
 	}
-	_, err := b.tx.Exec(b.ctx, qRemove, b.id, ids)
-	return err
+	return nil
 }
 
 // Fetches implements workflow.BoardReader.
@@ -246,6 +264,9 @@ func (b *boardTx) Fetches(ids []string) (map[string]workflow.TodoFetch, error) {
 	out := map[string]workflow.TodoFetch{}
 	if len(ids) == 0 {
 		return out, nil
+	}
+	if err := b.flush(); err != nil {
+		return nil, err
 	}
 	rows, err := b.tx.Query(b.ctx, qFetches, b.id, ids)
 	if err != nil {
@@ -257,6 +278,6 @@ func (b *boardTx) Fetches(ids []string) (map[string]workflow.TodoFetch, error) {
 
 // SetFetch implements workflow.BoardWriter.
 func (b *boardTx) SetFetch(id string, f workflow.TodoFetch) error {
-	_, err := b.tx.Exec(b.ctx, qSetFetch, b.id, id, f.Window, f.At.UnixNano())
-	return err
+	b.writes.Exec(qSetFetch, b.id, id, f.Window, f.At.UnixNano())
+	return nil
 }

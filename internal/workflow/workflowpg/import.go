@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
@@ -69,10 +70,10 @@ func (s *Store) importRow(ctx context.Context, tx pgx.Tx, sess workflow.Session,
 	if tag.RowsAffected() == 0 {
 		return failure.New(failure.Conflict, "session %s already exists (in the store or earlier in this ledger)", sess.ID)
 	}
-	p := &pipeline{}
+	p := &pgdb.Pipeline{}
 	insertEvents(p, sess.ID, events)
 	// Calls the ledger shows started and never finished are open here
 	// too: recovery at start finishes them as outcome_unknown.
 	s.trackCalls(p, sess.ID, events)
-	return p.flush(ctx, tx)
+	return p.Flush(ctx, tx)
 }

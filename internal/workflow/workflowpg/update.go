@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
@@ -23,7 +24,7 @@ const maxEventRowsPerInsert = 65535 / workflowrow.EventArgCount
 // together; and what its updates leave for its end: the evidence outbox
 // rows to store, in order, and this process's newest committed read.
 type batch struct {
-	pipeline
+	pgdb.Pipeline
 	locked  map[string]sessionRow
 	outbox  [][]byte
 	readSeq int64
@@ -64,23 +65,6 @@ func (b *batch) lockSessions(ctx context.Context, tx pgx.Tx, ids []string) error
 	return rows.Err()
 }
 
-// pipeline collects writes whose results nothing reads, to send them in
-// one round trip when the transaction needs a result or ends (flush).
-// A write the database refuses fails the flush and so the transaction.
-type pipeline struct{ q pgx.Batch }
-
-func (p *pipeline) exec(sql string, args ...any) { p.q.Queue(sql, args...) }
-
-// flush sends the queued writes and waits for them.
-func (p *pipeline) flush(ctx context.Context, tx pgx.Tx) error {
-	if p.q.Len() == 0 {
-		return nil
-	}
-	q := p.q
-	p.q = pgx.Batch{}
-	return tx.SendBatch(ctx, &q).Close()
-}
-
 // refusal wraps an update's refusal (fn's error, an invalid header, a
 // changed claim, an unknown session): it is judged before the update
 // writes anything, so a batch of writes goes on without it.
@@ -117,12 +101,12 @@ func (s *Store) Create(ctx context.Context, sess workflow.Session, events []work
 		if tag.RowsAffected() == 0 {
 			return failure.New(failure.Conflict, "session %s already exists", cp.ID)
 		}
-		p := &pipeline{}
+		p := &pgdb.Pipeline{}
 		if _, err := s.writeEvents(ctx, tx, p, cp.ID, cp, evs, drop); err != nil {
 			return err
 		}
 		out = evs
-		return p.flush(ctx, tx)
+		return p.Flush(ctx, tx)
 	})
 	if err != nil {
 		return workflow.Session{}, nil, storeErr(err)
@@ -222,13 +206,13 @@ func (s *Store) updateTx(ctx context.Context, tx pgx.Tx, b *batch, id string, fn
 		return refusal{failure.New(failure.InvalidArguments, "invalid session: %v", err)}
 	}
 	evs, drop := workflow.Apply(&sess, events, s.now().UTC(), int(row.retained))
-	trimmed, err := s.writeEvents(ctx, tx, &b.pipeline, id, sess, evs, drop)
+	trimmed, err := s.writeEvents(ctx, tx, &b.Pipeline, id, sess, evs, drop)
 	if err != nil {
 		return err
 	}
 	row.retained += int64(len(evs)) - trimmed
 	row.header = workflowrow.EncodeHeader(sess)
-	b.exec(`UPDATE workflow.sessions SET lifecycle = $1, updated_at = $2, retained = $3, header_json = $4 WHERE session_id = $5`,
+	b.Exec(`UPDATE workflow.sessions SET lifecycle = $1, updated_at = $2, retained = $3, header_json = $4 WHERE session_id = $5`,
 		string(sess.Lifecycle), sess.UpdatedAt.UnixNano(), row.retained, row.header, id)
 	if b.locked == nil {
 		b.locked = map[string]sessionRow{}
@@ -247,13 +231,13 @@ func (s *Store) updateTx(ctx context.Context, tx pgx.Tx, b *batch, id string, fn
 // (sess is the header after them) and the open_calls that keep in step;
 // when drop > 0 it sends them and trims the oldest events beyond
 // TailLimit, returning the number of rows trimmed.
-func (s *Store) writeEvents(ctx context.Context, tx pgx.Tx, p *pipeline, id string, sess workflow.Session, evs []workflow.Event, drop int) (int64, error) {
+func (s *Store) writeEvents(ctx context.Context, tx pgx.Tx, p *pgdb.Pipeline, id string, sess workflow.Session, evs []workflow.Event, drop int) (int64, error) {
 	insertEvents(p, id, evs)
 	s.trackCalls(p, id, evs)
 	if drop <= 0 {
 		return 0, nil
 	}
-	if err := p.flush(ctx, tx); err != nil {
+	if err := p.Flush(ctx, tx); err != nil {
 		return 0, err
 	}
 	tag, err := tx.Exec(ctx, `DELETE FROM workflow.events WHERE session_id = $1 AND seq <= $2`, id, sess.EventsObserved-workflow.TailLimit)
@@ -262,7 +246,7 @@ func (s *Store) writeEvents(ctx context.Context, tx pgx.Tx, p *pipeline, id stri
 
 // insertEvents queues evs for session id in multi-row INSERTs of at most
 // maxEventRowsPerInsert rows each.
-func insertEvents(p *pipeline, id string, evs []workflow.Event) {
+func insertEvents(p *pgdb.Pipeline, id string, evs []workflow.Event) {
 	for len(evs) > 0 {
 		n := min(len(evs), maxEventRowsPerInsert)
 		var q strings.Builder
@@ -286,7 +270,7 @@ func insertEvents(p *pipeline, id string, evs []workflow.Event) {
 			}
 			q.WriteString(")")
 		}
-		p.exec(q.String(), args...)
+		p.Exec(q.String(), args...)
 		evs = evs[n:]
 	}
 }
@@ -294,7 +278,7 @@ func insertEvents(p *pipeline, id string, evs []workflow.Event) {
 // trackCalls queues the writes that keep open_calls in step with appended
 // events: a started event opens its call (stamped with this instance) and
 // a finished event closes it, unless both are in the same append.
-func (s *Store) trackCalls(p *pipeline, id string, evs []workflow.Event) {
+func (s *Store) trackCalls(p *pgdb.Pipeline, id string, evs []workflow.Event) {
 	both := workflowrow.PairedCalls(evs)
 	for _, e := range evs {
 		if e.CallID == "" || both(e.CallID) {
@@ -302,11 +286,11 @@ func (s *Store) trackCalls(p *pipeline, id string, evs []workflow.Event) {
 		}
 		switch e.Kind {
 		case workflow.EventToolCallStarted:
-			p.exec(`INSERT INTO workflow.open_calls (session_id, call_id, invocation_id, tool, role, started_at, started_seq, instance)
+			p.Exec(`INSERT INTO workflow.open_calls (session_id, call_id, invocation_id, tool, role, started_at, started_seq, instance)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
 				id, e.CallID, e.InvocationID, e.Tool, string(e.Role), e.At.UnixNano(), e.Seq, s.inst.id)
 		case workflow.EventToolCallFinished:
-			p.exec(`DELETE FROM workflow.open_calls WHERE session_id = $1 AND call_id = $2`, id, e.CallID)
+			p.Exec(`DELETE FROM workflow.open_calls WHERE session_id = $1 AND call_id = $2`, id, e.CallID)
 		}
 	}
 }
@@ -319,12 +303,12 @@ func (s *Store) trackCalls(p *pipeline, id string, evs []workflow.Event) {
 // never meets a row below n later.
 func (s *Store) endBatch(ctx context.Context, tx pgx.Tx, b *batch) error {
 	if b.readSeq != 0 {
-		b.exec(`UPDATE workflow.instances SET read_seq = greatest(read_seq, $2) WHERE instance = $1`, s.inst.id, b.readSeq)
+		b.Exec(`UPDATE workflow.instances SET read_seq = greatest(read_seq, $2) WHERE instance = $1`, s.inst.id, b.readSeq)
 	}
 	if len(b.outbox) > 0 {
-		b.exec(`WITH h AS (UPDATE workflow.outbox_head SET next_seq = next_seq + $1 RETURNING next_seq - $1 AS first)
+		b.Exec(`WITH h AS (UPDATE workflow.outbox_head SET next_seq = next_seq + $1 RETURNING next_seq - $1 AS first)
 			INSERT INTO workflow.evidence_outbox (seq, body)
 			SELECT h.first + t.i - 1, t.b FROM h, unnest($2::bytea[]) WITH ORDINALITY AS t(b, i)`, len(b.outbox), b.outbox)
 	}
-	return b.flush(ctx, tx)
+	return b.Flush(ctx, tx)
 }
