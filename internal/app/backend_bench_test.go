@@ -59,9 +59,16 @@ func postRound(b *testing.B, a *app.App, n int) func() {
 
 // openBenchAppOn is openBenchApp on the PostgreSQL database at url.
 func openBenchAppOn(b *testing.B, url string, projects ...string) *app.App {
+	return openReplica(b, url, "", projects...)
+}
+
+// openReplica is openBenchAppOn with the evidence key file key (""
+// for the data directory's own), which every replica of one database
+// shares.
+func openReplica(b *testing.B, url, key string, projects ...string) *app.App {
 	ctx := context.Background()
 	cfg, _ := app.LoadConfig(b.TempDir(), func(string) string { return "" })
-	cfg.DatabaseURL = url
+	cfg.DatabaseURL, cfg.EvidenceKey = url, key
 	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
