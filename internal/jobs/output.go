@@ -188,8 +188,12 @@ type Chunk struct {
 	FileBytes    int64 `json:"file_bytes"`
 	DroppedBytes int64 `json:"dropped_bytes,omitempty"`
 	// Retained is false when the stream's file no longer exists (a run
-	// answered inline, or a pruned job).
+	// answered inline, or a pruned job) or is not on this server.
 	Retained bool `json:"retained"`
+	// Replica, with several replicas on one database, names the replica
+	// whose data directory holds the stream when this one has none of
+	// it (the job ran under that replica): read the output through it.
+	Replica string `json:"replica,omitempty"`
 }
 
 // readChunk reads up to limit bytes of the file at path. With cursor nil it

@@ -182,10 +182,19 @@ func checkRead(cursor *int64, max int) error {
 	return nil
 }
 
+// chunk reads j's stream s from this server's copy. The output of a job
+// another replica supervised is in that replica's data directory: when
+// this one has none of it, the chunk is empty, not retained here, and
+// names that replica (Chunk.Replica), never an empty stream the job may
+// not have had.
 func (m *Manager) chunk(j Job, s Stream, cursor *int64, max int) (Chunk, error) {
-	c, err := readChunk(outputPath(m.dir, j.ID, s), cursor, max, j.State.Terminal())
+	path := outputPath(m.dir, j.ID, s)
+	c, err := readChunk(path, cursor, max, j.State.Terminal())
 	if err != nil {
 		return Chunk{}, failure.Wrap(failure.Unavailable, err, "cannot read the job's %s", s)
+	}
+	if !c.Retained && j.Replica != "" && j.Replica != m.replica {
+		c.Replica = j.Replica
 	}
 	if e := m.entry(j.ID); e != nil {
 		f := e.stdout

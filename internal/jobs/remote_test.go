@@ -393,3 +393,23 @@ func TestReconcileLeavesALiveReplicasJobAndTakesOverAGoneOnes(t *testing.T) {
 		t.Fatalf("the adopted job's end: %+v %v", got, err)
 	}
 }
+
+// TestAnotherReplicasJobOutputNamesItsReplica: the output of a job that
+// replica A supervises is in A's data directory; read through replica B,
+// the chunk is empty, not retained, and names A, while A reads it.
+func TestAnotherReplicasJobOutputNamesItsReplica(t *testing.T) {
+	alive := func(string) bool { return true }
+	e := newEnv(t, jobs.Options{Replica: "rA", Alive: func(context.Context, string) (bool, error) { return true, nil }})
+	r := newFakeRunner("box")
+	j := startRemote(t, e, r)
+	fmt.Fprint(r.proc(j.ID).stdout, "on A\n")
+	b := replicaManager(t, e, "rB", alive)
+	_, c, err := b.Read(context.Background(), acc, j.ID, jobs.Stdout, nil, 0)
+	if err != nil || c.Retained || c.Text != "" || c.Replica != "rA" {
+		t.Fatalf("B's read of A's job: %+v %v", c, err)
+	}
+	_, c, err = e.m.Read(context.Background(), acc, j.ID, jobs.Stdout, nil, 0)
+	if err != nil || !c.Retained || c.Text != "on A\n" || c.Replica != "" {
+		t.Fatalf("A's read of its job: %+v %v", c, err)
+	}
+}
