@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/jobs/jobspg"
 	"github.com/webcodex/webcodex/internal/tools/validate"
 )
 
@@ -35,6 +36,8 @@ func newJobs(ctx context.Context, a *App) (*jobs.Manager, error) {
 		// Replicas on one database leave each other's jobs alone while
 		// the other is alive.
 		Replica: a.Stores.ReplicaID(), Alive: a.Stores.alive(),
+		// and wake each other's waits on their jobs.
+		Changes: a.jobChanges(),
 	})
 	if err != nil {
 		return nil, err
@@ -54,4 +57,14 @@ func newJobs(ctx context.Context, a *App) (*jobs.Manager, error) {
 		a.Log.Warn("validation evidence of finished jobs not all recorded", "err", err)
 	}
 	return m, nil
+}
+
+// jobChanges is the jobs' Notifier of state changes committed by any
+// replica (the listener's topic of jobspg.Channel), or nil on a data
+// directory.
+func (a *App) jobChanges() jobs.Notifier {
+	if a.listener == nil {
+		return nil
+	}
+	return a.listener.Topic(jobspg.Channel)
 }

@@ -84,6 +84,19 @@ type Options struct {
 	// previous ones). Both empty: this process is the only server.
 	Replica string
 	Alive   func(ctx context.Context, replica string) (bool, error)
+	// Changes, when several replicas share the Store, wakes this one's
+	// waits on jobs another replica supervises (the store notifies each
+	// state change it commits); waits on them then re-read the store when
+	// woken instead of polling it every second. Nil: they poll.
+	Changes Notifier
+}
+
+// A Notifier wakes waits on job state changes committed by any replica.
+// Subscribe returns a channel closed at the next change of job id's
+// state (or whenever changes may have been missed, such as after a lost
+// connection) and a function that ends the subscription.
+type Notifier interface {
+	Subscribe(id string) (<-chan struct{}, func())
 }
 
 // A StartSpec describes one execution to supervise.
@@ -141,6 +154,7 @@ type Manager struct {
 	runnerGrace time.Duration
 	replica     string
 	alive       func(ctx context.Context, replica string) (bool, error)
+	changes     Notifier
 	// adoptMu orders Reconcile and the expiry of the jobs waiting for
 	// their runner: a record is adopted or expired, never both.
 	adoptMu sync.Mutex
@@ -260,7 +274,7 @@ func NewManager(o Options) (*Manager, error) {
 	}
 	return &Manager{
 		store: o.Store, host: o.Host, dir: o.Dir, limit: o.Concurrency, share: o.RunningPerOwner, qlimit: o.QueuedPerOwner, grace: o.SyncGrace,
-		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger, hook: o.OnFinished, kill: o.KillSurvivors, runnerGrace: o.RunnerGrace, replica: o.Replica, alive: o.Alive,
+		cap: o.OutputCap, retain: o.Retain, now: o.Now, log: o.Logger, hook: o.OnFinished, kill: o.KillSurvivors, runnerGrace: o.RunnerGrace, replica: o.Replica, alive: o.Alive, changes: o.Changes,
 		live: map[string]*entry{}, runningBy: map[string]int{}, queuedBy: map[string]int{}, served: map[string]uint64{}, closed: make(chan struct{}),
 	}, nil
 }

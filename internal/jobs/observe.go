@@ -158,9 +158,17 @@ type jobWatch struct {
 func (m *Manager) watchJobs(ctx context.Context, acc Access, req ObserveRequest, wake chan struct{}) (*jobWatch, error) {
 	w := &jobWatch{m: m, ws: make([]watchedJob, len(req.IDs)), wakeOn: req.WakeOn}
 	ws := w.ws
+	if m.changes != nil {
+		// Subscribed before the first read, so that no change committed
+		// after it is missed.
+		for _, id := range req.IDs {
+			w.unwatch = append(w.unwatch, m.follow(id, wake))
+		}
+	}
 	for i, id := range req.IDs {
 		j, err := m.Get(ctx, acc, id)
 		if err != nil {
+			w.release()
 			return nil, err
 		}
 		ws[i].job, ws[i].state = j, j.State
@@ -188,6 +196,33 @@ func (m *Manager) watchJobs(ctx context.Context, acc Access, req ObserveRequest,
 		}
 	}
 	return w, nil
+}
+
+// follow signals wake (without blocking) at every change of job id's
+// state the Notifier reports, subscribed again before each signal so
+// that none is missed, until the returned function is called.
+func (m *Manager) follow(id string, wake chan<- struct{}) func() {
+	ch, end := m.changes.Subscribe(id)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ch:
+				end()
+				ch, end = m.changes.Subscribe(id)
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			case <-stop:
+				end()
+				return
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
 }
 
 // release stops the supervisors' signals, newest watch first.
@@ -269,7 +304,7 @@ func (w *jobWatch) wait(ctx context.Context, req ObserveRequest, wake chan struc
 		deadline := time.NewTimer(req.Wait)
 		defer deadline.Stop()
 		var poll <-chan time.Time
-		if w.unsupervised() {
+		if w.unsupervised() && w.m.changes == nil {
 			t := time.NewTicker(pollInterval)
 			defer t.Stop()
 			poll = t.C
@@ -289,6 +324,9 @@ func (w *jobWatch) wait(ctx context.Context, req ObserveRequest, wake chan struc
 			waiting = true
 			select {
 			case <-wake:
+				if w.m.changes != nil {
+					w.poll(ctx) // a change another replica committed
+				}
 			case <-poll:
 				w.poll(ctx)
 			case <-deadline.C:

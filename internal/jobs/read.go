@@ -105,31 +105,55 @@ func (m *Manager) settled(ctx context.Context, j Job, err error) (Job, error) {
 // Wait returns the job when it is terminal or d has passed, whichever
 // comes first (the record as committed).
 func (m *Manager) Wait(ctx context.Context, id string, d time.Duration) (Job, error) {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
 	for {
-		j, err := m.store.Get(ctx, id)
-		if err != nil || j.State.Terminal() {
-			return m.settled(ctx, j, err)
+		j, ended, err := m.waitOnce(ctx, id, deadline.C)
+		if ended || err != nil {
+			return j, err
 		}
-		var done <-chan struct{}
-		if e := m.entry(id); e != nil {
-			done = e.done
-		}
-		poll := time.NewTimer(pollInterval)
-		select {
-		case <-done:
-		case <-poll.C:
-		case <-timer.C:
-			poll.Stop()
-			j, err := m.store.Get(ctx, id)
-			return m.settled(ctx, j, err)
-		case <-ctx.Done():
-			poll.Stop()
-			return Job{}, ctx.Err()
-		}
-		poll.Stop()
 	}
+}
+
+// waitOnce reads job id and, when it is not terminal, waits for a sign
+// that it may have changed (its supervisor here ending, a change another
+// replica committed, or the poll when there is no Notifier); ended says
+// the wait is over: the job is terminal, the deadline passed or ctx
+// ended.
+func (m *Manager) waitOnce(ctx context.Context, id string, deadline <-chan time.Time) (Job, bool, error) {
+	var changed <-chan struct{}
+	if m.changes != nil {
+		ch, end := m.changes.Subscribe(id) // before the read: no change is missed
+		defer end()
+		changed = ch
+	}
+	j, err := m.store.Get(ctx, id)
+	if err != nil || j.State.Terminal() {
+		j, err = m.settled(ctx, j, err)
+		return j, true, err
+	}
+	var done <-chan struct{}
+	if e := m.entry(id); e != nil {
+		done = e.done
+	}
+	var poll <-chan time.Time
+	if changed == nil {
+		t := time.NewTimer(pollInterval)
+		defer t.Stop()
+		poll = t.C
+	}
+	select {
+	case <-done:
+	case <-changed:
+	case <-poll:
+	case <-deadline:
+		j, err := m.store.Get(ctx, id)
+		j, err = m.settled(ctx, j, err)
+		return j, true, err
+	case <-ctx.Done():
+		return Job{}, true, ctx.Err()
+	}
+	return Job{}, false, nil
 }
 
 // List returns acc's jobs in its project, newest first, and how many

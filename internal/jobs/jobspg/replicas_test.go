@@ -2,6 +2,8 @@ package jobspg_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/webcodex/webcodex/internal/jobs/jobspg"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
+	"github.com/webcodex/webcodex/internal/pgnotify"
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -73,5 +76,89 @@ func TestRecoverLeavesALiveReplicasJobs(t *testing.T) {
 	lost, err := mb.Recover(ctx)
 	if err != nil || len(lost) != 1 || lost[0].ID != j.ID || lost[0].State != jobs.Lost || lost[0].Reason != jobs.ReasonServerRestart {
 		t.Fatalf("B's recovery after A left: %+v %v", lost, err)
+	}
+}
+
+// TestAWaitOnAnotherReplicasJobWakesOnItsNotification: replica B waits
+// (Observe and Wait, up to a minute, with no poll: B has a Notifier) on a
+// job replica A runs; A stops it, and B's waits return with the job
+// terminal, woken by the notification A's state change committed.
+func TestAWaitOnAnotherReplicasJobWakesOnItsNotification(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	manager := func(changes jobs.Notifier) (*pgdb.DB, *jobs.Manager) {
+		db, err := pgdb.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.Close)
+		r, err := db.Join(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := jobspg.Open(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := jobs.NewManager(jobs.Options{Store: st, Host: &runner.Local{}, Dir: filepath.Join(t.TempDir(), "jobs"),
+			Replica: r.ID(), Alive: db.Alive, Changes: changes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			m.Close(ctx)
+			r.Close()
+		})
+		return db, m
+	}
+	_, ma := manager(nil)
+	dbB, err := pgdb.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dbB.Close)
+	l := pgnotify.Start(ctx, dbB, slog.New(slog.DiscardHandler))
+	t.Cleanup(l.Close)
+	topic := l.Topic(jobspg.Channel)
+	if err := l.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, mb := manager(topic)
+
+	acc := jobs.Access{Project: "agent:local:t", Fingerprint: "fp-owner"}
+	j, err := ma.Start(ctx, jobs.StartSpec{Project: acc.Project, Principal: acc.Fingerprint, Tool: "run_job", Cwd: ".", Background: true,
+		Run: runner.Spec{Argv: []string{"sleep", "60"}, Dir: t.TempDir(), Timeout: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // under the waits' minute
+	defer cancel()
+	observed, parked := make(chan error, 1), make(chan struct{})
+	go func() {
+		obs, woke, err := mb.Observe(wctx, acc, jobs.ObserveRequest{IDs: []string{j.ID}, Wait: time.Minute, WakeOn: jobs.WakeTerminal,
+			BeforeWait: func() error { close(parked); return nil }})
+		if err == nil && (woke != jobs.WokeCondition || !obs[0].Job.State.Terminal()) {
+			err = fmt.Errorf("observe woke %q with %s", woke, obs[0].Job.State)
+		}
+		observed <- err
+	}()
+	waited := make(chan error, 1)
+	go func() {
+		got, err := mb.Wait(wctx, j.ID, time.Minute)
+		if err == nil && !got.State.Terminal() {
+			err = fmt.Errorf("wait returned %s", got.State)
+		}
+		waited <- err
+	}()
+	<-parked // B's observe waits: only a notification can end it before wctx
+	if _, _, err := ma.Stop(ctx, acc, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []chan error{observed, waited} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/pgdb"
+	"github.com/webcodex/webcodex/internal/pgnotify"
 )
 
 //go:embed migrations/*.sql
@@ -24,6 +25,11 @@ var migrations embed.FS
 
 // Schema is the store's PostgreSQL schema.
 const Schema = "jobs"
+
+// Channel is the notification channel of job state changes: Update sends
+// the job's id on it in the transaction that changes its state, so that
+// waits on other replicas wake (jobs.Options.Changes).
+const Channel = "jobs_state"
 
 // Store is the PostgreSQL job store.
 type Store struct{ db *pgdb.DB }
@@ -78,7 +84,9 @@ func (s *Store) Get(ctx context.Context, id string) (jobs.Job, error) {
 }
 
 // Update implements jobs.Store: the row is locked while fn judges it, so
-// of two replicas' racing terminal writes the second sees the first.
+// of two replicas' racing terminal writes the second sees the first. A
+// change of state notifies Channel with the job's id in the same
+// transaction.
 func (s *Store) Update(ctx context.Context, id string, fn jobs.UpdateFunc) (jobs.Job, error) {
 	var out jobs.Job
 	var fnErr error
@@ -102,6 +110,11 @@ func (s *Store) Update(ctx context.Context, id string, fn jobs.UpdateFunc) (jobs
 		if _, err := tx.Exec(ctx, `UPDATE jobs.jobs SET state = $1, background = $2, record_json = $3 WHERE job_id = $4`,
 			string(j.State), j.Background, doc, id); err != nil {
 			return err
+		}
+		if j.State != out.State {
+			if err := pgnotify.Send(ctx, tx, Channel, id); err != nil {
+				return err
+			}
 		}
 		out = j
 		return nil
