@@ -2,17 +2,13 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
-	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/benchpair"
-	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 )
 
@@ -36,26 +32,7 @@ func BenchmarkRecordedCallPostgresVsSQLite(b *testing.B) {
 
 // postRound returns one round: each of n clients posts a note to its own
 // session, recorded in it, all at once.
-func postRound(b *testing.B, a *app.App, n int) func() {
-	sessions := make([]string, n)
-	for i := range sessions {
-		sessions[i] = benchCall(b, a, "work_on_project", map[string]any{"project": "agent:local:bench", "instruction": "bench"}, "")["session_id"].(string)
-	}
-	return func() {
-		var wg sync.WaitGroup
-		for _, id := range sessions {
-			wg.Go(func() {
-				args, _ := json.Marshal(map[string]any{"session_id": id, "kind": "note", "message": "progress"})
-				res := a.Kernel.Dispatch(context.Background(), kernel.Call{Tool: "post_session_message", Arguments: args,
-					RecordingSessionID: id, Principal: auth.LocalUser(), Source: kernel.SourceInternal})
-				if !res.Success {
-					b.Errorf("post_session_message: %+v", res.Error)
-				}
-			})
-		}
-		wg.Wait()
-	}
-}
+func postRound(b *testing.B, a *app.App, n int) func() { return spreadRound(b, []*app.App{a}, n) }
 
 // openBenchAppOn is openBenchApp on the PostgreSQL database at url.
 func openBenchAppOn(b *testing.B, url string, projects ...string) *app.App {

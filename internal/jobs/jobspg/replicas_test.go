@@ -16,6 +16,38 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
+// replicaManager joins a replica to the database at url on a pool of its
+// own and returns its job manager (woken by changes when not nil).
+func replicaManager(t *testing.T, url string, changes jobs.Notifier) (*pgdb.DB, *pgdb.Replica, *jobs.Manager) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := pgdb.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	r, err := db.Join(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := jobspg.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := jobs.NewManager(jobs.Options{Store: st, Host: &runner.Local{}, Dir: filepath.Join(t.TempDir(), "jobs"),
+		Replica: r.ID(), Alive: db.Alive, Changes: changes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		m.Close(ctx)
+		r.Close()
+	})
+	return db, r, m
+}
+
 // TestRecoverLeavesALiveReplicasJobs: two replicas on one database. A job
 // replica A supervises is not marked lost when replica B starts (Recover)
 // while A is alive; once A is gone, B's Recover marks it lost, reason
@@ -23,34 +55,7 @@ import (
 func TestRecoverLeavesALiveReplicasJobs(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := context.Background()
-	replica := func() (*pgdb.DB, *pgdb.Replica, *jobs.Manager) {
-		db, err := pgdb.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(db.Close)
-		r, err := db.Join(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := jobspg.Open(ctx, db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := jobs.NewManager(jobs.Options{Store: st, Host: &runner.Local{}, Dir: filepath.Join(t.TempDir(), "jobs"),
-			Replica: r.ID(), Alive: db.Alive})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			m.Close(ctx)
-			r.Close()
-		})
-		return db, r, m
-	}
-	_, ra, ma := replica()
+	_, ra, ma := replicaManager(t, url, nil)
 	j, err := ma.Start(ctx, jobs.StartSpec{Project: "agent:local:t", Principal: "fp-owner", Tool: "run_job", Cwd: ".", Background: true,
 		Run: runner.Spec{Argv: []string{"sleep", "60"}, Dir: t.TempDir(), Timeout: time.Minute}})
 	if err != nil {
@@ -59,7 +64,7 @@ func TestRecoverLeavesALiveReplicasJobs(t *testing.T) {
 	if j.Replica != ra.ID() {
 		t.Fatalf("job replica = %q, want %q", j.Replica, ra.ID())
 	}
-	dbB, _, mb := replica()
+	dbB, _, mb := replicaManager(t, url, nil)
 	if lost, err := mb.Recover(ctx); err != nil || len(lost) != 0 {
 		t.Fatalf("B's start marked a live replica's job lost: %+v %v", lost, err)
 	}
@@ -86,34 +91,7 @@ func TestRecoverLeavesALiveReplicasJobs(t *testing.T) {
 func TestAWaitOnAnotherReplicasJobWakesOnItsNotification(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
-	manager := func(changes jobs.Notifier) (*pgdb.DB, *jobs.Manager) {
-		db, err := pgdb.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(db.Close)
-		r, err := db.Join(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := jobspg.Open(ctx, db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := jobs.NewManager(jobs.Options{Store: st, Host: &runner.Local{}, Dir: filepath.Join(t.TempDir(), "jobs"),
-			Replica: r.ID(), Alive: db.Alive, Changes: changes})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			m.Close(ctx)
-			r.Close()
-		})
-		return db, m
-	}
-	_, ma := manager(nil)
+	_, _, ma := replicaManager(t, url, nil)
 	dbB, err := pgdb.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +103,7 @@ func TestAWaitOnAnotherReplicasJobWakesOnItsNotification(t *testing.T) {
 	if err := l.Ready(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, mb := manager(topic)
+	_, _, mb := replicaManager(t, url, topic)
 
 	acc := jobs.Access{Project: "agent:local:t", Fingerprint: "fp-owner"}
 	j, err := ma.Start(ctx, jobs.StartSpec{Project: acc.Project, Principal: acc.Fingerprint, Tool: "run_job", Cwd: ".", Background: true,
