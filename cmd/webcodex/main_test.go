@@ -56,7 +56,9 @@ type child struct {
 	cmd  *exec.Cmd
 	base string
 	out  *bytes.Buffer
-	done chan error
+	// stderr is complete once done has received.
+	stderr *bytes.Buffer
+	done   chan error
 }
 
 // stopServe ends a served child with SIGTERM and returns its output.
@@ -104,7 +106,7 @@ func startChild(t *testing.T, setup func(*exec.Cmd), args ...string) *child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &child{cmd: cmd, out: &bytes.Buffer{}, done: make(chan error, 1)}
+	c := &child{cmd: cmd, out: &bytes.Buffer{}, stderr: &stderr, done: make(chan error, 1)}
 	addrRE := regexp.MustCompile(`listening on (http://\S+)`)
 	found := make(chan string, 1)
 	go func() {

@@ -26,6 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 )
 
@@ -405,5 +406,39 @@ func TestServeRefusesABadDatabase(t *testing.T) {
 	out, err = run(t, "--data-dir", t.TempDir(), "serve", "--listen", "127.0.0.1:0", "--database", url)
 	if failure.KindOf(err) != failure.Conflict || !strings.Contains(err.Error(), "workflow") || !strings.Contains(err.Error(), "9999") {
 		t.Fatalf("serve on a newer schema: %v\n%s", err, out)
+	}
+}
+
+// TestAReplicaJudgedGoneStops: another replica judged this one gone (its
+// membership row deleted, as Alive does when it finds the lock free) and
+// then its lock's connection is cut. Taking the lock again, the replica
+// finds itself forgotten and stops, saying why, instead of writing on
+// beside records another replica may have made for its calls.
+func TestAReplicaJudgedGoneStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real server processes")
+	}
+	dbURL, _, rs := startReplicas(t, 1, t.TempDir())
+	ctx := context.Background()
+	db, err := pgdb.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var pid int32
+	if err := db.Pool.QueryRow(ctx, `DELETE FROM replicas.members m RETURNING (SELECT l.pid FROM pg_locks l
+		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = m.lock_key)`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `SELECT pg_terminate_backend($1, 60000)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-rs[0].done:
+		if err == nil || !strings.Contains(rs[0].stderr.String(), "lost its claim on the database") {
+			t.Fatalf("the forgotten replica exited with %v:\n%s", err, rs[0].stderr.String())
+		}
+	case <-time.After(2 * pgdb.LockCheckInterval * 6):
+		t.Fatal("the forgotten replica is still serving")
 	}
 }

@@ -354,10 +354,16 @@ func (a *App) Serve(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(a.ln) }()
+	var lost error
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	case <-a.Stores.Lost():
+		// Another replica judged this one gone and may have recorded its
+		// calls outcome_unknown: going on would contradict those records.
+		lost = fmt.Errorf("this replica lost its claim on the database: %w", a.Stores.LostErr())
+		a.Log.Error("stopping", "err", lost)
 	}
 	a.Log.Info("shutting down", "timeout", time.Duration(a.Config.ShutdownTimeout))
 	grace, cancel := context.WithTimeout(context.Background(), time.Duration(a.Config.ShutdownTimeout))
@@ -377,6 +383,9 @@ func (a *App) Serve(ctx context.Context) error {
 	// groups are killed and they are recorded lost (server_shutdown).
 	// Persistent shells are released.
 	a.release()
+	if lost != nil {
+		return lost
+	}
 	return err
 }
 

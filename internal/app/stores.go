@@ -107,8 +107,37 @@ type Stores struct {
 	// this process's membership of the replicas serving it.
 	db      *pgdb.DB
 	replica *pgdb.Replica
+	// instance is the ledger's claim on the database (workflowpg);
+	// lost is closed, with lostErr set, when it or the replica's
+	// membership is lost for good (watchClaims).
+	instance claim
+	lost     chan struct{}
+	lostErr  error
 	// closers release the stores and then their database, in order.
 	closers []func() error
+}
+
+// A claim is this process's hold on something in the database that other
+// replicas judge it alive by (pgdb.Replica, the ledger's instance).
+type claim interface {
+	Lost() <-chan struct{}
+	LostErr() error
+}
+
+// Lost is closed when this process lost a claim on the database for good
+// (another replica judged it gone while its connection was lost): it must
+// stop serving (LostErr says why). Nil, never closed, on a data
+// directory.
+func (s *Stores) Lost() <-chan struct{} { return s.lost }
+
+// LostErr is why Lost was closed.
+func (s *Stores) LostErr() error {
+	select {
+	case <-s.lost:
+		return s.lostErr
+	default:
+		return nil
+	}
 }
 
 // OpenStores opens every store of the deployment cfg describes: the

@@ -35,8 +35,36 @@ func openDatabase(ctx context.Context, url string) (*Stores, error) {
 		return nil, err
 	}
 	s.db = db
-	s.closers = append(s.closers, s.replica.Close, func() error { db.Close(); return nil })
+	stop := s.watchClaims(s.replica, s.instance)
+	s.closers = append([]func() error{stop}, append(s.closers, s.replica.Close, func() error { db.Close(); return nil })...)
 	return s, nil
+}
+
+// watchClaims closes s.lost, with s.lostErr set, when the first of claims
+// is lost, until the returned function stops it.
+func (s *Stores) watchClaims(claims ...claim) func() error {
+	s.lost = make(chan struct{})
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		cases := make(chan claim, len(claims))
+		for _, c := range claims {
+			go func() {
+				select {
+				case <-c.Lost():
+					cases <- c
+				case <-stop:
+				}
+			}()
+		}
+		select {
+		case c := <-cases:
+			s.lostErr = c.LostErr()
+			close(s.lost)
+		case <-stop:
+		}
+	}()
+	return func() error { close(stop); <-done; return nil }
 }
 
 // openStoresIn opens every store in db (migrating its schema); closing
@@ -51,7 +79,7 @@ func openStoresIn(ctx context.Context, db *pgdb.DB) (*Stores, error) {
 	if err != nil {
 		return fail(workflowpg.Schema, err)
 	}
-	s.Workflow, s.closers = wf, append(s.closers, wf.Close)
+	s.Workflow, s.instance, s.closers = wf, wf.Store, append(s.closers, wf.Close)
 	if s.Audit, err = auditpg.Open(ctx, db); err != nil {
 		return fail(auditpg.Schema, err)
 	}

@@ -6,10 +6,7 @@ import (
 	"embed"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/webcodex/webcodex/internal/failure"
 )
@@ -25,22 +22,28 @@ const PresenceSchema = "replicas"
 // replica; once its process exits or is killed (its connection ends),
 // Alive reports it gone. Facts a replica owns (a job it supervises, a
 // call it runs) carry its id so that the others can tell an orphan from
-// work in progress.
+// work in progress. The lock is kept by a Hold: taken again after its
+// connection is lost unless another replica judged this one gone
+// meanwhile (then Lost is closed and the process must stop).
 type Replica struct {
 	id   string
-	conn *pgx.Conn
+	hold *Hold
 }
 
 // ID is the replica's id (16 hex digits, new at every Join).
 func (r *Replica) ID() string { return r.id }
 
+// Lost is closed when the replica lost its membership for good: its lock
+// connection was lost and another replica judged it gone meanwhile
+// (LostErr says so).
+func (r *Replica) Lost() <-chan struct{} { return r.hold.Lost() }
+
+// LostErr is why the membership was lost, nil while it holds.
+func (r *Replica) LostErr() error { return r.hold.Err() }
+
 // Close leaves: the replica's lock and connection are released, and Alive
 // reports it gone from then on.
-func (r *Replica) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
-	defer cancel()
-	return r.conn.Close(ctx)
-}
+func (r *Replica) Close() error { return r.hold.Close() }
 
 // lockHeld is true when the advisory lock m.lock_key is held by a
 // session: pg_locks shows a bigint key as its high (classid) and low
@@ -64,31 +67,34 @@ func (db *DB) Join(ctx context.Context) (*Replica, error) {
 	conn := pc.Hijack()
 	b := make([]byte, 8)
 	rand.Read(b)
-	r := &Replica{id: hex.EncodeToString(b), conn: conn}
+	id := hex.EncodeToString(b)
 	key := int64(binary.BigEndian.Uint64(b))
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
-		r.Close()
+	fail := func(err error) (*Replica, error) {
+		conn.Close(context.WithoutCancel(ctx))
 		return nil, failure.Wrap(failure.Unavailable, err, "database %s: join as a replica", db.url)
 	}
-	_, err = conn.Exec(ctx, `INSERT INTO replicas.members (id, lock_key, joined_at) VALUES ($1, $2, $3)`, r.id, key, time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		return fail(err)
+	}
+	_, err = conn.Exec(ctx, `INSERT INTO replicas.members (id, lock_key, joined_at) VALUES ($1, $2, $3)`, id, key, time.Now().UnixNano())
 	if err == nil {
 		_, err = conn.Exec(ctx, `DELETE FROM replicas.members m WHERE NOT `+lockHeld)
 	}
 	if err != nil {
-		r.Close()
-		return nil, failure.Wrap(failure.Unavailable, err, "database %s: join as a replica", db.url)
+		return fail(err)
 	}
-	return r, nil
+	return &Replica{id: id, hold: db.Keep(conn, `SELECT pg_advisory_lock($1)`, []any{key}, `SELECT 1 FROM replicas.members WHERE id = $1`, id)}, nil
 }
 
 // Alive reports whether the replica with id is still serving: its row
 // exists and its advisory lock is held. A replica that never joined or has
-// left is not alive.
+// left is not alive. A replica found gone is forgotten (its row deleted,
+// in the same statement): the caller is about to act on its being gone,
+// and a replica that only lost its connection must learn of that when it
+// takes its lock again (Replica.Lost).
 func (db *DB) Alive(ctx context.Context, id string) (bool, error) {
 	var held bool
-	err := db.Pool.QueryRow(ctx, `SELECT `+lockHeld+` FROM replicas.members m WHERE m.id = $1`, id).Scan(&held)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
+	err := db.Pool.QueryRow(ctx, `WITH gone AS (DELETE FROM replicas.members m WHERE m.id = $1 AND NOT `+lockHeld+` RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM replicas.members WHERE id = $1) AND NOT EXISTS (SELECT 1 FROM gone)`, id).Scan(&held)
 	return held, StoreError(err, "replica registry")
 }

@@ -155,7 +155,8 @@ func (l *ledger) Crash(t *testing.T, st storetest.Store) storetest.Store {
 // backend has exited (its advisory lock released).
 func kill(t *testing.T, db *pgdb.DB, st *Store) {
 	t.Helper()
-	pid := st.inst.conn.PgConn().PID()
+	var pid uint32
+	st.inst.hold.Conn(func(c *pgx.Conn) error { pid = c.PgConn().PID(); return nil })
 	if _, err := db.Pool.Exec(context.Background(), `SELECT pg_terminate_backend($1, 60000)`, int32(pid)); err != nil {
 		t.Fatal(err)
 	}

@@ -26,14 +26,15 @@ const registerAttempts = 8
 
 // An instance is this process's claim on the ledger: a workflow.instances
 // row and the session-level advisory lock it names, held on a connection
-// taken out of the pool (conn) until close. The server releases the lock
-// when that connection ends, also when the process is killed; open calls
-// carry the instance that started them, so no replica recovers the live
-// calls of another.
+// taken out of the pool until close (kept by a pgdb.Hold: taken again
+// after a lost connection unless another instance forgot this one
+// meanwhile). The server releases the lock when that connection ends,
+// also when the process is killed; open calls carry the instance that
+// started them, so no replica recovers the live calls of another.
 type instance struct {
 	id   string
 	key  int64
-	conn *pgx.Conn
+	hold *pgdb.Hold
 }
 
 // alive is the SQL condition that the instance row i holds its lock now
@@ -52,7 +53,7 @@ func register(ctx context.Context, db *pgdb.DB, now time.Time) (*instance, error
 	conn := pc.Hijack()
 	var b [12]byte
 	rand.Read(b[:])
-	in := &instance{id: hex.EncodeToString(b[:]), conn: conn}
+	in := &instance{id: hex.EncodeToString(b[:])}
 	for range registerAttempts {
 		var kb [4]byte
 		rand.Read(kb[:])
@@ -68,6 +69,8 @@ func register(ctx context.Context, db *pgdb.DB, now time.Time) (*instance, error
 		_, err := db.Pool.Exec(ctx, `INSERT INTO workflow.instances (instance, lock_key, started_at) VALUES ($1, $2, $3)`, in.id, key, now.UnixNano())
 		if err == nil {
 			in.key = key
+			in.hold = db.Keep(conn, `SELECT pg_advisory_lock($1, $2)`, []any{lockClass, int32(key)},
+				`SELECT 1 FROM workflow.instances WHERE instance = $1`, in.id)
 			return in, nil
 		}
 		if _, uerr := conn.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, lockClass, int32(key)); uerr != nil || !pgdb.IsUniqueViolation(err) {
@@ -90,12 +93,13 @@ func (in *instance) close(ctx context.Context, db *pgdb.DB) error {
 		_, err := tx.Exec(ctx, `DELETE FROM workflow.instances WHERE instance = $1`, in.id)
 		return err
 	})
-	in.conn.Close(ctx)
+	in.hold.Close()
 	return storeErr(err)
 }
 
 // countUnrecorded removes the rows of the instances that are gone (their
-// lock is free) and sums, over them, the read-only calls each
+// lock is free: forgotten, so that one that only lost its connection
+// stops when it takes its lock again) and sums, over them, the read-only calls each
 // acknowledged beyond the last it committed. A row is removed by one
 // replica only, so each is counted once.
 func (s *Store) countUnrecorded(ctx context.Context) (int64, error) {

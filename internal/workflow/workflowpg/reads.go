@@ -105,16 +105,24 @@ func (s *Store) Events(ctx context.Context, id string, limit int) ([]workflow.Ev
 	return out, storeErr(err)
 }
 
-// OpenCalls implements workflow.Store. It reads the open_calls table only,
-// and leaves out the calls of instances whose advisory lock is held (this
-// one included): those calls are running on a live replica.
+// OpenCalls implements workflow.Store. It first forgets the instances that
+// are gone (countUnrecorded: their advisory lock is free; their
+// unrecorded reads are counted), then reads the open calls of instances
+// with no row: the calls of an instance whose row is there run on a live
+// replica (this one included), or on one that lost its connection and
+// will stop when it finds its row gone.
 func (s *Store) OpenCalls(ctx context.Context, limit int) ([]workflow.OpenCall, error) {
 	if limit <= 0 {
 		limit = workflow.RecoveryBatch
 	}
+	n, err := s.countUnrecorded(ctx)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	s.unrecorded.Add(n)
 	rows, err := s.db.Pool.Query(ctx, `SELECT o.session_id, s.project, o.call_id, o.invocation_id, o.tool, o.role, o.started_at, o.started_seq
 		FROM workflow.open_calls o JOIN workflow.sessions s ON s.session_id = o.session_id
-		WHERE NOT EXISTS (SELECT 1 FROM workflow.instances i WHERE i.instance = o.instance AND `+alive+`)
+		WHERE NOT EXISTS (SELECT 1 FROM workflow.instances i WHERE i.instance = o.instance)
 		ORDER BY o.invocation_id COLLATE "C", o.session_id, o.call_id LIMIT $1`, limit)
 	if err != nil {
 		return nil, storeErr(err)

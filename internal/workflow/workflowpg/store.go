@@ -2,6 +2,7 @@ package workflowpg
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -26,8 +27,8 @@ type Store struct {
 	// w is the writer of behind writes (behind.go).
 	w writer
 	// unrecorded is the number of reads acknowledged by dead processes
-	// and never committed, found by Open.
-	unrecorded int64
+	// and never committed, found by Open and by OpenCalls.
+	unrecorded atomic.Int64
 }
 
 var _ workflow.Store = (*Store)(nil)
@@ -58,10 +59,12 @@ func Open(ctx context.Context, db *pgdb.DB, now func() time.Time) (*Store, error
 	if s.inst, err = register(ctx, db, now()); err != nil {
 		return nil, err
 	}
-	if s.unrecorded, err = s.countUnrecorded(ctx); err != nil {
+	n, err := s.countUnrecorded(ctx)
+	if err != nil {
 		s.inst.close(ctx, db)
 		return nil, storeErr(err)
 	}
+	s.unrecorded.Store(n)
 	s.w.start(s)
 	return s, nil
 }
@@ -73,6 +76,15 @@ func (s *Store) Close() error {
 	s.w.stop()
 	return s.inst.close(context.Background(), s.db)
 }
+
+// Lost is closed when this process's claim on the ledger was lost for
+// good: its lock's connection was lost and another instance forgot it
+// meanwhile (and may have recovered its open calls). The process must
+// stop writing: LostErr says why.
+func (s *Store) Lost() <-chan struct{} { return s.inst.hold.Lost() }
+
+// LostErr is why the claim was lost, nil while it holds.
+func (s *Store) LostErr() error { return s.inst.hold.Err() }
 
 // Restored reports what this process's first-use checks have validated and
 // moved aside so far (rows moved by ValidateAll are in Discarded too).
@@ -100,7 +112,7 @@ func (s *Store) Status(ctx context.Context) (workflow.StoreStatus, error) {
 		(SELECT count(*) FROM workflow.sessions WHERE lifecycle = 'active'),
 		(SELECT coalesce(sum(retained), 0)::bigint FROM workflow.sessions),
 		(SELECT count(*) FROM workflow.discarded_rows)`).Scan(&st.Sessions, &st.ActiveSessions, &st.Events, &st.DiscardedRows)
-	st.UnrecordedReads = s.unrecorded
+	st.UnrecordedReads = s.unrecorded.Load()
 	return st, storeErr(err)
 }
 
