@@ -12,7 +12,6 @@ import (
 	"context"
 	"embed"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -37,8 +36,11 @@ var dialect = taskrow.Dialect{
 	Dollar:    true,
 }
 
-// Store is an agenttask.Store on PostgreSQL.
-type Store struct{ db *pgdb.DB }
+// Store is an agenttask.Store on PostgreSQL. Mutate locks the task's row
+// FOR UPDATE while the task is judged; List reads one REPEATABLE READ
+// snapshot, so its page and total agree; creates with one idempotency key
+// are serialized by a transaction-scoped advisory lock on its scope.
+type Store struct{ *taskrow.Store }
 
 var _ agenttask.Store = (*Store)(nil)
 
@@ -48,7 +50,22 @@ func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
 	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	return &Store{&taskrow.Store{
+		Dialect:    dialect,
+		Read:       pool(db),
+		StoreError: storeError,
+		Write: func(ctx context.Context, fn func(q taskrow.Querier) error) error {
+			return storeError(db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error { return fn(over(tx)) }))
+		},
+		Snapshot: func(ctx context.Context, fn func(q taskrow.Querier) error) error {
+			tx, err := db.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+			if err != nil {
+				return storeError(err)
+			}
+			defer tx.Rollback(context.WithoutCancel(ctx))
+			return storeError(fn(over(tx)))
+		},
+	}}, nil
 }
 
 // Migrate brings the store's schema in db up to this version without
@@ -74,13 +91,13 @@ func over(tx pgx.Tx) querier {
 	}
 }
 
-func (s *Store) read() querier {
+func pool(db *pgdb.DB) querier {
 	return querier{
 		exec: func(ctx context.Context, sql string, args ...any) error {
-			_, err := s.db.Pool.Exec(ctx, sql, args...)
+			_, err := db.Pool.Exec(ctx, sql, args...)
 			return err
 		},
-		queryRow: s.db.Pool.QueryRow, query: s.db.Pool.Query,
+		queryRow: db.Pool.QueryRow, query: db.Pool.Query,
 	}
 }
 
@@ -108,90 +125,7 @@ func (q querier) Query(ctx context.Context, query string, args []any, each func(
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return taskrow.Each(rows, each)
 }
 
-// write runs fn in one transaction (retried whole on a serialization
-// failure or deadlock, as pgdb.DB.Tx does).
-func (s *Store) write(ctx context.Context, fn func(q querier) error) error {
-	return pgdb.StoreError(s.db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		return fn(over(tx))
-	}), storeName)
-}
-
-// Create implements agenttask.Store: creates with one idempotency key are
-// serialized by a transaction-scoped advisory lock on its scope.
-func (s *Store) Create(ctx context.Context, t agenttask.Task) (agenttask.Task, bool, error) {
-	var out agenttask.Task
-	var replayed bool
-	err := s.write(ctx, func(q querier) (err error) {
-		out, replayed, err = taskrow.Create(ctx, q, dialect, t)
-		return err
-	})
-	return out, replayed, err
-}
-
-// Get implements agenttask.Store.
-func (s *Store) Get(ctx context.Context, id string) (agenttask.Task, error) {
-	t, err := taskrow.Get(ctx, s.read(), dialect, id)
-	return t, pgdb.StoreError(err, storeName)
-}
-
-// List implements agenttask.Store: the page and the total are read in one
-// REPEATABLE READ transaction, so they agree.
-func (s *Store) List(ctx context.Context, f agenttask.ListFilter) ([]agenttask.Task, int, error) {
-	tx, err := s.db.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, 0, pgdb.StoreError(err, storeName)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	out, total, err := taskrow.List(ctx, over(tx), dialect, f)
-	return out, total, pgdb.StoreError(err, storeName)
-}
-
-// Attempt implements agenttask.Store.
-func (s *Store) Attempt(ctx context.Context, id string) (agenttask.Attempt, error) {
-	a, err := taskrow.Attempt(ctx, s.read(), dialect, id)
-	return a, pgdb.StoreError(err, storeName)
-}
-
-// Attempts implements agenttask.Store.
-func (s *Store) Attempts(ctx context.Context, taskID string) ([]agenttask.Attempt, error) {
-	as, err := taskrow.Attempts(ctx, s.read(), dialect, taskID)
-	return as, pgdb.StoreError(err, storeName)
-}
-
-// Mutate implements agenttask.Store: the task's row is locked FOR UPDATE
-// while fn judges it.
-func (s *Store) Mutate(ctx context.Context, taskID, attemptID string, fn func(l *agenttask.Locked) (bool, error)) (agenttask.Locked, error) {
-	var out agenttask.Locked
-	err := s.write(ctx, func(q querier) (err error) {
-		out, err = taskrow.Mutate(ctx, q, dialect, taskID, attemptID, fn)
-		return err
-	})
-	return out, err
-}
-
-// Ready implements agenttask.Store.
-func (s *Store) Ready(ctx context.Context, f agenttask.ReadyFilter) ([]string, error) {
-	ids, err := taskrow.Ready(ctx, s.read(), dialect, f)
-	return ids, pgdb.StoreError(err, storeName)
-}
-
-// Lapsed implements agenttask.Store.
-func (s *Store) Lapsed(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	ids, err := taskrow.Lapsed(ctx, s.read(), dialect, now, limit)
-	return ids, pgdb.StoreError(err, storeName)
-}
-
-// Raw returns a task's stored rows as text, for tests that prove nothing
-// changed.
-func (s *Store) Raw(ctx context.Context, id string) (string, error) {
-	raw, err := taskrow.Raw(ctx, s.read(), dialect, id)
-	return raw, pgdb.StoreError(err, storeName)
-}
+func storeError(err error) error { return pgdb.StoreError(err, storeName) }

@@ -281,3 +281,25 @@ func racingStartsOneWins(t *testing.T, open Open) {
 		t.Fatalf("%d starts won; stored %+v %v", len(wins), as, err)
 	}
 }
+
+// batchBounds: Expire expires at most ExpireBatchMax attempts a call, and
+// Ready returns at most the limit it is given (StartNextAttempt passes
+// NextScanMax).
+func batchBounds(t *testing.T, open Open) {
+	ctx := context.Background()
+	svc, st := service(t, open)
+	for range agenttask.ExpireBatchMax + 1 {
+		start(t, svc, create(t, svc, alice, "lapsing").ID, sess1, t0)
+	}
+	later := at(agenttask.DefaultLease)
+	ids, err := st.Ready(ctx, agenttask.ReadyFilter{Owner: alice, Project: proj, Now: later, Limit: agenttask.NextScanMax})
+	if err != nil || len(ids) != agenttask.NextScanMax {
+		t.Fatalf("Ready gave %d ids (%v), want %d", len(ids), err, agenttask.NextScanMax)
+	}
+	if ex, err := svc.Expire(ctx, later); err != nil || len(ex) != agenttask.ExpireBatchMax {
+		t.Fatalf("the first Expire expired %d (%v), want %d", len(ex), err, agenttask.ExpireBatchMax)
+	}
+	if ex, err := svc.Expire(ctx, later); err != nil || len(ex) != 1 {
+		t.Fatalf("the second Expire expired %d (%v), want 1", len(ex), err)
+	}
+}

@@ -52,7 +52,7 @@ func Run(t *testing.T, open Open) {
 		{"Dependencies", dependencies}, {"OwnerBound", ownerBound}, {"StartClaimedTask", startClaimedTask},
 		{"Heartbeat", heartbeat}, {"LeaseExpiryReopens", leaseExpiryReopens}, {"Complete", complete},
 		{"CompleteAfterExpiry", completeAfterExpiry}, {"Cancel", cancel}, {"StartNext", startNext},
-		{"Expire", expire}, {"RacingStartsOneWins", racingStartsOneWins},
+		{"Expire", expire}, {"BatchBounds", batchBounds}, {"RacingStartsOneWins", racingStartsOneWins},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
 	}

@@ -391,3 +391,21 @@ func digests(as []agenttask.Attempt) []string {
 	}
 	return out
 }
+
+// Rows is what *sql.Rows and pgx.Rows share.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Each calls each for every row of rows (which the caller closes) and
+// returns the first error.
+func Each(rows Rows, each func(Row) error) error {
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
