@@ -178,6 +178,8 @@ type UpdateParams struct {
 // Update changes title, body, labels or priority. A stale expected
 // revision is failure.RevisionConflict (detail current_revision) and
 // changes nothing; an update that changes nothing keeps the revision.
+// Every change of the task (a start, completion, expiry or cancel too)
+// moves its revision.
 func (s *Service) Update(ctx context.Context, p UpdateParams, now time.Time) (Task, error) {
 	if _, err := ParseTaskID(p.ID); err != nil {
 		return Task{}, err

@@ -312,6 +312,8 @@ func Mutate(ctx context.Context, q Querier, d Dialect, taskID, attemptID string,
 		return agenttask.Locked{}, err
 	}
 	l := agenttask.Locked{Task: t, Deps: []agenttask.Dep{}}
+	// Dependencies are read without their locks: the only state a start
+	// waits for, done, is terminal, so a dependency read as done stays so.
 	for _, dep := range t.DependsOn {
 		var st string
 		if err := q.QueryRow(ctx, d.sql(`SELECT state FROM {tasks} WHERE id = ?`), dep).Scan(&st); err != nil {
