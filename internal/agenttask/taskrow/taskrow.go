@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -312,6 +314,7 @@ func Mutate(ctx context.Context, q Querier, d Dialect, taskID, attemptID string,
 		return agenttask.Locked{}, err
 	}
 	l := agenttask.Locked{Task: t, Deps: []agenttask.Dep{}}
+	l.Task.Labels, l.Task.DependsOn = slices.Clone(t.Labels), slices.Clone(t.DependsOn) // t stays as read
 	// Dependencies are read without their locks: the only state a start
 	// waits for, done, is terminal, so a dependency read as done stays so.
 	for _, dep := range t.DependsOn {
@@ -329,16 +332,7 @@ func Mutate(ctx context.Context, q Querier, d Dialect, taskID, attemptID string,
 	if err != nil || !changed {
 		return l, err
 	}
-	a, err := taskArgs(l.Task)
-	if err != nil {
-		return agenttask.Locked{}, err
-	}
-	// The id, owner, project, depends_on, key and digest never change.
-	if err := q.Exec(ctx, d.sql(`UPDATE {tasks} SET title = ?, body = ?, labels = ?, priority = ?, state = ?, generation = ?,
-		revision = ?, fence = ?, updated_at_ms = ? WHERE id = ?`), a[3], a[4], a[5], a[6], a[10], a[11], a[12], a[13], a[15], t.ID); err != nil {
-		return agenttask.Locked{}, err
-	}
-	if err := writeLabels(ctx, q, d, l.Task); err != nil {
+	if err := writeTask(ctx, q, d, t, l.Task); err != nil {
 		return agenttask.Locked{}, err
 	}
 	for i, at := range l.Attempts {
@@ -354,6 +348,27 @@ func Mutate(ctx context.Context, q Querier, d Dialect, taskID, attemptID string,
 		}
 	}
 	return l, nil
+}
+
+// writeTask stores task as fn left it, when it differs from was (a
+// heartbeat changes only its attempt), and its labels when they changed.
+// The id, owner, project, depends_on, key and digest never change.
+func writeTask(ctx context.Context, q Querier, d Dialect, was, task agenttask.Task) error {
+	if reflect.DeepEqual(was, task) {
+		return nil
+	}
+	a, err := taskArgs(task)
+	if err != nil {
+		return err
+	}
+	if err := q.Exec(ctx, d.sql(`UPDATE {tasks} SET title = ?, body = ?, labels = ?, priority = ?, state = ?, generation = ?,
+		revision = ?, fence = ?, updated_at_ms = ? WHERE id = ?`), a[3], a[4], a[5], a[6], a[10], a[11], a[12], a[13], a[15], task.ID); err != nil {
+		return err
+	}
+	if slices.Equal(was.Labels, task.Labels) {
+		return nil
+	}
+	return writeLabels(ctx, q, d, task)
 }
 
 // Raw returns a task's stored rows (the task, its labels, dependencies and
