@@ -15,6 +15,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/webcodex/webcodex/internal/agenttask"
 	"log/slog"
 	"net"
 	"net/http"
@@ -78,6 +79,9 @@ type App struct {
 	Audit   *audit.Service
 	// Windows is the window plane: window activity and Window Peers.
 	Windows *window.Service
+	// Tasks is the Agent Task service (decision 0077); its lapsed
+	// attempts are expired in the background while the app runs.
+	Tasks *agenttask.Service
 	// AuditHTTP records audited requests and serves the operator audit API.
 	AuditHTTP *auditmw.Middleware
 	// Evidence is the tamper-evident invocation journal.
@@ -99,9 +103,12 @@ type App struct {
 	outbox  *outboxPump
 	stopBG  context.CancelFunc // ends background loops (checkpoints)
 	bgDone  chan struct{}
-	mcp     *mcpserver.Server
-	server  *http.Server
-	ln      net.Listener
+	// stopTasks ends the Agent Task expiry loop, which closes tasksDone.
+	stopTasks context.CancelFunc
+	tasksDone chan struct{}
+	mcp       *mcpserver.Server
+	server    *http.Server
+	ln        net.Listener
 
 	// toolProfile is the tools MCP tools/list shows (decision 0024).
 	toolProfile gateway.Profile
@@ -215,9 +222,17 @@ func (a *App) wire(ctx context.Context) error {
 	bg, stop := context.WithCancel(context.Background())
 	a.stopBG, a.bgDone = stop, make(chan struct{})
 	go func() { defer close(a.bgDone); a.Evidence.Run(bg) }()
+	a.Tasks = newTasks(a.Stores)
 	a.Kernel = newKernel(a)
 	a.Audit, a.AuditHTTP = newAudit(a)
-	return a.recoverCrash(ctx)
+	if err := a.recoverCrash(ctx); err != nil {
+		return err
+	}
+	// Started last: a failed start closes the stores with no loop on them.
+	tctx, stopTasks := context.WithCancel(context.Background())
+	a.stopTasks, a.tasksDone = stopTasks, make(chan struct{})
+	go startTaskExpiry(tctx, a, a.Tasks, a.tasksDone)
+	return nil
 }
 
 // recoverCrash leaves an honest record of what a crash cut off, before any
@@ -419,6 +434,10 @@ func (a *App) Close() error {
 			a.Log.Warn("evidence: checkpoint at shutdown", "err", err)
 		}
 		errs = append(errs, a.Evidence.Close())
+	}
+	if a.stopTasks != nil {
+		a.stopTasks()
+		<-a.tasksDone
 	}
 	if a.listener != nil {
 		a.listener.Close()

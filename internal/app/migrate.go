@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"github.com/webcodex/webcodex/internal/agenttask/agenttaskpg"
 	"os"
 	"path/filepath"
 	"time"
@@ -70,6 +71,10 @@ func migrationPlan(dataDir string, watermark int64) []dbcopy.Table {
 		{File: MemoryDB, From: "memory_scopes", To: "memory.scopes", Key: []string{"scope_id"}},
 		{File: MemoryDB, From: "memory_entries", To: "memory.entries", Key: []string{"id"}},
 		{File: MemoryDB, From: "memory_history", To: "memory.history", Key: []string{"memory_id", "generation"}},
+		{File: TasksDB, From: "tasks", To: "tasks.tasks", Key: []string{"id"}},
+		{File: TasksDB, From: "task_labels", To: "tasks.task_labels", Key: []string{"task_id", "label"}},
+		{File: TasksDB, From: "task_deps", To: "tasks.task_deps", Key: []string{"task_id", "dep_id"}},
+		{File: TasksDB, From: "attempts", To: "tasks.attempts", Key: []string{"id"}},
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, oauthdb.FileName)); err == nil {
 		plan = append(plan,
@@ -162,6 +167,7 @@ func createSchemas(ctx context.Context, db *pgdb.DB) error {
 	for _, m := range []func(context.Context, *pgdb.DB) error{
 		workflowpg.Migrate, auditpg.Migrate, evidencepg.Migrate, authpg.Migrate, oauthpg.Migrate,
 		projectpg.Migrate, jobspg.Migrate, goalpg.Migrate, windowpg.Migrate, memorypg.Migrate,
+		agenttaskpg.Migrate,
 	} {
 		if err := m(ctx, db); err != nil {
 			return err

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/webcodex/webcodex/internal/agenttask"
+	"github.com/webcodex/webcodex/internal/agenttask/agenttaskdb"
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/audit/auditdb"
 	"github.com/webcodex/webcodex/internal/audit/auditpg"
@@ -47,6 +49,8 @@ const (
 	// MemoryDB holds Project Memory (decision 0035); no Workflow Session
 	// event ever writes it.
 	MemoryDB = "memory.db"
+	// TasksDB holds Agent Tasks and their attempts (decision 0077).
+	TasksDB = agenttaskdb.FileName
 )
 
 // BackendSQLite is Stores.Backend for a data directory's SQLite files.
@@ -98,6 +102,7 @@ type Stores struct {
 	Window   window.Store
 	Goals    goal.Store
 	Memory   memory.Store
+	Tasks    agenttask.Store
 
 	// Backend names what serves them: BackendSQLite or the database's
 	// URL without its password.
@@ -202,6 +207,11 @@ func openFiles(ctx context.Context, dataDir string) (*Stores, error) {
 		return fail(MemoryDB, err)
 	}
 	s.Memory, s.closers = me, append(s.closers, me.Close)
+	ts, err := agenttaskdb.Open(ctx, path(TasksDB))
+	if err != nil {
+		return fail(TasksDB, err)
+	}
+	s.Tasks, s.closers = ts, append(s.closers, ts.Close)
 	return s, nil
 }
 

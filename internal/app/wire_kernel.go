@@ -23,6 +23,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/search"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/tools/sessionshell"
+	"github.com/webcodex/webcodex/internal/tools/tasks"
 	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/transport/mcpserver"
 )
@@ -76,6 +77,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	board.Register(reg, bt)
 	peers.Register(reg, &peers.Tools{Windows: a.Windows})
 	goals.Register(reg, &goals.Tools{Goals: goalSvc})
+	tasks.Register(reg, &tasks.Tools{Tasks: a.Tasks})
 	memorytools.Register(reg, &memorytools.Tools{Memory: newMemory(a)})
 	rt := &runners.Tools{}
 	if a.Hub != nil {
