@@ -40,10 +40,22 @@ func TestMigrateToPostgres(t *testing.T) {
 	call(srv.base, "write_project_file", map[string]any{"project": "agent:local:demo", "path": "a.txt", "content": "a"}, start.SessionID)
 	call(srv.base, "post_session_message", map[string]any{"session_id": start.SessionID, "kind": "note", "message": "carried over"}, "")
 	call(srv.base, "memory_set", map[string]any{"project": "agent:local:demo", "memory_key": "build", "body": "go test ./..."}, "")
+	// An Agent Task with a label, a dependent task, and a live attempt:
+	// every table of tasks.db has a row.
+	var made struct {
+		Task struct {
+			ID string `json:"task_id"`
+		} `json:"task"`
+	}
+	json.Unmarshal(call(srv.base, "create_agent_task", map[string]any{"project": "agent:local:demo", "title": "first", "labels": []string{"carried"}}, ""), &made)
+	task := made.Task.ID
+	call(srv.base, "create_agent_task", map[string]any{"project": "agent:local:demo", "title": "second", "depends_on": []string{task}}, "")
+	call(srv.base, "start_agent_task_attempt", map[string]any{"session_id": start.SessionID, "task_id": task}, "")
 	stopServe(t, srv)
 
 	out := mustRun(t, "migrate", "--from", data, "--to", dbURL)
-	if !strings.Contains(out, "Copied and verified") || !strings.Contains(out, "workflow.sessions") || !strings.Contains(out, "evidence.records") {
+	if !strings.Contains(out, "Copied and verified") || !strings.Contains(out, "workflow.sessions") || !strings.Contains(out, "evidence.records") ||
+		!strings.Contains(out, "tasks.attempts") {
 		t.Fatalf("migrate:\n%s", out)
 	}
 	again, err := run(t, "migrate", "--from", data, "--to", dbURL)
@@ -60,6 +72,21 @@ func TestMigrateToPostgres(t *testing.T) {
 	}
 	if !strings.Contains(string(call(pg.base, "memory_read", map[string]any{"project": "agent:local:demo", "memory_key": "build"}, "")), "go test ./...") {
 		t.Fatal("the memory entry was not carried over")
+	}
+	var read struct {
+		Task struct {
+			State  string   `json:"state"`
+			Labels []string `json:"labels"`
+		} `json:"task"`
+		Attempts []struct {
+			SessionID string `json:"session_id"`
+			State     string `json:"state"`
+		} `json:"attempts"`
+	}
+	json.Unmarshal(call(pg.base, "read_agent_task", map[string]any{"task_id": task}, ""), &read)
+	if read.Task.State != "claimed" || len(read.Task.Labels) != 1 || len(read.Attempts) != 1 ||
+		read.Attempts[0].SessionID != start.SessionID || read.Attempts[0].State != "live" {
+		t.Fatalf("the agent task was not carried over: %+v", read)
 	}
 	stopServe(t, pg)
 	verifyReplicaEvidence(t, dbURL, key)
