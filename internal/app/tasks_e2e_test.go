@@ -10,6 +10,7 @@ import (
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 const taskProject = "agent:local:task"
@@ -151,9 +152,26 @@ func agentTaskFlow(t *testing.T, s *server) {
 	if after, _, _ := readTask(t, s, s.token, task.ID); after != before {
 		t.Fatalf("a refused call changed the task:\n%s\n%s", before, after)
 	}
+	// The refusals are recorded in the session as failed calls: negative
+	// evidence.
+	_, evs, err := s.a.Sessions.Summary(context.Background(), sess, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusals := 0
+	for _, e := range evs {
+		if (e.Tool == "heartbeat_agent_task_attempt" || e.Tool == "complete_agent_task_attempt") &&
+			e.Outcome == workflow.OutcomeFailed && e.ErrorKind == "stale_precondition" {
+			refusals++
+		}
+	}
+	if refusals != 2 {
+		t.Fatalf("the session records %d refused attempt calls, want 2", refusals)
+	}
 
 	// Another authority group: the task and the attempt are unknown.
-	bob, _, err := s.a.Auth.CreateToken(context.Background(), "bob", "bob", []auth.Scope{auth.ScopeProjectRead, auth.ScopeProjectWrite})
+	var bob string
+	bob, _, err = s.a.Auth.CreateToken(context.Background(), "bob", "bob", []auth.Scope{auth.ScopeProjectRead, auth.ScopeProjectWrite})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +225,7 @@ func agentTaskFlow(t *testing.T, s *server) {
 	outField(t, must(t, s.call(t, "create_agent_task", map[string]any{"project": "agent:local:other", "title": "Elsewhere"}, ""), "create other"), "task", &elsewhere)
 	refusedAs(t, s.call(t, "start_agent_task_attempt", map[string]any{"session_id": sess, "task_id": elsewhere.ID}, ""),
 		"session_project_mismatch", "start another project's task")
+	expiry(t, s, sess)
 	// update under CAS, then cancel.
 	var upd taskOut
 	outField(t, must(t, s.call(t, "update_agent_task", map[string]any{"task_id": elsewhere.ID, "expected_revision": elsewhere.Revision,
@@ -217,5 +236,38 @@ func agentTaskFlow(t *testing.T, s *server) {
 	outField(t, must(t, s.call(t, "cancel_agent_task", map[string]any{"task_id": elsewhere.ID}, ""), "cancel"), "task", &cancelled)
 	if cancelled.State != "cancelled" {
 		t.Fatalf("cancelled %+v", cancelled)
+	}
+}
+
+// expiry: an attempt the app's Service expires (as its background loop
+// does, here at a later now) reopens its task, and its heartbeat is then
+// refused (attempt_not_live) with nothing changed.
+func expiry(t *testing.T, s *server, sess string) {
+	t.Helper()
+	var task taskOut
+	outField(t, must(t, s.call(t, "create_agent_task", map[string]any{"project": taskProject, "title": "Lapses"}, ""), "create"), "task", &task)
+	var a attemptOut
+	outField(t, must(t, s.call(t, "start_agent_task_attempt", map[string]any{"session_id": sess, "task_id": task.ID,
+		"lease_seconds": 3600}, ""), "start"), "attempt", &a)
+	expired, err := s.a.Tasks.Expire(context.Background(), time.Now().Add(2 * time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(expired) != 1 || expired[0].ID != a.ID {
+		t.Fatalf("expired %+v, want attempt %s", expired, a.ID)
+	}
+	before, read, attempts := readTask(t, s, s.token, task.ID)
+	if read.State != "open" || len(attempts) != 1 || attempts[0].State != "expired" {
+		t.Fatalf("after expiry: %s", before)
+	}
+	r := s.call(t, "heartbeat_agent_task_attempt", map[string]any{"session_id": sess, "attempt_id": a.ID, "fence": a.Fence}, "")
+	refusedAs(t, r, "stale_precondition", "heartbeat an expired attempt")
+	var reason string
+	outField(t, r, "reason", &reason)
+	if reason != "attempt_not_live" {
+		t.Errorf("heartbeat of an expired attempt: reason %q, want attempt_not_live", reason)
+	}
+	if after, _, _ := readTask(t, s, s.token, task.ID); after != before {
+		t.Fatalf("a refused heartbeat changed the task:\n%s\n%s", before, after)
 	}
 }
