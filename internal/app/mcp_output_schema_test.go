@@ -283,6 +283,28 @@ func TestMCPOutputSchemasAcceptSuccessAndFailure(t *testing.T) {
 	act("associate_goal_workflow_session", map[string]any{"goal_id": goal, "session_id": sess}, true)
 	act("associate_goal_workflow_session", map[string]any{"goal_id": "wc_goal_x", "session_id": sess}, false)
 
+	// Agent Tasks: each tool's success and a failure (a refused
+	// heartbeat is stale_precondition with its reason).
+	task := str(act("create_agent_task", map[string]any{"project": proj, "title": "Fix Add", "labels": []string{"calc"}}, true), "task", "task_id")
+	act("create_agent_task", map[string]any{"project": proj, "title": ""}, false)
+	trev := str(act("read_agent_task", map[string]any{"task_id": task}, true), "task", "revision")
+	act("read_agent_task", map[string]any{"task_id": "wc_task_00000000000000000000000000000000"}, false)
+	act("list_agent_tasks", map[string]any{"project": proj, "label": "calc"}, true)
+	act("list_agent_tasks", map[string]any{"project": proj, "state": "nope"}, false)
+	act("update_agent_task", map[string]any{"task_id": task, "expected_revision": "1-0000000000000000", "priority": 3}, false)
+	act("update_agent_task", map[string]any{"task_id": task, "expected_revision": trev, "priority": 3}, true)
+	attempt := str(act("start_agent_task_attempt", map[string]any{"session_id": sess, "task_id": task}, true), "attempt", "attempt_id")
+	act("start_agent_task_attempt", map[string]any{"session_id": sess, "task_id": task}, false)
+	act("heartbeat_agent_task_attempt", map[string]any{"session_id": sess, "attempt_id": attempt, "fence": 1}, true)
+	act("heartbeat_agent_task_attempt", map[string]any{"session_id": sess, "attempt_id": attempt, "fence": 2}, false)
+	act("complete_agent_task_attempt", map[string]any{"session_id": sess, "attempt_id": attempt, "fence": 2, "outcome": "done",
+		"summary": "fixed", "completion_key": "c1"}, false)
+	act("complete_agent_task_attempt", map[string]any{"session_id": sess, "attempt_id": attempt, "fence": 1, "outcome": "done",
+		"summary": "fixed", "completion_key": "c1"}, true)
+	act("cancel_agent_task", map[string]any{"task_id": task}, false)
+	other := str(act("create_agent_task", map[string]any{"project": proj, "title": "Drop Sub"}, true), "task", "task_id")
+	act("cancel_agent_task", map[string]any{"task_id": other}, true)
+
 	// Project Memory.
 	mrev := str(act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add adds", "tags": []string{"pinned"}}, true), "entry", "revision")
 	act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add subtracts"}, false)

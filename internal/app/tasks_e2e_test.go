@@ -249,7 +249,7 @@ func expiry(t *testing.T, s *server, sess string) {
 	var a attemptOut
 	outField(t, must(t, s.call(t, "start_agent_task_attempt", map[string]any{"session_id": sess, "task_id": task.ID,
 		"lease_seconds": 3600}, ""), "start"), "attempt", &a)
-	expired, err := s.a.Tasks.Expire(context.Background(), time.Now().Add(2 * time.Hour))
+	expired, err := s.a.Tasks.Expire(context.Background(), time.Now().Add(2*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
