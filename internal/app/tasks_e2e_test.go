@@ -271,3 +271,36 @@ func expiry(t *testing.T, s *server, sess string) {
 		t.Fatalf("a refused heartbeat changed the task:\n%s\n%s", before, after)
 	}
 }
+
+// TestProjectCredentialAgentTasks: a credential bound to one project
+// reaches that project's Agent Tasks only; another project's task is
+// refused by id and unchanged.
+func TestProjectCredentialAgentTasks(t *testing.T) {
+	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t), "q="+rawProjectDir(t))
+	defer s.stop(t)
+	cred, _, err := s.a.Auth.CreateProjectCredential(context.Background(), "", auth.DefaultOwner, "agent:local:p", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var theirs, mine taskOut
+	outField(t, must(t, s.call(t, "create_agent_task", map[string]any{"project": "agent:local:q", "title": "Theirs"}, ""), "create q"), "task", &theirs)
+	outField(t, must(t, s.callAs(t, cred, "create_agent_task", map[string]any{"project": "agent:local:p", "title": "Mine"}, ""), "create p"), "task", &mine)
+	before, _, _ := readTask(t, s, s.token, theirs.ID)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_agent_task", map[string]any{"task_id": theirs.ID}},
+		{"update_agent_task", map[string]any{"task_id": theirs.ID, "expected_revision": theirs.Revision, "title": "Taken"}},
+		{"cancel_agent_task", map[string]any{"task_id": theirs.ID}},
+	} {
+		refusedAs(t, s.callAs(t, cred, c.tool, c.args, ""), "permission_denied", c.tool)
+	}
+	if r := s.callAs(t, cred, "create_agent_task", map[string]any{"project": "agent:local:q", "title": "x"}, ""); r.Success {
+		t.Fatal("the credential created a task on another project")
+	}
+	if after, _, _ := readTask(t, s, s.token, theirs.ID); after != before {
+		t.Fatalf("refused calls changed the task:\n%s\n%s", before, after)
+	}
+	readTask(t, s, cred, mine.ID)
+}
