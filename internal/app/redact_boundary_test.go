@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -31,7 +32,8 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 // into every store — a Workflow Session's instruction (workflow.db), a
 // memory body (memory.db), a recorded run_process's argv and output
 // (evidence.db), a run_job's command and purpose (jobs.db), a goal's
-// objective and a session message, and the audit trail (audit.db) — and
+// objective and a session message, an Agent Task's body and completion
+// summary (tasks.db), and the audit trail (audit.db) — and
 // afterwards no file of the data directory and no line
 // of the debug log holds any planted secret.
 func TestCredentialsAtAnyBoundaryNeverReachDisk(t *testing.T) {
@@ -72,6 +74,20 @@ func TestCredentialsAtAnyBoundaryNeverReachDisk(t *testing.T) {
 		must(t, s.call(t, "create_goal", map[string]any{"project": rawProjectID, "title": fmt.Sprintf("planted %d", i),
 			"objective": text}, ""), c.Name+" create_goal")
 		must(t, s.call(t, "post_session_message", map[string]any{"session_id": id, "kind": "note", "message": text}, ""), c.Name+" post_session_message")
+		// An Agent Task's body and its attempt's completion summary (tasks.db).
+		var task struct {
+			ID string `json:"task_id"`
+		}
+		json.Unmarshal(must(t, s.call(t, "create_agent_task", map[string]any{"project": rawProjectID, "title": fmt.Sprintf("planted %d", i),
+			"body": text}, ""), c.Name+" create_agent_task").Output["task"], &task)
+		var attempt struct {
+			ID    string `json:"attempt_id"`
+			Fence int64  `json:"fence"`
+		}
+		json.Unmarshal(must(t, s.call(t, "start_agent_task_attempt", map[string]any{"session_id": id, "task_id": task.ID}, ""),
+			c.Name+" start_agent_task_attempt").Output["attempt"], &attempt)
+		must(t, s.call(t, "complete_agent_task_attempt", map[string]any{"session_id": id, "attempt_id": attempt.ID, "fence": attempt.Fence,
+			"outcome": "done", "summary": text, "completion_key": "planted"}, ""), c.Name+" complete_agent_task_attempt")
 	}
 	s.stop(t)
 	stopped = true
@@ -85,7 +101,7 @@ func TestCredentialsAtAnyBoundaryNeverReachDisk(t *testing.T) {
 			}
 		}
 	})
-	for _, db := range []string{"workflow.db", "memory.db", "evidence.db", "audit.db", "jobs.db"} {
+	for _, db := range []string{"workflow.db", "memory.db", "evidence.db", "audit.db", "jobs.db", "tasks.db"} {
 		found := false
 		for _, f := range files {
 			found = found || strings.HasPrefix(f, db)
