@@ -29,6 +29,7 @@ type fairAnswer struct {
 	status  int
 	success bool
 	kind    failure.Kind
+	message string
 	output  map[string]json.RawMessage
 	err     error
 }
@@ -40,11 +41,12 @@ func fairRead(resp *http.Response) fairAnswer {
 		Success bool                       `json:"success"`
 		Output  map[string]json.RawMessage `json:"output"`
 		Error   struct {
-			Kind failure.Kind `json:"kind"`
+			Kind    failure.Kind `json:"kind"`
+			Message string       `json:"message"`
 		} `json:"error"`
 	}
 	json.Unmarshal(b, &r)
-	return fairAnswer{status: resp.StatusCode, success: r.Success, kind: r.Error.Kind, output: r.Output}
+	return fairAnswer{status: resp.StatusCode, success: r.Success, kind: r.Error.Kind, message: r.Error.Message, output: r.Output}
 }
 
 func (s *server) tool(token, tool string, args any) fairAnswer {
