@@ -41,29 +41,25 @@ func openDatabase(ctx context.Context, url string) (*Stores, error) {
 	return s, nil
 }
 
-// watchClaims closes s.lost, with s.lostErr set, when the first of claims
-// is lost, until the returned function stops it.
-func (s *Stores) watchClaims(claims ...claim) func() error {
+// watchClaims closes s.lost, with s.lostErr set, when the replica's
+// membership or the ledger's instance is lost, until the returned
+// function stops it.
+func (s *Stores) watchClaims(replica, instance claim) func() error {
 	s.lost = make(chan struct{})
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		cases := make(chan claim, len(claims))
-		for _, c := range claims {
-			go func() {
-				select {
-				case <-c.Lost():
-					cases <- c
-				case <-stop:
-				}
-			}()
-		}
+		var c claim
 		select {
-		case c := <-cases:
-			s.lostErr = c.LostErr()
-			close(s.lost)
+		case <-replica.Lost():
+			c = replica
+		case <-instance.Lost():
+			c = instance
 		case <-stop:
+			return
 		}
+		s.lostErr = c.LostErr()
+		close(s.lost)
 	}()
 	return func() error { close(stop); <-done; return nil }
 }
