@@ -48,6 +48,10 @@ type AmbientCall struct {
 	Began time.Time
 	// Success is the call's sealed outcome.
 	Success bool
+	// ChangedPaths are the project-relative paths the call changed on
+	// Project (what a failed call managed to change too; none for a dry
+	// run), as the tool reported them (Invocation.Change).
+	ChangedPaths []string
 }
 
 // Projections are the ambient blocks of one ToolResult, members of its
@@ -145,6 +149,9 @@ func (k *Kernel) project(ctx context.Context, c Call, inv *Invocation, recorder 
 	ac := AmbientCall{Tool: inv.Tool, InvocationID: inv.ID, Source: c.Source, Principal: c.Principal,
 		ClientWindow: c.ClientWindow, Project: res.Project, BusinessSession: res.BusinessSession, RecordingSessionID: c.RecordingSessionID,
 		Recorder: recorder, AckMessageIDs: c.AckMessageIDs, Began: began, Success: res.Success}
+	if !res.DryRun {
+		ac.ChangedPaths = res.ChangedPaths
+	}
 	for _, a := range k.ambient {
 		a.Project(ctx, ac, &res.Projections)
 	}
