@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/agenttask"
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/console/sse"
@@ -110,6 +111,9 @@ type Options struct {
 	Streams *sse.Limiter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Tasks is the Agent Task service the Tasks page reads (tasks.go);
+	// nil answers that page unavailable.
+	Tasks *agenttask.Service
 	// OAuth is the built-in authorization server whose consent and
 	// clients pages the console serves (consent.go, oauthclients.go); nil
 	// leaves them out.

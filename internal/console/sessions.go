@@ -35,6 +35,28 @@ func requireRead(p auth.Principal) error {
 	return nil
 }
 
+// reachableProjects returns the ids of the registered projects the
+// viewer reaches: not a runner's project of another authority group, and
+// only its own project for a project-bound credential.
+func (s *Server) reachableProjects(r *http.Request) ([]string, error) {
+	p := viewerOf(r).Principal
+	ps, err := s.opts.Projects.List(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, pr := range ps {
+		if pr.Owner != "" && pr.Owner != p.Owner {
+			continue // a runner's project, of another authority group
+		}
+		if p.Project != "" && pr.ID != p.Project && pr.Source != p.Project {
+			continue // the principal reaches one other project only
+		}
+		ids = append(ids, pr.ID)
+	}
+	return ids, nil
+}
+
 // authorize returns session id when p may read it: the API's own claim
 // check (registration and authority group). An unknown id and another
 // group's id get the same unknown_session_id error, which the console
@@ -106,19 +128,11 @@ func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) error {
 		f.Offset = n
 	}
 	data := ListData{Filter: f, Next: -1, Prev: -1, States: States}
-	ps, err := s.opts.Projects.List(ctx)
+	projects, err := s.reachableProjects(r)
 	if err != nil {
 		return err
 	}
-	for _, pr := range ps {
-		if pr.Owner != "" && pr.Owner != p.Owner {
-			continue // a runner's project, of another authority group
-		}
-		if p.Project != "" && pr.ID != p.Project && pr.Source != p.Project {
-			continue // the principal reaches one other project only
-		}
-		data.Projects = append(data.Projects, pr.ID)
-	}
+	data.Projects = projects
 	lf := workflow.ListFilter{Project: f.Project, Fingerprint: p.AuthorityFingerprint(), Lifecycle: workflow.Lifecycle(f.Lifecycle),
 		Limit: SessionListLimit, Offset: f.Offset}
 	if f.State != "" {
