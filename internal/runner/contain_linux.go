@@ -60,6 +60,13 @@ var (
 	// waited for yet; the reaper never waits for them.
 	leadersMu sync.Mutex
 	leaders   = map[int]struct{}{}
+
+	// parentMu orders Tidy's removal of the cgroup parent against the
+	// creation of run leaves: a Start holds it shared from making the
+	// parent (when it is gone) until its leaf exists, Tidy exclusively, so
+	// Tidy never removes the parent between a Start's two mkdirs (a
+	// parent with a leaf in it cannot be removed at all).
+	parentMu sync.RWMutex
 )
 
 // Setup makes this process a child subreaper (PR_SET_CHILD_SUBREAPER), so
@@ -260,10 +267,16 @@ func (c *Containment) Start(cmd *exec.Cmd, id string, start func(*exec.Cmd) erro
 	u := &Unit{c: c, id: id, known: map[int]uint64{}}
 	if c.mech == MechCgroup {
 		leaf := filepath.Join(c.parent, "run-"+id)
+		parentMu.RLock()
 		err := os.Mkdir(leaf, 0o755)
-		if errors.Is(err, os.ErrNotExist) && os.Mkdir(c.parent, 0o755) == nil {
-			err = os.Mkdir(leaf, 0o755) // someone removed the parent
+		if errors.Is(err, os.ErrNotExist) {
+			// Tidy removed the parent; another Start may be making it
+			// again at the same time.
+			if perr := os.Mkdir(c.parent, 0o755); perr == nil || errors.Is(perr, os.ErrExist) {
+				err = os.Mkdir(leaf, 0o755)
+			}
 		}
+		parentMu.RUnlock()
 		if err != nil {
 			return nil, fmt.Errorf("cgroup: %w", err)
 		}
@@ -821,9 +834,13 @@ func Live(pids []int) []int {
 
 // Tidy removes the server's cgroup directory when no run's leaf is left in
 // it (at shutdown, after every run was killed); a later Start creates it
-// again.
+// again. Several apps in one process share the parent: one's Tidy removes
+// nothing while another's runs have leaves there (the kernel refuses), and
+// never races a Start making its leaf (parentMu).
 func (c *Containment) Tidy() {
 	if c.parent != "" {
+		parentMu.Lock()
 		os.Remove(c.parent)
+		parentMu.Unlock()
 	}
 }

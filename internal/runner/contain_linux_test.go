@@ -3,6 +3,7 @@ package runner_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -276,5 +277,53 @@ func awaitReaped(t *testing.T, pids []int) {
 			t.Fatalf("%d killed orphans were never reaped", left)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStartsRacingTidyAllStart starts runs from several goroutines while
+// another removes the cgroup parent over and over (Tidy, as an app of the
+// same process shutting down does): every run must start, whether it
+// finds the parent, makes it again, or finds it made by a racing Start.
+func TestStartsRacingTidyAllStart(t *testing.T) {
+	c := runner.Setup()
+	if c.Mechanism() != runner.MechCgroup {
+		t.Skipf("cgroup containment unavailable here: %s", c.Detail())
+	}
+	const starters, perStarter = 4, 25
+	stop := make(chan struct{})
+	tidied := make(chan struct{})
+	go func() {
+		defer close(tidied)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				c.Tidy()
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, starters*perStarter)
+	for g := range starters {
+		wg.Go(func() {
+			for i := range perStarter {
+				id := fmt.Sprintf("wc_tidy_%d_%d_%d", os.Getpid(), g, i)
+				l := &runner.Local{Getenv: func(k string) string { return map[string]string{"PATH": os.Getenv("PATH")}[k] }, Contain: c}
+				p, err := l.Start(context.Background(), runner.Spec{Argv: []string{"true"}, Dir: t.TempDir(), RunID: id})
+				if err != nil {
+					errs <- fmt.Errorf("start %s: %w", id, err)
+					continue
+				}
+				p.Wait(context.Background())
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-tidied
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
