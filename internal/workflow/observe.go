@@ -2,15 +2,12 @@ package workflow
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
+	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/cursortoken"
 	"github.com/webcodex/webcodex/internal/failure"
 )
 
@@ -21,7 +18,7 @@ const (
 	ObservationTokenPrefix = "wso2_"
 	// ObservationKeyBytes is the size of the secret key a BoardStore
 	// holds to authenticate observation tokens and assignment fences.
-	ObservationKeyBytes = 32
+	ObservationKeyBytes = cursortoken.KeyBytes
 	// MaxObservationTokenChars bounds an observation token as accepted.
 	MaxObservationTokenChars = 192
 	// MinObserveWait and MaxObserveWait bound one observation's wait.
@@ -38,14 +35,6 @@ const (
 	WaitNone    = "not_waited"
 	WaitUpdated = "updated"
 	WaitTimeout = "timeout"
-)
-
-// The decoded parts of a token (see makeToken): a 16-byte tag, then the
-// revision (8) and generation (8), masked.
-const (
-	tokenTagBytes   = 16
-	tokenFieldBytes = 8 + 8
-	tokenBytes      = tokenTagBytes + tokenFieldBytes
 )
 
 // A Notifier wakes observers waiting on a session's board. It is a wake
@@ -107,60 +96,26 @@ func (n *LocalNotifier) Notify(id string) {
 	}
 }
 
-// tokenKeys are the two keys derived from a store's ObservationKey: one
-// authenticates a token's fields, the other hides them.
-type tokenKeys struct{ mac, enc []byte }
+// observationFormat is the board's token format (decision 0051): the
+// revision and the board generation under the store's ObservationKey.
+var observationFormat = cursortoken.Format{Prefix: ObservationTokenPrefix, Label: "webcodex observation token v2 ",
+	Fields: 2, MaxChars: MaxObservationTokenChars}
+
+// tokenKeys make and check a board's observation tokens.
+type tokenKeys struct{ keys cursortoken.Keys }
 
 func newTokenKeys(key []byte) tokenKeys {
 	if len(key) != ObservationKeyBytes {
 		panic("workflow: the board store's observation key is not ObservationKeyBytes long")
 	}
-	derive := func(use string) []byte {
-		m := hmac.New(sha256.New, key)
-		m.Write([]byte("webcodex observation token v2 " + use))
-		return m.Sum(nil)
-	}
-	return tokenKeys{mac: derive("mac"), enc: derive("enc")}
+	return tokenKeys{cursortoken.New(observationFormat, key)}
 }
 
-// tag authenticates a token's cursor fields for session.
-func (k tokenKeys) tag(session string, fields []byte) []byte {
-	m := hmac.New(sha256.New, k.mac)
-	m.Write([]byte(session))
-	m.Write([]byte{0})
-	m.Write(fields)
-	return m.Sum(nil)[:tokenTagBytes]
-}
-
-// mask hides a token's cursor fields; it is derived from the tag, so the
-// same cursor always gives the same token and different cursors share no
-// mask (a synthetic-IV construction).
-func (k tokenKeys) mask(tag []byte) []byte {
-	m := hmac.New(sha256.New, k.enc)
-	m.Write(tag)
-	return m.Sum(nil)[:tokenFieldBytes]
-}
-
-func xorInto(dst, a, b []byte) {
-	for i := range dst {
-		dst[i] = a[i] ^ b[i]
-	}
-}
-
-// makeToken is ObservationTokenPrefix + base64url(tag || fields XOR
-// mask(tag)), where fields are the revision and the board generation,
-// big-endian, and tag is the HMAC-SHA256 of the session and the fields
-// under the store's key: opaque (the revision is not in clear) and
-// unforgeable without the key.
+// makeToken is the cursor token (package cursortoken) of the revision and
+// the board generation for session: opaque (the revision is not in clear)
+// and unforgeable without the store's key.
 func (k tokenKeys) makeToken(session string, generation, revision int64) string {
-	fields := make([]byte, tokenFieldBytes)
-	binary.BigEndian.PutUint64(fields, uint64(revision))
-	binary.BigEndian.PutUint64(fields[8:], uint64(generation))
-	b := make([]byte, tokenBytes)
-	tag := k.tag(session, fields)
-	copy(b, tag)
-	xorInto(b[tokenTagBytes:], fields, k.mask(tag))
-	return ObservationTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return k.keys.Make(session, uint64(revision), uint64(generation))
 }
 
 func badToken(why string) error {
@@ -173,21 +128,16 @@ func badToken(why string) error {
 // generation's, or a revision the board has not reached) is
 // invalid_observation_token.
 func (k tokenKeys) parseToken(tok, session string, st BoardState) (int64, error) {
-	if len(tok) > MaxObservationTokenChars {
+	fields, err := k.keys.Parse(tok, session)
+	switch {
+	case errors.Is(err, cursortoken.ErrTooLong):
 		return 0, badToken(fmt.Sprintf("is longer than %d characters", MaxObservationTokenChars))
-	}
-	rest, ok := strings.CutPrefix(tok, ObservationTokenPrefix)
-	b, err := base64.RawURLEncoding.Strict().DecodeString(rest)
-	if !ok || err != nil || len(b) != tokenBytes {
+	case errors.Is(err, cursortoken.ErrMalformed):
 		return 0, badToken("is not an observation token")
-	}
-	tag := b[:tokenTagBytes]
-	fields := make([]byte, tokenFieldBytes)
-	xorInto(fields, b[tokenTagBytes:], k.mask(tag))
-	if !hmac.Equal(tag, k.tag(session, fields)) {
+	case err != nil:
 		return 0, badToken("was not issued for this session")
 	}
-	rev, gen := int64(binary.BigEndian.Uint64(fields)), int64(binary.BigEndian.Uint64(fields[8:]))
+	rev, gen := int64(fields[0]), int64(fields[1])
 	if rev < 0 || gen != st.Generation || rev > st.ObservationRevision {
 		return 0, badToken("is from another generation of this session's board")
 	}
