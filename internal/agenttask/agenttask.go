@@ -138,6 +138,9 @@ type Task struct {
 	Fence     int64     `json:"fence"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// FeedRevision is the revision of its owner's project feed that the
+	// task's latest change made (set by the store; see [Service.Events]).
+	FeedRevision int64 `json:"-"`
 }
 
 // An Attempt is one leased claim of a task by one Workflow Session.

@@ -87,6 +87,7 @@ func (s *Service) StartAttempt(ctx context.Context, p StartParams, now time.Time
 	if err != nil {
 		return Attempt{}, Task{}, err
 	}
+	s.changed(l.Task)
 	return started, l.Task, nil
 }
 
@@ -260,6 +261,9 @@ func (s *Service) Complete(ctx context.Context, p CompleteParams, now time.Time)
 	if err != nil {
 		return Attempt{}, Task{}, false, err
 	}
+	if !replayed {
+		s.changed(l.Task)
+	}
 	return a, l.Task, replayed, nil
 }
 
@@ -274,7 +278,7 @@ func (s *Service) Expire(ctx context.Context, now time.Time) ([]Attempt, error) 
 	out := []Attempt{}
 	for _, id := range ids {
 		var expired *Attempt
-		_, err := s.store.Mutate(ctx, id, "", func(l *Locked) (bool, error) {
+		l, err := s.store.Mutate(ctx, id, "", func(l *Locked) (bool, error) {
 			expired = nil
 			a := l.live()
 			if a == nil || !lapsed(*a, now) {
@@ -291,6 +295,7 @@ func (s *Service) Expire(ctx context.Context, now time.Time) ([]Attempt, error) 
 			return out, err
 		}
 		if expired != nil {
+			s.changed(l.Task)
 			out = append(out, *expired)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/webcodex/webcodex/internal/cursortoken"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/redact"
 )
@@ -14,11 +15,28 @@ import (
 // Service is the Agent Task API: it validates every input and decides
 // every transition inside the store's Mutate, so that the decision is made
 // while the task is held. Every call takes the current time from its
-// caller, so lease expiry is a function of the now passed in.
-type Service struct{ store Store }
+// caller, so lease expiry is a function of the now passed in. After every
+// committed change of a task it wakes the waiters of the task's owner and
+// project through its Notifier (see [Service.Events]).
+type Service struct {
+	store  Store
+	notify Notifier
+	tokens cursortoken.Keys
+}
 
-// NewService returns a Service over store.
-func NewService(store Store) *Service { return &Service{store: store} }
+// NewService returns a Service over store that wakes no waiter until
+// WithNotifier gives it a Notifier (a wait then ends at its timeout, with
+// a fresh read). It panics when the store's EventKey is not EventKeyBytes
+// long: a store must not serve cursors it cannot authenticate.
+func NewService(store Store) *Service {
+	return &Service{store: store, notify: noNotifier{}, tokens: cursortoken.New(eventsFormat, store.EventKey())}
+}
+
+// WithNotifier makes n the service's Notifier and returns the service.
+func (s *Service) WithNotifier(n Notifier) *Service {
+	s.notify = n
+	return s
+}
 
 func stamp(now time.Time) time.Time { return now.UTC().Truncate(time.Millisecond) }
 
@@ -122,7 +140,11 @@ func (s *Service) Create(ctx context.Context, p CreateParams, now time.Time) (Ta
 		DependsOn   []string
 	}{p.Title, p.Body, labels, p.Priority, deps})
 	t.Revision = revisionOf(t)
-	return s.store.Create(ctx, t)
+	stored, replayed, err := s.store.Create(ctx, t)
+	if err == nil && !replayed {
+		s.changed(stored)
+	}
+	return stored, replayed, err
 }
 
 // Get returns owner's task id (failure.NotFound for another owner's).
@@ -210,8 +232,10 @@ func (s *Service) Update(ctx context.Context, p UpdateParams, now time.Time) (Ta
 			return Task{}, err
 		}
 	}
+	var before int64
 	l, err := s.store.Mutate(ctx, p.ID, "", func(l *Locked) (bool, error) {
 		t := &l.Task
+		before = t.Generation
 		if t.Owner != p.Owner {
 			return false, UnknownTask(p.ID)
 		}
@@ -238,6 +262,9 @@ func (s *Service) Update(ctx context.Context, p UpdateParams, now time.Time) (Ta
 		bump(t, now)
 		return true, nil
 	})
+	if err == nil && l.Task.Generation > before {
+		s.changed(l.Task)
+	}
 	return l.Task, err
 }
 
@@ -276,5 +303,8 @@ func (s *Service) Cancel(ctx context.Context, owner, id string, now time.Time) (
 		bump(t, now)
 		return true, nil
 	})
+	if err == nil {
+		s.changed(l.Task)
+	}
 	return l.Task, err
 }

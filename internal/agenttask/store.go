@@ -42,6 +42,24 @@ type Store interface {
 	// Lapsed returns up to limit ids of tasks whose live attempt's lease
 	// lapsed by now.
 	Lapsed(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// Feed reads, from one snapshot, the change feed of owner's project:
+	// its revision and low watermark, and up to limit tasks whose latest
+	// change made a feed revision above after, in the order of those
+	// revisions, each with its live attempt if any. Every Create and
+	// every Mutate that changes the task row (not one that changes only
+	// an attempt, a heartbeat) bumps the feed's revision and stamps the
+	// task with it (Task.FeedRevision) in its own transaction.
+	Feed(ctx context.Context, owner, project string, after int64, limit int) (FeedPage, error)
+	// EventKey is the store's secret key of EventKeyBytes that
+	// authenticates events tokens: made once per database and stored in
+	// it, the same for every process and across restarts.
+	EventKey() []byte
+}
+
+// FeedPage is one read of a project's change feed.
+type FeedPage struct {
+	Revision, LowWatermark int64
+	Changes                []Change
 }
 
 // Locked is a task under Mutate.

@@ -222,7 +222,7 @@ func (a *App) wire(ctx context.Context) error {
 	bg, stop := context.WithCancel(context.Background())
 	a.stopBG, a.bgDone = stop, make(chan struct{})
 	go func() { defer close(a.bgDone); a.Evidence.Run(bg) }()
-	a.Tasks = newTasks(a.Stores)
+	a.Tasks = newTasks(a)
 	a.Kernel = newKernel(a)
 	a.Audit, a.AuditHTTP = newAudit(a)
 	if err := a.recoverCrash(ctx); err != nil {

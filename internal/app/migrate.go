@@ -75,6 +75,10 @@ func migrationPlan(dataDir string, watermark int64) []dbcopy.Table {
 		{File: TasksDB, From: "task_labels", To: "tasks.task_labels", Key: []string{"task_id", "label"}},
 		{File: TasksDB, From: "task_deps", To: "tasks.task_deps", Key: []string{"task_id", "dep_id"}},
 		{File: TasksDB, From: "attempts", To: "tasks.attempts", Key: []string{"id"}},
+		// The feeds and the events token key: a token issued on the data
+		// directory stays valid on the database.
+		{File: TasksDB, From: "task_feed", To: "tasks.task_feed", Key: []string{"owner", "project"}},
+		{File: TasksDB, From: "task_keys", To: "tasks.task_keys", Key: []string{"name"}},
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, oauthdb.FileName)); err == nil {
 		plan = append(plan,

@@ -264,6 +264,8 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("get_goal", map[string]any{"goal_id": "wc_goal_x"}, false)
 	// Agent Tasks: each tool's success and a failure (a refused
 	// heartbeat is stale_precondition with its reason).
+	etok := field(act("wait_for_agent_events", map[string]any{"project": proj}, true), "events_token")
+	act("wait_for_agent_events", map[string]any{"project": proj, "after_events_token": "wte1_forged"}, false)
 	task := field(act("create_agent_task", map[string]any{"project": proj, "title": "Fix Add", "labels": []string{"calc"}}, true), "task", "task_id")
 	act("create_agent_task", map[string]any{"project": proj, "title": ""}, false)
 	trev := field(act("read_agent_task", map[string]any{"task_id": task}, true), "task", "revision")
@@ -274,6 +276,8 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("update_agent_task", map[string]any{"task_id": task, "expected_revision": trev, "priority": 3}, true)
 	attempt := field(act("start_agent_task_attempt", map[string]any{"session_id": sess, "task_id": task}, true), "attempt", "attempt_id")
 	act("start_agent_task_attempt", map[string]any{"session_id": sess, "task_id": task}, false)
+	// The delta names the claimed task with its live attempt.
+	act("wait_for_agent_events", map[string]any{"project": proj, "after_events_token": etok}, true)
 	act("heartbeat_agent_task_attempt", map[string]any{"session_id": sess, "attempt_id": attempt, "fence": 1}, true)
 	act("heartbeat_agent_task_attempt", map[string]any{"session_id": sess, "attempt_id": attempt, "fence": 2}, false)
 	act("complete_agent_task_attempt", map[string]any{"session_id": sess, "attempt_id": attempt, "fence": 2, "outcome": "done",

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/agenttask"
+	"github.com/webcodex/webcodex/internal/agenttask/agenttaskpg"
+	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // TaskExpireInterval is how often a serving process expires the Agent Task
@@ -16,11 +18,18 @@ const TaskExpireInterval = 10 * time.Second
 
 // newTasks is the Agent Task service over tasks.db (or schema tasks), or
 // nil for an app without stores (a registry built only to list the tools).
-func newTasks(s *Stores) *agenttask.Service {
-	if s == nil || s.Tasks == nil {
+// Its waiters (wait_for_agent_events) are woken by this process's changes
+// on a data directory, and on a database by every replica's, through the
+// listener's topic of agenttaskpg.Channel.
+func newTasks(a *App) *agenttask.Service {
+	if a.Stores == nil || a.Stores.Tasks == nil {
 		return nil
 	}
-	return agenttask.NewService(s.Tasks)
+	var n agenttask.Notifier = workflow.NewLocalNotifier()
+	if a.listener != nil {
+		n = a.listener.Topic(agenttaskpg.Channel)
+	}
+	return agenttask.NewService(a.Stores.Tasks).WithNotifier(n)
 }
 
 // startTaskExpiry runs svc.Expire every TaskExpireInterval until ctx is

@@ -40,7 +40,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, Store: &taskrow.Store{
+	st := &Store{db: db, Store: &taskrow.Store{
 		Dialect:    dialect,
 		Read:       querier{db.Read},
 		StoreError: storeError,
@@ -55,7 +55,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			defer tx.Rollback()
 			return storeError(fn(querier{tx}))
 		},
-	}}, nil
+	}}
+	if err := st.LoadEventKey(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 // Close waits for queued writes and closes the database.

@@ -5,7 +5,9 @@
 // FOR UPDATE in one READ COMMITTED transaction while the task is judged,
 // so two replicas racing for one task are served one after the other and
 // the second judges what the first stored; and the partial unique index
-// attempts_one_live refuses a second live attempt even so.
+// attempts_one_live refuses a second live attempt even so. Every change of
+// a task notifies Channel in its transaction, so waiters on every replica
+// wake (wait_for_agent_events).
 package agenttaskpg
 
 import (
@@ -26,6 +28,11 @@ var migrations embed.FS
 // Schema is the store's PostgreSQL schema.
 const Schema = "tasks"
 
+// Channel is the LISTEN/NOTIFY channel of task changes: every transaction
+// that changes a task notifies it with the key of the task's owner and
+// project (agenttask.FeedKey), delivered at commit.
+const Channel = "agent_tasks"
+
 const storeName = "agent task store"
 
 var dialect = taskrow.Dialect{
@@ -34,6 +41,7 @@ var dialect = taskrow.Dialect{
 	LockKey:   `SELECT pg_advisory_xact_lock(hashtext('webcodex.tasks.idempotency'), hashtext(?))`,
 	IDOrder:   `COLLATE "C"`,
 	Dollar:    true,
+	Notify:    `SELECT pg_notify('` + Channel + `', ?)`,
 }
 
 // Store is an agenttask.Store on PostgreSQL. Mutate locks the task's row
@@ -50,7 +58,7 @@ func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
 	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
-	return &Store{&taskrow.Store{
+	st := &Store{&taskrow.Store{
 		Dialect:    dialect,
 		Read:       pool(db),
 		StoreError: storeError,
@@ -65,7 +73,11 @@ func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
 			defer tx.Rollback(context.WithoutCancel(ctx))
 			return storeError(fn(over(tx)))
 		},
-	}}, nil
+	}}
+	if err := st.LoadEventKey(ctx); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // Migrate brings the store's schema in db up to this version without

@@ -2,6 +2,7 @@ package agenttaskpg_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
+	"github.com/webcodex/webcodex/internal/pgnotify"
 )
 
 func open(t *testing.T, db *pgdb.DB) *agenttaskpg.Store {
@@ -108,5 +110,57 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 	}
 	if _, err := agenttaskpg.Open(ctx, db); !failure.Is(err, failure.Conflict) || !strings.Contains(err.Error(), "tasks") {
 		t.Fatalf("Open on a newer schema: %v", err)
+	}
+}
+
+// TestEventsWakeAcrossReplicas: a wait on one replica (its service's
+// notifier is the replica's LISTEN topic) is woken by a task created
+// through another replica's service, whose only way to reach it is the
+// NOTIFY its transaction sent; and a token issued by one replica is valid
+// on the other.
+func TestEventsWakeAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Open(t)
+	second, err := pgdb.Open(ctx, db.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(second.Close)
+	l := pgnotify.Start(ctx, db, slog.New(slog.DiscardHandler))
+	t.Cleanup(l.Close)
+	topic := l.Topic(agenttaskpg.Channel)
+	if err := l.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waiter := agenttask.NewService(open(t, db)).WithNotifier(topic)
+	writer := agenttask.NewService(open(t, second)) // no notifier of its own
+	const owner, project = "fp", "agent:local:p"
+	base, err := writer.Events(ctx, agenttask.EventsParams{Owner: owner, Project: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The notification itself: a subscription taken before the create
+	// is closed by the other replica's NOTIFY alone.
+	notified, stop := topic.Subscribe(agenttask.FeedKey(owner, project))
+	defer stop()
+	waiting, got := make(chan struct{}), make(chan error, 1)
+	var e agenttask.Events
+	go func() {
+		var err error
+		e, err = waiter.Events(ctx, agenttask.EventsParams{Owner: owner, Project: project, Token: base.Token,
+			Wait: agenttask.MaxEventsWait, BeforeWait: func() error { close(waiting); return nil }})
+		got <- err
+	}()
+	<-waiting
+	tk, _, err := writer.Create(ctx, agenttask.CreateParams{Owner: owner, Project: project, Title: "wake the other replica"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-notified
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if e.WaitOutcome != agenttask.WaitUpdated || len(e.Tasks) != 1 || e.Tasks[0].ID != tk.ID {
+		t.Fatalf("woken with %+v", e)
 	}
 }

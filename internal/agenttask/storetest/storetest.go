@@ -20,6 +20,8 @@ import (
 type Store interface {
 	agenttask.Store
 	Raw(ctx context.Context, id string) (string, error)
+	// SetLowWatermark sets the low watermark of owner's project feed.
+	SetLowWatermark(ctx context.Context, owner, project string, low int64) error
 }
 
 // Open returns a fresh, empty store and a second handle on the same
@@ -53,6 +55,9 @@ func Run(t *testing.T, open Open) {
 		{"Heartbeat", heartbeat}, {"LeaseExpiryReopens", leaseExpiryReopens}, {"Complete", complete},
 		{"CompleteAfterExpiry", completeAfterExpiry}, {"Cancel", cancel}, {"StartNext", startNext},
 		{"Expire", expire}, {"BatchBounds", batchBounds}, {"RacingStartsOneWins", racingStartsOneWins},
+		{"FeedStampsChanges", feedStampsChanges}, {"EventsDeltaAndPaging", eventsDeltaAndPaging},
+		{"EventsHistoryLost", eventsHistoryLost}, {"EventsRefuseForeignTokens", eventsRefuseForeignTokens},
+		{"EventsTokenOnAnotherHandle", eventsTokenOnAnotherHandle}, {"EventsWaitWokenAndTimeout", eventsWaitWokenAndTimeout},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
 	}

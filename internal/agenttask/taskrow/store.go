@@ -2,6 +2,7 @@ package taskrow
 
 import (
 	"context"
+	"crypto/rand"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/agenttask"
@@ -19,6 +20,8 @@ type Store struct {
 	Snapshot, Write func(ctx context.Context, fn func(q Querier) error) error
 	// StoreError maps a driver error to a stable kind.
 	StoreError func(err error) error
+	// Key is the events token key (see LoadKey).
+	Key []byte
 }
 
 var _ agenttask.Store = (*Store)(nil)
@@ -83,6 +86,36 @@ func (s *Store) Ready(ctx context.Context, f agenttask.ReadyFilter) ([]string, e
 func (s *Store) Lapsed(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	ids, err := Lapsed(ctx, s.Read, s.Dialect, now, limit)
 	return ids, s.StoreError(err)
+}
+
+// Feed implements agenttask.Store.
+func (s *Store) Feed(ctx context.Context, owner, project string, after int64, limit int) (agenttask.FeedPage, error) {
+	var out agenttask.FeedPage
+	err := s.Snapshot(ctx, func(q Querier) (err error) {
+		out, err = Feed(ctx, q, s.Dialect, owner, project, after, limit)
+		return err
+	})
+	return out, err
+}
+
+// EventKey implements agenttask.Store.
+func (s *Store) EventKey() []byte { return s.Key }
+
+// SetLowWatermark sets the low watermark of owner's project feed (see
+// the function SetLowWatermark).
+func (s *Store) SetLowWatermark(ctx context.Context, owner, project string, low int64) error {
+	return s.Write(ctx, func(q Querier) error { return SetLowWatermark(ctx, q, s.Dialect, owner, project, low) })
+}
+
+// LoadEventKey loads the events token key into s (see LoadKey); a driver calls it
+// once after its migrations.
+func (s *Store) LoadEventKey(ctx context.Context) error {
+	fresh := make([]byte, agenttask.EventKeyBytes)
+	rand.Read(fresh)
+	return s.Write(ctx, func(q Querier) (err error) {
+		s.Key, err = LoadKey(ctx, q, s.Dialect, fresh)
+		return err
+	})
 }
 
 // Raw returns a task's stored rows as text, for tests that prove nothing

@@ -52,12 +52,17 @@ type Dialect struct {
 	IDOrder string
 	// Dollar rewrites ? placeholders to $1, $2, ... (PostgreSQL).
 	Dollar bool
+	// Notify, when set, is a statement taking a feed key
+	// (agenttask.FeedKey) that queues a wake of that key's waiters on
+	// other replicas at commit (pg_notify on PostgreSQL).
+	Notify string
 }
 
 // sql prepares a statement: table names qualified, placeholders rewritten.
 func (d Dialect) sql(q string) string {
 	q = strings.NewReplacer("{tasks}", d.Prefix+"tasks", "{attempts}", d.Prefix+"attempts",
-		"{labels}", d.Prefix+"task_labels", "{deps}", d.Prefix+"task_deps", "{id_order}", d.IDOrder).Replace(q)
+		"{labels}", d.Prefix+"task_labels", "{deps}", d.Prefix+"task_deps",
+		"{feed}", d.Prefix+"task_feed", "{keys}", d.Prefix+"task_keys", "{id_order}", d.IDOrder).Replace(q)
 	if !d.Dollar {
 		return q
 	}
@@ -75,7 +80,7 @@ func (d Dialect) sql(q string) string {
 }
 
 const taskColumns = `id, owner, project, title, body, labels, priority, depends_on, idempotency_key, payload_digest,
-	state, generation, revision, fence, created_at_ms, updated_at_ms`
+	state, generation, revision, fence, created_at_ms, updated_at_ms, feed_revision`
 
 const attemptColumns = `id, task_id, session_id, fence, lease_until_ms, state, outcome, summary, completion_key,
 	completion_digest, started_at_ms, ended_at_ms`
@@ -94,7 +99,7 @@ func taskArgs(t agenttask.Task) ([]any, error) {
 		return nil, err
 	}
 	return []any{t.ID, t.Owner, t.Project, t.Title, t.Body, string(labels), t.Priority, string(deps), t.IdempotencyKey,
-		t.PayloadDigest, string(t.State), t.Generation, t.Revision, t.Fence, ms(t.CreatedAt), ms(t.UpdatedAt)}, nil
+		t.PayloadDigest, string(t.State), t.Generation, t.Revision, t.Fence, ms(t.CreatedAt), ms(t.UpdatedAt), t.FeedRevision}, nil
 }
 
 func scanTask(r Row, extra ...any) (agenttask.Task, error) {
@@ -102,7 +107,7 @@ func scanTask(r Row, extra ...any) (agenttask.Task, error) {
 	var labels, deps, state string
 	var created, updated int64
 	dest := append([]any{&t.ID, &t.Owner, &t.Project, &t.Title, &t.Body, &labels, &t.Priority, &deps, &t.IdempotencyKey,
-		&t.PayloadDigest, &state, &t.Generation, &t.Revision, &t.Fence, &created, &updated}, extra...)
+		&t.PayloadDigest, &state, &t.Generation, &t.Revision, &t.Fence, &created, &updated, &t.FeedRevision}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return agenttask.Task{}, err
 	}
@@ -171,6 +176,7 @@ func Create(ctx context.Context, q Querier, d Dialect, t agenttask.Task) (agentt
 			return agenttask.Task{}, false, err
 		}
 	}
+	var err error
 	var unknown []string
 	for _, dep := range t.DependsOn {
 		var n int
@@ -186,11 +192,14 @@ func Create(ctx context.Context, q Querier, d Dialect, t agenttask.Task) (agentt
 		return agenttask.Task{}, false, failure.New(failure.NotFound, "no agent task %s exists on project %s",
 			strings.Join(unknown, ", "), t.Project).WithDetail("unknown_dependencies", unknown)
 	}
+	if t.FeedRevision, err = bumpFeed(ctx, q, d, t); err != nil {
+		return agenttask.Task{}, false, err
+	}
 	a, err := taskArgs(t)
 	if err != nil {
 		return agenttask.Task{}, false, err
 	}
-	if err := q.Exec(ctx, d.sql(`INSERT INTO {tasks} (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), a...); err != nil {
+	if err := q.Exec(ctx, d.sql(`INSERT INTO {tasks} (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), a...); err != nil {
 		return agenttask.Task{}, false, err
 	}
 	for _, dep := range t.DependsOn {
@@ -332,7 +341,7 @@ func Mutate(ctx context.Context, q Querier, d Dialect, taskID, attemptID string,
 	if err != nil || !changed {
 		return l, err
 	}
-	if err := writeTask(ctx, q, d, t, l.Task); err != nil {
+	if l.Task, err = writeTask(ctx, q, d, t, l.Task); err != nil {
 		return agenttask.Locked{}, err
 	}
 	for i, at := range l.Attempts {
@@ -351,24 +360,30 @@ func Mutate(ctx context.Context, q Querier, d Dialect, taskID, attemptID string,
 }
 
 // writeTask stores task as fn left it, when it differs from was (a
-// heartbeat changes only its attempt), and its labels when they changed.
-// The id, owner, project, depends_on, key and digest never change.
-func writeTask(ctx context.Context, q Querier, d Dialect, was, task agenttask.Task) error {
+// heartbeat changes only its attempt), stamped with the feed revision its
+// change made, and its labels when they changed; it returns task as
+// stored. The id, owner, project, depends_on, key and digest never change.
+func writeTask(ctx context.Context, q Querier, d Dialect, was, task agenttask.Task) (agenttask.Task, error) {
 	if reflect.DeepEqual(was, task) {
-		return nil
+		return task, nil
+	}
+	var err error
+	if task.FeedRevision, err = bumpFeed(ctx, q, d, task); err != nil {
+		return agenttask.Task{}, err
 	}
 	a, err := taskArgs(task)
 	if err != nil {
-		return err
+		return agenttask.Task{}, err
 	}
 	if err := q.Exec(ctx, d.sql(`UPDATE {tasks} SET title = ?, body = ?, labels = ?, priority = ?, state = ?, generation = ?,
-		revision = ?, fence = ?, updated_at_ms = ? WHERE id = ?`), a[3], a[4], a[5], a[6], a[10], a[11], a[12], a[13], a[15], task.ID); err != nil {
-		return err
+		revision = ?, fence = ?, updated_at_ms = ?, feed_revision = ? WHERE id = ?`), a[3], a[4], a[5], a[6], a[10], a[11], a[12], a[13], a[15],
+		a[16], task.ID); err != nil {
+		return agenttask.Task{}, err
 	}
 	if slices.Equal(was.Labels, task.Labels) {
-		return nil
+		return task, nil
 	}
-	return writeLabels(ctx, q, d, task)
+	return task, writeLabels(ctx, q, d, task)
 }
 
 // Raw returns a task's stored rows (the task, its labels, dependencies and

@@ -1,7 +1,8 @@
 // Package tasks registers the Agent Task tools (decision 0077):
 // create_agent_task, list_agent_tasks, read_agent_task,
 // update_agent_task, cancel_agent_task, start_agent_task_attempt,
-// heartbeat_agent_task_attempt and complete_agent_task_attempt.
+// heartbeat_agent_task_attempt, complete_agent_task_attempt and
+// wait_for_agent_events (decision 0078).
 //
 // A task belongs to the authority group of its creator: every tool acts on
 // the caller's own tasks only, and another group's task or attempt is
@@ -17,6 +18,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/admission"
 	"github.com/webcodex/webcodex/internal/agenttask"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
@@ -47,6 +49,14 @@ func Register(reg *kernel.Registry, t *Tools) {
 		Category:    "tasks", Scopes: read,
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Handler:     t.list,
+	})
+	kernel.Register(reg, kernel.Spec[EventsInput, agenttask.Events]{
+		Name: "wait_for_agent_events",
+		Description: "Your Agent Tasks of a project changed after after_events_token, each once in its current state; without a token, " +
+			"a baseline token. wait_seconds (1-60, with a token) waits for a change; a timeout is wait_outcome timeout.",
+		Category: "tasks", Scopes: read,
+		Annotations: kernel.Annotations{ReadOnly: true},
+		Handler:     t.events,
 	})
 	kernel.Register(reg, kernel.Spec[ReadInput, ReadOutput]{
 		Name:        "read_agent_task",
@@ -171,6 +181,30 @@ func (t *Tools) list(ctx context.Context, inv *kernel.Invocation, in ListInput) 
 		ts = []agenttask.Task{}
 	}
 	return ListOutput{Tasks: ts, Total: total}, nil
+}
+
+// EventsInput is the input of wait_for_agent_events.
+type EventsInput struct {
+	kernel.ProjectRef
+	AfterToken  string `json:"after_events_token,omitempty" jsonschema:"events_token of your last call"`
+	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"1-60, only with a token"`
+	Limit       int    `json:"limit,omitempty" jsonschema:"default 50, max 100"`
+}
+
+func (t *Tools) events(ctx context.Context, inv *kernel.Invocation, in EventsInput) (agenttask.Events, error) {
+	svc, err := t.service()
+	if err != nil {
+		return agenttask.Events{}, err
+	}
+	if in.WaitSeconds < 0 || in.WaitSeconds > int(agenttask.MaxEventsWait/time.Second) {
+		return agenttask.Events{}, failure.New(failure.InvalidArguments, "wait_seconds must be 1-60 and needs after_events_token")
+	}
+	return svc.Events(ctx, agenttask.EventsParams{Owner: inv.Principal.AuthorityFingerprint(), Project: inv.Project.ID,
+		Token: in.AfterToken, Wait: time.Duration(in.WaitSeconds) * time.Second, Limit: in.Limit,
+		// The wait holds no request slot: it takes one of the caller's
+		// bounded waiter slots instead, or is refused (too_many_requests).
+		BeforeWait: func() error { return admission.BeginWait(ctx) },
+	})
 }
 
 // ReadInput is the input of read_agent_task.
