@@ -3,6 +3,7 @@ package agenttask_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/webcodex/webcodex/internal/agenttask"
 	"github.com/webcodex/webcodex/internal/failure"
@@ -41,5 +42,20 @@ func TestStates(t *testing.T) {
 	}
 	if agenttask.State("paused").Valid() {
 		t.Fatal("an unknown state is valid")
+	}
+}
+
+// TestEventsBounds pins the bounds of wait_for_agent_events; the contract
+// suite (storetest) refuses a limit above EventsMax and waits outside
+// MinEventsWait-MaxEventsWait, and an events token over
+// MaxEventsTokenChars, and returns EventsDefault tasks without a limit.
+func TestEventsBounds(t *testing.T) {
+	if agenttask.EventsDefault != 50 || agenttask.EventsMax != 100 || agenttask.MinEventsWait != time.Second ||
+		agenttask.MaxEventsWait != time.Minute || agenttask.MaxEventsTokenChars != 128 || agenttask.EventKeyBytes != 32 ||
+		agenttask.EventsTokenPrefix != "wte1_" {
+		t.Fatal("the events bounds changed; update docs/tools.md and decision 0078")
+	}
+	if a, b := agenttask.FeedKey("fp", "agent:local:p"), agenttask.FeedKey("fp", "agent:local:q"); a == b || len(a) != 32 {
+		t.Fatalf("feed keys %s %s", a, b)
 	}
 }

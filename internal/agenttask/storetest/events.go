@@ -131,6 +131,14 @@ func eventsDeltaAndPaging(t *testing.T, open Open) {
 	if len(page.Tasks) != 3 || page.HasMore {
 		t.Fatalf("EventsMax page %+v", page)
 	}
+	// Without a limit, EventsDefault tasks.
+	for i := 0; i < agenttask.EventsDefault; i++ {
+		create(t, svc, alice, fmt.Sprintf("task %d", i))
+	}
+	page = events(t, svc, agenttask.EventsParams{Owner: alice, Project: proj, Token: base.Token})
+	if len(page.Tasks) != agenttask.EventsDefault || !page.HasMore {
+		t.Fatalf("a default page of %d tasks, has_more %v", len(page.Tasks), page.HasMore)
+	}
 }
 
 // eventsHistoryLost: a cursor below the feed's low watermark reports
