@@ -80,6 +80,7 @@ func TestAgentTasksSQLite(t *testing.T) {
 		t.Fatalf("tasks.db: %v", err)
 	}
 	agentTaskFlow(t, s)
+	agentEventsFlow(t, s)
 }
 
 // TestAgentTasksPostgres is the same flow on PostgreSQL (schema tasks).
@@ -91,6 +92,7 @@ func TestAgentTasksPostgres(t *testing.T) {
 		t.Fatal("the app is not on PostgreSQL")
 	}
 	agentTaskFlow(t, s)
+	agentEventsFlow(t, s)
 }
 
 // agentTaskFlow: create → start → heartbeat → complete → read shows done;

@@ -7,30 +7,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
-
-	"github.com/webcodex/webcodex/internal/app"
-	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 )
-
-// TestAgentEventsSQLite: wait_for_agent_events through the real kernel
-// and server on tasks.db.
-func TestAgentEventsSQLite(t *testing.T) {
-	s := startApp(t, t.TempDir(), "task="+rawProjectDir(t), "other="+rawProjectDir(t))
-	defer s.stop(t)
-	agentEventsFlow(t, s)
-}
-
-// TestAgentEventsPostgres is the same flow on PostgreSQL, where the wake
-// travels through the listener's topic of agenttaskpg.Channel.
-func TestAgentEventsPostgres(t *testing.T) {
-	url := pgtest.URL(t)
-	s := startAppWith(t, t.TempDir(), func(c *app.Config) { c.DatabaseURL = url }, "task="+rawProjectDir(t), "other="+rawProjectDir(t))
-	defer s.stop(t)
-	if s.a.Stores.Backend == app.BackendSQLite {
-		t.Fatal("the app is not on PostgreSQL")
-	}
-	agentEventsFlow(t, s)
-}
 
 // callAsync calls a tool from another goroutine (which must not fail t)
 // and delivers its result or its transport error.
@@ -58,7 +35,9 @@ func callAsync(s *server, tool string, args any) <-chan result {
 	return out
 }
 
-// agentEventsFlow: a worker takes a baseline and waits; the coordinator
+// agentEventsFlow (wait_for_agent_events, run by TestAgentTasksSQLite
+// and TestAgentTasksPostgres, where the wake travels through the
+// listener's topic of agenttaskpg.Channel): a worker takes a baseline and waits; the coordinator
 // creates a task and the wait returns it (whether the create came before
 // or during the wait); a worker's start shows the task claimed with its
 // live attempt; bad tokens and waits are refused.
