@@ -40,6 +40,16 @@ func TestMigrateToPostgres(t *testing.T) {
 	call(srv.base, "write_project_file", map[string]any{"project": "agent:local:demo", "path": "a.txt", "content": "a"}, start.SessionID)
 	call(srv.base, "post_session_message", map[string]any{"session_id": start.SessionID, "kind": "note", "message": "carried over"}, "")
 	call(srv.base, "memory_set", map[string]any{"project": "agent:local:demo", "memory_key": "build", "body": "go test ./..."}, "")
+	// An events cursor taken before the tasks exist stays valid on the
+	// database: the feed and its key are carried over.
+	var events struct {
+		Token string `json:"events_token"`
+		Tasks []struct {
+			ID string `json:"task_id"`
+		} `json:"tasks"`
+	}
+	json.Unmarshal(call(srv.base, "wait_for_agent_events", map[string]any{"project": "agent:local:demo"}, ""), &events)
+	etok := events.Token
 	// An Agent Task with a label, a dependent task, and a live attempt:
 	// every table of tasks.db has a row.
 	var made struct {
@@ -87,6 +97,10 @@ func TestMigrateToPostgres(t *testing.T) {
 	if read.Task.State != "claimed" || len(read.Task.Labels) != 1 || len(read.Attempts) != 1 ||
 		read.Attempts[0].SessionID != start.SessionID || read.Attempts[0].State != "live" {
 		t.Fatalf("the agent task was not carried over: %+v", read)
+	}
+	json.Unmarshal(call(pg.base, "wait_for_agent_events", map[string]any{"project": "agent:local:demo", "after_events_token": etok}, ""), &events)
+	if len(events.Tasks) != 2 || events.Tasks[1].ID != task {
+		t.Fatalf("the events cursor after the migration: %+v", events)
 	}
 	stopServe(t, pg)
 	verifyReplicaEvidence(t, dbURL, key)
