@@ -9,8 +9,10 @@
 // compare-and-swap revision. depends_on is immutable: it is fixed at
 // creation and may name only tasks that already exist, so a dependency
 // cycle cannot be formed. A task grants nothing: the caller has already
-// authorized the session it passes in. The package reads no session store
-// and imports no transport.
+// authorized the session it passes in. Every committed change of a task
+// advances its owner's project change feed, which [Service.Events] reads
+// after an authenticated cursor (decision 0078). The package reads no
+// session store and imports no transport.
 package agenttask
 
 import (
