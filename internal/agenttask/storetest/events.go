@@ -258,3 +258,75 @@ func eventsWaitWokenAndTimeout(t *testing.T, open Open) {
 		}
 	}
 }
+
+// changesNotify: the service notifies its project's key after every
+// committed change (create, update, start, complete, cancel, expiry) and
+// not after a heartbeat, a replayed create or completion, or a refusal.
+// The local notifier wakes synchronously, so each check is immediate.
+func changesNotify(t *testing.T, open Open) {
+	ctx := context.Background()
+	st, _ := open(t)
+	n := workflow.NewLocalNotifier()
+	svc := agenttask.NewService(st).WithNotifier(n)
+	key := agenttask.FeedKey(alice, proj)
+	expect := func(what string, want bool, fn func() error) {
+		t.Helper()
+		ch, stop := n.Subscribe(key)
+		defer stop()
+		if err := fn(); err != nil && want {
+			t.Fatalf("%s: %v", what, err)
+		}
+		select {
+		case <-ch:
+			if !want {
+				t.Fatalf("%s woke the waiters", what)
+			}
+		default:
+			if want {
+				t.Fatalf("%s did not wake the waiters", what)
+			}
+		}
+	}
+	var tk agenttask.Task
+	create := agenttask.CreateParams{Owner: alice, Project: proj, Title: "notified", IdempotencyKey: "n1"}
+	expect("create", true, func() (err error) { tk, _, err = svc.Create(ctx, create, t0); return err })
+	expect("a replayed create", false, func() error { _, _, err := svc.Create(ctx, create, t0); return err })
+	title := "renamed"
+	expect("update", true, func() (err error) {
+		tk, err = svc.Update(ctx, agenttask.UpdateParams{Owner: alice, ID: tk.ID, ExpectedRevision: tk.Revision, Title: &title}, t0)
+		return err
+	})
+	expect("an update that changes nothing", false, func() error {
+		_, err := svc.Update(ctx, agenttask.UpdateParams{Owner: alice, ID: tk.ID, ExpectedRevision: tk.Revision, Title: &title}, t0)
+		return err
+	})
+	var a agenttask.Attempt
+	expect("start", true, func() (err error) {
+		a, _, err = svc.StartAttempt(ctx, agenttask.StartParams{Owner: alice, TaskID: tk.ID, SessionID: sess1, Lease: agenttask.MinLease}, t0)
+		return err
+	})
+	expect("a refused start", false, func() error {
+		_, _, err := svc.StartAttempt(ctx, agenttask.StartParams{Owner: alice, TaskID: tk.ID, SessionID: sess2}, t0)
+		return err
+	})
+	expect("heartbeat", false, func() error { _, err := svc.Heartbeat(ctx, params(a, sess1), agenttask.MinLease, t0); return err })
+	expect("expiry", true, func() error {
+		ex, err := svc.Expire(ctx, at(time.Hour))
+		if err == nil && len(ex) != 1 {
+			err = fmt.Errorf("expired %d attempts", len(ex))
+		}
+		return err
+	})
+	expect("a second start", true, func() (err error) {
+		a, _, err = svc.StartAttempt(ctx, agenttask.StartParams{Owner: alice, TaskID: tk.ID, SessionID: sess2}, at(time.Hour))
+		return err
+	})
+	done := completion(a, agenttask.OutcomeDone, "ok", "c1")
+	expect("complete", true, func() error { _, _, _, err := svc.Complete(ctx, done, at(time.Hour)); return err })
+	expect("a replayed completion", false, func() error { _, _, _, err := svc.Complete(ctx, done, at(time.Hour)); return err })
+	other := create
+	other.IdempotencyKey, other.Title = "", "to cancel"
+	expect("another create", true, func() (err error) { tk, _, err = svc.Create(ctx, other, t0); return err })
+	expect("cancel", true, func() error { _, err := svc.Cancel(ctx, alice, tk.ID, t0); return err })
+	expect("a refused cancel", false, func() error { _, err := svc.Cancel(ctx, alice, tk.ID, t0); return err })
+}

@@ -58,6 +58,7 @@ func Run(t *testing.T, open Open) {
 		{"FeedStampsChanges", feedStampsChanges}, {"EventsDeltaAndPaging", eventsDeltaAndPaging},
 		{"EventsHistoryLost", eventsHistoryLost}, {"EventsRefuseForeignTokens", eventsRefuseForeignTokens},
 		{"EventsTokenOnAnotherHandle", eventsTokenOnAnotherHandle}, {"EventsWaitWokenAndTimeout", eventsWaitWokenAndTimeout},
+		{"ChangesNotify", changesNotify},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
 	}
