@@ -1,0 +1,84 @@
+// Package intentpg is the PostgreSQL implementation of [intent.Store]:
+// declared intents and their undelivered overlap notices in the schema
+// intents of a shared database, which shares nothing with any other
+// schema. A declaration takes a transaction-scoped advisory lock on its
+// owner and project, so two replicas declaring overlapping intents at
+// once are judged one after the other and the second sees the first.
+package intentpg
+
+import (
+	"context"
+	"embed"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/webcodex/webcodex/internal/intent"
+	"github.com/webcodex/webcodex/internal/intent/intentrow"
+	"github.com/webcodex/webcodex/internal/pgdb"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Schema is the store's PostgreSQL schema.
+const Schema = "intents"
+
+const storeName = "intent store"
+
+var dialect = intentrow.Dialect{
+	Prefix: Schema + ".",
+	Lock:   `SELECT pg_advisory_xact_lock(hashtext('webcodex.intents'), hashtext($1 || ' ' || $2))`,
+	Dollar: true,
+}
+
+// Store is an intent.Store on PostgreSQL.
+type Store struct{ *intentrow.Store }
+
+var _ intent.Store = (*Store)(nil)
+
+// Open migrates the schema intents of db and returns its store; the pool
+// stays the caller's. Errors: those of pgdb.DB.Migrate.
+func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
+	if err := Migrate(ctx, db); err != nil {
+		return nil, err
+	}
+	return &Store{&intentrow.Store{
+		Dialect:    dialect,
+		Read:       querier{exec: db.Pool.Exec, query: db.Pool.Query},
+		StoreError: storeError,
+		Write: func(ctx context.Context, fn func(q intentrow.Querier) error) error {
+			return storeError(db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+				return fn(querier{exec: tx.Exec, query: tx.Query})
+			}))
+		},
+	}}, nil
+}
+
+// Migrate brings the store's schema in db up to this version without
+// opening the store.
+func Migrate(ctx context.Context, db *pgdb.DB) error {
+	return db.Migrate(ctx, Schema, migrations, "migrations")
+}
+
+// querier is an intentrow.Querier over a transaction or the pool.
+type querier struct {
+	exec  func(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	query func(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func (q querier) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := q.exec(ctx, query, args...)
+	return err
+}
+
+func (q querier) Query(ctx context.Context, query string, args []any, each func(intentrow.Row) error) error {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return intentrow.Each(rows, each)
+}
+
+func storeError(err error) error { return pgdb.StoreError(err, storeName) }

@@ -1,0 +1,306 @@
+package intent
+
+import (
+	"context"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/redact"
+)
+
+// MaxWritePaths bounds the changed paths of one call that WriteNotice
+// compares with the declared globs (the rest are not compared).
+const MaxWritePaths = 256
+
+// Service is the intent API. Every call takes the current time from its
+// caller, so expiry is a function of the now passed in.
+type Service struct {
+	store Store
+	open  func(ctx context.Context, sessionID string) bool
+}
+
+// NewService returns a Service over store. open reports whether a
+// Workflow Session is still open; an intent of a session it reports
+// closed is treated as expired everywhere (nil: every session is open).
+func NewService(store Store, open func(ctx context.Context, sessionID string) bool) *Service {
+	return &Service{store: store, open: open}
+}
+
+func stamp(now time.Time) time.Time { return now.UTC().Truncate(time.Millisecond) }
+
+func (s *Service) isOpen(ctx context.Context, id string) bool {
+	return s.open == nil || s.open(ctx, id)
+}
+
+// DeclareParams is one declaration: the caller has authorized SessionID
+// (an open session of Owner on Project).
+type DeclareParams struct {
+	Owner, Project, SessionID string
+	Globs                     []string
+	Note                      string
+	// TTL is the intent's lifetime (0: DefaultTTL; MinTTL-MaxTTL).
+	TTL time.Duration
+}
+
+// CheckGlobs validates and canonicalizes globs (1-MaxGlobs, each
+// CanonicalGlob), dropping repeats: failure.InvalidArguments naming the
+// first bad glob.
+func CheckGlobs(globs []string) ([]string, error) {
+	if len(globs) == 0 || len(globs) > MaxGlobs {
+		return nil, errorf("paths must hold 1-%d globs, not %d", MaxGlobs, len(globs))
+	}
+	out := make([]string, 0, len(globs))
+	for _, g := range globs {
+		c, err := CanonicalGlob(g)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Declare validates p and stores it as p.SessionID's intent, replacing an
+// earlier one, and returns it with the other live sessions' intents it
+// overlaps (also stored as notices for both sessions). Errors:
+// failure.InvalidArguments for a bad glob, count, note or TTL;
+// failure.Conflict when the project already holds MaxProjectIntents live
+// intents of other sessions. Nothing is stored on error.
+func (s *Service) Declare(ctx context.Context, p DeclareParams, now time.Time) (Intent, []Overlap, error) {
+	globs, err := CheckGlobs(p.Globs)
+	if err != nil {
+		return Intent{}, nil, err
+	}
+	if utf8.RuneCountInString(p.Note) > NoteMaxChars {
+		return Intent{}, nil, errorf("note must be at most %d characters", NoteMaxChars)
+	}
+	ttl := p.TTL
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+	if ttl < MinTTL || ttl > MaxTTL {
+		return Intent{}, nil, errorf("ttl_seconds must be %d-%d", int(MinTTL.Seconds()), int(MaxTTL.Seconds()))
+	}
+	now = stamp(now)
+	in := Intent{SessionID: p.SessionID, Owner: p.Owner, Project: p.Project, Globs: globs,
+		Note: redact.Bounded(p.Note, NoteMaxChars), DeclaredAt: now, ExpiresAt: now.Add(ttl)}
+	var mine []Overlap
+	err = s.store.Declare(ctx, in, now, func(others []Intent) ([]StoredNotice, error) {
+		mine = nil
+		var notices []StoredNotice
+		live := 0
+		for _, o := range others {
+			if !s.isOpen(ctx, o.SessionID) {
+				continue
+			}
+			live++
+			if live >= MaxProjectIntents {
+				return nil, failure.New(failure.Conflict, "project %s already holds %d live intents of other sessions", in.Project, live)
+			}
+			theirs, ours := overlapping(o.Globs, in.Globs)
+			if len(theirs) == 0 {
+				continue
+			}
+			toMe := Overlap{SessionID: o.SessionID, Kind: KindIntent, Globs: theirs, Paths: ours}
+			toThem := Overlap{SessionID: in.SessionID, Kind: KindIntent, Globs: ours, Paths: theirs}
+			mine = append(mine, toMe)
+			notices = append(notices,
+				StoredNotice{Recipient: in.SessionID, Owner: in.Owner, Project: in.Project, Overlap: toMe, CreatedAt: now},
+				StoredNotice{Recipient: o.SessionID, Owner: in.Owner, Project: in.Project, Overlap: toThem, CreatedAt: now})
+		}
+		return notices, nil
+	})
+	if err != nil {
+		return Intent{}, nil, err
+	}
+	if mine == nil {
+		mine = []Overlap{}
+	}
+	return in, mine, nil
+}
+
+// overlapping returns the globs of a and of b that overlap some glob of
+// the other, each bounded by MaxNoticeGlobs (none when they do not meet).
+func overlapping(a, b []string) (fromA, fromB []string) {
+	inB := map[string]bool{}
+	for _, x := range a {
+		hit := false
+		for _, y := range b {
+			if GlobsOverlap(x, y) {
+				hit = true
+				inB[y] = true
+			}
+		}
+		if hit && len(fromA) < MaxNoticeGlobs {
+			fromA = append(fromA, x)
+		}
+	}
+	for _, y := range b {
+		if inB[y] && len(fromB) < MaxNoticeGlobs {
+			fromB = append(fromB, y)
+		}
+	}
+	return fromA, fromB
+}
+
+// Listed is a live intent with the other sessions whose live intents
+// overlap it.
+type Listed struct {
+	Intent
+	Overlaps []string `json:"overlaps"`
+}
+
+// List returns owner's live intents on project (at most
+// MaxProjectIntents, oldest first), each with the sessions it overlaps.
+func (s *Service) List(ctx context.Context, owner, project string, now time.Time) ([]Listed, error) {
+	ins, err := s.live(ctx, owner, project, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Listed, len(ins))
+	for i, a := range ins {
+		out[i] = Listed{Intent: a, Overlaps: []string{}}
+		for j, b := range ins {
+			if i != j {
+				if x, _ := overlapping(a.Globs, b.Globs); len(x) > 0 {
+					out[i].Overlaps = append(out[i].Overlaps, b.SessionID)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *Service) live(ctx context.Context, owner, project string, now time.Time) ([]Intent, error) {
+	ins, err := s.store.List(ctx, owner, project, stamp(now), MaxProjectIntents)
+	if err != nil {
+		return nil, err
+	}
+	out := ins[:0]
+	for _, in := range ins {
+		if s.isOpen(ctx, in.SessionID) {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+// Get returns session sessionID's intent as stored (live or not); ok is
+// false when it has none.
+func (s *Service) Get(ctx context.Context, sessionID string) (Intent, bool, error) {
+	return s.store.Get(ctx, sessionID)
+}
+
+// Deliver returns the notices pending for session sessionID and deletes
+// them, so each is delivered once; nil when there are none. A session
+// without pending notices costs one read and no write.
+func (s *Service) Deliver(ctx context.Context, sessionID string) (*Notice, error) {
+	if ok, err := s.store.Pending(ctx, sessionID); err != nil || !ok {
+		return nil, err
+	}
+	ns, err := s.store.Take(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	overlaps := make([]Overlap, 0, len(ns))
+	for _, n := range ns {
+		overlaps = append(overlaps, n.Overlap)
+	}
+	return notice(overlaps), nil
+}
+
+// WriteNotice names the live intents of owner's other sessions on
+// project (every session but those in self) that declare one of changed
+// (the first MaxWritePaths are compared), or nil when none does.
+func (s *Service) WriteNotice(ctx context.Context, owner, project string, self []string, changed []string, now time.Time) (*Notice, error) {
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	changed = changed[:min(len(changed), MaxWritePaths)]
+	ins, err := s.live(ctx, owner, project, now)
+	if err != nil {
+		return nil, err
+	}
+	var overlaps []Overlap
+	for _, in := range ins {
+		if slices.Contains(self, in.SessionID) {
+			continue
+		}
+		var globs, paths []string
+		for _, p := range changed {
+			for _, g := range in.Globs {
+				if Match(g, p) {
+					if len(paths) < MaxNoticeGlobs {
+						paths = append(paths, p)
+					}
+					if !slices.Contains(globs, g) && len(globs) < MaxNoticeGlobs {
+						globs = append(globs, g)
+					}
+					break
+				}
+			}
+		}
+		if len(paths) > 0 {
+			overlaps = append(overlaps, Overlap{SessionID: in.SessionID, Kind: KindWrite, Globs: globs, Paths: paths})
+		}
+	}
+	return notice(overlaps), nil
+}
+
+// Merge joins two notices into one within the bounds (nil when both are
+// empty).
+func Merge(a, b *Notice) *Notice {
+	if a.Empty() {
+		return b
+	}
+	if b.Empty() {
+		return a
+	}
+	n := notice(append(append([]Overlap{}, a.Overlaps...), b.Overlaps...))
+	n.Omitted += a.Omitted + b.Omitted
+	return n
+}
+
+// Coverage is what a session's intent says about the paths it changed:
+// Untouched are its globs no changed path matched, Undeclared the changed
+// paths no glob matched (each bounded by MaxNoticeGlobs, with totals).
+type Coverage struct {
+	Globs           []string `json:"globs"`
+	Untouched       []string `json:"untouched_globs"`
+	UntouchedTotal  int      `json:"untouched_total"`
+	Undeclared      []string `json:"undeclared_paths"`
+	UndeclaredTotal int      `json:"undeclared_total"`
+}
+
+// Cover compares in's globs with the paths its session changed.
+func Cover(in Intent, changed []string) Coverage {
+	c := Coverage{Globs: in.Globs, Untouched: []string{}, Undeclared: []string{}}
+	touched := map[string]bool{}
+	for _, p := range changed {
+		hit := false
+		for _, g := range in.Globs {
+			if Match(g, p) {
+				touched[g], hit = true, true
+			}
+		}
+		if !hit {
+			c.UndeclaredTotal++
+			if len(c.Undeclared) < MaxNoticeGlobs {
+				c.Undeclared = append(c.Undeclared, p)
+			}
+		}
+	}
+	for _, g := range in.Globs {
+		if !touched[g] {
+			c.UntouchedTotal++
+			if len(c.Untouched) < MaxNoticeGlobs {
+				c.Untouched = append(c.Untouched, g)
+			}
+		}
+	}
+	return c
+}
