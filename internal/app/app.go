@@ -26,6 +26,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/httpserver"
+	"github.com/webcodex/webcodex/internal/intent"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
@@ -82,6 +83,8 @@ type App struct {
 	// Tasks is the Agent Task service (decision 0077); its lapsed
 	// attempts are expired in the background while the app runs.
 	Tasks *agenttask.Service
+	// Intents is the declared edit intent service (decision 0079).
+	Intents *intent.Service
 	// AuditHTTP records audited requests and serves the operator audit API.
 	AuditHTTP *auditmw.Middleware
 	// Evidence is the tamper-evident invocation journal.
@@ -223,6 +226,7 @@ func (a *App) wire(ctx context.Context) error {
 	a.stopBG, a.bgDone = stop, make(chan struct{})
 	go func() { defer close(a.bgDone); a.Evidence.Run(bg) }()
 	a.Tasks = newTasks(a)
+	a.Intents = newIntents(a)
 	a.Kernel = newKernel(a)
 	a.Audit, a.AuditHTTP = newAudit(a)
 	if err := a.recoverCrash(ctx); err != nil {

@@ -33,7 +33,7 @@ func TestArchitecture(t *testing.T) {
 	}{
 		{[]string{"internal/workflow", "internal/auth", "internal/project", "internal/failure", "internal/redact",
 			"internal/sqlitedb", "internal/runner", "internal/shell", "internal/jobs", "internal/testreport", "internal/audit", "internal/evidence",
-			"internal/gitrepo", "internal/admission", "internal/window", "internal/goal", "internal/memory", "internal/oauth/accesstoken"},
+			"internal/gitrepo", "internal/admission", "internal/window", "internal/goal", "internal/memory", "internal/oauth/accesstoken", "internal/intent"},
 			[]string{"internal/kernel", "internal/tools", "internal/transport", "internal/httpserver", "internal/app"},
 			"domains and infrastructure import no kernel, tool or transport"},
 		{[]string{"internal/sshresource"},
@@ -55,6 +55,7 @@ func TestArchitecture(t *testing.T) {
 		{[]string{"internal/goal"}, []string{"internal/workflow", "internal/audit"}, "Goals are correlation only: the Goal domain reads no session store"},
 		{[]string{"internal/workflow"}, []string{"internal/goal"}, "no session lifecycle changes a Goal: Workflow Sessions never import the Goal domain"},
 		{[]string{"internal/memory"}, []string{"internal/workflow", "internal/audit"}, "Project Memory is its own plane: no session event writes it"},
+		{[]string{"internal/intent"}, []string{"internal/workflow", "internal/audit"}, "intents are advisory: the intent domain reads no session store"},
 		{[]string{"internal/pgnotify"}, []string{"internal/workflow", "internal/audit", "internal/evidence", "internal/jobs", "internal/window",
 			"internal/goal", "internal/memory", "internal/auth", "internal/project", "internal/runner", "internal/kernel", "internal/tools",
 			"internal/transport", "internal/httpserver", "internal/app"},

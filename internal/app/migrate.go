@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/webcodex/webcodex/internal/agenttask/agenttaskpg"
+	"github.com/webcodex/webcodex/internal/intent/intentpg"
 	"os"
 	"path/filepath"
 	"time"
@@ -79,6 +80,8 @@ func migrationPlan(dataDir string, watermark int64) []dbcopy.Table {
 		// directory stays valid on the database.
 		{File: TasksDB, From: "task_feed", To: "tasks.task_feed", Key: []string{"owner", "project"}},
 		{File: TasksDB, From: "task_keys", To: "tasks.task_keys", Key: []string{"name"}},
+		{File: IntentsDB, From: "intents", To: "intents.intents", Key: []string{"session_id"}},
+		{File: IntentsDB, From: "notices", To: "intents.notices", Key: []string{"recipient", "other_session"}},
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, oauthdb.FileName)); err == nil {
 		plan = append(plan,
@@ -171,7 +174,7 @@ func createSchemas(ctx context.Context, db *pgdb.DB) error {
 	for _, m := range []func(context.Context, *pgdb.DB) error{
 		workflowpg.Migrate, auditpg.Migrate, evidencepg.Migrate, authpg.Migrate, oauthpg.Migrate,
 		projectpg.Migrate, jobspg.Migrate, goalpg.Migrate, windowpg.Migrate, memorypg.Migrate,
-		agenttaskpg.Migrate,
+		agenttaskpg.Migrate, intentpg.Migrate,
 	} {
 		if err := m(ctx, db); err != nil {
 			return err

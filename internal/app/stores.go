@@ -17,6 +17,8 @@ import (
 	"github.com/webcodex/webcodex/internal/goal"
 	"github.com/webcodex/webcodex/internal/goal/goaldb"
 	"github.com/webcodex/webcodex/internal/goal/goalpg"
+	"github.com/webcodex/webcodex/internal/intent"
+	"github.com/webcodex/webcodex/internal/intent/intentdb"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/memory"
@@ -51,6 +53,9 @@ const (
 	MemoryDB = "memory.db"
 	// TasksDB holds Agent Tasks and their attempts (decision 0077).
 	TasksDB = agenttaskdb.FileName
+	// IntentsDB holds declared edit intents and their undelivered overlap
+	// notices (decision 0079).
+	IntentsDB = intentdb.FileName
 )
 
 // BackendSQLite is Stores.Backend for a data directory's SQLite files.
@@ -103,6 +108,7 @@ type Stores struct {
 	Goals    goal.Store
 	Memory   memory.Store
 	Tasks    agenttask.Store
+	Intents  intent.Store
 
 	// Backend names what serves them: BackendSQLite or the database's
 	// URL without its password.
@@ -212,6 +218,11 @@ func openFiles(ctx context.Context, dataDir string) (*Stores, error) {
 		return fail(TasksDB, err)
 	}
 	s.Tasks, s.closers = ts, append(s.closers, ts.Close)
+	is, err := intentdb.Open(ctx, path(IntentsDB))
+	if err != nil {
+		return fail(IntentsDB, err)
+	}
+	s.Intents, s.closers = is, append(s.closers, is.Close)
 	return s, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/webcodex/webcodex/internal/agenttask/agenttaskpg"
+	"github.com/webcodex/webcodex/internal/intent/intentpg"
 
 	"github.com/webcodex/webcodex/internal/audit/auditpg"
 	"github.com/webcodex/webcodex/internal/auth/authpg"
@@ -97,6 +98,9 @@ func openStoresIn(ctx context.Context, db *pgdb.DB) (*Stores, error) {
 	}
 	if s.Tasks, err = agenttaskpg.Open(ctx, db); err != nil {
 		return fail(agenttaskpg.Schema, err)
+	}
+	if s.Intents, err = intentpg.Open(ctx, db); err != nil {
+		return fail(intentpg.Schema, err)
 	}
 	w, err := windowpg.Open(ctx, db)
 	if err != nil {

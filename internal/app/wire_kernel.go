@@ -15,6 +15,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/files"
 	"github.com/webcodex/webcodex/internal/tools/git"
 	"github.com/webcodex/webcodex/internal/tools/goals"
+	"github.com/webcodex/webcodex/internal/tools/intents"
 	"github.com/webcodex/webcodex/internal/tools/jobctl"
 	"github.com/webcodex/webcodex/internal/tools/memory"
 	"github.com/webcodex/webcodex/internal/tools/peers"
@@ -69,7 +70,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	sessionshell.Register(reg, a.Runners)
 	validate.Register(reg, vt)
 	closeout.Register(reg, &closeout.Tools{Sessions: a.Sessions, Jobs: a.Jobs, Evidence: journal, Runners: a.Runners, Snapshots: newSnapshots(a),
-		Goals: goalNames(goalSvc)})
+		Goals: goalNames(goalSvc), Intents: a.Intents})
 	bt := &board.Tools{Board: newBoard(a)}
 	if a.Windows != nil {
 		bt.Activity = a.Windows
@@ -78,6 +79,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	peers.Register(reg, &peers.Tools{Windows: a.Windows})
 	goals.Register(reg, &goals.Tools{Goals: goalSvc})
 	tasks.Register(reg, &tasks.Tools{Tasks: a.Tasks})
+	intents.Register(reg, &intents.Tools{Intents: a.Intents})
 	memorytools.Register(reg, &memorytools.Tools{Memory: newMemory(a)})
 	rt := &runners.Tools{}
 	if a.Hub != nil {
@@ -143,7 +145,7 @@ func newKernel(a *App) *kernel.Kernel {
 		Logger:   a.Log,
 		// Peer delivery judges its ack ids before the board does.
 		Ambient: []kernel.Ambient{kernel.PeerDelivery{Windows: a.Windows}, kernel.BoardAttention{Board: newBoard(a)},
-			kernel.RecorderGap{Suggest: a.suggestRecorder}},
+			kernel.RecorderGap{Suggest: a.suggestRecorder}, intentOverlap{a}},
 		Observe: func(ctx context.Context, c kernel.Call, res kernel.Result) {
 			a.Windows.Observe(ctx, c.Principal, c.ClientWindow, res.Tool, res.Project, res.Refused, sessionAffinity(res))
 		},

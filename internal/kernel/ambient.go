@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/intent"
 	"github.com/webcodex/webcodex/internal/window"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
@@ -66,6 +67,9 @@ type Projections struct {
 	PeerAwareness *window.Awareness `json:"peer_awareness,omitempty"`
 	// RecorderContinuity is the recorder continuity gap diagnostic.
 	RecorderContinuity *RecorderContinuity `json:"recorder_continuity,omitempty"`
+	// Overlap names other sessions' declared intents that meet the
+	// caller's session's intent or the paths this call changed.
+	Overlap *intent.Notice `json:"overlap,omitempty"`
 
 	// ackClaimed are the ack ids an earlier projection judged (ids of
 	// the window's peer messages): later ones leave them alone.
@@ -74,7 +78,8 @@ type Projections struct {
 
 // Empty reports whether p holds no block.
 func (p Projections) Empty() bool {
-	return p.SessionAttention.Empty() && p.PeerMessages.Empty() && p.PeerAwareness == nil && p.RecorderContinuity == nil
+	return p.SessionAttention.Empty() && p.PeerMessages.Empty() && p.PeerAwareness == nil && p.RecorderContinuity == nil &&
+		p.Overlap.Empty()
 }
 
 // RecorderContinuity is the recorder continuity gap diagnostic: this

@@ -22,6 +22,7 @@ import (
 	"encoding/base64"
 
 	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/intent"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -55,6 +56,10 @@ type Tools struct {
 	// Goals, when set, names the Goals correlated with the session in
 	// the brief (id and title only); it is never used to change one.
 	Goals workflow.GoalNames
+	// Intents, when set, is the declared intent service: finish_coding_task
+	// compares the session's intent with its changed paths (advisories
+	// only).
+	Intents *intent.Service
 }
 
 // Register adds session_handoff_summary and finish_coding_task to reg.

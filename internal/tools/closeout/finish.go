@@ -152,6 +152,7 @@ type FinishOutput struct {
 	Jobs         kernel.Object `json:"jobs,omitempty" jsonschema:"status, active, blocking (only this session's active jobs block)"`
 	HardBlockers []string      `json:"hard_blockers,omitzero" jsonschema:"sorted blocker codes"`
 	Advisories   []string      `json:"advisories,omitzero" jsonschema:"sorted advisory codes"`
+	Intents      kernel.Object `json:"intents,omitempty" jsonschema:"the session's declared intent: globs, untouched_globs, undeclared_paths"`
 	HandoffBrief kernel.Object `json:"handoff_brief,omitempty" jsonschema:"handoff_brief version 1, as session_handoff_summary returns it"`
 }
 
@@ -254,6 +255,7 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in FinishInp
 	jb := f.judgeJobs(jobSnap, g.jobsStatus)
 	unknown := handoff.UnknownOutcomes(sess, evs, 0)
 	f.judgeSession(tf, unknown.Total, changed, g.guidance)
+	cover := t.judgeIntents(ctx, &f, sess.ID, changes.Items)
 	hard, adv := f.sorted()
 	out.TaskOutcome = taskOutcome(hard, adv, includeValidation && val.FreshPassSeq > 0)
 
@@ -281,6 +283,9 @@ func (t *Tools) finish(ctx context.Context, inv *kernel.Invocation, in FinishInp
 	}
 	out.Workspace, out.Changes, out.Validation = ws, changes, val
 	out.ToolFailures, out.Jobs, out.HardBlockers, out.Advisories = tf, jb, hard, adv
+	if cover != nil {
+		out.Intents = cover
+	}
 	if includeHandoff {
 		out.HandoffBrief = json.RawMessage(raw)
 	}
