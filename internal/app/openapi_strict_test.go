@@ -287,6 +287,11 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("cancel_agent_task", map[string]any{"task_id": task}, false)
 	other := field(act("create_agent_task", map[string]any{"project": proj, "title": "Drop Sub"}, true), "task", "task_id")
 	act("cancel_agent_task", map[string]any{"task_id": other}, true)
+	// Declared intents: a declaration, a refused glob, the list.
+	act("declare_intent", map[string]any{"session_id": sess, "paths": []string{"calc.go"}, "note": "fix Add"}, true)
+	act("declare_intent", map[string]any{"session_id": sess, "paths": []string{"../calc.go"}}, false)
+	act("list_intents", map[string]any{"project": proj}, true)
+	act("list_intents", map[string]any{"project": "agent:local:nope"}, false)
 	// Project Memory.
 	mrev := field(act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add adds", "tags": []string{"pinned"}}, true), "entry", "revision")
 	act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add subtracts"}, false)

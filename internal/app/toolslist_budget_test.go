@@ -45,6 +45,8 @@ var toolBudget = map[string]int{
 	"create_agent_task": 1560, "list_agent_tasks": 1100, "read_agent_task": 840, "update_agent_task": 1240,
 	"cancel_agent_task": 870, "start_agent_task_attempt": 1440, "heartbeat_agent_task_attempt": 1170,
 	"complete_agent_task_attempt": 1500, "wait_for_agent_events": 1500,
+	// Declared intents (issue 28), in the full profile only.
+	"declare_intent": 1300, "list_intents": 820,
 	// Runners (issue 25), in the full profile only.
 	"list_runners": 1500,
 }

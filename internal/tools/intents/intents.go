@@ -31,8 +31,8 @@ type Tools struct {
 func Register(reg *kernel.Registry, t *Tools) {
 	kernel.Register(reg, kernel.Spec[DeclareInput, DeclareOutput]{
 		Name: "declare_intent",
-		Description: "Advisory: declare the files your Workflow Session plans to change (project-relative globs, ** for any depth), " +
-			"replacing its earlier intent. Returns overlaps with other live sessions' intents; both sessions are notified. Blocks nothing.",
+		Description: "Advisory: declare the files your session plans to change (project globs, ** any depth); replaces its earlier " +
+			"intent. Returns overlaps with other sessions' live intents, which are notified too. Blocks nothing.",
 		Category: "sessions", Scopes: []auth.Scope{auth.ScopeProjectWrite}, Mutates: true, Session: kernel.SessionRequired,
 		Annotations: kernel.Annotations{Idempotent: true},
 		Handler:     t.declare,

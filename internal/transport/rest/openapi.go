@@ -136,6 +136,8 @@ func toolResultSchema(t *kernel.Tool) map[string]any {
 					"peer_messages":       attentionSchema(),
 					"peer_awareness":      attentionSchema(),
 					"recorder_continuity": attentionSchema(),
+					// Declared intents' overlap notice (decision 0079).
+					"overlap": attentionSchema(),
 				},
 				"additionalProperties": false,
 			},
@@ -152,6 +154,8 @@ func toolResultSchema(t *kernel.Tool) map[string]any {
 					"peer_messages":       attentionSchema(),
 					"peer_awareness":      attentionSchema(),
 					"recorder_continuity": attentionSchema(),
+					// Declared intents' overlap notice (decision 0079).
+					"overlap": attentionSchema(),
 				},
 				"additionalProperties": false,
 			},
