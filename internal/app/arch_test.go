@@ -33,7 +33,7 @@ func TestArchitecture(t *testing.T) {
 	}{
 		{[]string{"internal/workflow", "internal/auth", "internal/project", "internal/failure", "internal/redact",
 			"internal/sqlitedb", "internal/runner", "internal/shell", "internal/jobs", "internal/testreport", "internal/audit", "internal/evidence",
-			"internal/gitrepo", "internal/admission", "internal/window", "internal/goal", "internal/memory", "internal/oauth/accesstoken", "internal/intent"},
+			"internal/gitrepo", "internal/admission", "internal/window", "internal/goal", "internal/memory", "internal/oauth/accesstoken", "internal/intent", "internal/sqlrow"},
 			[]string{"internal/kernel", "internal/tools", "internal/transport", "internal/httpserver", "internal/app"},
 			"domains and infrastructure import no kernel, tool or transport"},
 		{[]string{"internal/sshresource"},

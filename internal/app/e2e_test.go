@@ -107,16 +107,23 @@ func (s *server) call(t *testing.T, tool string, args any, recorder string) resu
 
 func (s *server) callAs(t *testing.T, token, tool string, args any, recorder string) result {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args, "recording_session_id": recorder})
-	code, data := s.do(t, token, "POST", "/api/tools/call", body)
-	if code != 200 {
-		t.Fatalf("%s: HTTP %d %s", tool, code, data)
-	}
+	data := s.callBody(t, token, tool, args, recorder)
 	var r result
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// callBody is the body of a REST tool call that answered 200.
+func (s *server) callBody(t *testing.T, token, tool string, args any, recorder string) []byte {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args, "recording_session_id": recorder})
+	code, data := s.do(t, token, "POST", "/api/tools/call", body)
+	if code != 200 {
+		t.Fatalf("%s: HTTP %d %s", tool, code, data)
+	}
+	return data
 }
 
 func must(t *testing.T, r result, what string) result {

@@ -32,11 +32,7 @@ func intentProjectDir(t *testing.T) string {
 // overlap block.
 func callOverlap(t *testing.T, s *server, token, tool string, args any, recorder string) (result, *intent.Notice) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args, "recording_session_id": recorder})
-	code, data := s.do(t, token, "POST", "/api/tools/call", body)
-	if code != 200 {
-		t.Fatalf("%s: HTTP %d %s", tool, code, data)
-	}
+	data := s.callBody(t, token, tool, args, recorder)
 	var r result
 	var blocks struct {
 		Overlap *intent.Notice `json:"overlap"`

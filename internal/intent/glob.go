@@ -50,6 +50,24 @@ func Match(g, p string) bool {
 }
 
 func matchSegs(gs, ps []string) bool {
+	return aligned(func(at func(i, j int) bool, i, j int) bool {
+		switch {
+		case i == len(gs):
+			return j == len(ps)
+		case gs[i] == "**":
+			return at(i+1, j) || (j < len(ps) && at(i, j+1))
+		case j == len(ps):
+			return false
+		}
+		ok, _ := path.Match(gs[i], ps[j])
+		return ok && at(i+1, j+1)
+	})
+}
+
+// aligned runs step from (0, 0) over two segment lists, step calling at
+// for the positions it depends on; each position is judged once, so a
+// glob with several ** costs at most the product of the lengths.
+func aligned(step func(at func(i, j int) bool, i, j int) bool) bool {
 	memo := map[[2]int]bool{}
 	var at func(i, j int) bool
 	at = func(i, j int) bool {
@@ -57,18 +75,7 @@ func matchSegs(gs, ps []string) bool {
 		if v, ok := memo[k]; ok {
 			return v
 		}
-		var v bool
-		switch {
-		case i == len(gs):
-			v = j == len(ps)
-		case gs[i] == "**":
-			v = at(i+1, j) || (j < len(ps) && at(i, j+1))
-		case j == len(ps):
-			v = false
-		default:
-			ok, _ := path.Match(gs[i], ps[j])
-			v = ok && at(i+1, j+1)
-		}
+		v := step(at, i, j)
 		memo[k] = v
 		return v
 	}
@@ -85,28 +92,17 @@ func matchSegs(gs, ps []string) bool {
 // is acceptable for an advisory notice).
 func GlobsOverlap(a, b string) bool {
 	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
-	memo := map[[2]int]bool{}
-	var at func(i, j int) bool
-	at = func(i, j int) bool {
-		k := [2]int{i, j}
-		if v, ok := memo[k]; ok {
-			return v
-		}
-		var v bool
+	return aligned(func(at func(i, j int) bool, i, j int) bool {
 		switch {
 		case i < len(as) && as[i] == "**":
-			v = at(i+1, j) || (j < len(bs) && at(i, j+1))
+			return at(i+1, j) || (j < len(bs) && at(i, j+1))
 		case j < len(bs) && bs[j] == "**":
-			v = at(i, j+1) || (i < len(as) && at(i+1, j))
+			return at(i, j+1) || (i < len(as) && at(i+1, j))
 		case i == len(as) || j == len(bs):
-			v = i == len(as) && j == len(bs)
-		default:
-			v = segOverlap(as[i], bs[j]) && at(i+1, j+1)
+			return i == len(as) && j == len(bs)
 		}
-		memo[k] = v
-		return v
-	}
-	return at(0, 0)
+		return segOverlap(as[i], bs[j]) && at(i+1, j+1)
+	})
 }
 
 const meta = `*?[\`

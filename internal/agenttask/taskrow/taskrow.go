@@ -14,29 +14,23 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/agenttask"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/sqlrow"
 )
 
-// ErrNoRows is what a Querier's row reports when a query found no row.
-var ErrNoRows = errors.New("taskrow: no rows")
-
-// Row is one result row.
-type Row interface{ Scan(dest ...any) error }
-
+// ErrNoRows, Row and Querier are the shared forms of package sqlrow: a
 // Querier runs statements written with ? placeholders (a Dialect rewrites
 // them) on one transaction or pool.
-type Querier interface {
-	Exec(ctx context.Context, query string, args ...any) error
-	// QueryRow's Scan reports ErrNoRows when there is no row.
-	QueryRow(ctx context.Context, query string, args ...any) Row
-	// Query calls each for every row.
-	Query(ctx context.Context, query string, args []any, each func(Row) error) error
-}
+var ErrNoRows = sqlrow.ErrNoRows
+
+type (
+	Row     = sqlrow.Row
+	Querier = sqlrow.Querier
+)
 
 // Dialect is what differs between the drivers' SQL.
 type Dialect struct {
@@ -66,17 +60,7 @@ func (d Dialect) sql(q string) string {
 	if !d.Dollar {
 		return q
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return sqlrow.Dollar(q)
 }
 
 const taskColumns = `id, owner, project, title, body, labels, priority, depends_on, idempotency_key, payload_digest,
@@ -424,20 +408,9 @@ func digests(as []agenttask.Attempt) []string {
 	return out
 }
 
-// Rows is what *sql.Rows and pgx.Rows share.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-}
+// Rows is what *sql.Rows and pgx.Rows share (sqlrow.Rows).
+type Rows = sqlrow.Rows
 
 // Each calls each for every row of rows (which the caller closes) and
-// returns the first error.
-func Each(rows Rows, each func(Row) error) error {
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
+// returns the first error (sqlrow.Each).
+func Each(rows Rows, each func(Row) error) error { return sqlrow.Each(rows, each) }

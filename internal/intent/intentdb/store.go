@@ -14,6 +14,7 @@ import (
 	"github.com/webcodex/webcodex/internal/intent"
 	"github.com/webcodex/webcodex/internal/intent/intentrow"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
+	"github.com/webcodex/webcodex/internal/sqlrow"
 )
 
 //go:embed migrations/*.sql
@@ -39,38 +40,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	return &Store{db: db, Store: &intentrow.Store{
-		Read:       querier{db.Read},
+		Read:       sqlrow.SQL(db.Read),
 		StoreError: storeError,
 		Write: func(ctx context.Context, fn func(q intentrow.Querier) error) error {
-			return storeError(db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error { return fn(querier{tx}) }))
+			return storeError(db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error { return fn(sqlrow.SQL(tx)) }))
 		},
 	}}, nil
 }
 
 // Close waits for queued writes and closes the database.
 func (s *Store) Close() error { return s.db.Close() }
-
-// conn is what *sql.Tx and *sql.DB share.
-type conn interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// querier is an intentrow.Querier over a transaction or the read pool.
-type querier struct{ c conn }
-
-func (q querier) Exec(ctx context.Context, query string, args ...any) error {
-	_, err := q.c.ExecContext(ctx, query, args...)
-	return err
-}
-
-func (q querier) Query(ctx context.Context, query string, args []any, each func(intentrow.Row) error) error {
-	rows, err := q.c.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	return intentrow.Each(rows, each)
-}
 
 func storeError(err error) error { return sqlitedb.StoreError(err, storeName) }

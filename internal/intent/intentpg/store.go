@@ -11,11 +11,11 @@ import (
 	"embed"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/webcodex/webcodex/internal/intent"
 	"github.com/webcodex/webcodex/internal/intent/intentrow"
 	"github.com/webcodex/webcodex/internal/pgdb"
+	"github.com/webcodex/webcodex/internal/sqlrow"
 )
 
 //go:embed migrations/*.sql
@@ -45,11 +45,11 @@ func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
 	}
 	return &Store{&intentrow.Store{
 		Dialect:    dialect,
-		Read:       querier{exec: db.Pool.Exec, query: db.Pool.Query},
+		Read:       sqlrow.PGX(db.Pool),
 		StoreError: storeError,
 		Write: func(ctx context.Context, fn func(q intentrow.Querier) error) error {
 			return storeError(db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-				return fn(querier{exec: tx.Exec, query: tx.Query})
+				return fn(sqlrow.PGX(tx))
 			}))
 		},
 	}}, nil
@@ -59,26 +59,6 @@ func Open(ctx context.Context, db *pgdb.DB) (*Store, error) {
 // opening the store.
 func Migrate(ctx context.Context, db *pgdb.DB) error {
 	return db.Migrate(ctx, Schema, migrations, "migrations")
-}
-
-// querier is an intentrow.Querier over a transaction or the pool.
-type querier struct {
-	exec  func(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	query func(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-func (q querier) Exec(ctx context.Context, query string, args ...any) error {
-	_, err := q.exec(ctx, query, args...)
-	return err
-}
-
-func (q querier) Query(ctx context.Context, query string, args []any, each func(intentrow.Row) error) error {
-	rows, err := q.query(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	return intentrow.Each(rows, each)
 }
 
 func storeError(err error) error { return pgdb.StoreError(err, storeName) }

@@ -11,23 +11,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/intent"
+	"github.com/webcodex/webcodex/internal/sqlrow"
 )
 
-// Row is one result row.
-type Row interface{ Scan(dest ...any) error }
-
-// Querier runs statements written with ? placeholders (a Dialect rewrites
-// them) on one transaction or pool.
-type Querier interface {
-	Exec(ctx context.Context, query string, args ...any) error
-	// Query calls each for every row.
-	Query(ctx context.Context, query string, args []any, each func(Row) error) error
-}
+// Querier runs statements written with ? placeholders (a Dialect
+// rewrites them) on one transaction or pool; Row is one of its rows.
+type (
+	Querier = sqlrow.Querier
+	Row     = sqlrow.Row
+)
 
 // Dialect is what differs between the drivers' SQL.
 type Dialect struct {
@@ -46,17 +42,7 @@ func (d Dialect) sql(q string) string {
 	if !d.Dollar {
 		return q
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return sqlrow.Dollar(q)
 }
 
 // Store is an intent.Store over a driver's statements.
@@ -187,8 +173,7 @@ func (s *Store) List(ctx context.Context, owner, project string, now time.Time, 
 // Pending implements intent.Store.
 func (s *Store) Pending(ctx context.Context, recipient string) (bool, error) {
 	var n int
-	err := s.Read.Query(ctx, s.Dialect.sql(`SELECT count(*) FROM {notices} WHERE recipient = ?`), []any{recipient},
-		func(r Row) error { return r.Scan(&n) })
+	err := s.Read.QueryRow(ctx, s.Dialect.sql(`SELECT count(*) FROM {notices} WHERE recipient = ?`), recipient).Scan(&n)
 	return n > 0, s.StoreError(err)
 }
 
@@ -245,22 +230,4 @@ func (s *Store) Raw(ctx context.Context, owner, project string) (string, error) 
 		return err
 	})
 	return b.String(), s.StoreError(err)
-}
-
-// Rows is what *sql.Rows and pgx.Rows share.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-}
-
-// Each calls each for every row of rows (which the caller closes) and
-// returns the first error.
-func Each(rows Rows, each func(Row) error) error {
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
