@@ -223,3 +223,40 @@ func intentBadInputs(t *testing.T, s *server, sess string) {
 		t.Fatalf("bob sees %+v", theirs)
 	}
 }
+
+// TestIntentOverlapOverMCP: the overlap block reaches MCP clients in
+// structuredContent (and the sidecar), to both sessions, once.
+func TestIntentOverlapOverMCP(t *testing.T) {
+	s := startApp(t, t.TempDir(), "intent="+intentProjectDir(t))
+	defer s.stop(t)
+	cs := connectMCP(t, s, "", nil)
+	session := func(what string) string {
+		r, _ := callMCP(t, cs, "work_on_project", map[string]any{"project": intentProject, "instruction": what}, nil)
+		return str(t, r.Output["session_id"])
+	}
+	a, b := session("A"), session("B")
+	overlapOf := func(tool string, args map[string]any) *intent.Notice {
+		t.Helper()
+		r, raw := callMCP(t, cs, tool, args, nil)
+		if !r.Success {
+			t.Fatalf("%s: %+v", tool, r.Error)
+		}
+		var blocks struct {
+			Overlap *intent.Notice `json:"overlap"`
+		}
+		json.Unmarshal(raw, &blocks)
+		return blocks.Overlap
+	}
+	if n := overlapOf("declare_intent", map[string]any{"session_id": a, "paths": []string{"internal/a/**"}}); n != nil {
+		t.Fatalf("A's declaration: %+v", n)
+	}
+	if n := overlapOf("declare_intent", map[string]any{"session_id": b, "paths": []string{"internal/a/x.go"}}); names(n) != "intent:"+a+":internal/a/x.go" {
+		t.Fatalf("B's declaration: %q", names(n))
+	}
+	if n := overlapOf("session_summary", map[string]any{"session_id": a}); names(n) != "intent:"+b+":internal/a/**" {
+		t.Fatalf("A's next call: %q", names(n))
+	}
+	if n := overlapOf("session_summary", map[string]any{"session_id": a}); n != nil {
+		t.Fatalf("A's notice shown twice: %+v", n)
+	}
+}

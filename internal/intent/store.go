@@ -16,9 +16,11 @@ type Store interface {
 	// expired by now and every notice older than NoticeRetention, then
 	// calls judge with the other sessions' intents of in.Owner on
 	// in.Project live at now, oldest first, at most MaxProjectIntents+1.
-	// When judge returns no error, in and the notices judge returned are
-	// stored (a notice replaces a pending one of the same recipient and
-	// other session; a recipient's notices past MaxPendingNotices are not
+	// When judge returns no error, the pending notices to or about
+	// in.SessionID are deleted (they were judged against the intent being
+	// replaced), and in and the notices judge returned are stored (a
+	// notice replaces a pending one of the same recipient and other
+	// session; a recipient's notices past MaxPendingNotices are not
 	// stored); otherwise nothing is.
 	Declare(ctx context.Context, in Intent, now time.Time, judge func(others []Intent) ([]StoredNotice, error)) error
 	// Get returns session sessionID's stored intent, live or not; ok is

@@ -121,6 +121,10 @@ func (s *Store) Declare(ctx context.Context, in intent.Intent, now time.Time, ju
 		if err := q.Exec(ctx, d.sql(`DELETE FROM {intents} WHERE session_id = ?`), in.SessionID); err != nil {
 			return err
 		}
+		// The replaced intent's pending notices are judged again below.
+		if err := q.Exec(ctx, d.sql(`DELETE FROM {notices} WHERE recipient = ? OR other_session = ?`), in.SessionID, in.SessionID); err != nil {
+			return err
+		}
 		if err := q.Exec(ctx, d.sql(`INSERT INTO {intents} (`+intentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`),
 			in.SessionID, in.Owner, in.Project, string(globs), in.Note, ms(in.DeclaredAt), ms(in.ExpiresAt)); err != nil {
 			return err

@@ -137,6 +137,15 @@ func overlapNotifiesBoth(t *testing.T, open Open) {
 	if n.Empty() || len(n.Overlaps) != 1 || n.Overlaps[0].Globs[0] != "internal/a/z.go" {
 		t.Fatalf("replaced notice: %+v", n)
 	}
+	// A re-declaration that no longer overlaps withdraws the pending
+	// notices it had left, to both sides.
+	declare(t, svc, sessB, []string{"internal/a/q.go"}, t0.Add(5*time.Second))
+	declare(t, svc, sessB, []string{"docs/**"}, t0.Add(6*time.Second))
+	for _, s := range []string{sessA, sessB} {
+		if n, err := svc.Deliver(ctx, s); n != nil || err != nil {
+			t.Fatalf("%s got a withdrawn notice: %+v %v", s, n, err)
+		}
+	}
 }
 
 func ownersApart(t *testing.T, open Open) {
