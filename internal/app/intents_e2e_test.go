@@ -166,7 +166,11 @@ func intentFlow(t *testing.T, s *server) {
 	if len(listed) != 1 || listed[0].SessionID != b || len(listed[0].Overlaps) != 0 {
 		t.Fatalf("after A closed: %+v", listed)
 	}
+	before := string(must(t, s.call(t, "list_intents", map[string]any{"project": intentProject}, ""), "list").Output["intents"])
 	refusedAs(t, s.call(t, "declare_intent", map[string]any{"session_id": a, "paths": []string{"x"}}, ""), "session_closed", "closed session")
+	if after := string(must(t, s.call(t, "list_intents", map[string]any{"project": intentProject}, ""), "list").Output["intents"]); after != before {
+		t.Fatalf("a closed session's declaration changed the intents:\n%s\nwant\n%s", after, before)
+	}
 }
 
 func contains(xs []string, x string) bool {

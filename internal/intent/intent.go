@@ -67,8 +67,8 @@ type Intent struct {
 	Owner   string   `json:"-"`
 	Project string   `json:"project"`
 	Globs   []string `json:"globs"`
-	// Note is redacted before it is stored; it is never shown to another
-	// session's notice.
+	// Note is redacted before it is stored; list_intents shows it, an
+	// overlap notice never carries it.
 	Note       string    `json:"note,omitempty"`
 	DeclaredAt time.Time `json:"declared_at"`
 	ExpiresAt  time.Time `json:"expires_at"`

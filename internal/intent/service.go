@@ -88,13 +88,24 @@ func (s *Service) Declare(ctx context.Context, p DeclareParams, now time.Time) (
 	now = stamp(now)
 	in := Intent{SessionID: p.SessionID, Owner: p.Owner, Project: p.Project, Globs: globs,
 		Note: redact.Bounded(p.Note, NoteMaxChars), DeclaredAt: now, ExpiresAt: now.Add(ttl)}
+	// Whether the other sessions are open is asked before the store's
+	// transaction, so it holds no connection while the ledger is read;
+	// a session that declared in between is asked inside.
+	open, err := s.openSessions(ctx, p.Owner, p.Project, now)
+	if err != nil {
+		return Intent{}, nil, err
+	}
 	var mine []Overlap
 	err = s.store.Declare(ctx, in, now, func(others []Intent) ([]StoredNotice, error) {
 		mine = nil
 		var notices []StoredNotice
 		live := 0
 		for _, o := range others {
-			if !s.isOpen(ctx, o.SessionID) {
+			isOpen, known := open[o.SessionID]
+			if !known {
+				isOpen = s.isOpen(ctx, o.SessionID)
+			}
+			if !isOpen {
 				continue
 			}
 			live++
@@ -121,6 +132,20 @@ func (s *Service) Declare(ctx context.Context, p DeclareParams, now time.Time) (
 		mine = []Overlap{}
 	}
 	return in, mine, nil
+}
+
+// openSessions reports for each session with a live intent of owner on
+// project whether it is open.
+func (s *Service) openSessions(ctx context.Context, owner, project string, now time.Time) (map[string]bool, error) {
+	ins, err := s.store.List(ctx, owner, project, now, MaxProjectIntents+1)
+	if err != nil {
+		return nil, err
+	}
+	open := make(map[string]bool, len(ins))
+	for _, in := range ins {
+		open[in.SessionID] = s.isOpen(ctx, in.SessionID)
+	}
+	return open, nil
 }
 
 // overlapping returns the globs of a and of b that overlap some glob of

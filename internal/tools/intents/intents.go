@@ -64,7 +64,7 @@ func (t *Tools) now() time.Time {
 type DeclareInput struct {
 	kernel.RequiredSessionRef
 	Paths      []string `json:"paths" jsonschema:"1-64 globs relative to the project, each at most 256 characters"`
-	Note       string   `json:"note,omitempty" jsonschema:"at most 500 characters; never shown to other sessions"`
+	Note       string   `json:"note,omitempty" jsonschema:"at most 500 characters; list_intents shows it, overlap notices never"`
 	TTLSeconds int      `json:"ttl_seconds,omitempty" jsonschema:"default 3600, 60-86400"`
 }
 
