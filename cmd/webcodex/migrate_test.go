@@ -61,11 +61,19 @@ func TestMigrateToPostgres(t *testing.T) {
 	task := made.Task.ID
 	call(srv.base, "create_agent_task", map[string]any{"project": "agent:local:demo", "title": "second", "depends_on": []string{task}}, "")
 	call(srv.base, "start_agent_task_attempt", map[string]any{"session_id": start.SessionID, "task_id": task}, "")
+	// Two overlapping intents: every table of intents.db has a row (the
+	// first session's notice is still pending).
+	call(srv.base, "declare_intent", map[string]any{"session_id": start.SessionID, "paths": []string{"a.txt"}}, "")
+	var second struct {
+		SessionID string `json:"session_id"`
+	}
+	json.Unmarshal(call(srv.base, "work_on_project", map[string]any{"project": "agent:local:demo", "instruction": "overlap"}, ""), &second)
+	call(srv.base, "declare_intent", map[string]any{"session_id": second.SessionID, "paths": []string{"*.txt"}}, "")
 	stopServe(t, srv)
 
 	out := mustRun(t, "migrate", "--from", data, "--to", dbURL)
 	if !strings.Contains(out, "Copied and verified") || !strings.Contains(out, "workflow.sessions") || !strings.Contains(out, "evidence.records") ||
-		!strings.Contains(out, "tasks.attempts") {
+		!strings.Contains(out, "tasks.attempts") || !strings.Contains(out, "intents.notices") {
 		t.Fatalf("migrate:\n%s", out)
 	}
 	again, err := run(t, "migrate", "--from", data, "--to", dbURL)
@@ -101,6 +109,17 @@ func TestMigrateToPostgres(t *testing.T) {
 	json.Unmarshal(call(pg.base, "wait_for_agent_events", map[string]any{"project": "agent:local:demo", "after_events_token": etok}, ""), &events)
 	if len(events.Tasks) != 2 || events.Tasks[1].ID != task {
 		t.Fatalf("the events cursor after the migration: %+v", events)
+	}
+	var intents struct {
+		Intents []struct {
+			SessionID string   `json:"session_id"`
+			Overlaps  []string `json:"overlaps"`
+		} `json:"intents"`
+	}
+	json.Unmarshal(call(pg.base, "list_intents", map[string]any{"project": "agent:local:demo"}, ""), &intents)
+	if len(intents.Intents) != 2 || intents.Intents[0].SessionID != start.SessionID || len(intents.Intents[0].Overlaps) != 1 ||
+		intents.Intents[0].Overlaps[0] != second.SessionID {
+		t.Fatalf("the intents were not carried over: %+v", intents)
 	}
 	stopServe(t, pg)
 	verifyReplicaEvidence(t, dbURL, key)
