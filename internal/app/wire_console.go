@@ -16,7 +16,7 @@ import (
 func newConsole(a *App, as *authserver.Service) (*console.Server, error) {
 	o := console.Options{
 		Auth: a.Auth, Sessions: a.Sessions, Snapshots: newSnapshots(a), Board: newBoard(a), Projects: a.Projects,
-		Kernel: a.Kernel, Jobs: a.Jobs, Tasks: a.Tasks, Logger: a.Log,
+		Kernel: a.Kernel, Jobs: a.Jobs, Tasks: a.Tasks, Intents: a.Intents, Logger: a.Log,
 		Secure: strings.HasPrefix(strings.ToLower(a.Config.PublicURL), "https://"),
 	}
 	if a.Evidence != nil {

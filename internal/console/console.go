@@ -41,6 +41,7 @@ import (
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/httpserver"
+	"github.com/webcodex/webcodex/internal/intent"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
@@ -114,6 +115,9 @@ type Options struct {
 	// Tasks is the Agent Task service the Tasks page reads (tasks.go);
 	// nil answers that page unavailable.
 	Tasks *agenttask.Service
+	// Intents is the declared edit intent service the Tasks page's
+	// intents map reads; nil leaves the map out.
+	Intents *intent.Service
 	// OAuth is the built-in authorization server whose consent and
 	// clients pages the console serves (consent.go, oauthclients.go); nil
 	// leaves them out.

@@ -5,12 +5,15 @@ import (
 
 	"github.com/webcodex/webcodex/internal/agenttask"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/intent"
 )
 
 // The Tasks page shows the viewer's Agent Tasks (decision 0077) the way
 // list_agent_tasks and read_agent_task do: the same service, owner (the
 // viewer's authority group), project reach and scope (project:read). It
-// groups them by state, newest attempt first for each shown task.
+// groups them by state, newest attempt first for each shown task. Below
+// them, the intents map shows each project's live declared edit intents
+// (decision 0079) as list_intents does, overlaps marked.
 func init() {
 	extraRouteFuncs = append(extraRouteFuncs, func(s *Server) {
 		s.handle("GET "+Prefix+"/tasks", s.page(s.tasksPage))
@@ -18,8 +21,13 @@ func init() {
 }
 
 // TaskSectionLimit bounds the tasks each state's section shows (their
-// total is shown beside it).
-const TaskSectionLimit = 20
+// total is shown beside it); IntentMapProjects bounds the projects whose
+// intents the page shows without a project filter (each shows at most
+// intent.MaxProjectIntents).
+const (
+	TaskSectionLimit  = 20
+	IntentMapProjects = 10
+)
 
 // taskStates are the sections of the Tasks page, in order.
 var taskStates = []agenttask.State{agenttask.Claimed, agenttask.Open, agenttask.Failed, agenttask.Done, agenttask.Cancelled}
@@ -33,6 +41,17 @@ type TasksData struct {
 	Sections []TaskSection
 	// Limit is TaskSectionLimit.
 	Limit int
+	// IntentMap is the live intents of the shown projects (at most
+	// IntentMapProjects of them; NotMapped counts the others); nil when
+	// the server has no intent service.
+	IntentMap []ProjectIntents
+	NotMapped int
+}
+
+// ProjectIntents are one project's live intents, oldest first.
+type ProjectIntents struct {
+	Project string
+	Intents []intent.Listed
 }
 
 // TaskSection is the tasks of one state.
@@ -107,5 +126,35 @@ func (s *Server) tasksPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		d.Sections = append(d.Sections, sec)
 	}
+	if err := s.intentMap(r, &d); err != nil {
+		return err
+	}
 	return s.render(w, r, http.StatusOK, "tasks", "Agent Tasks", "tasks", d)
+}
+
+// intentMap fills d's intents map: the filtered project, or the first
+// IntentMapProjects reachable projects that have live intents.
+func (s *Server) intentMap(r *http.Request, d *TasksData) error {
+	if s.opts.Intents == nil {
+		return nil
+	}
+	projects := d.Projects
+	if d.Project != "" {
+		projects = []string{d.Project}
+	}
+	owner, now := viewerOf(r).Principal.AuthorityFingerprint(), s.opts.Now()
+	for _, p := range projects {
+		listed, err := s.opts.Intents.List(r.Context(), owner, p, now)
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(listed) == 0:
+		case len(d.IntentMap) == IntentMapProjects:
+			d.NotMapped++
+		default:
+			d.IntentMap = append(d.IntentMap, ProjectIntents{Project: p, Intents: listed})
+		}
+	}
+	return nil
 }
