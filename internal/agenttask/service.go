@@ -197,9 +197,10 @@ type UpdateParams struct {
 	Priority         *int
 }
 
-// Update changes title, body, labels or priority. A stale expected
-// revision is failure.RevisionConflict (detail current_revision) and
-// changes nothing; an update that changes nothing keeps the revision.
+// Update changes title, body, labels or priority of an open or claimed
+// task. A stale expected revision is failure.RevisionConflict (detail
+// current_revision) and a finished task (done, failed, cancelled)
+// failure.Conflict (detail state); both change nothing; an update that changes nothing keeps the revision.
 // Every change of the task (a start, completion, expiry or cancel too)
 // moves its revision.
 func (s *Service) Update(ctx context.Context, p UpdateParams, now time.Time) (Task, error) {
@@ -242,6 +243,10 @@ func (s *Service) Update(ctx context.Context, p UpdateParams, now time.Time) (Ta
 		if t.Revision != p.ExpectedRevision {
 			return false, failure.New(failure.RevisionConflict, "agent task %s is at revision %s, not %s; read it and retry",
 				t.ID, t.Revision, p.ExpectedRevision).WithDetail("current_revision", t.Revision)
+		}
+		if t.State.Finished() {
+			return false, failure.New(failure.Conflict, "agent task %s is %s: a finished task is the record of the work and is not updatable; create a new task",
+				t.ID, t.State).WithDetail("state", string(t.State))
 		}
 		before := *t
 		if p.Title != nil {

@@ -58,7 +58,7 @@ func Run(t *testing.T, open Open) {
 		{"FeedStampsChanges", feedStampsChanges}, {"EventsDeltaAndPaging", eventsDeltaAndPaging},
 		{"EventsHistoryLost", eventsHistoryLost}, {"EventsRefuseForeignTokens", eventsRefuseForeignTokens},
 		{"EventsTokenOnAnotherHandle", eventsTokenOnAnotherHandle}, {"EventsWaitWokenAndTimeout", eventsWaitWokenAndTimeout},
-		{"ChangesNotify", changesNotify},
+		{"ChangesNotify", changesNotify}, {"FinishedIsFinal", finishedIsFinal},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
 	}
@@ -347,6 +347,38 @@ func startClaimedTask(t *testing.T, open Open) {
 		wantRefused(t, st, tk.ID, before, err, failure.Conflict, "")
 		if failure.DetailOf(err)["attempt_id"] != a.ID {
 			t.Fatalf("conflict detail %v", failure.DetailOf(err))
+		}
+	}
+}
+
+// finishedIsFinal: a done, failed or cancelled task refuses an update
+// with conflict (detail state) and nothing changes.
+func finishedIsFinal(t *testing.T, open Open) {
+	ctx := context.Background()
+	svc, st := service(t, open)
+	title := "rewritten history"
+	for _, outcome := range []agenttask.Outcome{agenttask.OutcomeDone, agenttask.OutcomeFailed, ""} {
+		tk := create(t, svc, alice, "finished "+string(outcome))
+		if outcome == "" {
+			if _, err := svc.Cancel(ctx, alice, tk.ID, t0); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			a := start(t, svc, tk.ID, sess1, t0)
+			if _, _, _, err := svc.Complete(ctx, agenttask.CompleteParams{AttemptParams: agenttask.AttemptParams{Owner: alice,
+				AttemptID: a.ID, SessionID: sess1, Fence: a.Fence}, Outcome: outcome, CompletionKey: "c"}, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cur, err := svc.Get(ctx, alice, tk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := raw(t, st, tk.ID)
+		_, err = svc.Update(ctx, agenttask.UpdateParams{Owner: alice, ID: tk.ID, ExpectedRevision: cur.Revision, Title: &title}, t0)
+		wantRefused(t, st, tk.ID, before, err, failure.Conflict, "")
+		if failure.DetailOf(err)["state"] != string(cur.State) {
+			t.Fatalf("update of a %s task: detail %v", cur.State, failure.DetailOf(err))
 		}
 	}
 }
