@@ -40,3 +40,17 @@ func Matches(fence string, content []byte) bool {
 	}
 	return fence == sum
 }
+
+// IsSHA256 reports whether s is a lowercase hex SHA-256, as SHA256
+// returns it.
+func IsSHA256(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,229 @@
+// Package readrow is the stored form of read sets and their notices and
+// the statements over it, shared by the SQLite store (readsetdb) and the
+// PostgreSQL store (readsetpg) so that both keep exactly the same rows
+// and make the same decisions. Times are Unix milliseconds (UTC). A
+// driver supplies a Querier over its transaction or pool and a Dialect.
+package readrow
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/readset"
+)
+
+// Row is one result row.
+type Row interface{ Scan(dest ...any) error }
+
+// Querier runs statements written with ? placeholders (a Dialect rewrites
+// them) on one transaction or pool.
+type Querier interface {
+	Exec(ctx context.Context, query string, args ...any) error
+	// Query calls each for every row.
+	Query(ctx context.Context, query string, args []any, each func(Row) error) error
+}
+
+// Dialect is what differs between the drivers' SQL.
+type Dialect struct {
+	// Prefix qualifies table names ("readsets." for the PostgreSQL schema).
+	Prefix string
+	// PathOrder follows a path in ORDER BY so that both drivers order
+	// paths by bytes (` COLLATE "C"` on PostgreSQL).
+	PathOrder string
+	// Dollar rewrites ? placeholders to $1, $2, ... (PostgreSQL).
+	Dollar bool
+}
+
+// sql prepares a statement: table names qualified, placeholders rewritten.
+func (d Dialect) sql(q string) string {
+	q = strings.NewReplacer("{reads}", d.Prefix+"reads", "{notices}", d.Prefix+"notices", "{path_order}", d.PathOrder).Replace(q)
+	if !d.Dollar {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Store is a readset.Store over a driver's statements.
+type Store struct {
+	Dialect Dialect
+	// Read is the pool single statements read from.
+	Read Querier
+	// Write runs fn on one write transaction; it returns errors already
+	// mapped by StoreError.
+	Write func(ctx context.Context, fn func(q Querier) error) error
+	// StoreError maps a driver error to a stable kind.
+	StoreError func(err error) error
+}
+
+var _ readset.Store = (*Store)(nil)
+
+const (
+	notifyOthers = `INSERT INTO {notices} AS n (session_id, project, path, read_sha256, sha256, changed_by, observed_at_ms)
+	SELECT r.session_id, r.project, r.path, r.sha256, CAST(? AS text), CASE WHEN r.owner = ? AND ? <> '' THEN ? ELSE 'unknown' END,
+		CAST(? AS bigint)
+	FROM {reads} r WHERE r.project = ? AND r.path = ? AND r.session_id <> ? AND r.sha256 <> ?
+	ON CONFLICT (session_id, project, path) DO UPDATE SET sha256 = excluded.sha256, changed_by = excluded.changed_by,
+		observed_at_ms = excluded.observed_at_ms
+	WHERE n.sha256 <> excluded.sha256`
+	upsertRead = `INSERT INTO {reads} (session_id, project, path, owner, sha256, read_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT (session_id, project, path) DO UPDATE SET owner = excluded.owner, sha256 = excluded.sha256,
+		read_at_ms = excluded.read_at_ms`
+	deleteRead   = `DELETE FROM {reads} WHERE session_id = ? AND project = ? AND path = ?`
+	deleteNotice = `DELETE FROM {notices} WHERE session_id = ? AND project = ? AND path = ?`
+	countReads   = `SELECT COUNT(*) FROM {reads} WHERE session_id = ? AND project = ?`
+	oldestReads  = `SELECT path FROM {reads} WHERE session_id = ? AND project = ? ORDER BY read_at_ms, path{path_order} LIMIT ?`
+	evictNotices = `DELETE FROM {notices} WHERE session_id = ? AND project = ? AND path IN (` + oldestReads + `)`
+	evictReads   = `DELETE FROM {reads} WHERE session_id = ? AND project = ? AND path IN (` + oldestReads + `)`
+	pending      = `SELECT 1 FROM {notices} WHERE session_id = ? AND project = ? LIMIT 1`
+	takeNotices  = `DELETE FROM {notices} WHERE session_id = ? AND project = ? AND path IN (
+		SELECT path FROM {notices} WHERE session_id = ? AND project = ? ORDER BY observed_at_ms, path{path_order} LIMIT ?)
+	RETURNING path, read_sha256, sha256, changed_by, observed_at_ms`
+	forgetRead   = `DELETE FROM {reads} WHERE session_id = ? AND project = ? AND path = ? AND sha256 = ?`
+	countNotices = `SELECT COUNT(*) FROM {notices} WHERE session_id = ? AND project = ?`
+	listReads    = `SELECT path, sha256, read_at_ms FROM {reads} WHERE session_id = ? AND project = ? ORDER BY read_at_ms DESC, path{path_order}`
+)
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// Record implements readset.Store in one write transaction.
+func (s *Store) Record(ctx context.Context, obs []readset.Observation) error {
+	for _, o := range obs {
+		if err := o.Validate(); err != nil {
+			return err
+		}
+	}
+	return s.Write(ctx, func(q Querier) error { return record(ctx, q, s.Dialect, obs) })
+}
+
+type scope struct{ session, project string }
+
+func record(ctx context.Context, q Querier, d Dialect, obs []readset.Observation) error {
+	var touched []scope
+	for _, o := range obs {
+		var by string
+		if o.Wrote {
+			by = o.Session
+		}
+		if err := q.Exec(ctx, d.sql(notifyOthers), o.SHA256, o.Owner, by, by, ms(o.At), o.Project, o.Path, o.Session, o.SHA256); err != nil {
+			return err
+		}
+		if o.Session == "" {
+			continue
+		}
+		var err error
+		if o.SHA256 != "" {
+			err = q.Exec(ctx, d.sql(upsertRead), o.Session, o.Project, o.Path, o.Owner, o.SHA256, ms(o.At))
+		} else {
+			err = q.Exec(ctx, d.sql(deleteRead), o.Session, o.Project, o.Path)
+		}
+		if err != nil {
+			return err
+		}
+		if err := q.Exec(ctx, d.sql(deleteNotice), o.Session, o.Project, o.Path); err != nil {
+			return err
+		}
+		if sc := (scope{o.Session, o.Project}); !slices.Contains(touched, sc) {
+			touched = append(touched, sc)
+		}
+	}
+	for _, sc := range touched {
+		if err := evict(ctx, q, d, sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evict cuts sc's read set to readset.MaxReadsPerSession, the least
+// recently read first, with their pending notices.
+func evict(ctx context.Context, q Querier, d Dialect, sc scope) error {
+	var n int
+	if err := q.Query(ctx, d.sql(countReads), []any{sc.session, sc.project}, func(r Row) error { return r.Scan(&n) }); err != nil {
+		return err
+	}
+	over := n - readset.MaxReadsPerSession
+	if over <= 0 {
+		return nil
+	}
+	for _, stmt := range []string{evictNotices, evictReads} {
+		if err := q.Exec(ctx, d.sql(stmt), sc.session, sc.project, sc.session, sc.project, over); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pending implements readset.Store.
+func (s *Store) Pending(ctx context.Context, session, project string) (bool, error) {
+	found := false
+	err := s.Read.Query(ctx, s.Dialect.sql(pending), []any{session, project}, func(Row) error { found = true; return nil })
+	return found, s.StoreError(err)
+}
+
+// Take implements readset.Store in one write transaction.
+func (s *Store) Take(ctx context.Context, session, project string, limit int) ([]readset.Notice, int, error) {
+	var out []readset.Notice
+	var rest int
+	err := s.Write(ctx, func(q Querier) error {
+		out, rest = nil, 0
+		d := s.Dialect
+		err := q.Query(ctx, d.sql(takeNotices), []any{session, project, session, project, limit}, func(r Row) error {
+			var n readset.Notice
+			var at int64
+			if err := r.Scan(&n.Path, &n.ReadSHA256, &n.SHA256, &n.ChangedBy, &at); err != nil {
+				return err
+			}
+			n.ObservedAt = fromMS(at)
+			out = append(out, n)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, n := range out {
+			if err := q.Exec(ctx, d.sql(forgetRead), session, project, n.Path, n.ReadSHA256); err != nil {
+				return err
+			}
+		}
+		return q.Query(ctx, d.sql(countNotices), []any{session, project}, func(r Row) error { return r.Scan(&rest) })
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	slices.SortFunc(out, func(a, b readset.Notice) int {
+		return cmp.Or(a.ObservedAt.Compare(b.ObservedAt), strings.Compare(a.Path, b.Path))
+	})
+	return out, len(out) + rest, nil
+}
+
+// Reads implements readset.Store.
+func (s *Store) Reads(ctx context.Context, session, project string) ([]readset.Read, error) {
+	var out []readset.Read
+	err := s.Read.Query(ctx, s.Dialect.sql(listReads), []any{session, project}, func(r Row) error {
+		var rd readset.Read
+		var at int64
+		if err := r.Scan(&rd.Path, &rd.SHA256, &at); err != nil {
+			return err
+		}
+		rd.At = fromMS(at)
+		out = append(out, rd)
+		return nil
+	})
+	return out, s.StoreError(err)
+}

@@ -1,0 +1,193 @@
+package readset
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+)
+
+// A Tracker records observations behind the response and delivers pending
+// notices. Record is asynchronous: a call's observations are queued (at
+// most QueueCalls calls) for one writer goroutine, which applies whatever
+// is queued in one Store.Record; a full queue drops the call's
+// observations and counts them (Dropped) instead of making the call wait.
+// A notice therefore reaches the reader's next result only once the
+// writer has applied the change that causes it: typically within a
+// commit's time, or at the result after. Flush waits for it.
+type Tracker struct {
+	store Store
+	log   *slog.Logger
+	queue chan item
+
+	// mu guards closed against a send on the closed queue.
+	mu      sync.RWMutex
+	closed  bool
+	done    chan struct{}
+	dropped atomic.Int64
+	failed  atomic.Int64
+}
+
+// item is one queued call's observations, or a flush marker (flushed set).
+type item struct {
+	obs     []Observation
+	flushed chan struct{}
+}
+
+// NewTracker starts a Tracker over store; log receives the writer's
+// failures. Close stops it.
+func NewTracker(store Store, log *slog.Logger) *Tracker {
+	t := &Tracker{store: store, log: log, queue: make(chan item, QueueCalls), done: make(chan struct{})}
+	go t.write()
+	return t
+}
+
+// Record queues one call's observations (at most MaxObservationsPerCall;
+// the rest are dropped and counted) without waiting for the store. It
+// reports false when they were dropped: the queue was full or the
+// Tracker closed.
+func (t *Tracker) Record(obs []Observation) bool {
+	if len(obs) == 0 {
+		return true
+	}
+	if len(obs) > MaxObservationsPerCall {
+		t.dropped.Add(int64(len(obs) - MaxObservationsPerCall))
+		obs = obs[:MaxObservationsPerCall]
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		t.dropped.Add(int64(len(obs)))
+		return false
+	}
+	select {
+	case t.queue <- item{obs: obs}:
+		return true
+	default:
+		// Logged at the first drop and at every thousandth since.
+		if n := t.dropped.Add(int64(len(obs))); n-int64(len(obs)) == 0 || (n-int64(len(obs)))/1000 != n/1000 {
+			t.log.Warn("read set: queue full, observations dropped", "dropped_total", n)
+		}
+		return false
+	}
+}
+
+// Flush returns once every observation queued before it was applied (or
+// failed), or with ctx's error.
+func (t *Tracker) Flush(ctx context.Context) error {
+	flushed := make(chan struct{})
+	t.mu.RLock()
+	if t.closed {
+		t.mu.RUnlock()
+		return nil
+	}
+	select {
+	case t.queue <- item{flushed: flushed}:
+	case <-ctx.Done():
+		t.mu.RUnlock()
+		return ctx.Err()
+	}
+	t.mu.RUnlock()
+	select {
+	case <-flushed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Dropped counts the observations dropped so far (full queue, over the
+// per-call bound, or after Close); Failed those the store refused.
+func (t *Tracker) Dropped() int64 { return t.dropped.Load() }
+
+// Failed counts the observations whose Store.Record failed.
+func (t *Tracker) Failed() int64 { return t.failed.Load() }
+
+// Close applies what is queued and stops the writer.
+func (t *Tracker) Close() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed = true
+	close(t.queue)
+	t.mu.Unlock()
+	<-t.done
+}
+
+// write is the writer goroutine: it gathers every queued call into one
+// Store.Record, then releases the flush markers it passed.
+func (t *Tracker) write() {
+	defer close(t.done)
+	for first := range t.queue {
+		batch, flushed := t.gather(first)
+		if len(batch) > 0 {
+			if err := t.store.Record(context.Background(), batch); err != nil {
+				t.failed.Add(int64(len(batch)))
+				t.log.Warn("read set: recording observations failed", "observations", len(batch), "err", err)
+			}
+		}
+		for _, f := range flushed {
+			close(f)
+		}
+	}
+}
+
+// gather takes first and whatever else is queued now.
+func (t *Tracker) gather(first item) ([]Observation, []chan struct{}) {
+	var batch []Observation
+	var flushed []chan struct{}
+	add := func(it item) {
+		batch = append(batch, it.obs...)
+		if it.flushed != nil {
+			flushed = append(flushed, it.flushed)
+		}
+	}
+	add(first)
+	for range QueueCalls {
+		select {
+		case it, ok := <-t.queue:
+			if !ok {
+				return batch, flushed
+			}
+			add(it)
+		default:
+			return batch, flushed
+		}
+	}
+	return batch, flushed
+}
+
+// Take returns session's changed_since_read block on project, nil when
+// nothing is pending: one indexed read when nothing is, and otherwise a
+// transaction that removes what it delivers, so a notice is delivered
+// once even to concurrent calls on several replicas. skip names paths the
+// call itself just observed: their notices are removed unshown (the call
+// has the file's current digest).
+func (t *Tracker) Take(ctx context.Context, session, project string, skip map[string]bool) (*Notices, error) {
+	if session == "" {
+		return nil, nil
+	}
+	ok, err := t.store.Pending(ctx, session, project)
+	if err != nil || !ok {
+		return nil, err
+	}
+	ns, total, err := t.store.Take(ctx, session, project, MaxNoticesPerResult)
+	if err != nil {
+		return nil, err
+	}
+	out := &Notices{Files: make([]Notice, 0, len(ns)), Truncated: total > len(ns), Hint: NoticeHint}
+	for _, n := range ns {
+		if skip[n.Path] {
+			total--
+			continue
+		}
+		out.Files = append(out.Files, n)
+	}
+	out.Total = total
+	if len(out.Files) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
