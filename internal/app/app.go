@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/audit"
@@ -33,6 +34,7 @@ import (
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
 	"github.com/webcodex/webcodex/internal/pgnotify"
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/readset"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerhub"
 	"github.com/webcodex/webcodex/internal/runnerlink"
@@ -85,6 +87,12 @@ type App struct {
 	Tasks *agenttask.Service
 	// Intents is the declared edit intent service (decision 0079).
 	Intents *intent.Service
+	// ReadSets records the digests calls observe and delivers
+	// changed_since_read (decision 0080); nil without stores.
+	ReadSets *readset.Tracker
+	// ReadSetsOff turns read-set tracking off (neither recorded nor
+	// delivered) while set: a switch for the benchmark that prices it.
+	ReadSetsOff atomic.Bool
 	// AuditHTTP records audited requests and serves the operator audit API.
 	AuditHTTP *auditmw.Middleware
 	// Evidence is the tamper-evident invocation journal.
@@ -227,6 +235,7 @@ func (a *App) wire(ctx context.Context) error {
 	go func() { defer close(a.bgDone); a.Evidence.Run(bg) }()
 	a.Tasks = newTasks(a)
 	a.Intents = newIntents(a)
+	a.ReadSets = newReadSets(a)
 	a.Kernel = newKernel(a)
 	a.Audit, a.AuditHTTP = newAudit(a)
 	if err := a.recoverCrash(ctx); err != nil {
@@ -442,6 +451,9 @@ func (a *App) Close() error {
 	if a.stopTasks != nil {
 		a.stopTasks()
 		<-a.tasksDone
+	}
+	if a.ReadSets != nil {
+		a.ReadSets.Close()
 	}
 	if a.listener != nil {
 		a.listener.Close()

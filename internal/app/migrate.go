@@ -22,6 +22,7 @@ import (
 	"github.com/webcodex/webcodex/internal/oauth/oauthpg"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/project/projectpg"
+	"github.com/webcodex/webcodex/internal/readset/readsetpg"
 	"github.com/webcodex/webcodex/internal/window/windowpg"
 	"github.com/webcodex/webcodex/internal/workflow/workflowpg"
 )
@@ -82,6 +83,8 @@ func migrationPlan(dataDir string, watermark int64) []dbcopy.Table {
 		{File: TasksDB, From: "task_keys", To: "tasks.task_keys", Key: []string{"name"}},
 		{File: IntentsDB, From: "intents", To: "intents.intents", Key: []string{"session_id"}},
 		{File: IntentsDB, From: "notices", To: "intents.notices", Key: []string{"recipient", "other_session"}},
+		{File: ReadSetsDB, From: "reads", To: "readsets.reads", Key: []string{"session_id", "project", "path"}},
+		{File: ReadSetsDB, From: "notices", To: "readsets.notices", Key: []string{"session_id", "project", "path"}},
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, oauthdb.FileName)); err == nil {
 		plan = append(plan,
@@ -174,7 +177,7 @@ func createSchemas(ctx context.Context, db *pgdb.DB) error {
 	for _, m := range []func(context.Context, *pgdb.DB) error{
 		workflowpg.Migrate, auditpg.Migrate, evidencepg.Migrate, authpg.Migrate, oauthpg.Migrate,
 		projectpg.Migrate, jobspg.Migrate, goalpg.Migrate, windowpg.Migrate, memorypg.Migrate,
-		agenttaskpg.Migrate, intentpg.Migrate,
+		agenttaskpg.Migrate, intentpg.Migrate, readsetpg.Migrate,
 	} {
 		if err := m(ctx, db); err != nil {
 			return err

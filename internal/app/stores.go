@@ -26,6 +26,8 @@ import (
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/project/projectdb"
+	"github.com/webcodex/webcodex/internal/readset"
+	"github.com/webcodex/webcodex/internal/readset/readsetdb"
 	"github.com/webcodex/webcodex/internal/runnerhub"
 	"github.com/webcodex/webcodex/internal/window"
 	"github.com/webcodex/webcodex/internal/window/windowdb"
@@ -56,6 +58,9 @@ const (
 	// IntentsDB holds declared edit intents and their undelivered overlap
 	// notices (decision 0079).
 	IntentsDB = intentdb.FileName
+	// ReadSetsDB holds sessions' read digests and changed_since_read
+	// notices (decision 0080); never file contents.
+	ReadSetsDB = readsetdb.FileName
 )
 
 // BackendSQLite is Stores.Backend for a data directory's SQLite files.
@@ -109,6 +114,7 @@ type Stores struct {
 	Memory   memory.Store
 	Tasks    agenttask.Store
 	Intents  intent.Store
+	ReadSets readset.Store
 
 	// Backend names what serves them: BackendSQLite or the database's
 	// URL without its password.
@@ -223,6 +229,11 @@ func openFiles(ctx context.Context, dataDir string) (*Stores, error) {
 		return fail(IntentsDB, err)
 	}
 	s.Intents, s.closers = is, append(s.closers, is.Close)
+	rs, err := readsetdb.Open(ctx, path(ReadSetsDB))
+	if err != nil {
+		return fail(ReadSetsDB, err)
+	}
+	s.ReadSets, s.closers = rs, append(s.closers, rs.Close)
 	return s, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/webcodex/webcodex/internal/memory/memorypg"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/project/projectpg"
+	"github.com/webcodex/webcodex/internal/readset/readsetpg"
 	"github.com/webcodex/webcodex/internal/window/windowpg"
 	"github.com/webcodex/webcodex/internal/workflow/workflowpg"
 )
@@ -101,6 +102,9 @@ func openStoresIn(ctx context.Context, db *pgdb.DB) (*Stores, error) {
 	}
 	if s.Intents, err = intentpg.Open(ctx, db); err != nil {
 		return fail(intentpg.Schema, err)
+	}
+	if s.ReadSets, err = readsetpg.Open(ctx, db); err != nil {
+		return fail(readsetpg.Schema, err)
 	}
 	w, err := windowpg.Open(ctx, db)
 	if err != nil {

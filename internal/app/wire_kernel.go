@@ -145,7 +145,7 @@ func newKernel(a *App) *kernel.Kernel {
 		Logger:   a.Log,
 		// Peer delivery judges its ack ids before the board does.
 		Ambient: []kernel.Ambient{kernel.PeerDelivery{Windows: a.Windows}, kernel.BoardAttention{Board: newBoard(a)},
-			kernel.RecorderGap{Suggest: a.suggestRecorder}, intentOverlap{a}},
+			kernel.RecorderGap{Suggest: a.suggestRecorder}, intentOverlap{a}, readSetNotices{a}},
 		Observe: func(ctx context.Context, c kernel.Call, res kernel.Result) {
 			a.Windows.Observe(ctx, c.Principal, c.ClientWindow, res.Tool, res.Project, res.Refused, sessionAffinity(res))
 		},

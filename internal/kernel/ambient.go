@@ -6,6 +6,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/intent"
+	"github.com/webcodex/webcodex/internal/readset"
 	"github.com/webcodex/webcodex/internal/window"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
@@ -53,6 +54,9 @@ type AmbientCall struct {
 	// Project (what a failed call managed to change too; none for a dry
 	// run), as the tool reported them (Invocation.Change).
 	ChangedPaths []string
+	// Digests are the whole-file digests the call saw (Invocation.Saw;
+	// none for a dry run).
+	Digests []Digest
 }
 
 // Projections are the ambient blocks of one ToolResult, members of its
@@ -70,6 +74,9 @@ type Projections struct {
 	// Overlap names other sessions' declared intents that meet the
 	// caller's session's intent or the paths this call changed.
 	Overlap *intent.Notice `json:"overlap,omitempty"`
+	// ChangedSinceRead tells the call's session which files it read have
+	// changed since (decision 0080).
+	ChangedSinceRead *readset.Notices `json:"changed_since_read,omitempty"`
 
 	// ackClaimed are the ack ids an earlier projection judged (ids of
 	// the window's peer messages): later ones leave them alone.
@@ -79,7 +86,7 @@ type Projections struct {
 // Empty reports whether p holds no block.
 func (p Projections) Empty() bool {
 	return p.SessionAttention.Empty() && p.PeerMessages.Empty() && p.PeerAwareness == nil && p.RecorderContinuity == nil &&
-		p.Overlap.Empty()
+		p.Overlap.Empty() && p.ChangedSinceRead == nil
 }
 
 // RecorderContinuity is the recorder continuity gap diagnostic: this
@@ -155,7 +162,7 @@ func (k *Kernel) project(ctx context.Context, c Call, inv *Invocation, recorder 
 		ClientWindow: c.ClientWindow, Project: res.Project, BusinessSession: res.BusinessSession, RecordingSessionID: c.RecordingSessionID,
 		Recorder: recorder, AckMessageIDs: c.AckMessageIDs, Began: began, Success: res.Success}
 	if !res.DryRun {
-		ac.ChangedPaths = res.ChangedPaths
+		ac.ChangedPaths, ac.Digests = res.ChangedPaths, inv.sawDigests()
 	}
 	for _, a := range k.ambient {
 		a.Project(ctx, ac, &res.Projections)

@@ -62,6 +62,7 @@ type Invocation struct {
 	attached map[string][]workflow.Event
 	observed []string
 	changed  []string
+	digests  []Digest
 	facts    map[string]string
 	adopted  *workflow.Session
 	dryRun   bool
@@ -80,6 +81,30 @@ func (inv *Invocation) Change(paths ...string) {
 	inv.mu.Lock()
 	inv.changed = append(inv.changed, paths...)
 	inv.mu.Unlock()
+}
+
+// A Digest is the whole-file SHA-256 of a project file as a call saw it:
+// read (the digest read_files reports) or left by the call's write (""
+// for a delete). Only the path and the hex digest, never contents.
+type Digest struct {
+	Path   string
+	SHA256 string
+	Wrote  bool
+}
+
+// Saw records whole-file digests the call observed, for the ambient
+// projections (the read set's changed_since_read). A tool reports a
+// write's digest only for a change it made; a dry run reports none.
+func (inv *Invocation) Saw(ds ...Digest) {
+	inv.mu.Lock()
+	inv.digests = append(inv.digests, ds...)
+	inv.mu.Unlock()
+}
+
+func (inv *Invocation) sawDigests() []Digest {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.digests
 }
 
 // Fact records a bounded key/value fact for the finished event (it is

@@ -43,10 +43,18 @@ func NewTracker(store Store, log *slog.Logger) *Tracker {
 }
 
 // Record queues one call's observations (at most MaxObservationsPerCall;
-// the rest are dropped and counted) without waiting for the store. It
-// reports false when they were dropped: the queue was full or the
-// Tracker closed.
+// the rest, and any that fail Observation.Validate, are dropped and
+// counted) without waiting for the store. It reports false when they
+// were dropped: the queue was full or the Tracker closed.
 func (t *Tracker) Record(obs []Observation) bool {
+	valid := obs[:0:0]
+	for _, o := range obs {
+		if o.Validate() == nil {
+			valid = append(valid, o)
+		}
+	}
+	t.dropped.Add(int64(len(obs) - len(valid)))
+	obs = valid
 	if len(obs) == 0 {
 		return true
 	}

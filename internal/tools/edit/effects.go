@@ -87,7 +87,11 @@ func handler[In, Out any](runners workspace.Runners, op *workspace.Op[In, remote
 	return func(ctx context.Context, inv *kernel.Invocation, in In) (Out, error) {
 		r := runners.For(inv.Project)
 		if _, remote := r.(workspace.Remote); !remote {
-			return effect(ctx, inv.Project, in, invocationEffects(ctx, inv))
+			out, err := effect(ctx, inv.Project, in, invocationEffects(ctx, inv))
+			if err == nil {
+				sawDigests(inv, out)
+			}
+			return out, err
 		}
 		var zero Out
 		if !dryRun(in) {
@@ -113,6 +117,27 @@ func handler[In, Out any](runners workspace.Runners, op *workspace.Op[In, remote
 			inv.Change(res.Written...)
 			recordDiffs(inv, res.Written, res.Diffs)
 		}
+		sawDigests(inv, res.Output)
 		return res.Output, nil
+	}
+}
+
+// sawDigests reports the whole-file digests an edit's output names to
+// the call (kernel.Invocation.Saw): the digest each change left (a
+// write; "" for a delete), and the digest of a file the edit found
+// already as asked (a read). A dry run reports none.
+func sawDigests(inv *kernel.Invocation, out any) {
+	switch o := out.(type) {
+	case ApplyOutput:
+		if o.DryRun {
+			return
+		}
+		ds := make([]kernel.Digest, 0, len(o.Files))
+		for _, f := range o.Files {
+			ds = append(ds, kernel.Digest{Path: f.Path, SHA256: f.SHA256, Wrote: f.Changed})
+		}
+		inv.Saw(ds...)
+	case WriteOutput:
+		inv.Saw(kernel.Digest{Path: o.Path, SHA256: o.SHA256, Wrote: o.Changed})
 	}
 }

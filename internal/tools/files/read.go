@@ -99,6 +99,11 @@ func readFilesHandler(runners workspace.Runners) func(context.Context, *kernel.I
 			return ReadFilesOutput{}, err
 		}
 		inv.Observe(res.Observed...)
+		ds := make([]kernel.Digest, 0, len(res.Output.Files))
+		for _, f := range res.Output.Files {
+			ds = append(ds, kernel.Digest{Path: f.Path, SHA256: f.SHA256})
+		}
+		inv.Saw(ds...)
 		return res.Output, nil
 	}
 }

@@ -138,6 +138,8 @@ func toolResultSchema(t *kernel.Tool) map[string]any {
 					"recorder_continuity": attentionSchema(),
 					// Declared intents' overlap notice (decision 0079).
 					"overlap": attentionSchema(),
+					// The read set's block (decision 0080).
+					"changed_since_read": attentionSchema(),
 				},
 				"additionalProperties": false,
 			},
@@ -156,6 +158,8 @@ func toolResultSchema(t *kernel.Tool) map[string]any {
 					"recorder_continuity": attentionSchema(),
 					// Declared intents' overlap notice (decision 0079).
 					"overlap": attentionSchema(),
+					// The read set's block (decision 0080).
+					"changed_since_read": attentionSchema(),
 				},
 				"additionalProperties": false,
 			},
