@@ -38,6 +38,10 @@ const (
 	// Tracker's writer; a call arriving at a full queue is dropped and
 	// counted, never waited for.
 	QueueCalls = 1024
+	// ReadRefresh is how old a read's time must be for a re-read of the
+	// same digest to refresh it: eviction orders reads by that time, and
+	// repeated reads of an unchanged file within it write nothing.
+	ReadRefresh = time.Minute
 )
 
 // Unknown is Notice.ChangedBy when the change was not a write through the

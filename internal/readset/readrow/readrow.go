@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/readset"
@@ -38,9 +39,38 @@ type Dialect struct {
 	Dollar bool
 }
 
+// rendered caches Dialect.sql by dialect and statement: the statements
+// are a fixed set and the hot path must not rebuild them.
+var rendered sync.Map // renderKey -> string
+
+type renderKey struct {
+	d Dialect
+	q string
+}
+
 // sql prepares a statement: table names qualified, placeholders rewritten.
 func (d Dialect) sql(q string) string {
-	q = strings.NewReplacer("{reads}", d.Prefix+"reads", "{notices}", d.Prefix+"notices", "{path_order}", d.PathOrder).Replace(q)
+	if r, ok := rendered.Load(renderKey{d, q}); ok {
+		return r.(string)
+	}
+	r := d.render(q)
+	rendered.Store(renderKey{d, q}, r)
+	return r
+}
+
+// WriteStatements returns the statements Record and Take run in their
+// write transaction, as d renders them, for a driver to prepare once.
+func (d Dialect) WriteStatements() []string {
+	out := make([]string, 0, 10)
+	for _, q := range []string{notifyOthers, upsertRead, deleteRead, deleteNotice, countReads, evictNotices, evictReads, takeNotices, forgetRead, countNotices} {
+		out = append(out, d.sql(q))
+	}
+	return out
+}
+
+func (d Dialect) render(q string) string {
+	q = strings.NewReplacer("{reads}", d.Prefix+"reads", "{notices}", d.Prefix+"notices", "{path_order}", d.PathOrder,
+		"{refresh_ms}", strconv.FormatInt(readset.ReadRefresh.Milliseconds(), 10)).Replace(q)
 	if !d.Dollar {
 		return q
 	}
@@ -79,9 +109,13 @@ const (
 	ON CONFLICT (session_id, project, path) DO UPDATE SET sha256 = excluded.sha256, changed_by = excluded.changed_by,
 		observed_at_ms = excluded.observed_at_ms
 	WHERE n.sha256 <> excluded.sha256`
-	upsertRead = `INSERT INTO {reads} (session_id, project, path, owner, sha256, read_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+	// A re-read of the same digest refreshes read_at only when it is
+	// readset.ReadRefresh old, so that repeated reads of an unchanged file
+	// write no page.
+	upsertRead = `INSERT INTO {reads} AS r (session_id, project, path, owner, sha256, read_at_ms) VALUES (?, ?, ?, ?, ?, ?)
 	ON CONFLICT (session_id, project, path) DO UPDATE SET owner = excluded.owner, sha256 = excluded.sha256,
-		read_at_ms = excluded.read_at_ms`
+		read_at_ms = excluded.read_at_ms
+	WHERE r.sha256 <> excluded.sha256 OR r.owner <> excluded.owner OR r.read_at_ms <= excluded.read_at_ms - {refresh_ms}`
 	deleteRead   = `DELETE FROM {reads} WHERE session_id = ? AND project = ? AND path = ?`
 	deleteNotice = `DELETE FROM {notices} WHERE session_id = ? AND project = ? AND path = ?`
 	countReads   = `SELECT COUNT(*) FROM {reads} WHERE session_id = ? AND project = ?`
@@ -169,10 +203,12 @@ func evict(ctx context.Context, q Querier, d Dialect, sc scope) error {
 	return nil
 }
 
-// Pending implements readset.Store.
+// Pending implements readset.Store. The read is one index probe and is
+// not interrupted by ctx's cancellation: with a cancellable context the
+// SQLite driver arms a watcher for it, which costs as much as the probe.
 func (s *Store) Pending(ctx context.Context, session, project string) (bool, error) {
 	found := false
-	err := s.Read.Query(ctx, s.Dialect.sql(pending), []any{session, project}, func(Row) error { found = true; return nil })
+	err := s.Read.Query(context.WithoutCancel(ctx), s.Dialect.sql(pending), []any{session, project}, func(Row) error { found = true; return nil })
 	return found, s.StoreError(err)
 }
 

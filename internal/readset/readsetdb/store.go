@@ -38,13 +38,48 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The writer's statements are compiled once: parsing them would cost
+	// as much as running them, on every observation.
+	prepared := map[string]*sql.Stmt{}
+	for _, q := range (readrow.Dialect{}).WriteStatements() {
+		st, err := db.Writer.Prepare(ctx, q)
+		if err != nil {
+			db.Close()
+			return nil, storeError(err)
+		}
+		prepared[q] = st
+	}
 	return &Store{db: db, Store: &readrow.Store{
-		Read:       querier{db.Read},
+		Read:       pool{db},
 		StoreError: storeError,
 		Write: func(ctx context.Context, fn func(q readrow.Querier) error) error {
-			return storeError(db.Writer.DoLazy(ctx, func(ctx context.Context, tx *sql.Tx) error { return fn(querier{tx}) }))
+			return storeError(db.Writer.DoLazy(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				return fn(writeTx{tx: tx, prepared: prepared})
+			}))
 		},
 	}}, nil
+}
+
+// writeTx is a readrow.Querier over the writer's transaction that runs
+// the statements prepared at Open as such.
+type writeTx struct {
+	tx       *sql.Tx
+	prepared map[string]*sql.Stmt
+}
+
+func (w writeTx) Exec(ctx context.Context, query string, args ...any) error {
+	if st := w.prepared[query]; st != nil {
+		_, err := w.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		return err
+	}
+	return querier{w.tx}.Exec(ctx, query, args...)
+}
+
+func (w writeTx) Query(ctx context.Context, query string, args []any, each func(readrow.Row) error) error {
+	if st := w.prepared[query]; st != nil {
+		return scan(w.tx.StmtContext(ctx, st).QueryContext(ctx, args...))(each)
+	}
+	return querier{w.tx}.Query(ctx, query, args, each)
 }
 
 // Close waits for queued writes and closes the database.
@@ -65,17 +100,39 @@ func (q querier) Exec(ctx context.Context, query string, args ...any) error {
 }
 
 func (q querier) Query(ctx context.Context, query string, args []any, each func(readrow.Row) error) error {
-	rows, err := q.c.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows); err != nil {
+	return scan(q.c.QueryContext(ctx, query, args...))(each)
+}
+
+// scan calls each for every row of a query's result.
+func scan(rows *sql.Rows, err error) func(each func(readrow.Row) error) error {
+	return func(each func(readrow.Row) error) error {
+		if err != nil {
 			return err
 		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := each(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
 	}
-	return rows.Err()
+}
+
+// pool is a readrow.Querier over the read pool whose queries run as
+// statements prepared once and cached by text (sqlitedb.DB.Stmt): the
+// per-call pending lookup would otherwise compile its SQL every time.
+type pool struct{ db *sqlitedb.DB }
+
+func (p pool) Exec(ctx context.Context, query string, args ...any) error {
+	return querier{p.db.Read}.Exec(ctx, query, args...)
+}
+
+func (p pool) Query(ctx context.Context, query string, args []any, each func(readrow.Row) error) error {
+	if st := p.db.Stmt(ctx, query); st != nil {
+		return scan(st.QueryContext(ctx, args...))(each)
+	}
+	return querier{p.db.Read}.Query(ctx, query, args, each)
 }
 
 func storeError(err error) error { return sqlitedb.StoreError(err, storeName) }
