@@ -136,9 +136,16 @@ func BenchmarkShellCommand(b *testing.B) {
 
 // benchApp opens an app on a fresh data directory with one project,
 // agent:local:bench.
-func benchApp(b *testing.B) *app.App {
+func benchApp(b *testing.B) *app.App { return benchAppWith(b, nil) }
+
+// benchAppWith is benchApp with tune, when set, changing the
+// configuration.
+func benchAppWith(b *testing.B, tune func(*app.Config)) *app.App {
 	ctx := context.Background()
 	cfg, _ := app.LoadConfig(b.TempDir(), func(string) string { return "" })
+	if tune != nil {
+		tune(&cfg)
+	}
 	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)

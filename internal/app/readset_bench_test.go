@@ -3,8 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
@@ -23,18 +21,7 @@ func BenchmarkReadFilesReadSet(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) { benchReadSet(b, benchApp(b)) })
 	b.Run("postgres", func(b *testing.B) {
 		url := pgtest.URL(b)
-		ctx := context.Background()
-		cfg, _ := app.LoadConfig(b.TempDir(), func(string) string { return "" })
-		cfg.DatabaseURL = url
-		a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { a.Close() })
-		if _, err := a.RegisterProjects(ctx, []string{"bench=" + b.TempDir()}); err != nil {
-			b.Fatal(err)
-		}
-		benchReadSet(b, a)
+		benchReadSet(b, benchAppWith(b, func(c *app.Config) { c.DatabaseURL = url }))
 	})
 }
 

@@ -15,10 +15,14 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/readset"
+	"github.com/webcodex/webcodex/internal/sqlrow"
 )
 
-// Row is one result row.
-type Row interface{ Scan(dest ...any) error }
+// Row and Rows are package sqlrow's.
+type (
+	Row  = sqlrow.Row
+	Rows = sqlrow.Rows
+)
 
 // Querier runs statements written with ? placeholders (a Dialect rewrites
 // them) on one transaction or pool.
@@ -35,27 +39,35 @@ type Dialect struct {
 	// PathOrder follows a path in ORDER BY so that both drivers order
 	// paths by bytes (` COLLATE "C"` on PostgreSQL).
 	PathOrder string
-	// Dollar rewrites ? placeholders to $1, $2, ... (PostgreSQL).
-	Dollar bool
+	// Placeholders, when set, rewrites the ? placeholders
+	// (sqlrow.Dollar on PostgreSQL).
+	Placeholders func(string) string
 }
 
 // rendered caches Dialect.sql by dialect and statement: the statements
 // are a fixed set and the hot path must not rebuild them.
 var rendered sync.Map // renderKey -> string
 
+// renderKey names a rendering; a driver has one Dialect, so whether it
+// rewrites placeholders stands for its function.
 type renderKey struct {
-	d Dialect
-	q string
+	prefix, pathOrder string
+	numbered          bool
+	q                 string
 }
 
 // sql prepares a statement: table names qualified, placeholders rewritten.
 func (d Dialect) sql(q string) string {
-	if r, ok := rendered.Load(renderKey{d, q}); ok {
+	if r, ok := rendered.Load(d.key(q)); ok {
 		return r.(string)
 	}
 	r := d.render(q)
-	rendered.Store(renderKey{d, q}, r)
+	rendered.Store(d.key(q), r)
 	return r
+}
+
+func (d Dialect) key(q string) renderKey {
+	return renderKey{prefix: d.Prefix, pathOrder: d.PathOrder, numbered: d.Placeholders != nil, q: q}
 }
 
 // WriteStatements returns the statements Record and Take run in their
@@ -71,20 +83,10 @@ func (d Dialect) WriteStatements() []string {
 func (d Dialect) render(q string) string {
 	q = strings.NewReplacer("{reads}", d.Prefix+"reads", "{notices}", d.Prefix+"notices", "{path_order}", d.PathOrder,
 		"{refresh_ms}", strconv.FormatInt(readset.ReadRefresh.Milliseconds(), 10)).Replace(q)
-	if !d.Dollar {
+	if d.Placeholders == nil {
 		return q
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return d.Placeholders(q)
 }
 
 // Store is a readset.Store over a driver's statements.

@@ -14,6 +14,7 @@ import (
 	"github.com/webcodex/webcodex/internal/readset"
 	"github.com/webcodex/webcodex/internal/readset/readrow"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
+	"github.com/webcodex/webcodex/internal/sqlrow"
 )
 
 //go:embed migrations/*.sql
@@ -110,12 +111,7 @@ func scan(rows *sql.Rows, err error) func(each func(readrow.Row) error) error {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			if err := each(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		return sqlrow.Each(rows, each)
 	}
 }
 

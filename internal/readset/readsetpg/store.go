@@ -16,6 +16,7 @@ import (
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/readset"
 	"github.com/webcodex/webcodex/internal/readset/readrow"
+	"github.com/webcodex/webcodex/internal/sqlrow"
 )
 
 //go:embed migrations/*.sql
@@ -26,7 +27,7 @@ const Schema = "readsets"
 
 const storeName = "read set store"
 
-var dialect = readrow.Dialect{Prefix: Schema + ".", PathOrder: ` COLLATE "C"`, Dollar: true}
+var dialect = readrow.Dialect{Prefix: Schema + ".", PathOrder: ` COLLATE "C"`, Placeholders: sqlrow.Dollar}
 
 // Store is a readset.Store on PostgreSQL.
 type Store struct{ *readrow.Store }
@@ -74,12 +75,7 @@ func (q querier) Query(ctx context.Context, query string, args []any, each func(
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return sqlrow.Each(rows, each)
 }
 
 func storeError(err error) error { return pgdb.StoreError(err, storeName) }
