@@ -72,7 +72,9 @@ func TestReadSetNoticesPostgres(t *testing.T) {
 // changed_since_read naming x.go, changed by B, and the call after does
 // not repeat it. Then A re-reads, the file changes on disk behind every
 // tool, B reads it: A's next call names it changed by unknown. B, the
-// writer and the observer, is never told of its own change.
+// writer and the observer, is never told of its own change. A dry run
+// of apply_text_edits is told to no one; its delete is told without a
+// new digest.
 func readSetFlow(t *testing.T, s *server, dir string) {
 	ctx := context.Background()
 	flush := func() {
@@ -127,5 +129,69 @@ func readSetFlow(t *testing.T, s *server, dir string) {
 	// B, which observed the change itself, is told nothing.
 	if r := callReadSet(t, s, "read_files", other, b); r.ChangedSinceRead != nil {
 		t.Fatalf("B was told %+v", r.ChangedSinceRead)
+	}
+
+	// A re-reads; B's dry run changes nothing and is told to no one; B's
+	// delete through apply_text_edits is told with no new digest.
+	callReadSet(t, s, "read_files", readX, a)
+	flush()
+	edit := func(change map[string]any, dry bool) {
+		callReadSet(t, s, "apply_text_edits", map[string]any{"project": readSetProject, "changes": []any{change}, "dry_run": dry}, b)
+		flush()
+	}
+	edit(map[string]any{"path": "x.go", "op": "replace", "expected_sha256": filerev.SHA256([]byte(v3)),
+		"edits": []any{map[string]any{"old_text": "3", "new_text": "4"}}}, true)
+	if r := callReadSet(t, s, "read_files", other, a); r.ChangedSinceRead != nil {
+		t.Fatalf("a dry run was told: %+v", r.ChangedSinceRead)
+	}
+	edit(map[string]any{"path": "x.go", "op": "delete", "expected_sha256": filerev.SHA256([]byte(v3))}, false)
+	r = callReadSet(t, s, "read_files", other, a)
+	if n := r.ChangedSinceRead; n == nil || len(n.Files) != 1 || n.Files[0].Path != "x.go" || n.Files[0].ChangedBy != b || n.Files[0].SHA256 != "" {
+		t.Fatalf("after B's delete A got %+v", r.ChangedSinceRead)
+	}
+}
+
+// TestReadSetNoticesMCP: over MCP, with the sessions named as business
+// sessions (session_id) rather than recorders, B's write reaches A's next
+// result as changed_since_read (in structuredContent and the sidecar),
+// once.
+func TestReadSetNoticesMCP(t *testing.T) {
+	dir := rawProjectDir(t)
+	s := startApp(t, t.TempDir(), "rs="+dir)
+	defer s.stop(t)
+	ctx := context.Background()
+	if err := os.WriteFile(filepath.Join(dir, "x.go"), []byte("package x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs := connectMCP(t, s, "", nil)
+	var a, b string
+	decodeInto(t, mcpOK(t, cs, "work_on_project", map[string]any{"project": readSetProject, "instruction": "read"}).Output["session_id"], &a)
+	decodeInto(t, mcpOK(t, cs, "work_on_project", map[string]any{"project": readSetProject, "instruction": "edit"}).Output["session_id"], &b)
+	read := func(session, path string) *readset.Notices {
+		t.Helper()
+		r, raw := callMCP(t, cs, "read_files", map[string]any{"project": readSetProject, "session_id": session,
+			"files": []any{map[string]any{"path": path}}}, nil)
+		var n struct {
+			N *readset.Notices `json:"changed_since_read"`
+		}
+		if !r.Success || json.Unmarshal(raw, &n) != nil {
+			t.Fatalf("read_files: %+v", r.Error)
+		}
+		if err := s.a.ReadSets.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return n.N
+	}
+	read(a, "x.go")
+	mcpOK(t, cs, "write_project_file", map[string]any{"project": readSetProject, "session_id": b, "path": "x.go",
+		"content": "package y\n", "expected_sha256": filerev.SHA256([]byte("package x\n"))})
+	if err := s.a.ReadSets.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := read(a, "a.txt"); n == nil || len(n.Files) != 1 || n.Files[0].Path != "x.go" || n.Files[0].ChangedBy != b {
+		t.Fatalf("A's next MCP result carried %+v", n)
+	}
+	if n := read(a, "a.txt"); n != nil {
+		t.Fatalf("told twice: %+v", n)
 	}
 }
