@@ -154,7 +154,7 @@ func readSetFlow(t *testing.T, s *server, dir string) {
 // TestReadSetNoticesMCP: over MCP, with the sessions named as business
 // sessions (session_id) rather than recorders, B's write reaches A's next
 // result as changed_since_read (in structuredContent and the sidecar),
-// once.
+// once; close_session forgets A's read set.
 func TestReadSetNoticesMCP(t *testing.T) {
 	dir := rawProjectDir(t)
 	s := startApp(t, t.TempDir(), "rs="+dir)
@@ -193,5 +193,16 @@ func TestReadSetNoticesMCP(t *testing.T) {
 	}
 	if n := read(a, "a.txt"); n != nil {
 		t.Fatalf("told twice: %+v", n)
+	}
+	// Closing A forgets its read set.
+	if rs, err := s.a.Stores.ReadSets.Reads(ctx, a, readSetProject); err != nil || len(rs) == 0 {
+		t.Fatalf("A's read set before close: %v %v", rs, err)
+	}
+	mcpOK(t, cs, "close_session", map[string]any{"session_id": a})
+	if err := s.a.ReadSets.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := s.a.Stores.ReadSets.Reads(ctx, a, readSetProject); err != nil || len(rs) != 0 {
+		t.Fatalf("A's read set after close: %v %v", rs, err)
 	}
 }

@@ -48,6 +48,9 @@ func NewRegistry(a *App) *kernel.Registry {
 			if a.Shells != nil {
 				a.Shells.CloseSession(id)
 			}
+			if a.ReadSets != nil {
+				a.ReadSets.Forget(id)
+			}
 			if a.Hub != nil {
 				closeRunnerSession(a, id)
 			}

@@ -130,6 +130,9 @@ type Store interface {
 	Take(ctx context.Context, session, project string, limit int) ([]Notice, int, error)
 	// Reads returns session's read set on project, most recent first.
 	Reads(ctx context.Context, session, project string) ([]Read, error)
+	// Forget removes every read and pending notice of the sessions (on
+	// any project), in one transaction: a closed session reads no more.
+	Forget(ctx context.Context, sessions []string) error
 }
 
 // Validate reports whether o can be recorded: a project, a path and an

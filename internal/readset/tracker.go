@@ -28,9 +28,11 @@ type Tracker struct {
 	failed  atomic.Int64
 }
 
-// item is one queued call's observations, or a flush marker (flushed set).
+// item is one queued call's observations, a closed session to forget,
+// or a flush marker (flushed set).
 type item struct {
 	obs     []Observation
+	forget  string
 	flushed chan struct{}
 }
 
@@ -76,6 +78,24 @@ func (t *Tracker) Record(obs []Observation) bool {
 		if n := t.dropped.Add(int64(len(obs))); n-int64(len(obs)) == 0 || (n-int64(len(obs)))/1000 != n/1000 {
 			t.log.Warn("read set: queue full, observations dropped", "dropped_total", n)
 		}
+		return false
+	}
+}
+
+// Forget queues the removal of session's read set and notices (it was
+// closed), behind the caller like Record; it reports false when the
+// queue was full or the Tracker closed (the rows then stay, bounded).
+func (t *Tracker) Forget(session string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed || session == "" {
+		return false
+	}
+	select {
+	case t.queue <- item{forget: session}:
+		return true
+	default:
+		t.log.Warn("read set: queue full, a closed session's read set is kept", "session", session)
 		return false
 	}
 }
@@ -129,12 +149,17 @@ func (t *Tracker) Close() {
 func (t *Tracker) write() {
 	defer close(t.done)
 	for first := range t.queue {
-		batch, flushed := t.gather(first)
+		batch, forget, flushed := t.gather(first)
 		if len(batch) > 0 {
 			if err := t.store.Record(context.Background(), batch); err != nil {
 				t.failed.Add(int64(len(batch)))
 				t.log.Warn("read set: recording observations failed", "observations", len(batch), "err", err)
 			}
+		}
+		// After the batch: a forgotten session's own last observations
+		// are gone with it.
+		if err := t.store.Forget(context.Background(), forget); err != nil {
+			t.log.Warn("read set: forgetting closed sessions failed", "sessions", len(forget), "err", err)
 		}
 		for _, f := range flushed {
 			close(f)
@@ -143,11 +168,12 @@ func (t *Tracker) write() {
 }
 
 // gather takes first and whatever else is queued now.
-func (t *Tracker) gather(first item) ([]Observation, []chan struct{}) {
-	var batch []Observation
-	var flushed []chan struct{}
+func (t *Tracker) gather(first item) (batch []Observation, forget []string, flushed []chan struct{}) {
 	add := func(it item) {
 		batch = append(batch, it.obs...)
+		if it.forget != "" {
+			forget = append(forget, it.forget)
+		}
 		if it.flushed != nil {
 			flushed = append(flushed, it.flushed)
 		}
@@ -157,14 +183,14 @@ func (t *Tracker) gather(first item) ([]Observation, []chan struct{}) {
 		select {
 		case it, ok := <-t.queue:
 			if !ok {
-				return batch, flushed
+				return batch, forget, flushed
 			}
 			add(it)
 		default:
-			return batch, flushed
+			return batch, forget, flushed
 		}
 	}
-	return batch, flushed
+	return batch, forget, flushed
 }
 
 // Take returns session's changed_since_read block on project, nil when

@@ -15,8 +15,10 @@ import (
 
 // TestBounds pins the read set's bounds.
 func TestBounds(t *testing.T) {
-	if readset.MaxReadsPerSession != 512 || readset.MaxNoticesPerResult != 20 || readset.MaxObservationsPerCall != 64 || readset.QueueCalls != 1024 {
-		t.Fatalf("bounds changed: %d %d %d %d", readset.MaxReadsPerSession, readset.MaxNoticesPerResult, readset.MaxObservationsPerCall, readset.QueueCalls)
+	if readset.MaxReadsPerSession != 512 || readset.MaxNoticesPerResult != 20 || readset.MaxObservationsPerCall != 64 ||
+		readset.QueueCalls != 1024 || readset.ReadRefresh != time.Minute {
+		t.Fatalf("bounds changed: %d %d %d %d %s", readset.MaxReadsPerSession, readset.MaxNoticesPerResult, readset.MaxObservationsPerCall,
+			readset.QueueCalls, readset.ReadRefresh)
 	}
 }
 
@@ -137,6 +139,26 @@ func TestTrackerSkipsInvalid(t *testing.T) {
 	rs, err := st.Reads(context.Background(), "wc_sess_a", "agent:local:p")
 	if err != nil || len(rs) != 1 || rs[0].Path != "x.go" || tr.Dropped() != 1 || tr.Failed() != 0 {
 		t.Fatalf("reads %v %v, dropped %d failed %d", rs, err, tr.Dropped(), tr.Failed())
+	}
+}
+
+// TestTrackerForget: a forgotten session's read set is removed behind the
+// caller, after the observations queued before it.
+func TestTrackerForget(t *testing.T) {
+	st := openStore(t)
+	tr := readset.NewTracker(st, quiet)
+	defer tr.Close()
+	tr.Record([]readset.Observation{obs("wc_sess_a", "x.go", 1), obs("wc_sess_b", "x.go", 1)})
+	if !tr.Forget("wc_sess_a") || tr.Forget("") {
+		t.Fatal("Forget refused a session, or took none")
+	}
+	if err := tr.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := st.Reads(context.Background(), "wc_sess_a", "agent:local:p")
+	b, _ := st.Reads(context.Background(), "wc_sess_b", "agent:local:p")
+	if len(a) != 0 || len(b) != 1 {
+		t.Fatalf("after Forget: %v %v", a, b)
 	}
 }
 

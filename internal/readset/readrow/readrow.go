@@ -73,8 +73,8 @@ func (d Dialect) key(q string) renderKey {
 // WriteStatements returns the statements Record and Take run in their
 // write transaction, as d renders them, for a driver to prepare once.
 func (d Dialect) WriteStatements() []string {
-	out := make([]string, 0, 10)
-	for _, q := range []string{notifyOthers, upsertRead, deleteRead, deleteNotice, countReads, evictNotices, evictReads, takeNotices, forgetRead, countNotices} {
+	out := make([]string, 0, 12)
+	for _, q := range []string{notifyOthers, upsertRead, deleteRead, deleteNotice, countReads, evictNotices, evictReads, takeNotices, forgetRead, countNotices, forgetReads, forgetNotices} {
 		out = append(out, d.sql(q))
 	}
 	return out
@@ -128,9 +128,11 @@ const (
 	takeNotices  = `DELETE FROM {notices} WHERE session_id = ? AND project = ? AND path IN (
 		SELECT path FROM {notices} WHERE session_id = ? AND project = ? ORDER BY observed_at_ms, path{path_order} LIMIT ?)
 	RETURNING path, read_sha256, sha256, changed_by, observed_at_ms`
-	forgetRead   = `DELETE FROM {reads} WHERE session_id = ? AND project = ? AND path = ? AND sha256 = ?`
-	countNotices = `SELECT COUNT(*) FROM {notices} WHERE session_id = ? AND project = ?`
-	listReads    = `SELECT path, sha256, read_at_ms FROM {reads} WHERE session_id = ? AND project = ? ORDER BY read_at_ms DESC, path{path_order}`
+	forgetRead    = `DELETE FROM {reads} WHERE session_id = ? AND project = ? AND path = ? AND sha256 = ?`
+	countNotices  = `SELECT COUNT(*) FROM {notices} WHERE session_id = ? AND project = ?`
+	forgetReads   = `DELETE FROM {reads} WHERE session_id = ?`
+	forgetNotices = `DELETE FROM {notices} WHERE session_id = ?`
+	listReads     = `SELECT path, sha256, read_at_ms FROM {reads} WHERE session_id = ? AND project = ? ORDER BY read_at_ms DESC, path{path_order}`
 )
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
@@ -264,4 +266,21 @@ func (s *Store) Reads(ctx context.Context, session, project string) ([]readset.R
 		return nil
 	})
 	return out, s.StoreError(err)
+}
+
+// Forget implements readset.Store in one write transaction.
+func (s *Store) Forget(ctx context.Context, sessions []string) error {
+	if len(sessions) == 0 {
+		return nil
+	}
+	return s.Write(ctx, func(q Querier) error {
+		for _, id := range sessions {
+			for _, stmt := range []string{forgetReads, forgetNotices} {
+				if err := q.Exec(ctx, s.Dialect.sql(stmt), id); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }

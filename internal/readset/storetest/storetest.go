@@ -59,6 +59,7 @@ func Run(t *testing.T, open Open) {
 		{"NoNoticeForOwnChange", ownChange}, {"RereadClears", rereadClears}, {"UnknownObserver", unknownObserver},
 		{"DeleteAndUnknownDigest", deleteAndUnknown}, {"OwnerIsolation", ownerIsolation}, {"TakeBound", takeBound},
 		{"BadInputChangesNothing", badInput}, {"ConcurrentTakesDeliverOnce", concurrentTakes},
+		{"RereadRefreshesLate", rereadRefreshesLate}, {"Forget", forget},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := open(t)
@@ -324,5 +325,37 @@ func concurrentTakes(t *testing.T, st, second readset.Store) {
 		if errs[0] != nil || errs[1] != nil || got[0]+got[1] != 1 {
 			t.Fatalf("round %d: delivered %v times (%v)", round, got, errs)
 		}
+	}
+}
+
+// rereadRefreshesLate: a re-read of the same digest keeps the read's
+// time until it is ReadRefresh old, then refreshes it.
+func rereadRefreshesLate(t *testing.T, st, _ readset.Store) {
+	record(t, st, read(alice, sess1, "x.go", 1, 0))
+	record(t, st, read(alice, sess1, "x.go", 1, readset.ReadRefresh-time.Millisecond))
+	if got := reads(t, st, sess1); !strings.HasSuffix(got, "@0;") {
+		t.Fatalf("refreshed early: %s", got)
+	}
+	record(t, st, read(alice, sess1, "x.go", 1, readset.ReadRefresh))
+	if got, want := reads(t, st, sess1), fmt.Sprintf("@%d;", readset.ReadRefresh.Milliseconds()); !strings.HasSuffix(got, want) {
+		t.Fatalf("not refreshed: %s, want %s", got, want)
+	}
+}
+
+// forget: a forgotten session's reads and notices are gone on every
+// project; other sessions' are kept.
+func forget(t *testing.T, st, second readset.Store) {
+	elsewhere := read(alice, sess1, "x.go", 1, 0)
+	elsewhere.Project = other
+	record(t, st, read(alice, sess1, "x.go", 1, 0), elsewhere, read(alice, sess2, "x.go", 1, 0))
+	record(t, st, wrote(alice, sess3, "x.go", 2, time.Millisecond))
+	if err := second.Forget(context.Background(), []string{sess1}); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := st.Reads(context.Background(), sess1, other); err != nil || len(rs) != 0 || reads(t, st, sess1) != "" || pending(t, st, sess1) {
+		t.Fatalf("sess1 kept %v %v", rs, err)
+	}
+	if !pending(t, st, sess2) || reads(t, st, sess2) == "" {
+		t.Fatal("another session's read set was forgotten")
 	}
 }
