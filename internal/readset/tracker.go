@@ -49,14 +49,7 @@ func NewTracker(store Store, log *slog.Logger) *Tracker {
 // counted) without waiting for the store. It reports false when they
 // were dropped: the queue was full or the Tracker closed.
 func (t *Tracker) Record(obs []Observation) bool {
-	valid := obs[:0:0]
-	for _, o := range obs {
-		if o.Validate() == nil {
-			valid = append(valid, o)
-		}
-	}
-	t.dropped.Add(int64(len(obs) - len(valid)))
-	obs = valid
+	obs = t.valid(obs)
 	if len(obs) == 0 {
 		return true
 	}
@@ -80,6 +73,25 @@ func (t *Tracker) Record(obs []Observation) bool {
 		}
 		return false
 	}
+}
+
+// valid returns obs without the observations that fail
+// Observation.Validate (counted as dropped); obs itself when all pass.
+func (t *Tracker) valid(obs []Observation) []Observation {
+	for i, o := range obs {
+		if o.Validate() == nil {
+			continue
+		}
+		kept := append(make([]Observation, 0, len(obs)-1), obs[:i]...)
+		for _, o := range obs[i+1:] {
+			if o.Validate() == nil {
+				kept = append(kept, o)
+			}
+		}
+		t.dropped.Add(int64(len(obs) - len(kept)))
+		return kept
+	}
+	return obs
 }
 
 // Forget queues the removal of session's read set and notices (it was
