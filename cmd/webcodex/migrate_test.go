@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
+	"github.com/webcodex/webcodex/internal/project/filerev"
 )
 
 // TestMigrateToPostgres fills a data directory through a real server,
@@ -69,11 +71,17 @@ func TestMigrateToPostgres(t *testing.T) {
 	}
 	json.Unmarshal(call(srv.base, "work_on_project", map[string]any{"project": "agent:local:demo", "instruction": "overlap"}, ""), &second)
 	call(srv.base, "declare_intent", map[string]any{"session_id": second.SessionID, "paths": []string{"*.txt"}}, "")
+	// Last (the session's next call would take the notice), a change by a
+	// call without a session: the session's read of a.txt and its pending
+	// notice fill both tables of readsets.db.
+	call(srv.base, "write_project_file", map[string]any{"project": "agent:local:demo", "path": "a.txt", "content": "b",
+		"expected_sha256": filerev.SHA256([]byte("a"))}, "")
 	stopServe(t, srv)
 
 	out := mustRun(t, "migrate", "--from", data, "--to", dbURL)
 	if !strings.Contains(out, "Copied and verified") || !strings.Contains(out, "workflow.sessions") || !strings.Contains(out, "evidence.records") ||
-		!strings.Contains(out, "tasks.attempts") || !strings.Contains(out, "intents.notices") {
+		!strings.Contains(out, "tasks.attempts") || !strings.Contains(out, "intents.notices") ||
+		!regexp.MustCompile(`readsets\.reads +1 `).MatchString(out) || !regexp.MustCompile(`readsets\.notices +1 `).MatchString(out) {
 		t.Fatalf("migrate:\n%s", out)
 	}
 	again, err := run(t, "migrate", "--from", data, "--to", dbURL)
