@@ -5,15 +5,23 @@ import (
 
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/readset"
+	"github.com/webcodex/webcodex/internal/readset/readsetpg"
 )
 
 // newReadSets is the read-set Tracker over readsets.db (or schema
-// readsets), or nil for an app without stores.
+// readsets), or nil for an app without stores. On PostgreSQL it watches
+// the listener's topic of readsetpg.Channel, so that a notice another
+// replica made reaches its session's next call here.
 func newReadSets(a *App) *readset.Tracker {
 	if a.Stores == nil || a.Stores.ReadSets == nil {
 		return nil
 	}
-	return readset.NewTracker(a.Stores.ReadSets, a.Log)
+	t := readset.NewTracker(a.Stores.ReadSets, a.Log)
+	if a.listener != nil {
+		topic := a.listener.Topic(readsetpg.Channel)
+		t.WatchChanges(func() (<-chan struct{}, func()) { return topic.Subscribe("") })
+	}
+	return t
 }
 
 // readSetNotices is the Ambient of read sets (decision 0080): a project

@@ -34,6 +34,10 @@ const (
 	// call that observed more is recorded up to the bound (the rest are
 	// counted as dropped).
 	MaxObservationsPerCall = 64
+	// MaxCleanScopes bounds the sessions (per project) a Tracker
+	// remembers as having nothing pending; past it the memory is cleared
+	// and each session's next call reads the store once again.
+	MaxCleanScopes = 4096
 	// QueueCalls bounds the calls whose observations wait for the
 	// Tracker's writer; a call arriving at a full queue is dropped and
 	// counted, never waited for.
@@ -116,8 +120,9 @@ type Store interface {
 	// ChangedBy is Session when Wrote and Session is of the reader's
 	// Owner, else Unknown); then Session's own read of the path becomes
 	// SHA256 (removed when SHA256 is ""), its pending notice for the path
-	// is cleared, and its read set is cut to MaxReadsPerSession.
-	Record(ctx context.Context, obs []Observation) error
+	// is cleared, and its read set is cut to MaxReadsPerSession. notified
+	// reports whether it made or changed a pending notice.
+	Record(ctx context.Context, obs []Observation) (notified bool, err error)
 	// Pending reports whether session has a pending notice on project
 	// (one indexed read).
 	Pending(ctx context.Context, session, project string) (bool, error)

@@ -26,7 +26,25 @@ type Tracker struct {
 	done    chan struct{}
 	dropped atomic.Int64
 	failed  atomic.Int64
+
+	// epoch moves whenever a notice may have been made since: this
+	// Tracker's writer made one, or Changed was called (another
+	// process's writer did, or may have). clean holds, for a session and
+	// project, the epoch at which Take last found nothing pending there;
+	// while the epoch has not moved, Take skips the store.
+	epoch   atomic.Uint64
+	cleanMu sync.Mutex
+	clean   map[scope]uint64
+	probes  atomic.Int64
+	// subscribe, wake and unsubscribe are the other processes' signal
+	// (WatchChanges), guarded by cleanMu; nil without one.
+	subscribe   func() (<-chan struct{}, func())
+	wake        <-chan struct{}
+	unsubscribe func()
 }
+
+// scope is a session on a project.
+type scope struct{ session, project string }
 
 // item is one queued call's observations, a closed session to forget,
 // or a flush marker (flushed set).
@@ -39,7 +57,7 @@ type item struct {
 // NewTracker starts a Tracker over store; log receives the writer's
 // failures. Close stops it.
 func NewTracker(store Store, log *slog.Logger) *Tracker {
-	t := &Tracker{store: store, log: log, queue: make(chan item, QueueCalls), done: make(chan struct{})}
+	t := &Tracker{store: store, log: log, queue: make(chan item, QueueCalls), done: make(chan struct{}), clean: map[scope]uint64{}}
 	go t.write()
 	return t
 }
@@ -154,6 +172,12 @@ func (t *Tracker) Close() {
 	close(t.queue)
 	t.mu.Unlock()
 	<-t.done
+	t.cleanMu.Lock()
+	if t.unsubscribe != nil {
+		t.unsubscribe()
+		t.wake, t.subscribe, t.unsubscribe = nil, nil, nil
+	}
+	t.cleanMu.Unlock()
 }
 
 // write is the writer goroutine: it gathers every queued call into one
@@ -163,9 +187,15 @@ func (t *Tracker) write() {
 	for first := range t.queue {
 		batch, forget, flushed := t.gather(first)
 		if len(batch) > 0 {
-			if err := t.store.Record(context.Background(), batch); err != nil {
+			notified, err := t.store.Record(context.Background(), batch)
+			if err != nil {
 				t.failed.Add(int64(len(batch)))
 				t.log.Warn("read set: recording observations failed", "observations", len(batch), "err", err)
+			}
+			if notified || err != nil {
+				// After the commit (an error may hide one): a Take that
+				// read the epoch before it probes again.
+				t.Changed()
 			}
 		}
 		// After the batch: a forgotten session's own last observations
@@ -205,8 +235,52 @@ func (t *Tracker) gather(first item) (batch []Observation, forget []string, flus
 	return batch, forget, flushed
 }
 
+// Changed tells t that a notice may have been made by another process:
+// every session's next Take reads the store again.
+func (t *Tracker) Changed() { t.epoch.Add(1) }
+
+// WatchChanges gives t the signal of notices made by other processes:
+// subscribe returns a channel closed at the next such notice (or when
+// some may have been missed) and a function that ends the subscription.
+// On PostgreSQL it is the listener's topic of readsetpg.Channel. Take
+// checks it first, without waiting: once closed, it subscribes again and
+// calls Changed, so a notice whose signal arrived before a Take is seen
+// by that Take. Call it before t is used.
+func (t *Tracker) WatchChanges(subscribe func() (<-chan struct{}, func())) {
+	t.cleanMu.Lock()
+	defer t.cleanMu.Unlock()
+	t.subscribe = subscribe
+	t.wake, t.unsubscribe = subscribe()
+}
+
+// cached reports whether s was found clean at the current epoch, after
+// taking in a signal of other processes' notices; it returns the epoch.
+func (t *Tracker) cached(s scope) (bool, uint64) {
+	t.cleanMu.Lock()
+	defer t.cleanMu.Unlock()
+	if t.wake != nil {
+		select {
+		case <-t.wake:
+			t.unsubscribe()
+			t.wake, t.unsubscribe = t.subscribe()
+			t.Changed()
+		default:
+		}
+	}
+	epoch := t.epoch.Load()
+	at, known := t.clean[s]
+	return known && at == epoch, epoch
+}
+
+// Probes counts the store reads Take made to learn whether anything is
+// pending (the reads its cache of clean sessions saved are not counted).
+func (t *Tracker) Probes() int64 { return t.probes.Load() }
+
 // Take returns session's changed_since_read block on project, nil when
-// nothing is pending: one indexed read when nothing is, and otherwise a
+// nothing is pending: no read at all when Take found nothing there before
+// and no notice was made since (as far as this process knows: one made
+// by another replica is seen once its notification arrives), else one
+// indexed read when nothing is, and otherwise a
 // transaction that removes what it delivers, so a notice is delivered
 // once even to concurrent calls on several replicas. skip names paths the
 // call itself just observed: their notices are removed unshown (the call
@@ -215,9 +289,25 @@ func (t *Tracker) Take(ctx context.Context, session, project string, skip map[st
 	if session == "" {
 		return nil, nil
 	}
+	sc := scope{session, project}
+	clean, epoch := t.cached(sc)
+	if clean {
+		return nil, nil
+	}
+	t.probes.Add(1)
 	ok, err := t.store.Pending(ctx, session, project)
-	if err != nil || !ok {
+	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		// Clean as of epoch: a notice made after the probe moved it.
+		t.cleanMu.Lock()
+		if len(t.clean) >= MaxCleanScopes {
+			clear(t.clean)
+		}
+		t.clean[sc] = epoch
+		t.cleanMu.Unlock()
+		return nil, nil
 	}
 	ns, total, err := t.store.Take(ctx, session, project, MaxNoticesPerResult)
 	if err != nil {

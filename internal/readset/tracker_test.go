@@ -30,7 +30,7 @@ type gated struct {
 	release chan struct{}
 }
 
-func (g *gated) Record(ctx context.Context, obs []readset.Observation) error {
+func (g *gated) Record(ctx context.Context, obs []readset.Observation) (bool, error) {
 	select {
 	case g.entered <- struct{}{}:
 	default:
@@ -174,5 +174,80 @@ func TestTrackerClose(t *testing.T) {
 	}
 	if tr.Record([]readset.Observation{obs("wc_sess_a", "y.go", 1)}) || tr.Dropped() != 1 || tr.Flush(context.Background()) != nil {
 		t.Fatal("a closed Tracker took a call")
+	}
+}
+
+// TestTrackerSkipsSessionsWithNothingPending: a session Take found clean
+// costs no store read until a notice may exist: one made by the
+// Tracker's own writer, one another process signals (WatchChanges), or
+// Changed. A notice another process made without a signal is, by
+// contract, seen only after one.
+func TestTrackerSkipsSessionsWithNothingPending(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	tr := readset.NewTracker(st, quiet)
+	defer tr.Close()
+	signal := make(chan struct{})
+	subscriptions := 0
+	tr.WatchChanges(func() (<-chan struct{}, func()) { subscriptions++; return signal, func() {} })
+	const project = "agent:local:p"
+	wrote := func(session string, n int) readset.Observation {
+		o := obs(session, "x.go", n)
+		o.Wrote = true
+		return o
+	}
+	take := func(wantFiles, wantProbes int) {
+		t.Helper()
+		n, err := tr.Take(ctx, "s1", project, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := 0
+		if n != nil {
+			files = len(n.Files)
+		}
+		if files != wantFiles || tr.Probes() != int64(wantProbes) {
+			t.Fatalf("took %d files with %d probes, want %d with %d", files, tr.Probes(), wantFiles, wantProbes)
+		}
+	}
+	take(0, 1)
+	take(0, 1) // clean: no read
+
+	// A notice made by the Tracker's own writer.
+	tr.Record([]readset.Observation{obs("s1", "x.go", 1)})
+	tr.Record([]readset.Observation{wrote("s2", 2)})
+	if err := tr.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	take(1, 2)
+	take(0, 3)
+	take(0, 3)
+
+	// A notice another process made: unseen until its signal arrives.
+	tr.Record([]readset.Observation{obs("s1", "x.go", 2)})
+	if err := tr.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	take(0, 3)
+	if _, err := st.Record(ctx, []readset.Observation{wrote("s3", 3)}); err != nil {
+		t.Fatal(err)
+	}
+	take(0, 3)
+	close(signal)
+	signal = make(chan struct{})
+	take(1, 4)
+	if subscriptions != 2 {
+		t.Fatalf("%d subscriptions, want the first and one after the signal", subscriptions)
+	}
+	take(0, 5)
+	tr.Changed()
+	take(0, 6)
+}
+
+// TestMaxCleanScopes pins the bound on the sessions a Tracker remembers
+// as clean.
+func TestMaxCleanScopes(t *testing.T) {
+	if readset.MaxCleanScopes != 4096 {
+		t.Fatalf("MaxCleanScopes = %d, want 4096", readset.MaxCleanScopes)
 	}
 }

@@ -25,23 +25,11 @@ func open(t *testing.T, db *pgdb.DB) *agenttaskpg.Store {
 	return st
 }
 
-// replicas returns a fresh database and a second pool on it, as a second
-// replica holds.
-func replicas(t *testing.T) (*pgdb.DB, *pgdb.DB) {
-	db := pgtest.Open(t)
-	second, err := pgdb.Open(context.Background(), db.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(second.Close)
-	return db, second
-}
-
 // TestContract runs the suite; the second handle is a second pool on the
 // same database, as a second replica holds.
 func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) (storetest.Store, storetest.Store) {
-		db, second := replicas(t)
+		db, second := pgtest.Replicas(t)
 		return open(t, db), open(t, second)
 	})
 }
@@ -54,7 +42,7 @@ func TestContract(t *testing.T) {
 // attempt.
 func TestMutateLocksTheTask(t *testing.T) {
 	ctx := context.Background()
-	db, second := replicas(t)
+	db, second := pgtest.Replicas(t)
 	a, b := open(t, db), open(t, second)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	svcA, svcB := agenttask.NewService(a), agenttask.NewService(b)
@@ -122,7 +110,7 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 // on the other.
 func TestEventsWakeAcrossReplicas(t *testing.T) {
 	ctx := context.Background()
-	db, second := replicas(t)
+	db, second := pgtest.Replicas(t)
 	l := pgnotify.Start(ctx, db, slog.New(slog.DiscardHandler))
 	t.Cleanup(l.Close)
 	topic := l.Topic(agenttaskpg.Channel)

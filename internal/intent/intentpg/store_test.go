@@ -6,7 +6,6 @@ import (
 
 	"github.com/webcodex/webcodex/internal/intent/intentpg"
 	"github.com/webcodex/webcodex/internal/intent/storetest"
-	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 )
 
@@ -14,12 +13,7 @@ import (
 // same database, as a second replica holds.
 func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) (storetest.Store, storetest.Store) {
-		db := pgtest.Open(t)
-		second, err := pgdb.Open(context.Background(), db.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(second.Close)
+		db, second := pgtest.Replicas(t)
 		a, err := intentpg.Open(context.Background(), db)
 		if err != nil {
 			t.Fatal(err)

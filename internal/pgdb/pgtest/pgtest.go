@@ -88,6 +88,19 @@ func Open(t testing.TB) *pgdb.DB {
 	return db
 }
 
+// Replicas returns two pools on one new, empty database for t, as two
+// replicas of a server hold; both are closed when t ends.
+func Replicas(t testing.TB) (*pgdb.DB, *pgdb.DB) {
+	t.Helper()
+	db := Open(t)
+	second, err := pgdb.Open(context.Background(), db.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(second.Close)
+	return db, second
+}
+
 // AwaitLockWait returns once a backend of db's database waits for a lock
 // (pg_stat_activity), the proof that a lock a test holds makes the other
 // side wait; it fails the test if done reports first (what, the other

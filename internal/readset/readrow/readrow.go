@@ -42,6 +42,10 @@ type Dialect struct {
 	// Placeholders, when set, rewrites the ? placeholders
 	// (sqlrow.Dollar on PostgreSQL).
 	Placeholders func(string) string
+	// Notify, when set, is a statement run in a Record transaction that
+	// made a notice (a NOTIFY on PostgreSQL, so that every replica's
+	// Tracker knows its cache of sessions without notices is stale).
+	Notify string
 }
 
 // rendered caches Dialect.sql by dialect and statement: the statements
@@ -110,7 +114,8 @@ const (
 	FROM {reads} r WHERE r.project = ? AND r.path = ? AND r.session_id <> ? AND r.sha256 <> ?
 	ON CONFLICT (session_id, project, path) DO UPDATE SET sha256 = excluded.sha256, changed_by = excluded.changed_by,
 		observed_at_ms = excluded.observed_at_ms
-	WHERE n.sha256 <> excluded.sha256`
+	WHERE n.sha256 <> excluded.sha256
+	RETURNING session_id`
 	// A re-read of the same digest refreshes read_at only when it is
 	// readset.ReadRefresh old, so that repeated reads of an unchanged file
 	// write no page.
@@ -140,41 +145,49 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
 // Record implements readset.Store in one write transaction.
-func (s *Store) Record(ctx context.Context, obs []readset.Observation) error {
+func (s *Store) Record(ctx context.Context, obs []readset.Observation) (bool, error) {
 	for _, o := range obs {
 		if err := o.Validate(); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return s.Write(ctx, func(q Querier) error { return record(ctx, q, s.Dialect, obs) })
+	notified := false
+	err := s.Write(ctx, func(q Querier) (err error) {
+		notified, err = record(ctx, q, s.Dialect, obs)
+		return err
+	})
+	return notified, err
 }
 
 type scope struct{ session, project string }
 
-func record(ctx context.Context, q Querier, d Dialect, obs []readset.Observation) error {
+// record applies obs on q and reports whether it made or changed a
+// notice (running d.Notify once when it did).
+func record(ctx context.Context, q Querier, d Dialect, obs []readset.Observation) (notified bool, err error) {
 	var touched []scope
+	made := false
 	for _, o := range obs {
 		var by string
 		if o.Wrote {
 			by = o.Session
 		}
-		if err := q.Exec(ctx, d.sql(notifyOthers), o.SHA256, o.Owner, by, by, ms(o.At), o.Project, o.Path, o.Session, o.SHA256); err != nil {
-			return err
+		if err := q.Query(ctx, d.sql(notifyOthers), []any{o.SHA256, o.Owner, by, by, ms(o.At), o.Project, o.Path, o.Session, o.SHA256},
+			func(Row) error { made = true; return nil }); err != nil {
+			return false, err
 		}
 		if o.Session == "" {
 			continue
 		}
-		var err error
 		if o.SHA256 != "" {
 			err = q.Exec(ctx, d.sql(upsertRead), o.Session, o.Project, o.Path, o.Owner, o.SHA256, ms(o.At))
 		} else {
 			err = q.Exec(ctx, d.sql(deleteRead), o.Session, o.Project, o.Path)
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := q.Exec(ctx, d.sql(deleteNotice), o.Session, o.Project, o.Path); err != nil {
-			return err
+			return false, err
 		}
 		if sc := (scope{o.Session, o.Project}); !slices.Contains(touched, sc) {
 			touched = append(touched, sc)
@@ -182,10 +195,15 @@ func record(ctx context.Context, q Querier, d Dialect, obs []readset.Observation
 	}
 	for _, sc := range touched {
 		if err := evict(ctx, q, d, sc); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	if made && d.Notify != "" {
+		if err := q.Exec(ctx, d.Notify); err != nil {
+			return false, err
+		}
+	}
+	return made, nil
 }
 
 // evict cuts sc's read set to readset.MaxReadsPerSession, the least

@@ -27,7 +27,14 @@ const Schema = "readsets"
 
 const storeName = "read set store"
 
-var dialect = readrow.Dialect{Prefix: Schema + ".", PathOrder: ` COLLATE "C"`, Placeholders: sqlrow.Dollar}
+// Channel is the LISTEN/NOTIFY channel of new notices: a Record that
+// made one notifies it in its transaction (with the empty key), so that
+// every replica's Tracker forgets which sessions it knew had nothing
+// pending (readset.Tracker.Changed).
+const Channel = "readset_notices"
+
+var dialect = readrow.Dialect{Prefix: Schema + ".", PathOrder: ` COLLATE "C"`, Placeholders: sqlrow.Dollar,
+	Notify: `SELECT pg_notify('` + Channel + `', '')`}
 
 // Store is a readset.Store on PostgreSQL.
 type Store struct{ *readrow.Store }

@@ -59,7 +59,7 @@ func Run(t *testing.T, open Open) {
 		{"NoNoticeForOwnChange", ownChange}, {"RereadClears", rereadClears}, {"UnknownObserver", unknownObserver},
 		{"DeleteAndUnknownDigest", deleteAndUnknown}, {"OwnerIsolation", ownerIsolation}, {"TakeBound", takeBound},
 		{"BadInputChangesNothing", badInput}, {"ConcurrentTakesDeliverOnce", concurrentTakes},
-		{"RereadRefreshesLate", rereadRefreshesLate}, {"Forget", forget},
+		{"RereadRefreshesLate", rereadRefreshesLate}, {"Forget", forget}, {"RecordReportsNotices", recordReportsNotices},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := open(t)
@@ -70,8 +70,41 @@ func Run(t *testing.T, open Open) {
 
 func record(t *testing.T, st readset.Store, obs ...readset.Observation) {
 	t.Helper()
-	if err := st.Record(context.Background(), obs); err != nil {
+	if _, err := st.Record(context.Background(), obs); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// notifies records obs and reports whether Record said it made a notice.
+func notifies(t *testing.T, st readset.Store, obs ...readset.Observation) bool {
+	t.Helper()
+	notified, err := st.Record(context.Background(), obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return notified
+}
+
+// recordReportsNotices: Record reports notified exactly when it made or
+// changed a pending notice, which is what a Tracker's cache of sessions
+// with nothing pending relies on.
+func recordReportsNotices(t *testing.T, st, second readset.Store) {
+	for i, c := range []struct {
+		st   readset.Store
+		o    readset.Observation
+		want bool
+	}{
+		{st, read(alice, sess1, "x.go", 1, 0), false},                    // a first read tells no one
+		{second, read(alice, sess2, "x.go", 1, time.Millisecond), false}, // the same digest tells no one
+		{second, wrote(alice, sess2, "x.go", 2, 2*time.Millisecond), true},
+		{st, wrote(alice, sess2, "x.go", 2, 3*time.Millisecond), false}, // the notice already names this digest
+		{st, read(alice, sess1, "x.go", 2, 4*time.Millisecond), false},  // the reader's re-read clears its own
+		{second, read(alice, "", "x.go", 3, 5*time.Millisecond), true},  // a change seen by a call without a session
+		{st, read(alice, sess2, "y.go", 4, 6*time.Millisecond), false},  // a path no one else read
+	} {
+		if got := notifies(t, c.st, c.o); got != c.want {
+			t.Fatalf("observation %d (%+v): notified %v, want %v", i, c.o, got, c.want)
+		}
 	}
 }
 
@@ -293,7 +326,7 @@ func badInput(t *testing.T, st, _ readset.Store) {
 	} {
 		o := read(alice, sess2, "y.go", 3, 2*time.Millisecond)
 		bad(&o)
-		err := st.Record(context.Background(), []readset.Observation{good, o})
+		_, err := st.Record(context.Background(), []readset.Observation{good, o})
 		if !failure.Is(err, failure.InvalidArguments) {
 			t.Fatalf("%s: %v, want invalid_arguments", name, err)
 		}
