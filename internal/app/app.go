@@ -455,6 +455,9 @@ func (a *App) Close() error {
 	if a.ReadSets != nil {
 		a.ReadSets.Close()
 	}
+	if a.Intents != nil {
+		a.Intents.Close()
+	}
 	if a.listener != nil {
 		a.listener.Close()
 	}

@@ -7,12 +7,15 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/intent"
+	"github.com/webcodex/webcodex/internal/intent/intentpg"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // newIntents is the declared edit intent service over intents.db (or
-// schema intents), or nil for an app without stores. An intent's session
+// schema intents), or nil for an app without stores; on PostgreSQL it
+// watches the listener's topic of intentpg.Channel, so a notice another
+// replica stored reaches its session's next call here. An intent's session
 // is judged open by the Workflow Session ledger when the intent is read:
 // a closed or unknown session's intent counts as expired (a ledger read
 // that fails counts it open, since a notice is only advisory).
@@ -20,13 +23,18 @@ func newIntents(a *App) *intent.Service {
 	if a.Stores == nil || a.Stores.Intents == nil {
 		return nil
 	}
-	return intent.NewService(a.Stores.Intents, func(ctx context.Context, id string) bool {
+	svc := intent.NewService(a.Stores.Intents, func(ctx context.Context, id string) bool {
 		s, err := a.Sessions.Get(ctx, id)
 		if err != nil {
 			return !failure.Is(err, failure.UnknownSessionID)
 		}
 		return s.Lifecycle == workflow.Active
 	})
+	if a.listener != nil {
+		topic := a.listener.Topic(intentpg.Channel)
+		svc.WatchChanges(func() (<-chan struct{}, func()) { return topic.Subscribe("") })
+	}
+	return svc
 }
 
 // intentOverlap is the Ambient of declared intents: a call of a session

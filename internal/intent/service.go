@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/pendingcache"
 	"github.com/webcodex/webcodex/internal/redact"
 )
 
@@ -19,14 +20,34 @@ const MaxWritePaths = 256
 type Service struct {
 	store Store
 	open  func(ctx context.Context, sessionID string) bool
+	// clean remembers the sessions Deliver found without notices; it is
+	// told of the notices this Service's Declare made and of those
+	// another process signals (WatchChanges).
+	clean *pendingcache.Cache
 }
+
+// MaxCleanSessions bounds the sessions a Service remembers as having no
+// pending notice; past it the memory is cleared and each session's next
+// Deliver reads the store once again.
+const MaxCleanSessions = 4096
 
 // NewService returns a Service over store. open reports whether a
 // Workflow Session is still open; an intent of a session it reports
 // closed is treated as expired everywhere (nil: every session is open).
 func NewService(store Store, open func(ctx context.Context, sessionID string) bool) *Service {
-	return &Service{store: store, open: open}
+	return &Service{store: store, open: open, clean: pendingcache.New(MaxCleanSessions)}
 }
+
+// WatchChanges gives s the signal of notices other processes made:
+// subscribe returns a channel closed at the next such notice (or when
+// some may have been missed) and a function that ends the subscription.
+// On PostgreSQL it is the listener's topic of intentpg.Channel. Deliver
+// takes a signal that has arrived in first, without waiting. Call it
+// before s is used; Close ends it.
+func (s *Service) WatchChanges(subscribe func() (<-chan struct{}, func())) { s.clean.Watch(subscribe) }
+
+// Close ends the subscription WatchChanges took.
+func (s *Service) Close() { s.clean.Close() }
 
 func stamp(now time.Time) time.Time { return now.UTC().Truncate(time.Millisecond) }
 
@@ -96,8 +117,9 @@ func (s *Service) Declare(ctx context.Context, p DeclareParams, now time.Time) (
 		return Intent{}, nil, err
 	}
 	var mine []Overlap
+	made := false
 	err = s.store.Declare(ctx, in, now, func(others []Intent) ([]StoredNotice, error) {
-		mine = nil
+		mine, made = nil, false
 		var notices []StoredNotice
 		live := 0
 		for _, o := range others {
@@ -123,8 +145,14 @@ func (s *Service) Declare(ctx context.Context, p DeclareParams, now time.Time) (
 				StoredNotice{Recipient: in.SessionID, Owner: in.Owner, Project: in.Project, Overlap: toMe, CreatedAt: now},
 				StoredNotice{Recipient: o.SessionID, Owner: in.Owner, Project: in.Project, Overlap: toThem, CreatedAt: now})
 		}
+		made = len(notices) > 0
 		return notices, nil
 	})
+	if made || (err != nil && failure.KindOf(err) == failure.Unavailable) {
+		// After the commit (an unavailable store may hide one): a
+		// Deliver that read the epoch before it reads the store again.
+		s.clean.Changed()
+	}
 	if err != nil {
 		return Intent{}, nil, err
 	}
@@ -222,10 +250,22 @@ func (s *Service) Get(ctx context.Context, sessionID string) (Intent, bool, erro
 
 // Deliver returns the notices pending for session sessionID and deletes
 // them, so each is delivered once; nil when there are none. A session
-// without pending notices costs one read and no write.
+// Deliver found without notices costs nothing until a notice may exist
+// (this Service's Declare made one, or another process signalled one:
+// seen once its signal has arrived), then one read, and a write only
+// when something is pending.
 func (s *Service) Deliver(ctx context.Context, sessionID string) (*Notice, error) {
-	if ok, err := s.store.Pending(ctx, sessionID); err != nil || !ok {
+	clean, epoch := s.clean.Clean(sessionID)
+	if clean {
+		return nil, nil
+	}
+	ok, err := s.store.Pending(ctx, sessionID)
+	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		s.clean.Found(sessionID, epoch)
+		return nil, nil
 	}
 	ns, err := s.store.Take(ctx, sessionID)
 	if err != nil {

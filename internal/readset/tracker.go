@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/webcodex/webcodex/internal/pendingcache"
 )
 
 // A Tracker records observations behind the response and delivers pending
@@ -27,24 +29,12 @@ type Tracker struct {
 	dropped atomic.Int64
 	failed  atomic.Int64
 
-	// epoch moves whenever a notice may have been made since: this
-	// Tracker's writer made one, or Changed was called (another
-	// process's writer did, or may have). clean holds, for a session and
-	// project, the epoch at which Take last found nothing pending there;
-	// while the epoch has not moved, Take skips the store.
-	epoch   atomic.Uint64
-	cleanMu sync.Mutex
-	clean   map[scope]uint64
-	probes  atomic.Int64
-	// subscribe, wake and unsubscribe are the other processes' signal
-	// (WatchChanges), guarded by cleanMu; nil without one.
-	subscribe   func() (<-chan struct{}, func())
-	wake        <-chan struct{}
-	unsubscribe func()
+	// clean remembers the sessions (per project) Take found with nothing
+	// pending; it is told of the notices this Tracker's writer made and
+	// of those another process signals (WatchChanges).
+	clean  *pendingcache.Cache
+	probes atomic.Int64
 }
-
-// scope is a session on a project.
-type scope struct{ session, project string }
 
 // item is one queued call's observations, a closed session to forget,
 // or a flush marker (flushed set).
@@ -57,7 +47,8 @@ type item struct {
 // NewTracker starts a Tracker over store; log receives the writer's
 // failures. Close stops it.
 func NewTracker(store Store, log *slog.Logger) *Tracker {
-	t := &Tracker{store: store, log: log, queue: make(chan item, QueueCalls), done: make(chan struct{}), clean: map[scope]uint64{}}
+	t := &Tracker{store: store, log: log, queue: make(chan item, QueueCalls), done: make(chan struct{}),
+		clean: pendingcache.New(MaxCleanScopes)}
 	go t.write()
 	return t
 }
@@ -172,12 +163,7 @@ func (t *Tracker) Close() {
 	close(t.queue)
 	t.mu.Unlock()
 	<-t.done
-	t.cleanMu.Lock()
-	if t.unsubscribe != nil {
-		t.unsubscribe()
-		t.wake, t.subscribe, t.unsubscribe = nil, nil, nil
-	}
-	t.cleanMu.Unlock()
+	t.clean.Close()
 }
 
 // write is the writer goroutine: it gathers every queued call into one
@@ -237,40 +223,16 @@ func (t *Tracker) gather(first item) (batch []Observation, forget []string, flus
 
 // Changed tells t that a notice may have been made by another process:
 // every session's next Take reads the store again.
-func (t *Tracker) Changed() { t.epoch.Add(1) }
+func (t *Tracker) Changed() { t.clean.Changed() }
 
 // WatchChanges gives t the signal of notices made by other processes:
 // subscribe returns a channel closed at the next such notice (or when
 // some may have been missed) and a function that ends the subscription.
 // On PostgreSQL it is the listener's topic of readsetpg.Channel. Take
-// checks it first, without waiting: once closed, it subscribes again and
-// calls Changed, so a notice whose signal arrived before a Take is seen
-// by that Take. Call it before t is used.
-func (t *Tracker) WatchChanges(subscribe func() (<-chan struct{}, func())) {
-	t.cleanMu.Lock()
-	defer t.cleanMu.Unlock()
-	t.subscribe = subscribe
-	t.wake, t.unsubscribe = subscribe()
-}
-
-// cached reports whether s was found clean at the current epoch, after
-// taking in a signal of other processes' notices; it returns the epoch.
-func (t *Tracker) cached(s scope) (bool, uint64) {
-	t.cleanMu.Lock()
-	defer t.cleanMu.Unlock()
-	if t.wake != nil {
-		select {
-		case <-t.wake:
-			t.unsubscribe()
-			t.wake, t.unsubscribe = t.subscribe()
-			t.Changed()
-		default:
-		}
-	}
-	epoch := t.epoch.Load()
-	at, known := t.clean[s]
-	return known && at == epoch, epoch
-}
+// takes a signal that has arrived in first, without waiting, so a notice
+// whose signal arrived before a Take is seen by that Take. Call it before
+// t is used.
+func (t *Tracker) WatchChanges(subscribe func() (<-chan struct{}, func())) { t.clean.Watch(subscribe) }
 
 // Probes counts the store reads Take made to learn whether anything is
 // pending (the reads its cache of clean sessions saved are not counted).
@@ -289,8 +251,8 @@ func (t *Tracker) Take(ctx context.Context, session, project string, skip map[st
 	if session == "" {
 		return nil, nil
 	}
-	sc := scope{session, project}
-	clean, epoch := t.cached(sc)
+	key := session + "\x00" + project
+	clean, epoch := t.clean.Clean(key)
 	if clean {
 		return nil, nil
 	}
@@ -300,13 +262,7 @@ func (t *Tracker) Take(ctx context.Context, session, project string, skip map[st
 		return nil, err
 	}
 	if !ok {
-		// Clean as of epoch: a notice made after the probe moved it.
-		t.cleanMu.Lock()
-		if len(t.clean) >= MaxCleanScopes {
-			clear(t.clean)
-		}
-		t.clean[sc] = epoch
-		t.cleanMu.Unlock()
+		t.clean.Found(key, epoch)
 		return nil, nil
 	}
 	ns, total, err := t.store.Take(ctx, session, project, MaxNoticesPerResult)

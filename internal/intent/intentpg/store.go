@@ -26,10 +26,17 @@ const Schema = "intents"
 
 const storeName = "intent store"
 
+// Channel is the LISTEN/NOTIFY channel of new overlap notices: a Declare
+// that stored one notifies it in its transaction (with the empty key),
+// so that every replica's intent.Service reads its sessions' notices
+// again (intent.Service.WatchChanges).
+const Channel = "intent_notices"
+
 var dialect = intentrow.Dialect{
 	Prefix: Schema + ".",
 	Lock:   `SELECT pg_advisory_xact_lock(hashtext('webcodex.intents'), hashtext($1 || ' ' || $2))`,
 	Dollar: true,
+	Notify: `SELECT pg_notify('` + Channel + `', '')`,
 }
 
 // Store is an intent.Store on PostgreSQL.

@@ -35,6 +35,10 @@ type Dialect struct {
 	Lock string
 	// Dollar rewrites ? placeholders to $1, $2, ... (PostgreSQL).
 	Dollar bool
+	// Notify, when set, is a statement run in a Declare transaction that
+	// stored a notice (a NOTIFY on PostgreSQL, so that every replica's
+	// Service reads its sessions' notices again).
+	Notify string
 }
 
 func (d Dialect) sql(q string) string {
@@ -133,6 +137,9 @@ func (s *Store) Declare(ctx context.Context, in intent.Intent, now time.Time, ju
 			if err := putNotice(ctx, q, d, n); err != nil {
 				return err
 			}
+		}
+		if len(notices) > 0 && d.Notify != "" {
+			return q.Exec(ctx, d.Notify)
 		}
 		return nil
 	})

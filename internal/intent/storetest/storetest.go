@@ -45,6 +45,61 @@ func Run(t *testing.T, open Open) {
 	t.Run("ListBounded", func(t *testing.T) { listBounded(t, open) })
 	t.Run("RacingDeclaresSeeEachOther", func(t *testing.T) { racing(t, open) })
 	t.Run("WriteNotice", func(t *testing.T) { writeNotice(t, open) })
+	t.Run("DeliverRemembersSessionsWithoutNotices", func(t *testing.T) { deliverRemembers(t, open) })
+}
+
+// deliverRemembers: a Service whose Deliver found a session without
+// notices reads nothing for it until a notice may exist: at once after
+// its own Declare made one; after another process's (the second handle)
+// only once that process's signal arrives (WatchChanges).
+func deliverRemembers(t *testing.T, open Open) {
+	ctx := context.Background()
+	a, b := open(t)
+	counted := &countingStore{Store: a}
+	here, there := intent.NewService(counted, nil), intent.NewService(b, nil)
+	defer here.Close()
+	signal := make(chan struct{})
+	here.WatchChanges(func() (<-chan struct{}, func()) { return signal, func() {} })
+	deliver := func(wantOverlaps, wantPending int) {
+		t.Helper()
+		n, err := here.Deliver(ctx, sessA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		if n != nil {
+			got = len(n.Overlaps)
+		}
+		if got != wantOverlaps || counted.pending != wantPending {
+			t.Fatalf("delivered %d overlaps after %d reads, want %d after %d", got, counted.pending, wantOverlaps, wantPending)
+		}
+	}
+	declare(t, here, sessA, []string{"internal/a/**"}, t0)
+	deliver(0, 1)
+	deliver(0, 1) // remembered: no read
+
+	// Its own Declare made a notice: read at once.
+	declare(t, here, sessB, []string{"internal/a/x.go"}, t0.Add(time.Second))
+	deliver(1, 2)
+	deliver(0, 3)
+
+	// Another process's notice: seen once its signal arrives.
+	declare(t, there, sessC, []string{"internal/a/y.go"}, t0.Add(2*time.Second))
+	deliver(0, 3)
+	close(signal)
+	signal = make(chan struct{})
+	deliver(1, 4)
+}
+
+// countingStore counts Pending reads.
+type countingStore struct {
+	intent.Store
+	pending int
+}
+
+func (c *countingStore) Pending(ctx context.Context, recipient string) (bool, error) {
+	c.pending++
+	return c.Store.Pending(ctx, recipient)
 }
 
 func declare(t *testing.T, svc *intent.Service, sess string, globs []string, now time.Time) (intent.Intent, []intent.Overlap) {
