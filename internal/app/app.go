@@ -39,6 +39,7 @@ import (
 	"github.com/webcodex/webcodex/internal/runnerhub"
 	"github.com/webcodex/webcodex/internal/runnerlink"
 	"github.com/webcodex/webcodex/internal/shell"
+	"github.com/webcodex/webcodex/internal/skill"
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
@@ -330,7 +331,7 @@ func (a *App) MCP() *mcpserver.Server {
 	if a.mcp == nil {
 		a.mcp = mcpserver.New(mcpserver.Options{
 			Kernel: a.Kernel, Projects: visibleProjects{a.Projects}, Logger: a.Log, Version: Version, Local: auth.LocalUser(),
-			Profile: a.toolProfile, Memory: memoryBootstrap(a),
+			Profile: a.toolProfile, Memory: memoryBootstrap(a), Skills: skill.Finder{Runners: a.Runners},
 		})
 	}
 	return a.mcp

@@ -7,6 +7,7 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runneragent"
 	"github.com/webcodex/webcodex/internal/runnerlink"
+	"github.com/webcodex/webcodex/internal/skill"
 	"github.com/webcodex/webcodex/internal/tools/closeout"
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/files"
@@ -21,7 +22,7 @@ import (
 // RunnerOps are the operations a `webcodex runner` serves: the effect halves
 // of the tools that run through runners.
 func RunnerOps() []workspace.Served {
-	return slices.Concat(files.Ops(), search.Ops(), git.Ops(), edit.Ops(), closeout.Ops(), sessionshell.Ops(), validate.Ops(), worktree.Ops())
+	return slices.Concat(files.Ops(), search.Ops(), git.Ops(), edit.Ops(), closeout.Ops(), sessionshell.Ops(), validate.Ops(), worktree.Ops(), skill.Ops())
 }
 
 // NewRunnerAgent is `webcodex runner`'s composition root: the agent for

@@ -9,6 +9,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/skill"
 	"github.com/webcodex/webcodex/internal/tools/board"
 	"github.com/webcodex/webcodex/internal/tools/closeout"
 	"github.com/webcodex/webcodex/internal/tools/edit"
@@ -24,6 +25,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/search"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/tools/sessionshell"
+	"github.com/webcodex/webcodex/internal/tools/skills"
 	"github.com/webcodex/webcodex/internal/tools/tasks"
 	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/transport/mcpserver"
@@ -44,7 +46,7 @@ func NewRegistry(a *App) *kernel.Registry {
 		counter, journal = a.Evidence, a.Evidence
 	}
 	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions, Evidence: counter, Goals: goalNames(goalSvc),
-		Worktrees: newWorktrees(a), Guidance: mcpserver.WorkflowGuide, Resources: sessionResources(a), OnClose: func(id string) {
+		Worktrees: newWorktrees(a), Guidance: mcpserver.WorkflowGuide, Resources: sessionResources(a), Skills: skill.Finder{Runners: a.Runners}, OnClose: func(id string) {
 			if a.Shells != nil {
 				a.Shells.CloseSession(id)
 			}
@@ -64,6 +66,7 @@ func NewRegistry(a *App) *kernel.Registry {
 			}
 		}})
 	files.Register(reg, a.Runners)
+	skills.Register(reg, a.Runners)
 	search.Register(reg, a.Runners)
 	edit.Register(reg, a.Runners)
 	git.Register(reg, &git.Tools{Runners: a.Runners})

@@ -14,6 +14,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/skill"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
 	"github.com/webcodex/webcodex/internal/worktree"
@@ -42,6 +43,14 @@ type Tools struct {
 	// Resources, when set, says which SSH resources the runner serving a
 	// project has (none without it).
 	Resources Resources
+	// Skills, when set, gives the skills part of the extension catalog
+	// (unavailable with kernel.NoExtensionRuntime without it).
+	Skills SkillCatalog
+}
+
+// SkillCatalog gives the selection metadata of a project's Agent Skills.
+type SkillCatalog interface {
+	Catalog(ctx context.Context, p project.Project) (skill.Catalog, error)
 }
 
 // Resources tells whether the runner serving a project has an SSH resource
@@ -217,10 +226,12 @@ type WorktreeView struct {
 	SourceDirty   bool   `json:"source_dirty"`
 }
 
-// ExtensionCatalog is the extension catalog: there is no skill or plugin
-// runtime, so both are unavailable with a stable reason.
+// ExtensionCatalog is the extension catalog. Skills is a skill.Catalog
+// (selection metadata only, never instructions), or an Unavailable when
+// the skills cannot be listed; there is no plugin runtime, so Plugins is
+// always unavailable with kernel.NoExtensionRuntime.
 type ExtensionCatalog struct {
-	Skills  Unavailable `json:"skills"`
+	Skills  any         `json:"skills"`
 	Plugins Unavailable `json:"plugins"`
 }
 
@@ -230,9 +241,26 @@ type Unavailable struct {
 	Reason string `json:"reason"`
 }
 
-var extensionCatalog = ExtensionCatalog{
-	Skills:  Unavailable{Status: "unavailable", Reason: kernel.NoExtensionRuntime},
-	Plugins: Unavailable{Status: "unavailable", Reason: kernel.NoExtensionRuntime},
+// ReasonSkillsUnreadable is the reason of an unavailable skills catalog
+// whose project could not be listed (its runner is away, say).
+const ReasonSkillsUnreadable = "skills_unreadable"
+
+// extensionCatalog is p's extension catalog.
+func (t *Tools) extensionCatalog(ctx context.Context, p project.Project) ExtensionCatalog {
+	c := ExtensionCatalog{
+		Skills:  Unavailable{Status: "unavailable", Reason: kernel.NoExtensionRuntime},
+		Plugins: Unavailable{Status: "unavailable", Reason: kernel.NoExtensionRuntime},
+	}
+	if t.Skills == nil {
+		return c
+	}
+	sc, err := t.Skills.Catalog(ctx, p)
+	if err != nil {
+		c.Skills = Unavailable{Status: "unavailable", Reason: ReasonSkillsUnreadable}
+		return c
+	}
+	c.Skills = sc
+	return c
 }
 
 func include(b *bool) bool { return b == nil || *b }
@@ -351,7 +379,7 @@ func (t *Tools) workOnProject(ctx context.Context, inv *kernel.Invocation, in Wo
 		out.Workflow = t.Guidance
 	}
 	if include(in.IncludeExtensionCatalog) {
-		out.Extensions = extensionCatalog
+		out.Extensions = t.extensionCatalog(ctx, target)
 	}
 	if wt != nil {
 		v := WorktreeView{Managed: true, Project: wt.Project.ID, Path: wt.Project.Root, SourceProject: wt.Source,

@@ -105,7 +105,8 @@ func TestIncludeFlags(t *testing.T) {
 		t.Fatalf("defaults: %+v", all)
 	}
 	b, _ := json.Marshal(all.Extensions)
-	var cat sessions.ExtensionCatalog
+	// Without a skill catalog wired, skills are unavailable too.
+	var cat struct{ Skills, Plugins sessions.Unavailable }
 	json.Unmarshal(b, &cat)
 	if cat.Skills != (sessions.Unavailable{Status: "unavailable", Reason: "no_runtime"}) ||
 		cat.Plugins != (sessions.Unavailable{Status: "unavailable", Reason: "no_runtime"}) {

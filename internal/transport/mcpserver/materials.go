@@ -8,6 +8,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/memory"
 	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/skill"
 )
 
 // Material keys served by context_request.
@@ -30,10 +31,20 @@ const (
 	// ReasonMemoryUnavailable: the server has no memory store or it
 	// could not be read.
 	ReasonMemoryUnavailable = "memory_unavailable"
-	// ReasonNoRuntime: no skill or plugin runtime exists in WebCodex, so
-	// skills.catalog and plugins.catalog are always unavailable.
+	// ReasonNoRuntime: no plugin runtime exists in WebCodex, so
+	// plugins.catalog is always unavailable; skills.catalog is too when
+	// the server has no skill catalog.
 	ReasonNoRuntime = kernel.NoExtensionRuntime
+	// ReasonSkillsUnreadable: the project's skills could not be listed
+	// (its runner is away, say).
+	ReasonSkillsUnreadable = "skills_unreadable"
 )
+
+// SkillCatalog is the selection metadata of a project's Agent Skills as
+// skills.catalog reads it (internal/app wires a skill.Finder).
+type SkillCatalog interface {
+	Catalog(ctx context.Context, p project.Project) (skill.Catalog, error)
+}
 
 // MemoryProjector is Project Memory as memory.bootstrap reads it
 // (internal/app wires the memory service).
@@ -49,7 +60,8 @@ type Material struct {
 	Reason string `json:"reason,omitempty"`
 	// Content is the material: text for webcodex.workflow, the instruction
 	// files for project.instructions, a memory.Bootstrap for
-	// memory.bootstrap.
+	// memory.bootstrap, a skill.Catalog (metadata only, never a skill's
+	// instructions) for skills.catalog.
 	Content any `json:"content,omitempty"`
 }
 
@@ -76,7 +88,9 @@ func (s *Server) materials(ctx context.Context, p auth.Principal, args json.RawM
 			out[k] = s.instructions(ctx, p, args)
 		case MaterialMemory:
 			out[k] = s.memoryBootstrap(ctx, p, args)
-		case MaterialSkills, MaterialPlugins:
+		case MaterialSkills:
+			out[k] = s.skillsCatalog(ctx, p, args)
+		case MaterialPlugins:
 			out[k] = unavailable(ReasonNoRuntime)
 		default:
 			out[k] = unavailable(ReasonUnknownMaterial)
@@ -139,4 +153,23 @@ func (s *Server) memoryBootstrap(ctx context.Context, p auth.Principal, args jso
 		return unavailable(ReasonMemoryUnavailable)
 	}
 	return Material{Status: "available", Content: b}
+}
+
+// skillsCatalog is the skills.catalog material: the selection metadata of
+// the explicit project's skills (bounded by skill.MaxSkills and
+// skill.MaxCatalogBytes), never their instructions. It needs project:read.
+func (s *Server) skillsCatalog(ctx context.Context, p auth.Principal, args json.RawMessage) Material {
+	if s.opts.Skills == nil {
+		return unavailable(ReasonNoRuntime)
+	}
+	pr, denied := s.explicitProject(ctx, p, args, auth.ScopeProjectRead)
+	if denied != nil {
+		return *denied
+	}
+	c, err := s.opts.Skills.Catalog(ctx, pr)
+	if err != nil {
+		s.log.Warn("skills.catalog", "project", pr.ID, "err", err)
+		return unavailable(ReasonSkillsUnreadable)
+	}
+	return Material{Status: "available", Content: c}
 }

@@ -68,6 +68,9 @@ type Options struct {
 	// Memory projects the memory.bootstrap material; nil leaves it
 	// unavailable.
 	Memory MemoryProjector
+	// Skills projects the skills.catalog material; nil leaves it
+	// unavailable (no_runtime).
+	Skills SkillCatalog
 }
 
 // Server is the MCP transport over one kernel.
