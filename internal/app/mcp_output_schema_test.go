@@ -313,6 +313,11 @@ func TestMCPOutputSchemasAcceptSuccessAndFailure(t *testing.T) {
 	act("declare_intent", map[string]any{"session_id": sess, "paths": []string{"../calc.go"}}, false)
 	act("list_intents", map[string]any{"project": proj}, true)
 	act("list_intents", map[string]any{"project": "agent:local:nope"}, false)
+	// Agent Skills: the list, a valid skill, an invalid one, an unknown one.
+	act("skill_list", map[string]any{"project": proj}, true)
+	act("skill_list", map[string]any{"project": "agent:local:nope"}, false)
+	act("skill_read", map[string]any{"project": proj, "name": "calc-help"}, true)
+	act("skill_read", map[string]any{"project": proj, "name": "nope"}, false)
 
 	// Project Memory.
 	mrev := str(act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add adds", "tags": []string{"pinned"}}, true), "entry", "revision")

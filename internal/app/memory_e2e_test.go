@@ -225,8 +225,7 @@ func TestMemoryScopeFollowsRoot(t *testing.T) {
 
 // TestMemoryBootstrapMaterial: memory.bootstrap is projected after the
 // call, bounded, and denied as an unavailable material (never a failure)
-// without memory:read; skills.catalog and plugins.catalog are always
-// unavailable.
+// without memory:read; plugins.catalog is always unavailable.
 func TestMemoryBootstrapMaterial(t *testing.T) {
 	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
 	defer s.stop(t)
@@ -251,10 +250,12 @@ func TestMemoryBootstrapMaterial(t *testing.T) {
 	if !b.Truncated || b.Total != 31 || b.Included >= 31 || b.Entries[0].MemoryKey != "rule" || b.Entries[1].MemoryKey != "note/"+string(rune('a'+29)) {
 		t.Fatalf("bootstrap: total %d included %d truncated %v first %s", b.Total, b.Included, b.Truncated, b.Entries[0].MemoryKey)
 	}
-	for _, k := range []string{"skills.catalog", "plugins.catalog"} {
-		if c := res.StructuredContent.Context[k]; c.Status != "unavailable" || c.Reason != "no_runtime" || c.Content != nil {
-			t.Fatalf("%s: %+v", k, c)
-		}
+	// The project has no skill: the catalog is available and empty.
+	if c := res.StructuredContent.Context["skills.catalog"]; c.Status != "available" || !strings.Contains(string(c.Content), `"skills":[]`) {
+		t.Fatalf("skills.catalog: %+v", c)
+	}
+	if c := res.StructuredContent.Context["plugins.catalog"]; c.Status != "unavailable" || c.Reason != "no_runtime" || c.Content != nil {
+		t.Fatalf("plugins.catalog: %+v", c)
 	}
 	// Without memory:read the main call still succeeds; the material is
 	// unavailable with a reason and no content.

@@ -88,11 +88,13 @@ func strictProject(t *testing.T) string {
 	t.Helper()
 	dir := goCalcRepo(t)
 	files := map[string]string{
-		"calc.test.js":       "const test = require('node:test');\ntest('adds', () => {});\n",
-		"crate/Cargo.toml":   "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-		"crate/src/lib.rs":   "pub fn add(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 3), 5); }\n}\n",
-		".gitignore":         "target/\n",
-		"docs/notes/read.md": "notes\n",
+		"calc.test.js":                      "const test = require('node:test');\ntest('adds', () => {});\n",
+		"crate/Cargo.toml":                  "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+		"crate/src/lib.rs":                  "pub fn add(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 3), 5); }\n}\n",
+		".gitignore":                        "target/\n",
+		"docs/notes/read.md":                "notes\n",
+		".agents/skills/calc-help/SKILL.md": "---\nname: calc-help\ndescription: How to test calc.\n---\nRun go test.\n",
+		".claude/skills/broken/SKILL.md":    "no front matter\n",
 	}
 	for name, body := range files {
 		p := filepath.Join(dir, name)
@@ -292,6 +294,11 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("declare_intent", map[string]any{"session_id": sess, "paths": []string{"../calc.go"}}, false)
 	act("list_intents", map[string]any{"project": proj}, true)
 	act("list_intents", map[string]any{"project": "agent:local:nope"}, false)
+	// Agent Skills: the list, a valid skill, an invalid one, an unknown one.
+	act("skill_list", map[string]any{"project": proj}, true)
+	act("skill_list", map[string]any{"project": "agent:local:nope"}, false)
+	act("skill_read", map[string]any{"project": proj, "name": "calc-help"}, true)
+	act("skill_read", map[string]any{"project": proj, "name": "nope"}, false)
 	// Project Memory.
 	mrev := field(act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add adds", "tags": []string{"pinned"}}, true), "entry", "revision")
 	act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add subtracts"}, false)

@@ -49,6 +49,8 @@ var toolBudget = map[string]int{
 	"declare_intent": 1300, "list_intents": 820,
 	// Runners (issue 25), in the full profile only.
 	"list_runners": 1500,
+	// Agent Skills (issue 29), in the full profile only.
+	"skill_list": 950, "skill_read": 1150,
 }
 
 // Whole tools/list results (the JSON-RPC result member as sent) per
