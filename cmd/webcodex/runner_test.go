@@ -160,13 +160,42 @@ func runnerServesAProjectEndToEnd(t *testing.T, transport string) {
 		t.Fatalf("webcodex token list does not mark the runner token:\n%s", out)
 	}
 
+	// A skill on the runner's machine: listed, read and in the extension
+	// catalog through the runner (the server cannot see the file).
+	skillFile := filepath.Join(f.dir, ".agents/skills/remote-help/SKILL.md")
+	os.MkdirAll(filepath.Dir(skillFile), 0o755)
+	if err := os.WriteFile(skillFile, []byte("---\nname: remote-help\ndescription: Helps remotely.\n---\nRemote skill body.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var start struct {
 		SessionID    string `json:"session_id"`
 		Instructions struct {
 			Status string `json:"status"`
 		} `json:"instructions"`
+		Extensions struct {
+			Skills struct {
+				Status string `json:"status"`
+				Skills []struct {
+					Name, Status string
+				} `json:"skills"`
+			} `json:"skills"`
+		} `json:"extensions"`
 	}
 	call(t, f.srv.base, "work_on_project", map[string]any{"project": remoteProject, "instruction": "look at the remote project"}, &start)
+	if sk := start.Extensions.Skills; sk.Status != "available" || len(sk.Skills) != 1 || sk.Skills[0].Name != "remote-help" || sk.Skills[0].Status != "valid" {
+		t.Fatalf("extension catalog through the runner: %+v", start.Extensions)
+	}
+	var skillRead struct {
+		Instructions string `json:"instructions"`
+		Source       string `json:"source"`
+	}
+	call(t, f.srv.base, "skill_read", map[string]any{"project": remoteProject, "name": "remote-help"}, &skillRead)
+	if skillRead.Instructions != "Remote skill body.\n" || skillRead.Source != "agents" {
+		t.Fatalf("skill_read through the runner: %+v", skillRead)
+	}
+	if err := os.RemoveAll(filepath.Join(f.dir, ".agents")); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	read, err := callTool(ctx, f.srv.base, "read_files", map[string]any{"project": remoteProject,
 		"files": []any{map[string]any{"path": "notes/todo.txt"}}}, start.SessionID)
