@@ -161,6 +161,12 @@ func TestSkillsOverRESTAndMCP(t *testing.T) {
 		t.Fatalf("skills.catalog: %+v", m)
 	}
 	checkCatalog(t, "skills.catalog", cat, m.Content)
+	// Without an explicit project the material is unavailable; the call
+	// still succeeds.
+	mr = rawCall(t, s, s.token, "list_sessions", map[string]any{"context_request": []any{"skills.catalog"}})
+	if m := mr.StructuredContent.Context["skills.catalog"]; m.Status != "unavailable" || m.Reason != "project_required" || m.Content != nil {
+		t.Fatalf("skills.catalog without a project: %+v", m)
+	}
 
 	if after := treeDigest(t, dir); !maps.Equal(before, after) {
 		t.Fatal("the skill calls changed the project")

@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel/kerneltest"
+	"github.com/webcodex/webcodex/internal/project"
+	"github.com/webcodex/webcodex/internal/skill"
 	"github.com/webcodex/webcodex/internal/tools/sessions"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
+	"github.com/webcodex/webcodex/internal/workspace"
 )
 
 // The specification's exploration profiles: 3 paths minimal, 12 standard
@@ -149,5 +153,37 @@ func TestWorktreeModeInputErrors(t *testing.T) {
 	ss, total, err := e.svc.List(context.Background(), workflow.ListFilter{Project: e.Project.ID})
 	if err != nil || total != 0 || len(ss) != 0 {
 		t.Fatalf("sessions created: %d, %v", total, err)
+	}
+}
+
+// failingSkills is a skill catalog whose project cannot be listed.
+type failingSkills struct{}
+
+func (failingSkills) Catalog(context.Context, project.Project) (skill.Catalog, error) {
+	return skill.Catalog{}, failure.New(failure.RunnerUnavailable, "the runner is away")
+}
+
+// TestExtensionCatalogSkills: a wired catalog gives the skills' metadata
+// and no body; one that cannot list the project leaves the skills
+// unavailable (skills_unreadable) and the call successful.
+func TestExtensionCatalogSkills(t *testing.T) {
+	e := newEnv(t, map[string]string{".agents/skills/a/SKILL.md": "---\nname: a\ndescription: Does a.\n---\nBODY\n"})
+	e.tools.Skills = skill.Finder{Runners: workspace.LocalOnly(nil)}
+	b, _ := json.Marshal(e.start("go").Extensions)
+	var cat struct {
+		Skills  skill.Catalog
+		Plugins sessions.Unavailable
+	}
+	json.Unmarshal(b, &cat)
+	if cat.Skills.Status != skill.StatusAvailable || len(cat.Skills.Skills) != 1 || cat.Skills.Skills[0].Name != "a" ||
+		cat.Plugins.Reason != "no_runtime" || strings.Contains(string(b), "BODY") {
+		t.Fatalf("extension catalog: %s", b)
+	}
+	e.tools.Skills = failingSkills{}
+	b, _ = json.Marshal(e.start("again").Extensions)
+	var down struct{ Skills sessions.Unavailable }
+	json.Unmarshal(b, &down)
+	if down.Skills != (sessions.Unavailable{Status: "unavailable", Reason: sessions.ReasonSkillsUnreadable}) {
+		t.Fatalf("unlistable skills: %s", b)
 	}
 }
