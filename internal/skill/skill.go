@@ -80,8 +80,9 @@ const (
 	ReasonBadDescription     = "bad_description"
 	// ReasonTooLarge: the file is over MaxSkillBytes.
 	ReasonTooLarge = "too_large"
-	// ReasonDuplicateName: an earlier skill (in listing order) has the
-	// same name; the earlier one stays valid.
+	// ReasonDuplicateName: an earlier valid skill (in listing order) has
+	// the same name; the earlier one stays valid. A skill invalid for
+	// another reason keeps that reason and claims no name.
 	ReasonDuplicateName = "duplicate_name"
 	// ReasonOutsideProject: the skill's path leaves the project (a
 	// symlink out of it); nothing was read.
