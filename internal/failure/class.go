@@ -132,6 +132,8 @@ var classes = map[Kind]Class{
 	// Runners.
 	RunnerUnavailable:  {ClassNotStarted, RecoverRetryLater, statusUnavailable},
 	ResourceNotAllowed: {ClassNotStarted, RecoverFixInput, statusBadRequest},
+	// Code navigation.
+	LanguageServerUnavailable: {ClassCapabilityUnavailable, RecoverFixInput, statusUnavailable},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

@@ -96,6 +96,10 @@ const (
 	// was sent to it), and a resource the call may not use.
 	RunnerUnavailable  Kind = "runner_unavailable"
 	ResourceNotAllowed Kind = "resource_not_allowed"
+	// Code navigation: no language server for the file's language is
+	// installed where the project's files are; the message names the
+	// server to install and nothing was started.
+	LanguageServerUnavailable Kind = "language_server_unavailable"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -120,6 +124,7 @@ var Kinds = []Kind{
 	GitDirOutsideProject,
 	InvalidRevision, UnknownMemory, MemoryScopeFull,
 	RunnerUnavailable, ResourceNotAllowed,
+	LanguageServerUnavailable,
 }
 
 // Error is a failure with a stable kind, a human message and optional
