@@ -27,7 +27,7 @@ var goFixture = map[string]string{
 // WEBCODEX_REQUIRE_GOPLS=1 makes that a failure.
 func needGopls(t *testing.T) {
 	t.Helper()
-	l, _ := LanguageNamed("go")
+	l, _ := LanguageNamed(Languages, "go")
 	if _, ok := lookServer(l, runner.ChildEnv(os.Getenv, nil)); ok {
 		return
 	}

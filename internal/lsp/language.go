@@ -53,10 +53,11 @@ var Languages = []Language{
 	},
 }
 
-// LanguageOf returns the language of a file by its name's extension.
-func LanguageOf(name string) (Language, bool) {
+// LanguageOf returns the language of a file among langs by its name's
+// extension.
+func LanguageOf(langs []Language, name string) (Language, bool) {
 	ext := strings.ToLower(path.Ext(name))
-	for _, l := range Languages {
+	for _, l := range langs {
 		for _, e := range l.Extensions {
 			if e == ext {
 				return l, true
@@ -66,9 +67,9 @@ func LanguageOf(name string) (Language, bool) {
 	return Language{}, false
 }
 
-// LanguageNamed returns the language called name.
-func LanguageNamed(name string) (Language, bool) {
-	for _, l := range Languages {
+// LanguageNamed returns the language of langs called name.
+func LanguageNamed(langs []Language, name string) (Language, bool) {
+	for _, l := range langs {
 		if l.Name == name {
 			return l, true
 		}
@@ -76,9 +77,13 @@ func LanguageNamed(name string) (Language, bool) {
 	return Language{}, false
 }
 
-// lookServer finds l's server on env's PATH, then in the Go binary
+// lookServer finds l's server (an absolute path is taken as is) on env's PATH, then in the Go binary
 // directory ($GOPATH/bin, else $HOME/go/bin) where `go install` puts it.
 func lookServer(l Language, env []string) (string, bool) {
+	if filepath.IsAbs(l.Server) {
+		st, err := os.Stat(l.Server)
+		return l.Server, err == nil && st.Mode().IsRegular()
+	}
 	if p, err := runner.LookPath(l.Server, env); err == nil {
 		return p, true
 	}

@@ -36,6 +36,8 @@ type Options struct {
 	// restarts ("" gives each server a temporary one, removed when it
 	// stops).
 	CacheRoot string
+	// Languages are the languages served (nil: Languages).
+	Languages []Language
 	// IdleTimeout and RequestTimeout (0: the defaults).
 	IdleTimeout, RequestTimeout time.Duration
 }
@@ -49,6 +51,7 @@ type Manager struct {
 	mu      sync.Mutex
 	servers map[key]*entry
 	closed  bool
+	started int
 }
 
 type key struct{ root, lang string }
@@ -68,6 +71,9 @@ type entry struct {
 func NewManager(opt Options) *Manager {
 	if opt.IdleTimeout == 0 {
 		opt.IdleTimeout = DefaultIdleTimeout
+	}
+	if opt.Languages == nil {
+		opt.Languages = Languages
 	}
 	if opt.RequestTimeout == 0 {
 		opt.RequestTimeout = DefaultRequestTimeout
@@ -101,6 +107,7 @@ func (m *Manager) acquire(ctx context.Context, root string, l Language) (*server
 	}
 	starter := e == nil
 	if starter {
+		m.started++
 		m.evict()
 		e = &entry{ready: make(chan struct{})}
 		m.servers[k] = e
@@ -200,6 +207,13 @@ func (m *Manager) Running() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.servers)
+}
+
+// Started is how many server starts were attempted since NewManager.
+func (m *Manager) Started() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.started
 }
 
 // Close stops every server and waits until they ended; later calls fail.

@@ -146,7 +146,7 @@ type target struct {
 // validate checks req against p without starting anything: the op, the
 // path (inside the project, no symlink out of it, a regular text file),
 // the position (inside the file).
-func validate(p project.Project, req Request) (target, error) {
+func validate(langs []Language, p project.Project, req Request) (target, error) {
 	var t target
 	known := false
 	for _, op := range Ops {
@@ -160,9 +160,9 @@ func validate(p project.Project, req Request) (target, error) {
 			return t, failure.New(failure.InvalidArguments, "workspace_symbols needs a query of 1 to %d bytes", MaxQueryBytes)
 		}
 		if req.Path == "" {
-			l, ok := LanguageNamed(req.Language)
+			l, ok := LanguageNamed(langs, req.Language)
 			if !ok {
-				return t, failure.New(failure.InvalidArguments, "workspace_symbols needs a path or a language (%s)", languageNames())
+				return t, failure.New(failure.InvalidArguments, "workspace_symbols needs a path or a language (%s)", languageNames(langs))
 			}
 			t.lang = l
 			return t, nil
@@ -171,9 +171,9 @@ func validate(p project.Project, req Request) (target, error) {
 	if req.Path == "" {
 		return t, failure.New(failure.InvalidArguments, "%s needs a path", req.Op)
 	}
-	l, ok := LanguageOf(req.Path)
+	l, ok := LanguageOf(langs, req.Path)
 	if !ok {
-		return t, failure.New(failure.InvalidArguments, "no language server is known for %q (languages: %s)", req.Path, languageNames())
+		return t, failure.New(failure.InvalidArguments, "no language server is known for %q (languages: %s)", req.Path, languageNames(langs))
 	}
 	t.lang = l
 	abs, rel, err := p.Resolve(req.Path)
@@ -210,9 +210,9 @@ func validate(p project.Project, req Request) (target, error) {
 	return t, nil
 }
 
-func languageNames() string {
+func languageNames(langs []Language) string {
 	var names []string
-	for _, l := range Languages {
+	for _, l := range langs {
 		names = append(names, l.Name)
 	}
 	return strings.Join(names, ", ")

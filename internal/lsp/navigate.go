@@ -43,7 +43,7 @@ type diagnostic struct {
 // language, started if needed. A bad request fails before any server
 // starts; see validate for the kinds.
 func (m *Manager) Navigate(ctx context.Context, p project.Project, req Request) (Result, error) {
-	t, err := validate(p, req)
+	t, err := validate(m.opt.Languages, p, req)
 	if err != nil {
 		return Result{}, err
 	}

@@ -202,10 +202,13 @@ func (s *server) failed(err error, method string) error {
 	return failure.Wrap(failure.OperationFailed, err, "%s: %s failed", s.lang.Server, method)
 }
 
-// alive reports whether the server process is still running.
+// alive reports whether the server is still serving: its process has not
+// ended nor closed its output.
 func (s *server) alive() bool {
 	select {
 	case <-s.exited:
+		return false
+	case <-s.conn.done:
 		return false
 	default:
 		return true
