@@ -30,6 +30,7 @@ import (
 	"github.com/webcodex/webcodex/internal/intent"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/lsp"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
 	"github.com/webcodex/webcodex/internal/pgnotify"
@@ -79,8 +80,11 @@ type App struct {
 	Runners workspace.Resolver
 	Jobs    *jobs.Manager
 	Shells  *shell.Manager
-	Kernel  *kernel.Kernel
-	Audit   *audit.Service
+	// Navigator runs the language servers of this host's projects (the
+	// lsp tool, decision 0082).
+	Navigator *lsp.Manager
+	Kernel    *kernel.Kernel
+	Audit     *audit.Service
 	// Windows is the window plane: window activity and Window Peers.
 	Windows *window.Service
 	// Tasks is the Agent Task service (decision 0077); its lapsed
@@ -220,7 +224,8 @@ func (a *App) wire(ctx context.Context) error {
 			}
 		}})
 	a.Shells = shell.NewManager(shell.Options{Contain: a.Contain, Sandbox: a.Sandbox})
-	a.Runners = workspace.Resolver{Local: workspace.Local{Host: a.Runner, Shells: a.Shells}, Remote: a.Hub.Runner}
+	a.Navigator = lsp.NewManager(lsp.Options{Contain: a.Contain, Sandbox: a.Sandbox, CacheRoot: filepath.Join(a.Config.DataDir, LanguageServerCacheDir)})
+	a.Runners = workspace.Resolver{Local: workspace.Local{Host: a.Runner, Shells: a.Shells, Navigator: a.Navigator}, Remote: a.Hub.Runner}
 	if a.Jobs, err = newJobs(ctx, a); err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -469,10 +474,18 @@ func (a *App) Close() error {
 // auditDrainTimeout bounds how long Close waits for queued audit events.
 const auditDrainTimeout = 30 * time.Second
 
-// release ends what runs beyond a request: persistent shells and jobs.
+// LanguageServerCacheDir is the data directory's directory of the
+// language servers' private caches (writable by them alone).
+const LanguageServerCacheDir = "lsp"
+
+// release ends what runs beyond a request: persistent shells, language
+// servers and jobs.
 func (a *App) release() {
 	if a.Shells != nil {
 		a.Shells.Close()
+	}
+	if a.Navigator != nil {
+		a.Navigator.Close()
 	}
 	if a.Jobs == nil {
 		return

@@ -318,6 +318,8 @@ func TestMCPOutputSchemasAcceptSuccessAndFailure(t *testing.T) {
 	act("skill_list", map[string]any{"project": "agent:local:nope"}, false)
 	act("skill_read", map[string]any{"project": proj, "name": "calc-help"}, true)
 	act("skill_read", map[string]any{"project": proj, "name": "nope"}, false)
+	act("lsp", map[string]any{"project": proj, "op": "document_symbols", "path": "calc.go"}, true)
+	act("lsp", map[string]any{"project": proj, "op": "definition", "path": "calc.go", "line": 999, "column": 1}, false)
 
 	// Project Memory.
 	mrev := str(act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add adds", "tags": []string{"pinned"}}, true), "entry", "revision")

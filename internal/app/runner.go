@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/webcodex/webcodex/internal/lsp/lspop"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runneragent"
 	"github.com/webcodex/webcodex/internal/runnerlink"
@@ -22,7 +23,7 @@ import (
 // RunnerOps are the operations a `webcodex runner` serves: the effect halves
 // of the tools that run through runners.
 func RunnerOps() []workspace.Served {
-	return slices.Concat(files.Ops(), search.Ops(), git.Ops(), edit.Ops(), closeout.Ops(), sessionshell.Ops(), validate.Ops(), worktree.Ops(), skill.Ops())
+	return slices.Concat(files.Ops(), search.Ops(), git.Ops(), edit.Ops(), closeout.Ops(), sessionshell.Ops(), validate.Ops(), worktree.Ops(), skill.Ops(), lspop.Ops())
 }
 
 // NewRunnerAgent is `webcodex runner`'s composition root: the agent for

@@ -51,6 +51,7 @@ var toolBudget = map[string]int{
 	"list_runners": 1500,
 	// Agent Skills (issue 29), in the full profile only.
 	"skill_list": 950, "skill_read": 1150,
+	"lsp": 1500,
 }
 
 // Whole tools/list results (the JSON-RPC result member as sent) per

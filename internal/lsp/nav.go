@@ -56,7 +56,9 @@ func positional(op string) bool {
 
 // A Result answers a Request. Exactly the part of its op is set.
 type Result struct {
-	Op       string `json:"op"`
+	Op string `json:"op"`
+	// Path is the requested file's canonical project-relative path.
+	Path     string `json:"path,omitempty"`
 	Language string `json:"language"`
 	Server   string `json:"server"`
 	// Sandbox is the mode in force for the server.
@@ -72,7 +74,7 @@ type Result struct {
 
 // Paths are the project-relative paths a result names (its own file and
 // every location inside the project), for the exploration workset.
-func (r Result) Paths(req Request) []string {
+func (r Result) Paths() []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
@@ -81,9 +83,7 @@ func (r Result) Paths(req Request) []string {
 			out = append(out, p)
 		}
 	}
-	if req.Path != "" {
-		add(req.Path)
-	}
+	add(r.Path)
 	for _, l := range r.Locations {
 		if !l.External {
 			add(l.Path)

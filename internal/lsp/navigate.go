@@ -58,7 +58,7 @@ func (m *Manager) Navigate(ctx context.Context, p project.Project, req Request) 
 		return Result{}, err
 	}
 	defer m.release(key{root, t.lang.Name}, e)
-	res := Result{Op: req.Op, Language: t.lang.Name, Server: t.lang.Server, Sandbox: string(s.mode)}
+	res := Result{Op: req.Op, Path: t.rel, Language: t.lang.Name, Server: t.lang.Server, Sandbox: string(s.mode)}
 	f := files{root: root, enc: s.enc, cache: map[string][]string{}}
 	if t.abs != "" {
 		f.cache[t.abs] = t.lines

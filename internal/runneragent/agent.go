@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/lsp"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerlink"
@@ -73,6 +74,9 @@ type Agent struct {
 	// shells are the persistent shells this runner holds (shell ops): they
 	// live in this process, across reconnects, until it ends.
 	shells *shell.Manager
+	// navigator runs the language servers of this runner's projects (the
+	// lsp ops), stopped when the runner ends.
+	navigator *lsp.Manager
 
 	poolMu sync.Mutex
 	pool   *sshresource.Pool // the SSH masters, made at the first use
@@ -107,6 +111,7 @@ func New(o Options) *Agent {
 	a.sandbox = o.Policy.InForce(runner.Sandbox{})
 	a.shells = shell.NewManager(shell.Options{Sandbox: o.Policy, Contain: o.Contain, Holder: "runner",
 		CapTimeout: time.Duration(o.Config.Policy.MaxTimeoutSecs) * time.Second})
+	a.navigator = lsp.NewManager(lsp.Options{Sandbox: o.Policy, Contain: o.Contain})
 	return a
 }
 
@@ -122,6 +127,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeMasters()
 	defer a.hold.closeAll()
 	defer a.shells.Close()
+	defer a.navigator.Close()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -435,7 +441,7 @@ func (s *session) handle(ctx context.Context, id string, req runnerwire.Request)
 		s.respond(id, nil, failure.New(failure.Unavailable, "this runner does not serve %s", req.Op))
 		return
 	}
-	res, err := op.Serve(ctx, workspace.Env{Host: s.a.host, Shells: s.a.shells, RemoteShell: s.a.remoteShell(s.gen)}, p, req.Args)
+	res, err := op.Serve(ctx, workspace.Env{Host: s.a.host, Shells: s.a.shells, RemoteShell: s.a.remoteShell(s.gen), Navigator: s.a.navigator}, p, req.Args)
 	s.respond(id, res, err)
 }
 

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/lsp"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerwire"
@@ -49,10 +50,12 @@ type Remote interface {
 }
 
 // Local is the in-process runner. Shells, when set, is this host's
-// persistent-shell Manager, handed to the operations it runs (Env.Shells).
+// persistent-shell Manager, and Navigator its language-server Manager,
+// handed to the operations it runs (Env.Shells, Env.Navigator).
 type Local struct {
 	runner.Host
-	Shells *shell.Manager
+	Shells    *shell.Manager
+	Navigator *lsp.Manager
 }
 
 // ID implements Runner.
@@ -99,6 +102,11 @@ type Env struct {
 	// resources; an operation that needs one then fails
 	// resource_not_allowed.
 	RemoteShell func(ctx context.Context, target runner.SSH) (*shell.Remote, error)
+	// Navigator is the language-server Manager of the machine the
+	// operation runs on: its servers live in that process, next to the
+	// project's files. nil where none is kept; an operation that needs
+	// one then fails unavailable.
+	Navigator *lsp.Manager
 }
 
 // Served is an operation a runner serves for remote callers: Serve decodes
@@ -144,7 +152,7 @@ func Do[In, Out any](ctx context.Context, r Runner, p project.Project, op *Op[In
 	if !ok {
 		env := Env{Host: r}
 		if l, ok := r.(Local); ok {
-			env.Shells = l.Shells
+			env.Shells, env.Navigator = l.Shells, l.Navigator
 		}
 		return op.run(ctx, env, p, in)
 	}
