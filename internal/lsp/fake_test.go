@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -54,6 +57,10 @@ func fakeServer(mode string) {
 					os.Exit(3)
 				}
 			}
+			if mode == "many" {
+				result = manyResult(m.Method)
+				break
+			}
 			result = []map[string]any{{"name": "F", "kind": 12,
 				"range":          lspRange{End: lspPosition{Line: 0, Character: 3}},
 				"selectionRange": lspRange{End: lspPosition{Line: 0, Character: 3}}}}
@@ -61,6 +68,19 @@ func fakeServer(mode string) {
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result})
 		writeMessage(os.Stdout, b)
 	}
+}
+
+// manyResult answers past every bound: MaxResults+5 symbols, hover text
+// of MaxHoverBytes+10 bytes.
+func manyResult(method string) any {
+	if method == "textDocument/hover" {
+		return map[string]any{"contents": map[string]string{"kind": "plaintext", "value": strings.Repeat("é", MaxHoverBytes/2+5)}}
+	}
+	var list []map[string]any
+	for range MaxResults + 5 {
+		list = append(list, map[string]any{"name": "F", "kind": 12, "range": lspRange{}, "selectionRange": lspRange{}})
+	}
+	return list
 }
 
 // fakeManager serves *.fake files with the test binary in mode.
@@ -133,5 +153,98 @@ func TestIdleServerStops(t *testing.T) {
 	}
 	if m.Started() != 2 {
 		t.Errorf("%d starts, want 2", m.Started())
+	}
+}
+
+func TestResultBounds(t *testing.T) {
+	long := strings.Repeat("x", MaxSnippetBytes+50)
+	p := writeFixture(t, map[string]string{"x.fake": long + "\n"})
+	m := fakeManager(t, "many", Options{})
+	r, err := m.Navigate(context.Background(), p, Request{Op: OpDocumentSymbols, Path: "x.fake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Total != MaxResults+5 || r.Returned != MaxResults || len(r.Symbols) != MaxResults || !r.Truncated {
+		t.Errorf("total %d returned %d truncated %v", r.Total, r.Returned, r.Truncated)
+	}
+	if len(r.Symbols[0].Snippet) != MaxSnippetBytes {
+		t.Errorf("snippet of %d bytes", len(r.Symbols[0].Snippet))
+	}
+	h, err := m.Navigate(context.Background(), p, Request{Op: OpHover, Path: "x.fake", Line: 1, Column: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Hover) > MaxHoverBytes || len(h.Hover) < MaxHoverBytes-1 || !h.Truncated || !utf8.ValidString(h.Hover) {
+		t.Errorf("hover of %d bytes, truncated %v", len(h.Hover), h.Truncated)
+	}
+}
+
+func TestMaxServers(t *testing.T) {
+	m := fakeManager(t, "ok", Options{})
+	for range MaxServers + 2 {
+		p := writeFixture(t, map[string]string{"x.fake": "abc\n"})
+		if _, err := m.Navigate(context.Background(), p, Request{Op: OpDocumentSymbols, Path: "x.fake"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := m.Running(); n != MaxServers {
+		t.Errorf("%d servers running, want at most %d", n, MaxServers)
+	}
+}
+
+func TestMaxOpenDocuments(t *testing.T) {
+	files := map[string]string{}
+	for i := range MaxOpenDocuments + 1 {
+		files[fmt.Sprintf("f%d.fake", i)] = "abc\n"
+	}
+	p := writeFixture(t, files)
+	m := fakeManager(t, "ok", Options{})
+	for name := range files {
+		if _, err := m.Navigate(context.Background(), p, Request{Op: OpDocumentSymbols, Path: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.servers {
+		if n := len(e.s.docs); n < 1 || n > MaxOpenDocuments {
+			t.Errorf("%d documents open", n)
+		}
+	}
+}
+
+func TestRequestBounds(t *testing.T) {
+	p := writeFixture(t, map[string]string{"big.go": "package a\n//" + strings.Repeat("x", MaxFileBytes) + "\n", "a.go": "package a\n"})
+	for _, req := range []Request{
+		{Op: OpDocumentSymbols, Path: "big.go"},
+		{Op: OpWorkspaceSymbols, Path: "a.go", Query: strings.Repeat("q", MaxQueryBytes+1)},
+	} {
+		if _, err := validate(Languages, p, req); failure.KindOf(err) != failure.InvalidArguments {
+			t.Errorf("%+v: %v", req.Op, err)
+		}
+	}
+	if _, err := validate(Languages, p, Request{Op: OpWorkspaceSymbols, Path: "a.go", Query: strings.Repeat("q", MaxQueryBytes)}); err != nil {
+		t.Errorf("a query of MaxQueryBytes: %v", err)
+	}
+}
+
+func TestHint(t *testing.T) {
+	for abs, want := range map[string]string{
+		"/usr/local/go/src/fmt/print.go":                     "std: fmt",
+		"/home/u/go/pkg/mod/example.com/m@v1.2.3/sub/x.go":   "example.com/m@v1.2.3/sub",
+		"/opt/other/lib/thing.py":                            "lib",
+		"C:\\Users\\u\\go\\pkg\\mod\\golang.org\\x@v1\\y.go": "golang.org/x@v1",
+	} {
+		if got := hint(abs); got != want {
+			t.Errorf("hint(%q) = %q, want %q", abs, got, want)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	m := NewManager(Options{})
+	defer m.Close()
+	if m.opt.IdleTimeout != DefaultIdleTimeout || m.opt.RequestTimeout != DefaultRequestTimeout || len(m.opt.Languages) != len(Languages) {
+		t.Errorf("%+v", m.opt)
 	}
 }
