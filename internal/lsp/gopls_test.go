@@ -25,7 +25,7 @@ var goFixture = map[string]string{
 
 // needGopls skips the test when gopls is not installed, unless
 // WEBCODEX_REQUIRE_GOPLS=1 makes that a failure.
-func needGopls(t *testing.T) {
+func needGopls(t testing.TB) {
 	t.Helper()
 	l, _ := LanguageNamed(Languages, "go")
 	if _, ok := lookServer(l, runner.ChildEnv(os.Getenv, nil)); ok {
@@ -37,7 +37,7 @@ func needGopls(t *testing.T) {
 	t.Skip("gopls is not installed (go install golang.org/x/tools/gopls@v0.23.0)")
 }
 
-func writeFixture(t *testing.T, files map[string]string) project.Project {
+func writeFixture(t testing.TB, files map[string]string) project.Project {
 	t.Helper()
 	dir := t.TempDir()
 	for name, text := range files {
@@ -89,6 +89,7 @@ func TestGoplsNavigation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("gopls sandbox in force: %s", def.Sandbox)
 	if def.Sandbox != string(runner.InForce(&runner.Local{Policy: &runner.Policy{}}, runner.Sandbox{Mode: runner.ReadOnly})) {
 		t.Errorf("sandbox %q", def.Sandbox)
 	}

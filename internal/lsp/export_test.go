@@ -1,0 +1,33 @@
+package lsp
+
+import (
+	"context"
+
+	"github.com/webcodex/webcodex/internal/project"
+)
+
+// RawDefinition sends textDocument/definition for the 0-based UTF-16
+// position straight to p's warm Go server, bypassing validation and
+// result shaping: the benchmark's base side.
+func (m *Manager) RawDefinition(ctx context.Context, p project.Project, abs string, line, character int) error {
+	l, _ := LanguageNamed(m.opt.Languages, "go")
+	s, e, err := m.acquire(ctx, p.Root, l)
+	if err != nil {
+		return err
+	}
+	defer m.release(key{p.Root, l.Name}, e)
+	_, err = s.rawRequest(ctx, "textDocument/definition", map[string]any{
+		"textDocument": map[string]string{"uri": fileURI(abs)},
+		"position":     lspPosition{Line: line, Character: character},
+	})
+	return err
+}
+
+// GoFixture is the two-package module of the gopls tests.
+var GoFixture = goFixture
+
+// NeedGopls and WriteFixture are the gopls tests' helpers.
+var (
+	NeedGopls    = needGopls
+	WriteFixture = writeFixture
+)
