@@ -1,0 +1,70 @@
+package lsp
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/runner"
+)
+
+// needPylsp skips the test when pylsp is not installed, unless
+// WEBCODEX_REQUIRE_PYLSP=1 makes that a failure.
+func needPylsp(t *testing.T) {
+	t.Helper()
+	l, _ := LanguageNamed(Languages, "python")
+	if _, ok := lookServer(l, runner.ChildEnv(os.Getenv, nil)); ok {
+		return
+	}
+	if os.Getenv("WEBCODEX_REQUIRE_PYLSP") == "1" {
+		t.Fatal("pylsp is not installed and WEBCODEX_REQUIRE_PYLSP=1")
+	}
+	t.Skip("pylsp is not installed (Debian: python3-pylsp)")
+}
+
+func TestPylspNavigation(t *testing.T) {
+	needPylsp(t)
+	p := writeFixture(t, map[string]string{
+		"pkg/__init__.py": "",
+		"pkg/util.py":     "def greet(name):\n    \"\"\"Return a greeting for name.\"\"\"\n    return \"hello \" + name\n",
+		"main.py":         "from pkg.util import greet\n\nw = \"é𝔸\"; x = greet(w)\nprint(greet(\"again\"))\n",
+	})
+	m := newTestManager(t)
+	ctx := context.Background()
+	line := "w = \"é𝔸\"; x = greet(w)"
+	col := column(t, line, "greet", 1)
+	def, err := m.Navigate(ctx, p, Request{Op: OpDefinition, Path: "main.py", Line: 3, Column: col})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(def.Locations) != 1 || def.Locations[0].Path != "pkg/util.py" || def.Locations[0].StartLine != 1 || def.Locations[0].StartColumn != 5 || def.Server != "pylsp" {
+		t.Fatalf("definition: %+v", def)
+	}
+	refs, err := m.Navigate(ctx, p, Request{Op: OpReferences, Path: "pkg/util.py", Line: 1, Column: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The definition, the import and two calls.
+	if refs.Total != 4 {
+		t.Fatalf("references: %+v", refs)
+	}
+	syms, err := m.Navigate(ctx, p, Request{Op: OpDocumentSymbols, Path: "pkg/util.py"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range syms.Symbols {
+		found = found || (s.Name == "greet" && s.Kind == "function" && s.StartLine == 1)
+	}
+	if !found {
+		t.Fatalf("document symbols: %+v", syms.Symbols)
+	}
+	hov, err := m.Navigate(ctx, p, Request{Op: OpHover, Path: "main.py", Line: 3, Column: col})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(hov.Hover, "greet(name)") {
+		t.Errorf("hover %q", hov.Hover)
+	}
+}
