@@ -280,6 +280,13 @@ func (c *conn) notification(m message) {
 	c.mu.Unlock()
 }
 
+// forget drops the diagnostics kept for uri.
+func (c *conn) forget(uri string) {
+	c.mu.Lock()
+	delete(c.diags, uri)
+	c.mu.Unlock()
+}
+
 // diagnostics waits until the server published diagnostics for uri at
 // version (or a later one) and returns them; a server that does not say
 // the version is taken at its first publication for uri. It returns

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/runner"
 )
 
@@ -92,7 +93,7 @@ func (m *Manager) acquire(ctx context.Context, root string, l Language) (*server
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return nil, nil, context.Canceled
+		return nil, nil, failure.New(failure.Unavailable, "the language servers are shutting down")
 	}
 	e := m.servers[k]
 	if e != nil {

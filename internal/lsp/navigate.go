@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,8 +53,13 @@ func (m *Manager) Navigate(ctx context.Context, p project.Project, req Request) 
 	defer cancel()
 	s, e, err := m.acquire(ctx, root, t.lang)
 	if err != nil {
-		if ctx.Err() != nil {
-			return Result{}, failure.Wrap(failure.TimedOut, err, "%s did not start within %s", t.lang.Server, m.opt.RequestTimeout)
+		var ferr *failure.Error
+		switch {
+		case errors.As(err, &ferr):
+		case errors.Is(err, context.DeadlineExceeded):
+			err = failure.Wrap(failure.TimedOut, err, "%s did not start within %s", t.lang.Server, m.opt.RequestTimeout)
+		case errors.Is(err, context.Canceled):
+			err = failure.Wrap(failure.Cancelled, err, "the request was cancelled while %s started", t.lang.Server)
 		}
 		return Result{}, err
 	}

@@ -3,6 +3,8 @@ package lsp
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,5 +68,40 @@ func TestPylspNavigation(t *testing.T) {
 	}
 	if !strings.Contains(hov.Hover, "greet(name)") {
 		t.Errorf("hover %q", hov.Hover)
+	}
+}
+
+// pylsp publishes unversioned diagnostics: each call still answers for
+// the file's current content.
+func TestPylspDiagnosticsFollowEdits(t *testing.T) {
+	needPylsp(t)
+	// pylsp reports syntax errors through its pyflakes plugin.
+	if exec.Command("python3", "-c", "import pyflakes").Run() != nil {
+		if os.Getenv("WEBCODEX_REQUIRE_PYLSP") == "1" {
+			t.Fatal("pyflakes is not installed and WEBCODEX_REQUIRE_PYLSP=1")
+		}
+		t.Skip("pyflakes is not installed (Debian: python3-pyflakes)")
+	}
+	p := writeFixture(t, map[string]string{"m.py": "x = 1\n"})
+	m := newTestManager(t)
+	diags := func() []Diagnostic {
+		t.Helper()
+		r, err := m.Navigate(context.Background(), p, Request{Op: OpDiagnostics, Path: "m.py"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Problems
+	}
+	if d := diags(); len(d) != 0 {
+		t.Fatalf("before the edit: %+v", d)
+	}
+	file := filepath.Join(p.Root, "m.py")
+	os.WriteFile(file, []byte("x = (\n"), 0o644)
+	if d := diags(); len(d) == 0 || d[0].Severity != "error" {
+		t.Fatalf("after breaking the syntax: %+v", d)
+	}
+	os.WriteFile(file, []byte("x = 1\n"), 0o644)
+	if d := diags(); len(d) != 0 {
+		t.Fatalf("after the fix: %+v", d)
 	}
 }

@@ -250,6 +250,9 @@ func (s *server) sync(abs string, text []byte) (int, error) {
 		}
 		s.docs = map[string]document{}
 	}
+	// Diagnostics published before this text are stale: a server that
+	// does not version them must publish again before diagnostics answer.
+	s.conn.forget(uri)
 	var err error
 	if open {
 		d = document{version: d.version + 1, sum: sum}
