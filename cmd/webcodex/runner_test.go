@@ -115,8 +115,15 @@ func newRunnerFixture(t *testing.T) *runnerFixture {
 			t.Fatal(err)
 		}
 	}
+	// A skill of the runner's own, outside the project (runner.toml
+	// [skills] roots).
+	runnerSkill := filepath.Join(cfgDir, "skills", "runner-help", "SKILL.md")
+	os.MkdirAll(filepath.Dir(runnerSkill), 0o755)
+	if err := os.WriteFile(runnerSkill, []byte("---\nname: runner-help\ndescription: The runner's own.\n---\nRunner skill body.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	toml := filepath.Join(cfgDir, "runner.toml")
-	cfg := fmt.Sprintf("client_id = \"box\"\n\n[projects]\ndemo = %q\n", dir)
+	cfg := fmt.Sprintf("client_id = \"box\"\n\n[projects]\ndemo = %q\n\n[skills]\nroots = [\"skills\"]\n", dir)
 	if err := os.WriteFile(toml, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +189,8 @@ func runnerServesAProjectEndToEnd(t *testing.T, transport string) {
 		} `json:"extensions"`
 	}
 	call(t, f.srv.base, "work_on_project", map[string]any{"project": remoteProject, "instruction": "look at the remote project"}, &start)
-	if sk := start.Extensions.Skills; sk.Status != "available" || len(sk.Skills) != 1 || sk.Skills[0].Name != "remote-help" || sk.Skills[0].Status != "valid" {
+	if sk := start.Extensions.Skills; sk.Status != "available" || len(sk.Skills) != 2 || sk.Skills[0].Name != "remote-help" || sk.Skills[0].Status != "valid" ||
+		sk.Skills[1].Name != "runner-help" || sk.Skills[1].Status != "valid" {
 		t.Fatalf("extension catalog through the runner: %+v", start.Extensions)
 	}
 	var skillRead struct {
@@ -192,6 +200,10 @@ func runnerServesAProjectEndToEnd(t *testing.T, transport string) {
 	call(t, f.srv.base, "skill_read", map[string]any{"project": remoteProject, "name": "remote-help"}, &skillRead)
 	if skillRead.Instructions != "Remote skill body.\n" || skillRead.Source != "agents" {
 		t.Fatalf("skill_read through the runner: %+v", skillRead)
+	}
+	call(t, f.srv.base, "skill_read", map[string]any{"project": remoteProject, "name": "runner-help"}, &skillRead)
+	if skillRead.Instructions != "Runner skill body.\n" || skillRead.Source != "runner" {
+		t.Fatalf("skill_read of the runner's own skill: %+v", skillRead)
 	}
 	if err := os.RemoveAll(filepath.Join(f.dir, ".agents")); err != nil {
 		t.Fatal(err)

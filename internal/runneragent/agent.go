@@ -441,7 +441,7 @@ func (s *session) handle(ctx context.Context, id string, req runnerwire.Request)
 		s.respond(id, nil, failure.New(failure.Unavailable, "this runner does not serve %s", req.Op))
 		return
 	}
-	res, err := op.Serve(ctx, workspace.Env{Host: s.a.host, Shells: s.a.shells, RemoteShell: s.a.remoteShell(s.gen), Navigator: s.a.navigator}, p, req.Args)
+	res, err := op.Serve(ctx, workspace.Env{Host: s.a.host, Shells: s.a.shells, RemoteShell: s.a.remoteShell(s.gen), Navigator: s.a.navigator, SkillRoots: s.a.o.Config.Skills.Roots}, p, req.Args)
 	s.respond(id, res, err)
 }
 

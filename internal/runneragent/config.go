@@ -27,6 +27,8 @@ const (
 	MaxConcurrentJobs        = 64
 	// MaxConfigBytes bounds runner.toml.
 	MaxConfigBytes = 256 << 10
+	// MaxSkillRoots bounds [skills] roots.
+	MaxSkillRoots = 16
 )
 
 // Config is runner.toml. Unknown keys are an error.
@@ -37,6 +39,16 @@ type Config struct {
 	Projects map[string]string `toml:"projects"`
 	Policy   Policy            `toml:"policy"`
 	SSH      SSH               `toml:"ssh"`
+	Skills   Skills            `toml:"skills"`
+}
+
+// Skills is runner.toml's [skills].
+type Skills struct {
+	// Roots are directories of this machine holding Agent Skills
+	// (<root>/<name>/SKILL.md), listed with every project's own skills as
+	// source "runner". Read live: a skill added to a root is listed on
+	// the next call.
+	Roots []string `toml:"roots"`
 }
 
 // Policy is runner.toml's [policy].
@@ -102,6 +114,11 @@ func ParseConfig(b []byte, base string) (Config, error) {
 			c.Projects[name] = filepath.Join(base, dir)
 		}
 	}
+	for i, dir := range c.Skills.Roots {
+		if dir != "" && !filepath.IsAbs(dir) {
+			c.Skills.Roots[i] = filepath.Join(base, dir)
+		}
+	}
 	return c, c.validate()
 }
 
@@ -146,6 +163,16 @@ func (c *Config) validate() error {
 			return fmt.Errorf("runner config: [projects] %s: %s is outside allowed_roots", name, real)
 		}
 		c.Projects[name] = real
+	}
+	if len(c.Skills.Roots) > MaxSkillRoots {
+		return fmt.Errorf("runner config: [skills] roots names %d directories, at most %d", len(c.Skills.Roots), MaxSkillRoots)
+	}
+	for i, dir := range c.Skills.Roots {
+		real, err := project.CanonicalRoot(dir)
+		if err != nil {
+			return fmt.Errorf("runner config: [skills] roots[%d]: %v", i, err)
+		}
+		c.Skills.Roots[i] = real
 	}
 	if len(c.SSH.Resources) > runnerwire.MaxResources {
 		return fmt.Errorf("runner config: at most %d ssh resources", runnerwire.MaxResources)

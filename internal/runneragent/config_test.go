@@ -2,6 +2,8 @@ package runneragent
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -33,5 +35,34 @@ func TestParseConfig(t *testing.T) {
 	}
 	if _, err := ParseConfig([]byte("client_id = \"box\"\n[projects]\ndemo = \"/does/not/exist\"\n"), "/"); err == nil {
 		t.Error("a missing project directory was accepted")
+	}
+}
+
+// [skills] roots: relative to the file, canonical, existing, at most
+// MaxSkillRoots.
+func TestParseConfigSkillRoots(t *testing.T) {
+	dir, base := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(base, "skills"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	head := fmt.Sprintf("client_id = \"box\"\n[projects]\ndemo = %q\n[skills]\n", dir)
+	c, err := ParseConfig([]byte(head+"roots = [\"skills\"]\n"), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.EvalSymlinks(filepath.Join(base, "skills"))
+	if len(c.Skills.Roots) != 1 || c.Skills.Roots[0] != want {
+		t.Fatalf("roots = %v, want [%s]", c.Skills.Roots, want)
+	}
+	if _, err := ParseConfig([]byte(head+"roots = [\"missing\"]\n"), base); err == nil || !strings.Contains(err.Error(), "roots[0]") {
+		t.Fatalf("a missing skills root: %v", err)
+	}
+	many := strings.Repeat("\"skills\", ", MaxSkillRoots+1)
+	if _, err := ParseConfig([]byte(head+"roots = ["+many+"]\n"), base); err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Fatalf("%d skills roots: %v", MaxSkillRoots+1, err)
+	}
+	max := strings.Repeat("\"skills\", ", MaxSkillRoots)
+	if _, err := ParseConfig([]byte(head+"roots = ["+max+"]\n"), base); err != nil {
+		t.Fatalf("%d skills roots: %v", MaxSkillRoots, err)
 	}
 }

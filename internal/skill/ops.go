@@ -19,11 +19,11 @@ type ReadArgs struct {
 // The operations that read skills where the project's files are (see
 // package workspace), so that a runner's project is read on its runner.
 var (
-	listOp = workspace.NewOp("skills.list", func(ctx context.Context, _ workspace.Env, p project.Project, _ ListArgs) (Listing, error) {
-		return List(ctx, p)
+	listOp = workspace.NewOp("skills.list", func(ctx context.Context, env workspace.Env, p project.Project, _ ListArgs) (Listing, error) {
+		return List(ctx, p, env.SkillRoots)
 	})
-	readOp = workspace.NewOp("skills.read", func(ctx context.Context, _ workspace.Env, p project.Project, in ReadArgs) (Content, error) {
-		return Read(ctx, p, in.Name)
+	readOp = workspace.NewOp("skills.read", func(ctx context.Context, env workspace.Env, p project.Project, in ReadArgs) (Content, error) {
+		return Read(ctx, p, env.SkillRoots, in.Name)
 	})
 )
 

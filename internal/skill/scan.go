@@ -3,10 +3,12 @@ package skill
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -27,19 +29,25 @@ type Content struct {
 // List reads the skills of p (see [Listing]). A skills root that is
 // absent, not a directory or outside the project holds no skill. Errors:
 // the kinds of [project.Project.OpenTree], cancelled when ctx ends.
-func List(ctx context.Context, p project.Project) (Listing, error) {
-	l, _, err := scan(ctx, p, "")
+//
+// roots are the machine's own skills roots (a runner's skills.roots),
+// listed after the project's as SourceRunner; a root that cannot be
+// opened holds no skill, and a skill directory that is a symlink out of
+// its root is ReasonOutsideProject, as in a project.
+func List(ctx context.Context, p project.Project, roots []string) (Listing, error) {
+	l, _, err := scan(ctx, p, roots, "")
 	return l, err
 }
 
-// Read returns the valid skill of p named name. Errors: not_found when no
-// listed skill has that name; invalid_arguments naming the reason when
-// the skill of that name is invalid; the kinds of List.
-func Read(ctx context.Context, p project.Project, name string) (Content, error) {
+// Read returns the valid skill named name among those List(p, roots)
+// lists. Errors: not_found when no listed skill has that name;
+// invalid_arguments naming the reason when the skill of that name is
+// invalid; the kinds of List.
+func Read(ctx context.Context, p project.Project, roots []string, name string) (Content, error) {
 	if name == "" {
 		return Content{}, failure.New(failure.InvalidArguments, "name is required")
 	}
-	l, c, err := scan(ctx, p, name)
+	l, c, err := scan(ctx, p, roots, name)
 	if err != nil {
 		return Content{}, err
 	}
@@ -52,29 +60,41 @@ func Read(ctx context.Context, p project.Project, name string) (Content, error) 
 				WithDetail("reason", s.Reason)
 		}
 	}
-	return Content{}, failure.New(failure.NotFound, "no skill named %q in the project's .agents/skills or .claude/skills", name)
+	return Content{}, failure.New(failure.NotFound, "no skill named %q in the project's .agents/skills or .claude/skills or the runner's skills.roots", name)
 }
 
 // scan lists p's skills; when want is set it also returns the content of
 // the first valid skill named want.
-func scan(ctx context.Context, p project.Project, want string) (Listing, *Content, error) {
+func scan(ctx context.Context, p project.Project, roots []string, want string) (Listing, *Content, error) {
 	t, err := p.OpenTree()
 	if err != nil {
 		return Listing{}, nil, err
 	}
 	defer t.Close()
+	places := make([]place, 0, len(Roots)+len(roots))
+	for _, r := range Roots {
+		places = append(places, place{tree: t, dir: r.Dir, source: r.Source})
+	}
+	for i, root := range roots {
+		rt, err := openRoot(root)
+		if err != nil {
+			continue // an absent root holds no skill
+		}
+		defer rt.Close()
+		places = append(places, place{tree: rt, dir: ".", source: SourceRunner, shown: fmt.Sprintf("skills.roots[%d]", i)})
+	}
 	l := Listing{Skills: []Skill{}}
 	var found *Content
 	valid := map[string]bool{}
-	for _, r := range Roots {
-		names, more := skillDirs(t, r.Dir)
+	for _, r := range places {
+		names, more := skillDirs(r.tree, r.dir)
 		l.Truncated = l.Truncated || more
 		for _, n := range names {
 			if err := ctx.Err(); err != nil {
 				return Listing{}, nil, failure.Wrap(failure.Cancelled, err, "listing skills was cancelled")
 			}
-			rel := path.Join(r.Dir, n, FileName)
-			if !present(t, rel) {
+			rel := path.Join(r.dir, n, FileName)
+			if !present(r.tree, rel) {
 				continue
 			}
 			l.Total++
@@ -82,8 +102,11 @@ func scan(ctx context.Context, p project.Project, want string) (Listing, *Conten
 				l.Truncated = true
 				continue
 			}
-			s, body, size := readSkill(t, rel)
-			s.Source = r.Source
+			s, body, size := readSkill(r.tree, rel)
+			s.Source = r.source
+			if r.shown != "" {
+				s.Path = path.Join(r.shown, rel)
+			}
 			if s.Status == StatusValid {
 				if valid[s.Name] {
 					s.Status, s.Reason = StatusInvalid, ReasonDuplicateName
@@ -98,6 +121,27 @@ func scan(ctx context.Context, p project.Project, want string) (Listing, *Conten
 		}
 	}
 	return l, found, nil
+}
+
+// place is one directory skills are listed from: dir in tree, with the
+// source its skills get; shown, when set, replaces the tree in the paths
+// listed (a runner's root is named by its place in skills.roots, never by
+// its path on the runner's machine).
+type place struct {
+	tree        *project.Tree
+	dir, source string
+	shown       string
+}
+
+// openRoot opens a skills root as a tree of its own, so that its skills
+// are read under the same path policy as a project's: a symlink out of the
+// root is never followed.
+func openRoot(dir string) (*project.Tree, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	return project.Project{ID: "skills.roots", Root: real}.OpenTree()
 }
 
 // skillDirs returns the sorted names of the entries of the skills root

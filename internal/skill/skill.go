@@ -46,6 +46,10 @@ const (
 const (
 	SourceAgents = "agents"
 	SourceClaude = "claude"
+	// SourceRunner is a skill from one of the runner's own skills roots
+	// (runner.toml [skills] roots), outside the project: its Path is
+	// "skills.roots[i]/<dir>/SKILL.md".
+	SourceRunner = "runner"
 )
 
 // Roots are the skills roots in listing order, with their source.
@@ -97,15 +101,20 @@ const (
 type Skill struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
-	Source      string `json:"source" jsonschema:"agents (.agents/skills) or claude (.claude/skills)"`
-	Path        string `json:"path" jsonschema:"project-relative path of SKILL.md"`
+	Source      string `json:"source" jsonschema:"agents (.agents/skills), claude (.claude/skills) or runner (the runner's skills.roots)"`
+	Path        string `json:"path" jsonschema:"project-relative path of SKILL.md; skills.roots[i]/... for a runner's skill"`
 	Revision    string `json:"revision" jsonschema:"hex SHA-256 of SKILL.md; empty when it was not read whole"`
 	Status      string `json:"status" jsonschema:"valid or invalid"`
 	Reason      string `json:"reason,omitempty" jsonschema:"why the skill is invalid"`
 }
 
+// InProject reports whether s is a file of the project (its Path a project
+// path), rather than of a runner's own skills root.
+func (s Skill) InProject() bool { return s.Source != SourceRunner }
+
 // Listing is the skills of a project: at most MaxSkills, in listing
-// order (.agents before .claude, directories by name). Total counts every
+// order (.agents before .claude before the runner's roots in their order,
+// directories by name). Total counts every
 // skill directory found; Truncated is set when some are not listed.
 type Listing struct {
 	Skills    []Skill `json:"skills"`

@@ -103,7 +103,7 @@ func fixture(t *testing.T) project.Project {
 
 func TestList(t *testing.T) {
 	p := fixture(t)
-	l, err := skill.List(context.Background(), p)
+	l, err := skill.List(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestList(t *testing.T) {
 func TestRead(t *testing.T) {
 	p := fixture(t)
 	ctx := context.Background()
-	c, err := skill.Read(ctx, p, "deploy-app")
+	c, err := skill.Read(ctx, p, nil, "deploy-app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,13 +148,13 @@ func TestRead(t *testing.T) {
 		t.Fatalf("read: %+v", c)
 	}
 	for name, kind := range map[string]failure.Kind{"nope": failure.NotFound, "secret": failure.NotFound, "": failure.InvalidArguments} {
-		if _, err := skill.Read(ctx, p, name); !failure.Is(err, kind) {
+		if _, err := skill.Read(ctx, p, nil, name); !failure.Is(err, kind) {
 			t.Errorf("read %q: %v, want %s", name, err, kind)
 		}
 	}
 	// An invalid skill with a name is refused with its reason.
 	write(t, p.Root, ".agents/skills/bad/SKILL.md", "---\nname: bad\n---\n")
-	_, err = skill.Read(ctx, p, "bad")
+	_, err = skill.Read(ctx, p, nil, "bad")
 	if !failure.Is(err, failure.InvalidArguments) || !strings.Contains(err.Error(), skill.ReasonMissingDescription) {
 		t.Fatalf("invalid skill: %v", err)
 	}
@@ -166,7 +166,7 @@ func TestMaxSkills(t *testing.T) {
 		n := fmt.Sprintf("s%03d", i)
 		write(t, root, ".agents/skills/"+n+"/SKILL.md", "---\nname: "+n+"\ndescription: "+strings.Repeat("d", skill.MaxDescriptionChars)+"\n---\n")
 	}
-	l, err := skill.List(context.Background(), project.Project{ID: "p", Root: root})
+	l, err := skill.List(context.Background(), project.Project{ID: "p", Root: root}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,15 +185,15 @@ func TestMaxSkillBytes(t *testing.T) {
 	head := "---\nname: edge\ndescription: d\n---\n"
 	write(t, root, ".agents/skills/edge/SKILL.md", head+strings.Repeat("x", skill.MaxSkillBytes-len(head)))
 	p := project.Project{ID: "p", Root: root}
-	c, err := skill.Read(context.Background(), p, "edge")
+	c, err := skill.Read(context.Background(), p, nil, "edge")
 	if err != nil || c.Bytes != skill.MaxSkillBytes {
 		t.Fatalf("a SKILL.md of exactly the bound: %v %d", err, c.Bytes)
 	}
 	write(t, root, ".agents/skills/edge/SKILL.md", head+strings.Repeat("x", skill.MaxSkillBytes-len(head)+1))
-	if _, err := skill.Read(context.Background(), p, "edge"); !failure.Is(err, failure.NotFound) {
+	if _, err := skill.Read(context.Background(), p, nil, "edge"); !failure.Is(err, failure.NotFound) {
 		t.Fatalf("one byte over: %v", err)
 	}
-	l, _ := skill.List(context.Background(), p)
+	l, _ := skill.List(context.Background(), p, nil)
 	if l.Skills[0].Reason != skill.ReasonTooLarge {
 		t.Fatalf("one byte over: %+v", l.Skills[0])
 	}
@@ -210,8 +210,60 @@ func TestMaxRootEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := skill.List(context.Background(), project.Project{ID: "p", Root: root})
+	l, err := skill.List(context.Background(), project.Project{ID: "p", Root: root}, nil)
 	if err != nil || !l.Truncated || l.Total != 0 {
 		t.Fatalf("past MaxRootEntries: %+v %v", l, err)
+	}
+}
+
+// A runner's own skills roots are listed after the project's, named by
+// their place in skills.roots, under the same rules: a name the project
+// already has is duplicate_name, a symlink out of the root is never read,
+// and a root that is gone holds no skill.
+func TestRunnerRoots(t *testing.T) {
+	p := fixture(t)
+	shared := t.TempDir()
+	write(t, shared, "lint/SKILL.md", "---\nname: lint\ndescription: Lints.\n---\nRun the linter.\n")
+	write(t, shared, "again/SKILL.md", "---\nname: review\ndescription: Same name as the project's.\n---\n")
+	outside := t.TempDir()
+	write(t, outside, "SKILL.md", "---\nname: leak\ndescription: outside\n---\nSECRET BODY\n")
+	if err := os.Symlink(outside, filepath.Join(shared, "leak")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	roots := []string{filepath.Join(t.TempDir(), "gone"), shared}
+	l, err := skill.List(ctx, p, roots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ path, name, source, status, reason string }
+	want := []row{
+		{"skills.roots[1]/again/SKILL.md", "review", "runner", "invalid", skill.ReasonDuplicateName},
+		{"skills.roots[1]/leak/SKILL.md", "", "runner", "invalid", skill.ReasonOutsideProject},
+		{"skills.roots[1]/lint/SKILL.md", "lint", "runner", "valid", ""},
+	}
+	got := l.Skills[len(l.Skills)-len(want):]
+	for i, w := range want {
+		s := got[i]
+		if (row{s.Path, s.Name, s.Source, s.Status, s.Reason}) != w || s.InProject() {
+			t.Errorf("runner skill %d: %+v, want %+v", i, s, w)
+		}
+	}
+	if l.Total != 6+len(want) {
+		t.Fatalf("total %d", l.Total)
+	}
+	c, err := skill.Read(ctx, p, roots, "lint")
+	if err != nil || c.Instructions != "Run the linter.\n" || c.Source != skill.SourceRunner {
+		t.Fatalf("read a runner skill: %+v %v", c, err)
+	}
+	if _, err := skill.Read(ctx, p, roots, "leak"); !failure.Is(err, failure.NotFound) {
+		t.Fatalf("a skill behind a symlink out of the root: %v", err)
+	}
+	if c, err := skill.Read(ctx, p, roots, "review"); err != nil || c.Source != skill.SourceClaude {
+		t.Fatalf("the project's skill keeps its name: %+v %v", c, err)
+	}
+	b, _ := json.Marshal(l)
+	if strings.Contains(string(b), "SECRET") || strings.Contains(string(b), shared) {
+		t.Fatal("the listing carries text from outside the root or the root's path")
 	}
 }

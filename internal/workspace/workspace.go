@@ -107,6 +107,10 @@ type Env struct {
 	// project's files. nil where none is kept; an operation that needs
 	// one then fails unavailable.
 	Navigator *lsp.Manager
+	// SkillRoots are the machine's own Agent Skills directories (a
+	// runner's runner.toml [skills] roots), listed with every project's
+	// skills; none on the server.
+	SkillRoots []string
 }
 
 // Served is an operation a runner serves for remote callers: Serve decodes

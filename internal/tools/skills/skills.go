@@ -44,7 +44,7 @@ func Register(reg *kernel.Registry, runners workspace.Runners) {
 				return skill.Listing{}, err
 			}
 			for _, s := range l.Skills {
-				if s.Revision != "" {
+				if s.Revision != "" && s.InProject() {
 					inv.Observe(s.Path)
 				}
 			}
@@ -61,7 +61,9 @@ func Register(reg *kernel.Registry, runners workspace.Runners) {
 			if err != nil {
 				return skill.Content{}, err
 			}
-			inv.Observe(c.Path)
+			if c.InProject() {
+				inv.Observe(c.Path)
+			}
 			return c, nil
 		},
 	})
