@@ -61,6 +61,10 @@ func fakeServer(mode string) {
 				result = manyResult(m.Method)
 				break
 			}
+			if mode == "escape" {
+				result = escapeResult(m.Params)
+				break
+			}
 			result = []map[string]any{{"name": "F", "kind": 12,
 				"range":          lspRange{End: lspPosition{Line: 0, Character: 3}},
 				"selectionRange": lspRange{End: lspPosition{Line: 0, Character: 3}}}}
@@ -81,6 +85,50 @@ func manyResult(method string) any {
 		list = append(list, map[string]any{"name": "F", "kind": 12, "range": lspRange{}, "selectionRange": lspRange{}})
 	}
 	return list
+}
+
+// escapeResult names link/secret.fake next to the requested document:
+// the test makes link a symlink out of the project.
+func escapeResult(params json.RawMessage) any {
+	var p struct {
+		TextDocument struct {
+			URI string `json:"uri"`
+		} `json:"textDocument"`
+	}
+	json.Unmarshal(params, &p)
+	dir := p.TextDocument.URI[:strings.LastIndex(p.TextDocument.URI, "/")]
+	return []map[string]any{{"uri": dir + "/link/secret.fake", "range": lspRange{End: lspPosition{Character: 3}}}}
+}
+
+// A location the server names inside the project that is a symlink out
+// of it is external: its target's contents are never read.
+func TestLocationThroughSymlinkOutIsExternal(t *testing.T) {
+	p := writeFixture(t, map[string]string{"x.fake": "abc\n"})
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.fake"), []byte("SECRET LINE\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(p.Root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	m := fakeManager(t, "escape", Options{})
+	res, err := m.Navigate(context.Background(), p, Request{Op: OpDefinition, Path: "x.fake", Line: 1, Column: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Locations) != 1 {
+		t.Fatalf("locations: %+v", res.Locations)
+	}
+	if l := res.Locations[0]; !l.External || l.Path != "" || l.Snippet != "" || l.Hint != HintSymlinkOut || l.StartColumn != 0 {
+		t.Fatalf("location through a symlink out: %+v", l)
+	}
+	// A file swapped for a symlink out after it was named is refused too.
+	if err := os.Symlink(filepath.Join(outside, "secret.fake"), filepath.Join(p.Root, "y.fake")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Navigate(context.Background(), p, Request{Op: OpDefinition, Path: "y.fake", Line: 1, Column: 1}); failure.KindOf(err) != failure.PermissionDenied {
+		t.Fatalf("a request on a symlink out: %v", err)
+	}
 }
 
 // fakeManager serves *.fake files with the test binary in mode.
@@ -215,15 +263,20 @@ func TestMaxOpenDocuments(t *testing.T) {
 
 func TestRequestBounds(t *testing.T) {
 	p := writeFixture(t, map[string]string{"big.go": "package a\n//" + strings.Repeat("x", MaxFileBytes) + "\n", "a.go": "package a\n"})
+	tree, err := p.OpenTree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
 	for _, req := range []Request{
 		{Op: OpDocumentSymbols, Path: "big.go"},
 		{Op: OpWorkspaceSymbols, Path: "a.go", Query: strings.Repeat("q", MaxQueryBytes+1)},
 	} {
-		if _, err := validate(Languages, p, req); failure.KindOf(err) != failure.InvalidArguments {
+		if _, err := validate(Languages, p, tree, req); failure.KindOf(err) != failure.InvalidArguments {
 			t.Errorf("%+v: %v", req.Op, err)
 		}
 	}
-	if _, err := validate(Languages, p, Request{Op: OpWorkspaceSymbols, Path: "a.go", Query: strings.Repeat("q", MaxQueryBytes)}); err != nil {
+	if _, err := validate(Languages, p, tree, Request{Op: OpWorkspaceSymbols, Path: "a.go", Query: strings.Repeat("q", MaxQueryBytes)}); err != nil {
 		t.Errorf("a query of MaxQueryBytes: %v", err)
 	}
 }

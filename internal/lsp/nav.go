@@ -1,8 +1,10 @@
 package lsp
 
 import (
+	"io"
 	"os"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -146,7 +148,7 @@ type target struct {
 // validate checks req against p without starting anything: the op, the
 // path (inside the project, no symlink out of it, a regular text file),
 // the position (inside the file).
-func validate(langs []Language, p project.Project, req Request) (target, error) {
+func validate(langs []Language, p project.Project, tree *project.Tree, req Request) (target, error) {
 	var t target
 	known := false
 	for _, op := range Ops {
@@ -181,18 +183,8 @@ func validate(langs []Language, p project.Project, req Request) (target, error) 
 		return t, err
 	}
 	t.abs, t.rel = abs, rel
-	st, err := os.Stat(abs)
-	if err != nil {
-		return t, failure.New(failure.NotFound, "%s: no such file", rel)
-	}
-	if !st.Mode().IsRegular() {
-		return t, failure.New(failure.InvalidArguments, "%s is not a regular file", rel)
-	}
-	if st.Size() > MaxFileBytes {
-		return t, failure.New(failure.InvalidArguments, "%s is larger than %d bytes", rel, MaxFileBytes)
-	}
-	if t.text, err = os.ReadFile(abs); err != nil {
-		return t, failure.Wrap(failure.NotFound, err, "cannot read %s", rel)
+	if t.text, err = readText(tree, rel); err != nil {
+		return t, err
 	}
 	if !isText(t.text) {
 		return t, failure.New(failure.InvalidArguments, "%s is a binary file", rel)
@@ -243,6 +235,35 @@ func hint(abs string) string {
 		return dir[i+1:]
 	}
 	return dir
+}
+
+// readText reads the project file rel through tree (so a symlink swapped
+// in after the path was resolved still cannot lead out of the project):
+// not_found when it is not there, invalid_arguments when it is not a
+// regular file or is larger than MaxFileBytes, the path policy's kinds
+// for a way out.
+func readText(tree *project.Tree, rel string) ([]byte, error) {
+	// O_NONBLOCK keeps a named pipe from blocking the open.
+	f, _, err := tree.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, failure.New(failure.InvalidArguments, "%s is not a regular file", rel)
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, failure.New(failure.InvalidArguments, "%s is larger than %d bytes", rel, MaxFileBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, failure.Wrap(failure.OperationFailed, err, "cannot read %s", rel)
+	}
+	if len(b) > MaxFileBytes {
+		return nil, failure.New(failure.InvalidArguments, "%s is larger than %d bytes", rel, MaxFileBytes)
+	}
+	return b, nil
 }
 
 // isText reports whether b is a text file's content.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -44,7 +43,12 @@ type diagnostic struct {
 // language, started if needed. A bad request fails before any server
 // starts; see validate for the kinds.
 func (m *Manager) Navigate(ctx context.Context, p project.Project, req Request) (Result, error) {
-	t, err := validate(m.opt.Languages, p, req)
+	tree, err := p.OpenTree()
+	if err != nil {
+		return Result{}, err
+	}
+	defer tree.Close()
+	t, err := validate(m.opt.Languages, p, tree, req)
 	if err != nil {
 		return Result{}, err
 	}
@@ -65,7 +69,7 @@ func (m *Manager) Navigate(ctx context.Context, p project.Project, req Request) 
 	}
 	defer m.release(key{root, t.lang.Name}, e)
 	res := Result{Op: req.Op, Path: t.rel, Language: t.lang.Name, Server: t.lang.Server, Sandbox: string(s.mode)}
-	f := files{root: root, enc: s.enc, cache: map[string][]string{}}
+	f := files{root: root, tree: tree, enc: s.enc, cache: map[string][]string{}}
 	if t.abs != "" {
 		f.cache[t.abs] = t.lines
 	}
@@ -174,7 +178,10 @@ func decodeLocations(raw json.RawMessage) []lspLocation {
 // files converts server locations to results, reading each project file
 // at most once per request.
 type files struct {
-	root  string
+	root string
+	// tree reads the files: a path the server names inside the root
+	// that leads out of it through a symlink is never read.
+	tree  *project.Tree
 	enc   string
 	cache map[string][]string // absolute path → lines (nil: unreadable)
 }
@@ -193,8 +200,8 @@ func (f *files) lines(abs string) []string {
 		return l
 	}
 	var lines []string
-	if st, err := os.Stat(abs); err == nil && st.Mode().IsRegular() && st.Size() <= MaxFileBytes {
-		if b, err := os.ReadFile(abs); err == nil && isText(b) {
+	if rel := f.rel(abs); rel != "" {
+		if b, err := readText(f.tree, rel); err == nil && isText(b) {
 			lines = splitLines(string(b))
 		}
 	}
@@ -216,6 +223,11 @@ func (f *files) span(abs string, r lspRange) Range {
 	return out
 }
 
+// HintSymlinkOut is the hint of a location the server names inside the
+// project root that leads out of it through a symlink: it is external,
+// and neither its target nor its contents are read.
+const HintSymlinkOut = "outside the project through a symlink"
+
 // location converts l: inside the project with its snippet, outside as
 // external with a hint only.
 func (f *files) location(l lspLocation) Location {
@@ -224,11 +236,16 @@ func (f *files) location(l lspLocation) Location {
 	if abs != "" {
 		rel = f.rel(abs)
 	}
-	if rel == "" {
-		return Location{External: true, Hint: hint(abs), Range: Range{StartLine: l.Range.Start.Line + 1, EndLine: l.Range.End.Line + 1}}
+	lines := f.lines(abs)
+	if rel == "" || lines == nil && f.tree.Escaped(rel) != nil {
+		h := hint(abs)
+		if rel != "" {
+			h = HintSymlinkOut
+		}
+		return Location{External: true, Hint: h, Range: Range{StartLine: l.Range.Start.Line + 1, EndLine: l.Range.End.Line + 1}}
 	}
 	loc := Location{Path: rel, Range: f.span(abs, l.Range)}
-	if lines := f.lines(abs); l.Range.Start.Line < len(lines) {
+	if l.Range.Start.Line < len(lines) {
 		loc.Snippet = snippet(lines[l.Range.Start.Line])
 	}
 	return loc
