@@ -111,6 +111,20 @@ func TestLspOverRESTAndMCP(t *testing.T) {
 	if !slices.Contains(observed, "a/a.go") || !slices.Contains(observed, "b/b.go") {
 		t.Fatalf("observed %v", observed)
 	}
+	// Successful navigation is exploration evidence: the continued
+	// attempt's workset names the files the lsp calls observed.
+	cont := must(t, s.call(t, "work_on_project", map[string]any{"project": rawProjectID, "instruction": "Go on", "session_id": id}, ""), "continue")
+	var fb struct {
+		Attempt struct {
+			Exploration struct {
+				Items []string `json:"items"`
+			} `json:"exploration"`
+		} `json:"attempt"`
+	}
+	json.Unmarshal(cont.Output["continuation_feedback"], &fb)
+	if ex := fb.Attempt.Exploration.Items; !slices.Contains(ex, "a/a.go") || !slices.Contains(ex, "b/b.go") {
+		t.Fatalf("exploration workset after lsp calls: %s", cont.Output["continuation_feedback"])
+	}
 	if after := treeDigest(t, dir); !maps.Equal(before, after) {
 		t.Fatalf("the project changed")
 	}

@@ -88,8 +88,10 @@ const (
 )
 
 // readTools are the tools whose successful observed paths are exploration
-// evidence. Listing, overview, Git lists and shells are not.
-var readTools = map[string]bool{"read_files": true, "search_project_texts": true, "search_and_read": true}
+// evidence: focused reads, searches and typed LSP navigation (the lsp
+// tool observes the requested file and the in-project paths of its
+// result). Listing, overview, Git lists and shells are not.
+var readTools = map[string]bool{"read_files": true, "search_project_texts": true, "search_and_read": true, "lsp": true}
 
 // metaTools are session bookkeeping tools: their calls are not meaningful
 // task activity.
