@@ -2,7 +2,6 @@ package agenttaskpg_test
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
-	"github.com/webcodex/webcodex/internal/pgnotify"
 )
 
 func open(t *testing.T, db *pgdb.DB) *agenttaskpg.Store {
@@ -111,12 +109,7 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 func TestEventsWakeAcrossReplicas(t *testing.T) {
 	ctx := context.Background()
 	db, second := pgtest.Replicas(t)
-	l := pgnotify.Start(ctx, db, slog.New(slog.DiscardHandler))
-	t.Cleanup(l.Close)
-	topic := l.Topic(agenttaskpg.Channel)
-	if err := l.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
+	topic := pgtest.Topic(t, db, agenttaskpg.Channel)
 	waiter := agenttask.NewService(open(t, db)).WithNotifier(topic)
 	writer := agenttask.NewService(open(t, second)) // no notifier of its own
 	const owner, project = "fp", "agent:local:p"

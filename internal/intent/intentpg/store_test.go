@@ -2,7 +2,6 @@ package intentpg_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/webcodex/webcodex/internal/intent/storetest"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
-	"github.com/webcodex/webcodex/internal/pgnotify"
 )
 
 // TestContract runs the suite; the second handle is a second pool on the
@@ -37,12 +35,7 @@ func TestContract(t *testing.T) {
 func TestNoticeReachesAnotherReplicasService(t *testing.T) {
 	ctx := context.Background()
 	db, second := pgtest.Replicas(t)
-	l := pgnotify.Start(ctx, db, slog.New(slog.DiscardHandler))
-	t.Cleanup(l.Close)
-	if err := l.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	topic := l.Topic(intentpg.Channel)
+	topic := pgtest.Topic(t, db, intentpg.Channel)
 	open := func(db *pgdb.DB) *intent.Service {
 		st, err := intentpg.Open(ctx, db)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"net/url"
 	"os"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webcodex/webcodex/internal/pgdb"
+	"github.com/webcodex/webcodex/internal/pgnotify"
 )
 
 // Environment variables.
@@ -99,6 +101,21 @@ func Replicas(t testing.TB) (*pgdb.DB, *pgdb.DB) {
 	}
 	t.Cleanup(second.Close)
 	return db, second
+}
+
+// Topic starts a notification listener on db, closed when t ends, and
+// returns the topic of channel once its LISTEN is in place, as a replica's
+// wake-up path holds it.
+func Topic(t testing.TB, db *pgdb.DB, channel string) *pgnotify.Topic {
+	t.Helper()
+	ctx := context.Background()
+	l := pgnotify.Start(ctx, db, slog.New(slog.DiscardHandler))
+	t.Cleanup(l.Close)
+	topic := l.Topic(channel)
+	if err := l.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return topic
 }
 
 // AwaitLockWait returns once a backend of db's database waits for a lock

@@ -9,7 +9,6 @@ import (
 
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
-	"github.com/webcodex/webcodex/internal/pgnotify"
 	"github.com/webcodex/webcodex/internal/readset"
 	"github.com/webcodex/webcodex/internal/readset/readsetpg"
 	"github.com/webcodex/webcodex/internal/readset/storetest"
@@ -39,12 +38,7 @@ func TestContract(t *testing.T) {
 func TestNoticeReachesAnotherReplicasTracker(t *testing.T) {
 	ctx := context.Background()
 	db, second := pgtest.Replicas(t)
-	l := pgnotify.Start(ctx, db, slog.New(slog.DiscardHandler))
-	t.Cleanup(l.Close)
-	if err := l.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	topic := l.Topic(readsetpg.Channel)
+	topic := pgtest.Topic(t, db, readsetpg.Channel)
 	here := readset.NewTracker(open(t, db), slog.New(slog.DiscardHandler))
 	defer here.Close()
 	here.WatchChanges(func() (<-chan struct{}, func()) { return topic.Subscribe("") })
