@@ -13,8 +13,10 @@ import (
 type Language struct {
 	// Name is the language's name in requests ("go").
 	Name string
-	// ID is the LSP languageId of its documents.
-	ID string
+	// ID is the LSP languageId of its documents, unless IDs names
+	// another for the document's extension.
+	ID  string
+	IDs map[string]string
 	// Server is the executable looked up on the child PATH.
 	Server string
 	// Args are the server's arguments.
@@ -27,6 +29,17 @@ type Language struct {
 	// Env is added to the server's environment; PrivateDir in a value is
 	// replaced by the server's private writable directory.
 	Env map[string]string
+	// InitOptions are the initializationOptions of its initialize
+	// request (nil: none).
+	InitOptions map[string]any
+}
+
+// DocumentID is the LSP languageId of the document at name.
+func (l Language) DocumentID(name string) string {
+	if id, ok := l.IDs[strings.ToLower(path.Ext(name))]; ok {
+		return id
+	}
+	return l.ID
 }
 
 // PrivateDir stands for a server's private writable directory in a
@@ -50,6 +63,20 @@ var Languages = []Language{
 		Name: "python", ID: "python", Server: "pylsp", Extensions: []string{".py", ".pyi"},
 		Install: "pip install python-lsp-server (Debian: apt-get install python3-pylsp)",
 		Env:     map[string]string{"XDG_CACHE_HOME": PrivateDir + "/cache"},
+	},
+	{
+		Name: "typescript", ID: "typescript", Server: "typescript-language-server", Args: []string{"--stdio"},
+		Extensions: []string{".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs"},
+		IDs: map[string]string{".tsx": "typescriptreact", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+			".jsx": "javascriptreact"},
+		Install: "npm install -g typescript-language-server typescript",
+		Env:     map[string]string{"XDG_CACHE_HOME": PrivateDir + "/cache"},
+		// Automatic type acquisition would run npm to fetch @types
+		// packages: navigation never fetches. Without a syntax server,
+		// every request waits for the project to load instead of
+		// answering from the syntax alone while it loads (a definition
+		// would then stop at the import).
+		InitOptions: map[string]any{"disableAutomaticTypingAcquisition": true, "tsserver": map[string]any{"useSyntaxServer": "never"}},
 	},
 }
 

@@ -144,8 +144,11 @@ func (m *Manager) start(ctx context.Context, l Language, root string) (s *server
 // initialize runs the LSP handshake and records the position encoding
 // the server chose.
 func (s *server) initialize(ctx context.Context) error {
+	// No processId: a server that watches its client's pid (the
+	// typescript-language-server does) would find it gone from inside a
+	// Landlock domain that scopes signals, and exit.
 	params := map[string]any{
-		"processId": os.Getpid(),
+		"processId": nil,
 		"rootUri":   fileURI(s.root),
 		"workspaceFolders": []map[string]string{
 			{"uri": fileURI(s.root), "name": filepath.Base(s.root)},
@@ -154,12 +157,16 @@ func (s *server) initialize(ctx context.Context) error {
 			"general": map[string]any{"positionEncodings": []string{UTF16, UTF8, UTF32}},
 			"textDocument": map[string]any{
 				"hover":              map[string]any{"contentFormat": []string{"plaintext", "markdown"}},
+				"definition":         map[string]any{"linkSupport": true},
 				"documentSymbol":     map[string]any{"hierarchicalDocumentSymbolSupport": true},
 				"publishDiagnostics": map[string]any{"versionSupport": true},
 				"synchronization":    map[string]any{"didSave": false},
 			},
 			"workspace": map[string]any{"configuration": true, "workspaceFolders": true},
 		},
+	}
+	if s.lang.InitOptions != nil {
+		params["initializationOptions"] = s.lang.InitOptions
 	}
 	var res struct {
 		Capabilities struct {
@@ -263,7 +270,7 @@ func (s *server) sync(abs string, text []byte) (int, error) {
 	} else {
 		d = document{version: 1, sum: sum}
 		err = s.conn.notify("textDocument/didOpen", map[string]any{
-			"textDocument": map[string]any{"uri": uri, "languageId": s.lang.ID, "version": d.version, "text": string(text)},
+			"textDocument": map[string]any{"uri": uri, "languageId": s.lang.DocumentID(abs), "version": d.version, "text": string(text)},
 		})
 	}
 	if err != nil {

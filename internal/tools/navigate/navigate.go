@@ -26,7 +26,7 @@ type Input struct {
 	Line     int    `json:"line,omitempty" jsonschema:"1-based"`
 	Column   int    `json:"column,omitempty" jsonschema:"1-based, in characters"`
 	Query    string `json:"query,omitempty" jsonschema:"workspace_symbols"`
-	Language string `json:"language,omitempty" jsonschema:"workspace_symbols without path: go|python"`
+	Language string `json:"language,omitempty" jsonschema:"workspace_symbols without path: go|python|typescript"`
 }
 
 // Register adds lsp to reg; runners serves each call's project.
@@ -35,7 +35,7 @@ func Register(reg *kernel.Registry, runners workspace.Runners) {
 	kernel.Register(reg, kernel.Spec[Input, lsp.Result]{
 		Runners:     true,
 		Name:        "lsp",
-		Description: "Navigate code with the project's language server (gopls, pylsp).",
+		Description: "Navigate code with the project's language server.",
 		Category:    Category, Scopes: []auth.Scope{auth.ScopeProjectRead},
 		Annotations: kernel.Annotations{ReadOnly: true, Idempotent: true},
 		Handler: func(ctx context.Context, inv *kernel.Invocation, in Input) (lsp.Result, error) {
