@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/requestid"
 )
 
 // globals are the flags every command shares.
@@ -90,9 +92,31 @@ func (g *globals) openStores(ctx context.Context) (*app.Stores, app.Config, erro
 	return st, cfg, err
 }
 
+// Log formats of serve's --log-format.
+const (
+	logText = "text"
+	logJSON = "json"
+)
+
+// newLogger is the text logger of cfg's level.
 func newLogger(w io.Writer, cfg app.Config) *slog.Logger {
+	log, _ := newFormatLogger(w, cfg, logText)
+	return log
+}
+
+// newFormatLogger is the logger of cfg's level in format (logText or
+// logJSON; anything else is refused). A line logged with a request's
+// context carries its request id (requestid.Handler).
+func newFormatLogger(w io.Writer, cfg app.Config, format string) (*slog.Logger, error) {
 	level, _ := cfg.SlogLevel()
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case logText:
+		return slog.New(requestid.NewHandler(slog.NewTextHandler(w, opts))), nil
+	case logJSON:
+		return slog.New(requestid.NewHandler(slog.NewJSONHandler(w, opts))), nil
+	}
+	return nil, failure.New(failure.InvalidArguments, "--log-format %q is not json or text", format)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -18,6 +19,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		listen    string
 		publicURL string
 		oauth     bool
+		logFormat string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -43,21 +45,25 @@ func newServeCmd(g *globals) *cobra.Command {
 			if oauth {
 				cfg.OAuth.Enabled = true
 			}
-			return runServe(cmd.Context(), cfg, projects, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			log, err := newFormatLogger(cmd.ErrOrStderr(), cfg, logFormat)
+			if err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), cfg, log, projects, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringArrayVar(&projects, "project", nil, "register a project directory, as DIR or NAME=DIR (repeatable)")
 	cmd.Flags().StringVar(&listen, "listen", "", "listen address (default "+app.DefaultListen+")")
 	cmd.Flags().StringVar(&publicURL, "public-url", "", "externally visible base URL (e.g. a tunnel's https URL): published in OpenAPI, and its host passes the DNS-rebinding check")
+	cmd.Flags().StringVar(&logFormat, "log-format", logText, "server log format: text, or json (one JSON object per line, log/slog); lines of a request carry its request_id")
 	cmd.Flags().BoolVar(&oauth, "oauth", false, "run the built-in OAuth authorization server, so hosted agents (ChatGPT, claude.ai) can connect ([oauth] enabled)")
 	return cmd
 }
 
-func runServe(ctx context.Context, cfg app.Config, projects []string, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, cfg app.Config, log *slog.Logger, projects []string, stdout io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log := newLogger(stderr, cfg)
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err

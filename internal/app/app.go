@@ -41,6 +41,7 @@ import (
 	"github.com/webcodex/webcodex/internal/runnerlink"
 	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/skill"
+	"github.com/webcodex/webcodex/internal/telemetry"
 	"github.com/webcodex/webcodex/internal/tools/edit"
 	"github.com/webcodex/webcodex/internal/tools/validate"
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
@@ -66,9 +67,12 @@ const RunnerPath = runnerlink.WebSocketPath
 
 // App is a running WebCodex instance.
 type App struct {
-	Config   Config
-	Log      *slog.Logger
-	Stores   *Stores
+	Config Config
+	Log    *slog.Logger
+	Stores *Stores
+	// Tracing exports spans when [telemetry] has an endpoint (nil: off);
+	// Close flushes it, within telemetry.ShutdownTimeout.
+	Tracing  *telemetry.Tracing
 	Sessions *workflow.Service
 	Auth     *auth.Service
 	Projects *project.Registry
@@ -174,8 +178,14 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Log: log, Stores: stores, started: time.Now(), toolProfile: profile}
+	tracing, err := telemetry.Start(cfg.Telemetry, Version)
+	if err != nil {
+		stores.Close()
+		return nil, err
+	}
+	a := &App{Config: cfg, Log: log, Stores: stores, started: time.Now(), toolProfile: profile, Tracing: tracing}
 	if err := a.wire(ctx); err != nil {
+		tracing.Shutdown(ctx)
 		stores.Close()
 		return nil, err
 	}
@@ -301,7 +311,7 @@ func (a *App) Handler() http.Handler {
 	mux := httpserver.NewMux(httpserver.Options{
 		Auth: credentials{tokens: a.Auth, oauth: a.oauth, issued: as}, AllowedOrigins: a.Config.AllowedOrigins,
 		LoopbackOnly: a.Config.Loopback(), PublicHosts: a.Config.PublicHosts(), Logger: a.Log,
-		PerPrincipal:     a.Config.RequestsPerPrincipal,
+		PerPrincipal: a.Config.RequestsPerPrincipal, Tracing: a.Tracing,
 		ResourceMetadata: res.Resource.MetadataURL, ChallengeScopes: auth.DefaultScopes,
 	})
 	if served {
@@ -337,6 +347,7 @@ func (a *App) MCP() *mcpserver.Server {
 		a.mcp = mcpserver.New(mcpserver.Options{
 			Kernel: a.Kernel, Projects: visibleProjects{a.Projects}, Logger: a.Log, Version: Version, Local: auth.LocalUser(),
 			Profile: a.toolProfile, Memory: memoryBootstrap(a), Skills: skill.Finder{Runners: a.Runners},
+			Tracing: a.Tracing,
 		})
 	}
 	return a.mcp
@@ -457,6 +468,9 @@ func (a *App) Close() error {
 	if a.stopTasks != nil {
 		a.stopTasks()
 		<-a.tasksDone
+	}
+	if err := a.Tracing.Shutdown(context.Background()); err != nil {
+		a.Log.Warn("telemetry: spans not all exported at shutdown", "err", err)
 	}
 	if a.ReadSets != nil {
 		a.ReadSets.Close()

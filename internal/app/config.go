@@ -23,6 +23,7 @@ import (
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/telemetry"
 )
 
 // ConfigFile is the name of the configuration file in the data directory.
@@ -92,6 +93,10 @@ type Config struct {
 	ToolList []string `toml:"tool_list"`
 	// OAuth is the [oauth] table.
 	OAuth OAuthConfig `toml:"oauth"`
+	// Telemetry is the [telemetry] table: OpenTelemetry traces over
+	// OTLP/HTTP, off unless an endpoint is set (here or by
+	// OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).
+	Telemetry telemetry.Config `toml:"telemetry"`
 	// DatabaseURL, when set, is the postgres:// URL of the PostgreSQL
 	// database that holds every store instead of the data directory's
 	// SQLite files, so that several replicas can serve one deployment
@@ -211,6 +216,7 @@ func DefaultConfig() Config {
 		SandboxNetwork:    string(runner.NetworkOn),
 		SandboxExtraWrite: defaultExtraWrite(),
 		ToolProfile:       gateway.Core,
+		Telemetry:         telemetry.DefaultConfig(),
 	}
 }
 
@@ -287,6 +293,13 @@ func LoadConfig(dataDir string, getenv func(string) string) (Config, error) {
 }
 
 func (c *Config) applyEnv(getenv func(string) string) error {
+	// The standard OpenTelemetry variables win over [telemetry].
+	if v := getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); v != "" {
+		c.Telemetry.Endpoint = v
+	}
+	if v := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); v != "" {
+		c.Telemetry.TracesEndpoint = v
+	}
 	if v := getenv("WEBCODEX_LISTEN"); v != "" {
 		c.Listen = v
 	}
@@ -416,6 +429,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.validateOAuth(); err != nil {
 		return err
+	}
+	if fe, ok := errors.AsType[*telemetry.FieldError](c.Telemetry.Validate()); ok {
+		return &ConfigError{Source: "config", Key: "telemetry." + fe.Key, Err: fe.Err}
 	}
 	if c.BootstrapToken != "" && len(c.BootstrapToken) < 16 {
 		return &ConfigError{Source: "environment", Key: "WEBCODEX_TOKEN", Err: errors.New("must be at least 16 characters")}

@@ -151,6 +151,7 @@ func newKernel(a *App) *kernel.Kernel {
 		Evidence: a.evSink.record,
 		Outbox:   a.outbox,
 		Logger:   a.Log,
+		Tracing:  a.Tracing,
 		// Peer delivery judges its ack ids before the board does.
 		Ambient: []kernel.Ambient{kernel.PeerDelivery{Windows: a.Windows}, kernel.BoardAttention{Board: newBoard(a)},
 			kernel.RecorderGap{Suggest: a.suggestRecorder}, intentOverlap{a}, readSetNotices{a}},

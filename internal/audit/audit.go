@@ -131,6 +131,10 @@ type EventView struct {
 	Summary        map[string]any    `json:"summary"`
 	RequestBytes   int64             `json:"request_bytes"`
 	ResponseBytes  int64             `json:"response_bytes"`
+	// RequestID is the id of the HTTP request the event records (its
+	// X-Request-Id response header, log lines and trace span); "" for
+	// events stored before request ids.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Event is ActionEventRecord: one audited call, as stored — the public

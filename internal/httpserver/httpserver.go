@@ -34,6 +34,8 @@ import (
 	"github.com/webcodex/webcodex/internal/admission"
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
+	"github.com/webcodex/webcodex/internal/requestid"
+	"github.com/webcodex/webcodex/internal/telemetry"
 )
 
 // Limits of the HTTP surface. A full pool refuses at once (503
@@ -123,6 +125,10 @@ type Options struct {
 	// operation is not known yet (auth.DefaultScopes); empty: none.
 	ChallengeScopes []auth.Scope
 	Logger          *slog.Logger
+	// Tracing, when set, gets a server span per request to a public,
+	// discovery or authenticated route (Always routes get none); nil is
+	// tracing off.
+	Tracing *telemetry.Tracing
 }
 
 // Mux collects the routes of every transport.
@@ -190,8 +196,46 @@ func (m *Mux) Discovery(pattern string, h http.Handler) { m.discovery.Handle(pat
 // Authenticated registers a route that needs a valid bearer credential.
 func (m *Mux) Authenticated(pattern string, h http.Handler) { m.authed.Handle(pattern, h) }
 
-// Handler returns the complete handler stack.
+// Handler returns the complete handler stack. Every request gets a
+// request id (requestid.Accept of its X-Request-Id), echoed in the
+// response's X-Request-Id and carried in its context (requestid.From);
+// a request to a route other than an Always one is traced (Options.Tracing)
+// and logged once served, at info, with its route pattern (never its URL
+// path), status and duration.
 func (m *Mux) Handler() http.Handler {
+	inner := m.routes()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := requestid.Accept(r.Header.Get(requestid.Header))
+		w.Header().Set(requestid.Header, id)
+		ctx := requestid.With(r.Context(), id)
+		if _, pattern := m.always.Handler(r); pattern != "" {
+			inner.ServeHTTP(w, r.WithContext(ctx))
+			return
+		}
+		start := time.Now()
+		route := m.route(r)
+		ctx, span := m.opts.Tracing.StartHTTP(ctx, telemetry.HTTPRequest{Method: r.Method, Route: route, RequestID: id})
+		sw := &statusWriter{ResponseWriter: w}
+		inner.ServeHTTP(sw, r.WithContext(ctx))
+		status := sw.statusCode()
+		span.EndHTTP(status)
+		m.opts.Logger.InfoContext(ctx, "http request", "method", r.Method, "route", route, "status", status,
+			"duration_ms", time.Since(start).Milliseconds())
+	})
+}
+
+// route is the pattern of the route r is served by ("" when none).
+func (m *Mux) route(r *http.Request) string {
+	for _, mux := range []*http.ServeMux{m.discovery, m.public, m.authed} {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			return pattern
+		}
+	}
+	return ""
+}
+
+// routes is the handler stack below the request id and the span.
+func (m *Mux) routes() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if m.opts.LoopbackOnly && !loopbackHost(r.Host) && !m.publicHost(r.Host) {
 			writeUnread(w, r, http.StatusForbidden, failure.New(failure.PermissionDenied, "host %q is not allowed (DNS-rebinding protection)", r.Host))
@@ -546,3 +590,41 @@ func WriteJSONBytes(w http.ResponseWriter, status int, b []byte) {
 // StatusFor is the HTTP status of a request that fails with kind k outside
 // a tool result (the status column of failure's one table).
 func StatusFor(k failure.Kind) int { return failure.ClassOf(k).HTTPStatus }
+
+// statusWriter keeps the response status for the span and the log line;
+// it never reads what the handler writes.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) statusCode() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// Flush keeps streaming (MCP event streams) working through the writer.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

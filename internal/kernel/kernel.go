@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/redact"
+	"github.com/webcodex/webcodex/internal/telemetry"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -164,6 +166,9 @@ type Options struct {
 	// Observe, when set, is told of every call once its outcome is
 	// decided (window activity); it must not block on a commit.
 	Observe func(ctx context.Context, c Call, res Result)
+	// Tracing, when set, gets a span per call (execute_tool, a child of
+	// the transport's request span in ctx); nil is tracing off.
+	Tracing *telemetry.Tracing
 }
 
 // Stats are the kernel's cumulative counters, exposed by /api/status.
@@ -190,6 +195,7 @@ type Kernel struct {
 	log      *slog.Logger
 	now      func() time.Time
 	observe  func(context.Context, Call, Result)
+	tracing  *telemetry.Tracing
 
 	calls, failures, invalidClaims, recordFailures, evidenceFailures, interrupted, inflight atomic.Int64
 
@@ -214,7 +220,7 @@ func New(o Options) *Kernel {
 	stop, stopFn := context.WithCancel(context.Background())
 	return &Kernel{
 		reg: o.Registry, projects: o.Projects, sessions: o.Sessions,
-		evidence: o.Evidence, outbox: o.Outbox, ambient: o.Ambient, log: o.Logger, now: o.Now, observe: o.Observe, stop: stop, stopFn: stopFn,
+		evidence: o.Evidence, outbox: o.Outbox, ambient: o.Ambient, log: o.Logger, now: o.Now, observe: o.Observe, tracing: o.Tracing, stop: stop, stopFn: stopFn,
 	}
 }
 
@@ -281,6 +287,7 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 	if c.RecordingSessionID != "" {
 		rec.Binding.ClaimedSessionID = boundedClaim(c.RecordingSessionID)
 	}
+	ctx, span := k.startSpan(ctx, c.Tool)
 	res, recorded := k.dispatch(ctx, c, &rec)
 	if !res.Success {
 		k.failures.Add(1)
@@ -289,10 +296,40 @@ func (k *Kernel) Dispatch(ctx context.Context, c Call) Result {
 		k.seal(&res, &rec)
 		k.writeEvidence(ctx, rec, &res)
 	}
+	span.EndTool(toolCall(c, rec, res))
 	if k.observe != nil {
 		k.observe(ctx, c, res)
 	}
 	return res
+}
+
+// startSpan starts the call's execute_tool span, named after the
+// registered tool (an unknown name is not recorded); nothing when tracing
+// is off.
+func (k *Kernel) startSpan(ctx context.Context, name string) (context.Context, telemetry.Span) {
+	if k.tracing == nil {
+		return ctx, telemetry.Span{}
+	}
+	registered := ""
+	if t, ok := k.reg.Lookup(name); ok {
+		registered = t.Name
+	}
+	return k.tracing.StartTool(ctx, registered)
+}
+
+// toolCall is what the call's span records: the kernel's own decisions
+// (the registered tool, the binding, the verified recorder), never what
+// the caller claimed.
+func toolCall(c Call, rec Record, res Result) telemetry.ToolCall {
+	tc := telemetry.ToolCall{Tool: res.Tool, Source: string(c.Source), InvocationID: rec.InvocationID,
+		Binding: string(rec.Binding.State), VerifiedRecorder: res.Recorder}
+	if rec.Binding.State != evidence.BindingVerified {
+		tc.VerifiedRecorder = ""
+	}
+	if res.Error != nil {
+		tc.ErrorKind = string(res.Error.Kind)
+	}
+	return tc
 }
 
 // Failure returns the ToolResult of a call refused before it reached a

@@ -99,7 +99,7 @@ func (c *heldCache) drop(ids []string) {
 const (
 	sqlEnsure = `INSERT OR IGNORE INTO action_sessions (session_id, status, created_at, updated_at) VALUES (?, 'open', ?, ?)`
 	sqlInsert = `INSERT INTO action_events (` + auditrow.InsertColumns + `)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	sqlRelation = `INSERT INTO window_session_relations
 		(window_principal, client_window, session_id, kind, first_at, last_at, count) VALUES (?, ?, ?, ?, ?, ?, 1)
 		ON CONFLICT (window_principal, client_window, session_id, kind) DO UPDATE SET

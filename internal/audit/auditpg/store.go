@@ -236,7 +236,7 @@ const (
 // insertTypes are the PostgreSQL types of auditrow.InsertColumns, in
 // order.
 var insertTypes = []string{"text", "text", "bigint", "bigint", "bigint", "text", "text", "text", "text", "text", "bigint",
-	"text", "text", "text", "text", "text", "bigint", "bigint", "text", "text", "text", "text", "text", "bigint", "bigint", "bigint"}
+	"text", "text", "text", "text", "text", "bigint", "bigint", "text", "text", "text", "text", "text", "bigint", "bigint", "bigint", "text"}
 
 // sqlInsert inserts a batch's events with one statement, one array per
 // column, in the batch's order (so seq orders them as the batch does).

@@ -27,14 +27,14 @@ func TrimSlack(maxEvents int) int { return maxEvents / 8 }
 // from, in the order of [DecodeEvent]'s destinations.
 const EventColumns = `event_id, session_id, started_at, ended_at, duration_ms, endpoint, operation, action_name, project,
 	status, http_status, error_summary, warning_summary, changed_files_json, ids_json, summary_json,
-	request_bytes, response_bytes, principal_kind, principal_user_id, oauth_client_id`
+	request_bytes, response_bytes, principal_kind, principal_user_id, oauth_client_id, request_id`
 
 // InsertColumns are the action_events columns a [Row] is written to, in
 // the order of [Row.Args].
 const InsertColumns = `event_id, session_id, started_at, ended_at, duration_ms, endpoint, operation,
 	action_name, project, status, http_status, error_summary, warning_summary, changed_files_json, ids_json,
 	summary_json, request_bytes, response_bytes, principal_kind, principal_user_id, oauth_client_id,
-	client_window, window_principal, meaningful, started_at_ms, ended_at_ms`
+	client_window, window_principal, meaningful, started_at_ms, ended_at_ms, request_id`
 
 // SessionColumns are the action_sessions columns an [audit.Session] is
 // read from.
@@ -99,7 +99,7 @@ func (r Row) Args() []any {
 		nullable(ev.Attribution.PrincipalKind), nullable(ev.Attribution.PrincipalUserID),
 		nullable(ev.Attribution.OAuthClientID),
 		nullable(ev.Window.ClientWindow), nullable(ev.Window.Principal), b2i(ev.Window.Meaningful),
-		nullableMS(ev.Window.StartedAtMS), nullableMS(ev.Window.EndedAtMS)}
+		nullableMS(ev.Window.StartedAtMS), nullableMS(ev.Window.EndedAtMS), nullable(ev.RequestID)}
 }
 
 func nullable(s string) any {
@@ -181,10 +181,10 @@ func ScanSession(r Scanner) (audit.Session, error) {
 func ScanEvent(r Scanner) (audit.Event, error) {
 	var e audit.Event
 	var files, ids, summary string
-	var pk, pu, oc *string
+	var pk, pu, oc, rid *string
 	err := r.Scan(&e.EventID, &e.SessionID, &e.StartedAt, &e.EndedAt, &e.DurationMS, &e.Endpoint, &e.Operation,
 		&e.ActionName, &e.Project, &e.Status, &e.HTTPStatus, &e.ErrorSummary, &e.WarningSummary,
-		&files, &ids, &summary, &e.RequestBytes, &e.ResponseBytes, &pk, &pu, &oc)
+		&files, &ids, &summary, &e.RequestBytes, &e.ResponseBytes, &pk, &pu, &oc, &rid)
 	if err != nil {
 		return audit.Event{}, err
 	}
@@ -198,6 +198,7 @@ func ScanEvent(r Scanner) (audit.Event, error) {
 		return audit.Event{}, fmt.Errorf("event %s summary_json: %w", e.EventID, err)
 	}
 	e.Attribution = audit.Attribution{PrincipalKind: deref(pk), PrincipalUserID: deref(pu), OAuthClientID: deref(oc)}
+	e.RequestID = deref(rid)
 	return e, nil
 }
 

@@ -38,6 +38,7 @@ import (
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/httpserver"
+	"github.com/webcodex/webcodex/internal/requestid"
 )
 
 // Affinity headers and query parameter.
@@ -164,6 +165,7 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 		ev.EndedAt = time.Now().Unix()
 		ev.RequestBytes = int64(len(httpserver.Body(r)))
 		ev.ResponseBytes = rec.n
+		ev.RequestID = requestid.From(r.Context())
 		if f.window != nil {
 			ev.Window = *f.window
 			ev.Window.StartedAtMS, ev.Window.EndedAtMS = start.UnixMilli(), time.Now().UnixMilli()

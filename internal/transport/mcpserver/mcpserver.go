@@ -36,6 +36,7 @@ import (
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/telemetry"
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
 )
 
@@ -71,6 +72,9 @@ type Options struct {
 	// Skills projects the skills.catalog material; nil leaves it
 	// unavailable (no_runtime).
 	Skills SkillCatalog
+	// Tracing, when set, gets a span per MCP request (see trace); nil is
+	// tracing off.
+	Tracing *telemetry.Tracing
 }
 
 // Server is the MCP transport over one kernel.
@@ -158,7 +162,7 @@ func New(o Options) *Server {
 	}
 	s.listed = len(modern)
 	s.toolsBytes = map[string]int64{EraModern: encodedLen(modern), EraLegacy: encodedLen(legacy)}
-	s.mcp.AddReceivingMiddleware(report, s.listForEra, encodeResults)
+	s.mcp.AddReceivingMiddleware(s.trace, report, s.listForEra, encodeResults)
 	return s
 }
 
@@ -683,5 +687,5 @@ func (s *Server) Handler(maxBody int64) http.Handler {
 		Logger:                       sdkLogger(s.log),
 		MaxRequestBodyBytes:          maxBody,
 	})
-	return sdkauth.RequireBearerToken(principalFromRequest, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(prefilter(s.stepUp(h)))
+	return sdkauth.RequireBearerToken(principalFromRequest, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(prefilter(s.rpcID(s.stepUp(h))))
 }

@@ -1,0 +1,257 @@
+// Package telemetry exports OpenTelemetry traces of the requests WebCodex
+// serves and the tools it executes, over OTLP/HTTP, when an endpoint is
+// configured; without one every call here is a no-op that allocates
+// nothing. The mapping of facts to span names and attributes is
+// semconv.go, and nothing else: no argument, result, path, command or body
+// ever reaches a span.
+//
+// A nil *Tracing is tracing off, so that a component built without one
+// (tests, offline commands) needs no wiring.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Bounds of the exporter.
+const (
+	// ShutdownTimeout bounds the flush of the spans still queued when
+	// the server stops; what is not exported by then is dropped.
+	ShutdownTimeout = 5 * time.Second
+	// ExportTimeout bounds one export request to the collector.
+	ExportTimeout = 5 * time.Second
+	// MaxQueuedSpans bounds the ended spans waiting for export; beyond
+	// it new spans are dropped (never blocking a request).
+	MaxQueuedSpans = 2048
+	// MaxServiceNameBytes bounds service_name.
+	MaxServiceNameBytes = 128
+)
+
+// DefaultServiceName is service.name when none is configured.
+const DefaultServiceName = "webcodex"
+
+// tracesPath is appended to a base endpoint (OTEL_EXPORTER_OTLP_ENDPOINT,
+// [telemetry] endpoint), as the OTLP exporter specification has it.
+const tracesPath = "/v1/traces"
+
+// instrumentationName is the tracer's instrumentation scope.
+const instrumentationName = "github.com/webcodex/webcodex"
+
+// Config is the [telemetry] table of config.toml. Tracing is on when
+// Endpoint or TracesEndpoint is set.
+type Config struct {
+	// Endpoint is the OTLP/HTTP base URL of the collector
+	// (OTEL_EXPORTER_OTLP_ENDPOINT); traces go to its /v1/traces.
+	Endpoint string `toml:"endpoint"`
+	// TracesEndpoint is the full URL traces are sent to
+	// (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); it wins over Endpoint.
+	TracesEndpoint string `toml:"traces_endpoint"`
+	// ServiceName is service.name (default DefaultServiceName).
+	ServiceName string `toml:"service_name"`
+	// SampleRatio is the share of traces kept, in (0, 1] (default 1).
+	SampleRatio float64 `toml:"sample_ratio"`
+}
+
+// DefaultConfig is tracing off, with the defaults it runs with once an
+// endpoint is set.
+func DefaultConfig() Config {
+	return Config{ServiceName: DefaultServiceName, SampleRatio: 1}
+}
+
+// Enabled reports whether an endpoint is configured.
+func (c Config) Enabled() bool { return c.Endpoint != "" || c.TracesEndpoint != "" }
+
+// TracesURL is the URL spans are exported to ("" when off).
+func (c Config) TracesURL() string {
+	if c.TracesEndpoint != "" {
+		return c.TracesEndpoint
+	}
+	if c.Endpoint == "" {
+		return ""
+	}
+	return strings.TrimRight(c.Endpoint, "/") + tracesPath
+}
+
+// A FieldError names the [telemetry] key a value was refused for.
+type FieldError struct {
+	Key string
+	Err error
+}
+
+func (e *FieldError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Validate refuses an endpoint that is not an http(s) URL with a host
+// (or carries credentials, a query or a fragment), a service name that
+// is empty, too long or not printable ASCII, and a sample ratio outside
+// (0, 1]. The error is a *FieldError.
+func (c Config) Validate() error {
+	for _, f := range []struct{ key, v string }{{"endpoint", c.Endpoint}, {"traces_endpoint", c.TracesEndpoint}} {
+		if f.v == "" {
+			continue
+		}
+		u, err := url.Parse(f.v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return &FieldError{Key: f.key, Err: fmt.Errorf("%q is not an http(s) URL such as http://127.0.0.1:4318", redactURL(f.v))}
+		}
+	}
+	if c.ServiceName == "" || len(c.ServiceName) > MaxServiceNameBytes || !printable(c.ServiceName) {
+		return &FieldError{Key: "service_name", Err: fmt.Errorf("must be 1-%d printable ASCII characters", MaxServiceNameBytes)}
+	}
+	if !(c.SampleRatio > 0 && c.SampleRatio <= 1) {
+		return &FieldError{Key: "sample_ratio", Err: errors.New("must be greater than 0 and at most 1")}
+	}
+	return nil
+}
+
+// redactURL keeps a refused URL out of logs when it may hold a
+// credential: only its scheme and host are shown.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Scheme + "://…@" + u.Host
+	}
+	return s
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Tracing is the process's tracer provider. A nil *Tracing is off.
+type Tracing struct {
+	provider *sdktrace.TracerProvider
+	tracer   trace.Tracer
+}
+
+// Start returns the tracer provider for cfg (nil when cfg is not
+// Enabled): a batching OTLP/HTTP exporter to cfg.TracesURL(), sampling
+// cfg.SampleRatio of new traces. The exporter connects lazily: an
+// unreachable collector costs dropped spans, never a request.
+func Start(cfg Config, serviceVersion string) (*Tracing, error) {
+	if !cfg.Enabled() {
+		return nil, nil
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	exp, err := otlptracehttp.New(context.Background(),
+		otlptracehttp.WithEndpointURL(cfg.TracesURL()), otlptracehttp.WithTimeout(ExportTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: OTLP exporter: %w", err)
+	}
+	res := resource.NewWithAttributes(SchemaURL,
+		attribute.String(keyServiceName, cfg.ServiceName), attribute.String(keyServiceVersion, serviceVersion))
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(MaxQueuedSpans)),
+		sdktrace.WithResource(res),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.SampleRatio))),
+	)
+	return &Tracing{provider: tp, tracer: tp.Tracer(instrumentationName, trace.WithSchemaURL(SchemaURL))}, nil
+}
+
+// Flush exports every ended span now (tests, and before a shutdown).
+func (t *Tracing) Flush(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.provider.ForceFlush(ctx)
+}
+
+// Shutdown flushes the queued spans, within ShutdownTimeout, and stops
+// the exporter; spans ended afterwards are dropped.
+func (t *Tracing) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
+	defer cancel()
+	return t.provider.Shutdown(ctx)
+}
+
+// Span is one span WebCodex started; the zero Span (tracing off) does
+// nothing.
+type Span struct{ s trace.Span }
+
+// StartHTTP starts the server span of an HTTP request.
+func (t *Tracing) StartHTTP(ctx context.Context, r HTTPRequest) (context.Context, Span) {
+	if t == nil {
+		return ctx, Span{}
+	}
+	ctx, s := t.tracer.Start(ctx, HTTPSpanName(r.Method, r.Route),
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(r.attributes()...))
+	return ctx, Span{s}
+}
+
+// EndHTTP ends an HTTP request span with the response status.
+func (s Span) EndHTTP(status int) {
+	if s.s == nil {
+		return
+	}
+	s.s.SetAttributes(httpStatus(status)...)
+	if status >= 500 {
+		s.s.SetStatus(codes.Error, "")
+	}
+	s.s.End()
+}
+
+// StartMCP starts the server span of one MCP request (a child of the
+// HTTP request's span on Streamable HTTP).
+func (t *Tracing) StartMCP(ctx context.Context, r MCPRequest) (context.Context, Span) {
+	if t == nil {
+		return ctx, Span{}
+	}
+	ctx, s := t.tracer.Start(ctx, MCPSpanName(r.Method, r.Tool),
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(r.attributes()...))
+	return ctx, Span{s}
+}
+
+// EndMCP ends an MCP request span.
+func (s Span) EndMCP(o MCPOutcome) {
+	if s.s == nil {
+		return
+	}
+	if attrs := o.attributes(); len(attrs) > 0 {
+		s.s.SetAttributes(attrs...)
+		s.s.SetStatus(codes.Error, "")
+	}
+	s.s.End()
+}
+
+// StartTool starts the span of one tool execution (a child of the
+// request's span). tool is the registered tool ("" when unknown).
+func (t *Tracing) StartTool(ctx context.Context, tool string) (context.Context, Span) {
+	if t == nil {
+		return ctx, Span{}
+	}
+	ctx, s := t.tracer.Start(ctx, ToolSpanName(tool), trace.WithSpanKind(trace.SpanKindInternal))
+	return ctx, Span{s}
+}
+
+// EndTool ends a tool execution span with the call's facts.
+func (s Span) EndTool(c ToolCall) {
+	if s.s == nil {
+		return
+	}
+	s.s.SetAttributes(c.attributes()...)
+	if c.ErrorKind != "" {
+		s.s.SetStatus(codes.Error, "")
+	}
+	s.s.End()
+}
