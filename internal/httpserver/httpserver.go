@@ -224,10 +224,14 @@ func (m *Mux) Handler() http.Handler {
 	})
 }
 
-// route is the pattern of the route r is served by ("" when none).
+// route is the path template of the route r is served by, its pattern
+// without the method ("" when none matches).
 func (m *Mux) route(r *http.Request) string {
 	for _, mux := range []*http.ServeMux{m.discovery, m.public, m.authed} {
 		if _, pattern := mux.Handler(r); pattern != "" {
+			if _, path, ok := strings.Cut(pattern, " "); ok {
+				return path
+			}
 			return pattern
 		}
 	}

@@ -17,11 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -136,34 +132,14 @@ func printable(s string) bool {
 
 // Tracing is the process's tracer provider. A nil *Tracing is off.
 type Tracing struct {
-	provider *sdktrace.TracerProvider
+	provider provider
 	tracer   trace.Tracer
 }
 
-// Start returns the tracer provider for cfg (nil when cfg is not
-// Enabled): a batching OTLP/HTTP exporter to cfg.TracesURL(), sampling
-// cfg.SampleRatio of new traces. The exporter connects lazily: an
-// unreachable collector costs dropped spans, never a request.
-func Start(cfg Config, serviceVersion string) (*Tracing, error) {
-	if !cfg.Enabled() {
-		return nil, nil
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	exp, err := otlptracehttp.New(context.Background(),
-		otlptracehttp.WithEndpointURL(cfg.TracesURL()), otlptracehttp.WithTimeout(ExportTimeout))
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: OTLP exporter: %w", err)
-	}
-	res := resource.NewWithAttributes(SchemaURL,
-		attribute.String(keyServiceName, cfg.ServiceName), attribute.String(keyServiceVersion, serviceVersion))
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(MaxQueuedSpans)),
-		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.SampleRatio))),
-	)
-	return &Tracing{provider: tp, tracer: tp.Tracer(instrumentationName, trace.WithSchemaURL(SchemaURL))}, nil
+// provider is the SDK's tracer provider (see Start).
+type provider interface {
+	ForceFlush(ctx context.Context) error
+	Shutdown(ctx context.Context) error
 }
 
 // Flush exports every ended span now (tests, and before a shutdown).
