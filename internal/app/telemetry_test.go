@@ -100,23 +100,12 @@ func childOf(spans []*tracepb.Span, parent *tracepb.Span, name string) *tracepb.
 	return nil
 }
 
-// lockedBuffer is a log sink several goroutines write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines() []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// jsonLines are the JSON objects logged to b, one a line.
+func jsonLines(b *syncBuffer) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(b.b.String()), "\n") {
 		var m map[string]any
 		if json.Unmarshal([]byte(line), &m) == nil {
 			out = append(out, m)
@@ -143,7 +132,7 @@ func TestTracesOverOTLP(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(proj, markerPath), []byte(markerResult+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs syncBuffer
 	log := slog.New(requestid.NewHandler(slog.NewJSONHandler(&logs, nil)))
 	s := startAppLogging(t, t.TempDir(), log, func(c *app.Config) { c.Telemetry.Endpoint = rc.srv.URL }, "p="+proj)
 
@@ -296,7 +285,7 @@ func TestTracesOverOTLP(t *testing.T) {
 	rc.mu.Unlock()
 
 	var logged bool
-	for _, l := range logs.lines() {
+	for _, l := range jsonLines(&logs) {
 		logged = logged || (l["msg"] == "http request" && l[requestid.LogKey] == inboundID && l["route"] == "/api/tools/call")
 	}
 	if !logged {

@@ -215,9 +215,9 @@ func (m *Mux) Handler() http.Handler {
 		start := time.Now()
 		route := m.route(r)
 		ctx, span := m.opts.Tracing.StartHTTP(ctx, telemetry.HTTPRequest{Method: r.Method, Route: route, RequestID: id})
-		sw := &statusWriter{ResponseWriter: w}
+		sw := NewRecorder(w)
 		inner.ServeHTTP(sw, r.WithContext(ctx))
-		status := sw.statusCode()
+		status := sw.Status()
 		span.EndHTTP(status)
 		m.opts.Logger.InfoContext(ctx, "http request", "method", r.Method, "route", route, "status", status,
 			"duration_ms", time.Since(start).Milliseconds())
@@ -595,40 +595,54 @@ func WriteJSONBytes(w http.ResponseWriter, status int, b []byte) {
 // a tool result (the status column of failure's one table).
 func StatusFor(k failure.Kind) int { return failure.ClassOf(k).HTTPStatus }
 
-// statusWriter keeps the response status for the span and the log line;
-// it never reads what the handler writes.
-type statusWriter struct {
+// Recorder keeps the status and counts the bytes of a response for the
+// layers that report on it (the request's span and log line, the audit
+// event); it never reads what the handler writes. It passes Flush
+// (streaming) and Unwrap (http.ResponseController) through.
+type Recorder struct {
 	http.ResponseWriter
 	code int
+	n    int64
 }
 
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
+// NewRecorder wraps w.
+func NewRecorder(w http.ResponseWriter) *Recorder { return &Recorder{ResponseWriter: w} }
+
+// WriteHeader implements http.ResponseWriter.
+func (r *Recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
 	}
-	w.ResponseWriter.WriteHeader(code)
+	r.ResponseWriter.WriteHeader(code)
 }
 
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
+// Write implements http.ResponseWriter.
+func (r *Recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := r.ResponseWriter.Write(b)
+	r.n += int64(n)
+	return n, err
 }
 
-func (w *statusWriter) statusCode() int {
-	if w.code == 0 {
+// Status is the response status (200 when the handler set none).
+func (r *Recorder) Status() int {
+	if r.code == 0 {
 		return http.StatusOK
 	}
-	return w.code
+	return r.code
 }
 
-// Flush keeps streaming (MCP event streams) working through the writer.
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+// Written is how many body bytes were written.
+func (r *Recorder) Written() int64 { return r.n }
+
+// Flush keeps streaming (MCP event streams) working through the recorder.
+func (r *Recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (r *Recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

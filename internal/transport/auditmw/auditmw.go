@@ -148,23 +148,23 @@ func (m *Middleware) Wrap(op string, h http.Handler) http.Handler {
 
 		hold := &holdWriter{ResponseWriter: w}
 		defer hold.release() // after the event is committed (below)
-		rec := &recorder{ResponseWriter: hold}
+		rec := httpserver.NewRecorder(hold)
 		ctx, rep := withReport(r.Context(), start)
 		h.ServeHTTP(rec, r.WithContext(ctx))
 		f := rep.get()
-		if op == OpMCP && notification(f, rec.statusCode()) {
+		if op == OpMCP && notification(f, rec.Status()) {
 			return // a JSON-RPC notification executes nothing: no row
 		}
 
 		ev := describe(op, r, f)
 		ev.Endpoint = r.URL.Path
-		ev.HTTPStatus = rec.statusCode()
+		ev.HTTPStatus = rec.Status()
 		ev.Status = outcome(ev.HTTPStatus, f)
 		ev.DurationMS = time.Since(start).Milliseconds()
 		ev.StartedAt = start.Unix()
 		ev.EndedAt = time.Now().Unix()
 		ev.RequestBytes = int64(len(httpserver.Body(r)))
-		ev.ResponseBytes = rec.n
+		ev.ResponseBytes = rec.Written()
 		ev.RequestID = requestid.From(r.Context())
 		if f.window != nil {
 			ev.Window = *f.window
@@ -252,44 +252,3 @@ func outcome(status int, f facts) string {
 	}
 	return audit.EventSuccess
 }
-
-// recorder counts the response bytes and keeps the status; it never
-// reads what the handler writes.
-type recorder struct {
-	http.ResponseWriter
-	code int
-	n    int64
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if r.code == 0 {
-		r.code = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.code == 0 {
-		r.code = http.StatusOK
-	}
-	n, err := r.ResponseWriter.Write(b)
-	r.n += int64(n)
-	return n, err
-}
-
-func (r *recorder) statusCode() int {
-	if r.code == 0 {
-		return http.StatusOK
-	}
-	return r.code
-}
-
-// Flush keeps streaming (MCP event streams) working through the recorder.
-func (r *recorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
