@@ -15,7 +15,8 @@ func (a *App) WaitEvidence() error { return a.outbox.flush(context.Background())
 // RecordEvidence hands r to the app's evidence sink, as the kernel does
 // for a call recorded in no session.
 func (a *App) RecordEvidence(ctx context.Context, r kernel.Record) error {
-	return a.evSink.record(ctx, r)
+	_, err := a.evSink.record(ctx, r)
+	return err
 }
 
 // EvidenceFailures is the sink's count of records that could not be

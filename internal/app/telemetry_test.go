@@ -168,6 +168,17 @@ func TestTracesOverOTLP(t *testing.T) {
 	}
 	auditID := resp.Header.Get("x-action-session-id")
 
+	// A mutating call recorded in no session is journaled before its
+	// result: its span carries the record's leaf index.
+	wr := s.call(t, "write_project_file", map[string]any{"project": "agent:local:p", "path": "new.txt", "content": markerResult}, "")
+	if !wr.Success {
+		t.Fatalf("write_project_file: %+v", wr.Error)
+	}
+	head, err := s.a.Evidence.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// A malformed inbound id is replaced.
 	req, _ = http.NewRequest("POST", s.base+"/api/tools/list", strings.NewReader("{}"))
 	req.Header.Set("Authorization", "Bearer "+s.token)
@@ -196,12 +207,14 @@ func TestTracesOverOTLP(t *testing.T) {
 	s.stop(t)
 	spans := rc.spans()
 
-	rest := spansNamed(spans, "POST /api/tools/call")
-	if len(rest) != 1 {
-		t.Fatalf("REST request spans: %d, want 1", len(rest))
+	var rest []*tracepb.Span
+	for _, sp := range spansNamed(spans, "POST /api/tools/call") {
+		if v, _ := attr(sp, "webcodex.request.id"); v == inboundID {
+			rest = append(rest, sp)
+		}
 	}
-	if v, _ := attr(rest[0], "webcodex.request.id"); v != inboundID {
-		t.Fatalf("REST span request id %q, want %q", v, inboundID)
+	if len(rest) != 1 {
+		t.Fatalf("REST request spans with request id %q: %d, want 1", inboundID, len(rest))
 	}
 	if v, _ := attr(rest[0], "http.route"); v != "/api/tools/call" {
 		t.Fatalf("REST span http.route %q", v)
@@ -272,6 +285,20 @@ func TestTracesOverOTLP(t *testing.T) {
 	}
 	if verified != 1 || unverified != 1 {
 		t.Fatalf("verified %d, unverified %d MCP read_files calls; want 1 and 1", verified, unverified)
+	}
+
+	writes := spansNamed(spans, "execute_tool write_project_file")
+	if len(writes) != 1 {
+		t.Fatalf("write_project_file tool spans: %d", len(writes))
+	}
+	leaf, ok := attr(writes[0], "webcodex.evidence.leaf_index")
+	if n, err := strconv.ParseUint(leaf, 10, 64); !ok || err != nil || n >= head.Size {
+		t.Fatalf("write_project_file leaf index %q (journal size %d)", leaf, head.Size)
+	}
+	for _, sp := range spansNamed(spans, "execute_tool read_files") {
+		if _, ok := attr(sp, "webcodex.evidence.leaf_index"); ok {
+			t.Fatal("a read's record, queued behind its response, has a leaf index on its span")
+		}
 	}
 
 	rc.mu.Lock()

@@ -47,8 +47,10 @@ func newEvidenceSink(a *App, j Journal) *evidenceSink {
 	return &evidenceSink{journal: j, log: a.Log}
 }
 
-// record is the kernel.EvidenceSink.
-func (s *evidenceSink) record(ctx context.Context, r kernel.Record) error {
+// record is the kernel.EvidenceSink: a mutating call's record is
+// appended here, and its leaf index reported; a read-only call's is
+// queued (its index is not known yet).
+func (s *evidenceSink) record(ctx context.Context, r kernel.Record) (kernel.Appended, error) {
 	rec := evidenceRecord(r)
 	if r.Binding.State == evidence.BindingInvalidClaim {
 		s.log.Warn("evidence: invalid session claim", "invocation", r.InvocationID, "tool", r.Tool,
@@ -65,16 +67,17 @@ func (s *evidenceSink) record(ctx context.Context, r kernel.Record) error {
 		}
 		if err != nil {
 			s.failed(rec, err)
-			return err
+			return kernel.Appended{}, err
 		}
 		s.outbox.Stored()
-		return nil
+		return kernel.Appended{}, nil
 	}
-	if _, err := s.journal.Append(ctx, rec); err != nil {
+	e, err := s.journal.Append(ctx, rec)
+	if err != nil {
 		s.failed(rec, err)
-		return err
+		return kernel.Appended{}, err
 	}
-	return nil
+	return kernel.Appended{Index: e.Index, Known: true}, nil
 }
 
 // failed counts and logs a record that could not be stored.

@@ -179,7 +179,10 @@ func TestClaimsAreRedactedBeforeLogAndJournal(t *testing.T) {
 	var logs bytes.Buffer
 	k := kernel.New(kernel.Options{Registry: e.k.Registry(), Projects: projects{projA: {ID: projA, Name: "a", Root: e.root}},
 		Sessions: e.svc, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Evidence: func(_ context.Context, r kernel.Record) error { e.records = append(e.records, r); return nil }})
+		Evidence: func(_ context.Context, r kernel.Record) (kernel.Appended, error) {
+			e.records = append(e.records, r)
+			return kernel.Appended{}, nil
+		}})
 	pat := "wc_pat_" + strings.Repeat("Q", 40)
 	xoxb := "xoxb-" + strings.Repeat("1", 12) + "-" + strings.Repeat("2", 12) + "-" + strings.Repeat("a", 24)
 	res := k.Dispatch(context.Background(), kernel.Call{Tool: "echo", Principal: auth.LocalUser(), Source: kernel.SourceREST,

@@ -91,8 +91,19 @@ type Record struct {
 // before the result is returned. For a Mutates record it must return only
 // once the record is durable; an error is reported in the result as an
 // evidence_gap warning (the tool's own result is unchanged). Other records
-// may be written later; their failures are the sink's to count.
-type EvidenceSink func(ctx context.Context, r Record) error
+// may be written later; their failures are the sink's to count. It
+// reports where the record was journaled when it appended it before
+// returning.
+type EvidenceSink func(ctx context.Context, r Record) (Appended, error)
+
+// Appended is where an evidence record was journaled: Known is true when
+// the sink appended it before returning, and Index is then its leaf
+// index; a record queued for the journal (the outbox, reads behind their
+// response) is not Known.
+type Appended struct {
+	Index uint64
+	Known bool
+}
 
 // An Outbox carries the evidence record of a call recorded in a session in
 // the transaction of the call's tool_call_finished event (the workflow

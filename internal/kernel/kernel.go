@@ -137,6 +137,9 @@ type Result struct {
 	// to its decided outcome (the finish's commit, which carries the
 	// evidence record with this duration, is not in it).
 	Duration time.Duration `json:"-"`
+	// Evidence is where the call's evidence record was journaled, when
+	// that happened before the result was returned (see Appended).
+	Evidence Appended `json:"-"`
 }
 
 // ProjectResolver finds a registered project by id
@@ -215,7 +218,7 @@ func New(o Options) *Kernel {
 		o.Now = time.Now
 	}
 	if o.Evidence == nil {
-		o.Evidence = func(context.Context, Record) error { return nil }
+		o.Evidence = func(context.Context, Record) (Appended, error) { return Appended{}, nil }
 	}
 	stop, stopFn := context.WithCancel(context.Background())
 	return &Kernel{
@@ -322,7 +325,8 @@ func (k *Kernel) startSpan(ctx context.Context, name string) (context.Context, t
 // the caller claimed.
 func toolCall(c Call, rec Record, res Result) telemetry.ToolCall {
 	tc := telemetry.ToolCall{Tool: res.Tool, Source: string(c.Source), InvocationID: rec.InvocationID,
-		Binding: string(rec.Binding.State), VerifiedRecorder: res.Recorder}
+		Binding: string(rec.Binding.State), VerifiedRecorder: res.Recorder,
+		LeafIndex: res.Evidence.Index, HasLeaf: res.Evidence.Known}
 	if rec.Binding.State != evidence.BindingVerified {
 		tc.VerifiedRecorder = ""
 	}

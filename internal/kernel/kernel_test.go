@@ -98,11 +98,11 @@ func newEnv(t *testing.T) *env {
 		Registry: reg,
 		Projects: projects{projA: {ID: projA, Name: "a", Root: dir}, projB: {ID: projB, Name: "b", Root: dir}},
 		Sessions: e.svc,
-		Evidence: func(_ context.Context, r kernel.Record) error {
+		Evidence: func(_ context.Context, r kernel.Record) (kernel.Appended, error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			e.records = append(e.records, r)
-			return e.sinkErr
+			return kernel.Appended{}, e.sinkErr
 		},
 	})
 	return e

@@ -27,7 +27,11 @@ func (k *Kernel) seal(res *Result, rec *Record) {
 // writeEvidence gives rec to the evidence sink; a mutating call whose
 // record was not written carries an evidence_gap warning.
 func (k *Kernel) writeEvidence(ctx context.Context, rec Record, res *Result) {
-	if err := k.evidence(context.WithoutCancel(ctx), rec); err != nil {
+	at, err := k.evidence(context.WithoutCancel(ctx), rec)
+	if err == nil && res != nil {
+		res.Evidence = at
+	}
+	if err != nil {
 		k.evidenceFailures.Add(1)
 		k.log.Warn("evidence record not written", "tool", rec.Tool, "invocation", rec.InvocationID, "err", err)
 		if rec.Mutates && res != nil {

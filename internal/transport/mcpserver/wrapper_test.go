@@ -105,11 +105,11 @@ func TestKernelSeesOnlyTheHash(t *testing.T) {
 		})
 	})
 	k := kernel.New(kernel.Options{Registry: env.Kernel.Registry(), Projects: kerneltest.Projects{env.Project.ID: env.Project},
-		Evidence: func(_ context.Context, r kernel.Record) error {
+		Evidence: func(_ context.Context, r kernel.Record) (kernel.Appended, error) {
 			mu.Lock()
 			records = append(records, r)
 			mu.Unlock()
-			return nil
+			return kernel.Appended{}, nil
 		}})
 	local := auth.LocalUser()
 	srv := New(Options{Kernel: k, Local: local, Version: "test"})
