@@ -369,6 +369,25 @@ func attributionStoredButNotInViews(t *testing.T, open func(*testing.T) Backend)
 	}
 }
 
+// requestIDRoundTrips: an event's request id is stored and read back in
+// its view; an event without one reads back without one.
+func requestIDRoundTrips(t *testing.T, open func(*testing.T) Backend) {
+	svc, _, _ := newService(t, open)
+	svc.Record(ctx, "s", audit.Event{EventView: audit.EventView{EventID: "with", Status: audit.EventSuccess, RequestID: "req_0123"}}, audit.Attribution{})
+	svc.Record(ctx, "s", audit.Event{EventView: audit.EventView{EventID: "without", Status: audit.EventSuccess}}, audit.Attribution{})
+	_, views, err := svc.SessionWithEvents(ctx, "s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, v := range views {
+		got[v.EventID] = v.RequestID
+	}
+	if len(got) != 2 || got["with"] != "req_0123" || got["without"] != "" {
+		t.Fatalf("request ids read back: %v", got)
+	}
+}
+
 func recordOnClosedStoreFails(t *testing.T, open func(*testing.T) Backend) {
 	svc, st, c := newService(t, open)
 	id, _, _ := svc.Affinity(ctx, owner, "")

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"LegacySessionsHaveNoPrincipal", legacySessionsHaveNoPrincipal}, {"RacingPrincipalsOnOneExplicitID", racingPrincipalsOnOneExplicitID},
 		{"BatchesTrimToExactlyTheNewest", batchesTrimToExactlyTheNewest}, {"BatchedTrimKeepsTheNewest", batchedTrimKeepsTheNewest},
 		{"WriterBatchBounds", writerBatchBounds}, {"BatchCounters", batchCounters}, {"AffinityCache", affinityCache},
+		{"RequestIDRoundTrips", requestIDRoundTrips},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
 	}
