@@ -14,8 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/webcodex/webcodex/internal/app"
@@ -28,7 +27,7 @@ type otlpReceiver struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	raw  [][]byte
-	reqs []*coltracepb.ExportTraceServiceRequest
+	reqs []*v1.ExportTraceServiceRequest
 }
 
 func newOTLPReceiver(t testing.TB) *otlpReceiver {
@@ -39,7 +38,7 @@ func newOTLPReceiver(t testing.TB) *otlpReceiver {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		var req coltracepb.ExportTraceServiceRequest
+		var req v1.ExportTraceServiceRequest
 		if err := proto.Unmarshal(body, &req); err != nil {
 			http.Error(w, "not an ExportTraceServiceRequest", http.StatusBadRequest)
 			return
@@ -47,7 +46,7 @@ func newOTLPReceiver(t testing.TB) *otlpReceiver {
 		rc.mu.Lock()
 		rc.raw, rc.reqs = append(rc.raw, body), append(rc.reqs, &req)
 		rc.mu.Unlock()
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		out, _ := proto.Marshal(&v1.ExportTraceServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.Write(out)
 	}))
@@ -55,45 +54,55 @@ func newOTLPReceiver(t testing.TB) *otlpReceiver {
 	return rc
 }
 
-func (rc *otlpReceiver) spans() []*tracepb.Span {
+// span is what the tests read of an exported span.
+type span struct {
+	name                    string
+	kind                    string
+	traceID, spanID, parent []byte
+	attrs                   map[string]string
+}
+
+func (rc *otlpReceiver) spans() []*span {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	var out []*tracepb.Span
+	var out []*span
 	for _, req := range rc.reqs {
 		for _, rs := range req.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
-				out = append(out, ss.Spans...)
+				for _, sp := range ss.Spans {
+					x := &span{name: sp.Name, kind: sp.Kind.String(), traceID: sp.TraceId, spanID: sp.SpanId, parent: sp.ParentSpanId, attrs: map[string]string{}}
+					for _, kv := range sp.Attributes {
+						x.attrs[kv.Key] = kv.Value.GetStringValue()
+						if x.attrs[kv.Key] == "" {
+							x.attrs[kv.Key] = strconv.FormatInt(kv.Value.GetIntValue(), 10)
+						}
+					}
+					out = append(out, x)
+				}
 			}
 		}
 	}
 	return out
 }
 
-func attr(s *tracepb.Span, key string) (string, bool) {
-	for _, kv := range s.Attributes {
-		if kv.Key == key {
-			if v := kv.Value.GetStringValue(); v != "" {
-				return v, true
-			}
-			return strconv.FormatInt(kv.Value.GetIntValue(), 10), true
-		}
-	}
-	return "", false
+func attr(s *span, key string) (string, bool) {
+	v, ok := s.attrs[key]
+	return v, ok
 }
 
-func spansNamed(spans []*tracepb.Span, name string) []*tracepb.Span {
-	var out []*tracepb.Span
+func spansNamed(spans []*span, name string) []*span {
+	var out []*span
 	for _, s := range spans {
-		if s.Name == name {
+		if s.name == name {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-func childOf(spans []*tracepb.Span, parent *tracepb.Span, name string) *tracepb.Span {
+func childOf(spans []*span, parent *span, name string) *span {
 	for _, s := range spans {
-		if s.Name == name && bytes.Equal(s.ParentSpanId, parent.SpanId) && bytes.Equal(s.TraceId, parent.TraceId) {
+		if s.name == name && bytes.Equal(s.parent, parent.spanID) && bytes.Equal(s.traceID, parent.traceID) {
 			return s
 		}
 	}
@@ -207,7 +216,7 @@ func TestTracesOverOTLP(t *testing.T) {
 	s.stop(t)
 	spans := rc.spans()
 
-	var rest []*tracepb.Span
+	var rest []*span
 	for _, sp := range spansNamed(spans, "POST /api/tools/call") {
 		if v, _ := attr(sp, "webcodex.request.id"); v == inboundID {
 			rest = append(rest, sp)
@@ -242,12 +251,12 @@ func TestTracesOverOTLP(t *testing.T) {
 		if _, ok := attr(ms, "jsonrpc.request.id"); !ok {
 			t.Fatal("MCP span without jsonrpc.request.id")
 		}
-		if ms.Kind != tracepb.Span_SPAN_KIND_SERVER {
-			t.Fatalf("MCP span kind %v", ms.Kind)
+		if ms.kind != "SPAN_KIND_SERVER" {
+			t.Fatalf("MCP span kind %v", ms.kind)
 		}
-		var httpParent *tracepb.Span
+		var httpParent *span
 		for _, h := range spansNamed(spans, "POST /mcp") {
-			if bytes.Equal(h.SpanId, ms.ParentSpanId) {
+			if bytes.Equal(h.spanID, ms.parent) {
 				httpParent = h
 			}
 		}
