@@ -92,6 +92,8 @@ type Config struct {
 	ToolList []string `toml:"tool_list"`
 	// OAuth is the [oauth] table.
 	OAuth OAuthConfig `toml:"oauth"`
+	// Metrics is the [metrics] table.
+	Metrics MetricsConfig `toml:"metrics"`
 	// DatabaseURL, when set, is the postgres:// URL of the PostgreSQL
 	// database that holds every store instead of the data directory's
 	// SQLite files, so that several replicas can serve one deployment
@@ -106,6 +108,15 @@ type Config struct {
 	// BootstrapToken is WEBCODEX_TOKEN: an admin credential accepted as is
 	// and never stored or logged. Environment only.
 	BootstrapToken string `toml:"-"`
+}
+
+// MetricsConfig is the [metrics] table (decision 0085).
+type MetricsConfig struct {
+	// Enabled serves GET /metrics (Prometheus text format, a credential
+	// with metrics:read or account:manage) and counts tool calls for it;
+	// default true. Off, /metrics answers 404 and calls are not counted.
+	// /readyz is served either way.
+	Enabled bool `toml:"enabled"`
 }
 
 // OAuthConfig is the [oauth] table: either the built-in authorization
@@ -211,6 +222,7 @@ func DefaultConfig() Config {
 		SandboxNetwork:    string(runner.NetworkOn),
 		SandboxExtraWrite: defaultExtraWrite(),
 		ToolProfile:       gateway.Core,
+		Metrics:           MetricsConfig{Enabled: true},
 	}
 }
 

@@ -218,6 +218,8 @@ func (b *Board) Observe(ctx context.Context, p ObserveParams) (Observation, erro
 			return Observation{}, err
 		}
 	}
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
 	timer := time.NewTimer(p.Wait)
 	defer timer.Stop()
 	for {
@@ -353,3 +355,7 @@ func (b *Board) sharedChanges(ctx context.Context, p ObserveParams, wake, next <
 	close(f.done)
 	return o, err
 }
+
+// Waiting returns how many Observe calls of this board are in their
+// bounded wait now (a gauge for /metrics).
+func (b *Board) Waiting() int64 { return b.waiting.Load() }
