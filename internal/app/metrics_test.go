@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -20,7 +20,7 @@ import (
 
 // scrape reads /metrics with token and parses it with the Prometheus text
 // parser.
-func scrape(t *testing.T, s *server, token string) map[string]*dto.MetricFamily {
+func scrape(t *testing.T, s *server, token string) map[string]*io_prometheus_client.MetricFamily {
 	t.Helper()
 	code, body := s.do(t, token, "GET", opsapi.MetricsPath, nil)
 	if code != http.StatusOK {
@@ -36,7 +36,7 @@ func scrape(t *testing.T, s *server, token string) map[string]*dto.MetricFamily 
 
 // sample finds the sample of family name whose labels are exactly want
 // (nil when none).
-func sample(fams map[string]*dto.MetricFamily, name string, want map[string]string) *dto.Metric {
+func sample(fams map[string]*io_prometheus_client.MetricFamily, name string, want map[string]string) *io_prometheus_client.Metric {
 	f := fams[name]
 	if f == nil {
 		return nil
@@ -73,7 +73,7 @@ func TestMetricsScrape(t *testing.T) {
 	fams := scrape(t, s, s.token)
 
 	calls := fams["webcodex_tool_calls_total"]
-	if calls == nil || calls.GetType() != dto.MetricType_COUNTER {
+	if calls == nil || calls.GetType() != io_prometheus_client.MetricType_COUNTER {
 		t.Fatalf("webcodex_tool_calls_total: %v", calls)
 	}
 	var total float64
