@@ -19,11 +19,6 @@ import (
 	"github.com/webcodex/webcodex/internal/workflow/workflowpg"
 )
 
-// scrapeReadTimeout bounds the journal reads one scrape makes (its size
-// and newest checkpoint); a family that cannot be read in time is left out
-// of that scrape.
-const scrapeReadTimeout = 2 * time.Second
-
 // PostgresDatabase is the database label of the PostgreSQL ledger's
 // writer and of the readiness read on a database deployment.
 const PostgresDatabase = "postgresql"
@@ -208,7 +203,7 @@ func registerJournal(a *App, r *metrics.Registry) {
 		return
 	}
 	r.Func("evidence_journal_records", "Records in the evidence journal.", prometheus.GaugeValue, nil, func() []metrics.Sample {
-		ctx, cancel := context.WithTimeout(context.Background(), scrapeReadTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), metrics.ScrapeReadTimeout)
 		defer cancel()
 		head, err := a.Evidence.Head(ctx)
 		if err != nil {
@@ -218,7 +213,7 @@ func registerJournal(a *App, r *metrics.Registry) {
 	})
 	r.Func("evidence_last_checkpoint_age_seconds", "Seconds since the newest signed checkpoint of the evidence journal (absent before the first).",
 		prometheus.GaugeValue, nil, func() []metrics.Sample {
-			ctx, cancel := context.WithTimeout(context.Background(), scrapeReadTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), metrics.ScrapeReadTimeout)
 			defer cancel()
 			cp, err := a.Evidence.Latest(ctx)
 			if err != nil || cp.CreatedAt.IsZero() {

@@ -37,6 +37,12 @@ const UnknownTool = "unknown"
 // histogram: 1 ms to about 65 s.
 var DurationBuckets = prometheus.ExponentialBuckets(0.001, 4, 9)
 
+// ScrapeReadTimeout bounds each store read a family makes at scrape time
+// (the evidence journal's size, its newest checkpoint); a family that
+// cannot be read in time is left out of that scrape. Several such reads
+// together stay below Prometheus's default scrape_timeout (10 s).
+const ScrapeReadTimeout = 2 * time.Second
+
 // Registry holds the families.
 type Registry struct {
 	reg      *prometheus.Registry
