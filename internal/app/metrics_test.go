@@ -58,15 +58,26 @@ func sample(fams map[string]*io_prometheus_client.MetricFamily, name string, wan
 	return nil
 }
 
+// metricsProject is the project the metrics tests call.
+const metricsProject = "agent:local:p"
+
+// recordedReads opens a session on metricsProject and makes n recorded
+// read_files calls in it (n+1 successful calls in all); it returns the
+// session id.
+func recordedReads(t *testing.T, s *server, n int) string {
+	t.Helper()
+	id := str(t, must(t, s.call(t, "work_on_project", map[string]any{"project": metricsProject, "instruction": "metrics"}, ""), "work").Output["session_id"])
+	for range n {
+		must(t, s.call(t, "read_files", map[string]any{"project": metricsProject, "files": []any{map[string]any{"path": "a.txt"}}}, id), "read")
+	}
+	return id
+}
+
 func TestMetricsScrape(t *testing.T) {
 	s := startApp(t, t.TempDir(), "p="+rawProjectDir(t))
 	defer s.stop(t)
-	const project = "agent:local:p"
-	id := str(t, must(t, s.call(t, "work_on_project", map[string]any{"project": project, "instruction": "metrics"}, ""), "work").Output["session_id"])
 	const reads = 3
-	for range reads {
-		must(t, s.call(t, "read_files", map[string]any{"project": project, "files": []any{map[string]any{"path": "a.txt"}}}, id), "read")
-	}
+	id := recordedReads(t, s, reads)
 	if r := s.call(t, "no_such_tool", map[string]any{}, ""); r.Success {
 		t.Fatal("an unknown tool succeeded")
 	}
@@ -135,7 +146,7 @@ func TestMetricsScrape(t *testing.T) {
 	}
 
 	// Low cardinality: no session, project or principal anywhere.
-	forbidden := []string{id, project, auth.DefaultOwner, s.a.AdminToken}
+	forbidden := []string{id, metricsProject, auth.DefaultOwner, s.a.AdminToken}
 	for name, f := range fams {
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
@@ -240,12 +251,8 @@ func TestMetricsPostgres(t *testing.T) {
 	url := pgtest.URL(t)
 	s := startAppWith(t, t.TempDir(), func(c *app.Config) { c.DatabaseURL = url }, "p="+rawProjectDir(t))
 	defer s.stop(t)
-	const project = "agent:local:p"
-	id := str(t, must(t, s.call(t, "work_on_project", map[string]any{"project": project, "instruction": "metrics"}, ""), "work").Output["session_id"])
 	const reads = 2
-	for range reads {
-		must(t, s.call(t, "read_files", map[string]any{"project": project, "files": []any{map[string]any{"path": "a.txt"}}}, id), "read")
-	}
+	recordedReads(t, s, reads)
 	fams := scrape(t, s, s.token)
 	if m := sample(fams, "webcodex_tool_calls_total", map[string]string{"tool": "read_files", "outcome": "success"}); m == nil || m.GetCounter().GetValue() != reads {
 		t.Errorf("read_files calls: %v, want %d", m, reads)

@@ -213,13 +213,14 @@ func (b *Board) Observe(ctx context.Context, p ObserveParams) (Observation, erro
 	if err != nil || o.Changed || p.Wait == 0 {
 		return o, err
 	}
+	// Counted from here, BeforeWait included, to the return.
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
 	if p.BeforeWait != nil {
 		if err := p.BeforeWait(); err != nil {
 			return Observation{}, err
 		}
 	}
-	b.waiting.Add(1)
-	defer b.waiting.Add(-1)
 	timer := time.NewTimer(p.Wait)
 	defer timer.Stop()
 	for {
