@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"net/http"
 	"strings"
 	"testing"
@@ -272,5 +273,42 @@ func TestMetricsPostgres(t *testing.T) {
 	}
 	if code, body := s.do(t, "", "GET", opsapi.ReadyPath, nil); code != http.StatusOK || string(body) != opsapi.ReadyBody {
 		t.Errorf("/readyz on PostgreSQL: HTTP %d %q", code, body)
+	}
+}
+
+// TestReadinessWriterQueue: a writer whose queue is at its bound
+// (sqlitedb.MaxBatch writes queued or running) makes the server not
+// ready, and ready again once the queue drains. The goals database's
+// writer is held by a real write that waits, with MaxBatch-1 real writes
+// queued behind it.
+func TestReadinessWriterQueue(t *testing.T) {
+	s := startApp(t, t.TempDir())
+	defer s.stop(t)
+	ctx := context.Background()
+	w := s.a.Stores.Goals.(interface{ DB() *sqlitedb.DB }).DB().Writer
+	entered, release := make(chan struct{}), make(chan struct{})
+	if _, err := w.Go(ctx, func(context.Context, *sql.Tx) error { close(entered); <-release; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	var last uint64
+	for range sqlitedb.MaxBatch - 1 {
+		var err error
+		if last, err = w.Go(ctx, func(context.Context, *sql.Tx) error { return nil }, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.a.Ready(ctx); err == nil || !strings.Contains(err.Error(), "goals") {
+		t.Errorf("Ready with the goals writer's queue full = %v, want an error naming goals", err)
+	}
+	if code, body := s.do(t, "", "GET", opsapi.ReadyPath, nil); code != http.StatusServiceUnavailable || string(body) != opsapi.NotReadyBody {
+		t.Errorf("/readyz with a full writer queue: HTTP %d %q", code, body)
+	}
+	close(release)
+	if err := w.Wait(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := s.do(t, "", "GET", opsapi.ReadyPath, nil); code != http.StatusOK || string(body) != opsapi.ReadyBody {
+		t.Errorf("/readyz once the queue drained: HTTP %d %q", code, body)
 	}
 }
