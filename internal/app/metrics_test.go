@@ -265,6 +265,9 @@ func TestMetricsPostgres(t *testing.T) {
 	if m := sample(fams, "webcodex_db_writer_queue_depth", pg); m == nil {
 		t.Error("no writer queue depth for postgresql")
 	}
+	if m := sample(fams, "webcodex_db_commits_total", map[string]string{"database": app.PostgresBoardDatabase}); m == nil {
+		t.Error("no commits of the postgresql board writer")
+	}
 	if f := fams["webcodex_store_bytes"]; f != nil {
 		t.Errorf("store_bytes on a database deployment: %v", f)
 	}

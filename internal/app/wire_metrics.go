@@ -19,9 +19,12 @@ import (
 	"github.com/webcodex/webcodex/internal/workflow/workflowpg"
 )
 
-// PostgresDatabase is the database label of the PostgreSQL ledger's
-// writer and of the readiness read on a database deployment.
-const PostgresDatabase = "postgresql"
+// Database labels on PostgreSQL: the session ledger's writer (and the
+// readiness read), and the board's writer of behind writes.
+const (
+	PostgresDatabase      = "postgresql"
+	PostgresBoardDatabase = "postgresql_board"
+)
 
 // sqliteDatabase is a store file of the data directory and its name
 // (the file's name without .db: the database label).
@@ -48,8 +51,8 @@ func (a *App) sqliteDatabases() []sqliteDatabase {
 // Ready is the readiness check of /readyz: every store answers a trivial
 // read within ctx, and no writer's queue is at its bound (a SQLite
 // writer's sqlitedb.MaxBatch, the PostgreSQL ledger writer's
-// workflowpg.QueueCapacity). The error names what is not ready; /readyz
-// never shows it.
+// workflowpg.QueueCapacity, its board writer's BehindQueueCapacity). The
+// error names what is not ready; /readyz never shows it.
 func (a *App) Ready(ctx context.Context) error {
 	var errs []error
 	for _, d := range a.sqliteDatabases() {
@@ -69,6 +72,9 @@ func (a *App) Ready(ctx context.Context) error {
 		if l, ok := a.Stores.Workflow.(*workflowpg.Ledger); ok {
 			if q := l.WriterStats().Queued; q >= workflowpg.QueueCapacity {
 				errs = append(errs, fmt.Errorf("%s: %d writes queued", PostgresDatabase, q))
+			}
+			if q := l.BehindStats().Queued; q >= workflowpg.BehindQueueCapacity {
+				errs = append(errs, fmt.Errorf("%s: %d writes queued", PostgresBoardDatabase, q))
 			}
 		}
 	}
@@ -120,7 +126,8 @@ func newMetrics(a *App) *metrics.Registry {
 			return f
 		}
 		return func() []metrics.Sample {
-			return append(f(), metrics.Sample{Value: float64(pick(ledger.WriterStats())), Labels: []string{PostgresDatabase}})
+			return append(f(), metrics.Sample{Value: float64(pick(ledger.WriterStats())), Labels: []string{PostgresDatabase}},
+				metrics.Sample{Value: float64(pick(ledger.BehindStats())), Labels: []string{PostgresBoardDatabase}})
 		}
 	}
 	r.Func("db_commits_total", "Transactions committed by a database's writer (group commits).", prometheus.CounterValue, database,
