@@ -31,6 +31,7 @@ import (
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/lsp"
+	"github.com/webcodex/webcodex/internal/metrics"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
 	"github.com/webcodex/webcodex/internal/pgnotify"
@@ -47,6 +48,7 @@ import (
 	"github.com/webcodex/webcodex/internal/transport/auditmw"
 	"github.com/webcodex/webcodex/internal/transport/evidenceapi"
 	"github.com/webcodex/webcodex/internal/transport/mcpserver"
+	"github.com/webcodex/webcodex/internal/transport/opsapi"
 	"github.com/webcodex/webcodex/internal/transport/resourcemeta"
 	"github.com/webcodex/webcodex/internal/transport/rest"
 	"github.com/webcodex/webcodex/internal/window"
@@ -129,6 +131,12 @@ type App struct {
 	mcp       *mcpserver.Server
 	server    *http.Server
 	ln        net.Listener
+
+	// metrics is the registry of /metrics (nil when [metrics] enabled is
+	// off) and mux the handler's routes, whose request slots it reports
+	// (wire_metrics.go).
+	metrics *metrics.Registry
+	mux     *httpserver.Mux
 
 	// toolProfile is the tools MCP tools/list shows (decision 0024).
 	toolProfile gateway.Profile
@@ -253,6 +261,7 @@ func (a *App) wire(ctx context.Context) error {
 	a.Intents = newIntents(a)
 	a.ReadSets = newReadSets(a)
 	a.Kernel = newKernel(a)
+	a.metrics = newMetrics(a)
 	a.Audit, a.AuditHTTP = newAudit(a)
 	if err := a.recoverCrash(ctx); err != nil {
 		return err
@@ -314,6 +323,8 @@ func (a *App) Handler() http.Handler {
 		PerPrincipal: a.Config.RequestsPerPrincipal, Tracing: a.Tracing,
 		ResourceMetadata: res.Resource.MetadataURL, ChallengeScopes: auth.DefaultScopes,
 	})
+	a.mux = mux
+	opsapi.Register(mux, a.opsOptions())
 	if served {
 		if err := resourcemeta.Register(mux, res); err != nil {
 			a.Log.Error("oauth: protected resource metadata not mounted", "err", err)

@@ -97,6 +97,8 @@ type Config struct {
 	// OTLP/HTTP, off unless an endpoint is set (here or by
 	// OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).
 	Telemetry telemetry.Config `toml:"telemetry"`
+	// Metrics is the [metrics] table.
+	Metrics MetricsConfig `toml:"metrics"`
 	// DatabaseURL, when set, is the postgres:// URL of the PostgreSQL
 	// database that holds every store instead of the data directory's
 	// SQLite files, so that several replicas can serve one deployment
@@ -111,6 +113,15 @@ type Config struct {
 	// BootstrapToken is WEBCODEX_TOKEN: an admin credential accepted as is
 	// and never stored or logged. Environment only.
 	BootstrapToken string `toml:"-"`
+}
+
+// MetricsConfig is the [metrics] table (decision 0085).
+type MetricsConfig struct {
+	// Enabled serves GET /metrics (Prometheus text format, a credential
+	// with metrics:read or account:manage) and counts tool calls for it;
+	// default true. Off, /metrics answers 404 and calls are not counted.
+	// /readyz is served either way.
+	Enabled bool `toml:"enabled"`
 }
 
 // OAuthConfig is the [oauth] table: either the built-in authorization
@@ -217,6 +228,7 @@ func DefaultConfig() Config {
 		SandboxExtraWrite: defaultExtraWrite(),
 		ToolProfile:       gateway.Core,
 		Telemetry:         telemetry.DefaultConfig(),
+		Metrics:           MetricsConfig{Enabled: true},
 	}
 }
 

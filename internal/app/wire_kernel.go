@@ -157,6 +157,9 @@ func newKernel(a *App) *kernel.Kernel {
 			kernel.RecorderGap{Suggest: a.suggestRecorder}, intentOverlap{a}, readSetNotices{a}},
 		Observe: func(ctx context.Context, c kernel.Call, res kernel.Result) {
 			a.Windows.Observe(ctx, c.Principal, c.ClientWindow, res.Tool, res.Project, res.Refused, sessionAffinity(res))
+			if a.metrics != nil {
+				a.observeCall(res)
+			}
 		},
 	})
 }

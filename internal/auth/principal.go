@@ -37,13 +37,16 @@ const (
 	ScopeMemoryRead    Scope = "memory:read"
 	ScopeMemoryManage  Scope = "memory:manage"
 	ScopeAccountManage Scope = "account:manage"
-	ScopeAdmin         Scope = "admin"
+	// ScopeMetricsRead reads the server's Prometheus metrics (GET
+	// /metrics) and nothing else; account:manage (and admin) imply it.
+	ScopeMetricsRead Scope = "metrics:read"
+	ScopeAdmin       Scope = "admin"
 )
 
 // AllScopes lists every scope, in a fixed order.
 var AllScopes = []Scope{
 	ScopeRuntimeRead, ScopeProjectRead, ScopeProjectWrite, ScopeJobRun,
-	ScopeMemoryRead, ScopeMemoryManage, ScopeAccountManage, ScopeAdmin,
+	ScopeMemoryRead, ScopeMemoryManage, ScopeMetricsRead, ScopeAccountManage, ScopeAdmin,
 }
 
 // ResourceScopes are the scopes a delegated client (an OAuth client of a

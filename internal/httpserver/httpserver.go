@@ -173,6 +173,23 @@ func NewMux(o Options) *Mux {
 // its request slots.
 func (m *Mux) Queued(owner string) int { return m.requests.Waiting(owner) }
 
+// Slots are the request slots a Mux's pools hold at one moment.
+type Slots struct {
+	// Authenticated are the slots of authenticated requests (MCP over
+	// HTTP, REST, the console's API: one pool), Public those of public
+	// and discovery routes, Waiting the waiter slots of calls in a
+	// bounded wait.
+	Authenticated, Public, Waiting int
+}
+
+// InUse returns the slots held now (a gauge for /metrics).
+func (m *Mux) InUse() Slots {
+	a, _ := m.requests.Held("")
+	p, _ := m.publicSlots.Held("")
+	w, _ := m.waiters.Held("")
+	return Slots{Authenticated: a, Public: p, Waiting: w}
+}
+
 // Always registers a public route that is served before and outside every
 // pool, so that it is never refused for capacity: its handler must be
 // cheap and bounded (e.g. /healthz).

@@ -158,6 +158,8 @@ type Manager struct {
 	// adoptMu orders Reconcile and the expiry of the jobs waiting for
 	// their runner: a record is adopted or expired, never both.
 	adoptMu sync.Mutex
+	// waiting counts the Observe calls in their bounded wait (Waiting).
+	waiting atomic.Int64
 
 	mu       sync.Mutex
 	live     map[string]*entry // jobs of this process not yet terminal

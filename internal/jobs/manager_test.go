@@ -228,6 +228,29 @@ func TestObserveWakesOnOutput(t *testing.T) {
 	}
 }
 
+// TestObserveWaitingGauge: Waiting (a /metrics gauge) counts an observe
+// in its bounded wait, and only while it lasts.
+func TestObserveWaitingGauge(t *testing.T) {
+	e := newEnv(t, jobs.Options{})
+	release := filepath.Join(e.work, "release")
+	j := e.start("echo first; while [ ! -f " + release + " ]; do sleep 0.02; done; echo second")
+	e.waitOutput(j.ID, "first")
+	_, c, _ := e.m.Read(context.Background(), acc, j.ID, jobs.Stdout, nil, 0)
+	cur := c.NextCursor
+	var inWait int64
+	_, woke, err := e.m.Observe(context.Background(), acc, jobs.ObserveRequest{IDs: []string{j.ID}, Wait: jobs.MaxObserveWait,
+		Cursors: map[string]jobs.Cursors{j.ID: {Stdout: &cur}}, BeforeWait: func() error {
+			inWait = e.m.Waiting()
+			return os.WriteFile(release, nil, 0o600)
+		}})
+	if err != nil || woke != jobs.WokeCondition {
+		t.Fatalf("observe %s %v", woke, err)
+	}
+	if inWait != 1 || e.m.Waiting() != 0 {
+		t.Errorf("Waiting() = %d during the wait, %d after, want 1 and 0", inWait, e.m.Waiting())
+	}
+}
+
 func TestConcurrencyLimit(t *testing.T) {
 	e := newEnv(t, jobs.Options{Concurrency: 2, RunningPerOwner: 2})
 	var ids []string

@@ -77,6 +77,10 @@ func (m *Manager) Observe(ctx context.Context, acc Access, req ObserveRequest) (
 		return nil, "", err
 	}
 	defer w.release()
+	if req.Wait > 0 {
+		m.waiting.Add(1)
+		defer m.waiting.Add(-1)
+	}
 	woke, err := w.wait(ctx, req, wake)
 	if err != nil {
 		return nil, "", err
@@ -366,3 +370,7 @@ func (m *Manager) observations(ctx context.Context, w *jobWatch, req ObserveRequ
 	}
 	return out, nil
 }
+
+// Waiting returns how many Observe calls are in their bounded wait now (a
+// gauge for /metrics).
+func (m *Manager) Waiting() int64 { return m.waiting.Load() }

@@ -481,3 +481,11 @@ func (h *Hub) CloseSession(ctx context.Context, p project.Project, sessionID str
 		h.o.Logger.Warn("runner: closing a session's SSH masters", "client_id", p.Runner, "err", err)
 	}
 }
+
+// Connected returns how many runners are connected to this hub now (a
+// gauge for /metrics).
+func (h *Hub) Connected() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.conns)
+}

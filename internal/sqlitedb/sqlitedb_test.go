@@ -87,6 +87,29 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if jobs != 100 || commits > jobs {
 		t.Fatalf("commits=%d jobs=%d", commits, jobs)
 	}
+	// Counters is one consistent snapshot: its batch size classes hold
+	// every commit, and nothing is queued once every Do returned.
+	c := db.Writer.Counters()
+	var classes int64
+	for _, n := range c.Batches {
+		classes += n
+	}
+	if c.Commits != commits || c.Jobs != jobs || classes != c.Commits || c.Queued != 0 || c.Durable > c.Commits {
+		t.Fatalf("Counters() = %+v, Stats() = %d commits, %d jobs", c, commits, jobs)
+	}
+}
+
+// TestBatchBounds pins the batch size classes of Counters: powers of two
+// up to MaxBatch, and a batch of n in the first class at least n.
+func TestBatchBounds(t *testing.T) {
+	if last := sqlitedb.BatchBounds[len(sqlitedb.BatchBounds)-1]; last != sqlitedb.MaxBatch {
+		t.Fatalf("last bound %d, want MaxBatch %d", last, sqlitedb.MaxBatch)
+	}
+	for _, c := range []struct{ n, class int }{{1, 0}, {2, 1}, {3, 2}, {128, 7}, {129, 8}, {sqlitedb.MaxBatch, 8}} {
+		if got := sqlitedb.BatchBucket(c.n); got != c.class {
+			t.Errorf("class of %d = %d, want %d", c.n, got, c.class)
+		}
+	}
 }
 
 func TestConstraintErrorAndPanicAreIsolated(t *testing.T) {

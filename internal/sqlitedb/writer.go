@@ -43,6 +43,11 @@ type Writer struct {
 	jobs    int64
 	// lazy counts commits made with synchronous=NORMAL (no durable job).
 	lazy int64
+	// durable counts commits made with synchronous=FULL (an fsync).
+	durable int64
+	// batches counts commits by batch size: batches[i] those of at most
+	// BatchBounds[i] functions (BatchSizes).
+	batches [len(BatchBounds)]int64
 
 	// tickets numbers jobs in queue order (guarded by mu's write side for
 	// sends: see enqueue); done is the highest ticket whose batch has
@@ -332,6 +337,43 @@ func (w *Writer) Stats() (commits, jobs int64) {
 	return w.commits, w.jobs
 }
 
+// BatchBounds are the upper bounds of the batch size classes BatchSizes
+// counts (powers of two up to MaxBatch).
+var BatchBounds = [...]int{1, 2, 4, 8, 16, 32, 64, 128, MaxBatch}
+
+// batchBucket is the index in BatchBounds of the class of a batch of n
+// functions.
+func batchBucket(n int) int {
+	for i, b := range BatchBounds {
+		if n <= b {
+			return i
+		}
+	}
+	return len(BatchBounds) - 1
+}
+
+// WriterStats are a writer's cumulative counters.
+type WriterStats struct {
+	// Commits are the transactions committed (or rolled back when no
+	// function ran), Durable those made with synchronous=FULL (an fsync
+	// of the WAL), Jobs the functions they carried.
+	Commits, Durable, Jobs int64
+	// Batches counts commits by size class: Batches[i] are the commits
+	// of at most BatchBounds[i] functions (and more than the bound
+	// before it).
+	Batches [len(BatchBounds)]int64
+	// Queued are the functions queued or running now.
+	Queued int64
+}
+
+// Counters returns the writer's cumulative counters and its queue depth
+// now.
+func (w *Writer) Counters() WriterStats {
+	w.statsMu.Lock()
+	defer w.statsMu.Unlock()
+	return WriterStats{Commits: w.commits, Durable: w.durable, Jobs: w.jobs, Batches: w.batches, Queued: w.pending.Load()}
+}
+
 // LazyCommits reports how many of the writer's commits were made with
 // synchronous=NORMAL because no function of their batch needed durability.
 func (w *Writer) LazyCommits() int64 {
@@ -502,6 +544,10 @@ func (w *Writer) run(batch []*job) {
 	if ran > 0 && !durable {
 		w.lazy++
 	}
+	if ran > 0 && durable {
+		w.durable++
+	}
+	w.batches[batchBucket(len(batch))]++
 	w.statsMu.Unlock()
 	for i := range batch {
 		if results[i] == nil && commitErr != nil && ran > 0 {

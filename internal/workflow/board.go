@@ -133,7 +133,9 @@ type Board struct {
 	// queued (see Attend); factFailures counts facts writes that failed.
 	pending      map[string]bool
 	factFailures atomic.Int64
-	logger       *slog.Logger
+	// waiting counts the Observe calls in their bounded wait (Waiting).
+	waiting atomic.Int64
+	logger  *slog.Logger
 }
 
 // NewBoard returns a Board over store that wakes observers in this

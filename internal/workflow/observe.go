@@ -213,6 +213,9 @@ func (b *Board) Observe(ctx context.Context, p ObserveParams) (Observation, erro
 	if err != nil || o.Changed || p.Wait == 0 {
 		return o, err
 	}
+	// Counted from here, BeforeWait included, to the return.
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
 	if p.BeforeWait != nil {
 		if err := p.BeforeWait(); err != nil {
 			return Observation{}, err
@@ -353,3 +356,7 @@ func (b *Board) sharedChanges(ctx context.Context, p ObserveParams, wake, next <
 	close(f.done)
 	return o, err
 }
+
+// Waiting returns how many Observe calls of this board are in their
+// bounded wait now (a gauge for /metrics).
+func (b *Board) Waiting() int64 { return b.waiting.Load() }

@@ -105,3 +105,7 @@ func (q querier) Query(ctx context.Context, query string, args []any, each func(
 }
 
 func storeError(err error) error { return sqlitedb.StoreError(err, storeName) }
+
+// DB returns the store's database (its writer's statistics, a readiness
+// probe).
+func (s *Store) DB() *sqlitedb.DB { return s.db }

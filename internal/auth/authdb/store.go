@@ -164,3 +164,7 @@ func (s *Store) Touch(ctx context.Context, id string, at time.Time) error {
 func notFound(id string) error {
 	return failure.New(failure.NotFound, "token %q does not exist", id)
 }
+
+// DB returns the store's database (its writer's statistics, a readiness
+// probe).
+func (s *Store) DB() *sqlitedb.DB { return s.db }

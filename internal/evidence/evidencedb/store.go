@@ -488,3 +488,7 @@ func (j *Journal) ExportBundle(ctx context.Context, sessionID string) (evidence.
 	}
 	return evidencerow.Bundle(j.journalID, j.origin, sessionID, cp, entries, nodeRead(ctx, j.db.Read), keys.VerifierKeys())
 }
+
+// DB returns the journal's database (its writer's statistics, a readiness
+// probe).
+func (j *Journal) DB() *sqlitedb.DB { return j.db }

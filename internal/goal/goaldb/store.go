@@ -259,3 +259,7 @@ func (s *Store) Raw(ctx context.Context, id string) (string, error) {
 	err := s.db.QueryRow(ctx, `SELECT json_array(`+columns+`) FROM goals WHERE id = ?`, id).Scan(&raw)
 	return raw, sqlitedb.StoreError(err, storeName)
 }
+
+// DB returns the store's database (its writer's statistics, a readiness
+// probe).
+func (s *Store) DB() *sqlitedb.DB { return s.db }

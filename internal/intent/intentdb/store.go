@@ -52,3 +52,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 func storeError(err error) error { return sqlitedb.StoreError(err, storeName) }
+
+// DB returns the store's database (its writer's statistics, a readiness
+// probe).
+func (s *Store) DB() *sqlitedb.DB { return s.db }

@@ -210,3 +210,7 @@ func (s *Store) Prune(ctx context.Context, keep int) ([]string, error) {
 	}
 	return ids, nil
 }
+
+// DB returns the store's database (its writer's statistics, a readiness
+// probe).
+func (s *Store) DB() *sqlitedb.DB { return s.db }

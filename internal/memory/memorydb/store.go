@@ -391,3 +391,7 @@ func (s *Store) Purge(ctx context.Context, scopeID string) (int, error) {
 	})
 	return n, sqlitedb.StoreError(err, storeName)
 }
+
+// DB returns the store's database (its writer's statistics, a readiness
+// probe).
+func (s *Store) DB() *sqlitedb.DB { return s.db }

@@ -160,3 +160,7 @@ func scan(row interface{ Scan(...any) error }) (project.Project, error) {
 func unknown(id string) error {
 	return failure.New(failure.UnknownProject, "project %q is not registered", id)
 }
+
+// DB returns the store's database (its writer's statistics, a readiness
+// probe).
+func (s *Store) DB() *sqlitedb.DB { return s.db }

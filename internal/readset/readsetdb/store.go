@@ -132,3 +132,7 @@ func (p pool) Query(ctx context.Context, query string, args []any, each func(rea
 }
 
 func storeError(err error) error { return sqlitedb.StoreError(err, storeName) }
+
+// DB returns the store's database (its writer's statistics, a readiness
+// probe).
+func (s *Store) DB() *sqlitedb.DB { return s.db }

@@ -290,3 +290,7 @@ func (s *Store) Commits() (total, lazy int64) {
 	total, _ = s.db.Writer.Stats()
 	return total, s.db.Writer.LazyCommits()
 }
+
+// DB returns the store's database (its writer's statistics, a readiness
+// probe).
+func (s *Store) DB() *sqlitedb.DB { return s.db }

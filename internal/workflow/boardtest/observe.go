@@ -294,8 +294,17 @@ func observeWait(t *testing.T, open Opener) {
 		}
 		posted <- m
 	}()
-	o := e.observe(t, workflow.ObserveParams{Token: tok, Wait: workflow.MaxObserveWait, BeforeWait: func() error { close(waiting); return nil }})
+	var inWait int64
+	o := e.observe(t, workflow.ObserveParams{Token: tok, Wait: workflow.MaxObserveWait, BeforeWait: func() error {
+		inWait = e.board.Waiting()
+		close(waiting)
+		return nil
+	}})
 	m := <-posted
+	// The waiter gauge of /metrics counts the wait, and only while it lasts.
+	if inWait != 1 || e.board.Waiting() != 0 {
+		t.Errorf("Waiting() = %d during the wait, %d after, want 1 and 0", inWait, e.board.Waiting())
+	}
 	if o.WaitOutcome != workflow.WaitUpdated || fmt.Sprint(IDs(o.Messages)) != fmt.Sprint([]string{m.ID}) {
 		t.Fatalf("woken observation: %+v", o)
 	}
@@ -308,6 +317,9 @@ func observeWait(t *testing.T, open Opener) {
 	_, err := e.board.Observe(context.Background(), workflow.ObserveParams{SessionID: e.sess.ID, Token: o.Token, Wait: workflow.MaxObserveWait,
 		BeforeWait: func() error { return failure.New(failure.TooManyRequests, "share") }})
 	wantKind(t, err, failure.TooManyRequests)
+	if n := e.board.Waiting(); n != 0 {
+		t.Errorf("Waiting() = %d after a refused wait, want 0", n)
+	}
 }
 
 // observationRevisionProperties drives random board operations and

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -54,6 +55,9 @@ type writer struct {
 	last    *job
 	pending map[string]*job
 	stopped chan struct{}
+	// commits and jobs count the transactions the writer ran and the
+	// writes they carried (WriterStats).
+	commits, jobs atomic.Int64
 }
 
 func (w *writer) start(s *Store) {
@@ -123,6 +127,8 @@ func (w *writer) commit(jobs []*job) {
 		}
 		return w.s.endBatch(ctx, tx, b)
 	})
+	w.commits.Add(1)
+	w.jobs.Add(int64(len(jobs)))
 	if len(jobs) > 1 && jobFault(err) {
 		for _, j := range jobs {
 			w.commit([]*job{j})
@@ -267,4 +273,19 @@ func wait(ctx context.Context, j *job) error {
 	case <-ctx.Done():
 		return failure.Wrap(failure.Interrupted, ctx.Err(), "waiting for the session store's queued writes")
 	}
+}
+
+// WriterStats are the ledger writer's cumulative counters and its queue
+// now: Commits the transactions it ran (a batch a refused write split
+// counts once, then once per write), Jobs the writes they carried, Queued
+// the writes waiting for it.
+type WriterStats struct {
+	Commits, Jobs int64
+	Queued        int
+}
+
+// WriterStats returns the counters of the ledger's writer of queued
+// writes (decision 0076).
+func (s *Store) WriterStats() WriterStats {
+	return WriterStats{Commits: s.w.commits.Load(), Jobs: s.w.jobs.Load(), Queued: len(s.w.queue)}
 }

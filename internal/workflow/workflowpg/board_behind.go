@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 
@@ -53,6 +54,9 @@ type behindQueue struct {
 	// onWait, when not nil (a test's), is called by a reader about to
 	// wait for a pending behind write.
 	onWait func(id string)
+	// commits and writes count the transactions run and the writes they
+	// carried (BehindStats).
+	commits, writes atomic.Int64
 }
 
 func newBehindQueue(b *Board) *behindQueue {
@@ -186,6 +190,8 @@ func (q *behindQueue) run(batch []*behindJob) {
 	errs := make([]error, len(writes))
 	var err error
 	if len(writes) > 0 {
+		q.commits.Add(1)
+		q.writes.Add(int64(len(writes)))
 		err = q.b.db.Tx(context.Background(), func(ctx context.Context, tx pgx.Tx) error {
 			for i, j := range writes {
 				errs[i] = nil
@@ -249,4 +255,12 @@ func runJob(ctx context.Context, tx pgx.Tx, j *behindJob) error {
 		return jobError{err}
 	}
 	return sp.Commit(ctx)
+}
+
+// BehindStats returns the counters of the board's writer of behind writes
+// (attention facts, first ACKs, assignment fetches) in the shape of the
+// ledger writer's: its transactions, the writes they carried, and the
+// writes queued now.
+func (b *Board) BehindStats() WriterStats {
+	return WriterStats{Commits: b.behind.commits.Load(), Jobs: b.behind.writes.Load(), Queued: len(b.behind.queue)}
 }
