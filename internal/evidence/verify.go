@@ -46,6 +46,11 @@ const (
 	// checkpoint was deleted, or the journal was never signed). An empty
 	// journal without a checkpoint has nothing to prove and is clean.
 	FindingNoCheckpoint FindingKind = "no_checkpoint"
+	// FindingUnloggedPurge: a record's payload is gone but no purge log
+	// row covers its index (a payload blanked by hand, not by retention),
+	// or a purged record is not covered by any stored checkpoint (a
+	// purge only drops payloads a signature already covers).
+	FindingUnloggedPurge FindingKind = "unlogged_purge"
 	// FindingBadSignature: a trusted key's signature does not verify.
 	FindingBadSignature FindingKind = "bad_signature"
 	// FindingMalformedCheckpoint: a checkpoint that cannot be parsed, or a
@@ -256,6 +261,9 @@ type CheckInput struct {
 	// Duplicates are invocation ids stored more than once.
 	Duplicates map[string]bool
 	Progress   func(done, total uint64)
+	// PurgeLog is the purge log's index ranges, sorted and merged: every
+	// purged row must lie in one (FindingUnloggedPurge otherwise).
+	PurgeLog []IndexRange
 	// Nodes, when set, is shown every node the rebuilt tree creates and
 	// reports how the stored tree index differs from it (FindingBadNode).
 	Nodes NodeCheck
@@ -281,6 +289,8 @@ type Checker struct {
 	rep    Report
 	pos    uint64 // tree position of the next row
 	next   uint64 // index expected for the next row
+	logAt  int    // the first PurgeLog range that may hold the next purged row
+	signed uint64 // the largest stored checkpoint's size
 	from   *Checkpoint
 	fromID string
 }
@@ -298,6 +308,7 @@ func NewChecker(in CheckInput) *Checker {
 	}
 	for _, cp := range in.Checkpoints {
 		c.tree.WantRoot(cp.Size)
+		c.signed = max(c.signed, cp.Size)
 	}
 	if len(in.From) > 0 {
 		cp, keyID, err := OpenCheckpoint(in.From, in.Keys)
@@ -428,6 +439,16 @@ func (c *Checker) purgedRow(r StoredRow, rec func(FindingKind, string, ...any)) 
 		rec(FindingMalformed, "tree: %v", err)
 	}
 	c.pos++
+	log := c.in.PurgeLog
+	for c.logAt < len(log) && log[c.logAt].Last < r.Index {
+		c.logAt++
+	}
+	switch {
+	case c.logAt == len(log) || log[c.logAt].First > r.Index:
+		rec(FindingUnloggedPurge, "the payload is gone but no purge log row covers index %d", r.Index)
+	case r.Index >= c.signed:
+		rec(FindingUnloggedPurge, "the payload is gone but no stored checkpoint covers index %d", r.Index)
+	}
 	if !c.in.Keys.Has(r.KeyID) {
 		rec(FindingUnknownKey, "record bound to key %s, which is not trusted", r.KeyID)
 	}

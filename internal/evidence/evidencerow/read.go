@@ -238,3 +238,22 @@ func readErr(err error) error {
 	}
 	return failure.Wrap(failure.Unavailable, err, "evidence journal read failed")
 }
+
+// PurgeRanges reads rows of (first_idx, last_idx) of the purge log,
+// ordered by first_idx, merging overlapping and adjacent ranges.
+func PurgeRanges(rows Rows) ([]evidence.IndexRange, error) {
+	var out []evidence.IndexRange
+	for rows.Next() {
+		var first, last int64
+		if err := rows.Scan(&first, &last); err != nil {
+			return nil, err
+		}
+		r := evidence.IndexRange{First: uint64(first), Last: uint64(last)}
+		if n := len(out); n > 0 && r.First <= out[n-1].Last+1 {
+			out[n-1].Last = max(out[n-1].Last, r.Last)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,95 @@
+package evidencedb
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
+)
+
+// sqlPurgeable selects the next batch of records whose payload may be
+// purged: at or after index ?1, covered by the newest signed checkpoint
+// (below ?2: a purged leaf is proven only by a checkpoint), appended
+// before the cutoff ?3 and not purged yet; at most ?4.
+const sqlPurgeable = `SELECT idx FROM records WHERE idx >= ?1 AND idx < ?2 AND at_ns < ?3 AND length(canonical) > 0 ORDER BY idx LIMIT ?4`
+
+// PurgeBefore drops the payload of every record appended before cutoff
+// and covered by a signed checkpoint (evidencerow.PurgeSet: the canonical
+// bytes with the salt, and the content columns), keeping its index, leaf
+// hash and identifiers, so that every checkpoint and proof still verifies
+// and `webcodex evidence verify` reports it as purged. It works in
+// batches of batch records (0: evidence.PurgeBatch), each one short writer
+// transaction that also writes its row in the purge log, so a process
+// killed during a batch leaves that batch wholly undone and the next call
+// does it. It returns what it purged; an invalid request is
+// failure.InvalidArguments and purges nothing; a cancelled ctx stops it
+// between batches, with the batches done committed and counted.
+func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Time, batch int) (evidence.PurgeSummary, error) {
+	batch, err := evidence.CheckPurge(policy, cutoff, batch)
+	sum := evidence.PurgeSummary{Policy: policy, Cutoff: cutoff.UTC()}
+	if err != nil {
+		return sum, err
+	}
+	var from int64
+	for {
+		var n int64
+		var first, last int64
+		err := j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			n = 0
+			var covered int64
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(size), 0) FROM checkpoints`).Scan(&covered); err != nil {
+				return err
+			}
+			rows, err := tx.QueryContext(ctx, sqlPurgeable, from, covered, cutoff.UnixNano(), batch)
+			if err != nil {
+				return err
+			}
+			var ids []any
+			for rows.Next() {
+				var i int64
+				if err := rows.Scan(&i); err != nil {
+					rows.Close()
+					return err
+				}
+				ids = append(ids, i)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil || len(ids) == 0 {
+				return err
+			}
+			first, last, n = ids[0].(int64), ids[len(ids)-1].(int64), int64(len(ids))
+			if _, err := tx.ExecContext(ctx, `UPDATE records SET canonical = X'', `+evidencerow.PurgeSet+
+				` WHERE idx >= ?1 AND idx <= ?2 AND at_ns < ?3 AND length(canonical) > 0`, first, last, cutoff.UnixNano()); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO purges (policy, cutoff_ns, first_idx, last_idx, count, at_ns) VALUES (?,?,?,?,?,?)`,
+				policy, cutoff.UnixNano(), first, last, n, j.now().UnixNano())
+			return err
+		})
+		if err != nil {
+			return sum, wrapWrite(err)
+		}
+		if n == 0 {
+			return sum, nil
+		}
+		sum.Add(n, uint64(first), uint64(last))
+		from = last + 1
+	}
+}
+
+// purgeLog reads the purge log's index ranges, for verification; a
+// journal from before the log has none.
+func purgeLog(ctx context.Context, tx *sql.Tx) ([]evidence.IndexRange, error) {
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'purges')`).Scan(&exists); err != nil || !exists {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT first_idx, last_idx FROM purges ORDER BY first_idx`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return evidencerow.PurgeRanges(rows)
+}

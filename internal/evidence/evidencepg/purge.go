@@ -1,0 +1,66 @@
+package evidencepg
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
+)
+
+// PurgeBefore drops the payload of every record appended before cutoff
+// and covered by a signed checkpoint, as evidencedb's PurgeBefore does: in
+// batches of batch records (0: evidence.PurgeBatch), each one short
+// transaction with its purge log row, that never locks the head (appends
+// go on meanwhile); a replica killed during a batch leaves it wholly
+// undone. An invalid request is failure.InvalidArguments and purges
+// nothing.
+func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Time, batch int) (evidence.PurgeSummary, error) {
+	batch, err := evidence.CheckPurge(policy, cutoff, batch)
+	sum := evidence.PurgeSummary{Policy: policy, Cutoff: cutoff.UTC()}
+	if err != nil {
+		return sum, err
+	}
+	var from int64
+	for {
+		var n, first, last int64
+		err := j.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			n = 0
+			err := tx.QueryRow(ctx, `WITH batch AS (
+					SELECT idx FROM evidence.records
+					WHERE idx >= $1 AND idx < (SELECT COALESCE(max(size), 0) FROM evidence.checkpoints)
+						AND at_ns < $2 AND length(canonical) > 0
+					ORDER BY idx LIMIT $3 FOR UPDATE),
+				done AS (UPDATE evidence.records SET canonical = ''::bytea, `+evidencerow.PurgeSet+`
+					WHERE idx IN (SELECT idx FROM batch) RETURNING idx)
+				SELECT count(*), COALESCE(min(idx), 0), COALESCE(max(idx), 0) FROM done`,
+				from, cutoff.UnixNano(), batch).Scan(&n, &first, &last)
+			if err != nil || n == 0 {
+				return err
+			}
+			_, err = tx.Exec(ctx, `INSERT INTO evidence.purges (policy, cutoff_ns, first_idx, last_idx, count, at_ns) VALUES ($1, $2, $3, $4, $5, $6)`,
+				policy, cutoff.UnixNano(), first, last, n, j.now().UnixNano())
+			return err
+		})
+		if err != nil {
+			return sum, wrapWrite(err)
+		}
+		if n == 0 {
+			return sum, nil
+		}
+		sum.Add(n, uint64(first), uint64(last))
+		from = last + 1
+	}
+}
+
+// purgeLog reads the purge log's index ranges, for verification.
+func purgeLog(ctx context.Context, tx pgx.Tx) ([]evidence.IndexRange, error) {
+	rows, err := tx.Query(ctx, `SELECT first_idx, last_idx FROM evidence.purges ORDER BY first_idx`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return evidencerow.PurgeRanges(rows)
+}

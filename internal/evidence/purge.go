@@ -1,0 +1,57 @@
+package evidence
+
+import (
+	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
+)
+
+// Bounds of a payload purge (docs/decisions/0086-evidence-payload-purge.md).
+const (
+	// PurgeBatch is how many records one purge transaction drops when the
+	// caller asks for the default (batch 0): small, so that the writer is
+	// never held for long.
+	PurgeBatch = 256
+	// MaxPurgeBatch is the largest batch a caller may ask for.
+	MaxPurgeBatch = 4096
+)
+
+// PurgeSummary is what one PurgeBefore call did: Purged records in
+// Batches transactions (each committed with its row in the purge log),
+// the lowest and highest index purged (both nil when none was), under
+// Policy for records appended before Cutoff.
+type PurgeSummary struct {
+	Policy  string      `json:"policy"`
+	Cutoff  time.Time   `json:"cutoff"`
+	Purged  int64       `json:"purged"`
+	Batches int         `json:"batches"`
+	Range   *IndexRange `json:"range,omitempty"`
+}
+
+// Add counts one committed batch of n records spanning first..last.
+func (s *PurgeSummary) Add(n int64, first, last uint64) {
+	s.Purged += n
+	s.Batches++
+	if s.Range == nil {
+		s.Range = &IndexRange{First: first, Last: last}
+		return
+	}
+	s.Range.First, s.Range.Last = min(s.Range.First, first), max(s.Range.Last, last)
+}
+
+// CheckPurge validates a purge request and returns the batch size to use:
+// policy is 1..MaxFieldBytes bytes, cutoff is set, batch is 0 (PurgeBatch)
+// or 1..MaxPurgeBatch. Anything else is failure.InvalidArguments.
+func CheckPurge(policy string, cutoff time.Time, batch int) (int, error) {
+	switch {
+	case policy == "" || len(policy) > MaxFieldBytes:
+		return 0, failure.New(failure.InvalidArguments, "purge policy must be 1..%d bytes", MaxFieldBytes)
+	case cutoff.IsZero():
+		return 0, failure.New(failure.InvalidArguments, "purge cutoff is not set")
+	case batch < 0 || batch > MaxPurgeBatch:
+		return 0, failure.New(failure.InvalidArguments, "purge batch %d is outside 0..%d", batch, MaxPurgeBatch)
+	case batch == 0:
+		return PurgeBatch, nil
+	}
+	return batch, nil
+}
