@@ -15,6 +15,10 @@ import (
 // before the cutoff ?3 and not purged yet; at most ?4.
 const sqlPurgeable = `SELECT idx FROM records WHERE idx >= ?1 AND idx < ?2 AND at_ns < ?3 AND length(canonical) > 0 ORDER BY idx LIMIT ?4`
 
+// beforePurgeCommit, when set (by tests), runs inside every purge batch's
+// transaction after its writes, before the commit.
+var beforePurgeCommit func()
+
 // PurgeBefore drops the payload of every record appended before cutoff
 // and covered by a signed checkpoint (evidencerow.PurgeSet: the canonical
 // bytes with the salt, and the content columns), keeping its index, leaf
@@ -66,6 +70,9 @@ func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Ti
 			}
 			_, err = tx.ExecContext(ctx, `INSERT INTO purges (policy, cutoff_ns, first_idx, last_idx, count, at_ns) VALUES (?,?,?,?,?,?)`,
 				policy, cutoff.UnixNano(), first, last, n, j.now().UnixNano())
+			if err == nil && beforePurgeCommit != nil {
+				beforePurgeCommit()
+			}
 			return err
 		})
 		if err != nil {
