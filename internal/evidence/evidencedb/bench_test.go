@@ -43,7 +43,7 @@ func bulk(b *testing.B, j *Journal, from, n int64, sess func(int64) string) {
 				return err
 			}
 			for i := start; i < end; i++ {
-				r := benchRecord(i, sess(i))
+				r := evidence.Salted(benchRecord(i, sess(i)))
 				canon, err := r.Canonical(j.journalID, j.key.ID, 0)
 				if err != nil {
 					return err
