@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"context"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
@@ -54,4 +55,29 @@ func CheckPurge(policy string, cutoff time.Time, batch int) (int, error) {
 		return PurgeBatch, nil
 	}
 	return batch, nil
+}
+
+// PurgeStep purges one batch: at most batch records from index from on,
+// in one transaction with its purge log row. It returns how many it
+// purged (0 when none was left) and the lowest and highest index purged.
+type PurgeStep func(ctx context.Context, from uint64, batch int) (n int64, first, last uint64, err error)
+
+// RunPurge validates the request (CheckPurge) and calls step batch after
+// batch, each from after the last index the previous one purged, until a
+// batch purges nothing or fails; it returns what the committed batches
+// did, and the first error as is.
+func RunPurge(ctx context.Context, policy string, cutoff time.Time, batch int, step PurgeStep) (PurgeSummary, error) {
+	sum := PurgeSummary{Policy: policy, Cutoff: cutoff.UTC()}
+	batch, err := CheckPurge(policy, cutoff, batch)
+	if err != nil {
+		return sum, err
+	}
+	for from := uint64(0); ; {
+		n, first, last, err := step(ctx, from, batch)
+		if err != nil || n == 0 {
+			return sum, err
+		}
+		sum.Add(n, first, last)
+		from = last + 1
+	}
 }

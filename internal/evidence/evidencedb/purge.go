@@ -31,26 +31,18 @@ var beforePurgeCommit func()
 // failure.InvalidArguments and purges nothing; a cancelled ctx stops it
 // between batches, with the batches done committed and counted.
 func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Time, batch int) (evidence.PurgeSummary, error) {
-	batch, err := evidence.CheckPurge(policy, cutoff, batch)
-	sum := evidence.PurgeSummary{Policy: policy, Cutoff: cutoff.UTC()}
-	if err != nil {
-		return sum, err
-	}
-	var from int64
-	for {
-		var n int64
-		var first, last int64
-		err := j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return evidence.RunPurge(ctx, policy, cutoff, batch, func(ctx context.Context, from uint64, batch int) (n int64, first, last uint64, err error) {
+		err = j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			n = 0
 			var covered int64
 			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(size), 0) FROM checkpoints`).Scan(&covered); err != nil {
 				return err
 			}
-			rows, err := tx.QueryContext(ctx, sqlPurgeable, from, covered, cutoff.UnixNano(), batch)
+			rows, err := tx.QueryContext(ctx, sqlPurgeable, int64(from), covered, cutoff.UnixNano(), batch)
 			if err != nil {
 				return err
 			}
-			var ids []any
+			var ids []int64
 			for rows.Next() {
 				var i int64
 				if err := rows.Scan(&i); err != nil {
@@ -63,27 +55,21 @@ func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Ti
 			if err := rows.Err(); err != nil || len(ids) == 0 {
 				return err
 			}
-			first, last, n = ids[0].(int64), ids[len(ids)-1].(int64), int64(len(ids))
+			lo, hi := ids[0], ids[len(ids)-1]
 			if _, err := tx.ExecContext(ctx, `UPDATE records SET canonical = X'', `+evidencerow.PurgeSet+
-				` WHERE idx >= ?1 AND idx <= ?2 AND at_ns < ?3 AND length(canonical) > 0`, first, last, cutoff.UnixNano()); err != nil {
+				` WHERE idx >= ?1 AND idx <= ?2 AND at_ns < ?3 AND length(canonical) > 0`, lo, hi, cutoff.UnixNano()); err != nil {
 				return err
 			}
 			_, err = tx.ExecContext(ctx, `INSERT INTO purges (policy, cutoff_ns, first_idx, last_idx, count, at_ns) VALUES (?,?,?,?,?,?)`,
-				policy, cutoff.UnixNano(), first, last, n, j.now().UnixNano())
+				policy, cutoff.UnixNano(), lo, hi, len(ids), j.now().UnixNano())
 			if err == nil && beforePurgeCommit != nil {
 				beforePurgeCommit()
 			}
+			n, first, last = int64(len(ids)), uint64(lo), uint64(hi)
 			return err
 		})
-		if err != nil {
-			return sum, wrapWrite(err)
-		}
-		if n == 0 {
-			return sum, nil
-		}
-		sum.Add(n, uint64(first), uint64(last))
-		from = last + 1
-	}
+		return n, first, last, wrapWrite(err)
+	})
 }
 
 // purgeLog reads the purge log's index ranges, for verification; a

@@ -2,8 +2,6 @@ package evidencedb
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -13,12 +11,7 @@ import (
 
 // purgeBenchN is the journal size of BenchmarkVerifyPurged
 // (WEBCODEX_BENCH_PURGE_N, default 10,000).
-func purgeBenchN() int64 {
-	if n, err := strconv.ParseInt(os.Getenv("WEBCODEX_BENCH_PURGE_N"), 10, 64); err == nil && n > 0 {
-		return n
-	}
-	return 10000
-}
+func purgeBenchN() int64 { return benchN("WEBCODEX_BENCH_PURGE_N", 10000) }
 
 // BenchmarkVerifyPurged verifies, alternating in one run, a journal of N
 // salted records with none purged and one of the same N with 90% purged

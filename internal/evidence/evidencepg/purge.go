@@ -18,16 +18,9 @@ import (
 // undone. An invalid request is failure.InvalidArguments and purges
 // nothing.
 func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Time, batch int) (evidence.PurgeSummary, error) {
-	batch, err := evidence.CheckPurge(policy, cutoff, batch)
-	sum := evidence.PurgeSummary{Policy: policy, Cutoff: cutoff.UTC()}
-	if err != nil {
-		return sum, err
-	}
-	var from int64
-	for {
-		var n, first, last int64
-		err := j.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-			n = 0
+	return evidence.RunPurge(ctx, policy, cutoff, batch, func(ctx context.Context, from uint64, batch int) (n int64, first, last uint64, err error) {
+		var lo, hi int64
+		err = j.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 			err := tx.QueryRow(ctx, `WITH batch AS (
 					SELECT idx FROM evidence.records
 					WHERE idx >= $1 AND idx < (SELECT COALESCE(max(size), 0) FROM evidence.checkpoints)
@@ -36,23 +29,19 @@ func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Ti
 				done AS (UPDATE evidence.records SET canonical = ''::bytea, `+evidencerow.PurgeSet+`
 					WHERE idx IN (SELECT idx FROM batch) RETURNING idx)
 				SELECT count(*), COALESCE(min(idx), 0), COALESCE(max(idx), 0) FROM done`,
-				from, cutoff.UnixNano(), batch).Scan(&n, &first, &last)
+				int64(from), cutoff.UnixNano(), batch).Scan(&n, &lo, &hi)
 			if err != nil || n == 0 {
 				return err
 			}
 			_, err = tx.Exec(ctx, `INSERT INTO evidence.purges (policy, cutoff_ns, first_idx, last_idx, count, at_ns) VALUES ($1, $2, $3, $4, $5, $6)`,
-				policy, cutoff.UnixNano(), first, last, n, j.now().UnixNano())
+				policy, cutoff.UnixNano(), lo, hi, n, j.now().UnixNano())
 			return err
 		})
 		if err != nil {
-			return sum, wrapWrite(err)
+			return 0, 0, 0, wrapWrite(err)
 		}
-		if n == 0 {
-			return sum, nil
-		}
-		sum.Add(n, uint64(first), uint64(last))
-		from = last + 1
-	}
+		return n, uint64(lo), uint64(hi), nil
+	})
 }
 
 // purgeLog reads the purge log's index ranges, for verification.

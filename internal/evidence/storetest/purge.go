@@ -57,16 +57,7 @@ func purgeKeepsProofs(t *testing.T, b Backend) {
 	if c, _ := j.SessionCounts(ctx, "wc_sess_a"); c != counts {
 		t.Fatalf("counts %+v, before the purge %+v", c, counts)
 	}
-	bun, err := j.ExportBundle(ctx, "wc_sess_a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal(bun)
-	rep, err := evidence.VerifyBundle(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	WantKinds(t, rep)
+	rep := cleanBundle(t, j, "wc_sess_a")
 	if rep.Records != 30 || rep.OK != 5 || rep.Purged != 25 || !slices.Equal(rep.PurgedRanges, []evidence.IndexRange{{First: 0, Last: 24}}) {
 		t.Fatalf("bundle report %+v", rep)
 	}
@@ -81,10 +72,10 @@ func purgeKeepsProofs(t *testing.T, b Backend) {
 		t.Fatalf("a purge with nothing left: %+v %v", sum, err)
 	}
 	// A purged bundle record whose leaf hash was changed is not in the tree.
-	bun, _ = j.ExportBundle(ctx, "wc_sess_b")
+	bun, _ := j.ExportBundle(ctx, "wc_sess_b")
 	bun.Records[0].LeafHash = bytes.Clone(bun.Records[0].LeafHash)
 	bun.Records[0].LeafHash[0] ^= 1
-	raw, _ = json.Marshal(bun)
+	raw, _ := json.Marshal(bun)
 	if rep, _ := evidence.VerifyBundle(raw); !HasFinding(rep, evidence.ScopeRecord, evidence.FindingNotInTree, 30) {
 		t.Fatalf("tampered purged leaf in a bundle: %s", Dump(rep))
 	}
@@ -140,16 +131,7 @@ func purgeRacesBundleExport(t *testing.T, b Backend) {
 	var last int64
 	check := func() {
 		t.Helper()
-		bun, err := j.ExportBundle(ctx, "wc_sess_a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := json.Marshal(bun)
-		rep, err := evidence.VerifyBundle(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		WantKinds(t, rep)
+		rep := cleanBundle(t, j, "wc_sess_a")
 		if rep.Records != 100 || rep.OK+rep.Purged != 100 || rep.Purged < last {
 			t.Fatalf("bundle during a purge: %+v", rep)
 		}
@@ -169,4 +151,21 @@ func purgeRacesBundleExport(t *testing.T, b Backend) {
 	if check(); last != 100 {
 		t.Fatalf("after the purge %d records are purged", last)
 	}
+}
+
+// cleanBundle exports sess's bundle from j, verifies it as JSON and fails
+// t unless it is clean.
+func cleanBundle(t *testing.T, j Journal, sess string) evidence.Report {
+	t.Helper()
+	bun, err := j.ExportBundle(context.Background(), sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(bun)
+	rep, err := evidence.VerifyBundle(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	WantKinds(t, rep)
+	return rep
 }
