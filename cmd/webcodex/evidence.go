@@ -379,6 +379,10 @@ func printEntries(w io.Writer, es []evidence.Entry, c evidence.Counts, asJSON bo
 	fmt.Fprintln(tw, "INDEX\tAT\tTOOL\tSOURCE\tBINDING\tREASONS\tOUTCOME\tINVOCATION")
 	for _, e := range es {
 		r := e.Record
+		if e.Purged {
+			fmt.Fprintf(tw, "%d\t-\t-\t-\t-\t-\tpurged (payload dropped by retention)\t%s\n", e.Index, r.InvocationID)
+			continue
+		}
 		reasons := make([]string, len(r.Reasons))
 		for i, x := range r.Reasons {
 			reasons[i] = string(x)

@@ -199,6 +199,10 @@ func TestEvidenceVerifyReportsPurged(t *testing.T) {
 		!strings.Contains(out, "purged      5 record(s)") || !strings.Contains(out, ": 0..4\n") {
 		t.Fatalf("verify: %v\n%s", err, out)
 	}
+	out, err = runEvidence(t, data, "list", "--session", "wc_sess_x")
+	if err != nil || strings.Count(out, "purged (payload dropped by retention)") != 5 || !strings.Contains(out, "verified 9,") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
 	bundle := filepath.Join(t.TempDir(), "b.json")
 	if _, err := runEvidence(t, data, "export", "--session", "wc_sess_x", "-o", bundle); err != nil {
 		t.Fatal(err)
