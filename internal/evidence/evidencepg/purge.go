@@ -10,6 +10,10 @@ import (
 	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
 )
 
+// beforePurgeCommit, when set (by tests), runs inside every purge batch's
+// transaction after its writes, before the commit.
+var beforePurgeCommit func()
+
 // PurgeBefore drops the payload of every record appended before cutoff
 // and covered by a signed checkpoint, as evidencedb's PurgeBefore does: in
 // batches of batch records (0: evidence.PurgeBatch), each one short
@@ -35,6 +39,9 @@ func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Ti
 			}
 			_, err = tx.Exec(ctx, `INSERT INTO evidence.purges (policy, cutoff_ns, first_idx, last_idx, count, at_ns) VALUES ($1, $2, $3, $4, $5, $6)`,
 				policy, cutoff.UnixNano(), lo, hi, n, j.now().UnixNano())
+			if err == nil && beforePurgeCommit != nil {
+				beforePurgeCommit()
+			}
 			return err
 		})
 		if err != nil {
