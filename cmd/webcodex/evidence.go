@@ -285,6 +285,26 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// maxPrintedRanges bounds the purged ranges printReport lists; the JSON
+// report has them all (up to evidence.MaxReportFindings).
+const maxPrintedRanges = 8
+
+// purgedRanges renders rep's purged index ranges, at most maxPrintedRanges.
+func purgedRanges(rep evidence.Report) string {
+	var parts []string
+	for i, r := range rep.PurgedRanges {
+		if i == maxPrintedRanges {
+			parts = append(parts, fmt.Sprintf("… (%d ranges in all; --json lists them)", len(rep.PurgedRanges)))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d..%d", r.First, r.Last))
+	}
+	if rep.PurgedRangesTruncated {
+		parts = append(parts, "(more ranges not listed)")
+	}
+	return strings.Join(parts, ", ")
+}
+
 // reportErr is the command's error for a report with findings (exit 1).
 func reportErr(rep evidence.Report) error {
 	if rep.Clean {
@@ -319,6 +339,10 @@ func printReport(w io.Writer, rep evidence.Report) {
 		fprintf(w, "  --from      size %d: consistent\n", rep.From.Size)
 	}
 	fprintf(w, "  keys        %s\n", strings.Join(rep.TrustedKeys, ", "))
+	if rep.Purged > 0 {
+		fprintf(w, "  purged      %d record(s) whose payload retention dropped (leaf hashes kept and proven by the tree): %s\n",
+			rep.Purged, purgedRanges(rep))
+	}
 	if rep.OutboxPending > 0 {
 		fprintf(w, "  pending     %d record(s) of acknowledged calls wait in %s's evidence outbox; the next server start journals them\n",
 			rep.OutboxPending, app.WorkflowDB)
@@ -355,6 +379,10 @@ func printEntries(w io.Writer, es []evidence.Entry, c evidence.Counts, asJSON bo
 	fmt.Fprintln(tw, "INDEX\tAT\tTOOL\tSOURCE\tBINDING\tREASONS\tOUTCOME\tINVOCATION")
 	for _, e := range es {
 		r := e.Record
+		if e.Purged {
+			fmt.Fprintf(tw, "%d\t-\t-\t-\t-\t-\tpurged (payload dropped by retention)\t%s\n", e.Index, r.InvocationID)
+			continue
+		}
 		reasons := make([]string, len(r.Reasons))
 		for i, x := range r.Reasons {
 			reasons[i] = string(x)

@@ -170,3 +170,51 @@ func TestEvidenceCommands(t *testing.T) {
 		t.Fatalf("tampered bundle: %v\n%s", err, out)
 	}
 }
+
+// TestEvidenceVerifyReportsPurged: after a purge, `evidence verify` is OK
+// and lists the purged ranges apart from findings, and a session's bundle
+// marks its purged records and verifies without the data directory.
+func TestEvidenceVerifyReportsPurged(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	j, err := evidencedb.Open(ctx, data, evidence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 9; i++ {
+		if _, err := j.Append(ctx, evidenceRecord(i, evidence.BindingVerified, "wc_sess_x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := j.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := j.PurgeBefore(ctx, "evidence_days", time.Unix(1767225605, 0), 0)
+	j.Close()
+	if err != nil || sum.Purged != 5 {
+		t.Fatalf("purge %+v %v", sum, err)
+	}
+	out, err := runEvidence(t, data, "verify")
+	if err != nil || !strings.Contains(out, "Evidence verification: OK") || !strings.Contains(out, "records     9 read, 4 ok") ||
+		!strings.Contains(out, "purged      5 record(s)") || !strings.Contains(out, ": 0..4\n") {
+		t.Fatalf("verify: %v\n%s", err, out)
+	}
+	out, err = runEvidence(t, data, "list", "--session", "wc_sess_x")
+	if err != nil || strings.Count(out, "purged (payload dropped by retention)") != 5 || !strings.Contains(out, "verified 9,") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	bundle := filepath.Join(t.TempDir(), "b.json")
+	if _, err := runEvidence(t, data, "export", "--session", "wc_sess_x", "-o", bundle); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(data)
+	out, err = runEvidence(t, t.TempDir(), "verify-bundle", bundle, "--json")
+	var rep evidence.Report
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || !rep.Clean || rep.Purged != 5 || rep.OK != 4 {
+		t.Fatalf("verify-bundle: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(bundle)
+	if n := bytes.Count(b, []byte(`"purged": true`)); n != 5 {
+		t.Fatalf("the bundle marks %d records purged, want 5", n)
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 	"github.com/webcodex/webcodex/internal/project/filerev"
@@ -77,9 +79,22 @@ func TestMigrateToPostgres(t *testing.T) {
 	call(srv.base, "write_project_file", map[string]any{"project": "agent:local:demo", "path": "a.txt", "content": "b",
 		"expected_sha256": filerev.SHA256([]byte("a"))}, "")
 	stopServe(t, srv)
+	// Retention purged the evidence payloads: the purge log is carried
+	// over, so the copy still verifies (no unlogged_purge).
+	j, err := evidencedb.Open(ctx, data, evidence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Checkpoint(ctx)
+	sum, err := j.PurgeBefore(ctx, "evidence_days", time.Now().Add(time.Hour), 0)
+	j.Close()
+	if err != nil || sum.Purged == 0 {
+		t.Fatalf("purge: %+v %v", sum, err)
+	}
 
 	out := mustRun(t, "migrate", "--from", data, "--to", dbURL)
 	if !strings.Contains(out, "Copied and verified") || !strings.Contains(out, "workflow.sessions") || !strings.Contains(out, "evidence.records") ||
+		!strings.Contains(out, "evidence.purges") ||
 		!strings.Contains(out, "tasks.attempts") || !strings.Contains(out, "intents.notices") ||
 		!regexp.MustCompile(`readsets\.reads +1 `).MatchString(out) || !regexp.MustCompile(`readsets\.notices +1 `).MatchString(out) {
 		t.Fatalf("migrate:\n%s", out)

@@ -54,6 +54,8 @@ func migrationPlan(dataDir string, watermark int64) []dbcopy.Table {
 		{File: EvidenceDB, From: "records", To: "evidence.records", Key: []string{"idx"}},
 		{File: EvidenceDB, From: "checkpoints", To: "evidence.checkpoints", Key: []string{"id"}},
 		{File: EvidenceDB, From: "tree_nodes", To: "evidence.tree_nodes", Key: []string{"level", "idx"}},
+		// The purge log: without it, verify reports a purged record unlogged_purge.
+		{File: EvidenceDB, From: "purges", To: "evidence.purges", Key: []string{"id"}},
 		{File: EvidenceDB, From: "tree_state", To: "evidence.head", Key: []string{"id"}, Set: map[string]any{"outbox_watermark": watermark}},
 		// seq is audit.db's order of sessions created in one instant (its
 		// rowid) and of events (their key).

@@ -321,6 +321,11 @@ func convert(v any, pgType string) (any, error) {
 	case "bytea":
 		switch b := v.(type) {
 		case []byte:
+			// An empty blob (a purged evidence payload) may scan as a nil
+			// slice, which pgx would send as NULL.
+			if b == nil {
+				b = []byte{}
+			}
 			return b, nil
 		case string:
 			return []byte(b), nil

@@ -39,13 +39,19 @@ type Bundle struct {
 
 // BundleRecord is one record of a bundle. Record is the decoded form for
 // readers; the canonical bytes are what is proven, and VerifyBundle checks
-// that Record re-encodes to them.
+// that Record re-encodes to them. A record whose payload was purged has
+// Purged set, no canonical bytes, a Record holding only its invocation id,
+// and its stored LeafHash, which the inclusion proof proves instead (both
+// fields are omitted otherwise, so a bundle without purged records is
+// what it was before purging existed).
 type BundleRecord struct {
 	Index          uint64   `json:"index"`
 	KeyID          string   `json:"key_id"`
 	Canonical      []byte   `json:"canonical"`
 	Record         Record   `json:"record"`
 	InclusionProof [][]byte `json:"inclusion_proof"`
+	Purged         bool     `json:"purged,omitempty"`
+	LeafHash       []byte   `json:"leaf_hash,omitempty"`
 }
 
 // VerifyBundle checks a bundle with the public keys it carries. See
@@ -79,7 +85,7 @@ func VerifyBundleWith(b []byte, trusted []string) (Report, error) {
 		return Report{}, failure.Wrap(failure.InvalidArguments, err, "bundle public keys")
 	}
 	rep := Report{JournalID: bun.JournalID, Origin: bun.Origin, TrustedKeys: ks.IDs(),
-		Totals: map[FindingKind]int64{}, Findings: []Finding{}}
+		Totals: map[FindingKind]int64{}, Findings: []Finding{}, PurgedRanges: []IndexRange{}}
 	cp, keyID, err := OpenCheckpoint([]byte(bun.Checkpoint), ks)
 	var root []byte
 	switch {
@@ -108,6 +114,13 @@ func VerifyBundleWith(b []byte, trusted []string) (Report, error) {
 		leaf := LeafHash(br.Canonical)
 		v, err := SchemaOf(br.Canonical)
 		switch {
+		case br.Purged:
+			// Only the leaf hash remains; the inclusion proof below is
+			// all that proves it.
+			leaf = br.LeafHash
+			if len(br.Canonical) != 0 || len(leaf) != Hasher.Size() {
+				rec(FindingMalformed, "a purged record has no canonical bytes and a %d-byte leaf hash", Hasher.Size())
+			}
 		case err != nil:
 			rep.Unparseable++
 			rec(FindingMalformed, "canonical bytes do not start with %q and a version", Magic)
@@ -128,6 +141,7 @@ func VerifyBundleWith(b []byte, trusted []string) (Report, error) {
 			case h.KeyID != br.KeyID:
 				rec(FindingBadLeaf, "canonical bytes name key %s", h.KeyID)
 			}
+			br.Record.Salt = r.Salt // never in JSON: taken from the canonical bytes
 			if canon, err := br.Record.Canonical(bun.JournalID, br.KeyID, br.Index); err != nil || !bytes.Equal(canon, br.Canonical) {
 				rec(FindingBadLeaf, "the decoded record does not re-encode to the canonical bytes")
 			}
@@ -149,7 +163,11 @@ func VerifyBundleWith(b []byte, trusted []string) (Report, error) {
 		} else {
 			rec(FindingNotInTree, "no verified checkpoint to prove inclusion against")
 		}
-		if sumTotals(rep.Totals) == n0 {
+		switch {
+		case sumTotals(rep.Totals) != n0:
+		case br.Purged:
+			rep.addPurged(br.Index)
+		default:
 			rep.OK++
 		}
 	}

@@ -44,7 +44,8 @@ type Header struct {
 // keyID was current. The format (docs/evidence.md) is: the 4 bytes "WCEV",
 // the schema version as a big-endian uint16, then every field in a fixed
 // order, with no names (version 2 ends with replay_of after the fields of
-// version 1):
+// version 1; version 3 ends with replay_of, "" for no replay, and the 32
+// raw bytes of the salt):
 // strings as a big-endian uint32 byte length followed by the UTF-8 bytes,
 // integers as 8-byte big-endian two's complement, lists as a big-endian
 // uint32 count followed by each string, SHA-256 digests as one length byte
@@ -88,7 +89,11 @@ func (r Record) Canonical(journalID, keyID string, index uint64) ([]byte, error)
 	e.u64(uint64(r.DurationMS))
 	e.digest(r.ArgumentsDigest)
 	e.digest(r.ResultDigest)
-	if r.Replayed {
+	switch {
+	case len(r.Salt) > 0:
+		e.str(r.ReplayOf)
+		e.b = append(e.b, r.Salt...)
+	case r.Replayed:
 		e.str(r.ReplayOf)
 	}
 	return e.b, nil
@@ -149,8 +154,9 @@ func SupportedSchema(v uint16) bool { return v >= MinSchemaVersion && v <= Schem
 // ParseCanonical decodes canonical bytes. It fails with ErrUnsupportedSchema
 // for a schema version this build does not read and ErrMalformed for
 // anything that is not exactly one valid encoding (truncated, trailing
-// bytes, invalid UTF-8, a record that fails Validate, or a version-2
-// encoding of a record that is no replay). Canonical(h.JournalID, h.KeyID,
+// bytes, invalid UTF-8, a record that fails Validate, a version-2
+// encoding of a record that is no replay, or a version-3 encoding whose
+// salt is not exactly SaltBytes). Canonical(h.JournalID, h.KeyID,
 // h.Index) of the result reproduces b byte for byte.
 func ParseCanonical(b []byte) (Header, Record, error) {
 	v, err := SchemaOf(b)
@@ -199,12 +205,21 @@ func ParseCanonical(b []byte) (Header, Record, error) {
 	r.DurationMS = int64(d.u64())
 	r.ArgumentsDigest = d.digest()
 	r.ResultDigest = d.digest()
-	if v == 2 {
+	switch v {
+	case 2:
 		r.ReplayOf = d.str()
 		// Version 2 is a replay's encoding and names its original.
 		r.Replayed = true
 		if r.ReplayOf == "" {
 			d.bad = true
+		}
+	case SaltedSchemaVersion:
+		r.ReplayOf = d.str()
+		r.Replayed = r.ReplayOf != ""
+		if len(d.b) != SaltBytes {
+			d.bad = true
+		} else {
+			r.Salt, d.b = bytes.Clone(d.b), nil
 		}
 	}
 	if d.bad || len(d.b) != 0 {

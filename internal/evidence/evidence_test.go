@@ -66,10 +66,16 @@ func TestCanonicalGolden(t *testing.T) {
 	if _, _, err := evidence.ParseCanonical(append(c, 0)); !errors.Is(err, evidence.ErrMalformed) {
 		t.Fatal("trailing byte accepted")
 	}
+	v4 := bytes.Clone(c)
+	v4[5] = 4
+	if _, _, err := evidence.ParseCanonical(v4); !errors.Is(err, evidence.ErrUnsupportedSchema) {
+		t.Fatalf("version 4: %v", err)
+	}
+	// A version-1 record relabelled as version 3 lacks replay_of and salt.
 	v3 := bytes.Clone(c)
 	v3[5] = 3
-	if _, _, err := evidence.ParseCanonical(v3); !errors.Is(err, evidence.ErrUnsupportedSchema) {
-		t.Fatalf("version 3: %v", err)
+	if _, _, err := evidence.ParseCanonical(v3); !errors.Is(err, evidence.ErrMalformed) {
+		t.Fatalf("version 3 without a salt: %v", err)
 	}
 	// Version 2 is a replay's encoding: a record that is no replay
 	// relabelled as version 2 lacks the original it must name.
@@ -240,5 +246,78 @@ func TestCheckpointBody(t *testing.T) {
 		if _, err := evidence.ParseCheckpointBody(bad); !errors.Is(err, evidence.ErrMalformedCheckpoint) {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// goldenSalt is the salt of the version-3 golden vector: bytes 0..31.
+func goldenSalt() []byte {
+	s := make([]byte, evidence.SaltBytes)
+	for i := range s {
+		s[i] = byte(i)
+	}
+	return s
+}
+
+// TestCanonicalSaltedGolden pins the version-3 encoding: version 1's
+// fields, replay_of ("" here) and the 32 raw salt bytes, so an outside
+// verifier can check its implementation of docs/evidence.md.
+func TestCanonicalSaltedGolden(t *testing.T) {
+	r := golden()
+	r.Salt = goldenSalt()
+	c, err := r.Canonical("j1", "0a1b2c3d", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, _ := golden().Canonical("j1", "0a1b2c3d", 7)
+	want := append(bytes.Clone(v1), 0, 0, 0, 0) // replay_of ""
+	want = append(want, goldenSalt()...)
+	want[5] = 3
+	if !bytes.Equal(c, want) {
+		t.Fatalf("version 3 is not version 1's fields + replay_of + salt:\n% x\n% x", c, want)
+	}
+	const wantLeaf = "887a8145e277063a4bf2111a940fbc9021c041923833899f51b61689e790c330"
+	got := hex.EncodeToString(evidence.LeafHash(c))
+	t.Logf("salted golden canonical %d bytes, leaf %s", len(c), got)
+	if got != wantLeaf {
+		t.Fatalf("leaf %s, want %s", got, wantLeaf)
+	}
+	h, back, err := evidence.ParseCanonical(c)
+	if err != nil || h.Version != 3 || !bytes.Equal(back.Salt, goldenSalt()) || back.Replayed {
+		t.Fatalf("parse: %+v %v", h, err)
+	}
+	if c2, _ := back.Canonical(h.JournalID, h.KeyID, h.Index); !bytes.Equal(c, c2) {
+		t.Fatal("round trip changed the bytes")
+	}
+	// A salt of the wrong length, in a record or in the bytes, is refused.
+	bad := golden()
+	bad.Salt = []byte{1, 2, 3}
+	if _, err := bad.Canonical("j1", "0a1b2c3d", 7); failure.KindOf(err) != failure.InvalidArguments {
+		t.Fatalf("short salt: %v", err)
+	}
+	for _, b := range [][]byte{c[:len(c)-1], append(bytes.Clone(c), 0)} {
+		if _, _, err := evidence.ParseCanonical(b); !errors.Is(err, evidence.ErrMalformed) {
+			t.Fatalf("salt of %d bytes: %v", len(b)-len(v1)-4, err)
+		}
+	}
+	// A salted replay keeps replay_of in version 3.
+	rp := golden()
+	rp.Replayed, rp.ReplayOf, rp.Outcome, rp.ErrorKind, rp.Salt = true, "wc_msg_1", evidence.OutcomeOK, "", goldenSalt()
+	cr, err := rp.Canonical("j1", "0a1b2c3d", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, back, err := evidence.ParseCanonical(cr); err != nil || !back.Replayed || back.ReplayOf != "wc_msg_1" {
+		t.Fatalf("salted replay: %+v %v", back, err)
+	}
+	// Salted gives each record a fresh salt: the same payload has two
+	// leaves, so a purged leaf does not confirm a guessed payload.
+	a, b := evidence.Salted(golden()), evidence.Salted(golden())
+	ca, _ := a.Canonical("j1", "0a1b2c3d", 7)
+	cb, _ := b.Canonical("j1", "0a1b2c3d", 7)
+	if len(a.Salt) != evidence.SaltBytes || bytes.Equal(evidence.LeafHash(ca), evidence.LeafHash(cb)) {
+		t.Fatal("two salted encodings of one record share a leaf")
+	}
+	if kept := evidence.Salted(a); !bytes.Equal(kept.Salt, a.Salt) {
+		t.Fatal("Salted replaced an existing salt")
 	}
 }

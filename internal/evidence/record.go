@@ -18,6 +18,7 @@
 package evidence
 
 import (
+	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -30,16 +31,25 @@ import (
 // The versions of the canonical record encoding this build writes and
 // reads; verification reports any other version as unsupported_schema.
 // Version 2 is version 1 followed by replay_of, and is written exactly for
-// the records of replays ([Record.Replayed]): every other record is
-// written as version 1, byte for byte as before version 2 existed, so
-// that each record has one encoding and journals written earlier (and
-// verifiers built earlier, for all but replays) keep verifying.
+// the records of unsalted replays ([Record.Replayed]). Version 3 is
+// version 1 followed by replay_of ("" for a record that is no replay) and
+// the record's 32-byte random salt ([Record.Salt]); the journals write
+// every new record as version 3 (docs/decisions/0086-evidence-payload-purge.md),
+// so that once its payload is purged its leaf hash no longer confirms a
+// guessed payload. A record without a salt is written as version 1 or 2,
+// byte for byte as before version 3 existed, so that each record has one
+// encoding and journals written earlier keep verifying.
 const (
 	// MinSchemaVersion is the oldest version this build reads.
 	MinSchemaVersion = 1
 	// SchemaVersion is the newest version this build writes and reads.
-	SchemaVersion = 2
+	SchemaVersion = 3
+	// SaltedSchemaVersion is the version of a record with a salt.
+	SaltedSchemaVersion = 3
 )
+
+// SaltBytes is the length of a record's salt ([Record.Salt]).
+const SaltBytes = 32
 
 // Bounds of a record's fields. Validate rejects values beyond them.
 const (
@@ -207,15 +217,33 @@ type Record struct {
 	// completion). Both are set together, only with outcome ok.
 	Replayed bool   `json:"replayed"`
 	ReplayOf string `json:"replay_of"`
+	// Salt is nil or SaltBytes random bytes the canonical encoding (version
+	// 3) commits to, stored only inside the canonical bytes and destroyed
+	// with them when the payload is purged. It is never shown in JSON: a
+	// reader re-encoding a record takes it from the canonical bytes.
+	Salt []byte `json:"-"`
 }
 
-// Schema returns the canonical schema version r is written in: 2 for a
-// replay, 1 for every other record.
+// Schema returns the canonical schema version r is written in: 3 for a
+// salted record, 2 for an unsalted replay, 1 for every other record.
 func (r Record) Schema() uint16 {
-	if r.Replayed {
+	switch {
+	case len(r.Salt) > 0:
+		return SaltedSchemaVersion
+	case r.Replayed:
 		return 2
 	}
 	return 1
+}
+
+// Salted returns r with a fresh random salt (crypto/rand) unless it has
+// one already: what the journals do to every record they append.
+func Salted(r Record) Record {
+	if len(r.Salt) == 0 {
+		r.Salt = make([]byte, SaltBytes)
+		rand.Read(r.Salt) // never fails (crypto/rand panics instead)
+	}
+	return r
 }
 
 // Validate rejects a record with a value outside the closed lists, an
@@ -271,6 +299,9 @@ func (r Record) Validate() error {
 	}
 	if r.Replayed != (r.ReplayOf != "") {
 		return bad("replayed is set exactly when replay_of names the original")
+	}
+	if len(r.Salt) != 0 && len(r.Salt) != SaltBytes {
+		return bad("salt is %d bytes; it is absent or %d", len(r.Salt), SaltBytes)
 	}
 	if r.Replayed && r.Outcome != OutcomeOK {
 		return bad("a replay's outcome is ok")
@@ -374,6 +405,11 @@ type Entry struct {
 	Canonical []byte `json:"canonical"`
 	LeafHash  []byte `json:"leaf_hash"`
 	Record    Record `json:"record"`
+	// Purged is set when the record's payload (canonical bytes, salt and
+	// every column but the identifiers) was purged by retention: Canonical
+	// is then empty, Record holds only the invocation id, and LeafHash is
+	// all that remains to prove the record's place in the tree.
+	Purged bool `json:"purged,omitempty"`
 }
 
 // Counts is the number of records of a session per binding state, and

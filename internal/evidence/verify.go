@@ -46,6 +46,11 @@ const (
 	// checkpoint was deleted, or the journal was never signed). An empty
 	// journal without a checkpoint has nothing to prove and is clean.
 	FindingNoCheckpoint FindingKind = "no_checkpoint"
+	// FindingUnloggedPurge: a record's payload is gone but no purge log
+	// row covers its index (a payload blanked by hand, not by retention),
+	// or a purged record is not covered by any stored checkpoint (a
+	// purge only drops payloads a signature already covers).
+	FindingUnloggedPurge FindingKind = "unlogged_purge"
 	// FindingBadSignature: a trusted key's signature does not verify.
 	FindingBadSignature FindingKind = "bad_signature"
 	// FindingMalformedCheckpoint: a checkpoint that cannot be parsed, or a
@@ -142,6 +147,37 @@ type Report struct {
 	// count may differ by the records it journals meanwhile. 0 for a
 	// bundle.
 	OutboxPending int64 `json:"outbox_pending"`
+	// Purged is how many records had their payload purged by retention
+	// (their leaf hash kept; docs/decisions/0086-evidence-payload-purge.md),
+	// and PurgedRanges those records as runs of consecutive indexes (at
+	// most MaxReportFindings runs; PurgedRangesTruncated when more). A
+	// purged record is not a finding and not counted in OK: its leaf hash
+	// is proven only by the tree (every checkpoint covering it, the stored
+	// nodes), never by its content, which is gone.
+	Purged                int64        `json:"purged"`
+	PurgedRanges          []IndexRange `json:"purged_ranges"`
+	PurgedRangesTruncated bool         `json:"purged_ranges_truncated"`
+}
+
+// IndexRange is the run of leaf indexes First..Last (inclusive).
+type IndexRange struct {
+	First uint64 `json:"first"`
+	Last  uint64 `json:"last"`
+}
+
+// addPurged counts the purged record at index i, extending the last range
+// when it is the next index.
+func (r *Report) addPurged(i uint64) {
+	r.Purged++
+	if n := len(r.PurgedRanges); n > 0 && r.PurgedRanges[n-1].Last+1 == i {
+		r.PurgedRanges[n-1].Last = i
+		return
+	}
+	if len(r.PurgedRanges) >= MaxReportFindings {
+		r.PurgedRangesTruncated = true
+		return
+	}
+	r.PurgedRanges = append(r.PurgedRanges, IndexRange{First: i, Last: i})
 }
 
 func (r *Report) add(f Finding) {
@@ -225,6 +261,9 @@ type CheckInput struct {
 	// Duplicates are invocation ids stored more than once.
 	Duplicates map[string]bool
 	Progress   func(done, total uint64)
+	// PurgeLog is the purge log's index ranges, sorted and merged: every
+	// purged row must lie in one (FindingUnloggedPurge otherwise).
+	PurgeLog []IndexRange
 	// Nodes, when set, is shown every node the rebuilt tree creates and
 	// reports how the stored tree index differs from it (FindingBadNode).
 	Nodes NodeCheck
@@ -250,6 +289,8 @@ type Checker struct {
 	rep    Report
 	pos    uint64 // tree position of the next row
 	next   uint64 // index expected for the next row
+	logAt  int    // the first PurgeLog range that may hold the next purged row
+	signed uint64 // the largest stored checkpoint's size
 	from   *Checkpoint
 	fromID string
 }
@@ -261,11 +302,13 @@ func NewChecker(in CheckInput) *Checker {
 	c.rep.JournalID, c.rep.Origin, c.rep.TrustedKeys = in.JournalID, in.Origin, in.Keys.IDs()
 	c.rep.Totals = map[FindingKind]int64{}
 	c.rep.Findings = []Finding{}
+	c.rep.PurgedRanges = []IndexRange{}
 	if in.Nodes != nil {
 		c.tree.VisitNodes(in.Nodes.Visit)
 	}
 	for _, cp := range in.Checkpoints {
 		c.tree.WantRoot(cp.Size)
+		c.signed = max(c.signed, cp.Size)
 	}
 	if len(in.From) > 0 {
 		cp, keyID, err := OpenCheckpoint(in.From, in.Keys)
@@ -316,6 +359,10 @@ func (c *Checker) Row(r StoredRow) {
 	if r.Index != c.pos {
 		rec(FindingNotInTree, "stored at index %d but at tree position %d (a gap precedes it)", r.Index, c.pos)
 	}
+	if len(r.Canonical) == 0 {
+		c.purgedRow(r, rec)
+		return
+	}
 	// The tree is built from the canonical bytes: the content itself.
 	leaf := LeafHash(r.Canonical)
 	if err := c.tree.Append(leaf); err != nil {
@@ -337,10 +384,12 @@ func (c *Checker) Row(r StoredRow) {
 		rec(FindingUnsupportedSchema, "canonical schema version %d; this build reads %d to %d", v, MinSchemaVersion, SchemaVersion)
 		columnsOK = false
 	default:
-		h, _, err := ParseCanonical(r.Canonical)
+		h, parsed, err := ParseCanonical(r.Canonical)
 		if err != nil {
 			rec(FindingMalformed, "canonical bytes: %v", err)
 		} else {
+			// The salt is stored only in the canonical bytes.
+			r.Columns.Salt = parsed.Salt
 			switch {
 			case h.JournalID != c.in.JournalID:
 				rec(FindingBadLeaf, "canonical bytes belong to journal %q", h.JournalID)
@@ -370,6 +419,44 @@ func (c *Checker) Row(r StoredRow) {
 	}
 	if sumTotals(rep.Totals) == n0 {
 		rep.OK++
+	}
+	if p := c.in.Progress; p != nil && rep.Records%ProgressEvery == 0 {
+		p(uint64(rep.Records), c.in.Rows)
+	}
+}
+
+// purgedRow checks a row whose payload was purged: only its stored leaf
+// hash remains, and it enters the tree as is, so that a changed leaf hash
+// changes every root and node above it (root_mismatch, bad_node). Its key
+// must still be trusted and its id unique.
+func (c *Checker) purgedRow(r StoredRow, rec func(FindingKind, string, ...any)) {
+	rep := &c.rep
+	n0 := sumTotals(rep.Totals)
+	if len(r.LeafHash) != Hasher.Size() {
+		rec(FindingBadLeaf, "purged record's leaf hash is %d bytes", len(r.LeafHash))
+	}
+	if err := c.tree.Append(r.LeafHash); err != nil {
+		rec(FindingMalformed, "tree: %v", err)
+	}
+	c.pos++
+	log := c.in.PurgeLog
+	for c.logAt < len(log) && log[c.logAt].Last < r.Index {
+		c.logAt++
+	}
+	switch {
+	case c.logAt == len(log) || log[c.logAt].First > r.Index:
+		rec(FindingUnloggedPurge, "the payload is gone but no purge log row covers index %d", r.Index)
+	case r.Index >= c.signed:
+		rec(FindingUnloggedPurge, "the payload is gone but no stored checkpoint covers index %d", r.Index)
+	}
+	if !c.in.Keys.Has(r.KeyID) {
+		rec(FindingUnknownKey, "record bound to key %s, which is not trusted", r.KeyID)
+	}
+	if c.in.Duplicates[r.InvocationID] {
+		rec(FindingDuplicateID, "invocation id %s is stored more than once", r.InvocationID)
+	}
+	if sumTotals(rep.Totals) == n0 {
+		rep.addPurged(r.Index)
 	}
 	if p := c.in.Progress; p != nil && rep.Records%ProgressEvery == 0 {
 		p(uint64(rep.Records), c.in.Rows)

@@ -43,7 +43,7 @@ func bulk(b *testing.B, j *Journal, from, n int64, sess func(int64) string) {
 				return err
 			}
 			for i := start; i < end; i++ {
-				r := benchRecord(i, sess(i))
+				r := evidence.Salted(benchRecord(i, sess(i)))
 				canon, err := r.Canonical(j.journalID, j.key.ID, 0)
 				if err != nil {
 					return err
@@ -60,12 +60,16 @@ func bulk(b *testing.B, j *Journal, from, n int64, sess func(int64) string) {
 	}
 }
 
-func verifyN() int64 {
-	if n, err := strconv.ParseInt(os.Getenv("WEBCODEX_BENCH_VERIFY_N"), 10, 64); err == nil && n > 0 {
+// benchN is the positive integer in the environment variable name, or
+// def.
+func benchN(name string, def int64) int64 {
+	if n, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil && n > 0 {
 		return n
 	}
-	return 10000
+	return def
 }
+
+func verifyN() int64 { return benchN("WEBCODEX_BENCH_VERIFY_N", 10000) }
 
 // BenchmarkJournal measures (1) concurrent appends with canonical encoding,
 // leaf hashing, tree update and the size-based checkpoint against plain

@@ -68,12 +68,13 @@ func (j *Journal) ApplyOutbox(ctx context.Context, items []OutboxItem, durable b
 				continue
 			}
 			wm = it.Seq
-			canon, err := it.Record.Canonical(j.journalID, j.key.ID, 0)
+			rec := evidence.Salted(it.Record) // schema version 3
+			canon, err := rec.Canonical(j.journalID, j.key.ID, 0)
 			if err != nil {
 				skipped = append(skipped, err)
 				continue
 			}
-			if _, err := j.appendLocked(ctx, tx, it.Record, canon); err != nil {
+			if _, err := j.appendLocked(ctx, tx, rec, canon); err != nil {
 				if failure.Is(err, failure.Conflict) {
 					continue
 				}

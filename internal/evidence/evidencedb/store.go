@@ -263,6 +263,7 @@ func wrapRead(err error) error {
 func (j *Journal) Append(ctx context.Context, r evidence.Record) (evidence.Entry, error) {
 	// Validate and encode outside the writer (index 0, patched inside):
 	// the writer goroutine is the journal's serial bottleneck.
+	r = evidence.Salted(r) // schema version 3: the leaf commits to a fresh salt
 	canon, err := r.Canonical(j.journalID, j.key.ID, 0)
 	if err != nil {
 		return evidence.Entry{}, err
@@ -437,7 +438,7 @@ func (j *Journal) SessionRecords(ctx context.Context, sessionID string, limit in
 }
 
 func (j *Journal) sessionEntries(ctx context.Context, sessionID, tail string, args ...any) ([]evidence.Entry, error) {
-	rows, err := j.db.Read.QueryContext(ctx, `SELECT idx, key_id, canonical, leaf_hash FROM records
+	rows, err := j.db.Read.QueryContext(ctx, `SELECT `+evidencerow.EntryColumns+` FROM records
 		WHERE idx IN (`+sqlSession+`) `+tail, append([]any{sessionID}, args...)...)
 	if err != nil {
 		return nil, wrapRead(err)

@@ -106,6 +106,18 @@ func applyMutation(t *testing.T, v storetest.Vector, dir string) []byte {
 		if m.WithPublicKeys {
 			copyFile(t, filepath.Join(other, evidence.PublicKeysFile), filepath.Join(dir, evidence.PublicKeysFile))
 		}
+	case "purge_then_leaf": // purge the first Count records' payloads, then flip a bit of record Index's leaf hash
+		j := open(t, dir, evidence.Options{})
+		storetest.PurgeFirst(t, j, m.Count)
+		j.Close()
+		var h []byte
+		if err := db.QueryRow(`SELECT leaf_hash FROM records WHERE idx = ?`, m.Index).Scan(&h); err != nil {
+			t.Fatal(err)
+		}
+		h[0] ^= 0x01
+		exec(t, db, `UPDATE records SET leaf_hash = ? WHERE idx = ?`, h, m.Index)
+	case "blank_payload": // empty record Index's canonical bytes by hand, with no purge log row
+		exec(t, db, `UPDATE records SET canonical = X'' WHERE idx = ?`, m.Index)
 	case "unsigned_tail": // Count more records appended after the checkpoint, none signed yet
 		db.Close()
 		j := open(t, dir, evidence.Options{})

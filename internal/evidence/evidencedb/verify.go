@@ -77,6 +77,9 @@ func verifyTx(ctx context.Context, tx *sql.Tx, path string, keys *evidence.KeySe
 		}
 	}
 	dups.Close()
+	if in.PurgeLog, err = purgeLog(ctx, tx); err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read the purge log")
+	}
 	if in.Nodes, err = newNodeCheck(ctx, tx); err != nil {
 		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read the tree index")
 	}

@@ -121,6 +121,7 @@ func putHead(p *pgdb.Pipeline, h head) {
 // context.WithoutCancel); a commit whose answer was lost
 // failure.OutcomeUnknown.
 func (j *Journal) Append(ctx context.Context, r evidence.Record) (evidence.Entry, error) {
+	r = evidence.Salted(r) // schema version 3: the leaf commits to a fresh salt
 	canon, err := r.Canonical(j.journalID, j.key.ID, 0)
 	if err != nil {
 		return evidence.Entry{}, err
@@ -300,13 +301,14 @@ func (j *Journal) ApplyOutbox(ctx context.Context, items []evidence.OutboxItem, 
 			if have[it.Record.InvocationID] {
 				continue // its invocation has a record: kept as it is
 			}
-			canon, err := it.Record.Canonical(j.journalID, j.key.ID, 0)
+			rec := evidence.Salted(it.Record) // schema version 3
+			canon, err := rec.Canonical(j.journalID, j.key.ID, 0)
 			if err != nil {
 				skipped = append(skipped, err)
 				continue
 			}
 			have[it.Record.InvocationID] = true
-			if _, err := j.appendLocked(ctx, tx, &p, h.rng, it.Record, canon); err != nil {
+			if _, err := j.appendLocked(ctx, tx, &p, h.rng, rec, canon); err != nil {
 				return err
 			}
 		}

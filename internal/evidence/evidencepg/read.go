@@ -36,7 +36,7 @@ func (j *Journal) SessionRecords(ctx context.Context, sessionID string, limit in
 }
 
 func (j *Journal) sessionEntries(ctx context.Context, sessionID, tail string, args ...any) ([]evidence.Entry, error) {
-	rows, err := j.db.Pool.Query(ctx, `SELECT idx, key_id, canonical, leaf_hash FROM evidence.records
+	rows, err := j.db.Pool.Query(ctx, `SELECT `+evidencerow.EntryColumns+` FROM evidence.records
 		WHERE idx IN (`+sqlSession+`) `+tail, append([]any{sessionID}, args...)...)
 	if err != nil {
 		return nil, wrapRead(err)

@@ -130,6 +130,11 @@ func applyMutation(t *testing.T, v storetest.Vector, b backend) []byte {
 		}
 	case "unsigned_tail":
 		storetest.Fill(t, replica(t, b, evidence.Options{}), 10, m.Count, "s")
+	case "purge_then_leaf": // purge the first Count records' payloads, then flip a bit of record Index's leaf hash
+		storetest.PurgeFirst(t, replica(t, b, evidence.Options{}), m.Count)
+		exec(`UPDATE evidence.records SET leaf_hash = set_byte(leaf_hash, 0, get_byte(leaf_hash, 0) # 1) WHERE idx = $1`, int64(m.Index))
+	case "blank_payload": // empty record Index's canonical bytes by hand, with no purge log row
+		exec(`UPDATE evidence.records SET canonical = ''::bytea WHERE idx = $1`, int64(m.Index))
 	case "rollback": // keep a checkpoint after Count more records, then restore the older state
 		return rollback(t, b, db, m.Count)
 	default:

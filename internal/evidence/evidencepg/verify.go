@@ -72,6 +72,16 @@ func Verify(ctx context.Context, db *pgdb.DB, opts evidence.VerifyOptions) (evid
 	for _, id := range dups {
 		in.Duplicates[id] = true
 	}
+	// A database an older build migrated has no purge log (and nothing purged).
+	var logged bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('evidence.purges') IS NOT NULL`).Scan(&logged); err != nil {
+		return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read the purge log")
+	}
+	if logged {
+		if in.PurgeLog, err = purgeLog(ctx, tx); err != nil {
+			return evidence.Report{}, failure.Wrap(failure.Unavailable, err, "read the purge log")
+		}
+	}
 	in.Nodes = evidencerow.NewNodeCheck(evidencerow.NodeStore{
 		Level: func(level uint) (evidencerow.NodeCursor, error) {
 			return openCursor(ctx, tx, fmt.Sprintf("nodes_%d", level), fmt.Sprintf(`SELECT idx, hash FROM evidence.tree_nodes WHERE level = %d ORDER BY idx`, level))

@@ -198,3 +198,17 @@ func Defaults(opts evidence.Options) evidence.Options {
 	}
 	return opts
 }
+
+// PurgeSet is the SET list of the UPDATE that purges a record's payload
+// (docs/decisions/0086-evidence-payload-purge.md) after the canonical
+// bytes (and with them the salt) were set empty, in each database's
+// spelling of an empty blob: every column of the record's content becomes
+// empty. Kept: the index, leaf hash, key id, invocation id,
+// time (the retention cutoff reads it), the claimed and verified session
+// ids, the binding and replay_of (session reads, counts and bundles find
+// and count a purged session's records by them).
+const PurgeSet = `tool = '', source = '', transport_era = '',
+	claim_project = '', claim_principal_kind = '', claim_client_window = '',
+	verified_project = '', verified_authority = '', verified_lifecycle = '',
+	binding_reasons = '', checked_keys = '', skipped_keys = '', session_record_digest = '',
+	outcome = '', error_kind = '', duration_ms = 0, arguments_digest = '', result_digest = ''`

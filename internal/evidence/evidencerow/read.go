@@ -87,11 +87,17 @@ func ConsistencyProof(size1, size2, journalSize uint64, read NodeRead) ([][]byte
 	return evidence.ProofFromNodes(n, NewNodeCache(read).Get)
 }
 
-// Entry is a stored session row (index, key id, canonical bytes, leaf
-// hash) with its record decoded from the canonical bytes; bytes that do
-// not decode are failure.Internal.
-func Entry(index int64, keyID string, canonical, leaf []byte) (evidence.Entry, error) {
+// Entry is a stored session row (index, key id, invocation id, canonical
+// bytes, leaf hash) with its record decoded from the canonical bytes;
+// bytes that do not decode are failure.Internal. A row whose payload was
+// purged (no canonical bytes) is an entry marked Purged whose Record holds
+// only the invocation id.
+func Entry(index int64, keyID, invocationID string, canonical, leaf []byte) (evidence.Entry, error) {
 	e := evidence.Entry{Index: uint64(index), KeyID: keyID, Canonical: canonical, LeafHash: leaf}
+	if len(canonical) == 0 {
+		e.Canonical, e.Purged, e.Record = []byte{}, true, evidence.Record{InvocationID: invocationID}
+		return e, nil
+	}
 	_, r, err := evidence.ParseCanonical(canonical)
 	if err != nil {
 		return e, failure.Wrap(failure.Internal, err, "evidence record %d is corrupt; run `webcodex evidence verify`", index)
@@ -126,7 +132,11 @@ func Bundle(journalID, origin, sessionID string, cp evidence.SignedCheckpoint, e
 		if err := proof.VerifyInclusion(evidence.Hasher, e.Index, cp.Size, e.LeafHash, p, cp.Root); err != nil {
 			return evidence.Bundle{}, failure.New(failure.Internal, "the stored tree nodes do not prove record %d in the signed checkpoint; run `webcodex evidence verify`", e.Index)
 		}
-		b.Records = append(b.Records, evidence.BundleRecord{Index: e.Index, KeyID: e.KeyID, Canonical: e.Canonical, Record: e.Record, InclusionProof: p})
+		br := evidence.BundleRecord{Index: e.Index, KeyID: e.KeyID, Canonical: e.Canonical, Record: e.Record, InclusionProof: p}
+		if e.Purged {
+			br.Purged, br.LeafHash = true, e.LeafHash
+		}
+		b.Records = append(b.Records, br)
 	}
 	return b, nil
 }
@@ -155,18 +165,21 @@ type Rows interface {
 	Err() error
 }
 
-// Entries reads rows of (idx, key_id, canonical, leaf_hash) as entries
-// (Entry). A read error is failure.Unavailable.
+// EntryColumns are the columns Entries reads.
+const EntryColumns = `idx, key_id, invocation_id, canonical, leaf_hash`
+
+// Entries reads rows of EntryColumns as entries (Entry). A read error is
+// failure.Unavailable.
 func Entries(rows Rows) ([]evidence.Entry, error) {
 	out := []evidence.Entry{}
 	for rows.Next() {
 		var i int64
-		var keyID string
+		var keyID, id string
 		var canon, leaf []byte
-		if err := rows.Scan(&i, &keyID, &canon, &leaf); err != nil {
+		if err := rows.Scan(&i, &keyID, &id, &canon, &leaf); err != nil {
 			return nil, readErr(err)
 		}
-		e, err := Entry(i, keyID, canon, leaf)
+		e, err := Entry(i, keyID, id, canon, leaf)
 		if err != nil {
 			return nil, err
 		}
@@ -224,4 +237,23 @@ func readErr(err error) error {
 		return nil
 	}
 	return failure.Wrap(failure.Unavailable, err, "evidence journal read failed")
+}
+
+// PurgeRanges reads rows of (first_idx, last_idx) of the purge log,
+// ordered by first_idx, merging overlapping and adjacent ranges.
+func PurgeRanges(rows Rows) ([]evidence.IndexRange, error) {
+	var out []evidence.IndexRange
+	for rows.Next() {
+		var first, last int64
+		if err := rows.Scan(&first, &last); err != nil {
+			return nil, err
+		}
+		r := evidence.IndexRange{First: uint64(first), Last: uint64(last)}
+		if n := len(out); n > 0 && r.First <= out[n-1].Last+1 {
+			out[n-1].Last = max(out[n-1].Last, r.Last)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

@@ -219,8 +219,8 @@ func ReplayRec(i int, sess, of string) evidence.Record {
 }
 
 // replayRecordsVerify appends replays among ordinary records: they are
-// stored in version 2, read back with their original, and the journal and
-// a session bundle verify.
+// stored in version 3 (salted) with replay_of, read back with their
+// original, and the journal and a session bundle verify.
 func replayRecordsVerify(t *testing.T, b Backend) {
 	ctx := context.Background()
 	j := open(t, b, evidence.Options{})
@@ -230,7 +230,7 @@ func replayRecordsVerify(t *testing.T, b Backend) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, _ := evidence.SchemaOf(e.Canonical); v != 2 {
+		if v, _ := evidence.SchemaOf(e.Canonical); v != evidence.SaltedSchemaVersion || len(e.Record.Salt) != evidence.SaltBytes {
 			t.Fatalf("replay written in version %d", v)
 		}
 	}
@@ -238,7 +238,7 @@ func replayRecordsVerify(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := evidence.SchemaOf(e.Canonical); v != 1 {
+	if v, _ := evidence.SchemaOf(e.Canonical); v != evidence.SaltedSchemaVersion {
 		t.Fatalf("a record that is no replay written in version %d", v)
 	}
 	got, err := j.SessionRecords(ctx, "wc_sess_a", 50)

@@ -30,12 +30,29 @@ type Journal interface {
 	SessionRecords(ctx context.Context, sessionID string, limit int) ([]evidence.Entry, error)
 	SessionCounts(ctx context.Context, sessionID string) (evidence.Counts, error)
 	ExportBundle(ctx context.Context, sessionID string) (evidence.Bundle, error)
+	Purger
 	InclusionProof(ctx context.Context, index, size uint64) ([][]byte, error)
 	ConsistencyProof(ctx context.Context, size1, size2 uint64) ([][]byte, error)
 	JournalID() string
 	Origin() string
 	KeyID() string
 	Close() error
+}
+
+// Purger drops the payloads of old records (docs/decisions/0086-evidence-payload-purge.md).
+type Purger interface {
+	PurgeBefore(ctx context.Context, policy string, cutoff time.Time, batch int) (evidence.PurgeSummary, error)
+}
+
+// PurgeFirst purges the payloads of the records Rec built for 0..n-1 (their
+// times are before T0 + n ms), which a signed checkpoint must cover.
+func PurgeFirst(t testing.TB, p Purger, n int) evidence.PurgeSummary {
+	t.Helper()
+	sum, err := p.PurgeBefore(context.Background(), "test", T0.Add(time.Duration(n)*time.Millisecond), 0)
+	if err != nil || sum.Purged != int64(n) {
+		t.Fatalf("purge of %d records: %+v %v", n, sum, err)
+	}
+	return sum
 }
 
 // Backend is one journal's storage under test: a data directory, a
@@ -63,6 +80,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ProofsFromStoredNodes", proofsFromStoredNodes}, {"ProofRejects", proofRejects},
 		{"ReplayRecordsVerify", replayRecordsVerify}, {"RunSignsPeriodically", runSignsPeriodically},
 		{"OriginRules", originRules},
+		{"PurgeKeepsProofs", purgeKeepsProofs}, {"PurgeRejects", purgeRejects}, {"PurgeRacesBundleExport", purgeRacesBundleExport},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newBackend(t)) })
 	}

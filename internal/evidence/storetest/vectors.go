@@ -44,6 +44,8 @@ type Vector struct {
 		// OK and Unanchored are the report's counts.
 		OK         int64  `toml:"ok"`
 		Unanchored uint64 `toml:"unanchored"`
+		// Purged is the report's count of purged records.
+		Purged int64 `toml:"purged"`
 		// Open is what opening the journal then does: "ok",
 		// "refused_key" (evidence.ErrForeignKey) or "refused" (any other
 		// error).
@@ -118,8 +120,8 @@ func (v Vector) Check(t *testing.T, rep evidence.Report) {
 	if total != int64(len(want)) || rep.Clean != (len(want) == 0) {
 		t.Fatalf("totals %v, clean %v", rep.Totals, rep.Clean)
 	}
-	if rep.OK != v.Expect.OK || rep.Unanchored != v.Expect.Unanchored {
-		t.Fatalf("ok %d unanchored %d, want %d and %d", rep.OK, rep.Unanchored, v.Expect.OK, v.Expect.Unanchored)
+	if rep.OK != v.Expect.OK || rep.Unanchored != v.Expect.Unanchored || rep.Purged != v.Expect.Purged {
+		t.Fatalf("ok %d unanchored %d purged %d, want %d, %d and %d", rep.OK, rep.Unanchored, rep.Purged, v.Expect.OK, v.Expect.Unanchored, v.Expect.Purged)
 	}
 }
 

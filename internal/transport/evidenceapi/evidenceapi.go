@@ -53,6 +53,9 @@ type Record struct {
 	Index    uint64          `json:"index"`
 	LeafHash string          `json:"leaf_hash"`
 	Record   evidence.Record `json:"record"`
+	// Purged: retention dropped the record's payload; Record holds only
+	// its invocation id (docs/decisions/0086-evidence-payload-purge.md).
+	Purged bool `json:"purged,omitempty"`
 }
 
 // Response is the body of GET /api/evidence/sessions/{id}.
@@ -106,7 +109,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) error {
 	out := Response{SessionID: id, Counts: counts, Records: make([]Record, len(entries)), Returned: len(entries),
 		Proves: handoff.EvidenceProves}
 	for i, e := range entries {
-		out.Records[i] = Record{Index: e.Index, LeafHash: hex.EncodeToString(e.LeafHash), Record: e.Record}
+		out.Records[i] = Record{Index: e.Index, LeafHash: hex.EncodeToString(e.LeafHash), Record: e.Record, Purged: e.Purged}
 	}
 	if cp, err := a.Journal.Latest(ctx); err == nil {
 		out.Checkpoint = &cp

@@ -1,0 +1,5 @@
+package evidencepg
+
+// SetBeforePurgeCommit sets the hook each purge batch runs before its
+// commit.
+func SetBeforePurgeCommit(fn func()) { beforePurgeCommit = fn }
