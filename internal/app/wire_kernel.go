@@ -19,6 +19,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/intents"
 	"github.com/webcodex/webcodex/internal/tools/jobctl"
 	"github.com/webcodex/webcodex/internal/tools/memory"
+	"github.com/webcodex/webcodex/internal/tools/mcptool"
 	"github.com/webcodex/webcodex/internal/tools/navigate"
 	"github.com/webcodex/webcodex/internal/tools/peers"
 	"github.com/webcodex/webcodex/internal/tools/run"
@@ -69,6 +70,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	files.Register(reg, a.Runners)
 	skills.Register(reg, a.Runners)
 	navigate.Register(reg, a.Runners)
+	mcptool.Register(reg, a.Runners)
 	search.Register(reg, a.Runners)
 	edit.Register(reg, a.Runners)
 	git.Register(reg, &git.Tools{Runners: a.Runners})

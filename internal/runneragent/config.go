@@ -16,6 +16,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/webcodex/webcodex/internal/ident"
+	"github.com/webcodex/webcodex/internal/mcpprovider"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerwire"
@@ -37,6 +38,13 @@ type Config struct {
 	Projects map[string]string `toml:"projects"`
 	Policy   Policy            `toml:"policy"`
 	SSH      SSH               `toml:"ssh"`
+	MCP      MCP               `toml:"mcp"`
+}
+
+// MCP is runner.toml's [mcp]: the stdio MCP servers this runner starts
+// on demand for its projects ([mcp.providers.NAME], decision 0083).
+type MCP struct {
+	Providers map[string]mcpprovider.Provider `toml:"providers"`
 }
 
 // Policy is runner.toml's [policy].
@@ -102,7 +110,17 @@ func ParseConfig(b []byte, base string) (Config, error) {
 			c.Projects[name] = filepath.Join(base, dir)
 		}
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return Config{}, err
+	}
+	roots := make([]string, 0, len(c.Projects))
+	for _, dir := range c.Projects {
+		roots = append(roots, dir)
+	}
+	if err := mcpprovider.Validate(c.MCP.Providers, base, roots); err != nil {
+		return Config{}, fmt.Errorf("runner config: %w", err)
+	}
+	return c, nil
 }
 
 func (c *Config) validate() error {
