@@ -20,6 +20,7 @@ import (
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/mcpprovider"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -92,6 +93,12 @@ type Config struct {
 	ToolList []string `toml:"tool_list"`
 	// OAuth is the [oauth] table.
 	OAuth OAuthConfig `toml:"oauth"`
+	// MCP is the [mcp] table: [mcp.providers.NAME], the stdio MCP
+	// servers this host starts on demand for its own projects (the
+	// mcp_tool tool, decision 0083). Their cwd must be empty (the root of
+	// the project a call names): a server's projects are registered at
+	// run time.
+	MCP MCPConfig `toml:"mcp"`
 	// DatabaseURL, when set, is the postgres:// URL of the PostgreSQL
 	// database that holds every store instead of the data directory's
 	// SQLite files, so that several replicas can serve one deployment
@@ -106,6 +113,11 @@ type Config struct {
 	// BootstrapToken is WEBCODEX_TOKEN: an admin credential accepted as is
 	// and never stored or logged. Environment only.
 	BootstrapToken string `toml:"-"`
+}
+
+// MCPConfig is config.toml's [mcp] table.
+type MCPConfig struct {
+	Providers map[string]mcpprovider.Provider `toml:"providers"`
 }
 
 // OAuthConfig is the [oauth] table: either the built-in authorization
@@ -416,6 +428,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.validateOAuth(); err != nil {
 		return err
+	}
+	if err := mcpprovider.Validate(c.MCP.Providers, c.DataDir, nil); err != nil {
+		return &ConfigError{Source: "config", Key: "mcp.providers", Err: err}
 	}
 	if c.BootstrapToken != "" && len(c.BootstrapToken) < 16 {
 		return &ConfigError{Source: "environment", Key: "WEBCODEX_TOKEN", Err: errors.New("must be at least 16 characters")}

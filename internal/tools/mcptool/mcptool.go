@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/mcpprovider"
 	"github.com/webcodex/webcodex/internal/mcpprovider/mcpop"
@@ -21,11 +22,11 @@ const Category = "extensions"
 // Input is the input of mcp_tool.
 type Input struct {
 	kernel.ProjectRef
-	Op             string          `json:"op" jsonschema:"list|describe|call"`
-	Provider       string          `json:"provider"`
-	Tool           string          `json:"tool,omitempty" jsonschema:"describe, call"`
-	Arguments      json.RawMessage `json:"arguments,omitempty" jsonschema:"call: a JSON object"`
-	SchemaRevision string          `json:"schema_revision,omitempty" jsonschema:"call: from describe"`
+	Op             string         `json:"op" jsonschema:"list|describe|call"`
+	Provider       string         `json:"provider"`
+	Tool           string         `json:"tool,omitempty" jsonschema:"describe, call"`
+	Arguments      map[string]any `json:"arguments,omitempty" jsonschema:"call: the tool's arguments"`
+	SchemaRevision string         `json:"schema_revision,omitempty" jsonschema:"call: from describe"`
 }
 
 // Register adds mcp_tool to reg; runners serves each call's project.
@@ -43,8 +44,15 @@ func Register(reg *kernel.Registry, runners workspace.Runners) {
 			if in.Tool != "" {
 				inv.Fact("mcp_tool", in.Tool)
 			}
-			return f.Do(ctx, inv.Project, mcpprovider.Request{Op: in.Op, Provider: in.Provider, Tool: in.Tool,
-				Arguments: in.Arguments, SchemaRevision: in.SchemaRevision})
+			req := mcpprovider.Request{Op: in.Op, Provider: in.Provider, Tool: in.Tool, SchemaRevision: in.SchemaRevision}
+			if in.Arguments != nil {
+				b, err := json.Marshal(in.Arguments)
+				if err != nil {
+					return mcpprovider.Result{}, failure.Wrap(failure.InvalidArguments, err, "arguments do not encode")
+				}
+				req.Arguments = b
+			}
+			return f.Do(ctx, inv.Project, req)
 		},
 	})
 }
