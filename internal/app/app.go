@@ -32,6 +32,7 @@ import (
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/lsp"
 	"github.com/webcodex/webcodex/internal/mcpprovider"
+	"github.com/webcodex/webcodex/internal/mcpprovider/mcpop"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
 	"github.com/webcodex/webcodex/internal/pgnotify"
@@ -341,7 +342,7 @@ func (a *App) MCP() *mcpserver.Server {
 	if a.mcp == nil {
 		a.mcp = mcpserver.New(mcpserver.Options{
 			Kernel: a.Kernel, Projects: visibleProjects{a.Projects}, Logger: a.Log, Version: Version, Local: auth.LocalUser(),
-			Profile: a.toolProfile, Memory: memoryBootstrap(a), Skills: skill.Finder{Runners: a.Runners},
+			Profile: a.toolProfile, Memory: memoryBootstrap(a), Skills: skill.Finder{Runners: a.Runners}, Plugins: mcpop.Finder{Runners: a.Runners},
 		})
 	}
 	return a.mcp

@@ -9,6 +9,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/mcpprovider/mcpop"
 	"github.com/webcodex/webcodex/internal/skill"
 	"github.com/webcodex/webcodex/internal/tools/board"
 	"github.com/webcodex/webcodex/internal/tools/closeout"
@@ -48,7 +49,7 @@ func NewRegistry(a *App) *kernel.Registry {
 		counter, journal = a.Evidence, a.Evidence
 	}
 	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions, Evidence: counter, Goals: goalNames(goalSvc),
-		Worktrees: newWorktrees(a), Guidance: mcpserver.WorkflowGuide, Resources: sessionResources(a), Skills: skill.Finder{Runners: a.Runners}, OnClose: func(id string) {
+		Worktrees: newWorktrees(a), Guidance: mcpserver.WorkflowGuide, Resources: sessionResources(a), Skills: skill.Finder{Runners: a.Runners}, Plugins: mcpop.Finder{Runners: a.Runners}, OnClose: func(id string) {
 			if a.Shells != nil {
 				a.Shells.CloseSession(id)
 			}

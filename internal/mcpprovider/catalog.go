@@ -23,8 +23,14 @@ const (
 // Catalog is the plugins part of an extension catalog for one project:
 // selection metadata only (no schemas, commands, environments or paths).
 type Catalog struct {
+	// Status is StatusAvailable: the catalog was read (it may list no
+	// provider).
+	Status  string   `json:"status"`
 	Plugins []Plugin `json:"plugins"`
 }
+
+// StatusAvailable is the status of a served catalog.
+const StatusAvailable = "available"
 
 // Plugin is one provider's selection metadata.
 type Plugin struct {
@@ -41,7 +47,7 @@ type Plugin struct {
 // p's root and its running instance answered list, unavailable with the
 // reason otherwise. It starts nothing.
 func (m *Manager) Catalog(p project.Project) Catalog {
-	c := Catalog{Plugins: []Plugin{}}
+	c := Catalog{Status: StatusAvailable, Plugins: []Plugin{}}
 	root := filepath.Clean(p.Root)
 	for _, name := range m.Names() {
 		pv := m.opt.Providers[name]

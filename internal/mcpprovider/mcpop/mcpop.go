@@ -29,7 +29,7 @@ var (
 	// nothing.
 	catalogOp = workspace.NewOp("mcp.catalog", func(ctx context.Context, env workspace.Env, p project.Project, _ CatalogArgs) (mcpprovider.Catalog, error) {
 		if env.Providers == nil {
-			return mcpprovider.Catalog{Plugins: []mcpprovider.Plugin{}}, nil
+			return mcpprovider.Catalog{Status: mcpprovider.StatusAvailable, Plugins: []mcpprovider.Plugin{}}, nil
 		}
 		return env.Providers.Catalog(p), nil
 	})

@@ -71,6 +71,9 @@ type Options struct {
 	// Skills projects the skills.catalog material; nil leaves it
 	// unavailable (no_runtime).
 	Skills SkillCatalog
+	// Plugins projects the plugins.catalog material; nil leaves it
+	// unavailable (no_runtime).
+	Plugins PluginCatalog
 }
 
 // Server is the MCP transport over one kernel.
