@@ -24,7 +24,7 @@ var (
 )
 
 // testProvider builds testdata/provider once per test binary.
-func testProvider(t *testing.T) string {
+func testProvider(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "mcpprovider-test-")
