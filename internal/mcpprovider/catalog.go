@@ -74,20 +74,18 @@ func (m *Manager) Catalog(p project.Project) Catalog {
 // listed is the tool count and list revision of k's running instance
 // when it answered list ("" otherwise).
 func (m *Manager) listed(k slotKey) (int, string) {
-	m.mu.Lock()
-	s := m.slots[k]
-	m.mu.Unlock()
-	if s == nil || !s.done() || s.in == nil || !s.in.alive() {
+	in, ok := m.pool.Get(k)
+	if !ok {
 		return 0, ""
 	}
-	s.in.mu.Lock()
-	defer s.in.mu.Unlock()
-	if !s.in.listed || s.in.tools == nil {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.listed || in.tools == nil {
 		return 0, ""
 	}
 	h := sha256.New()
-	for _, t := range s.in.tools {
+	for _, t := range in.tools {
 		h.Write([]byte(Revision(t)))
 	}
-	return len(s.in.tools), "sha256:" + hex.EncodeToString(h.Sum(nil)[:16])
+	return len(in.tools), "sha256:" + hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -2,15 +2,16 @@ package mcpprovider
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/warmpool"
 )
 
 // Bounds of the manager.
@@ -48,25 +49,10 @@ type Options struct {
 type Manager struct {
 	opt    Options
 	getenv func(string) string
-
-	mu      sync.Mutex
-	slots   map[slotKey]*slot
-	closed  bool
-	started int
+	pool   *warmpool.Pool[slotKey, *instance]
 }
 
 type slotKey struct{ provider, root string }
-
-// slot holds one instance: started once (ready closes when in or err is
-// set), its users and its idle timer.
-type slot struct {
-	ready chan struct{}
-	in    *instance
-	err   error
-	users int
-	last  time.Time
-	timer *time.Timer
-}
 
 // NewManager returns a Manager with no provider running.
 func NewManager(opt Options) *Manager {
@@ -76,10 +62,13 @@ func NewManager(opt Options) *Manager {
 	if opt.RequestTimeout == 0 {
 		opt.RequestTimeout = DefaultRequestTimeout
 	}
-	m := &Manager{opt: opt, getenv: opt.Getenv, slots: map[slotKey]*slot{}}
+	m := &Manager{opt: opt, getenv: opt.Getenv}
 	if m.getenv == nil {
 		m.getenv = os.Getenv
 	}
+	m.pool = warmpool.New[slotKey](warmpool.Options[*instance]{Idle: opt.IdleTimeout, Max: MaxInstances,
+		Alive: (*instance).alive, Stop: (*instance).stop,
+		Closed: failure.New(failure.Unavailable, "the MCP providers are shutting down")})
 	return m
 }
 
@@ -117,152 +106,29 @@ func (m *Manager) acquire(ctx context.Context, p project.Project, name string) (
 	if err != nil {
 		return nil, nil, err
 	}
-	k := slotKey{name, filepath.Clean(p.Root)}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, nil, failure.New(failure.Unavailable, "the MCP providers are shutting down")
-	}
-	s := m.slots[k]
-	if s != nil && s.done() && (s.err != nil || !s.in.alive()) {
-		m.remove(k, s)
-		s = nil
-	}
-	first := s == nil
-	if first {
-		m.started++
-		m.evictIdlest()
-		s = &slot{ready: make(chan struct{})}
-		m.slots[k] = s
-	}
-	s.users++
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	m.mu.Unlock()
-	if first {
-		s.in, s.err = m.start(ctx, name, pv, p.Root, dir, runner.Mode(p.Sandbox))
-		close(s.ready)
-		if s.err != nil {
-			// A failed start leaves no slot: the next request tries again.
-			m.mu.Lock()
-			if m.slots[k] == s {
-				delete(m.slots, k)
-			}
-			m.mu.Unlock()
-		}
-	}
-	done := func() { m.leave(k, s) }
-	select {
-	case <-s.ready:
-	case <-ctx.Done():
-		done()
-		return nil, nil, failure.Wrap(failure.Cancelled, ctx.Err(), "waiting for provider %s to start", name)
-	}
-	if s.err != nil {
-		done()
-		return nil, nil, s.err
-	}
-	return s.in, done, nil
-}
-
-// done reports whether the slot's start has finished.
-func (s *slot) done() bool {
-	select {
-	case <-s.ready:
-		return true
-	default:
-		return false
-	}
-}
-
-// leave ends one use of s; the last one arms its idle timer.
-func (m *Manager) leave(k slotKey, s *slot) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s.users--
-	s.last = time.Now()
-	if s.users > 0 || m.slots[k] != s {
-		return
-	}
-	if s.timer != nil {
-		s.timer.Reset(m.opt.IdleTimeout)
-		return
-	}
-	s.timer = time.AfterFunc(m.opt.IdleTimeout, func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if s.users == 0 && m.slots[k] == s {
-			m.remove(k, s)
-		}
+	in, release, err := m.pool.Acquire(ctx, slotKey{name, filepath.Clean(p.Root)}, func() (*instance, error) {
+		return m.start(ctx, name, pv, p.Root, dir, runner.Mode(p.Sandbox))
 	})
-}
-
-// remove forgets s and stops its instance in the background; the caller
-// holds m.mu.
-func (m *Manager) remove(k slotKey, s *slot) {
-	delete(m.slots, k)
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	go s.stop()
-}
-
-// stop waits for s's start and stops what it started.
-func (s *slot) stop() {
-	<-s.ready
-	if s.in != nil {
-		s.in.stop()
-	}
-}
-
-// evictIdlest stops the instance idle the longest when MaxInstances run;
-// the caller holds m.mu.
-func (m *Manager) evictIdlest() {
-	if len(m.slots) < MaxInstances {
-		return
-	}
-	var victim *slot
-	var vk slotKey
-	for k, s := range m.slots {
-		if s.users > 0 {
-			continue
+	if err != nil {
+		var ferr *failure.Error
+		switch {
+		case errors.As(err, &ferr):
+		case errors.Is(err, context.DeadlineExceeded):
+			err = failure.Wrap(failure.TimedOut, err, "provider %s did not start in time", name)
+		default:
+			err = failure.Wrap(failure.Cancelled, err, "the request was cancelled while provider %s started", name)
 		}
-		if victim == nil || s.last.Before(victim.last) {
-			victim, vk = s, k
-		}
+		return nil, nil, err
 	}
-	if victim != nil {
-		m.remove(vk, victim)
-	}
+	return in, release, nil
 }
 
 // Running is how many instances are running or starting.
-func (m *Manager) Running() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.slots)
-}
+func (m *Manager) Running() int { return m.pool.Running() }
 
 // Started is how many starts were attempted since NewManager.
-func (m *Manager) Started() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.started
-}
+func (m *Manager) Started() int { return m.pool.Started() }
 
 // Close stops every instance and waits until they ended; later requests
 // fail unavailable.
-func (m *Manager) Close() {
-	m.mu.Lock()
-	m.closed = true
-	all := m.slots
-	m.slots = map[slotKey]*slot{}
-	m.mu.Unlock()
-	for _, s := range all {
-		if s.timer != nil {
-			s.timer.Stop()
-		}
-		s.stop()
-	}
-}
+func (m *Manager) Close() { m.pool.Close() }
