@@ -2,49 +2,18 @@ package app_test
 
 import (
 	"encoding/json"
-	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/mcpprovider"
+	"github.com/webcodex/webcodex/internal/mcpprovider/mcpprovidertest"
 )
-
-var (
-	providerOnce sync.Once
-	providerBin  string
-	providerErr  error
-)
-
-// testMCPProvider builds the mcpprovider tests' small go-sdk server once
-// per test binary and returns its path.
-func testMCPProvider(t testing.TB) string {
-	t.Helper()
-	providerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "app-mcp-provider-")
-		if err != nil {
-			providerErr = err
-			return
-		}
-		providerBin = filepath.Join(dir, "provider")
-		if out, err := exec.Command("go", "build", "-o", providerBin, "../mcpprovider/testdata/provider").CombinedOutput(); err != nil {
-			providerErr = errors.New(string(out))
-		}
-	})
-	if providerErr != nil {
-		t.Fatalf("build the test MCP provider: %v", providerErr)
-	}
-	return providerBin
-}
 
 // withTestProvider configures the test provider as [mcp.providers.test].
 func withTestProvider(t testing.TB, c *app.Config) {
-	c.MCP.Providers = map[string]mcpprovider.Provider{"test": {Command: testMCPProvider(t)}}
+	c.MCP.Providers = map[string]mcpprovider.Provider{"test": {Command: mcpprovidertest.Provider(t)}}
 }
 
 // TestPluginsCatalogListsReadyProviders: over MCP, work_on_project's
@@ -62,7 +31,7 @@ func TestPluginsCatalogListsReadyProviders(t *testing.T) {
 		if err := json.Unmarshal(raw, &c); err != nil {
 			t.Fatalf("%v: %s", err, raw)
 		}
-		if strings.Contains(string(raw), testMCPProvider(t)) || strings.Contains(string(raw), "schema") {
+		if strings.Contains(string(raw), mcpprovidertest.Provider(t)) || strings.Contains(string(raw), "schema") {
 			t.Fatalf("the catalog projects a command or a schema: %s", raw)
 		}
 		return c

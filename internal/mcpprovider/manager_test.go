@@ -5,44 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/mcpprovider"
+	"github.com/webcodex/webcodex/internal/mcpprovider/mcpprovidertest"
 	"github.com/webcodex/webcodex/internal/project"
 )
 
-var (
-	buildOnce sync.Once
-	buildBin  string
-	buildErr  error
-)
-
-// testProvider builds testdata/provider once per test binary.
-func testProvider(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpprovider-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildBin = filepath.Join(dir, "provider")
-		out, err := exec.Command("go", "build", "-o", buildBin, "./testdata/provider").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build the test provider: %v", buildErr)
-	}
-	return buildBin
-}
+// testProvider is the go-sdk test provider's path.
+func testProvider(t testing.TB) string { return mcpprovidertest.Provider(t) }
 
 // script writes an executable shell script into a temporary directory.
 func script(t *testing.T, body string) string {
