@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,5 +235,33 @@ func TestCatalog(t *testing.T) {
 	c = m.Catalog(p)
 	if c.Plugins[1].Status != mcpprovider.StatusReady || c.Plugins[1].Tools != 4 || c.Plugins[1].Revision == "" {
 		t.Fatalf("catalog after list %+v", c)
+	}
+}
+
+// TestBounds pins the bounds and checks the ones a request meets before
+// anything starts.
+func TestBounds(t *testing.T) {
+	if mcpprovider.MaxMessageBytes != 1<<20 || mcpprovider.MaxArgumentsBytes != 256<<10 || mcpprovider.MaxTools != 256 ||
+		mcpprovider.MaxListPages != 16 || mcpprovider.MaxDescriptionRunes != 1024 || mcpprovider.MaxInstances != 8 ||
+		mcpprovider.DefaultIdleTimeout != 10*time.Minute || mcpprovider.DefaultRequestTimeout != time.Minute ||
+		mcpprovider.MaxProviders != 32 || mcpprovider.MaxArgs != 64 || mcpprovider.MaxEnv != 64 {
+		t.Fatal("a bound changed: update the docs (tools.md, runners.md, decision 0083) with it")
+	}
+	m := newManager(t, map[string]mcpprovider.Provider{"test": {Command: testProvider(t)}}, 0)
+	big := `{"text":"` + strings.Repeat("x", mcpprovider.MaxArgumentsBytes) + `"}`
+	_, err := m.Do(context.Background(), testProject(t), mcpprovider.Request{Op: "call", Provider: "test", Tool: "echo", SchemaRevision: "x", Arguments: json.RawMessage(big)})
+	wantKind(t, err, failure.RequestTooLarge, "")
+	if m.Started() != 0 {
+		t.Fatal("an over-size request started a provider")
+	}
+	many := map[string]mcpprovider.Provider{}
+	for i := range mcpprovider.MaxProviders + 1 {
+		many[fmt.Sprintf("p%d", i)] = mcpprovider.Provider{Command: "x"}
+	}
+	if err := mcpprovider.Validate(many, "/", nil); err == nil {
+		t.Fatal("more than MaxProviders were accepted")
+	}
+	if err := mcpprovider.Validate(map[string]mcpprovider.Provider{"p": {Command: "x", Args: make([]string, mcpprovider.MaxArgs+1)}}, "/", nil); err == nil {
+		t.Fatal("more than MaxArgs were accepted")
 	}
 }
