@@ -31,6 +31,8 @@ import (
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/lsp"
+	"github.com/webcodex/webcodex/internal/mcpprovider"
+	"github.com/webcodex/webcodex/internal/mcpprovider/mcpop"
 	"github.com/webcodex/webcodex/internal/metrics"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/oauth/authserver"
@@ -89,6 +91,9 @@ type App struct {
 	// Navigator runs the language servers of this host's projects (the
 	// lsp tool, decision 0082).
 	Navigator *lsp.Manager
+	// Providers runs the [mcp.providers] of this host's projects (the
+	// mcp_tool tool, decision 0083).
+	Providers *mcpprovider.Manager
 	Kernel    *kernel.Kernel
 	Audit     *audit.Service
 	// Windows is the window plane: window activity and Window Peers.
@@ -243,7 +248,8 @@ func (a *App) wire(ctx context.Context) error {
 		}})
 	a.Shells = shell.NewManager(shell.Options{Contain: a.Contain, Sandbox: a.Sandbox})
 	a.Navigator = lsp.NewManager(lsp.Options{Contain: a.Contain, Sandbox: a.Sandbox, CacheRoot: filepath.Join(a.Config.DataDir, LanguageServerCacheDir)})
-	a.Runners = workspace.Resolver{Local: workspace.Local{Host: a.Runner, Shells: a.Shells, Navigator: a.Navigator}, Remote: a.Hub.Runner}
+	a.Providers = mcpprovider.NewManager(mcpprovider.Options{Providers: a.Config.MCP.Providers, Contain: a.Contain, Sandbox: a.Sandbox, Version: Version})
+	a.Runners = workspace.Resolver{Local: workspace.Local{Host: a.Runner, Shells: a.Shells, Navigator: a.Navigator, Providers: a.Providers}, Remote: a.Hub.Runner}
 	if a.Jobs, err = newJobs(ctx, a); err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -357,7 +363,7 @@ func (a *App) MCP() *mcpserver.Server {
 	if a.mcp == nil {
 		a.mcp = mcpserver.New(mcpserver.Options{
 			Kernel: a.Kernel, Projects: visibleProjects{a.Projects}, Logger: a.Log, Version: Version, Local: auth.LocalUser(),
-			Profile: a.toolProfile, Memory: memoryBootstrap(a), Skills: skill.Finder{Runners: a.Runners},
+			Profile: a.toolProfile, Memory: memoryBootstrap(a), Skills: skill.Finder{Runners: a.Runners}, Plugins: mcpop.Finder{Runners: a.Runners},
 			Tracing: a.Tracing,
 		})
 	}
@@ -511,6 +517,9 @@ func (a *App) release() {
 	}
 	if a.Navigator != nil {
 		a.Navigator.Close()
+	}
+	if a.Providers != nil {
+		a.Providers.Close()
 	}
 	if a.Jobs == nil {
 		return

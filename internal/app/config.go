@@ -20,6 +20,7 @@ import (
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/mcpprovider"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/pgdb"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -99,6 +100,12 @@ type Config struct {
 	Telemetry telemetry.Config `toml:"telemetry"`
 	// Metrics is the [metrics] table.
 	Metrics MetricsConfig `toml:"metrics"`
+	// MCP is the [mcp] table: [mcp.providers.NAME], the stdio MCP
+	// servers this host starts on demand for its own projects (the
+	// mcp_tool tool, decision 0083). Their cwd must be empty (the root of
+	// the project a call names): a server's projects are registered at
+	// run time.
+	MCP MCPConfig `toml:"mcp"`
 	// DatabaseURL, when set, is the postgres:// URL of the PostgreSQL
 	// database that holds every store instead of the data directory's
 	// SQLite files, so that several replicas can serve one deployment
@@ -122,6 +129,11 @@ type MetricsConfig struct {
 	// default true. Off, /metrics answers 404 and calls are not counted.
 	// /readyz is served either way.
 	Enabled bool `toml:"enabled"`
+}
+
+// MCPConfig is config.toml's [mcp] table.
+type MCPConfig struct {
+	Providers map[string]mcpprovider.Provider `toml:"providers"`
 }
 
 // OAuthConfig is the [oauth] table: either the built-in authorization
@@ -444,6 +456,9 @@ func (c Config) Validate() error {
 	}
 	if fe, ok := errors.AsType[*telemetry.FieldError](c.Telemetry.Validate()); ok {
 		return &ConfigError{Source: "config", Key: "telemetry." + fe.Key, Err: fe.Err}
+	}
+	if err := mcpprovider.Validate(c.MCP.Providers, c.DataDir, nil); err != nil {
+		return &ConfigError{Source: "config", Key: "mcp.providers", Err: err}
 	}
 	if c.BootstrapToken != "" && len(c.BootstrapToken) < 16 {
 		return &ConfigError{Source: "environment", Key: "WEBCODEX_TOKEN", Err: errors.New("must be at least 16 characters")}

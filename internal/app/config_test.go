@@ -126,3 +126,33 @@ func TestJobRunningPerOwnerConfig(t *testing.T) {
 		t.Fatalf("above job_concurrency: %v, want a ConfigError for job_running_per_owner", err)
 	}
 }
+
+// TestMCPProvidersConfig: config.toml's [mcp.providers.NAME] loads; a
+// provider with no command, a value in env, a cwd (a server's projects
+// are registered at run time) or an unknown key stops the load.
+func TestMCPProvidersConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, app.ConfigFile), []byte("[mcp.providers.fs]\ncommand = \"mcp-server-filesystem\"\nargs = [\".\"]\nenv = [\"HOME\"]\n"), 0o600)
+	cfg, err := app.LoadConfig(dir, env(nil))
+	if err != nil || cfg.MCP.Providers["fs"].Command != "mcp-server-filesystem" {
+		t.Fatalf("%+v %v", cfg.MCP, err)
+	}
+	for name, body := range map[string]string{
+		"no command": "[mcp.providers.fs]\nargs = [\".\"]\n",
+		"env value":  "[mcp.providers.fs]\ncommand = \"x\"\nenv = [\"TOKEN=s\"]\n",
+		"cwd":        "[mcp.providers.fs]\ncommand = \"x\"\ncwd = \"/srv\"\n",
+	} {
+		d := t.TempDir()
+		os.WriteFile(filepath.Join(d, app.ConfigFile), []byte(body), 0o600)
+		_, err := app.LoadConfig(d, env(nil))
+		var ce *app.ConfigError
+		if !errors.As(err, &ce) || ce.Key != "mcp.providers" {
+			t.Errorf("%s: got %v, want a ConfigError naming mcp.providers", name, err)
+		}
+	}
+	d := t.TempDir()
+	os.WriteFile(filepath.Join(d, app.ConfigFile), []byte("[mcp.providers.fs]\ncommand = \"x\"\ncolour = 1\n"), 0o600)
+	if _, err := app.LoadConfig(d, env(nil)); err == nil {
+		t.Error("an unknown key was accepted")
+	}
+}

@@ -73,7 +73,7 @@ func TestMCPOutputSchemasAcceptSuccessAndFailure(t *testing.T) {
 	needs := map[string]string{"run_tests": "node", "cargo_check": "cargo", "cargo_test": "cargo"}
 	have := func(tool string) bool { _, err := exec.LookPath(needs[tool]); return err == nil }
 	repo := strictProject(t)
-	s := startAppWith(t, t.TempDir(), func(c *app.Config) { c.ToolProfile = gateway.Full }, "calc="+repo)
+	s := startAppWith(t, t.TempDir(), func(c *app.Config) { c.ToolProfile = gateway.Full; withTestProvider(t, c) }, "calc="+repo)
 	defer s.stop(t)
 	const proj = "agent:local:calc"
 	schemas := map[string]map[string]*jsonschema.Schema{
@@ -320,6 +320,8 @@ func TestMCPOutputSchemasAcceptSuccessAndFailure(t *testing.T) {
 	act("skill_read", map[string]any{"project": proj, "name": "nope"}, false)
 	act("lsp", map[string]any{"project": proj, "op": "document_symbols", "path": "calc.go"}, true)
 	act("lsp", map[string]any{"project": proj, "op": "definition", "path": "calc.go", "line": 999, "column": 1}, false)
+	act("mcp_tool", map[string]any{"project": proj, "op": "list", "provider": "test"}, true)
+	act("mcp_tool", map[string]any{"project": proj, "op": "call", "provider": "test", "tool": "echo"}, false)
 
 	// Project Memory.
 	mrev := str(act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add adds", "tags": []string{"pinned"}}, true), "entry", "revision")

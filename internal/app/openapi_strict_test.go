@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/webcodex/webcodex/internal/app"
 	"github.com/webcodex/webcodex/internal/transport/rest"
 	"github.com/webcodex/webcodex/internal/workflow/handoff"
 )
@@ -115,7 +116,7 @@ func strictProject(t *testing.T) string {
 // 2020-12 validator.
 func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	repo := strictProject(t)
-	s := startApp(t, t.TempDir(), "calc="+repo)
+	s := startAppWith(t, t.TempDir(), func(c *app.Config) { withTestProvider(t, c) }, "calc="+repo)
 	defer s.stop(t)
 	const proj = "agent:local:calc"
 	schemas := responseSchemas(t, fetchOpenAPI(t, s, "?tools="+rest.AllTools))
@@ -301,6 +302,8 @@ func TestOpenAPIResponsesValidateStrictly(t *testing.T) {
 	act("skill_read", map[string]any{"project": proj, "name": "nope"}, false)
 	act("lsp", map[string]any{"project": proj, "op": "document_symbols", "path": "calc.go"}, true)
 	act("lsp", map[string]any{"project": proj, "op": "definition", "path": "calc.go", "line": 999, "column": 1}, false)
+	act("mcp_tool", map[string]any{"project": proj, "op": "list", "provider": "test"}, true)
+	act("mcp_tool", map[string]any{"project": proj, "op": "call", "provider": "test", "tool": "echo"}, false)
 	// Project Memory.
 	mrev := field(act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add adds", "tags": []string{"pinned"}}, true), "entry", "revision")
 	act("memory_set", map[string]any{"project": proj, "memory_key": "calc", "body": "Add subtracts"}, false)

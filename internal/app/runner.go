@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/webcodex/webcodex/internal/lsp/lspop"
+	"github.com/webcodex/webcodex/internal/mcpprovider/mcpop"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runneragent"
 	"github.com/webcodex/webcodex/internal/runnerlink"
@@ -23,7 +24,7 @@ import (
 // RunnerOps are the operations a `webcodex runner` serves: the effect halves
 // of the tools that run through runners.
 func RunnerOps() []workspace.Served {
-	return slices.Concat(files.Ops(), search.Ops(), git.Ops(), edit.Ops(), closeout.Ops(), sessionshell.Ops(), validate.Ops(), worktree.Ops(), skill.Ops(), lspop.Ops())
+	return slices.Concat(files.Ops(), search.Ops(), git.Ops(), edit.Ops(), closeout.Ops(), sessionshell.Ops(), validate.Ops(), worktree.Ops(), skill.Ops(), lspop.Ops(), mcpop.Ops())
 }
 
 // NewRunnerAgent is `webcodex runner`'s composition root: the agent for

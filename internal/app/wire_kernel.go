@@ -9,6 +9,7 @@ import (
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/gateway"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/mcpprovider/mcpop"
 	"github.com/webcodex/webcodex/internal/skill"
 	"github.com/webcodex/webcodex/internal/tools/board"
 	"github.com/webcodex/webcodex/internal/tools/closeout"
@@ -18,6 +19,7 @@ import (
 	"github.com/webcodex/webcodex/internal/tools/goals"
 	"github.com/webcodex/webcodex/internal/tools/intents"
 	"github.com/webcodex/webcodex/internal/tools/jobctl"
+	"github.com/webcodex/webcodex/internal/tools/mcptool"
 	"github.com/webcodex/webcodex/internal/tools/memory"
 	"github.com/webcodex/webcodex/internal/tools/navigate"
 	"github.com/webcodex/webcodex/internal/tools/peers"
@@ -47,7 +49,7 @@ func NewRegistry(a *App) *kernel.Registry {
 		counter, journal = a.Evidence, a.Evidence
 	}
 	sessions.Register(reg, &sessions.Tools{Sessions: a.Sessions, Evidence: counter, Goals: goalNames(goalSvc),
-		Worktrees: newWorktrees(a), Guidance: mcpserver.WorkflowGuide, Resources: sessionResources(a), Skills: skill.Finder{Runners: a.Runners}, OnClose: func(id string) {
+		Worktrees: newWorktrees(a), Guidance: mcpserver.WorkflowGuide, Resources: sessionResources(a), Skills: skill.Finder{Runners: a.Runners}, Plugins: mcpop.Finder{Runners: a.Runners}, OnClose: func(id string) {
 			if a.Shells != nil {
 				a.Shells.CloseSession(id)
 			}
@@ -69,6 +71,7 @@ func NewRegistry(a *App) *kernel.Registry {
 	files.Register(reg, a.Runners)
 	skills.Register(reg, a.Runners)
 	navigate.Register(reg, a.Runners)
+	mcptool.Register(reg, a.Runners)
 	search.Register(reg, a.Runners)
 	edit.Register(reg, a.Runners)
 	git.Register(reg, &git.Tools{Runners: a.Runners})

@@ -134,6 +134,10 @@ var classes = map[Kind]Class{
 	ResourceNotAllowed: {ClassNotStarted, RecoverFixInput, statusBadRequest},
 	// Code navigation.
 	LanguageServerUnavailable: {ClassCapabilityUnavailable, RecoverFixInput, statusUnavailable},
+	// MCP providers: describe, then call at the revision it returned.
+	DescribeRequired:    {ClassStalePrecondition, RecoverRereadAndRetry, statusConflict},
+	UnknownMCPProvider:  {ClassInvalidArguments, RecoverFixInput, statusNotFound},
+	UnknownProviderTool: {ClassInvalidArguments, RecoverFixInput, statusNotFound},
 }
 
 // ClassOf returns the presentation of k. A kind without a row (only

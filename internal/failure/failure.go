@@ -100,6 +100,13 @@ const (
 	// installed where the project's files are; the message names the
 	// server to install and nothing was started.
 	LanguageServerUnavailable Kind = "language_server_unavailable"
+	// MCP providers (mcp_tool): a call that does not name the schema
+	// revision its tool was described at (none, or an old one) calls
+	// nothing; a provider not configured where the project's files are;
+	// a tool name not in the provider's list.
+	DescribeRequired    Kind = "describe_required"
+	UnknownMCPProvider  Kind = "unknown_mcp_provider"
+	UnknownProviderTool Kind = "unknown_provider_tool"
 )
 
 // Kinds lists every kind defined in this package, for documentation and the
@@ -125,6 +132,7 @@ var Kinds = []Kind{
 	InvalidRevision, UnknownMemory, MemoryScopeFull,
 	RunnerUnavailable, ResourceNotAllowed,
 	LanguageServerUnavailable,
+	DescribeRequired, UnknownMCPProvider, UnknownProviderTool,
 }
 
 // Error is a failure with a stable kind, a human message and optional

@@ -188,8 +188,8 @@ func (b BoardAttention) Project(ctx context.Context, c AmbientCall, p *Projectio
 	p.SessionAttention = b.Board.Attend(ctx, workflow.AttendParams{SessionID: id, Acks: c.AckMessageIDs, Before: c.Began, Claimed: p.ackClaimed})
 }
 
-// NoExtensionRuntime is the reason plugins are unavailable wherever they
-// are projected (context_request's plugins.catalog, work_on_project's
-// extension catalog): WebCodex has no plugin runtime. Skills are given it
-// only by a server wired without a skill catalog.
+// NoExtensionRuntime is the reason skills or plugins are unavailable
+// wherever they are projected (context_request's skills.catalog and
+// plugins.catalog, work_on_project's extension catalog) by a server wired
+// without a skill or plugin (MCP provider) catalog.
 const NoExtensionRuntime = "no_runtime"

@@ -11,11 +11,11 @@ import (
 // result shaping: the benchmark's base side.
 func (m *Manager) RawDefinition(ctx context.Context, p project.Project, abs string, line, character int) error {
 	l, _ := LanguageNamed(m.opt.Languages, "go")
-	s, e, err := m.acquire(ctx, p.Root, l)
+	s, release, err := m.acquire(ctx, p.Root, l)
 	if err != nil {
 		return err
 	}
-	defer m.release(key{p.Root, l.Name}, e)
+	defer release()
 	_, err = s.rawRequest(ctx, "textDocument/definition", map[string]any{
 		"textDocument": map[string]string{"uri": fileURI(abs)},
 		"position":     lspPosition{Line: line, Character: character},

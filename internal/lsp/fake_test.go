@@ -186,12 +186,8 @@ func TestIdleServerStops(t *testing.T) {
 	if _, err := m.Navigate(context.Background(), p, Request{Op: OpDocumentSymbols, Path: "x.fake"}); err != nil {
 		t.Fatal(err)
 	}
-	m.mu.Lock()
 	var s *server
-	for _, e := range m.servers {
-		s = e.s
-	}
-	m.mu.Unlock()
+	m.pool.Each(func(v *server) { s = v })
 	if s == nil {
 		t.Fatal("no server slot after a call")
 	}
@@ -252,13 +248,11 @@ func TestMaxOpenDocuments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, e := range m.servers {
-		if n := len(e.s.docs); n < 1 || n > MaxOpenDocuments {
+	m.pool.Each(func(s *server) {
+		if n := len(s.docs); n < 1 || n > MaxOpenDocuments {
 			t.Errorf("%d documents open", n)
 		}
-	}
+	})
 }
 
 func TestRequestBounds(t *testing.T) {

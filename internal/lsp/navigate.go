@@ -55,7 +55,7 @@ func (m *Manager) Navigate(ctx context.Context, p project.Project, req Request) 
 	root := p.Root
 	ctx, cancel := context.WithTimeout(ctx, m.opt.RequestTimeout)
 	defer cancel()
-	s, e, err := m.acquire(ctx, root, t.lang)
+	s, release, err := m.acquire(ctx, root, t.lang)
 	if err != nil {
 		var ferr *failure.Error
 		switch {
@@ -67,7 +67,7 @@ func (m *Manager) Navigate(ctx context.Context, p project.Project, req Request) 
 		}
 		return Result{}, err
 	}
-	defer m.release(key{root, t.lang.Name}, e)
+	defer release()
 	res := Result{Op: req.Op, Path: t.rel, Language: t.lang.Name, Server: t.lang.Server, Sandbox: string(s.mode)}
 	f := files{root: root, tree: tree, enc: s.enc, cache: map[string][]string{}}
 	if t.abs != "" {

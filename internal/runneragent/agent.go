@@ -18,6 +18,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/lsp"
+	"github.com/webcodex/webcodex/internal/mcpprovider"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerlink"
@@ -77,6 +78,9 @@ type Agent struct {
 	// navigator runs the language servers of this runner's projects (the
 	// lsp ops), stopped when the runner ends.
 	navigator *lsp.Manager
+	// providers run the configured MCP providers of this runner's
+	// projects (the mcp ops), stopped when the runner ends.
+	providers *mcpprovider.Manager
 
 	poolMu sync.Mutex
 	pool   *sshresource.Pool // the SSH masters, made at the first use
@@ -112,6 +116,7 @@ func New(o Options) *Agent {
 	a.shells = shell.NewManager(shell.Options{Sandbox: o.Policy, Contain: o.Contain, Holder: "runner",
 		CapTimeout: time.Duration(o.Config.Policy.MaxTimeoutSecs) * time.Second})
 	a.navigator = lsp.NewManager(lsp.Options{Sandbox: o.Policy, Contain: o.Contain})
+	a.providers = mcpprovider.NewManager(mcpprovider.Options{Providers: o.Config.MCP.Providers, Sandbox: o.Policy, Contain: o.Contain, Version: o.Version})
 	return a
 }
 
@@ -128,6 +133,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.hold.closeAll()
 	defer a.shells.Close()
 	defer a.navigator.Close()
+	defer a.providers.Close()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -441,7 +447,8 @@ func (s *session) handle(ctx context.Context, id string, req runnerwire.Request)
 		s.respond(id, nil, failure.New(failure.Unavailable, "this runner does not serve %s", req.Op))
 		return
 	}
-	res, err := op.Serve(ctx, workspace.Env{Host: s.a.host, Shells: s.a.shells, RemoteShell: s.a.remoteShell(s.gen), Navigator: s.a.navigator, SkillRoots: s.a.o.Config.Skills.Roots}, p, req.Args)
+	res, err := op.Serve(ctx, workspace.Env{Host: s.a.host, Shells: s.a.shells, RemoteShell: s.a.remoteShell(s.gen), Navigator: s.a.navigator, Providers: s.a.providers,
+		SkillRoots: s.a.o.Config.Skills.Roots}, p, req.Args)
 	s.respond(id, res, err)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/webcodex/webcodex/internal/ident"
+	"github.com/webcodex/webcodex/internal/mcpprovider"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerwire"
@@ -40,6 +41,7 @@ type Config struct {
 	Policy   Policy            `toml:"policy"`
 	SSH      SSH               `toml:"ssh"`
 	Skills   Skills            `toml:"skills"`
+	MCP      MCP               `toml:"mcp"`
 }
 
 // Skills is runner.toml's [skills].
@@ -49,6 +51,12 @@ type Skills struct {
 	// source "runner". Read live: a skill added to a root is listed on
 	// the next call.
 	Roots []string `toml:"roots"`
+}
+
+// MCP is runner.toml's [mcp]: the stdio MCP servers this runner starts
+// on demand for its projects ([mcp.providers.NAME], decision 0083).
+type MCP struct {
+	Providers map[string]mcpprovider.Provider `toml:"providers"`
 }
 
 // Policy is runner.toml's [policy].
@@ -119,7 +127,17 @@ func ParseConfig(b []byte, base string) (Config, error) {
 			c.Skills.Roots[i] = filepath.Join(base, dir)
 		}
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return Config{}, err
+	}
+	roots := make([]string, 0, len(c.Projects))
+	for _, dir := range c.Projects {
+		roots = append(roots, dir)
+	}
+	if err := mcpprovider.Validate(c.MCP.Providers, base, roots); err != nil {
+		return Config{}, fmt.Errorf("runner config: %w", err)
+	}
+	return c, nil
 }
 
 func (c *Config) validate() error {

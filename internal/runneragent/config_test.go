@@ -66,3 +66,28 @@ func TestParseConfigSkillRoots(t *testing.T) {
 		t.Fatalf("%d skills roots: %v", MaxSkillRoots, err)
 	}
 }
+
+func TestParseConfigMCPProviders(t *testing.T) {
+	dir := t.TempDir()
+	good := "client_id = \"box\"\n[projects]\ndemo = %q\n[mcp.providers.fs]\ncommand = \"mcp-server-filesystem\"\nargs = [\".\"]\nenv = [\"HOME\", \"NODE_OPTIONS\"]\ncwd = %q\n"
+	c, err := ParseConfig([]byte(fmt.Sprintf(good, dir, dir)), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.MCP.Providers["fs"]; p.Command != "mcp-server-filesystem" || len(p.Env) != 2 || p.Cwd != c.Projects["demo"] {
+		t.Fatalf("provider: %+v", p)
+	}
+	for name, body := range map[string]string{
+		"unknown key":   "[mcp.providers.fs]\ncommand = \"x\"\ncolour = 1\n",
+		"no command":    "[mcp.providers.fs]\nargs = [\"x\"]\n",
+		"bad name":      "[mcp.providers.\"../fs\"]\ncommand = \"x\"\n",
+		"env value":     "[mcp.providers.fs]\ncommand = \"x\"\nenv = [\"TOKEN=secret\"]\n",
+		"cwd elsewhere": "[mcp.providers.fs]\ncommand = \"x\"\ncwd = \"/proc\"\n",
+		"unknown table": "[mcp.servers.fs]\ncommand = \"x\"\n",
+	} {
+		cfg := fmt.Sprintf("client_id = \"box\"\n[projects]\ndemo = %q\n", dir) + body
+		if _, err := ParseConfig([]byte(cfg), "/"); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/lsp"
+	"github.com/webcodex/webcodex/internal/mcpprovider"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerwire"
@@ -51,11 +52,13 @@ type Remote interface {
 
 // Local is the in-process runner. Shells, when set, is this host's
 // persistent-shell Manager, and Navigator its language-server Manager,
-// handed to the operations it runs (Env.Shells, Env.Navigator).
+// Providers its MCP-provider Manager, handed to the operations it runs
+// (Env.Shells, Env.Navigator, Env.Providers).
 type Local struct {
 	runner.Host
 	Shells    *shell.Manager
 	Navigator *lsp.Manager
+	Providers *mcpprovider.Manager
 }
 
 // ID implements Runner.
@@ -111,6 +114,11 @@ type Env struct {
 	// runner's runner.toml [skills] roots), listed with every project's
 	// skills; none on the server.
 	SkillRoots []string
+	// Providers is the MCP-provider Manager of the machine the operation
+	// runs on (its configured stdio MCP servers run there, next to the
+	// project's files). nil where none is kept; an operation that needs
+	// one then fails unavailable.
+	Providers *mcpprovider.Manager
 }
 
 // Served is an operation a runner serves for remote callers: Serve decodes
@@ -156,7 +164,7 @@ func Do[In, Out any](ctx context.Context, r Runner, p project.Project, op *Op[In
 	if !ok {
 		env := Env{Host: r}
 		if l, ok := r.(Local); ok {
-			env.Shells, env.Navigator = l.Shells, l.Navigator
+			env.Shells, env.Navigator, env.Providers = l.Shells, l.Navigator, l.Providers
 		}
 		return op.run(ctx, env, p, in)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/mcpprovider"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/skill"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -46,6 +47,16 @@ type Tools struct {
 	// Skills, when set, gives the skills part of the extension catalog
 	// (unavailable with kernel.NoExtensionRuntime without it).
 	Skills SkillCatalog
+	// Plugins, when set, gives the plugins part of the extension catalog:
+	// the MCP providers configured where the project's files are
+	// (unavailable with kernel.NoExtensionRuntime without it).
+	Plugins PluginCatalog
+}
+
+// PluginCatalog gives the selection metadata of the MCP providers serving
+// a project; it starts none.
+type PluginCatalog interface {
+	Catalog(ctx context.Context, p project.Project) (mcpprovider.Catalog, error)
 }
 
 // SkillCatalog gives the selection metadata of a project's Agent Skills.
@@ -228,11 +239,12 @@ type WorktreeView struct {
 
 // ExtensionCatalog is the extension catalog. Skills is a skill.Catalog
 // (selection metadata only, never instructions), or an Unavailable when
-// the skills cannot be listed; there is no plugin runtime, so Plugins is
-// always unavailable with kernel.NoExtensionRuntime.
+// the skills cannot be listed; Plugins is an mcpprovider.Catalog (ready
+// providers whose cwd is the project root and that answered list; the
+// others unavailable with their reason), or an Unavailable.
 type ExtensionCatalog struct {
-	Skills  any         `json:"skills"`
-	Plugins Unavailable `json:"plugins"`
+	Skills  any `json:"skills"`
+	Plugins any `json:"plugins"`
 }
 
 // Unavailable is a projection that cannot be served, and why.
@@ -245,11 +257,22 @@ type Unavailable struct {
 // whose project could not be listed (its runner is away, say).
 const ReasonSkillsUnreadable = "skills_unreadable"
 
+// ReasonPluginsUnreadable is the reason of an unavailable plugins catalog
+// whose project's providers could not be read (its runner is away, say).
+const ReasonPluginsUnreadable = "plugins_unreadable"
+
 // extensionCatalog is p's extension catalog.
 func (t *Tools) extensionCatalog(ctx context.Context, p project.Project) ExtensionCatalog {
 	c := ExtensionCatalog{
 		Skills:  Unavailable{Status: "unavailable", Reason: kernel.NoExtensionRuntime},
 		Plugins: Unavailable{Status: "unavailable", Reason: kernel.NoExtensionRuntime},
+	}
+	if t.Plugins != nil {
+		if pc, err := t.Plugins.Catalog(ctx, p); err != nil {
+			c.Plugins = Unavailable{Status: "unavailable", Reason: ReasonPluginsUnreadable}
+		} else {
+			c.Plugins = pc
+		}
 	}
 	if t.Skills == nil {
 		return c

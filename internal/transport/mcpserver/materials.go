@@ -6,6 +6,7 @@ import (
 
 	"github.com/webcodex/webcodex/internal/auth"
 	"github.com/webcodex/webcodex/internal/kernel"
+	"github.com/webcodex/webcodex/internal/mcpprovider"
 	"github.com/webcodex/webcodex/internal/memory"
 	"github.com/webcodex/webcodex/internal/project"
 	"github.com/webcodex/webcodex/internal/skill"
@@ -31,14 +32,22 @@ const (
 	// ReasonMemoryUnavailable: the server has no memory store or it
 	// could not be read.
 	ReasonMemoryUnavailable = "memory_unavailable"
-	// ReasonNoRuntime: no plugin runtime exists in WebCodex, so
-	// plugins.catalog is always unavailable; skills.catalog is too when
-	// the server has no skill catalog.
+	// ReasonNoRuntime: the server has no plugin (MCP provider) catalog,
+	// or no skill catalog.
 	ReasonNoRuntime = kernel.NoExtensionRuntime
 	// ReasonSkillsUnreadable: the project's skills could not be listed
 	// (its runner is away, say).
 	ReasonSkillsUnreadable = "skills_unreadable"
+	// ReasonPluginsUnreadable: the project's MCP providers could not be
+	// read (its runner is away, say).
+	ReasonPluginsUnreadable = "plugins_unreadable"
 )
+
+// PluginCatalog is the selection metadata of the MCP providers serving a
+// project as plugins.catalog reads it (internal/app wires an mcpop.Finder).
+type PluginCatalog interface {
+	Catalog(ctx context.Context, p project.Project) (mcpprovider.Catalog, error)
+}
 
 // SkillCatalog is the selection metadata of a project's Agent Skills as
 // skills.catalog reads it (internal/app wires a skill.Finder).
@@ -91,7 +100,7 @@ func (s *Server) materials(ctx context.Context, p auth.Principal, args json.RawM
 		case MaterialSkills:
 			out[k] = s.skillsCatalog(ctx, p, args)
 		case MaterialPlugins:
-			out[k] = unavailable(ReasonNoRuntime)
+			out[k] = s.pluginsCatalog(ctx, p, args)
 		default:
 			out[k] = unavailable(ReasonUnknownMaterial)
 		}
@@ -158,6 +167,24 @@ func (s *Server) memoryBootstrap(ctx context.Context, p auth.Principal, args jso
 // skillsCatalog is the skills.catalog material: the selection metadata of
 // the explicit project's skills (bounded by skill.MaxSkills and
 // skill.MaxCatalogBytes), never their instructions. It needs project:read.
+// pluginsCatalog is the plugins.catalog material: the MCP providers
+// serving the call's explicit project (selection metadata; it starts none).
+func (s *Server) pluginsCatalog(ctx context.Context, p auth.Principal, args json.RawMessage) Material {
+	if s.opts.Plugins == nil {
+		return unavailable(ReasonNoRuntime)
+	}
+	pr, denied := s.explicitProject(ctx, p, args, auth.ScopeProjectRead)
+	if denied != nil {
+		return *denied
+	}
+	c, err := s.opts.Plugins.Catalog(ctx, pr)
+	if err != nil {
+		s.log.Warn("plugins.catalog", "project", pr.ID, "err", err)
+		return unavailable(ReasonPluginsUnreadable)
+	}
+	return Material{Status: "available", Content: c}
+}
+
 func (s *Server) skillsCatalog(ctx context.Context, p auth.Principal, args json.RawMessage) Material {
 	if s.opts.Skills == nil {
 		return unavailable(ReasonNoRuntime)

@@ -75,6 +75,9 @@ type Options struct {
 	// Tracing, when set, gets a span per MCP request (see trace); nil is
 	// tracing off.
 	Tracing *telemetry.Tracing
+	// Plugins projects the plugins.catalog material; nil leaves it
+	// unavailable (no_runtime).
+	Plugins PluginCatalog
 }
 
 // Server is the MCP transport over one kernel.
