@@ -181,6 +181,28 @@ func (r RetentionConfig) validate() error {
 	return nil
 }
 
+// policies are the keys set, as "key=value", in the table's order.
+func (r RetentionConfig) policies() []string {
+	out := []string{}
+	add := func(key string, v any) { out = append(out, fmt.Sprintf("%s=%v", key, v)) }
+	if r.SessionEventsDays != nil {
+		add("session_events_days", *r.SessionEventsDays)
+	}
+	if r.JobOutputDays != nil {
+		add("job_output_days", *r.JobOutputDays)
+	}
+	if r.JobOutputBytesPerProject != nil {
+		add("job_output_bytes_per_project", *r.JobOutputBytesPerProject)
+	}
+	if r.AuditEventsDays != nil {
+		add("audit_events_days", *r.AuditEventsDays)
+	}
+	if r.EvidencePayloadDays != nil {
+		add("evidence_payload_days", *r.EvidencePayloadDays)
+	}
+	return out
+}
+
 // evidenceKeyFile is the evidence signing key file of a deployment on
 // DatabaseURL: EvidenceKey, else the data directory's.
 func (c Config) evidenceKeyFile() string {

@@ -40,6 +40,9 @@ type Purger struct {
 
 	mu   sync.Mutex
 	runs []Run // newest last, at most MaxRuns
+	// first is closed when Loop's first pass ended (firstOnce).
+	first     chan struct{}
+	firstOnce sync.Once
 }
 
 // New returns a purger of targets; log and now may be nil.
@@ -50,8 +53,12 @@ func New(targets []Target, log *slog.Logger, now func() time.Time) *Purger {
 	if now == nil {
 		now = time.Now
 	}
-	return &Purger{targets: targets, log: log, now: now}
+	return &Purger{targets: targets, log: log, now: now, first: make(chan struct{})}
 }
+
+// FirstPass is closed once Loop's first pass ended (at once when there
+// are no targets).
+func (p *Purger) FirstPass() <-chan struct{} { return p.first }
 
 // Targets reports how many targets the purger has (0: no policy).
 func (p *Purger) Targets() int { return len(p.targets) }
@@ -136,6 +143,7 @@ func (p *Purger) Runs() []Run {
 // it returns after the pass in progress stops (its open batch rolled
 // back by the cancellation). Without targets it returns at once.
 func (p *Purger) Loop(ctx context.Context, interval time.Duration) {
+	defer p.firstOnce.Do(func() { close(p.first) })
 	if len(p.targets) == 0 {
 		return
 	}
@@ -143,6 +151,7 @@ func (p *Purger) Loop(ctx context.Context, interval time.Duration) {
 	defer t.Stop()
 	for {
 		p.Pass(ctx)
+		p.firstOnce.Do(func() { close(p.first) })
 		select {
 		case <-ctx.Done():
 			return
