@@ -72,6 +72,9 @@ func (a *App) startRetention() {
 	if n := a.purger.Targets(); n > 0 {
 		a.Log.Info("start: retention", "policies", a.Config.Retention.policies(), "interval", retention.Interval)
 	}
+	if keys := UnwiredPolicies(a.Config); len(keys) > 0 {
+		a.Log.Warn("start: retention policies set but not enforced by this build", "keys", keys)
+	}
 }
 
 // stopRetention stops the purger and waits for it: a batch in progress
@@ -89,4 +92,24 @@ func (a *App) retentionStatus() RetentionStatus {
 		st.Runs = append(st.Runs, a.purger.Runs()...)
 	}
 	return st
+}
+
+// RetentionPolicies are the [retention] keys cfg sets, as "key=value".
+func RetentionPolicies(cfg Config) []string { return cfg.Retention.policies() }
+
+// UnwiredPolicies are the [retention] keys cfg sets that no target of
+// NewPurger enforces (their stores' purges are wired apart, or not yet).
+func UnwiredPolicies(cfg Config) []string {
+	out := []string{}
+	r := cfg.Retention
+	if r.JobOutputDays != nil {
+		out = append(out, "job_output_days")
+	}
+	if r.JobOutputBytesPerProject != nil {
+		out = append(out, "job_output_bytes_per_project")
+	}
+	if r.EvidencePayloadDays != nil {
+		out = append(out, "evidence_payload_days")
+	}
+	return out
 }
