@@ -113,3 +113,7 @@ func UnwiredPolicies(cfg Config) []string {
 	}
 	return out
 }
+
+// RetentionFirstPass is closed once the background purger's first pass,
+// run at start, ended.
+func (a *App) RetentionFirstPass() <-chan struct{} { return a.purger.FirstPass() }
