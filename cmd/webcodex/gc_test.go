@@ -14,6 +14,8 @@ import (
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/audit/auditdb"
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
@@ -26,7 +28,7 @@ func agedDataDir(t *testing.T) (data string, old workflow.Session) {
 	t.Helper()
 	ctx := context.Background()
 	data = t.TempDir()
-	if err := os.WriteFile(filepath.Join(data, app.ConfigFile), []byte("[retention]\nsession_events_days = 30\naudit_events_days = 30\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(data, app.ConfigFile), []byte("[retention]\nsession_events_days = 30\naudit_events_days = 30\njob_output_days = 30\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	then := time.Now().Add(-40 * 24 * time.Hour)
@@ -62,7 +64,31 @@ func agedDataDir(t *testing.T) (data string, old workflow.Session) {
 		t.Fatal(err)
 	}
 	au.Close()
+	jo, err := jobsdb.Open(ctx, filepath.Join(data, app.JobsDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jo.Close()
+	for _, at := range []time.Time{then, time.Now()} {
+		j := jobs.Job{ID: jobs.NewID(), Project: "agent:local:demo", Principal: "fp", Tool: "run_job", Program: "sh", State: jobs.Succeeded,
+			Expectation: jobs.ExpectSuccess, CreatedAt: at, StartedAt: at, FinishedAt: at, Background: true}
+		if err := jo.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(data, app.JobsDir, j.ID), 0o700)
+		os.WriteFile(filepath.Join(data, app.JobsDir, j.ID, "stdout"), []byte("output"), 0o600)
+	}
 	return data, old
+}
+
+// jobOutputs is how many jobs' output directories the data directory holds.
+func jobOutputs(t *testing.T, data string) int {
+	t.Helper()
+	es, err := os.ReadDir(filepath.Join(data, app.JobsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
 }
 
 // held is what the data directory holds: the workflow store's status and
@@ -107,19 +133,21 @@ func TestGC(t *testing.T) {
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(fmt.Sprintf(`(?m)^workflow\s+session_events_days\s+\S+\s+%d\s+1$`, old.EventsObserved)),
 		regexp.MustCompile(`(?m)^audit\s+audit_events_days\s+\S+\s+2\s+1$`),
+		regexp.MustCompile(`(?m)^jobs\s+job_output_days\s+\S+\s+1\s+1$`),
 		regexp.MustCompile(`Dry run: nothing was removed`),
 	} {
 		if !want.MatchString(out) {
 			t.Fatalf("gc --dry-run output lacks %v:\n%s", want, out)
 		}
 	}
-	if wf, _, n := held(t, data); wf != wfBefore || n != auditBefore {
+	if wf, _, n := held(t, data); wf != wfBefore || n != auditBefore || jobOutputs(t, data) != 2 {
 		t.Fatalf("the dry run changed the stores: %+v %d events, was %+v %d", wf, n, wfBefore, auditBefore)
 	}
 
 	out = mustRun(t, "--data-dir", data, "gc")
 	if !regexp.MustCompile(fmt.Sprintf(`(?m)^workflow\s+session_events_days\s+\S+\s+%d\s+1\s+1\s*$`, old.EventsObserved)).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^audit\s+audit_events_days\s+\S+\s+2\s+1\s+1\s*$`).MatchString(out) {
+		!regexp.MustCompile(`(?m)^audit\s+audit_events_days\s+\S+\s+2\s+1\s+1\s*$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^jobs\s+job_output_days\s+\S+\s+1\s+1\s+1\s*$`).MatchString(out) || jobOutputs(t, data) != 1 {
 		t.Fatalf("gc output:\n%s", out)
 	}
 	wf, oldest, n := held(t, data)

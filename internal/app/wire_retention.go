@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/retention"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
@@ -20,10 +22,24 @@ type RetentionStatus struct {
 	Runs []retention.Run `json:"runs"`
 }
 
-// retentionTargets are the targets of policy r on st. Evidence payloads
+// retentionTargets are the targets of policy r on st, whose job output is
+// under dataDir's jobs directory. Evidence payloads
 // (evidence_payload_days) are the evidence journal's purge, wired apart.
-func retentionTargets(r RetentionConfig, st *Stores) []retention.Target {
+func retentionTargets(r RetentionConfig, st *Stores, dataDir string) []retention.Target {
 	var out []retention.Target
+	if r.JobOutputDays != nil {
+		dir, replica := filepath.Join(dataDir, JobsDir), st.ReplicaID()
+		out = append(out, retention.Target{Store: "jobs", Policy: "job_output_days", Age: retention.Days(*r.JobOutputDays),
+			Purger: retention.Funcs{
+				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
+					c, err := jobs.PurgeOutput(ctx, st.Jobs, dir, replica, cutoff, batch)
+					return outputCount(c), err
+				},
+				PendingFunc: func(ctx context.Context, cutoff time.Time) (retention.Count, error) {
+					c, err := jobs.PendingOutput(ctx, st.Jobs, dir, replica, cutoff)
+					return outputCount(c), err
+				}}})
+	}
 	if r.SessionEventsDays != nil {
 		p := st.Workflow
 		out = append(out, retention.Target{Store: "workflow", Policy: "session_events_days", Age: retention.Days(*r.SessionEventsDays),
@@ -52,6 +68,11 @@ func retentionTargets(r RetentionConfig, st *Stores) []retention.Target {
 	return out
 }
 
+// outputCount counts a job output purge: a job's output is one item.
+func outputCount(c jobs.OutputPurge) retention.Count {
+	return retention.Count{Items: c.Jobs, Owners: c.Jobs, Bytes: c.Bytes}
+}
+
 func sessionCount(c workflow.EventPurge) retention.Count {
 	return retention.Count{Items: c.Events, Owners: c.Sessions}
 }
@@ -59,7 +80,7 @@ func sessionCount(c workflow.EventPurge) retention.Count {
 // NewPurger is the purger of cfg's [retention] policy on st; log may be
 // nil. With no policy set it has no targets and purges nothing.
 func NewPurger(cfg Config, st *Stores, log *slog.Logger) *retention.Purger {
-	return retention.New(retentionTargets(cfg.Retention, st), log, nil)
+	return retention.New(retentionTargets(cfg.Retention, st, cfg.DataDir), log, nil)
 }
 
 // startRetention starts the background purger (decision 0087); Close
@@ -102,9 +123,6 @@ func RetentionPolicies(cfg Config) []string { return cfg.Retention.policies() }
 func UnwiredPolicies(cfg Config) []string {
 	out := []string{}
 	r := cfg.Retention
-	if r.JobOutputDays != nil {
-		out = append(out, "job_output_days")
-	}
 	if r.JobOutputBytesPerProject != nil {
 		out = append(out, "job_output_bytes_per_project")
 	}
