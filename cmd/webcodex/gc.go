@@ -19,7 +19,7 @@ func newGCCmd(g *globals) *cobra.Command {
 		Use:   "gc [--dry-run]",
 		Short: "Purge what the [retention] policy of config.toml says is old enough (--dry-run: only show it)",
 		Long: "Run one pass of the retention policy ([retention] in config.toml; decision 0087): closed\n" +
-			"sessions' events, Action Audit events, in short batches. With --dry-run, print what it would\n" +
+			"sessions' events, Action Audit events, job output, in short batches. With --dry-run, print what it would\n" +
 			"remove, per store and policy, and remove nothing. The pass takes the same database locks as\n" +
 			"the server's writes, so it may run while the server serves the data directory.",
 		Args: cobra.NoArgs,
