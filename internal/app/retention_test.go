@@ -1,13 +1,11 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	"github.com/webcodex/webcodex/internal/workflow"
 	"github.com/webcodex/webcodex/internal/workflow/workflowdb"
 )
-
-// lockedBuffer is a log destination the server and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRetentionInTheServer: a server with session_events_days purges a
 // session closed before the policy's cutoff in its first pass, logs it,
@@ -57,7 +37,7 @@ func TestRetentionInTheServer(t *testing.T) {
 	}
 	st.Close()
 
-	var logs lockedBuffer
+	var logs syncBuffer
 	days := 30
 	s := startAppLogging(t, data, slog.New(slog.NewTextHandler(&logs, nil)), func(c *app.Config) { c.Retention.SessionEventsDays = &days }, "demo="+t.TempDir())
 	defer s.stop(t)
@@ -77,8 +57,11 @@ func TestRetentionInTheServer(t *testing.T) {
 	if run := r.Runs[0]; run.Store != "workflow" || run.Policy != "session_events_days" || run.Removed.Items != old.EventsObserved || run.Removed.Owners != 1 || run.Error != "" {
 		t.Fatalf("run = %+v, want %d events of 1 session", run, old.EventsObserved)
 	}
-	if !strings.Contains(logs.String(), "retention: purged") || !strings.Contains(logs.String(), "policy=session_events_days") {
-		t.Fatalf("no purge in the log:\n%s", logs.String())
+	logs.mu.Lock()
+	logged := logs.b.String()
+	logs.mu.Unlock()
+	if !strings.Contains(logged, "retention: purged") || !strings.Contains(logged, "policy=session_events_days") {
+		t.Fatalf("no purge in the log:\n%s", logged)
 	}
 	out := must(t, s.call(t, "session_summary", map[string]any{"session_id": old.ID}, ""), "session_summary")
 	var view struct {

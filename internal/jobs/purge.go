@@ -27,35 +27,25 @@ type OutputPurge struct {
 // after it is left alone (it holds its batch slot only while it spans the
 // cutoff). A zero result means nothing was purged.
 func PurgeOutput(ctx context.Context, st Store, dir, replica string, cutoff time.Time, batch int) (OutputPurge, error) {
-	js, err := st.OutputExpired(ctx, replica, cutoff, batch)
-	if err != nil {
-		return OutputPurge{}, err
-	}
-	var out OutputPurge
-	for _, j := range js {
-		if !j.FinishedAt.Before(cutoff) {
-			continue
-		}
-		size, err := treeSize(jobDir(dir, j.ID))
-		if err != nil {
-			return out, err
-		}
+	return expiredOutput(ctx, st, dir, replica, cutoff, batch, func(j Job) error {
 		if err := os.RemoveAll(jobDir(dir, j.ID)); err != nil {
-			return out, err
+			return err
 		}
-		if _, err := st.Update(ctx, j.ID, func(r *Job) error { r.OutputPurged = true; return nil }); err != nil {
-			return out, err
-		}
-		out.Jobs++
-		out.Bytes += size
-	}
-	return out, nil
+		_, err := st.Update(ctx, j.ID, func(r *Job) error { r.OutputPurged = true; return nil })
+		return err
+	})
 }
 
 // PendingOutput is what PurgeOutput would remove, batch after batch; it
 // changes nothing.
 func PendingOutput(ctx context.Context, st Store, dir, replica string, cutoff time.Time) (OutputPurge, error) {
-	js, err := st.OutputExpired(ctx, replica, cutoff, math.MaxInt32) // every one
+	return expiredOutput(ctx, st, dir, replica, cutoff, math.MaxInt32, func(Job) error { return nil })
+}
+
+// expiredOutput runs purge on each of at most limit jobs whose output
+// PurgeOutput removes, and counts them and their files' size.
+func expiredOutput(ctx context.Context, st Store, dir, replica string, cutoff time.Time, limit int, purge func(Job) error) (OutputPurge, error) {
+	js, err := st.OutputExpired(ctx, replica, cutoff, limit)
 	if err != nil {
 		return OutputPurge{}, err
 	}
@@ -66,6 +56,9 @@ func PendingOutput(ctx context.Context, st Store, dir, replica string, cutoff ti
 		}
 		size, err := treeSize(jobDir(dir, j.ID))
 		if err != nil {
+			return out, err
+		}
+		if err := purge(j); err != nil {
 			return out, err
 		}
 		out.Jobs++

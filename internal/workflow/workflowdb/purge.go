@@ -31,10 +31,6 @@ func (s *Store) PurgeClosedEvents(ctx context.Context, cutoff time.Time, batch i
 		if err != nil {
 			return err
 		}
-		sess, err := workflowrow.DecodeHeader([]byte(hdr))
-		if err != nil {
-			return err
-		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq IN (
 			SELECT seq FROM events WHERE session_id = ? ORDER BY seq LIMIT ?)`, id, id, batch)
 		if err != nil {
@@ -44,13 +40,12 @@ func (s *Store) PurgeClosedEvents(ctx context.Context, cutoff time.Time, batch i
 		if err != nil {
 			return err
 		}
-		left := retained - n
-		if n < int64(batch) || left < 0 {
-			left = 0 // every event is gone, whatever retained said
+		hdr, left, err := workflowrow.PurgedHeader(hdr, retained, n, batch)
+		if err != nil {
+			return err
 		}
-		workflow.PurgedEvents(&sess, n)
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET retained = ?, header_json = ? WHERE session_id = ?`,
-			left, workflowrow.EncodeHeader(sess), id); err != nil {
+			left, hdr, id); err != nil {
 			return err
 		}
 		out = workflow.EventPurge{Sessions: 1, Events: n}

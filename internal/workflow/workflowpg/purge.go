@@ -32,23 +32,18 @@ func (s *Store) PurgeClosedEvents(ctx context.Context, cutoff time.Time, batch i
 		if err != nil {
 			return err
 		}
-		sess, err := workflowrow.DecodeHeader([]byte(hdr))
-		if err != nil {
-			return err
-		}
 		tag, err := tx.Exec(ctx, `DELETE FROM workflow.events WHERE session_id = $1 AND seq IN (
 			SELECT seq FROM workflow.events WHERE session_id = $1 ORDER BY seq LIMIT $2)`, id, batch)
 		if err != nil {
 			return err
 		}
 		n := tag.RowsAffected()
-		left := retained - n
-		if n < int64(batch) || left < 0 {
-			left = 0 // every event is gone, whatever retained said
+		hdr, left, err := workflowrow.PurgedHeader(hdr, retained, n, batch)
+		if err != nil {
+			return err
 		}
-		workflow.PurgedEvents(&sess, n)
 		if _, err := tx.Exec(ctx, `UPDATE workflow.sessions SET retained = $1, header_json = $2 WHERE session_id = $3`,
-			left, workflowrow.EncodeHeader(sess), id); err != nil {
+			left, hdr, id); err != nil {
 			return err
 		}
 		out = workflow.EventPurge{Sessions: 1, Events: n}
