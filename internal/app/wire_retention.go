@@ -53,6 +53,19 @@ func retentionTargets(r RetentionConfig, st *Stores, dataDir string) []retention
 					return sessionCount(c), err
 				}}})
 	}
+	if r.JobOutputBytesPerProject != nil {
+		dir, replica, bound := filepath.Join(dataDir, JobsDir), st.ReplicaID(), *r.JobOutputBytesPerProject
+		out = append(out, retention.Target{Store: "jobs", Policy: "job_output_bytes_per_project",
+			Purger: retention.Funcs{
+				PurgeFunc: func(ctx context.Context, now time.Time, batch int) (retention.Count, error) {
+					c, err := jobs.PurgeOutputOverBytes(ctx, st.Jobs, dir, replica, bound, now, batch)
+					return outputCount(c), err
+				},
+				PendingFunc: func(ctx context.Context, now time.Time) (retention.Count, error) {
+					c, err := jobs.PendingOutputOverBytes(ctx, st.Jobs, dir, replica, bound, now)
+					return outputCount(c), err
+				}}})
+	}
 	if p, ok := st.Audit.(audit.EventPurger); ok && r.AuditEventsDays != nil {
 		out = append(out, retention.Target{Store: "audit", Policy: "audit_events_days", Age: retention.Days(*r.AuditEventsDays),
 			Purger: retention.Funcs{
@@ -123,9 +136,6 @@ func RetentionPolicies(cfg Config) []string { return cfg.Retention.policies() }
 func UnwiredPolicies(cfg Config) []string {
 	out := []string{}
 	r := cfg.Retention
-	if r.JobOutputBytesPerProject != nil {
-		out = append(out, "job_output_bytes_per_project")
-	}
 	if r.EvidencePayloadDays != nil {
 		out = append(out, "evidence_payload_days")
 	}

@@ -80,6 +80,43 @@ func purgeOutput(t *testing.T, s jobs.Store, base time.Time) {
 	}
 }
 
+// purgeOutputOverBytes: the oldest outputs of a project over the bound go
+// until it is within it; another project within the bound keeps its own.
+func purgeOutputOverBytes(t *testing.T, s jobs.Store, base time.Time) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var made []jobs.Job
+	for i, project := range []string{"agent:local:p", "agent:local:p", "agent:local:q", "agent:local:p"} {
+		j := job(base.Add(time.Duration(i)*time.Minute), jobs.Succeeded)
+		j.Project, j.StartedAt, j.FinishedAt = project, j.CreatedAt, j.CreatedAt.Add(time.Second)
+		if err := s.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(dir, j.ID), 0o700)
+		os.WriteFile(filepath.Join(dir, j.ID, "stdout"), []byte("12345"), 0o600)
+		made = append(made, j)
+	}
+	now := base.Add(time.Hour)
+	if p, err := jobs.PendingOutputOverBytes(ctx, s, dir, "", 8, now); err != nil || p != (jobs.OutputPurge{Jobs: 2, Bytes: 10}) {
+		t.Fatalf("pending = %+v, %v; want p's 2 oldest", p, err)
+	}
+	if p, err := jobs.PurgeOutputOverBytes(ctx, s, dir, "", 8, now, 1); err != nil || p != (jobs.OutputPurge{Jobs: 1, Bytes: 5}) {
+		t.Fatalf("first batch = %+v, %v", p, err)
+	}
+	if p, err := jobs.PurgeOutputOverBytes(ctx, s, dir, "", 8, now, 10); err != nil || p != (jobs.OutputPurge{Jobs: 1, Bytes: 5}) {
+		t.Fatalf("second batch = %+v, %v", p, err)
+	}
+	if p, err := jobs.PurgeOutputOverBytes(ctx, s, dir, "", 8, now, 10); err != nil || p != (jobs.OutputPurge{}) {
+		t.Fatalf("third batch = %+v, %v; want nothing", p, err)
+	}
+	for i, want := range []bool{true, true, false, false} {
+		r, err := s.Get(ctx, made[i].ID)
+		if err != nil || r.OutputPurged != want {
+			t.Fatalf("job %d (%s): output_purged %v, %v; want %v", i, r.Project, r.OutputPurged, err, want)
+		}
+	}
+}
+
 func ids(js []jobs.Job) []string {
 	out := make([]string, len(js))
 	for i, j := range js {

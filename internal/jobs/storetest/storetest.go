@@ -129,4 +129,5 @@ func Run(t *testing.T, open func(t *testing.T) jobs.Store) {
 		}
 	})
 	t.Run("PurgeOutput", func(t *testing.T) { purgeOutput(t, open(t), base) })
+	t.Run("PurgeOutputOverBytes", func(t *testing.T) { purgeOutputOverBytes(t, open(t), base) })
 }
