@@ -91,9 +91,9 @@ func jobOutputs(t *testing.T, data string) int {
 	return len(es)
 }
 
-// held is what the data directory holds: the workflow store's status and
-// how many audit events exist.
-func held(t *testing.T, data string) (workflow.StoreStatus, workflow.Session, int64) {
+// held is what the data directory holds: the workflow store's status,
+// the header of session id and how many audit events exist.
+func held(t *testing.T, data, id string) (workflow.StoreStatus, workflow.Session, int64) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := app.OpenStores(ctx, app.Config{DataDir: data})
@@ -105,21 +105,15 @@ func held(t *testing.T, data string) (workflow.StoreStatus, workflow.Session, in
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, _, err := st.Workflow.List(ctx, workflow.ListFilter{Limit: 10})
-	if err != nil || len(list) != 3 {
-		t.Fatalf("sessions: %d, %v", len(list), err)
-	}
-	var oldest workflow.Session
-	for _, s := range list {
-		if oldest.ID == "" || s.UpdatedAt.Before(oldest.UpdatedAt) {
-			oldest = s
-		}
+	sess, err := st.Workflow.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
 	}
 	n, err := st.Audit.(audit.EventPurger).CountEventsBefore(ctx, time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return wf, oldest, n.Events
+	return wf, sess, n.Events
 }
 
 // TestGC: --dry-run prints what the policy would remove, per store and
@@ -127,7 +121,7 @@ func held(t *testing.T, data string) (workflow.StoreStatus, workflow.Session, in
 // session's header says so; a second dry run finds nothing.
 func TestGC(t *testing.T) {
 	data, old := agedDataDir(t)
-	wfBefore, _, auditBefore := held(t, data)
+	wfBefore, _, auditBefore := held(t, data, old.ID)
 
 	out := mustRun(t, "--data-dir", data, "gc", "--dry-run")
 	for _, want := range []*regexp.Regexp{
@@ -140,7 +134,7 @@ func TestGC(t *testing.T) {
 			t.Fatalf("gc --dry-run output lacks %v:\n%s", want, out)
 		}
 	}
-	if wf, _, n := held(t, data); wf != wfBefore || n != auditBefore || jobOutputs(t, data) != 2 {
+	if wf, _, n := held(t, data, old.ID); wf != wfBefore || n != auditBefore || jobOutputs(t, data) != 2 {
 		t.Fatalf("the dry run changed the stores: %+v %d events, was %+v %d", wf, n, wfBefore, auditBefore)
 	}
 
@@ -150,12 +144,12 @@ func TestGC(t *testing.T) {
 		!regexp.MustCompile(`(?m)^jobs\s+job_output_days\s+\S+\s+1\s+1\s+1\s*$`).MatchString(out) || jobOutputs(t, data) != 1 {
 		t.Fatalf("gc output:\n%s", out)
 	}
-	wf, oldest, n := held(t, data)
+	wf, purged, n := held(t, data, old.ID)
 	if wf.Events != wfBefore.Events-old.EventsObserved || n != auditBefore-2 {
 		t.Fatalf("after gc: %+v with %d audit events; want %d fewer session events and 2 fewer audit events", wf, n, old.EventsObserved)
 	}
-	if oldest.ID != old.ID || oldest.EventsPurged != old.EventsObserved || !oldest.RetentionTruncated || oldest.EventsObserved != old.EventsObserved {
-		t.Fatalf("the purged session's header: %+v", oldest)
+	if purged.EventsPurged != old.EventsObserved || !purged.RetentionTruncated || purged.EventsObserved != old.EventsObserved {
+		t.Fatalf("the purged session's header: %+v", purged)
 	}
 	out = mustRun(t, "--data-dir", data, "gc", "--dry-run")
 	if !regexp.MustCompile(`(?m)^workflow\s+session_events_days\s+\S+\s+0\s+0$`).MatchString(out) {
@@ -177,14 +171,14 @@ func TestGCWithoutPolicy(t *testing.T) {
 // TestGCRefusesABadPolicy: a bad value stops gc as it stops serve,
 // naming the key, with nothing removed.
 func TestGCRefusesABadPolicy(t *testing.T) {
-	data, _ := agedDataDir(t)
+	data, old := agedDataDir(t)
 	os.WriteFile(filepath.Join(data, app.ConfigFile), []byte("[retention]\nsession_events_days = 0\n"), 0o600)
-	wfBefore, _, auditBefore := held(t, data)
+	wfBefore, _, auditBefore := held(t, data, old.ID)
 	out, err := run(t, "--data-dir", data, "gc")
 	if err == nil || !strings.Contains(err.Error(), "retention.session_events_days") {
 		t.Fatalf("gc with session_events_days = 0: %v\n%s", err, out)
 	}
-	if wf, _, n := held(t, data); wf != wfBefore || n != auditBefore {
+	if wf, _, n := held(t, data, old.ID); wf != wfBefore || n != auditBefore {
 		t.Fatal("a refused gc changed the stores")
 	}
 }
