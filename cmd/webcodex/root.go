@@ -41,7 +41,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.database, "database", "", "keep every store in this PostgreSQL database (postgres://user@host/db; put the password in ~/.pgpass or PGPASSWORD) instead of the data directory's SQLite files, so several replicas can serve it (database_url)")
 	root.PersistentFlags().StringVar(&g.evidenceKey, "evidence-key", "", "with --database: the evidence signing key file every replica is given (default: the data directory's evidence.key; evidence_key)")
 	root.AddCommand(newServeCmd(g), newMCPCmd(g), newTokenCmd(g), newOAuthCmd(g), newShareCmd(g), newProjectCmd(g), newSessionCmd(g), newAuditCmd(g), newEvidenceCmd(g), newAttentionCmd(g), newMemoryCmd(g))
-	root.AddCommand(newGoalCmd(g), newRunnerCmd(g), newMigrateCmd(g))
+	root.AddCommand(newGoalCmd(g), newRunnerCmd(g), newMigrateCmd(g), newGCCmd(g), newStatusCmd(g))
 	return root
 }
 

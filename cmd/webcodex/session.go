@@ -378,6 +378,9 @@ func printSession(w io.Writer, s workflow.Session, evs []workflow.Event, asJSON 
 		fprintf(w, "Defaults   cwd=%q shell=%q\n", s.ExecutionContext.DefaultCwd, s.ExecutionContext.DefaultShell)
 	}
 	fprintf(w, "Events     %d observed, %d shown%s\n", s.EventsObserved, len(evs), map[bool]string{true: " (older events dropped by retention)", false: ""}[s.RetentionTruncated])
+	if s.EventsPurged > 0 {
+		fprintf(w, "Purged     %d events removed by the retention policy after the session closed\n", s.EventsPurged)
+	}
 	fprintf(w, "Calls      %d started, %d failed, %d replays (no new effect); %d instructions; %d guard denials\n\n",
 		s.Counters.ToolCalls, s.Counters.ToolFailures, s.Counters.Replays, s.Counters.Instructions, s.Counters.GuardDenials)
 	tw := table(w)

@@ -15,13 +15,15 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/webcodex/webcodex/internal/agenttask"
 	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/webcodex/webcodex/internal/agenttask"
+	"github.com/webcodex/webcodex/internal/retention"
 
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/auth"
@@ -133,6 +135,11 @@ type App struct {
 	// stopTasks ends the Agent Task expiry loop, which closes tasksDone.
 	stopTasks context.CancelFunc
 	tasksDone chan struct{}
+	// purger is the retention purger; stopPurge ends its loop, which
+	// closes purgeDone (wire_retention.go).
+	purger    *retention.Purger
+	stopPurge context.CancelFunc
+	purgeDone chan struct{}
 	mcp       *mcpserver.Server
 	server    *http.Server
 	ln        net.Listener
@@ -276,6 +283,7 @@ func (a *App) wire(ctx context.Context) error {
 	tctx, stopTasks := context.WithCancel(context.Background())
 	a.stopTasks, a.tasksDone = stopTasks, make(chan struct{})
 	go startTaskExpiry(tctx, a, a.Tasks, a.tasksDone)
+	a.startRetention()
 	return nil
 }
 
@@ -482,6 +490,7 @@ func (a *App) Close() error {
 		}
 		errs = append(errs, a.Evidence.Close())
 	}
+	a.stopRetention()
 	if a.stopTasks != nil {
 		a.stopTasks()
 		<-a.tasksDone
@@ -565,6 +574,8 @@ type Status struct {
 	// its mode (off or unavailable included), the kernel's Landlock ABI
 	// and the network setting.
 	Sandbox runner.Status `json:"sandbox"`
+	// Retention is the retention policy and its most recent purges.
+	Retention RetentionStatus `json:"retention"`
 }
 
 // EvidenceStatus is the evidence part of /api/status.
@@ -597,6 +608,7 @@ func (a *App) Status(ctx context.Context) (any, error) {
 		AuditWriteFailures: a.AuditHTTP.WriteFailures(),
 		Evidence:           a.evidenceStatus(ctx),
 		Containment:        a.Contain.Mechanism(), ContainmentDetail: a.Contain.Detail(),
-		Sandbox: a.Sandbox.Status(),
+		Sandbox:   a.Sandbox.Status(),
+		Retention: a.retentionStatus(),
 	}, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/webcodex/webcodex/internal/mcpprovider"
 	"github.com/webcodex/webcodex/internal/oauth/accesstoken"
 	"github.com/webcodex/webcodex/internal/pgdb"
+	"github.com/webcodex/webcodex/internal/retention"
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/telemetry"
 )
@@ -106,6 +107,8 @@ type Config struct {
 	// the project a call names): a server's projects are registered at
 	// run time.
 	MCP MCPConfig `toml:"mcp"`
+	// Retention is the [retention] table.
+	Retention RetentionConfig `toml:"retention"`
 	// DatabaseURL, when set, is the postgres:// URL of the PostgreSQL
 	// database that holds every store instead of the data directory's
 	// SQLite files, so that several replicas can serve one deployment
@@ -163,6 +166,69 @@ type OAuthConfig struct {
 	// Audience is the resource identifier the issuer's tokens must name in
 	// aud; empty means public_url followed by /mcp (Config.OAuthResource).
 	Audience string `toml:"audience"`
+}
+
+// RetentionConfig is the [retention] table (decision 0087): how long each
+// store keeps what it holds. An unset key keeps forever; a set one must be
+// at least 1 (days 1 to retention.MaxDays).
+type RetentionConfig struct {
+	// SessionEventsDays purges the events of Workflow Sessions closed (and
+	// last updated) more than that many days ago; their headers stay.
+	SessionEventsDays *int `toml:"session_events_days"`
+	// JobOutputDays purges the output files of jobs that finished more
+	// than that many days ago.
+	JobOutputDays *int `toml:"job_output_days"`
+	// JobOutputBytesPerProject purges the oldest finished jobs' output of
+	// a project beyond that many bytes.
+	JobOutputBytesPerProject *int64 `toml:"job_output_bytes_per_project"`
+	// AuditEventsDays purges Action Audit events that ended more than that
+	// many days ago; sessions and their counters stay.
+	AuditEventsDays *int `toml:"audit_events_days"`
+	// EvidencePayloadDays purges evidence payloads older than that many
+	// days, keeping leaves and checkpoints (the evidence journal's purge).
+	EvidencePayloadDays *int `toml:"evidence_payload_days"`
+}
+
+// validate checks every set key.
+func (r RetentionConfig) validate() error {
+	for _, d := range []struct {
+		key string
+		v   *int
+	}{{"session_events_days", r.SessionEventsDays}, {"job_output_days", r.JobOutputDays},
+		{"audit_events_days", r.AuditEventsDays}, {"evidence_payload_days", r.EvidencePayloadDays}} {
+		if d.v == nil {
+			continue
+		}
+		if err := retention.ValidDays(*d.v); err != nil {
+			return &ConfigError{Source: "config", Key: "retention." + d.key, Err: fmt.Errorf("%d %v", *d.v, err)}
+		}
+	}
+	if b := r.JobOutputBytesPerProject; b != nil && *b < 1 {
+		return &ConfigError{Source: "config", Key: "retention.job_output_bytes_per_project", Err: fmt.Errorf("%d must be a positive number of bytes (leave it unset to keep everything)", *b)}
+	}
+	return nil
+}
+
+// policies are the keys set, as "key=value", in the table's order.
+func (r RetentionConfig) policies() []string {
+	out := []string{}
+	add := func(key string, v any) { out = append(out, fmt.Sprintf("%s=%v", key, v)) }
+	if r.SessionEventsDays != nil {
+		add("session_events_days", *r.SessionEventsDays)
+	}
+	if r.JobOutputDays != nil {
+		add("job_output_days", *r.JobOutputDays)
+	}
+	if r.JobOutputBytesPerProject != nil {
+		add("job_output_bytes_per_project", *r.JobOutputBytesPerProject)
+	}
+	if r.AuditEventsDays != nil {
+		add("audit_events_days", *r.AuditEventsDays)
+	}
+	if r.EvidencePayloadDays != nil {
+		add("evidence_payload_days", *r.EvidencePayloadDays)
+	}
+	return out
 }
 
 // evidenceKeyFile is the evidence signing key file of a deployment on
@@ -306,6 +372,10 @@ func LoadConfig(dataDir string, getenv func(string) string) (Config, error) {
 					keys = append(keys, strings.Join(e.Key(), "."))
 				}
 				return Config{}, &ConfigError{Source: path, Key: strings.Join(keys, ", "), Err: errors.New("unknown configuration key")}
+			}
+			var bad *toml.DecodeError
+			if errors.As(err, &bad) && len(bad.Key()) > 0 {
+				return Config{}, &ConfigError{Source: path, Key: strings.Join(bad.Key(), "."), Err: err}
 			}
 			return Config{}, &ConfigError{Source: path, Key: "(syntax)", Err: err}
 		}
@@ -459,6 +529,9 @@ func (c Config) Validate() error {
 	}
 	if err := mcpprovider.Validate(c.MCP.Providers, c.DataDir, nil); err != nil {
 		return &ConfigError{Source: "config", Key: "mcp.providers", Err: err}
+	}
+	if err := c.Retention.validate(); err != nil {
+		return err
 	}
 	if c.BootstrapToken != "" && len(c.BootstrapToken) < 16 {
 		return &ConfigError{Source: "environment", Key: "WEBCODEX_TOKEN", Err: errors.New("must be at least 16 characters")}

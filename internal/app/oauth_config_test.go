@@ -66,7 +66,7 @@ func TestOAuthConfig(t *testing.T) {
 		"audience alone":           {"[oauth]\naudience = \"https://wc.example/mcp\"\n", "oauth.audience"},
 		"audience not a URL":       {"[oauth]\nissuer = \"https://login.example\"\naudience = \"wc\"\n", "oauth.audience"},
 		"unknown key in oauth":     {"[oauth]\nissuer = \"https://login.example\"\nisuer = \"x\"\n", "oauth.isuer"},
-		"oauth is not a string":    {"oauth = \"https://login.example\"\n", "(syntax)"},
+		"oauth is not a string":    {"oauth = \"https://login.example\"\n", "oauth"},
 		"built-in and issuer":      {"public_url = \"https://wc.example\"\n[oauth]\nenabled = true\nissuer = \"https://login.example\"\n", "oauth.enabled"},
 		"private without built-in": {"[oauth]\nclient_metadata_private = true\n", "oauth.client_metadata_private"},
 		"ca file without built-in": {"[oauth]\nclient_metadata_ca_file = \"/ca.pem\"\n", "oauth.client_metadata_ca_file"},

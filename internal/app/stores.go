@@ -71,6 +71,7 @@ const BackendSQLite = "sqlite"
 // in its own transactions (decision 0025).
 type Ledger interface {
 	workflow.Store
+	workflow.EventPurger
 	workflow.BoardStore
 	workflow.SnapshotReader
 	// Shared reports whether another process may be serving the same

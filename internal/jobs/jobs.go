@@ -276,6 +276,10 @@ type Job struct {
 	// Another replica's Recover leaves the job alone while that replica
 	// is alive.
 	Replica string `json:"replica,omitempty"`
+	// OutputPurged is true once the retention policy removed the job's
+	// output files (job_output_days, decision 0087): its byte counts
+	// still say what it wrote.
+	OutputPurged bool `json:"output_purged,omitempty"`
 }
 
 // MaxValidationSessions bounds ValidationMeta.Sessions.
@@ -460,4 +464,8 @@ type Store interface {
 	// background ones and the newest keep inline ones, and returns their
 	// ids.
 	Prune(ctx context.Context, keep int) ([]string, error)
+	// OutputExpired returns at most limit terminal records supervised by
+	// replica ("" without replicas) that were created before cutoff and
+	// whose output is not purged (OutputPurged false), oldest first.
+	OutputExpired(ctx context.Context, replica string, cutoff time.Time, limit int) ([]Job, error)
 }

@@ -3,6 +3,8 @@ package workflow
 import (
 	"context"
 	"time"
+
+	"github.com/webcodex/webcodex/internal/failure"
 )
 
 // LedgerVersion is the only JSON ledger version export writes and import
@@ -46,16 +48,9 @@ func Export(ctx context.Context, st Store, ids []string, now time.Time) (Ledger,
 	boards, _ := st.(BoardStore)
 	l := Ledger{Version: LedgerVersion, Kind: LedgerKind, ExportedAt: now.UTC(), Sessions: []LedgerRow{}}
 	for _, id := range ids {
-		sess, err := st.Get(ctx, id)
+		sess, evs, err := exportSession(ctx, st, id)
 		if err != nil {
 			return Ledger{}, err
-		}
-		evs, err := st.Events(ctx, id, 0)
-		if err != nil {
-			return Ledger{}, err
-		}
-		if evs == nil {
-			evs = []Event{}
 		}
 		row := LedgerRow{Session: sess, Events: evs}
 		if boards != nil {
@@ -66,4 +61,40 @@ func Export(ctx context.Context, st Store, ids []string, now time.Time) (Ledger,
 		l.Sessions = append(l.Sessions, row)
 	}
 	return l, nil
+}
+
+// ExportReads bounds how many times Export reads a session whose header
+// changed while its events were read (a retention purge or an append
+// committed between the reads) before it fails.
+const ExportReads = 3
+
+// exportSession reads session id's header and events so that they agree:
+// the header is read again after the events, and the events are read
+// again while the two headers differ in what the events depend on
+// (events_observed, events_purged). After ExportReads reads it fails
+// with failure.Conflict, exporting nothing.
+func exportSession(ctx context.Context, st Store, id string) (Session, []Event, error) {
+	sess, err := st.Get(ctx, id)
+	if err != nil {
+		return Session{}, nil, err
+	}
+	for range ExportReads {
+		evs, err := st.Events(ctx, id, 0)
+		if err != nil {
+			return Session{}, nil, err
+		}
+		after, err := st.Get(ctx, id)
+		if err != nil {
+			return Session{}, nil, err
+		}
+		if after.EventsObserved == sess.EventsObserved && after.EventsPurged == sess.EventsPurged {
+			if evs == nil {
+				evs = []Event{}
+			}
+			return after, evs, nil
+		}
+		sess = after
+	}
+	return Session{}, nil, failure.New(failure.Conflict,
+		"session %s changed while it was exported (a retention purge or new events, %d times): export it again", id, ExportReads)
 }

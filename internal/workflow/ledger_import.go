@@ -376,6 +376,8 @@ func checkRow(row LedgerRow) error {
 		return fmt.Errorf("events_observed is %d but %d events are retained and retention_truncated is false", row.EventsObserved, n)
 	case row.RetentionTruncated && n == row.EventsObserved:
 		return fmt.Errorf("retention_truncated is true but all %d observed events are retained", n)
+	case row.EventsPurged > row.EventsObserved-n:
+		return fmt.Errorf("events_purged is %d but only %d observed events are not retained", row.EventsPurged, row.EventsObserved-n)
 	}
 	return nil
 }

@@ -155,8 +155,13 @@ type Session struct {
 	// EventsObserved counts every event ever appended.
 	EventsObserved int64 `json:"events_observed"`
 	// RetentionTruncated is true once an event has been dropped from the tail.
-	RetentionTruncated bool     `json:"retention_truncated"`
-	Counters           Counters `json:"counters"`
+	RetentionTruncated bool `json:"retention_truncated"`
+	// EventsPurged counts the events the retention policy removed after
+	// the session closed ([PurgedEvents]); RetentionTruncated is then
+	// true too. The counters still count them. Absent (zero) in headers
+	// and ledgers of sessions never purged.
+	EventsPurged int64    `json:"events_purged,omitempty"`
+	Counters     Counters `json:"counters"`
 	// JobMarkers are the exact ids of the terminal validation Jobs whose
 	// evidence was materialized in this session (at most MaxJobMarkers).
 	// It is checked and extended in the same store mutation that appends

@@ -66,6 +66,10 @@ func (s *Session) AppendJSON(b []byte) (_ []byte, ok bool) {
 	b = strconv.AppendInt(b, s.EventsObserved, 10)
 	b = append(b, `,"retention_truncated":`...)
 	b = strconv.AppendBool(b, s.RetentionTruncated)
+	if s.EventsPurged != 0 {
+		b = append(b, `,"events_purged":`...)
+		b = strconv.AppendInt(b, s.EventsPurged, 10)
+	}
 	b = append(b, `,"counters":{"tool_calls":`...)
 	b = strconv.AppendInt(b, s.Counters.ToolCalls, 10)
 	b = append(b, `,"tool_failures":`...)

@@ -60,6 +60,12 @@ func ValidateSession(s Session) error {
 		s.Counters.Instructions < 0 || s.Counters.GuardDenials < 0 || s.Counters.Replays < 0 {
 		return fmt.Errorf("counters: negative")
 	}
+	switch {
+	case s.EventsPurged < 0 || s.EventsPurged > s.EventsObserved:
+		return fmt.Errorf("events_purged: must be 0 to events_observed")
+	case s.EventsPurged > 0 && !s.RetentionTruncated:
+		return fmt.Errorf("events_purged: set while retention_truncated is false")
+	}
 	return nil
 }
 

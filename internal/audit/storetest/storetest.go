@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"IdleReuseIsPerPrincipal", idleReuseIsPerPrincipal}, {"ExplicitIDOfAnotherPrincipal", explicitIDOfAnotherPrincipal},
 		{"LegacySessionsHaveNoPrincipal", legacySessionsHaveNoPrincipal}, {"RacingPrincipalsOnOneExplicitID", racingPrincipalsOnOneExplicitID},
 		{"BatchesTrimToExactlyTheNewest", batchesTrimToExactlyTheNewest}, {"BatchedTrimKeepsTheNewest", batchedTrimKeepsTheNewest},
+		{"PurgeEventsBefore", purgeEventsBefore},
 		{"WriterBatchBounds", writerBatchBounds}, {"BatchCounters", batchCounters}, {"AffinityCache", affinityCache},
 		{"RequestIDRoundTrips", requestIDRoundTrips},
 	} {

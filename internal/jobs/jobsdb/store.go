@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/jobs"
@@ -172,6 +173,13 @@ func (s *Store) List(ctx context.Context, f jobs.ListFilter) ([]jobs.Job, int, e
 // Unfinished implements jobs.Store.
 func (s *Store) Unfinished(ctx context.Context) ([]jobs.Job, error) {
 	return s.query(ctx, `SELECT record_json FROM jobs WHERE state IN `+unfinished+` ORDER BY created_at`)
+}
+
+// OutputExpired implements jobs.Store.
+func (s *Store) OutputExpired(ctx context.Context, replica string, cutoff time.Time, limit int) ([]jobs.Job, error) {
+	return s.query(ctx, `SELECT record_json FROM jobs WHERE state NOT IN `+unfinished+` AND created_at < ?
+		AND coalesce(json_extract(record_json, '$.replica'), '') = ? AND coalesce(json_extract(record_json, '$.output_purged'), 0) = 0
+		ORDER BY created_at, job_id LIMIT ?`, cutoff.UnixNano(), replica, limit)
 }
 
 // Prune implements jobs.Store.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -181,6 +182,13 @@ func (s *Store) List(ctx context.Context, f jobs.ListFilter) ([]jobs.Job, int, e
 // Unfinished implements jobs.Store.
 func (s *Store) Unfinished(ctx context.Context) ([]jobs.Job, error) {
 	return s.query(ctx, `SELECT record_json FROM jobs.jobs WHERE state IN `+unfinished+` ORDER BY created_at`)
+}
+
+// OutputExpired implements jobs.Store.
+func (s *Store) OutputExpired(ctx context.Context, replica string, cutoff time.Time, limit int) ([]jobs.Job, error) {
+	return s.query(ctx, `SELECT record_json FROM jobs.jobs WHERE state NOT IN `+unfinished+` AND created_at < $1
+		AND coalesce(record_json::jsonb->>'replica', '') = $2 AND NOT coalesce((record_json::jsonb->>'output_purged')::boolean, false)
+		ORDER BY created_at, job_id COLLATE "C" LIMIT $3`, cutoff.UnixNano(), replica, limit)
 }
 
 // Prune implements jobs.Store.

@@ -128,4 +128,6 @@ func Run(t *testing.T, open func(t *testing.T) jobs.Store) {
 			t.Fatalf("%d terminal writes won, want exactly 1", wins)
 		}
 	})
+	t.Run("PurgeOutput", func(t *testing.T) { purgeOutput(t, open(t), base) })
+	t.Run("PurgeOutputOverBytes", func(t *testing.T) { purgeOutputOverBytes(t, open(t), base) })
 }

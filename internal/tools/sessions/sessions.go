@@ -459,7 +459,10 @@ type SessionView struct {
 	ClosedAt           string                    `json:"closed_at,omitempty"`
 	EventsObserved     int64                     `json:"events_observed"`
 	RetentionTruncated bool                      `json:"retention_truncated"`
-	Counters           workflow.Counters         `json:"counters"`
+	// EventsPurged counts the events the retention policy removed after
+	// the session closed (omitted when none).
+	EventsPurged int64             `json:"events_purged,omitempty"`
+	Counters     workflow.Counters `json:"counters"`
 }
 
 // View converts a session header for display.
@@ -468,7 +471,7 @@ func View(s workflow.Session) SessionView {
 		SessionID: s.ID, Project: s.Project, Title: s.Title, Mode: s.Mode, Lifecycle: s.Lifecycle,
 		ExecutionContext: s.ExecutionContext, CreatedAt: s.CreatedAt.Format(timeFormat),
 		UpdatedAt: s.UpdatedAt.Format(timeFormat), EventsObserved: s.EventsObserved,
-		RetentionTruncated: s.RetentionTruncated, Counters: s.Counters,
+		RetentionTruncated: s.RetentionTruncated, EventsPurged: s.EventsPurged, Counters: s.Counters,
 	}
 	if s.ClosedAt != nil {
 		v.ClosedAt = s.ClosedAt.Format(timeFormat)

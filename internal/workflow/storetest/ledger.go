@@ -144,6 +144,11 @@ func ledgerImportRejects(t *testing.T, l env) {
 		{"ErrUnregisteredProject", func(d, r map[string]any) { r["project"] = "agent:local:elsewhere" }, failure.UnknownProject, `project "agent:local:elsewhere" is not registered`},
 		{"ErrEventsObservedContradicted", func(d, r map[string]any) { r["events_observed"] = 5 }, failure.InvalidLedger, "events_observed is 5 but 2 events are retained"},
 		{"ErrTruncatedContradicted", func(d, r map[string]any) { r["retention_truncated"] = true }, failure.InvalidLedger, "retention_truncated is true"},
+		{"ErrEventsPurgedNegative", func(d, r map[string]any) { r["retention_truncated"], r["events_purged"] = true, -1 }, failure.InvalidLedger, "events_purged: must be 0 to events_observed"},
+		{"ErrEventsPurgedUntruncated", func(d, r map[string]any) { r["events_purged"] = 1 }, failure.InvalidLedger, "events_purged: set while retention_truncated is false"},
+		{"ErrEventsPurgedBeyondObserved", func(d, r map[string]any) {
+			r["retention_truncated"], r["events_observed"], r["events_purged"] = true, 3, 2
+		}, failure.InvalidLedger, "events_purged is 2 but only 1 observed events are not retained"},
 		{"ErrDuplicateID", func(d, r map[string]any) {
 			r["session_id"] = d["sessions"].([]any)[0].(map[string]any)["session_id"]
 		}, failure.Conflict, "earlier in this ledger"},

@@ -16,6 +16,7 @@ import (
 // Store is a workflow.Store with the extras the composition root uses.
 type Store interface {
 	workflow.Store
+	workflow.EventPurger
 	GetCommitted(ctx context.Context, id string) (workflow.Session, error)
 	Flush(ctx context.Context) error
 	QueueRecord(ctx context.Context, body []byte, done func(error)) error
@@ -81,6 +82,7 @@ func Run(t *testing.T, newLedger func(t *testing.T) Ledger) {
 		{"RecoverySkipsQuarantinedSession", recoverySkipsQuarantinedSession},
 		{"BehindWritesAndAKill", behindWritesAndAKill}, {"QueueRecordAndAKill", queueRecordAndAKill},
 		{"TrimOutbox", trimOutbox}, {"OutboxSeqNeverGoesBack", outboxSeqNeverGoesBack},
+		{"PurgeClosedEvents", purgeClosedEvents}, {"PurgeAcrossAKill", purgeAcrossAKill},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, env{Ledger: newLedger(t), fresh: newLedger}) })
 	}

@@ -42,3 +42,21 @@ func DecodeHeader(b []byte) (workflow.Session, error) {
 	}
 	return sess, nil
 }
+
+// PurgedHeader is what a retention purge batch (of at most batch events)
+// that removed n of the retained events of the session stored as hdr
+// leaves: the header marked (workflow.PurgedEvents) and the retained
+// count, 0 when the batch found fewer events than asked (every event is
+// gone, whatever the count said).
+func PurgedHeader(hdr string, retained, n int64, batch int) (string, int64, error) {
+	sess, err := DecodeHeader([]byte(hdr))
+	if err != nil {
+		return "", 0, err
+	}
+	workflow.PurgedEvents(&sess, n)
+	left := retained - n
+	if n < int64(batch) || left < 0 {
+		left = 0
+	}
+	return EncodeHeader(sess), left, nil
+}

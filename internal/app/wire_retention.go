@@ -1,0 +1,147 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/jobs"
+	"github.com/webcodex/webcodex/internal/retention"
+	"github.com/webcodex/webcodex/internal/workflow"
+)
+
+// RetentionStatus is the retention part of /api/status: the policies in
+// force and the purger's most recent runs.
+type RetentionStatus struct {
+	// Policies are the [retention] keys set, as "key=value".
+	Policies []string `json:"policies"`
+	// Runs are the most recent purges (at most retention.MaxRuns),
+	// oldest first.
+	Runs []retention.Run `json:"runs"`
+}
+
+// retentionTargets are the targets of policy r on st, whose job output is
+// under dataDir's jobs directory. Evidence payloads
+// (evidence_payload_days) are the evidence journal's purge, wired apart.
+func retentionTargets(r RetentionConfig, st *Stores, dataDir string) []retention.Target {
+	var out []retention.Target
+	if r.JobOutputDays != nil {
+		dir, replica := filepath.Join(dataDir, JobsDir), st.ReplicaID()
+		out = append(out, retention.Target{Store: "jobs", Policy: "job_output_days", Age: retention.Days(*r.JobOutputDays),
+			Purger: retention.Funcs{
+				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
+					c, err := jobs.PurgeOutput(ctx, st.Jobs, dir, replica, cutoff, batch)
+					return outputCount(c), err
+				},
+				PendingFunc: func(ctx context.Context, cutoff time.Time) (retention.Count, error) {
+					c, err := jobs.PendingOutput(ctx, st.Jobs, dir, replica, cutoff)
+					return outputCount(c), err
+				}}})
+	}
+	if r.SessionEventsDays != nil {
+		p := st.Workflow
+		out = append(out, retention.Target{Store: "workflow", Policy: "session_events_days", Age: retention.Days(*r.SessionEventsDays),
+			Purger: retention.Funcs{
+				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
+					c, err := p.PurgeClosedEvents(ctx, cutoff, batch)
+					return sessionCount(c), err
+				},
+				PendingFunc: func(ctx context.Context, cutoff time.Time) (retention.Count, error) {
+					c, err := p.CountClosedEvents(ctx, cutoff)
+					return sessionCount(c), err
+				}}})
+	}
+	if r.JobOutputBytesPerProject != nil {
+		dir, replica, bound := filepath.Join(dataDir, JobsDir), st.ReplicaID(), *r.JobOutputBytesPerProject
+		out = append(out, retention.Target{Store: "jobs", Policy: "job_output_bytes_per_project",
+			Purger: retention.Funcs{
+				PurgeFunc: func(ctx context.Context, now time.Time, batch int) (retention.Count, error) {
+					c, err := jobs.PurgeOutputOverBytes(ctx, st.Jobs, dir, replica, bound, now, batch)
+					return outputCount(c), err
+				},
+				PendingFunc: func(ctx context.Context, now time.Time) (retention.Count, error) {
+					c, err := jobs.PendingOutputOverBytes(ctx, st.Jobs, dir, replica, bound, now)
+					return outputCount(c), err
+				}}})
+	}
+	if p, ok := st.Audit.(audit.EventPurger); ok && r.AuditEventsDays != nil {
+		out = append(out, retention.Target{Store: "audit", Policy: "audit_events_days", Age: retention.Days(*r.AuditEventsDays),
+			Purger: retention.Funcs{
+				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
+					c, err := p.PurgeEventsBefore(ctx, cutoff, batch)
+					return retention.Count{Items: c.Events, Owners: c.Sessions}, err
+				},
+				PendingFunc: func(ctx context.Context, cutoff time.Time) (retention.Count, error) {
+					c, err := p.CountEventsBefore(ctx, cutoff)
+					return retention.Count{Items: c.Events, Owners: c.Sessions}, err
+				}}})
+	}
+	return out
+}
+
+// outputCount counts a job output purge: a job's output is one item.
+func outputCount(c jobs.OutputPurge) retention.Count {
+	return retention.Count{Items: c.Jobs, Owners: c.Jobs, Bytes: c.Bytes}
+}
+
+func sessionCount(c workflow.EventPurge) retention.Count {
+	return retention.Count{Items: c.Events, Owners: c.Sessions}
+}
+
+// NewPurger is the purger of cfg's [retention] policy on st; log may be
+// nil. With no policy set it has no targets and purges nothing.
+func NewPurger(cfg Config, st *Stores, log *slog.Logger) *retention.Purger {
+	return retention.New(retentionTargets(cfg.Retention, st, cfg.DataDir), log, nil)
+}
+
+// startRetention starts the background purger (decision 0087); Close
+// stops it before the stores close.
+func (a *App) startRetention() {
+	a.purger = NewPurger(a.Config, a.Stores, a.Log)
+	ctx, stop := context.WithCancel(context.Background())
+	a.stopPurge, a.purgeDone = stop, make(chan struct{})
+	go func() { defer close(a.purgeDone); a.purger.Loop(ctx, retention.Interval) }()
+	if n := a.purger.Targets(); n > 0 {
+		a.Log.Info("start: retention", "policies", a.Config.Retention.policies(), "interval", retention.Interval)
+	}
+	if keys := UnwiredPolicies(a.Config); len(keys) > 0 {
+		a.Log.Warn("start: retention policies set but not enforced by this build", "keys", keys)
+	}
+}
+
+// stopRetention stops the purger and waits for it: a batch in progress
+// is rolled back, and the next start's pass purges it again.
+func (a *App) stopRetention() {
+	if a.stopPurge != nil {
+		a.stopPurge()
+		<-a.purgeDone
+	}
+}
+
+func (a *App) retentionStatus() RetentionStatus {
+	st := RetentionStatus{Policies: a.Config.Retention.policies(), Runs: []retention.Run{}}
+	if a.purger != nil {
+		st.Runs = append(st.Runs, a.purger.Runs()...)
+	}
+	return st
+}
+
+// RetentionPolicies are the [retention] keys cfg sets, as "key=value".
+func RetentionPolicies(cfg Config) []string { return cfg.Retention.policies() }
+
+// UnwiredPolicies are the [retention] keys cfg sets that no target of
+// NewPurger enforces (their stores' purges are wired apart, or not yet).
+func UnwiredPolicies(cfg Config) []string {
+	out := []string{}
+	r := cfg.Retention
+	if r.EvidencePayloadDays != nil {
+		out = append(out, "evidence_payload_days")
+	}
+	return out
+}
+
+// RetentionFirstPass is closed once the background purger's first pass,
+// run at start, ended.
+func (a *App) RetentionFirstPass() <-chan struct{} { return a.purger.FirstPass() }

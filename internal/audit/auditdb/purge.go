@@ -1,0 +1,59 @@
+package auditdb
+
+import (
+	"context"
+	"database/sql"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/webcodex/webcodex/internal/audit"
+)
+
+// PurgeEventsBefore implements audit.EventPurger in one writer
+// transaction: the oldest events (by seq) that ended before cutoff, and
+// the held counts of their sessions.
+func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (audit.EventPurge, error) {
+	var per map[string]int64
+	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		per = map[string]int64{}
+		rows, err := tx.QueryContext(ctx, `DELETE FROM action_events WHERE seq IN (
+			SELECT seq FROM action_events WHERE ended_at < ? ORDER BY seq LIMIT ?) RETURNING session_id`, cutoff.Unix(), batch)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			per[id]++
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, id := range slices.Sorted(maps.Keys(per)) {
+			if _, err := tx.ExecContext(ctx, `UPDATE action_sessions SET retained_events = max(retained_events - ?, 0) WHERE session_id = ?`, per[id], id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return audit.EventPurge{}, wrapWrite(err)
+	}
+	s.held.drop(slices.Collect(maps.Keys(per)))
+	out := audit.EventPurge{Sessions: int64(len(per))}
+	for _, n := range per {
+		out.Events += n
+	}
+	return out, nil
+}
+
+// CountEventsBefore implements audit.EventPurger.
+func (s *Store) CountEventsBefore(ctx context.Context, cutoff time.Time) (audit.EventPurge, error) {
+	var out audit.EventPurge
+	err := s.db.QueryRow(ctx, `SELECT COUNT(DISTINCT session_id), COUNT(*) FROM action_events WHERE ended_at < ?`, cutoff.Unix()).Scan(&out.Sessions, &out.Events)
+	return out, wrapRead(err)
+}

@@ -1,0 +1,52 @@
+package auditpg
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/webcodex/webcodex/internal/audit"
+)
+
+// PurgeEventsBefore implements audit.EventPurger in one transaction: the
+// oldest events (by seq) that ended before cutoff, and the held counts of
+// their sessions, decremented under the session rows' locks so that an
+// append racing the purge counts from what is left.
+func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (audit.EventPurge, error) {
+	var out audit.EventPurge
+	err := s.db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		out = audit.EventPurge{}
+		rows, err := tx.Query(ctx, `WITH gone AS (
+			DELETE FROM audit.action_events WHERE seq IN (
+				SELECT seq FROM audit.action_events WHERE ended_at < $1 ORDER BY seq LIMIT $2)
+			RETURNING session_id),
+		per AS (SELECT session_id, count(*) AS n FROM gone GROUP BY session_id)
+		UPDATE audit.action_sessions s SET retained_events = greatest(s.retained_events - per.n, 0)
+			FROM per WHERE s.session_id = per.session_id RETURNING per.n`, cutoff.Unix(), batch)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n int64
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+			out.Sessions++
+			out.Events += n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return audit.EventPurge{}, storeError(err)
+	}
+	return out, nil
+}
+
+// CountEventsBefore implements audit.EventPurger.
+func (s *Store) CountEventsBefore(ctx context.Context, cutoff time.Time) (audit.EventPurge, error) {
+	var out audit.EventPurge
+	err := s.db.Pool.QueryRow(ctx, `SELECT count(DISTINCT session_id), count(*) FROM audit.action_events WHERE ended_at < $1`, cutoff.Unix()).Scan(&out.Sessions, &out.Events)
+	return out, storeError(err)
+}
