@@ -19,7 +19,7 @@ func newGCCmd(g *globals) *cobra.Command {
 		Use:   "gc [--dry-run]",
 		Short: "Purge what the [retention] policy of config.toml says is old enough (--dry-run: only show it)",
 		Long: "Run one pass of the retention policy ([retention] in config.toml; decision 0087): closed\n" +
-			"sessions' events, Action Audit events, job output, in short batches. With --dry-run, print what it would\n" +
+			"sessions' events, Action Audit events, job output, evidence payloads, in short batches. With --dry-run, print what it would\n" +
 			"remove, per store and policy, and remove nothing. The pass takes the same database locks as\n" +
 			"the server's writes, so it may run while the server serves the data directory.",
 		Args: cobra.NoArgs,
@@ -31,23 +31,35 @@ func newGCCmd(g *globals) *cobra.Command {
 			}
 			defer st.Close()
 			w := cmd.OutOrStdout()
-			p := app.NewPurger(cfg, st, newLogger(cmd.ErrOrStderr(), cfg))
+			// The evidence journal is opened only for its policy, and
+			// never created: a data directory without one has nothing
+			// to purge there.
+			var ev app.EvidencePurger
+			if cfg.Retention.EvidencePayloadDays != nil && app.HasJournal(cfg) {
+				j, _, err := app.OpenJournal(ctx, cfg)
+				if err != nil {
+					return err
+				}
+				defer j.Close()
+				ev = j
+			}
+			p := app.NewPurger(cfg, st, ev, newLogger(cmd.ErrOrStderr(), cfg))
 			if dryRun {
 				plan, err := p.Plan(ctx)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return writeJSON(w, map[string]any{"dry_run": true, "plan": plan, "not_purged_here": app.UnwiredPolicies(cfg)})
+					return writeJSON(w, map[string]any{"dry_run": true, "plan": plan})
 				}
-				printPlan(w, cfg, plan)
+				printPlan(w, plan)
 				return nil
 			}
 			runs := p.Pass(ctx)
 			if asJSON {
-				return writeJSON(w, map[string]any{"runs": runs, "not_purged_here": app.UnwiredPolicies(cfg)})
+				return writeJSON(w, map[string]any{"runs": runs})
 			}
-			return printRuns(w, cfg, runs)
+			return printRuns(w, runs)
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what the policy would remove; remove nothing")
@@ -55,7 +67,7 @@ func newGCCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func printPlan(w io.Writer, cfg app.Config, plan []retention.Plan) {
+func printPlan(w io.Writer, plan []retention.Plan) {
 	if len(plan) == 0 {
 		fprintf(w, "No [retention] policy is set for these stores: nothing would be removed.\n")
 	} else {
@@ -67,13 +79,11 @@ func printPlan(w io.Writer, cfg app.Config, plan []retention.Plan) {
 		tw.Flush()
 		fprintf(w, "Dry run: nothing was removed.\n")
 	}
-	printUnwired(w, cfg)
 }
 
-func printRuns(w io.Writer, cfg app.Config, runs []retention.Run) error {
+func printRuns(w io.Writer, runs []retention.Run) error {
 	if len(runs) == 0 {
 		fprintf(w, "No [retention] policy is set for these stores: nothing removed.\n")
-		printUnwired(w, cfg)
 		return nil
 	}
 	tw := table(w)
@@ -86,14 +96,7 @@ func printRuns(w io.Writer, cfg app.Config, runs []retention.Run) error {
 		}
 	}
 	tw.Flush()
-	printUnwired(w, cfg)
 	return failed
-}
-
-func printUnwired(w io.Writer, cfg app.Config) {
-	for _, k := range app.UnwiredPolicies(cfg) {
-		fprintf(w, "retention.%s is set but not purged by this build's gc.\n", k)
-	}
 }
 
 // newStatusCmd is `webcodex status`: the deployment's backend and policy

@@ -14,6 +14,9 @@ import (
 	"github.com/webcodex/webcodex/internal/audit"
 	"github.com/webcodex/webcodex/internal/audit/auditdb"
 	"github.com/webcodex/webcodex/internal/auth"
+	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencedb"
+	"github.com/webcodex/webcodex/internal/evidence/storetest"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/jobs/jobsdb"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -206,5 +209,42 @@ func TestStatusDisk(t *testing.T) {
 	}
 	if !regexp.MustCompile(fmt.Sprintf(`(?m)^total\s+.+\s%d\s*$`, total)).MatchString(out) {
 		t.Fatalf("status --disk total is not %d:\n%s", total, out)
+	}
+}
+
+// TestGCPurgesEvidencePayloads: evidence_payload_days purges the payloads
+// of signed records older than the policy (storetest's records are from
+// 2026-11-30), shown first by a dry run that changes nothing; afterwards
+// the journal verifies clean with the records reported purged.
+func TestGCPurgesEvidencePayloads(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, app.ConfigFile), []byte("[retention]\nevidence_payload_days = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, err := evidencedb.Open(ctx, data, evidence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Fill(t, j, 0, 5, "wc_sess_a")
+	if _, err := j.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+
+	out := mustRun(t, "--data-dir", data, "gc", "--dry-run")
+	if !regexp.MustCompile(`(?m)^evidence\s+evidence_payload_days\s+\S+\s+5\s+0$`).MatchString(out) {
+		t.Fatalf("gc --dry-run:\n%s", out)
+	}
+	if out := mustRun(t, "--data-dir", data, "evidence", "verify"); strings.Contains(out, "purged") {
+		t.Fatalf("the dry run purged:\n%s", out)
+	}
+	out = mustRun(t, "--data-dir", data, "gc")
+	if !regexp.MustCompile(`(?m)^evidence\s+evidence_payload_days\s+\S+\s+5\s+0\s+\d+\s*$`).MatchString(out) {
+		t.Fatalf("gc:\n%s", out)
+	}
+	out = mustRun(t, "--data-dir", data, "evidence", "verify")
+	if !regexp.MustCompile(`purged\s+5 record`).MatchString(out) {
+		t.Fatalf("evidence verify after gc:\n%s", out)
 	}
 }

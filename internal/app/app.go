@@ -478,6 +478,8 @@ func (a *App) Close() error {
 		}
 	}
 	var errs []error
+	// The purger stops before the stores and the journal it purges close.
+	a.stopRetention()
 	if a.Evidence != nil {
 		if err := a.outbox.close(context.Background()); err != nil {
 			a.Log.Warn("evidence: outbox not applied at shutdown (applied at the next start)", "err", err)
@@ -490,7 +492,6 @@ func (a *App) Close() error {
 		}
 		errs = append(errs, a.Evidence.Close())
 	}
-	a.stopRetention()
 	if a.stopTasks != nil {
 		a.stopTasks()
 		<-a.tasksDone

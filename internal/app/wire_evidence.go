@@ -173,6 +173,7 @@ func evidenceRecord(r kernel.Record) evidence.Record {
 type Journal interface {
 	evidence.Appender
 	console.Journal
+	EvidencePurger
 	// ApplyOutbox appends the records of outbox items past the journal's
 	// watermark, in order, in one transaction (durable: with an fsync).
 	ApplyOutbox(ctx context.Context, items []evidence.OutboxItem, durable bool) (skipped []error, err error)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/retention"
 	"github.com/webcodex/webcodex/internal/workflow"
@@ -22,11 +23,33 @@ type RetentionStatus struct {
 	Runs []retention.Run `json:"runs"`
 }
 
+// EvidencePurger is the evidence journal's payload purge (decision 0086),
+// which both journals offer.
+type EvidencePurger interface {
+	PurgeBefore(ctx context.Context, policy string, cutoff time.Time, batch int) (evidence.PurgeSummary, error)
+	PendingPurge(ctx context.Context, cutoff time.Time) (int64, error)
+}
+
 // retentionTargets are the targets of policy r on st, whose job output is
-// under dataDir's jobs directory. Evidence payloads
-// (evidence_payload_days) are the evidence journal's purge, wired apart.
-func retentionTargets(r RetentionConfig, st *Stores, dataDir string) []retention.Target {
+// under dataDir's jobs directory, and on the evidence journal ev (nil:
+// none opened, and evidence_payload_days is not enforced).
+func retentionTargets(r RetentionConfig, st *Stores, ev EvidencePurger, dataDir string) []retention.Target {
 	var out []retention.Target
+	if ev != nil && r.EvidencePayloadDays != nil {
+		// The journal's purge runs its own short batches (one writer
+		// transaction each, with its purge log row) to the end; the
+		// purger's next call finds nothing left and ends the run.
+		out = append(out, retention.Target{Store: "evidence", Policy: "evidence_payload_days", Age: retention.Days(*r.EvidencePayloadDays),
+			Purger: retention.Funcs{
+				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
+					s, err := ev.PurgeBefore(ctx, "evidence_payload_days", cutoff, batch)
+					return retention.Count{Items: s.Purged}, err
+				},
+				PendingFunc: func(ctx context.Context, cutoff time.Time) (retention.Count, error) {
+					n, err := ev.PendingPurge(ctx, cutoff)
+					return retention.Count{Items: n}, err
+				}}})
+	}
 	if r.JobOutputDays != nil {
 		dir, replica := filepath.Join(dataDir, JobsDir), st.ReplicaID()
 		out = append(out, retention.Target{Store: "jobs", Policy: "job_output_days", Age: retention.Days(*r.JobOutputDays),
@@ -90,24 +113,26 @@ func sessionCount(c workflow.EventPurge) retention.Count {
 	return retention.Count{Items: c.Events, Owners: c.Sessions}
 }
 
-// NewPurger is the purger of cfg's [retention] policy on st; log may be
+// NewPurger is the purger of cfg's [retention] policy on st and the
+// evidence journal ev (nil: evidence payloads are not purged); log may be
 // nil. With no policy set it has no targets and purges nothing.
-func NewPurger(cfg Config, st *Stores, log *slog.Logger) *retention.Purger {
-	return retention.New(retentionTargets(cfg.Retention, st, cfg.DataDir), log, nil)
+func NewPurger(cfg Config, st *Stores, ev EvidencePurger, log *slog.Logger) *retention.Purger {
+	return retention.New(retentionTargets(cfg.Retention, st, ev, cfg.DataDir), log, nil)
 }
 
 // startRetention starts the background purger (decision 0087); Close
 // stops it before the stores close.
 func (a *App) startRetention() {
-	a.purger = NewPurger(a.Config, a.Stores, a.Log)
+	var ev EvidencePurger
+	if a.Evidence != nil {
+		ev = a.Evidence
+	}
+	a.purger = NewPurger(a.Config, a.Stores, ev, a.Log)
 	ctx, stop := context.WithCancel(context.Background())
 	a.stopPurge, a.purgeDone = stop, make(chan struct{})
 	go func() { defer close(a.purgeDone); a.purger.Loop(ctx, retention.Interval) }()
 	if n := a.purger.Targets(); n > 0 {
 		a.Log.Info("start: retention", "policies", a.Config.Retention.policies(), "interval", retention.Interval)
-	}
-	if keys := UnwiredPolicies(a.Config); len(keys) > 0 {
-		a.Log.Warn("start: retention policies set but not enforced by this build", "keys", keys)
 	}
 }
 
@@ -130,17 +155,6 @@ func (a *App) retentionStatus() RetentionStatus {
 
 // RetentionPolicies are the [retention] keys cfg sets, as "key=value".
 func RetentionPolicies(cfg Config) []string { return cfg.Retention.policies() }
-
-// UnwiredPolicies are the [retention] keys cfg sets that no target of
-// NewPurger enforces (their stores' purges are wired apart, or not yet).
-func UnwiredPolicies(cfg Config) []string {
-	out := []string{}
-	r := cfg.Retention
-	if r.EvidencePayloadDays != nil {
-		out = append(out, "evidence_payload_days")
-	}
-	return out
-}
 
 // RetentionFirstPass is closed once the background purger's first pass,
 // run at start, ended.

@@ -72,6 +72,16 @@ func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Ti
 	})
 }
 
+// PendingPurge counts the records PurgeBefore(cutoff) would purge now:
+// appended before cutoff, covered by the newest signed checkpoint, not
+// purged yet. It changes nothing.
+func (j *Journal) PendingPurge(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := j.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM records
+		WHERE idx < (SELECT COALESCE(MAX(size), 0) FROM checkpoints) AND at_ns < ?1 AND length(canonical) > 0`, cutoff.UnixNano()).Scan(&n)
+	return n, err
+}
+
 // purgeLog reads the purge log's index ranges, for verification; a
 // journal from before the log has none.
 func purgeLog(ctx context.Context, tx *sql.Tx) ([]evidence.IndexRange, error) {

@@ -51,6 +51,15 @@ func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Ti
 	})
 }
 
+// PendingPurge counts the records PurgeBefore(cutoff) would purge now,
+// as evidencedb's PendingPurge does. It changes nothing.
+func (j *Journal) PendingPurge(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := j.db.Pool.QueryRow(ctx, `SELECT count(*) FROM evidence.records
+		WHERE idx < (SELECT COALESCE(max(size), 0) FROM evidence.checkpoints) AND at_ns < $1 AND length(canonical) > 0`, cutoff.UnixNano()).Scan(&n)
+	return n, err
+}
+
 // purgeLog reads the purge log's index ranges, for verification.
 func purgeLog(ctx context.Context, tx pgx.Tx) ([]evidence.IndexRange, error) {
 	rows, err := tx.Query(ctx, `SELECT first_idx, last_idx FROM evidence.purges ORDER BY first_idx`)

@@ -34,11 +34,20 @@ func purgeKeepsProofs(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	counts, _ := j.SessionCounts(ctx, "wc_sess_a")
+	pending := func(cutoff time.Time, want int64) {
+		t.Helper()
+		if n, err := j.PendingPurge(ctx, cutoff); err != nil || n != want {
+			t.Fatalf("pending purge before %s: %d %v, want %d", cutoff.Sub(T0), n, err, want)
+		}
+	}
+	pending(T0.Add(25*time.Millisecond), 25)
+	pending(T0.Add(time.Hour), 40) // 40..44 are not signed
 
 	sum, err := j.PurgeBefore(ctx, "evidence_days", T0.Add(25*time.Millisecond), 4)
 	if err != nil || sum.Purged != 25 || sum.Batches != 7 || *sum.Range != (evidence.IndexRange{First: 0, Last: 24}) || sum.Policy != "evidence_days" {
 		t.Fatalf("purge: %+v %v", sum, err)
 	}
+	pending(T0.Add(25*time.Millisecond), 0)
 	if err := proof.VerifyInclusion(evidence.Hasher, 3, cp.Size, es[3].LeafHash, before, cp.Root); err != nil {
 		t.Fatalf("an inclusion proof taken before the purge: %v", err)
 	}
@@ -64,10 +73,12 @@ func purgeKeepsProofs(t *testing.T, b Backend) {
 	// The export signed the head (45). Records 45..48 are older than the
 	// next cutoff but unsigned: they keep their payloads.
 	Fill(t, j, 45, 4, "wc_sess_b")
+	pending(T0.Add(time.Hour), 20)
 	sum, err = j.PurgeBefore(ctx, "evidence_days", T0.Add(time.Hour), 0)
 	if err != nil || sum.Purged != 20 || sum.Batches != 1 || *sum.Range != (evidence.IndexRange{First: 25, Last: 44}) {
 		t.Fatalf("second purge: %+v %v", sum, err)
 	}
+	pending(T0.Add(time.Hour), 0)
 	if sum, err := j.PurgeBefore(ctx, "evidence_days", T0.Add(time.Hour), 0); err != nil || sum.Purged != 0 || sum.Batches != 0 || sum.Range != nil {
 		t.Fatalf("a purge with nothing left: %+v %v", sum, err)
 	}

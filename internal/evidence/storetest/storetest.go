@@ -42,6 +42,8 @@ type Journal interface {
 // Purger drops the payloads of old records (docs/decisions/0086-evidence-payload-purge.md).
 type Purger interface {
 	PurgeBefore(ctx context.Context, policy string, cutoff time.Time, batch int) (evidence.PurgeSummary, error)
+	// PendingPurge counts what PurgeBefore(cutoff) would purge now.
+	PendingPurge(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
 // PurgeFirst purges the payloads of the records Rec built for 0..n-1 (their
