@@ -22,8 +22,11 @@ func withTestProvider(t testing.TB, c *app.Config) {
 // ready; a describe-before-call refusal runs nothing; no schema, command
 // or path is projected.
 func TestPluginsCatalogListsReadyProviders(t *testing.T) {
-	dir := rawProjectDir(t)
-	s := startAppWith(t, t.TempDir(), func(c *app.Config) { c.ToolProfile = gateway.Full; withTestProvider(t, c) }, "p="+dir)
+	dir, bin := rawProjectDir(t), mcpprovidertest.Provider(t)
+	s := startAppWith(t, t.TempDir(), func(c *app.Config) {
+		c.ToolProfile = gateway.Full
+		c.MCP.Providers = map[string]mcpprovider.Provider{"test": {Command: bin}}
+	}, "p="+dir)
 	defer s.stop(t)
 	plugins := func(raw json.RawMessage) mcpprovider.Catalog {
 		t.Helper()
@@ -31,7 +34,7 @@ func TestPluginsCatalogListsReadyProviders(t *testing.T) {
 		if err := json.Unmarshal(raw, &c); err != nil {
 			t.Fatalf("%v: %s", err, raw)
 		}
-		if strings.Contains(string(raw), mcpprovidertest.Provider(t)) || strings.Contains(string(raw), "schema") {
+		if strings.Contains(string(raw), bin) || strings.Contains(string(raw), "schema") {
 			t.Fatalf("the catalog projects a command or a schema: %s", raw)
 		}
 		return c

@@ -5,41 +5,23 @@
 package mcpprovidertest
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 )
 
-var (
-	once sync.Once
-	bin  string
-	fail string
-)
-
-// Provider builds the test provider once per test binary and returns its
-// path.
+// Provider builds the test provider into t's temporary directory (removed
+// when t ends; the go build cache makes builds after the first cheap) and
+// returns its path.
 func Provider(t testing.TB) string {
 	t.Helper()
-	once.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(file), "..", "testdata", "provider")
-		dir, err := os.MkdirTemp("", "mcp-test-provider-")
-		if err != nil {
-			fail = err.Error()
-			return
-		}
-		bin = filepath.Join(dir, "provider")
-		cmd := exec.Command("go", "build", "-o", bin, ".")
-		cmd.Dir = src
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fail = err.Error() + ": " + string(out)
-		}
-	})
-	if fail != "" {
-		t.Fatalf("build the test MCP provider: %s", fail)
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(t.TempDir(), "provider")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "testdata", "provider")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the test MCP provider: %v: %s", err, out)
 	}
 	return bin
 }
