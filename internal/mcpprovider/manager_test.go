@@ -63,8 +63,8 @@ func TestListDescribeCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Total != 4 || len(l.Tools) != 4 {
-		t.Fatalf("list %+v, want 4 tools", l)
+	if l.Total != 5 || len(l.Tools) != 5 {
+		t.Fatalf("list %+v, want 5 tools", l)
 	}
 	d, err := m.Do(ctx, p, mcpprovider.Request{Op: "describe", Provider: "test", Tool: "echo"})
 	if err != nil {
