@@ -57,7 +57,7 @@ func TestPluginsCatalogListsReadyProviders(t *testing.T) {
 	if !mr.StructuredContent.Success {
 		t.Fatalf("list: %+v", mr.StructuredContent.Error)
 	}
-	if c := ext(); c.Plugins[0].Status != "ready" || c.Plugins[0].Tools != 4 {
+	if c := ext(); c.Plugins[0].Status != "ready" || c.Plugins[0].Tools != 5 {
 		t.Fatalf("after list: %+v", c)
 	}
 	mr = rawCall(t, s, s.token, "read_files", rawWith(rawReadArgs(), "context_request", []any{"plugins.catalog"}))

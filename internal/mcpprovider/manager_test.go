@@ -233,7 +233,7 @@ func TestCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = m.Catalog(p)
-	if c.Plugins[1].Status != mcpprovider.StatusReady || c.Plugins[1].Tools != 4 || c.Plugins[1].Revision == "" {
+	if c.Plugins[1].Status != mcpprovider.StatusReady || c.Plugins[1].Tools != 5 || c.Plugins[1].Revision == "" {
 		t.Fatalf("catalog after list %+v", c)
 	}
 }
