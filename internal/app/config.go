@@ -187,6 +187,12 @@ type RetentionConfig struct {
 	// EvidencePayloadDays purges evidence payloads older than that many
 	// days, keeping leaves and checkpoints (the evidence journal's purge).
 	EvidencePayloadDays *int `toml:"evidence_payload_days"`
+
+	// unit, when set, replaces the day as the policies' unit, and
+	// interval, when set, retention.Interval between the purger's passes:
+	// a seam for the retention soak test only (export_test.go), never
+	// settable from config.toml or the environment.
+	unit, interval time.Duration
 }
 
 // validate checks every set key.

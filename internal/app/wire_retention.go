@@ -39,7 +39,7 @@ func retentionTargets(r RetentionConfig, st *Stores, ev EvidencePurger, dataDir 
 		// The journal's purge runs its own short batches (one writer
 		// transaction each, with its purge log row) to the end; the
 		// purger's next call finds nothing left and ends the run.
-		out = append(out, retention.Target{Store: "evidence", Policy: "evidence_payload_days", Age: retention.Days(*r.EvidencePayloadDays),
+		out = append(out, retention.Target{Store: "evidence", Policy: "evidence_payload_days", Age: r.age(*r.EvidencePayloadDays),
 			Purger: retention.Funcs{
 				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
 					s, err := ev.PurgeBefore(ctx, "evidence_payload_days", cutoff, batch)
@@ -52,7 +52,7 @@ func retentionTargets(r RetentionConfig, st *Stores, ev EvidencePurger, dataDir 
 	}
 	if r.JobOutputDays != nil {
 		dir, replica := filepath.Join(dataDir, JobsDir), st.ReplicaID()
-		out = append(out, retention.Target{Store: "jobs", Policy: "job_output_days", Age: retention.Days(*r.JobOutputDays),
+		out = append(out, retention.Target{Store: "jobs", Policy: "job_output_days", Age: r.age(*r.JobOutputDays),
 			Purger: retention.Funcs{
 				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
 					c, err := jobs.PurgeOutput(ctx, st.Jobs, dir, replica, cutoff, batch)
@@ -65,7 +65,7 @@ func retentionTargets(r RetentionConfig, st *Stores, ev EvidencePurger, dataDir 
 	}
 	if r.SessionEventsDays != nil {
 		p := st.Workflow
-		out = append(out, retention.Target{Store: "workflow", Policy: "session_events_days", Age: retention.Days(*r.SessionEventsDays),
+		out = append(out, retention.Target{Store: "workflow", Policy: "session_events_days", Age: r.age(*r.SessionEventsDays),
 			Purger: retention.Funcs{
 				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
 					c, err := p.PurgeClosedEvents(ctx, cutoff, batch)
@@ -90,7 +90,7 @@ func retentionTargets(r RetentionConfig, st *Stores, ev EvidencePurger, dataDir 
 				}}})
 	}
 	if p, ok := st.Audit.(audit.EventPurger); ok && r.AuditEventsDays != nil {
-		out = append(out, retention.Target{Store: "audit", Policy: "audit_events_days", Age: retention.Days(*r.AuditEventsDays),
+		out = append(out, retention.Target{Store: "audit", Policy: "audit_events_days", Age: r.age(*r.AuditEventsDays),
 			Purger: retention.Funcs{
 				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
 					c, err := p.PurgeEventsBefore(ctx, cutoff, batch)
@@ -113,6 +113,24 @@ func sessionCount(c workflow.EventPurge) retention.Count {
 	return retention.Count{Items: c.Events, Owners: c.Sessions}
 }
 
+// age is n of the policy's units: n days, or n units when a test set
+// unit (export_test.go's ShortenRetention).
+func (r RetentionConfig) age(n int) time.Duration {
+	if r.unit > 0 {
+		return time.Duration(n) * r.unit
+	}
+	return retention.Days(n)
+}
+
+// passInterval is how long the background purger waits between passes:
+// retention.Interval unless a test set interval.
+func (r RetentionConfig) passInterval() time.Duration {
+	if r.interval > 0 {
+		return r.interval
+	}
+	return retention.Interval
+}
+
 // NewPurger is the purger of cfg's [retention] policy on st and the
 // evidence journal ev (nil: evidence payloads are not purged); log may be
 // nil. With no policy set it has no targets and purges nothing.
@@ -130,9 +148,9 @@ func (a *App) startRetention() {
 	a.purger = NewPurger(a.Config, a.Stores, ev, a.Log)
 	ctx, stop := context.WithCancel(context.Background())
 	a.stopPurge, a.purgeDone = stop, make(chan struct{})
-	go func() { defer close(a.purgeDone); a.purger.Loop(ctx, retention.Interval) }()
+	go func() { defer close(a.purgeDone); a.purger.Loop(ctx, a.Config.Retention.passInterval()) }()
 	if n := a.purger.Targets(); n > 0 {
-		a.Log.Info("start: retention", "policies", a.Config.Retention.policies(), "interval", retention.Interval)
+		a.Log.Info("start: retention", "policies", a.Config.Retention.policies(), "interval", a.Config.Retention.passInterval())
 	}
 }
 
