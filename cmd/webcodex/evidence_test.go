@@ -148,7 +148,7 @@ func TestEvidenceCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`UPDATE records SET outcome = 'failed' WHERE idx = 4`); err != nil {
+	if _, err := db.Exec(`UPDATE record_payloads SET outcome = 'failed' WHERE idx = 4`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

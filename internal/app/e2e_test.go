@@ -118,8 +118,14 @@ func (s *server) callAs(t *testing.T, token, tool string, args any, recorder str
 // callBody is the body of a REST tool call that answered 200.
 func (s *server) callBody(t *testing.T, token, tool string, args any, recorder string) []byte {
 	t.Helper()
+	return s.callBodyAt(t, token, "/api/tools/call", tool, args, recorder)
+}
+
+// callBodyAt is callBody with the call endpoint's path (and query) given.
+func (s *server) callBodyAt(t *testing.T, token, path, tool string, args any, recorder string) []byte {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": args, "recording_session_id": recorder})
-	code, data := s.do(t, token, "POST", "/api/tools/call", body)
+	code, data := s.do(t, token, "POST", path, body)
 	if code != 200 {
 		t.Fatalf("%s: HTTP %d %s", tool, code, data)
 	}

@@ -200,7 +200,7 @@ func TestEvidenceScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`UPDATE records SET tool = 'read_filez' WHERE idx = 3`); err != nil {
+	if _, err := db.Exec(`UPDATE record_payloads SET tool = 'read_filez' WHERE idx = 3`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -26,7 +26,7 @@ type RetentionStatus struct {
 // EvidencePurger is the evidence journal's payload purge (decision 0086),
 // which both journals offer.
 type EvidencePurger interface {
-	PurgeBefore(ctx context.Context, policy string, cutoff time.Time, batch int) (evidence.PurgeSummary, error)
+	PurgeNext(ctx context.Context, policy string, cutoff time.Time, from uint64, batch int) (evidence.PurgeSummary, error)
 	PendingPurge(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
@@ -36,13 +36,20 @@ type EvidencePurger interface {
 func retentionTargets(r RetentionConfig, st *Stores, ev EvidencePurger, dataDir string) []retention.Target {
 	var out []retention.Target
 	if ev != nil && r.EvidencePayloadDays != nil {
-		// The journal's purge runs its own short batches (one writer
-		// transaction each, with its purge log row) to the end; the
-		// purger's next call finds nothing left and ends the run.
+		// One journal batch per call (one writer transaction with its
+		// purge log row), so that the purger's bounds and batch counts
+		// hold. next is the run's cursor, one past the last index purged;
+		// a batch that purges nothing (the run's end) or fails resets it.
+		// The purger calls a target's Purge one at a time.
+		var next uint64
 		out = append(out, retention.Target{Store: "evidence", Policy: "evidence_payload_days", Age: r.age(*r.EvidencePayloadDays),
 			Purger: retention.Funcs{
 				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
-					s, err := ev.PurgeBefore(ctx, "evidence_payload_days", cutoff, batch)
+					s, err := ev.PurgeNext(ctx, "evidence_payload_days", cutoff, next, batch)
+					next = 0
+					if s.Range != nil {
+						next = s.Range.Last + 1
+					}
 					return retention.Count{Items: s.Purged}, err
 				},
 				PendingFunc: func(ctx context.Context, cutoff time.Time) (retention.Count, error) {

@@ -81,3 +81,19 @@ func RunPurge(ctx context.Context, policy string, cutoff time.Time, batch int, s
 		from = last + 1
 	}
 }
+
+// RunPurgeBatch validates the request (CheckPurge) and calls step once,
+// from index from: the summary of that one batch (Purged 0 and Range nil
+// when nothing from there on is left to purge, or on an error).
+func RunPurgeBatch(ctx context.Context, policy string, cutoff time.Time, from uint64, batch int, step PurgeStep) (PurgeSummary, error) {
+	sum := PurgeSummary{Policy: policy, Cutoff: cutoff.UTC()}
+	batch, err := CheckPurge(policy, cutoff, batch)
+	if err != nil {
+		return sum, err
+	}
+	n, first, last, err := step(ctx, from, batch)
+	if err == nil && n > 0 {
+		sum.Add(n, first, last)
+	}
+	return sum, err
+}

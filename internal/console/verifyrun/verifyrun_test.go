@@ -83,7 +83,7 @@ func TestRealJournalCleanThenTampered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`DELETE FROM records WHERE idx = 7`); err != nil {
+	if _, err := db.Exec(`DELETE FROM record_leaves WHERE idx = 7`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -128,7 +128,14 @@ func BenchmarkJournal(b *testing.B) {
 					args := evidencerow.Args(0, "k", r, canon, leaf)
 					args[0] = nil // rowid assigned by SQLite
 					err := j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-						_, err := tx.StmtContext(ctx, j.stmts.insert).ExecContext(ctx, args...)
+						res, err := tx.StmtContext(ctx, j.stmts.insertLeaf).ExecContext(ctx, pick(args, leafArgs)...)
+						if err != nil {
+							return err
+						}
+						if args[0], err = res.LastInsertId(); err != nil {
+							return err
+						}
+						_, err = tx.StmtContext(ctx, j.stmts.insertPayload).ExecContext(ctx, pick(args, payloadArgs)...)
 						return err
 					})
 					if err != nil {

@@ -293,7 +293,7 @@ func TestRotateKeyRefused(t *testing.T) {
 
 	dir, _ = journal10(t)
 	db := rawDB(t, dir)
-	exec(t, db, `UPDATE records SET tool = 'write_files' WHERE idx = 6`)
+	setRecord(t, db, 6, "tool", "write_files")
 	db.Close()
 	before = takeSnapshot(t, dir)
 	if _, err := evidencedb.RotateKey(ctx, dir, time.Now); failure.KindOf(err) != failure.Conflict || !strings.Contains(err.Error(), "bad_leaf") {

@@ -12,17 +12,21 @@ import (
 // sqlPurgeable selects the next batch of records whose payload may be
 // purged: at or after index ?1, covered by the newest signed checkpoint
 // (below ?2: a purged leaf is proven only by a checkpoint), appended
-// before the cutoff ?3 and not purged yet; at most ?4.
-const sqlPurgeable = `SELECT idx FROM records WHERE idx >= ?1 AND idx < ?2 AND at_ns < ?3 AND length(canonical) > 0 ORDER BY idx LIMIT ?4`
+// before the cutoff ?3 and not purged yet (a payload row exists); at most
+// ?4.
+const sqlPurgeable = `SELECT p.idx FROM record_payloads p JOIN record_leaves l ON l.idx = p.idx
+	WHERE p.idx >= ?1 AND p.idx < ?2 AND l.at_ns < ?3 ORDER BY p.idx LIMIT ?4`
 
 // beforePurgeCommit, when set (by tests), runs inside every purge batch's
 // transaction after its writes, before the commit.
 var beforePurgeCommit func()
 
 // PurgeBefore drops the payload of every record appended before cutoff
-// and covered by a signed checkpoint (evidencerow.PurgeSet: the canonical
-// bytes with the salt, and the content columns), keeping its index, leaf
-// hash and identifiers, so that every checkpoint and proof still verifies
+// and covered by a signed checkpoint: it deletes the record's
+// record_payloads row (the canonical bytes with the salt, and the content
+// columns, which read as evidencerow.PurgeSet leaves them), so that later
+// appends reuse its pages, and keeps its record_leaves row (index, leaf
+// hash, identifiers), so that every checkpoint and proof still verifies
 // and `webcodex evidence verify` reports it as purged. It works in
 // batches of batch records (0: evidence.PurgeBatch), each one short writer
 // transaction that also writes its row in the purge log, so a process
@@ -31,7 +35,21 @@ var beforePurgeCommit func()
 // failure.InvalidArguments and purges nothing; a cancelled ctx stops it
 // between batches, with the batches done committed and counted.
 func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Time, batch int) (evidence.PurgeSummary, error) {
-	return evidence.RunPurge(ctx, policy, cutoff, batch, func(ctx context.Context, from uint64, batch int) (n int64, first, last uint64, err error) {
+	return evidence.RunPurge(ctx, policy, cutoff, batch, j.purgeStep(policy, cutoff))
+}
+
+// PurgeNext is one batch of PurgeBefore, from index from on: at most
+// batch records (0: evidence.PurgeBatch) in one writer transaction with
+// its purge log row. A caller that bounds its own runs (the retention
+// purger) calls it again from one past the summary's Range.Last until it
+// purges nothing.
+func (j *Journal) PurgeNext(ctx context.Context, policy string, cutoff time.Time, from uint64, batch int) (evidence.PurgeSummary, error) {
+	return evidence.RunPurgeBatch(ctx, policy, cutoff, from, batch, j.purgeStep(policy, cutoff))
+}
+
+// purgeStep is one purge batch under policy for records before cutoff.
+func (j *Journal) purgeStep(policy string, cutoff time.Time) evidence.PurgeStep {
+	return func(ctx context.Context, from uint64, batch int) (n int64, first, last uint64, err error) {
 		err = j.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			n = 0
 			var covered int64
@@ -56,8 +74,8 @@ func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Ti
 				return err
 			}
 			lo, hi := ids[0], ids[len(ids)-1]
-			if _, err := tx.ExecContext(ctx, `UPDATE records SET canonical = X'', `+evidencerow.PurgeSet+
-				` WHERE idx >= ?1 AND idx <= ?2 AND at_ns < ?3 AND length(canonical) > 0`, lo, hi, cutoff.UnixNano()); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM record_payloads WHERE idx IN (`+sqlPurgeable+`)`,
+				lo, hi+1, cutoff.UnixNano(), len(ids)); err != nil {
 				return err
 			}
 			_, err = tx.ExecContext(ctx, `INSERT INTO purges (policy, cutoff_ns, first_idx, last_idx, count, at_ns) VALUES (?,?,?,?,?,?)`,
@@ -69,7 +87,7 @@ func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Ti
 			return err
 		})
 		return n, first, last, wrapWrite(err)
-	})
+	}
 }
 
 // PendingPurge counts the records PurgeBefore(cutoff) would purge now:
@@ -77,8 +95,8 @@ func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Ti
 // purged yet. It changes nothing.
 func (j *Journal) PendingPurge(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
-	err := j.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM records
-		WHERE idx < (SELECT COALESCE(MAX(size), 0) FROM checkpoints) AND at_ns < ?1 AND length(canonical) > 0`, cutoff.UnixNano()).Scan(&n)
+	err := j.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM record_payloads p JOIN record_leaves l ON l.idx = p.idx
+		WHERE p.idx < (SELECT COALESCE(MAX(size), 0) FROM checkpoints) AND l.at_ns < ?1`, cutoff.UnixNano()).Scan(&n)
 	return n, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,86 @@ func TestPurgeKilledMidBatch(t *testing.T) {
 	wantKinds(t, rep)
 	if rep.Purged != 8 || rep.OK != 2 {
 		t.Fatalf("after the next purge: purged %d ok %d", rep.Purged, rep.OK)
+	}
+}
+
+// TestPayloadTableMigration opens a journal of the shape before migration
+// 0005 (one records table; purged records blanked in place) with some
+// records purged: the migration keeps every record as it read before, a
+// purged one has no payload row, and the journal verifies clean and
+// purges on.
+func TestPayloadTableMigration(t *testing.T) {
+	ctx := context.Background()
+	dir, _ := journal10(t)
+	j := open(t, dir, evidence.Options{})
+	storetest.PurgeFirst(t, j, 4)
+	before, err := j.SessionRecords(ctx, "s", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	db := rawDB(t, dir)
+	exec(t, db, `CREATE TABLE records_v4 AS SELECT * FROM records`)
+	exec(t, db, `DROP VIEW records`)
+	exec(t, db, `DROP TABLE record_leaves`)
+	exec(t, db, `DROP TABLE record_payloads`)
+	exec(t, db, `ALTER TABLE records_v4 RENAME TO records`)
+	exec(t, db, `DELETE FROM schema_migrations WHERE name = '0005_payload_table.sql'`)
+	db.Close()
+
+	j = open(t, dir, evidence.Options{})
+	defer j.Close()
+	after, err := j.SessionRecords(ctx, "s", 100)
+	if err != nil || !reflect.DeepEqual(after, before) {
+		t.Fatalf("records after the migration differ (%v):\n%+v\nwant\n%+v", err, after, before)
+	}
+	var payloads int
+	if err := rawDB(t, dir).QueryRow(`SELECT COUNT(*) FROM record_payloads`).Scan(&payloads); err != nil || payloads != 6 {
+		t.Fatalf("%d payload rows (%v), want 6", payloads, err)
+	}
+	rep := verify(t, dir, evidence.VerifyOptions{})
+	wantKinds(t, rep)
+	if rep.Purged != 4 || rep.OK != 6 {
+		t.Fatalf("after the migration: purged %d ok %d", rep.Purged, rep.OK)
+	}
+	if sum, err := j.PurgeBefore(ctx, "test", storetest.T0.Add(10*time.Millisecond), 0); err != nil || sum.Purged != 6 {
+		t.Fatalf("purge the rest: %+v %v", sum, err)
+	}
+	if rep := verify(t, dir, evidence.VerifyOptions{}); rep.Purged != 10 || !rep.Clean {
+		t.Fatalf("after purging on: %s", dump(rep))
+	}
+}
+
+// TestPurgedPagesAreReused: the pages a purge frees are reused by the
+// records appended after it, so a journal whose payloads are purged as
+// fast as records arrive grows only by what every record keeps forever
+// (its leaf row, index entries and tree nodes).
+func TestPurgedPagesAreReused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	j := open(t, dir, evidence.Options{})
+	defer j.Close()
+	db := rawDB(t, dir)
+	pages := func() int64 {
+		t.Helper()
+		var n int64
+		if err := db.QueryRow(`PRAGMA page_count`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const n = 1000
+	p0 := pages()
+	fill(t, j, 0, n, "s")
+	if _, err := j.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p1 := pages()
+	storetest.PurgeFirst(t, j, n)
+	fill(t, j, n, n, "s")
+	p2 := pages()
+	t.Logf("pages: empty %d, after %d records %d, after purging them and %d more %d", p0, n, p1, n, p2)
+	if p2-p1 > (p1-p0)/2 {
+		t.Fatalf("the second %d records took %d pages, the first %d: the purged pages were not reused", n, p2-p1, p1-p0)
 	}
 }

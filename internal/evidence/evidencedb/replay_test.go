@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/evidence"
+	"github.com/webcodex/webcodex/internal/evidence/evidencerow"
 	"github.com/webcodex/webcodex/internal/evidence/storetest"
 )
 
@@ -32,8 +33,8 @@ func TestReplayColumnEditsFound(t *testing.T) {
 	j.Close()
 	wantKinds(t, verify(t, dir, evidence.VerifyOptions{}))
 	db := rawDB(t, dir)
-	exec(t, db, `UPDATE records SET replay_of = '' WHERE idx = 4`)
-	exec(t, db, `UPDATE records SET replay_of = 'wc_cmp_1' WHERE idx = 6`)
+	setRecord(t, db, 4, "replay_of", "")
+	setRecord(t, db, 6, "replay_of", "wc_cmp_1")
 	rep := verify(t, dir, evidence.VerifyOptions{})
 	if !hasFinding(rep, "record", evidence.FindingBadLeaf, 4) || !hasFinding(rep, "record", evidence.FindingBadLeaf, 6) || rep.OK != 5 {
 		t.Fatalf("edited replay_of: %s", dump(rep))
@@ -53,7 +54,11 @@ func TestVerifyJournalWithoutReplayColumn(t *testing.T) {
 	}
 	j.Close()
 	db := rawDB(t, dir)
-	exec(t, db, `ALTER TABLE records DROP COLUMN replay_of`)
+	// The journal's shape before migration 0003: one records table, no
+	// replay_of.
+	exec(t, db, `CREATE TABLE records_v1 AS SELECT `+evidencerow.ColumnsV1+` FROM records`)
+	exec(t, db, `DROP VIEW records`)
+	exec(t, db, `ALTER TABLE records_v1 RENAME TO records`)
 	db.Close()
 	rep := verify(t, dir, evidence.VerifyOptions{})
 	wantKinds(t, rep)

@@ -65,7 +65,7 @@ type Journal struct {
 	interval  time.Duration
 	onError   func(error)
 	log       *slog.Logger
-	stmts     struct{ insert, next, lastCP, insertCP, putNode, putState *sql.Stmt }
+	stmts     struct{ insertLeaf, insertPayload, next, lastCP, insertCP, putNode, putState *sql.Stmt }
 
 	mu  sync.Mutex // guards rng; held by the writer's transaction functions
 	rng *compact.Range
@@ -82,16 +82,31 @@ const (
 	recordColumns   = evidencerow.Columns
 )
 
+// A record is stored as two rows (migration 0005): its leaf, kept
+// forever, and its payload, deleted by a purge. leafArgs and payloadArgs
+// are the positions in evidencerow.Args (the order of recordColumns) of
+// each table's columns, in the order of sqlInsertLeaf and
+// sqlInsertPayload.
+var (
+	leafArgs    = []int{0, 1, 2, 3, 7, 8, 12, 16, 27, 28}
+	payloadArgs = []int{0, 4, 5, 6, 9, 10, 11, 13, 14, 15, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26}
+)
+
 const (
-	sqlInsert   = `INSERT INTO records (` + recordColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
-	sqlNext     = `SELECT COALESCE(MAX(idx) + 1, 0) FROM records`
+	sqlInsertLeaf = `INSERT INTO record_leaves (idx, invocation_id, key_id, at_ns, claim_recording_session_id,
+		claim_business_session_id, verified_session_id, session_binding, leaf_hash, replay_of) VALUES (?,?,?,?,?,?,?,?,?,?)`
+	sqlInsertPayload = `INSERT INTO record_payloads (idx, tool, source, transport_era, claim_project, claim_principal_kind,
+		claim_client_window, verified_project, verified_authority, verified_lifecycle, binding_reasons, checked_keys,
+		skipped_keys, session_record_digest, outcome, error_kind, duration_ms, arguments_digest, result_digest, canonical)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlNext     = `SELECT COALESCE(MAX(idx) + 1, 0) FROM record_leaves`
 	sqlLastCP   = `SELECT size, root, key_id, note, created_at_ns FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1`
 	sqlInsertCP = `INSERT INTO checkpoints (size, root, key_id, note, created_at_ns) VALUES (?,?,?,?,?)`
 	// sqlSession selects the idx of every record whose claimed or verified
 	// session is ?1.
-	sqlSession = `SELECT idx FROM records WHERE claim_recording_session_id = ?1
-		UNION SELECT idx FROM records WHERE claim_business_session_id = ?1
-		UNION SELECT idx FROM records WHERE verified_session_id = ?1`
+	sqlSession = `SELECT idx FROM record_leaves WHERE claim_recording_session_id = ?1
+		UNION SELECT idx FROM record_leaves WHERE claim_business_session_id = ?1
+		UNION SELECT idx FROM record_leaves WHERE verified_session_id = ?1`
 )
 
 // Open opens (creating if needed) the journal in dataDir. A new journal gets
@@ -186,7 +201,8 @@ func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
 		return err
 	}
 	j.key = key
-	if err := j.db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &j.stmts.insert, Query: sqlInsert}, sqlitedb.Stmt{Dst: &j.stmts.next, Query: sqlNext},
+	if err := j.db.Writer.PrepareAll(ctx, sqlitedb.Stmt{Dst: &j.stmts.insertLeaf, Query: sqlInsertLeaf},
+		sqlitedb.Stmt{Dst: &j.stmts.insertPayload, Query: sqlInsertPayload}, sqlitedb.Stmt{Dst: &j.stmts.next, Query: sqlNext},
 		sqlitedb.Stmt{Dst: &j.stmts.lastCP, Query: sqlLastCP}, sqlitedb.Stmt{Dst: &j.stmts.insertCP, Query: sqlInsertCP},
 		sqlitedb.Stmt{Dst: &j.stmts.putNode, Query: sqlPutNode}, sqlitedb.Stmt{Dst: &j.stmts.putState, Query: sqlPutState}); err != nil {
 		return failure.Wrap(failure.Unavailable, err, "prepare evidence statements")
@@ -205,6 +221,15 @@ func (j *Journal) init(ctx context.Context, dataDir, origin string) error {
 		}
 		return j.load(ctx, tx, uint64(next))
 	}))
+}
+
+// pick returns args[i] for each i of at, in order.
+func pick(args []any, at []int) []any {
+	out := make([]any, len(at))
+	for k, i := range at {
+		out[k] = args[i]
+	}
+	return out
 }
 
 func newJournalID() string {
@@ -293,10 +318,14 @@ func (j *Journal) appendLocked(ctx context.Context, tx *sql.Tx, r evidence.Recor
 	index := j.rng.End()
 	canon = evidence.SetCanonicalIndex(canon, index)
 	leaf := evidence.LeafHash(canon)
-	if _, err := tx.StmtContext(ctx, j.stmts.insert).ExecContext(ctx, evidencerow.Args(index, j.key.ID, r, canon, leaf)...); err != nil {
+	args := evidencerow.Args(index, j.key.ID, r, canon, leaf)
+	if _, err := tx.StmtContext(ctx, j.stmts.insertLeaf).ExecContext(ctx, pick(args, leafArgs)...); err != nil {
 		if sqlitedb.IsConstraint(err) {
 			return evidence.Entry{}, failure.New(failure.Conflict, "evidence record %s already exists", r.InvocationID)
 		}
+		return evidence.Entry{}, err
+	}
+	if _, err := tx.StmtContext(ctx, j.stmts.insertPayload).ExecContext(ctx, pick(args, payloadArgs)...); err != nil {
 		return evidence.Entry{}, err
 	}
 	// The range is extended after the row: a failure above leaves it

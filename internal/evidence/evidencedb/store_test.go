@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,6 +76,46 @@ func rawDB(t *testing.T, dir string) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// recordTables are the two tables a record is stored in (migration 0005:
+// its leaf and, until purged, its payload); leafColumns the columns of
+// the first, every other record column is in the second.
+var (
+	recordTables = []string{"record_leaves", "record_payloads"}
+	leafColumns  = []string{"idx", "invocation_id", "key_id", "at_ns", "claim_recording_session_id",
+		"claim_business_session_id", "verified_session_id", "session_binding", "leaf_hash", "replay_of"}
+)
+
+// setRecord edits record idx as someone with write access to the data
+// directory would: sets are column, value pairs, each written to the
+// table that stores its column.
+func setRecord(t *testing.T, db *sql.DB, idx uint64, sets ...any) {
+	t.Helper()
+	cols := map[string][]string{}
+	vals := map[string][]any{}
+	for i := 0; i < len(sets); i += 2 {
+		col := sets[i].(string)
+		table := recordTables[1]
+		if slices.Contains(leafColumns, col) {
+			table = recordTables[0]
+		}
+		cols[table] = append(cols[table], col+" = ?")
+		vals[table] = append(vals[table], sets[i+1])
+	}
+	for _, table := range recordTables {
+		if len(cols[table]) > 0 {
+			exec(t, db, `UPDATE `+table+` SET `+strings.Join(cols[table], ", ")+` WHERE idx = ?`, append(vals[table], int64(idx))...)
+		}
+	}
+}
+
+// execRecords runs q (with %s for the table) on both record tables.
+func execRecords(t *testing.T, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	for _, table := range recordTables {
+		exec(t, db, fmt.Sprintf(q, table), args...)
+	}
 }
 
 func exec(t *testing.T, db *sql.DB, q string, args ...any) {
@@ -168,7 +209,7 @@ func TestRollbackDetectedWithFrom(t *testing.T) {
 	h, r, _ := evidence.ParseCanonical(c)
 	r.DurationMS++
 	c2, _ := r.Canonical(h.JournalID, h.KeyID, h.Index)
-	exec(t, raw, `UPDATE records SET duration_ms = ?, canonical = ?, leaf_hash = ? WHERE idx = 1`, r.DurationMS, c2, evidence.LeafHash(c2))
+	setRecord(t, raw, 1, "duration_ms", r.DurationMS, "canonical", c2, "leaf_hash", evidence.LeafHash(c2))
 	raw.Close()
 	// Without its checkpoints nothing vouches for the records (no_checkpoint);
 	// the kept checkpoint also shows the rewrite, and so does the stored
@@ -229,15 +270,15 @@ func TestResyncAfterOutsideWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := rawDB(t, dir)
-	exec(t, db, `INSERT INTO records SELECT 3, 'inv-000003', key_id, at_ns, tool, source, transport_era,
-		claim_recording_session_id, claim_business_session_id, claim_project, claim_principal_kind, claim_client_window,
-		verified_session_id, verified_project, verified_authority, verified_lifecycle, session_binding, binding_reasons,
-		checked_keys, skipped_keys, session_record_digest, outcome, error_kind, duration_ms, arguments_digest, result_digest,
-		?, ?, replay_of FROM records WHERE idx = 1`, c, evidence.LeafHash(c))
+	exec(t, db, `INSERT INTO record_leaves SELECT 3, 'inv-000003', key_id, at_ns, claim_recording_session_id,
+		claim_business_session_id, verified_session_id, session_binding, ?, replay_of FROM record_leaves WHERE idx = 1`, evidence.LeafHash(c))
+	exec(t, db, `INSERT INTO record_payloads SELECT 3, tool, source, transport_era, claim_project, claim_principal_kind,
+		claim_client_window, verified_project, verified_authority, verified_lifecycle, binding_reasons, checked_keys,
+		skipped_keys, session_record_digest, outcome, error_kind, duration_ms, arguments_digest, result_digest, ?
+		FROM record_payloads WHERE idx = 1`, c)
 	// Row 1 was sessionless too (kinds cycle), but its digests differ from
 	// rec(3): make the columns match the canonical bytes.
-	exec(t, db, `UPDATE records SET at_ns = ?, duration_ms = ?, arguments_digest = ?, result_digest = ? WHERE idx = 3`,
-		r.At.UnixNano(), r.DurationMS, r.ArgumentsDigest, r.ResultDigest)
+	setRecord(t, db, 3, "at_ns", r.At.UnixNano(), "duration_ms", r.DurationMS, "arguments_digest", r.ArgumentsDigest, "result_digest", r.ResultDigest)
 	e := fill(t, j, 4, 1, "s")[0]
 	if e.Index != 4 {
 		t.Fatalf("index %d, want 4", e.Index)

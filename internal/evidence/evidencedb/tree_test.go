@@ -173,7 +173,7 @@ func TestTamperedNodeFailsBundle(t *testing.T) {
 // consistent extension of its earlier checkpoint; verify reports the gap.
 func TestOpenLeavesAGapToVerify(t *testing.T) {
 	dir, cp10 := journal10(t)
-	exec(t, rawDB(t, dir), `DELETE FROM records WHERE idx = 3`)
+	execRecords(t, rawDB(t, dir), `DELETE FROM %s WHERE idx = 3`)
 	j := open(t, dir, evidence.Options{})
 	defer j.Close()
 	if e := fill(t, j, 10, 2, "s"); e[0].Index != 10 || e[1].Index != 11 {

@@ -36,12 +36,12 @@ func applyMutation(t *testing.T, v storetest.Vector, dir string) []byte {
 	case "canonical_byte": // flip one bit of the tool name inside the hashed bytes
 		c := canonical(m.Index)
 		c[bytes.Index(c, []byte("read_files"))] ^= 0x01
-		exec(t, db, `UPDATE records SET canonical = ? WHERE idx = ?`, c, m.Index)
+		setRecord(t, db, m.Index, "canonical", c)
 	case "set_column":
 		if !slices.Contains(storetest.MutableColumns, m.Column) {
 			t.Fatalf("column %q is not in %v", m.Column, storetest.MutableColumns)
 		}
-		exec(t, db, `UPDATE records SET `+m.Column+` = ? WHERE idx = ?`, m.Value, m.Index)
+		setRecord(t, db, m.Index, m.Column, m.Value)
 	case "reencode": // rewrite the outcome consistently: columns, canonical bytes and leaf agree
 		h, r, err := evidence.ParseCanonical(canonical(m.Index))
 		if err != nil {
@@ -49,28 +49,36 @@ func applyMutation(t *testing.T, v storetest.Vector, dir string) []byte {
 		}
 		r.Outcome = evidence.OutcomeFailed
 		c, _ := r.Canonical(h.JournalID, h.KeyID, h.Index)
-		exec(t, db, `UPDATE records SET outcome = ?, canonical = ?, leaf_hash = ? WHERE idx = ?`, string(r.Outcome), c, evidence.LeafHash(c), m.Index)
+		setRecord(t, db, m.Index, "outcome", string(r.Outcome), "canonical", c, "leaf_hash", evidence.LeafHash(c))
 	case "schema_version":
 		c := canonical(m.Index)
 		c[5] = byte(m.Count)
-		exec(t, db, `UPDATE records SET canonical = ?, leaf_hash = ? WHERE idx = ?`, c, evidence.LeafHash(c), m.Index)
+		setRecord(t, db, m.Index, "canonical", c, "leaf_hash", evidence.LeafHash(c))
 	case "delete_row":
-		exec(t, db, `DELETE FROM records WHERE idx = ?`, m.Index)
+		execRecords(t, db, `DELETE FROM %s WHERE idx = ?`, m.Index)
 	case "swap_rows":
-		exec(t, db, `UPDATE records SET idx = -1 WHERE idx = ?`, m.Index)
-		exec(t, db, `UPDATE records SET idx = ? WHERE idx = ?`, m.Index, m.With)
-		exec(t, db, `UPDATE records SET idx = ? WHERE idx = -1`, m.With)
+		execRecords(t, db, `UPDATE %s SET idx = -1 WHERE idx = ?`, m.Index)
+		execRecords(t, db, `UPDATE %s SET idx = ? WHERE idx = ?`, m.Index, m.With)
+		execRecords(t, db, `UPDATE %s SET idx = ? WHERE idx = -1`, m.With)
 	case "truncate_tail":
-		exec(t, db, `DELETE FROM records WHERE idx >= ?`, m.Index)
+		execRecords(t, db, `DELETE FROM %s WHERE idx >= ?`, m.Index)
 	case "replay": // rebuild the table without its UNIQUE constraint, then copy row Index to the end
-		exec(t, db, `CREATE TABLE r2 AS SELECT * FROM records`)
-		exec(t, db, `DROP TABLE records`)
-		exec(t, db, `ALTER TABLE r2 RENAME TO records`)
-		exec(t, db, `INSERT INTO records SELECT (SELECT MAX(idx) + 1 FROM records), invocation_id, key_id, at_ns, tool, source, transport_era,
-			claim_recording_session_id, claim_business_session_id, claim_project, claim_principal_kind, claim_client_window,
-			verified_session_id, verified_project, verified_authority, verified_lifecycle, session_binding, binding_reasons,
-			checked_keys, skipped_keys, session_record_digest, outcome, error_kind, duration_ms, arguments_digest, result_digest,
-			canonical, leaf_hash, replay_of FROM records WHERE idx = ?`, m.Index)
+		var view string
+		if err := db.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'view' AND name = 'records'`).Scan(&view); err != nil {
+			t.Fatal(err)
+		}
+		exec(t, db, `DROP VIEW records`)
+		exec(t, db, `CREATE TABLE l2 AS SELECT * FROM record_leaves`)
+		exec(t, db, `DROP TABLE record_leaves`)
+		exec(t, db, `ALTER TABLE l2 RENAME TO record_leaves`)
+		exec(t, db, view)
+		exec(t, db, `INSERT INTO record_payloads SELECT (SELECT MAX(idx) + 1 FROM record_leaves), tool, source, transport_era,
+			claim_project, claim_principal_kind, claim_client_window, verified_project, verified_authority, verified_lifecycle,
+			binding_reasons, checked_keys, skipped_keys, session_record_digest, outcome, error_kind, duration_ms,
+			arguments_digest, result_digest, canonical FROM record_payloads WHERE idx = ?`, m.Index)
+		exec(t, db, `INSERT INTO record_leaves SELECT (SELECT MAX(idx) + 1 FROM record_leaves), invocation_id, key_id, at_ns,
+			claim_recording_session_id, claim_business_session_id, verified_session_id, session_binding, leaf_hash, replay_of
+			FROM record_leaves WHERE idx = ?`, m.Index)
 	case "tree_node": // flip one bit of the stored interior node (Count, Index)
 		var h []byte
 		if err := db.QueryRow(`SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?`, m.Count, m.Index).Scan(&h); err != nil {
@@ -115,9 +123,9 @@ func applyMutation(t *testing.T, v storetest.Vector, dir string) []byte {
 			t.Fatal(err)
 		}
 		h[0] ^= 0x01
-		exec(t, db, `UPDATE records SET leaf_hash = ? WHERE idx = ?`, h, m.Index)
-	case "blank_payload": // empty record Index's canonical bytes by hand, with no purge log row
-		exec(t, db, `UPDATE records SET canonical = X'' WHERE idx = ?`, m.Index)
+		setRecord(t, db, m.Index, "leaf_hash", h)
+	case "blank_payload": // delete record Index's payload by hand, with no purge log row
+		exec(t, db, `DELETE FROM record_payloads WHERE idx = ?`, m.Index)
 	case "unsigned_tail": // Count more records appended after the checkpoint, none signed yet
 		db.Close()
 		j := open(t, dir, evidence.Options{})

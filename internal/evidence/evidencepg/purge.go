@@ -22,7 +22,18 @@ var beforePurgeCommit func()
 // undone. An invalid request is failure.InvalidArguments and purges
 // nothing.
 func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Time, batch int) (evidence.PurgeSummary, error) {
-	return evidence.RunPurge(ctx, policy, cutoff, batch, func(ctx context.Context, from uint64, batch int) (n int64, first, last uint64, err error) {
+	return evidence.RunPurge(ctx, policy, cutoff, batch, j.purgeStep(policy, cutoff))
+}
+
+// PurgeNext is one batch of PurgeBefore, from index from on, as
+// evidencedb's PurgeNext is.
+func (j *Journal) PurgeNext(ctx context.Context, policy string, cutoff time.Time, from uint64, batch int) (evidence.PurgeSummary, error) {
+	return evidence.RunPurgeBatch(ctx, policy, cutoff, from, batch, j.purgeStep(policy, cutoff))
+}
+
+// purgeStep is one purge batch under policy for records before cutoff.
+func (j *Journal) purgeStep(policy string, cutoff time.Time) evidence.PurgeStep {
+	return func(ctx context.Context, from uint64, batch int) (n int64, first, last uint64, err error) {
 		var lo, hi int64
 		err = j.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 			err := tx.QueryRow(ctx, `WITH batch AS (
@@ -48,7 +59,7 @@ func (j *Journal) PurgeBefore(ctx context.Context, policy string, cutoff time.Ti
 			return 0, 0, 0, wrapWrite(err)
 		}
 		return n, uint64(lo), uint64(hi), nil
-	})
+	}
 }
 
 // PendingPurge counts the records PurgeBefore(cutoff) would purge now,

@@ -49,3 +49,41 @@ func TestPurgeAbortedMidBatch(t *testing.T) {
 		t.Fatalf("after the next purge: purged %d ok %d", rep.Purged, rep.OK)
 	}
 }
+
+// TestPurgedSpaceIsReused: on PostgreSQL a purge rewrites each record's
+// row without its payload (the old version becomes dead), and once the
+// table is vacuumed (autovacuum, in a server) the records appended after
+// it reuse that space, so a journal whose payloads are purged as fast as
+// records arrive grows only by what every record keeps. The test vacuums
+// itself: autovacuum's timing is the server's.
+func TestPurgedSpaceIsReused(t *testing.T) {
+	ctx := context.Background()
+	b := newBackend(t)
+	j := replica(t, b, evidence.Options{})
+	db := b.pool(t)
+	size := func() int64 {
+		t.Helper()
+		var n int64
+		if err := db.Pool.QueryRow(ctx, `SELECT pg_relation_size('evidence.records')`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const n = 1000
+	s0 := size()
+	storetest.Fill(t, j, 0, n, "s")
+	if _, err := j.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s1 := size()
+	storetest.PurgeFirst(t, j, n)
+	if _, err := db.Pool.Exec(ctx, `VACUUM evidence.records`); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Fill(t, j, n, n, "s")
+	s2 := size()
+	t.Logf("records heap: empty %d bytes, after %d records %d, after purging them, a vacuum and %d more %d", s0, n, s1, n, s2)
+	if s2-s1 > (s1-s0)/2 {
+		t.Fatalf("the second %d records took %d bytes, the first %d: the purged space was not reused", n, s2-s1, s1-s0)
+	}
+}

@@ -110,9 +110,14 @@ func purgeRejects(t *testing.T, b Backend) {
 		"long policy": func() (evidence.PurgeSummary, error) {
 			return j.PurgeBefore(ctx, strings.Repeat("p", evidence.MaxFieldBytes+1), late, 0)
 		},
-		"zero cutoff":      func() (evidence.PurgeSummary, error) { return j.PurgeBefore(ctx, "p", time.Time{}, 0) },
-		"negative batch":   func() (evidence.PurgeSummary, error) { return j.PurgeBefore(ctx, "p", late, -1) },
-		"batch beyond max": func() (evidence.PurgeSummary, error) { return j.PurgeBefore(ctx, "p", late, evidence.MaxPurgeBatch+1) },
+		"zero cutoff":             func() (evidence.PurgeSummary, error) { return j.PurgeBefore(ctx, "p", time.Time{}, 0) },
+		"negative batch":          func() (evidence.PurgeSummary, error) { return j.PurgeBefore(ctx, "p", late, -1) },
+		"batch beyond max":        func() (evidence.PurgeSummary, error) { return j.PurgeBefore(ctx, "p", late, evidence.MaxPurgeBatch+1) },
+		"one batch, empty policy": func() (evidence.PurgeSummary, error) { return j.PurgeNext(ctx, "", late, 0, 0) },
+		"one batch, zero cutoff":  func() (evidence.PurgeSummary, error) { return j.PurgeNext(ctx, "p", time.Time{}, 0, 0) },
+		"one batch beyond max": func() (evidence.PurgeSummary, error) {
+			return j.PurgeNext(ctx, "p", late, 0, evidence.MaxPurgeBatch+1)
+		},
 	} {
 		if sum, err := call(); failure.KindOf(err) != failure.InvalidArguments || sum.Purged != 0 {
 			t.Fatalf("%s: %+v %v", name, sum, err)
@@ -179,4 +184,42 @@ func cleanBundle(t *testing.T, j Journal, sess string) evidence.Report {
 	}
 	WantKinds(t, rep)
 	return rep
+}
+
+// purgeBatchByBatch: PurgeNext purges one batch from the index given, in
+// index order, each with its purge log row, and nothing once none is
+// left; the result is what PurgeBefore would have purged.
+func purgeBatchByBatch(t *testing.T, b Backend) {
+	ctx := context.Background()
+	j := open(t, b, evidence.Options{CheckpointEvery: 10})
+	Fill(t, j, 0, 10, "wc_sess_a")
+	cutoff := T0.Add(8 * time.Millisecond)
+	var from uint64
+	var got []evidence.IndexRange
+	for range 10 {
+		sum, err := j.PurgeNext(ctx, "batch", cutoff, from, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Range == nil {
+			if sum.Purged != 0 || sum.Batches != 0 {
+				t.Fatalf("an empty batch: %+v", sum)
+			}
+			break
+		}
+		if sum.Batches != 1 || sum.Purged != int64(sum.Range.Last-sum.Range.First+1) {
+			t.Fatalf("one batch: %+v", sum)
+		}
+		got = append(got, *sum.Range)
+		from = sum.Range.Last + 1
+	}
+	if want := []evidence.IndexRange{{First: 0, Last: 2}, {First: 3, Last: 5}, {First: 6, Last: 7}}; !slices.Equal(got, want) {
+		t.Fatalf("batches %v, want %v", got, want)
+	}
+	j.Close()
+	rep := b.Verify(t, evidence.VerifyOptions{})
+	WantKinds(t, rep)
+	if rep.Purged != 8 || rep.OK != 2 {
+		t.Fatalf("after the batches: purged %d ok %d", rep.Purged, rep.OK)
+	}
 }

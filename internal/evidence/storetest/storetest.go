@@ -42,6 +42,8 @@ type Journal interface {
 // Purger drops the payloads of old records (docs/decisions/0086-evidence-payload-purge.md).
 type Purger interface {
 	PurgeBefore(ctx context.Context, policy string, cutoff time.Time, batch int) (evidence.PurgeSummary, error)
+	// PurgeNext is one batch of PurgeBefore, from index from on.
+	PurgeNext(ctx context.Context, policy string, cutoff time.Time, from uint64, batch int) (evidence.PurgeSummary, error)
 	// PendingPurge counts what PurgeBefore(cutoff) would purge now.
 	PendingPurge(ctx context.Context, cutoff time.Time) (int64, error)
 }
@@ -82,7 +84,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ProofsFromStoredNodes", proofsFromStoredNodes}, {"ProofRejects", proofRejects},
 		{"ReplayRecordsVerify", replayRecordsVerify}, {"RunSignsPeriodically", runSignsPeriodically},
 		{"OriginRules", originRules},
-		{"PurgeKeepsProofs", purgeKeepsProofs}, {"PurgeRejects", purgeRejects}, {"PurgeRacesBundleExport", purgeRacesBundleExport},
+		{"PurgeKeepsProofs", purgeKeepsProofs}, {"PurgeRejects", purgeRejects}, {"PurgeNextBatchByBatch", purgeBatchByBatch}, {"PurgeRacesBundleExport", purgeRacesBundleExport},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newBackend(t)) })
 	}
