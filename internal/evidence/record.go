@@ -407,8 +407,10 @@ type Entry struct {
 	Record    Record `json:"record"`
 	// Purged is set when the record's payload (canonical bytes, salt and
 	// every column but the identifiers) was purged by retention: Canonical
-	// is then empty, Record holds only the invocation id, and LeafHash is
-	// all that remains to prove the record's place in the tree.
+	// is then empty, Record holds only the identifiers the journal keeps
+	// (invocation id, time, claimed and verified session ids, binding,
+	// replay_of: stored, no longer provable), and LeafHash is all that
+	// remains to prove the record's place in the tree.
 	Purged bool `json:"purged,omitempty"`
 }
 

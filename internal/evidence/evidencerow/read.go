@@ -87,15 +87,15 @@ func ConsistencyProof(size1, size2, journalSize uint64, read NodeRead) ([][]byte
 	return evidence.ProofFromNodes(n, NewNodeCache(read).Get)
 }
 
-// Entry is a stored session row (index, key id, invocation id, canonical
-// bytes, leaf hash) with its record decoded from the canonical bytes;
-// bytes that do not decode are failure.Internal. A row whose payload was
-// purged (no canonical bytes) is an entry marked Purged whose Record holds
-// only the invocation id.
-func Entry(index int64, keyID, invocationID string, canonical, leaf []byte) (evidence.Entry, error) {
+// Entry is a stored session row (index, key id, canonical bytes, leaf
+// hash) with its record decoded from the canonical bytes; bytes that do
+// not decode are failure.Internal. A row whose payload was purged (no
+// canonical bytes) is an entry marked Purged whose Record is kept: the
+// identifiers the journal keeps with the leaf (KeptRecord).
+func Entry(index int64, keyID string, kept evidence.Record, canonical, leaf []byte) (evidence.Entry, error) {
 	e := evidence.Entry{Index: uint64(index), KeyID: keyID, Canonical: canonical, LeafHash: leaf}
 	if len(canonical) == 0 {
-		e.Canonical, e.Purged, e.Record = []byte{}, true, evidence.Record{InvocationID: invocationID}
+		e.Canonical, e.Purged, e.Record = []byte{}, true, kept
 		return e, nil
 	}
 	_, r, err := evidence.ParseCanonical(canonical)
@@ -134,7 +134,10 @@ func Bundle(journalID, origin, sessionID string, cp evidence.SignedCheckpoint, e
 		}
 		br := evidence.BundleRecord{Index: e.Index, KeyID: e.KeyID, Canonical: e.Canonical, Record: e.Record, InclusionProof: p}
 		if e.Purged {
-			br.Purged, br.LeafHash = true, e.LeafHash
+			// Only the invocation id: nothing in a bundle may say more
+			// than its leaf proves, and with the salt gone the leaf
+			// proves none of the identifiers a purge keeps.
+			br.Purged, br.LeafHash, br.Record = true, e.LeafHash, evidence.Record{InvocationID: e.Record.InvocationID}
 		}
 		b.Records = append(b.Records, br)
 	}
@@ -165,21 +168,26 @@ type Rows interface {
 	Err() error
 }
 
-// EntryColumns are the columns Entries reads.
-const EntryColumns = `idx, key_id, invocation_id, canonical, leaf_hash`
+// EntryColumns are the columns Entries reads: the entry's, then the
+// identifiers a purge keeps (PurgeSet).
+const EntryColumns = `idx, key_id, canonical, leaf_hash,
+	invocation_id, at_ns, claim_recording_session_id, claim_business_session_id, verified_session_id, session_binding, replay_of`
 
 // Entries reads rows of EntryColumns as entries (Entry). A read error is
 // failure.Unavailable.
 func Entries(rows Rows) ([]evidence.Entry, error) {
 	out := []evidence.Entry{}
 	for rows.Next() {
-		var i int64
-		var keyID, id string
+		var i, at int64
+		var keyID, binding string
 		var canon, leaf []byte
-		if err := rows.Scan(&i, &keyID, &id, &canon, &leaf); err != nil {
+		var k evidence.Record
+		if err := rows.Scan(&i, &keyID, &canon, &leaf,
+			&k.InvocationID, &at, &k.Claim.RecordingSessionID, &k.Claim.BusinessSessionID, &k.Verified.SessionID, &binding, &k.ReplayOf); err != nil {
 			return nil, readErr(err)
 		}
-		e, err := Entry(i, keyID, id, canon, leaf)
+		k.At, k.Binding, k.Replayed = time.Unix(0, at).UTC(), evidence.Binding(binding), k.ReplayOf != ""
+		e, err := Entry(i, keyID, k, canon, leaf)
 		if err != nil {
 			return nil, err
 		}

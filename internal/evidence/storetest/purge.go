@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -59,8 +60,16 @@ func purgeKeepsProofs(t *testing.T, b Backend) {
 		t.Fatalf("session records: %d %v", len(got), err)
 	}
 	for _, e := range got {
-		if e.Purged != (e.Index < 25) || e.Purged && (len(e.Canonical) != 0 || e.Record.InvocationID != es[e.Index].Record.InvocationID || !bytes.Equal(e.LeafHash, es[e.Index].LeafHash)) {
+		if e.Purged != (e.Index < 25) || e.Purged && (len(e.Canonical) != 0 || !bytes.Equal(e.LeafHash, es[e.Index].LeafHash)) {
 			t.Fatalf("entry %d: purged %v, %d canonical bytes, %+v", e.Index, e.Purged, len(e.Canonical), e.Record)
+		}
+		// A purged entry's record is what the journal keeps: the
+		// identifiers, time and binding, and nothing of the content.
+		if o := es[e.Index].Record; e.Purged && (e.Record.InvocationID != o.InvocationID || !e.Record.At.Equal(o.At) ||
+			e.Record.Claim.RecordingSessionID != o.Claim.RecordingSessionID || e.Record.Claim.BusinessSessionID != o.Claim.BusinessSessionID ||
+			e.Record.Verified.SessionID != o.Verified.SessionID || e.Record.Binding != o.Binding || e.Record.ReplayOf != o.ReplayOf ||
+			e.Record.Tool != "" || e.Record.Outcome != "" || e.Record.Claim.Project != "" || e.Record.ArgumentsDigest != "") {
+			t.Fatalf("purged entry %d reads %+v; the record was %+v", e.Index, e.Record, o)
 		}
 	}
 	if c, _ := j.SessionCounts(ctx, "wc_sess_a"); c != counts {
@@ -176,6 +185,11 @@ func cleanBundle(t *testing.T, j Journal, sess string) evidence.Report {
 	bun, err := j.ExportBundle(context.Background(), sess)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, r := range bun.Records {
+		if r.Purged && !reflect.DeepEqual(r.Record, evidence.Record{InvocationID: r.Record.InvocationID}) {
+			t.Fatalf("purged bundle record %d says more than its invocation id: %+v", r.Index, r.Record)
+		}
 	}
 	raw, _ := json.Marshal(bun)
 	rep, err := evidence.VerifyBundle(raw)

@@ -54,7 +54,8 @@ type Record struct {
 	LeafHash string          `json:"leaf_hash"`
 	Record   evidence.Record `json:"record"`
 	// Purged: retention dropped the record's payload; Record holds only
-	// its invocation id (docs/decisions/0086-evidence-payload-purge.md).
+	// the identifiers the journal keeps (evidence.Entry.Purged;
+	// docs/decisions/0086-evidence-payload-purge.md).
 	Purged bool `json:"purged,omitempty"`
 }
 
