@@ -19,7 +19,7 @@ import (
 // when it is off.
 func TestSandboxDenialsReachTheAuditLog(t *testing.T) {
 	e := newSandboxEnv(t)
-	if runner.LandlockABI() < 7 {
+	if runner.LandlockABI() < sandboxaudit.MinLandlockABI {
 		t.Skipf("Landlock ABI %d logs no denials to audit (needs 7)", runner.LandlockABI())
 	}
 	audittest.Enable(t)

@@ -31,6 +31,10 @@ import (
 	"sync/atomic"
 )
 
+// MinLandlockABI is the first Landlock ABI that logs denials to audit
+// (and takes the LANDLOCK_RESTRICT_SELF_LOG_* flags).
+const MinLandlockABI = 7
+
 // Audit record types (linux/audit.h).
 const (
 	TypeLandlockAccess = 1423

@@ -103,8 +103,8 @@ func TestTallyCountsOnlyThisProcessesDomains(t *testing.T) {
 }
 
 func TestTallyBounds(t *testing.T) {
-	if MaxDomains != 4096 || RecentEvents != 64 || ReadBufferBytes != 16<<10 {
-		t.Fatalf("bounds changed: %d %d %d", MaxDomains, RecentEvents, ReadBufferBytes)
+	if MaxDomains != 4096 || RecentEvents != 64 || ReadBufferBytes != 16<<10 || MinLandlockABI != 7 {
+		t.Fatalf("bounds changed: %d %d %d %d", MaxDomains, RecentEvents, ReadBufferBytes, MinLandlockABI)
 	}
 	tl := newTally(1)
 	serial := uint64(0)
