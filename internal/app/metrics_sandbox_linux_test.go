@@ -122,13 +122,5 @@ func denials(t *testing.T, fams map[string]*io_prometheus_client.MetricFamily, o
 	if m := sample(fams, "webcodex_sandbox_denials_observed", map[string]string{}); m == nil || m.GetGauge().GetValue() != want {
 		t.Errorf("sandbox_denials_observed = %v, want %v", m, want)
 	}
-	f := fams["webcodex_sandbox_denials_total"]
-	if f == nil || f.GetType() != io_prometheus_client.MetricType_COUNTER {
-		t.Fatalf("webcodex_sandbox_denials_total: %v", f)
-	}
-	var n float64
-	for _, m := range f.GetMetric() {
-		n += m.GetCounter().GetValue()
-	}
-	return n
+	return counterTotal(t, fams, "webcodex_sandbox_denials_total")
 }
