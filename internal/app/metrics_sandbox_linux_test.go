@@ -89,6 +89,7 @@ func TestMetricsSandboxDenialsOff(t *testing.T) {
 // audit off. Skipped where audit is on (the test never turns a host's
 // audit off).
 func TestMetricsSandboxDenialsAuditOff(t *testing.T) {
+	audittest.Lock(t) // no other test process turns audit on meanwhile
 	on, err := sandboxaudit.AuditEnabled()
 	if err != nil {
 		t.Skipf("kernel audit status unavailable: %v", err)

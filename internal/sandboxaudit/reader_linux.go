@@ -69,9 +69,7 @@ func Start(ctx context.Context, pid int) (*Reader, error) {
 }
 
 // read counts the records arriving on rc until it is closed or fails.
-func (r *Reader) read(rc interface {
-	Read(func(fd uintptr) bool) error
-}) {
+func (r *Reader) read(rc syscall.RawConn) {
 	buf := make([]byte, ReadBufferBytes)
 	for {
 		var n int
