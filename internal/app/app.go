@@ -44,6 +44,7 @@ import (
 	"github.com/webcodex/webcodex/internal/runner"
 	"github.com/webcodex/webcodex/internal/runnerhub"
 	"github.com/webcodex/webcodex/internal/runnerlink"
+	"github.com/webcodex/webcodex/internal/sandboxaudit"
 	"github.com/webcodex/webcodex/internal/shell"
 	"github.com/webcodex/webcodex/internal/skill"
 	"github.com/webcodex/webcodex/internal/telemetry"
@@ -149,6 +150,10 @@ type App struct {
 	// (wire_metrics.go).
 	metrics *metrics.Registry
 	mux     *httpserver.Mux
+	// SandboxDenials counts the sandbox's Landlock denials from the
+	// kernel's audit read-log for /metrics; nil when not counting
+	// (wire_metrics.go, decision 0088).
+	SandboxDenials *sandboxaudit.Reader
 
 	// toolProfile is the tools MCP tools/list shows (decision 0024).
 	toolProfile gateway.Profile
@@ -284,6 +289,7 @@ func (a *App) wire(ctx context.Context) error {
 	a.stopTasks, a.tasksDone = stopTasks, make(chan struct{})
 	go startTaskExpiry(tctx, a, a.Tasks, a.tasksDone)
 	a.startRetention()
+	a.startSandboxDenials()
 	return nil
 }
 
@@ -463,6 +469,7 @@ func (a *App) Serve(ctx context.Context) error {
 // queued, and releases the stores. Call it after Serve returns.
 func (a *App) Close() error {
 	a.live.close()
+	a.SandboxDenials.Close()
 	if a.Hub != nil {
 		a.Hub.Close()
 	}

@@ -132,6 +132,12 @@ type MetricsConfig struct {
 	// default true. Off, /metrics answers 404 and calls are not counted.
 	// /readyz is served either way.
 	Enabled bool `toml:"enabled"`
+	// SandboxDenials counts the sandbox's Landlock denials from the
+	// kernel's audit read-log for /metrics (Linux; needs CAP_AUDIT_READ,
+	// and audit enabled, which WebCodex never turns on); default true.
+	// Off, or where it cannot read, webcodex_sandbox_denials_observed is
+	// 0 (decision 0088).
+	SandboxDenials bool `toml:"sandbox_denials"`
 }
 
 // MCPConfig is config.toml's [mcp] table.
@@ -312,7 +318,7 @@ func DefaultConfig() Config {
 		SandboxExtraWrite: defaultExtraWrite(),
 		ToolProfile:       gateway.Core,
 		Telemetry:         telemetry.DefaultConfig(),
-		Metrics:           MetricsConfig{Enabled: true},
+		Metrics:           MetricsConfig{Enabled: true, SandboxDenials: true},
 	}
 }
 

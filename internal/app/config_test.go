@@ -108,6 +108,29 @@ func TestSandboxConfig(t *testing.T) {
 	}
 }
 
+// TestSandboxDenialsConfig: [metrics] sandbox_denials is on by default;
+// a value that is not a boolean is refused naming the key.
+func TestSandboxDenialsConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := app.LoadConfig(dir, env(nil))
+	if err != nil || !cfg.Metrics.SandboxDenials {
+		t.Fatalf("default: %+v %v", cfg.Metrics, err)
+	}
+	os.WriteFile(filepath.Join(dir, app.ConfigFile), []byte("[metrics]\nsandbox_denials = false\n"), 0o600)
+	if cfg, err = app.LoadConfig(dir, env(nil)); err != nil || cfg.Metrics.SandboxDenials || !cfg.Metrics.Enabled {
+		t.Fatalf("off: %+v %v", cfg.Metrics, err)
+	}
+	for _, body := range []string{"[metrics]\nsandbox_denials = \"yes\"\n", "[metrics]\nsandbox_denials = 1\n"} {
+		d := t.TempDir()
+		os.WriteFile(filepath.Join(d, app.ConfigFile), []byte(body), 0o600)
+		_, err := app.LoadConfig(d, env(nil))
+		var ce *app.ConfigError
+		if !errors.As(err, &ce) || ce.Key != "metrics.sandbox_denials" {
+			t.Errorf("%q: got %v, want a ConfigError naming metrics.sandbox_denials", body, err)
+		}
+	}
+}
+
 // TestJobRunningPerOwnerConfig: job_running_per_owner is 0 (the default)
 // or 1 to job_concurrency; above that it is refused naming the key.
 func TestJobRunningPerOwnerConfig(t *testing.T) {

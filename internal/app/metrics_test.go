@@ -59,6 +59,21 @@ func sample(fams map[string]*io_prometheus_client.MetricFamily, name string, wan
 	return nil
 }
 
+// counterTotal is the sum of the counter family name's samples; t fails
+// when the family is missing or not a counter.
+func counterTotal(t *testing.T, fams map[string]*io_prometheus_client.MetricFamily, name string) float64 {
+	t.Helper()
+	f := fams[name]
+	if f == nil || f.GetType() != io_prometheus_client.MetricType_COUNTER {
+		t.Fatalf("%s: %v", name, f)
+	}
+	var n float64
+	for _, m := range f.GetMetric() {
+		n += m.GetCounter().GetValue()
+	}
+	return n
+}
+
 // metricsProject is the project the metrics tests call.
 const metricsProject = "agent:local:p"
 
@@ -84,15 +99,7 @@ func TestMetricsScrape(t *testing.T) {
 	}
 	fams := scrape(t, s, s.token)
 
-	calls := fams["webcodex_tool_calls_total"]
-	if calls == nil || calls.GetType() != io_prometheus_client.MetricType_COUNTER {
-		t.Fatalf("webcodex_tool_calls_total: %v", calls)
-	}
-	var total float64
-	for _, m := range calls.GetMetric() {
-		total += m.GetCounter().GetValue()
-	}
-	if total != reads+2 {
+	if total := counterTotal(t, fams, "webcodex_tool_calls_total"); total != reads+2 {
 		t.Errorf("tool calls counted %v, made %d", total, reads+2)
 	}
 	for _, c := range []struct {

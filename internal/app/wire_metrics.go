@@ -14,6 +14,8 @@ import (
 
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/metrics"
+	"github.com/webcodex/webcodex/internal/runner"
+	"github.com/webcodex/webcodex/internal/sandboxaudit"
 	"github.com/webcodex/webcodex/internal/sqlitedb"
 	"github.com/webcodex/webcodex/internal/transport/opsapi"
 	"github.com/webcodex/webcodex/internal/workflow/workflowpg"
@@ -147,6 +149,7 @@ func newMetrics(a *App) *metrics.Registry {
 	})
 	registerServiceGauges(a, r)
 	registerJournal(a, r)
+	registerSandboxDenials(a, r)
 	if a.Stores.Backend == BackendSQLite {
 		r.Func("store_bytes", "Bytes of a data-directory store on disk (its database file, WAL and shared-memory index).", prometheus.GaugeValue,
 			[]string{"store"}, func() []metrics.Sample {
@@ -228,6 +231,59 @@ func registerJournal(a *App, r *metrics.Registry) {
 			}
 			return []metrics.Sample{{Value: time.Since(cp.CreatedAt).Seconds()}}
 		})
+}
+
+// registerSandboxDenials adds the sandbox's Landlock denials, counted from
+// the kernel's audit read-log (decision 0088), and whether they are
+// observed at all, so that a zero count is never mistaken for none.
+func registerSandboxDenials(a *App, r *metrics.Registry) {
+	r.Func("sandbox_denials_total", "Accesses the sandbox (Landlock) refused to this server's children, by class of the right refused (fs, net, scope, ptrace, other), "+
+		"counted from the kernel's audit log: one per audit event whose refusing domain this process created. Meaningful only while webcodex_sandbox_denials_observed is 1.",
+		prometheus.CounterValue, []string{"class"}, func() []metrics.Sample {
+			c := a.SandboxDenials.Counts()
+			out := make([]metrics.Sample, len(sandboxaudit.Classes))
+			for i, class := range sandboxaudit.Classes {
+				out[i] = metrics.Sample{Value: float64(c.Denials[i]), Labels: []string{class}}
+			}
+			return out
+		})
+	r.Func("sandbox_denials_observed", "1 when sandbox denials are counted now (Linux, Landlock ABI 7, [metrics] sandbox_denials, the audit read-log joined, kernel audit enabled), 0 otherwise.",
+		prometheus.GaugeValue, nil, func() []metrics.Sample {
+			v := 0.0
+			if ok, _ := a.SandboxDenials.Observed(); ok {
+				v = 1
+			}
+			return []metrics.Sample{{Value: v}}
+		})
+	r.Func("sandbox_denials_losses_total", "Times sandbox denials may have gone uncounted, by reason: overrun (the audit socket's buffer overflowed and records were dropped), "+
+		"domains (more sandbox domains with denials at once than sandboxaudit.MaxDomains; their later denials are not counted).",
+		prometheus.CounterValue, []string{"reason"}, func() []metrics.Sample {
+			c := a.SandboxDenials.Counts()
+			return []metrics.Sample{{Value: float64(c.Overruns), Labels: []string{"overrun"}}, {Value: float64(c.DomainsDropped), Labels: []string{"domains"}}}
+		})
+}
+
+// startSandboxDenials starts counting the sandbox's denials from the
+// audit read-log when /metrics is on and [metrics] sandbox_denials asks
+// for it, and logs once why they are not observed. The kernel's audit is
+// never turned on here: that is the operator's choice.
+func (a *App) startSandboxDenials() {
+	if a.metrics == nil || !a.Config.Metrics.SandboxDenials {
+		return
+	}
+	if abi := runner.LandlockABI(); abi < sandboxaudit.MinLandlockABI {
+		a.Log.Info("metrics: sandbox denials not observed", "reason", fmt.Sprintf("Landlock ABI %d logs no denials (needs %d)", abi, sandboxaudit.MinLandlockABI))
+		return
+	}
+	r, err := sandboxaudit.Start(context.Background(), os.Getpid())
+	if err != nil {
+		a.Log.Info("metrics: sandbox denials not observed", "reason", err.Error())
+		return
+	}
+	a.SandboxDenials = r
+	if ok, err := r.Observed(); !ok {
+		a.Log.Info("metrics: sandbox denials not observed until kernel audit is on", "reason", err.Error())
+	}
 }
 
 // fileBytes is the size of a SQLite database: the file, its WAL and its

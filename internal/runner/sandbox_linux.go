@@ -118,8 +118,9 @@ type rules struct {
 }
 
 // ruleset builds the Landlock ruleset of r, downgraded to what the kernel
-// supports (best effort down to ABI 1). fd is -1 when there is nothing to
-// enforce.
+// supports (best effort down to ABI 1), and the landlock_restrict_self
+// flags to enforce it with (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON from ABI
+// 7). fd is -1 when there is nothing to enforce.
 func ruleset(r rules) (fd int, flags uint32, err error) {
 	cfg := landlock.Config{
 		HandledAccessFS: landlock.V11.HandledAccessFS,
@@ -137,7 +138,11 @@ func ruleset(r rules) (fd int, flags uint32, err error) {
 	}
 	rs = appendRules(rs, readRights, r.read)
 	rs = appendRules(rs, all, r.write)
-	return cfg.BestEffort().NewRulesetFD(rs...)
+	// The programs a child execs are the ones confined, so their denials
+	// are logged to the kernel's audit (when it is enabled), where
+	// /metrics counts them (decision 0088). Below ABI 7 best effort drops
+	// the flag.
+	return cfg.BestEffort().EnableLoggingForSubprocesses().NewRulesetFD(rs...)
 }
 
 // fileRights are the rights Landlock accepts on a file (not a directory).
