@@ -11,14 +11,15 @@ import (
 )
 
 // PurgeEventsBefore implements audit.EventPurger in one writer
-// transaction: the oldest events (by seq) that ended before cutoff, and
+// transaction: the oldest events (by ended_at, then seq: the order of the
+// index that finds them) that ended before cutoff, and
 // the held counts of their sessions.
 func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (audit.EventPurge, error) {
 	var per map[string]int64
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		per = map[string]int64{}
 		rows, err := tx.QueryContext(ctx, `DELETE FROM action_events WHERE seq IN (
-			SELECT seq FROM action_events WHERE ended_at < ? ORDER BY seq LIMIT ?) RETURNING session_id`, cutoff.Unix(), batch)
+			SELECT seq FROM action_events WHERE ended_at < ? ORDER BY ended_at, seq LIMIT ?) RETURNING session_id`, cutoff.Unix(), batch)
 		if err != nil {
 			return err
 		}

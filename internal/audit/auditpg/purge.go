@@ -10,7 +10,8 @@ import (
 )
 
 // PurgeEventsBefore implements audit.EventPurger in one transaction: the
-// oldest events (by seq) that ended before cutoff, and the held counts of
+// oldest events (by ended_at, then seq: the index order) that ended before
+// cutoff, and the held counts of
 // their sessions, decremented under the session rows' locks so that an
 // append racing the purge counts from what is left.
 func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (audit.EventPurge, error) {
@@ -19,7 +20,7 @@ func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch i
 		out = audit.EventPurge{}
 		rows, err := tx.Query(ctx, `WITH gone AS (
 			DELETE FROM audit.action_events WHERE seq IN (
-				SELECT seq FROM audit.action_events WHERE ended_at < $1 ORDER BY seq LIMIT $2)
+				SELECT seq FROM audit.action_events WHERE ended_at < $1 ORDER BY ended_at, seq LIMIT $2)
 			RETURNING session_id),
 		per AS (SELECT session_id, count(*) AS n FROM gone GROUP BY session_id)
 		UPDATE audit.action_sessions s SET retained_events = greatest(s.retained_events - per.n, 0)
