@@ -183,10 +183,14 @@ func (s *Store) OutputExpired(ctx context.Context, cutoff time.Time, after jobs.
 	if !after.CreatedAt.IsZero() {
 		at = after.CreatedAt.UnixNano()
 	}
-	return s.query(ctx, `SELECT record_json FROM jobs WHERE json_extract(record_json, '$.output_purged') IS NULL
-		AND created_at < ? AND created_at >= ? AND (created_at > ? OR job_id > ?) AND state NOT IN `+unfinished+`
-		ORDER BY created_at, job_id LIMIT ?`, cutoff.UnixNano(), at, at, after.ID, limit)
+	return s.query(ctx, qOutputExpired, cutoff.UnixNano(), at, at, after.ID, limit)
 }
+
+// qOutputExpired reads the terminal jobs whose output is kept, created
+// before a cutoff, after a cursor, in the order of jobs_output_kept.
+const qOutputExpired = `SELECT record_json FROM jobs WHERE json_extract(record_json, '$.output_purged') IS NULL
+	AND created_at < ? AND created_at >= ? AND (created_at > ? OR job_id > ?) AND state NOT IN ` + unfinished + `
+	ORDER BY created_at, job_id LIMIT ?`
 
 // Prune implements jobs.Store.
 func (s *Store) Prune(ctx context.Context, keep int) ([]string, error) {

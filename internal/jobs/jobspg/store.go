@@ -192,10 +192,14 @@ func (s *Store) OutputExpired(ctx context.Context, cutoff time.Time, after jobs.
 	if !after.CreatedAt.IsZero() {
 		at = after.CreatedAt.UnixNano()
 	}
-	return s.query(ctx, `SELECT record_json FROM jobs.jobs WHERE (record_json::jsonb->>'output_purged') IS NULL
-		AND created_at < $1 AND created_at >= $2 AND (created_at > $2 OR job_id COLLATE "C" > $3) AND state NOT IN `+unfinished+`
-		ORDER BY created_at, job_id COLLATE "C" LIMIT $4`, cutoff.UnixNano(), at, after.ID, limit)
+	return s.query(ctx, qOutputExpired, cutoff.UnixNano(), at, after.ID, limit)
 }
+
+// qOutputExpired reads the terminal jobs whose output is kept, created
+// before a cutoff, after a cursor, in the order of jobs_output_kept.
+const qOutputExpired = `SELECT record_json FROM jobs.jobs WHERE (record_json::jsonb->>'output_purged') IS NULL
+	AND created_at < $1 AND created_at >= $2 AND (created_at > $2 OR job_id COLLATE "C" > $3) AND state NOT IN ` + unfinished + `
+	ORDER BY created_at, job_id COLLATE "C" LIMIT $4`
 
 // Prune implements jobs.Store.
 func (s *Store) Prune(ctx context.Context, keep int) ([]string, error) {

@@ -1,0 +1,34 @@
+// Package sqlitetest helps tests of the SQLite stores.
+package sqlitetest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/webcodex/webcodex/internal/sqlitedb"
+)
+
+// Plan is SQLite's query plan for query with args on db's read pool
+// (EXPLAIN QUERY PLAN), one detail line per step, joined by newlines:
+// a test asserts that a query uses the index meant for it.
+func Plan(t testing.TB, db *sqlitedb.DB, query string, args ...any) string {
+	t.Helper()
+	rows, err := db.Read.Query(`EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
+}
