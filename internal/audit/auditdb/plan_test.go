@@ -19,11 +19,11 @@ func TestPurgeUsesItsIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	batch := sqlitetest.Plan(t, st.db, qExpiredEvents, 1, 10)
+	batch := sqlitetest.Plan(t, st.db.Read, qExpiredEvents, 1, 10)
 	if !strings.Contains(batch, "INDEX idx_action_events_ended (ended_at<?)") || strings.Contains(batch, "TEMP B-TREE") {
 		t.Errorf("purge batch: plan %q, want idx_action_events_ended and no sort", batch)
 	}
-	if count := sqlitetest.Plan(t, st.db, qCountExpired, 1); !strings.Contains(count, "INDEX idx_action_events_ended (ended_at<?)") {
+	if count := sqlitetest.Plan(t, st.db.Read, qCountExpired, 1); !strings.Contains(count, "INDEX idx_action_events_ended (ended_at<?)") {
 		t.Errorf("purge count: plan %q does not use idx_action_events_ended", count)
 	}
 }

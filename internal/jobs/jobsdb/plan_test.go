@@ -19,7 +19,7 @@ func TestOutputScanUsesItsIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	plan := sqlitetest.Plan(t, st.db, qOutputExpired, 10, 1, 1, "wc_job_x", 500)
+	plan := sqlitetest.Plan(t, st.db.Read, qOutputExpired, 10, 1, 1, "wc_job_x", 500)
 	if !strings.Contains(plan, "USING INDEX jobs_output_kept (created_at>? AND created_at<?)") || strings.Contains(plan, "TEMP B-TREE") {
 		t.Errorf("output scan: plan %q, want a range of jobs_output_kept and no sort", plan)
 	}

@@ -26,14 +26,7 @@ func purgeOutput(t *testing.T, s jobs.Store, base time.Time) {
 		if st.Terminal() {
 			j.StartedAt, j.FinishedAt = created, finished
 		}
-		if err := s.Create(ctx, j); err != nil {
-			t.Fatal(err)
-		}
-		if output != "" {
-			os.MkdirAll(filepath.Join(dir, j.ID), 0o700)
-			os.WriteFile(filepath.Join(dir, j.ID, "stdout"), []byte(output), 0o600)
-		}
-		return j
+		return withOutput(t, s, dir, j, output)
 	}
 	oldA := mk(base, base.Add(time.Hour), jobs.Succeeded, "", "hello")
 	oldB := mk(base.Add(time.Minute), base.Add(2*time.Hour), jobs.Failed, "", "bye!!")
@@ -134,14 +127,7 @@ func purgeOutputAcrossReplicas(t *testing.T, s jobs.Store, base time.Time) {
 		j := job(base.Add(time.Duration(i)*time.Minute), jobs.Succeeded)
 		j.Replica, j.Background, j.StdoutBytes = replica, background, stored
 		j.StartedAt, j.FinishedAt = j.CreatedAt, j.CreatedAt.Add(time.Second)
-		if err := s.Create(ctx, j); err != nil {
-			t.Fatal(err)
-		}
-		if output != "" {
-			os.MkdirAll(filepath.Join(dir, j.ID), 0o700)
-			os.WriteFile(filepath.Join(dir, j.ID, "stdout"), []byte(output), 0o600)
-		}
-		return j
+		return withOutput(t, s, dir, j, output)
 	}
 	// The jobs left come first: a batch of one must reach past them.
 	live := mk(0, "live", "", true, 9)
@@ -204,6 +190,20 @@ func purgeOutputPastAPage(t *testing.T, s jobs.Store, base time.Time) {
 	if r, err := s.Get(ctx, last.ID); err != nil || !r.OutputPurged {
 		t.Fatalf("the job after a page of others: output_purged %v, %v", r.OutputPurged, err)
 	}
+}
+
+// withOutput stores j and, unless output is empty, writes it as j's stdout
+// file under dir.
+func withOutput(t *testing.T, s jobs.Store, dir string, j jobs.Job, output string) jobs.Job {
+	t.Helper()
+	if err := s.Create(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	if output != "" {
+		os.MkdirAll(filepath.Join(dir, j.ID), 0o700)
+		os.WriteFile(filepath.Join(dir, j.ID, "stdout"), []byte(output), 0o600)
+	}
+	return j
 }
 
 func ids(js []jobs.Job) []string {

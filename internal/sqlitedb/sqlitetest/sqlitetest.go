@@ -2,18 +2,17 @@
 package sqlitetest
 
 import (
+	"database/sql"
 	"strings"
 	"testing"
-
-	"github.com/webcodex/webcodex/internal/sqlitedb"
 )
 
-// Plan is SQLite's query plan for query with args on db's read pool
-// (EXPLAIN QUERY PLAN), one detail line per step, joined by newlines:
-// a test asserts that a query uses the index meant for it.
-func Plan(t testing.TB, db *sqlitedb.DB, query string, args ...any) string {
+// Plan is SQLite's query plan for query with args on db (EXPLAIN QUERY
+// PLAN), one detail line per step, joined by newlines: a test asserts
+// that a query uses the index meant for it.
+func Plan(t testing.TB, db *sql.DB, query string, args ...any) string {
 	t.Helper()
-	rows, err := db.Read.Query(`EXPLAIN QUERY PLAN `+query, args...)
+	rows, err := db.Query(`EXPLAIN QUERY PLAN `+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

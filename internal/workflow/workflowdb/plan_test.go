@@ -53,5 +53,5 @@ func TestQueriesUseTheirIndexes(t *testing.T) {
 
 func queryPlan(t *testing.T, st *Store, query string, args ...any) string {
 	t.Helper()
-	return sqlitetest.Plan(t, st.db, query, args...)
+	return sqlitetest.Plan(t, st.db.Read, query, args...)
 }
