@@ -80,16 +80,21 @@ func (r OutputReach) of(ctx context.Context, j Job, alive map[string]bool) (reac
 	if live {
 		return elsewhere, nil
 	}
-	// A gone replica's job: its files are here when this process uses the
-	// data directory that replica used (a restart); a job run inline kept
-	// no files anywhere (they go when it finishes), nor one that wrote
-	// nothing.
-	if _, err := os.Lstat(jobDir(r.Dir, j.ID)); err == nil || !j.Background || j.StdoutBytes+j.StderrBytes == 0 {
+	// A gone replica's job: a job run inline kept no files anywhere (they
+	// go when it finishes), nor did one that stored nothing; other files
+	// are here when this process uses the data directory that replica used
+	// (a restart).
+	if !j.Background || j.StdoutBytes+j.StderrBytes == 0 {
 		return reachable, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	}
+	switch _, err := os.Lstat(jobDir(r.Dir, j.ID)); {
+	case err == nil:
+		return reachable, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return unreachable, nil
+	default:
 		return 0, err
 	}
-	return unreachable, nil
 }
 
 // scanOutput calls visit with each expired job (terminal, created before
@@ -141,7 +146,7 @@ func PurgeOutput(ctx context.Context, st Store, r OutputReach, cutoff time.Time,
 // PendingOutput is what PurgeOutput would remove, batch after batch, and
 // what it would leave; it changes nothing.
 func PendingOutput(ctx context.Context, st Store, r OutputReach, cutoff time.Time) (OutputPurge, error) {
-	return expiredOutput(ctx, st, r, cutoff, math.MaxInt32, func(Job) error { return nil })
+	return expiredOutput(ctx, st, r, cutoff, planLimit, func(Job) error { return nil })
 }
 
 // expiredOutput runs purge on each of at most limit jobs whose output
@@ -166,11 +171,14 @@ func expiredOutput(ctx context.Context, st Store, r OutputReach, cutoff time.Tim
 	return reported(out, limit), err
 }
 
+// planLimit is the limit of a plan (the Pending functions): every job.
+const planLimit = math.MaxInt32
+
 // reported is out without the counts of jobs left when out is a batch
 // that removed something: those are reported once, by the purge that
-// finds nothing left, or by a plan (limit math.MaxInt32).
+// finds nothing left, or by a plan (limit planLimit).
 func reported(out OutputPurge, limit int) OutputPurge {
-	if out.Jobs > 0 && limit != math.MaxInt32 {
+	if out.Jobs > 0 && limit != planLimit {
 		out.Elsewhere, out.Unreachable = 0, 0
 	}
 	return out
@@ -189,7 +197,7 @@ func PurgeOutputOverBytes(ctx context.Context, st Store, r OutputReach, perProje
 // PendingOutputOverBytes is what PurgeOutputOverBytes would remove, batch
 // after batch; it changes nothing.
 func PendingOutputOverBytes(ctx context.Context, st Store, r OutputReach, perProject int64, cutoff time.Time) (OutputPurge, error) {
-	return overBytes(ctx, st, r, perProject, cutoff, math.MaxInt32, func(Job) error { return nil })
+	return overBytes(ctx, st, r, perProject, cutoff, planLimit, func(Job) error { return nil })
 }
 
 // overBytes runs purge on the oldest jobs of each project over the bound
