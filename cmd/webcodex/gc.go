@@ -72,9 +72,9 @@ func printPlan(w io.Writer, plan []retention.Plan) {
 		fprintf(w, "No [retention] policy is set for these stores: nothing would be removed.\n")
 	} else {
 		tw := table(w)
-		fmt.Fprintln(tw, "STORE\tPOLICY\tOLDER THAN\tWOULD REMOVE\tFROM")
+		fmt.Fprintln(tw, "STORE\tPOLICY\tOLDER THAN\tWOULD REMOVE\tFROM\tLEFT TO OTHERS")
 		for _, p := range plan {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", p.Store, p.Policy, p.Cutoff.UTC().Format(time.RFC3339), p.Pending.Items, p.Pending.Owners)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", p.Store, p.Policy, p.Cutoff.UTC().Format(time.RFC3339), p.Pending.Items, p.Pending.Owners, p.Pending.Skipped)
 		}
 		tw.Flush()
 		fprintf(w, "Dry run: nothing was removed.\n")
@@ -87,10 +87,10 @@ func printRuns(w io.Writer, runs []retention.Run) error {
 		return nil
 	}
 	tw := table(w)
-	fmt.Fprintln(tw, "STORE\tPOLICY\tOLDER THAN\tREMOVED\tFROM\tBATCHES\tERROR")
+	fmt.Fprintln(tw, "STORE\tPOLICY\tOLDER THAN\tREMOVED\tFROM\tLEFT TO OTHERS\tBATCHES\tERROR")
 	var failed error
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.Store, r.Policy, r.Cutoff.UTC().Format(time.RFC3339), r.Removed.Items, r.Removed.Owners, r.Batches, r.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.Store, r.Policy, r.Cutoff.UTC().Format(time.RFC3339), r.Removed.Items, r.Removed.Owners, r.Removed.Skipped, r.Batches, r.Error)
 		if r.Error != "" && failed == nil {
 			failed = fmt.Errorf("gc: the %s purge stopped: %s (what it removed before is committed; run gc again)", r.Store, r.Error)
 		}

@@ -128,9 +128,9 @@ func TestGC(t *testing.T) {
 
 	out := mustRun(t, "--data-dir", data, "gc", "--dry-run")
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(fmt.Sprintf(`(?m)^workflow\s+session_events_days\s+\S+\s+%d\s+1$`, old.EventsObserved)),
-		regexp.MustCompile(`(?m)^audit\s+audit_events_days\s+\S+\s+2\s+1$`),
-		regexp.MustCompile(`(?m)^jobs\s+job_output_days\s+\S+\s+1\s+1$`),
+		regexp.MustCompile(fmt.Sprintf(`(?m)^workflow\s+session_events_days\s+\S+\s+%d\s+1\s+0$`, old.EventsObserved)),
+		regexp.MustCompile(`(?m)^audit\s+audit_events_days\s+\S+\s+2\s+1\s+0$`),
+		regexp.MustCompile(`(?m)^jobs\s+job_output_days\s+\S+\s+1\s+1\s+0$`),
 		regexp.MustCompile(`Dry run: nothing was removed`),
 	} {
 		if !want.MatchString(out) {
@@ -142,9 +142,9 @@ func TestGC(t *testing.T) {
 	}
 
 	out = mustRun(t, "--data-dir", data, "gc")
-	if !regexp.MustCompile(fmt.Sprintf(`(?m)^workflow\s+session_events_days\s+\S+\s+%d\s+1\s+1\s*$`, old.EventsObserved)).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^audit\s+audit_events_days\s+\S+\s+2\s+1\s+1\s*$`).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^jobs\s+job_output_days\s+\S+\s+1\s+1\s+1\s*$`).MatchString(out) || jobOutputs(t, data) != 1 {
+	if !regexp.MustCompile(fmt.Sprintf(`(?m)^workflow\s+session_events_days\s+\S+\s+%d\s+1\s+0\s+1\s*$`, old.EventsObserved)).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^audit\s+audit_events_days\s+\S+\s+2\s+1\s+0\s+1\s*$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^jobs\s+job_output_days\s+\S+\s+1\s+1\s+0\s+1\s*$`).MatchString(out) || jobOutputs(t, data) != 1 {
 		t.Fatalf("gc output:\n%s", out)
 	}
 	wf, purged, n := held(t, data, old.ID)
@@ -155,7 +155,7 @@ func TestGC(t *testing.T) {
 		t.Fatalf("the purged session's header: %+v", purged)
 	}
 	out = mustRun(t, "--data-dir", data, "gc", "--dry-run")
-	if !regexp.MustCompile(`(?m)^workflow\s+session_events_days\s+\S+\s+0\s+0$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^workflow\s+session_events_days\s+\S+\s+0\s+0\s+0$`).MatchString(out) {
 		t.Fatalf("a dry run after gc:\n%s", out)
 	}
 }
@@ -233,14 +233,14 @@ func TestGCPurgesEvidencePayloads(t *testing.T) {
 	j.Close()
 
 	out := mustRun(t, "--data-dir", data, "gc", "--dry-run")
-	if !regexp.MustCompile(`(?m)^evidence\s+evidence_payload_days\s+\S+\s+5\s+0$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^evidence\s+evidence_payload_days\s+\S+\s+5\s+0\s+0$`).MatchString(out) {
 		t.Fatalf("gc --dry-run:\n%s", out)
 	}
 	if out := mustRun(t, "--data-dir", data, "evidence", "verify"); strings.Contains(out, "purged") {
 		t.Fatalf("the dry run purged:\n%s", out)
 	}
 	out = mustRun(t, "--data-dir", data, "gc")
-	if !regexp.MustCompile(`(?m)^evidence\s+evidence_payload_days\s+\S+\s+5\s+0\s+\d+\s*$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^evidence\s+evidence_payload_days\s+\S+\s+5\s+0\s+0\s+\d+\s*$`).MatchString(out) {
 		t.Fatalf("gc:\n%s", out)
 	}
 	out = mustRun(t, "--data-dir", data, "evidence", "verify")

@@ -58,15 +58,15 @@ func retentionTargets(r RetentionConfig, st *Stores, ev EvidencePurger, dataDir 
 				}}})
 	}
 	if r.JobOutputDays != nil {
-		dir, replica := filepath.Join(dataDir, JobsDir), st.ReplicaID()
+		reach := outputReach(st, dataDir)
 		out = append(out, retention.Target{Store: "jobs", Policy: "job_output_days", Age: r.age(*r.JobOutputDays),
 			Purger: retention.Funcs{
 				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
-					c, err := jobs.PurgeOutput(ctx, st.Jobs, dir, replica, cutoff, batch)
+					c, err := jobs.PurgeOutput(ctx, st.Jobs, reach, cutoff, batch)
 					return outputCount(c), err
 				},
 				PendingFunc: func(ctx context.Context, cutoff time.Time) (retention.Count, error) {
-					c, err := jobs.PendingOutput(ctx, st.Jobs, dir, replica, cutoff)
+					c, err := jobs.PendingOutput(ctx, st.Jobs, reach, cutoff)
 					return outputCount(c), err
 				}}})
 	}
@@ -84,15 +84,15 @@ func retentionTargets(r RetentionConfig, st *Stores, ev EvidencePurger, dataDir 
 				}}})
 	}
 	if r.JobOutputBytesPerProject != nil {
-		dir, replica, bound := filepath.Join(dataDir, JobsDir), st.ReplicaID(), *r.JobOutputBytesPerProject
+		reach, bound := outputReach(st, dataDir), *r.JobOutputBytesPerProject
 		out = append(out, retention.Target{Store: "jobs", Policy: "job_output_bytes_per_project",
 			Purger: retention.Funcs{
 				PurgeFunc: func(ctx context.Context, now time.Time, batch int) (retention.Count, error) {
-					c, err := jobs.PurgeOutputOverBytes(ctx, st.Jobs, dir, replica, bound, now, batch)
+					c, err := jobs.PurgeOutputOverBytes(ctx, st.Jobs, reach, bound, now, batch)
 					return outputCount(c), err
 				},
 				PendingFunc: func(ctx context.Context, now time.Time) (retention.Count, error) {
-					c, err := jobs.PendingOutputOverBytes(ctx, st.Jobs, dir, replica, bound, now)
+					c, err := jobs.PendingOutputOverBytes(ctx, st.Jobs, reach, bound, now)
 					return outputCount(c), err
 				}}})
 	}
@@ -111,9 +111,18 @@ func retentionTargets(r RetentionConfig, st *Stores, ev EvidencePurger, dataDir 
 	return out
 }
 
-// outputCount counts a job output purge: a job's output is one item.
+// outputReach is the job output this process's retention reaches
+// (decision 0090): its own jobs' and gone replicas' whose files are under
+// dataDir's jobs directory. An offline command on a database is no
+// replica (ReplicaID "") and reaches the gone replicas' jobs.
+func outputReach(st *Stores, dataDir string) jobs.OutputReach {
+	return jobs.OutputReach{Dir: filepath.Join(dataDir, JobsDir), Replica: st.ReplicaID(), Alive: st.alive()}
+}
+
+// outputCount counts a job output purge: a job's output is one item; the
+// jobs left to other replicas or unreachable are skipped.
 func outputCount(c jobs.OutputPurge) retention.Count {
-	return retention.Count{Items: c.Jobs, Owners: c.Jobs, Bytes: c.Bytes}
+	return retention.Count{Items: c.Jobs, Owners: c.Jobs, Bytes: c.Bytes, Skipped: c.Elsewhere + c.Unreachable}
 }
 
 func sessionCount(c workflow.EventPurge) retention.Count {

@@ -464,8 +464,9 @@ type Store interface {
 	// background ones and the newest keep inline ones, and returns their
 	// ids.
 	Prune(ctx context.Context, keep int) ([]string, error)
-	// OutputExpired returns at most limit terminal records supervised by
-	// replica ("" without replicas) that were created before cutoff and
-	// whose output is not purged (OutputPurged false), oldest first.
-	OutputExpired(ctx context.Context, replica string, cutoff time.Time, limit int) ([]Job, error)
+	// OutputExpired returns at most limit terminal records, of any
+	// replica, that were created before cutoff and whose output is not
+	// purged (OutputPurged false), in (CreatedAt, ID) order after the
+	// cursor after.
+	OutputExpired(ctx context.Context, cutoff time.Time, after OutputCursor, limit int) ([]Job, error)
 }

@@ -91,9 +91,9 @@ func (p *Purger) Pass(ctx context.Context) []Run {
 		switch {
 		case r.Error != "":
 			p.log.Warn("retention: purge failed", "store", r.Store, "policy", r.Policy, "removed", r.Removed.Items, "owners", r.Removed.Owners, "batches", r.Batches, "err", r.Error)
-		case !r.Removed.IsZero():
+		case !r.Removed.IsZero() || r.Removed.Skipped > 0:
 			p.log.Info("retention: purged", "store", r.Store, "policy", r.Policy, "removed", r.Removed.Items, "owners", r.Removed.Owners,
-				"bytes", r.Removed.Bytes, "batches", r.Batches, "cutoff", r.Cutoff, "incomplete", r.Incomplete)
+				"bytes", r.Removed.Bytes, "skipped", r.Removed.Skipped, "batches", r.Batches, "cutoff", r.Cutoff, "incomplete", r.Incomplete)
 		}
 	}
 	return out
@@ -114,6 +114,7 @@ func (p *Purger) purge(ctx context.Context, t Target) Run {
 			break
 		}
 		if c.IsZero() {
+			r.Removed.Skipped = c.Skipped
 			break
 		}
 		r.Batches++

@@ -40,14 +40,19 @@ type Count struct {
 	Owners int64 `json:"owners"`
 	// Bytes, when the store knows it, is how much was freed.
 	Bytes int64 `json:"bytes,omitempty"`
+	// Skipped counts the items the policy covers that this process
+	// cannot purge (job output on another replica's disk): reported, not
+	// removed. A store reports them in a plan and in the purge that
+	// removed nothing (the end of a run), which the run keeps.
+	Skipped int64 `json:"skipped,omitempty"`
 }
 
-// IsZero reports whether c removed nothing.
-func (c Count) IsZero() bool { return c == Count{} }
+// IsZero reports whether c removed nothing (whatever it skipped).
+func (c Count) IsZero() bool { return c.Items == 0 && c.Owners == 0 && c.Bytes == 0 }
 
-// add returns c plus d.
+// add returns c plus what d removed.
 func (c Count) add(d Count) Count {
-	return Count{Items: c.Items + d.Items, Owners: c.Owners + d.Owners, Bytes: c.Bytes + d.Bytes}
+	return Count{Items: c.Items + d.Items, Owners: c.Owners + d.Owners, Bytes: c.Bytes + d.Bytes, Skipped: c.Skipped}
 }
 
 // Store is a purgeable store.

@@ -20,6 +20,8 @@ type memStore struct {
 	items   []time.Time // oldest first
 	batches []int
 	fail    error
+	// skipped is reported by the purge that removes nothing.
+	skipped int64
 }
 
 func (m *memStore) Purge(_ context.Context, cutoff time.Time, batch int) (retention.Count, error) {
@@ -35,7 +37,7 @@ func (m *memStore) Purge(_ context.Context, cutoff time.Time, batch int) (retent
 	}
 	m.items = m.items[n:]
 	if n == 0 {
-		return retention.Count{}, nil
+		return retention.Count{Skipped: m.skipped}, nil
 	}
 	return retention.Count{Items: int64(n), Owners: 1}, nil
 }
@@ -119,6 +121,28 @@ func TestPassRecordsAFailureAndGoesOn(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "retention: purge failed") {
 		t.Fatalf("log %q lacks the failure", logs.String())
+	}
+}
+
+// TestARunKeepsWhatItSkipped: what the store could not purge (another
+// replica's job output), reported by the purge that removed nothing,
+// ends the run without counting as removed, and is kept and logged.
+func TestARunKeepsWhatItSkipped(t *testing.T) {
+	now := time.Now()
+	st := aged(now, 40, 40)
+	st.skipped = 3
+	var logs bytes.Buffer
+	p := retention.New([]retention.Target{{Store: "jobs", Policy: "job_output_days", Age: retention.Days(1), Purger: st}},
+		slog.New(slog.NewTextHandler(&logs, nil)), func() time.Time { return now })
+	runs := p.Pass(context.Background())
+	if len(runs) != 1 || runs[0].Removed != (retention.Count{Items: 2, Owners: 1, Skipped: 3}) || runs[0].Batches != 1 {
+		t.Fatalf("runs = %+v", runs)
+	}
+	if !strings.Contains(logs.String(), "skipped=3") {
+		t.Fatalf("log %q lacks what was skipped", logs.String())
+	}
+	if (retention.Count{Skipped: 3}).IsZero() != true {
+		t.Fatal("a count that only skipped removed something")
 	}
 }
 

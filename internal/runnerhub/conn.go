@@ -79,7 +79,7 @@ func (c *conn) ended() bool {
 
 // run serves the connection until it ends.
 func (c *conn) run() {
-	defer c.hub.remove(c)
+	defer c.hub.ran(c)
 	go c.watch()
 	for {
 		typ, b, err := c.link.Read(context.Background())
@@ -219,8 +219,11 @@ func (c *conn) binary(b []byte) error {
 
 // end closes the connection once: pending requests fail outcome_unknown;
 // the processes whose output came on it are detached (they wait for their
-// runner's next connection).
+// runner's next connection). The hub forgets c before done is closed, so
+// whoever sees done sees a hub without c: Connected does not count it and
+// a new process of the runner is not refused as a conflict with it.
 func (c *conn) end(why error) {
+	c.hub.forget(c)
 	c.mu.Lock()
 	select {
 	case <-c.done:

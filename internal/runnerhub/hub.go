@@ -390,13 +390,19 @@ func (h *Hub) admit(ctx context.Context, link runnerlink.Link, tok auth.Token, r
 	return c, "", nil
 }
 
-// remove forgets c when it is still the current connection of its runner.
-func (h *Hub) remove(c *conn) {
+// forget removes c from the hub when it is still the current connection
+// of its runner (a later connection of the runner stays).
+func (h *Hub) forget(c *conn) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.conns[c.clientID] == c {
 		delete(h.conns, c.clientID)
 	}
-	h.mu.Unlock()
+}
+
+// ran is the end of c's run, which ended c (end forgot it): it records
+// when the runner was last heard from and releases Close's wait.
+func (h *Hub) ran(c *conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
 	defer cancel()
 	if err := h.o.Store.Seen(ctx, c.clientID, c.seen()); err != nil {

@@ -158,7 +158,13 @@ func TestAProcessOfARestartedRunnerIsLost(t *testing.T) {
 		c := f.hub.current("box")
 		ws.Close("")
 		<-c.done // a connection still live would make the new instance a conflict
+		if n := f.hub.Connected(); n != 0 {
+			t.Fatalf("an ended connection still counts: runner_connections %d", n)
+		}
 		f.connectAs(t, "ri_2", nil)
+		if n := f.hub.Connected(); n != 1 {
+			t.Fatalf("the restarted runner's connection: runner_connections %d", n)
+		}
 		_, err := p.Wait(context.Background())
 		if !errors.Is(err, runner.ErrHostRestarted) || !failure.Is(err, failure.OutcomeUnknown) {
 			t.Fatalf("a process of a restarted runner: %v", err)

@@ -10,15 +10,23 @@ import (
 	"github.com/webcodex/webcodex/internal/audit"
 )
 
+// qExpiredEvents and qCountExpired find the events that ended before a
+// cutoff through idx_action_events_ended (migration 0007), oldest first in
+// the index's order.
+const (
+	qExpiredEvents = `SELECT seq FROM action_events WHERE ended_at < ? ORDER BY ended_at, seq LIMIT ?`
+	qCountExpired  = `SELECT COUNT(DISTINCT session_id), COUNT(*) FROM action_events WHERE ended_at < ?`
+)
+
 // PurgeEventsBefore implements audit.EventPurger in one writer
-// transaction: the oldest events (by seq) that ended before cutoff, and
+// transaction: the oldest events (by ended_at, then seq: the order of the
+// index that finds them) that ended before cutoff, and
 // the held counts of their sessions.
 func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (audit.EventPurge, error) {
 	var per map[string]int64
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		per = map[string]int64{}
-		rows, err := tx.QueryContext(ctx, `DELETE FROM action_events WHERE seq IN (
-			SELECT seq FROM action_events WHERE ended_at < ? ORDER BY seq LIMIT ?) RETURNING session_id`, cutoff.Unix(), batch)
+		rows, err := tx.QueryContext(ctx, `DELETE FROM action_events WHERE seq IN (`+qExpiredEvents+`) RETURNING session_id`, cutoff.Unix(), batch)
 		if err != nil {
 			return err
 		}
@@ -54,6 +62,6 @@ func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch i
 // CountEventsBefore implements audit.EventPurger.
 func (s *Store) CountEventsBefore(ctx context.Context, cutoff time.Time) (audit.EventPurge, error) {
 	var out audit.EventPurge
-	err := s.db.QueryRow(ctx, `SELECT COUNT(DISTINCT session_id), COUNT(*) FROM action_events WHERE ended_at < ?`, cutoff.Unix()).Scan(&out.Sessions, &out.Events)
+	err := s.db.QueryRow(ctx, qCountExpired, cutoff.Unix()).Scan(&out.Sessions, &out.Events)
 	return out, wrapRead(err)
 }

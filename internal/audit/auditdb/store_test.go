@@ -55,7 +55,7 @@ func TestSchema(t *testing.T) {
 		rows.Scan(&typ, &name)
 		got = append(got, typ+":"+name)
 	}
-	want := "index:idx_action_events_meaningful index:idx_action_events_session_seq index:idx_action_sessions_requested index:idx_action_sessions_status " +
+	want := "index:idx_action_events_ended index:idx_action_events_meaningful index:idx_action_events_session_seq index:idx_action_sessions_requested index:idx_action_sessions_status " +
 		"index:idx_window_session_relations_last table:action_events table:action_sessions table:window_session_relations"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("schema objects %v", got)

@@ -9,8 +9,17 @@ import (
 	"github.com/webcodex/webcodex/internal/audit"
 )
 
+// qExpiredEvents and qCountExpired find the events that ended before a
+// cutoff through action_events_ended (migration 0003), oldest first in the
+// index's order.
+const (
+	qExpiredEvents = `SELECT seq FROM audit.action_events WHERE ended_at < $1 ORDER BY ended_at, seq LIMIT $2`
+	qCountExpired  = `SELECT count(DISTINCT session_id), count(*) FROM audit.action_events WHERE ended_at < $1`
+)
+
 // PurgeEventsBefore implements audit.EventPurger in one transaction: the
-// oldest events (by seq) that ended before cutoff, and the held counts of
+// oldest events (by ended_at, then seq: the index order) that ended before
+// cutoff, and the held counts of
 // their sessions, decremented under the session rows' locks so that an
 // append racing the purge counts from what is left.
 func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (audit.EventPurge, error) {
@@ -18,8 +27,7 @@ func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch i
 	err := s.db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		out = audit.EventPurge{}
 		rows, err := tx.Query(ctx, `WITH gone AS (
-			DELETE FROM audit.action_events WHERE seq IN (
-				SELECT seq FROM audit.action_events WHERE ended_at < $1 ORDER BY seq LIMIT $2)
+			DELETE FROM audit.action_events WHERE seq IN (`+qExpiredEvents+`)
 			RETURNING session_id),
 		per AS (SELECT session_id, count(*) AS n FROM gone GROUP BY session_id)
 		UPDATE audit.action_sessions s SET retained_events = greatest(s.retained_events - per.n, 0)
@@ -47,6 +55,6 @@ func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch i
 // CountEventsBefore implements audit.EventPurger.
 func (s *Store) CountEventsBefore(ctx context.Context, cutoff time.Time) (audit.EventPurge, error) {
 	var out audit.EventPurge
-	err := s.db.Pool.QueryRow(ctx, `SELECT count(DISTINCT session_id), count(*) FROM audit.action_events WHERE ended_at < $1`, cutoff.Unix()).Scan(&out.Sessions, &out.Events)
+	err := s.db.Pool.QueryRow(ctx, qCountExpired, cutoff.Unix()).Scan(&out.Sessions, &out.Events)
 	return out, storeError(err)
 }

@@ -12,6 +12,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -175,12 +176,21 @@ func (s *Store) Unfinished(ctx context.Context) ([]jobs.Job, error) {
 	return s.query(ctx, `SELECT record_json FROM jobs WHERE state IN `+unfinished+` ORDER BY created_at`)
 }
 
-// OutputExpired implements jobs.Store.
-func (s *Store) OutputExpired(ctx context.Context, replica string, cutoff time.Time, limit int) ([]jobs.Job, error) {
-	return s.query(ctx, `SELECT record_json FROM jobs WHERE state NOT IN `+unfinished+` AND created_at < ?
-		AND coalesce(json_extract(record_json, '$.replica'), '') = ? AND coalesce(json_extract(record_json, '$.output_purged'), 0) = 0
-		ORDER BY created_at, job_id LIMIT ?`, cutoff.UnixNano(), replica, limit)
+// OutputExpired implements jobs.Store. It walks index jobs_output_kept
+// (migration 0002) from the cursor.
+func (s *Store) OutputExpired(ctx context.Context, cutoff time.Time, after jobs.OutputCursor, limit int) ([]jobs.Job, error) {
+	at := int64(math.MinInt64)
+	if !after.CreatedAt.IsZero() {
+		at = after.CreatedAt.UnixNano()
+	}
+	return s.query(ctx, qOutputExpired, cutoff.UnixNano(), at, at, after.ID, limit)
 }
+
+// qOutputExpired reads the terminal jobs whose output is kept, created
+// before a cutoff, after a cursor, in the order of jobs_output_kept.
+const qOutputExpired = `SELECT record_json FROM jobs WHERE json_extract(record_json, '$.output_purged') IS NULL
+	AND created_at < ? AND created_at >= ? AND (created_at > ? OR job_id > ?) AND state NOT IN ` + unfinished + `
+	ORDER BY created_at, job_id LIMIT ?`
 
 // Prune implements jobs.Store.
 func (s *Store) Prune(ctx context.Context, keep int) ([]string, error) {

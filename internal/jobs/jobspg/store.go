@@ -9,6 +9,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -184,12 +185,21 @@ func (s *Store) Unfinished(ctx context.Context) ([]jobs.Job, error) {
 	return s.query(ctx, `SELECT record_json FROM jobs.jobs WHERE state IN `+unfinished+` ORDER BY created_at`)
 }
 
-// OutputExpired implements jobs.Store.
-func (s *Store) OutputExpired(ctx context.Context, replica string, cutoff time.Time, limit int) ([]jobs.Job, error) {
-	return s.query(ctx, `SELECT record_json FROM jobs.jobs WHERE state NOT IN `+unfinished+` AND created_at < $1
-		AND coalesce(record_json::jsonb->>'replica', '') = $2 AND NOT coalesce((record_json::jsonb->>'output_purged')::boolean, false)
-		ORDER BY created_at, job_id COLLATE "C" LIMIT $3`, cutoff.UnixNano(), replica, limit)
+// OutputExpired implements jobs.Store. It walks index jobs_output_kept
+// (migration 0002) from the cursor.
+func (s *Store) OutputExpired(ctx context.Context, cutoff time.Time, after jobs.OutputCursor, limit int) ([]jobs.Job, error) {
+	at := int64(math.MinInt64)
+	if !after.CreatedAt.IsZero() {
+		at = after.CreatedAt.UnixNano()
+	}
+	return s.query(ctx, qOutputExpired, cutoff.UnixNano(), at, after.ID, limit)
 }
+
+// qOutputExpired reads the terminal jobs whose output is kept, created
+// before a cutoff, after a cursor, in the order of jobs_output_kept.
+const qOutputExpired = `SELECT record_json FROM jobs.jobs WHERE (record_json::jsonb->>'output_purged') IS NULL
+	AND created_at < $1 AND created_at >= $2 AND (created_at > $2 OR job_id COLLATE "C" > $3) AND state NOT IN ` + unfinished + `
+	ORDER BY created_at, job_id COLLATE "C" LIMIT $4`
 
 // Prune implements jobs.Store.
 func (s *Store) Prune(ctx context.Context, keep int) ([]string, error) {

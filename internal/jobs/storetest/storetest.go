@@ -130,4 +130,6 @@ func Run(t *testing.T, open func(t *testing.T) jobs.Store) {
 	})
 	t.Run("PurgeOutput", func(t *testing.T) { purgeOutput(t, open(t), base) })
 	t.Run("PurgeOutputOverBytes", func(t *testing.T) { purgeOutputOverBytes(t, open(t), base) })
+	t.Run("PurgeOutputAcrossReplicas", func(t *testing.T) { purgeOutputAcrossReplicas(t, open(t), base) })
+	t.Run("PurgeOutputPastAPage", func(t *testing.T) { purgeOutputPastAPage(t, open(t), base) })
 }

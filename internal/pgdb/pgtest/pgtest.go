@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +140,31 @@ func AwaitLockWait(t testing.TB, db *pgdb.DB, done <-chan error, what string) {
 		default:
 		}
 	}
+}
+
+// Plan is PostgreSQL's plan for query with args on db (EXPLAIN), its lines
+// joined by "; ", with sequential scans disabled for the statement: on a
+// test's small tables the planner would otherwise read the table whatever
+// the indexes, so a plan that still does not name the index meant for the
+// query shows that the index cannot serve it.
+func Plan(t testing.TB, db *pgdb.DB, query string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "; ")
 }

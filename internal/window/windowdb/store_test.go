@@ -10,6 +10,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/webcodex/webcodex/internal/sqlitedb/sqlitetest"
 	"github.com/webcodex/webcodex/internal/window"
 	"github.com/webcodex/webcodex/internal/window/storetest"
 	"github.com/webcodex/webcodex/internal/window/windowdb"
@@ -72,21 +73,7 @@ func TestLastActiveUsesAnIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`EXPLAIN QUERY PLAN SELECT max(last_at_ms) FROM window_activity WHERE window = ?`, "w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	if p := strings.Join(plan, "; "); !strings.Contains(p, "USING COVERING INDEX window_activity_window") {
+	if p := sqlitetest.Plan(t, db, `SELECT max(last_at_ms) FROM window_activity WHERE window = ?`, "w"); !strings.Contains(p, "USING COVERING INDEX window_activity_window") {
 		t.Fatalf("LastActive's plan: %s", p)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/webcodex/webcodex/internal/failure"
 	"github.com/webcodex/webcodex/internal/pgdb/pgtest"
 	"github.com/webcodex/webcodex/internal/window/storetest"
@@ -53,23 +51,7 @@ func TestLastActiveCanUseAnIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	tx, err := db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tx.Query(ctx, `EXPLAIN SELECT max(last_at_ms) FROM windows.window_activity WHERE win = 'w'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := strings.Join(plan, "; "); !strings.Contains(p, "window_activity_window") {
+	if p := pgtest.Plan(t, db, `SELECT max(last_at_ms) FROM windows.window_activity WHERE win = 'w'`); !strings.Contains(p, "window_activity_window") {
 		t.Fatalf("LastActive's plan: %s", p)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webcodex/webcodex/internal/sqlitedb/sqlitetest"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -34,6 +35,13 @@ func TestQueriesUseTheirIndexes(t *testing.T) {
 			t.Errorf("%s: plan %q does not use messages_by_reply", c.name, plan)
 		}
 	}
+	// The session-event purge (session_events_days) finds and counts its
+	// sessions through the partial sessions_purgeable (migration 0010).
+	for _, q := range []string{`SELECT session_id, header_json, retained ` + sqlPurgeable + ` LIMIT 1`, `SELECT COUNT(*), COALESCE(SUM(retained), 0) ` + sqlPurgeable} {
+		if plan := queryPlan(t, st, q, 1); !strings.Contains(plan, "USING INDEX sessions_purgeable") {
+			t.Errorf("session-event purge: plan %q does not use sessions_purgeable", plan)
+		}
+	}
 	// The common retention pass reads each class's oldest rows from
 	// messages_by_status (in seq order, so each arm stops at its limit),
 	// with no sort in SQL.
@@ -45,19 +53,5 @@ func TestQueriesUseTheirIndexes(t *testing.T) {
 
 func queryPlan(t *testing.T, st *Store, query string, args ...any) string {
 	t.Helper()
-	rows, err := st.db.Read.Query(`EXPLAIN QUERY PLAN `+query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	return strings.Join(plan, "\n")
+	return sqlitetest.Plan(t, st.db.Read, query, args...)
 }
