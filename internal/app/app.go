@@ -351,7 +351,7 @@ func (a *App) Handler() http.Handler {
 		}
 	}
 	(&rest.Server{Kernel: a.Kernel, Status: a.Status, PublicURL: a.Config.PublicURL, Version: Version, Audit: a.AuditHTTP}).Register(mux)
-	mux.Authenticated(resourcemeta.MCPPath, a.AuditHTTP.Wrap(auditmw.OpMCP, a.MCP().Handler(httpserver.MaxBodyBytes)))
+	mux.AuthenticatedTransport(httpserver.TransportMCP, resourcemeta.MCPPath, a.AuditHTTP.Wrap(auditmw.OpMCP, a.MCP().Handler(httpserver.MaxBodyBytes)))
 	if a.Hub != nil {
 		// The runner channel authenticates runner tokens itself, and a
 		// connection lives long: it takes no request slot.

@@ -149,6 +149,12 @@ func TestMetricsScrape(t *testing.T) {
 	if m := sample(fams, "webcodex_request_slots_in_use", map[string]string{"pool": "authenticated"}); m.GetGauge().GetValue() != 1 {
 		t.Errorf("authenticated slots in use during the scrape = %v, want 1", m.GetGauge().GetValue())
 	}
+	// ... a REST one (the scrape is no MCP request).
+	for tr, want := range map[string]float64{"rest": 1, "mcp": 0} {
+		if m := sample(fams, "webcodex_request_slots_in_use_by_transport", map[string]string{"transport": tr}); m == nil || m.GetGauge().GetValue() != want {
+			t.Errorf("request_slots_in_use_by_transport{transport=%s} = %v, want %v", tr, m, want)
+		}
+	}
 	if m := sample(fams, "webcodex_runner_connections", map[string]string{}); m == nil || m.GetGauge().GetValue() != 0 {
 		t.Errorf("runner_connections: %v", m)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/webcodex/webcodex/internal/httpserver"
 	"github.com/webcodex/webcodex/internal/kernel"
 	"github.com/webcodex/webcodex/internal/metrics"
 	"github.com/webcodex/webcodex/internal/runner"
@@ -186,6 +187,18 @@ func registerServiceGauges(a *App, r *metrics.Registry) {
 			s := a.mux.InUse()
 			return []metrics.Sample{{Value: float64(s.Authenticated), Labels: []string{"authenticated"}},
 				{Value: float64(s.Public), Labels: []string{"public"}}, {Value: float64(s.Waiting), Labels: []string{"waiting"}}}
+		})
+	r.Func("request_slots_in_use_by_transport", "Request slots of the authenticated pool held now, by transport (mcp: MCP over HTTP; rest: the REST API, GPT Actions, the console's API and this scrape). A call in a bounded wait holds a waiter slot instead.",
+		prometheus.GaugeValue, []string{"transport"}, func() []metrics.Sample {
+			if a.mux == nil {
+				return nil
+			}
+			by := a.mux.InUse().ByTransport
+			var out []metrics.Sample
+			for _, t := range []string{httpserver.TransportMCP, httpserver.TransportREST} {
+				out = append(out, metrics.Sample{Value: float64(by[t]), Labels: []string{t}})
+			}
+			return out
 		})
 	r.Func("waiters", "Calls in a bounded wait now, by what they wait on (board: observe_session_messages, jobs: observe_jobs).",
 		prometheus.GaugeValue, []string{"kind"}, func() []metrics.Sample {

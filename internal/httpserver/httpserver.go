@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/webcodex/webcodex/internal/admission"
@@ -143,7 +144,23 @@ type Mux struct {
 	publicSlots    *admission.Pool
 	requests       *admission.Pool
 	waiters        *admission.Pool
+
+	// transports names the transport of each authenticated pattern and
+	// inUse counts the request slots each transport holds; both are
+	// written only while routes are registered, before serving.
+	transports map[string]string
+	inUse      map[string]*atomic.Int64
 }
+
+// Transports of the authenticated routes, the label of
+// Slots.ByTransport.
+const (
+	// TransportMCP is MCP over HTTP.
+	TransportMCP = "mcp"
+	// TransportREST is the REST API: GPT Actions, the console's API,
+	// operators' endpoints.
+	TransportREST = "rest"
+)
 
 // NewMux returns an empty Mux.
 func NewMux(o Options) *Mux {
@@ -165,7 +182,9 @@ func NewMux(o Options) *Mux {
 		publicSlots:    admission.NewPool("public request slots", MaxPublic, 0),
 		requests: admission.NewQueuedPool("request slots", MaxConcurrent, o.PerPrincipal,
 			admission.Queue{Depth: o.PerPrincipal, Wait: o.QueueWait}),
-		waiters: admission.NewPool("waiting calls", MaxWaiters, MaxWaitersPerPrincipal),
+		waiters:    admission.NewPool("waiting calls", MaxWaiters, MaxWaitersPerPrincipal),
+		transports: map[string]string{},
+		inUse:      map[string]*atomic.Int64{TransportMCP: {}, TransportREST: {}},
 	}
 }
 
@@ -180,6 +199,9 @@ type Slots struct {
 	// and discovery routes, Waiting the waiter slots of calls in a
 	// bounded wait.
 	Authenticated, Public, Waiting int
+	// ByTransport splits Authenticated by transport (TransportMCP,
+	// TransportREST).
+	ByTransport map[string]int
 }
 
 // InUse returns the slots held now (a gauge for /metrics).
@@ -187,7 +209,11 @@ func (m *Mux) InUse() Slots {
 	a, _ := m.requests.Held("")
 	p, _ := m.publicSlots.Held("")
 	w, _ := m.waiters.Held("")
-	return Slots{Authenticated: a, Public: p, Waiting: w}
+	by := make(map[string]int, len(m.inUse))
+	for t, n := range m.inUse {
+		by[t] = int(n.Load())
+	}
+	return Slots{Authenticated: a, Public: p, Waiting: w, ByTransport: by}
 }
 
 // Always registers a public route that is served before and outside every
@@ -211,7 +237,20 @@ func (m *Mux) Public(pattern string, h http.Handler) { m.public.Handle(pattern, 
 func (m *Mux) Discovery(pattern string, h http.Handler) { m.discovery.Handle(pattern, h) }
 
 // Authenticated registers a route that needs a valid bearer credential.
-func (m *Mux) Authenticated(pattern string, h http.Handler) { m.authed.Handle(pattern, h) }
+func (m *Mux) Authenticated(pattern string, h http.Handler) {
+	m.AuthenticatedTransport(TransportREST, pattern, h)
+}
+
+// AuthenticatedTransport is Authenticated for a route of transport t
+// (TransportMCP or TransportREST), whose request slots Slots.ByTransport
+// counts. Another t panics, as a bad pattern does.
+func (m *Mux) AuthenticatedTransport(t, pattern string, h http.Handler) {
+	if m.inUse[t] == nil {
+		panic("httpserver: unknown transport " + strconv.Quote(t))
+	}
+	m.transports[pattern] = t
+	m.authed.Handle(pattern, h)
+}
 
 // Handler returns the complete handler stack. Every request gets a
 // request id (requestid.Accept of its X-Request-Id), echoed in the
@@ -278,7 +317,8 @@ func (m *Mux) routes() http.Handler {
 			m.servePublic(w, r, h)
 			return
 		}
-		if _, pattern := m.authed.Handler(r); pattern == "" {
+		_, pattern := m.authed.Handler(r)
+		if pattern == "" {
 			writeUnread(w, r, http.StatusNotFound, failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 			return
 		}
@@ -305,7 +345,9 @@ func (m *Mux) routes() http.Handler {
 			}
 			return
 		}
-		h.request = release
+		inUse := m.inUse[m.transports[pattern]]
+		inUse.Add(1)
+		h.request = sync.OnceFunc(func() { inUse.Add(-1); release() })
 		defer h.release()
 		body, ok := m.readBody(w, r)
 		if !ok {

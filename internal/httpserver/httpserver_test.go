@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -57,6 +58,10 @@ func newStack(t *testing.T, o httpserver.Options) *stack {
 			return
 		}
 		s.entered <- "wait"
+		<-s.release
+	}))
+	m.AuthenticatedTransport(httpserver.TransportMCP, "POST /mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.entered <- "mcp"
 		<-s.release
 	}))
 	m.Authenticated("POST /ok", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -359,4 +364,35 @@ func TestCredentialChecksWait(t *testing.T) {
 			t.Fatalf("burst request: %+v", a)
 		}
 	}
+}
+
+// TestSlotsByTransport: the authenticated pool's slots are counted by the
+// transport of the route that holds them; a call in a bounded wait holds
+// a waiter slot instead, and every count returns to zero when the
+// requests end.
+func TestSlotsByTransport(t *testing.T) {
+	s := newStack(t, httpserver.Options{})
+	mcp := s.hold(t, "tok-a", "/mcp", 2)
+	rest := s.hold(t, "tok-b", "/block", 1)
+	wait := s.hold(t, "tok-c", "/wait", 1)
+	got := s.mux.InUse()
+	if want := (map[string]int{httpserver.TransportMCP: 2, httpserver.TransportREST: 1}); !maps.Equal(got.ByTransport, want) || got.Authenticated != 3 || got.Waiting != 1 {
+		t.Fatalf("in use %+v, want by transport %v, 3 authenticated, 1 waiting", got, want)
+	}
+	close(s.release)
+	for _, c := range []chan answer{mcp, mcp, rest, wait} {
+		if a := <-c; a.status != 200 {
+			t.Fatalf("a held request ended %+v", a)
+		}
+	}
+	got = s.mux.InUse()
+	if want := (map[string]int{httpserver.TransportMCP: 0, httpserver.TransportREST: 0}); !maps.Equal(got.ByTransport, want) || got.Authenticated != 0 || got.Waiting != 0 {
+		t.Fatalf("after the requests: %+v", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("an unknown transport was registered")
+		}
+	}()
+	s.mux.AuthenticatedTransport("grpc", "POST /x", http.NotFoundHandler())
 }
