@@ -406,6 +406,17 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	if v := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); v != "" {
 		c.Telemetry.TracesEndpoint = v
 	}
+	// Header by header: [telemetry] headers, then the general variable,
+	// then the traces one. A refused value is named, never shown.
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		if v := getenv(name); v != "" {
+			h, err := telemetry.ParseHeaders(v)
+			if err != nil {
+				return &ConfigError{Source: "environment", Key: name, Err: err}
+			}
+			c.Telemetry.Headers = telemetry.MergeHeaders(c.Telemetry.Headers, h)
+		}
+	}
 	if v := getenv("WEBCODEX_LISTEN"); v != "" {
 		c.Listen = v
 	}

@@ -2,11 +2,14 @@ package app_test
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/webcodex/webcodex/internal/app"
+	"github.com/webcodex/webcodex/internal/telemetry"
 )
 
 func TestTelemetryConfig(t *testing.T) {
@@ -45,6 +48,35 @@ func TestTelemetryConfig(t *testing.T) {
 		ce, ok := errors.AsType[*app.ConfigError](err)
 		if !ok || ce.Key != c.key {
 			t.Errorf("%q / %q: %v, want a ConfigError naming %s", c.file, c.env, err, c.key)
+		}
+		if entries, _ := os.ReadDir(d); len(entries) != 1 {
+			t.Errorf("%q: a refused configuration created files: %v", c.file, entries)
+		}
+	}
+
+	// Export headers: the file's table, then OTEL_EXPORTER_OTLP_HEADERS,
+	// then the traces variable, header by header.
+	os.WriteFile(filepath.Join(dir, app.ConfigFile), []byte("[telemetry.headers]\nx-a = \"file\"\nx-b = \"file\"\n"), 0o600)
+	cfg, err = app.LoadConfig(dir, env(map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-b=env,x-c=env", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "X-C=traces%21"}))
+	if want := map[string]string{"X-A": "file", "X-B": "env", "X-C": "traces!"}; err != nil || !maps.Equal(cfg.Telemetry.Headers, want) {
+		t.Fatalf("headers %v, %v; want %v", cfg.Telemetry.Headers, err, want)
+	}
+	for _, c := range []struct{ file, name, value, key string }{
+		{"", "OTEL_EXPORTER_OTLP_HEADERS", "SECRET-no-equals", "OTEL_EXPORTER_OTLP_HEADERS"},
+		{"", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-k=SECRET%zz", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"},
+		{"", "OTEL_EXPORTER_OTLP_HEADERS", "bad name=SECRET", "OTEL_EXPORTER_OTLP_HEADERS"},
+		{"[telemetry.headers]\n\"x-k\" = \"SECRET\\r\\nInjected: 1\"\n", "", "", "telemetry.headers"},
+		{"[telemetry.headers]\n\"bad name\" = \"SECRET\"\n", "", "", "telemetry.headers"},
+	} {
+		d := t.TempDir()
+		os.WriteFile(filepath.Join(d, app.ConfigFile), []byte(c.file), 0o600)
+		_, err := app.LoadConfig(d, env(map[string]string{c.name: c.value}))
+		ce, ok := errors.AsType[*app.ConfigError](err)
+		if !ok || ce.Key != c.key || !errors.Is(err, telemetry.ErrHeaders) {
+			t.Errorf("%q / %s=%q: %v, want a ConfigError naming %s", c.file, c.name, c.value, err, c.key)
+		}
+		if err != nil && strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("the error shows a header value: %v", err)
 		}
 		if entries, _ := os.ReadDir(d); len(entries) != 1 {
 			t.Errorf("%q: a refused configuration created files: %v", c.file, entries)

@@ -22,12 +22,14 @@ import (
 )
 
 // otlpReceiver is an in-process OTLP/HTTP trace receiver: it decodes every
-// ExportTraceServiceRequest and keeps it with its raw bytes.
+// ExportTraceServiceRequest and keeps it with its raw bytes and the
+// request's headers.
 type otlpReceiver struct {
-	srv  *httptest.Server
-	mu   sync.Mutex
-	raw  [][]byte
-	reqs []*v1.ExportTraceServiceRequest
+	srv     *httptest.Server
+	mu      sync.Mutex
+	raw     [][]byte
+	reqs    []*v1.ExportTraceServiceRequest
+	headers []http.Header
 }
 
 func newOTLPReceiver(t testing.TB) *otlpReceiver {
@@ -44,7 +46,7 @@ func newOTLPReceiver(t testing.TB) *otlpReceiver {
 			return
 		}
 		rc.mu.Lock()
-		rc.raw, rc.reqs = append(rc.raw, body), append(rc.reqs, &req)
+		rc.raw, rc.reqs, rc.headers = append(rc.raw, body), append(rc.reqs, &req), append(rc.headers, r.Header.Clone())
 		rc.mu.Unlock()
 		out, _ := proto.Marshal(&v1.ExportTraceServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")

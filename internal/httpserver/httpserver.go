@@ -255,8 +255,8 @@ func (m *Mux) AuthenticatedTransport(t, pattern string, h http.Handler) {
 // Handler returns the complete handler stack. Every request gets a
 // request id (requestid.Accept of its X-Request-Id), echoed in the
 // response's X-Request-Id and carried in its context (requestid.From);
-// a request to a route other than an Always one is traced (Options.Tracing)
-// and logged once served, at info, with its route pattern (never its URL
+// a request to a route other than an Always one is traced (Options.Tracing;
+// a child of the caller's span when it sent a W3C traceparent) and logged once served, at info, with its route pattern (never its URL
 // path), status and duration.
 func (m *Mux) Handler() http.Handler {
 	inner := m.routes()
@@ -270,7 +270,8 @@ func (m *Mux) Handler() http.Handler {
 		}
 		start := time.Now()
 		route := m.route(r)
-		ctx, span := m.opts.Tracing.StartHTTP(ctx, telemetry.HTTPRequest{Method: r.Method, Route: route, RequestID: id})
+		ctx, span := m.opts.Tracing.StartHTTP(ctx, telemetry.HTTPRequest{Method: r.Method, Route: route, RequestID: id,
+			Traceparent: r.Header.Get("Traceparent")})
 		sw := NewRecorder(w)
 		inner.ServeHTTP(sw, r.WithContext(ctx))
 		status := sw.Status()

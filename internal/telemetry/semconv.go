@@ -148,11 +148,14 @@ func (o MCPOutcome) attributes() []attribute.KeyValue {
 }
 
 // HTTPRequest is what an HTTP request span records: the route pattern
-// (never the URL path) and the request id.
+// (never the URL path) and the request id. Traceparent is the request's
+// W3C traceparent header ("" when none): a well-formed one makes the span
+// a child of the caller's span (see StartHTTP); it is not an attribute.
 type HTTPRequest struct {
-	Method    string
-	Route     string
-	RequestID string
+	Method      string
+	Route       string
+	RequestID   string
+	Traceparent string
 }
 
 // HTTPSpanName is "{method} {route}", or the method alone when no route

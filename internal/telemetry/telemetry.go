@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -58,6 +59,12 @@ type Config struct {
 	ServiceName string `toml:"service_name"`
 	// SampleRatio is the share of traces kept, in (0, 1] (default 1).
 	SampleRatio float64 `toml:"sample_ratio"`
+	// Headers are sent with every export request (a collector's API
+	// key: Honeycomb's x-honeycomb-team, Datadog's dd-api-key). The
+	// OTEL_EXPORTER_OTLP_HEADERS and OTEL_EXPORTER_OTLP_TRACES_HEADERS
+	// variables add to them, header by header (see ParseHeaders). Their
+	// values are never logged nor shown in an error.
+	Headers map[string]string `toml:"headers"`
 }
 
 // DefaultConfig is tracing off, with the defaults it runs with once an
@@ -91,8 +98,10 @@ func (e *FieldError) Unwrap() error { return e.Err }
 
 // Validate refuses an endpoint that is not an http(s) URL with a host
 // (or carries credentials, a query or a fragment), a service name that
-// is empty, too long or not printable ASCII, and a sample ratio outside
-// (0, 1]. The error is a *FieldError.
+// is empty, too long or not printable ASCII, a sample ratio outside
+// (0, 1], and headers checkHeaders refuses (more than MaxHeaders or
+// MaxHeaderBytes, a name that is not an HTTP token, a value with a
+// control character). The error is a *FieldError.
 func (c Config) Validate() error {
 	for _, f := range []struct{ key, v string }{{"endpoint", c.Endpoint}, {"traces_endpoint", c.TracesEndpoint}} {
 		if f.v == "" {
@@ -108,6 +117,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.SampleRatio > 0 && c.SampleRatio <= 1) {
 		return &FieldError{Key: "sample_ratio", Err: errors.New("must be greater than 0 and at most 1")}
+	}
+	if err := checkHeaders(c.Headers); err != nil {
+		return &FieldError{Key: "headers", Err: err}
 	}
 	return nil
 }
@@ -165,10 +177,16 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 // nothing.
 type Span struct{ s trace.Span }
 
-// StartHTTP starts the server span of an HTTP request.
+// StartHTTP starts the server span of an HTTP request: a child of the
+// caller's span when r.Traceparent is a well-formed W3C traceparent (its
+// trace id and parent span id; tracestate is not carried), else the root
+// of a new trace. A malformed traceparent is ignored.
 func (t *Tracing) StartHTTP(ctx context.Context, r HTTPRequest) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
+	}
+	if r.Traceparent != "" {
+		ctx = remoteParent(ctx, r.Traceparent)
 	}
 	ctx, s := t.tracer.Start(ctx, HTTPSpanName(r.Method, r.Route),
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(r.attributes()...))
@@ -230,4 +248,21 @@ func (s Span) EndTool(c ToolCall) {
 		s.s.SetStatus(codes.Error, "")
 	}
 	s.s.End()
+}
+
+// traceparentHeader is the W3C Trace Context header StartHTTP reads.
+const traceparentHeader = "traceparent"
+
+// remoteParent returns ctx carrying the remote span context of
+// traceparent, or ctx itself when traceparent is malformed (all-zero ids,
+// an unknown version's bad form, wrong lengths: propagation.TraceContext
+// decides). Only the ids and flags are kept: a caller's tracestate is its
+// own text and is never exported.
+func remoteParent(ctx context.Context, traceparent string) context.Context {
+	carrier := propagation.MapCarrier{traceparentHeader: traceparent}
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
+	if !sc.IsValid() {
+		return ctx
+	}
+	return trace.ContextWithRemoteSpanContext(ctx, sc.WithTraceState(trace.TraceState{}))
 }
