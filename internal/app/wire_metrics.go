@@ -152,11 +152,12 @@ func newMetrics(a *App) *metrics.Registry {
 	registerJournal(a, r)
 	registerSandboxDenials(a, r)
 	if a.Stores.Backend == BackendSQLite {
-		r.Func("store_bytes", "Bytes of a data-directory store on disk (its database file, WAL and shared-memory index).", prometheus.GaugeValue,
+		r.Func("store_bytes", "Bytes of a data-directory store on disk (its database file, WAL, shared-memory index and rollback journal).", prometheus.GaugeValue,
 			[]string{"store"}, func() []metrics.Sample {
 				out := make([]metrics.Sample, 0, len(dbs))
 				for _, d := range dbs {
-					out = append(out, metrics.Sample{Value: float64(fileBytes(d.db.Path())), Labels: []string{d.name}})
+					size, _ := databaseSize(d.db.Path())
+					out = append(out, metrics.Sample{Value: float64(size), Labels: []string{d.name}})
 				}
 				return out
 			})
@@ -299,17 +300,6 @@ func (a *App) startSandboxDenials() {
 	}
 }
 
-// fileBytes is the size of a SQLite database: the file, its WAL and its
-// shared-memory index (an absent one counts 0).
-func fileBytes(path string) int64 {
-	var n int64
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		if fi, err := os.Stat(p); err == nil {
-			n += fi.Size()
-		}
-	}
-	return n
-}
 
 // opsOptions are the /metrics and /readyz endpoints' options.
 func (a *App) opsOptions() opsapi.Options {
