@@ -116,7 +116,7 @@ func held(t *testing.T, data, id string) (workflow.StoreStatus, workflow.Session
 	if err != nil {
 		t.Fatal(err)
 	}
-	return wf, sess, n.Events
+	return wf, sess, n.Items
 }
 
 // TestGC: --dry-run prints what the policy would remove, per store and

@@ -10,7 +10,6 @@ import (
 	"github.com/webcodex/webcodex/internal/evidence"
 	"github.com/webcodex/webcodex/internal/jobs"
 	"github.com/webcodex/webcodex/internal/retention"
-	"github.com/webcodex/webcodex/internal/workflow"
 )
 
 // RetentionStatus is the retention part of /api/status: the policies in
@@ -73,15 +72,7 @@ func retentionTargets(r RetentionConfig, st *Stores, ev EvidencePurger, dataDir 
 	if r.SessionEventsDays != nil {
 		p := st.Workflow
 		out = append(out, retention.Target{Store: "workflow", Policy: "session_events_days", Age: r.age(*r.SessionEventsDays),
-			Purger: retention.Funcs{
-				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
-					c, err := p.PurgeClosedEvents(ctx, cutoff, batch)
-					return sessionCount(c), err
-				},
-				PendingFunc: func(ctx context.Context, cutoff time.Time) (retention.Count, error) {
-					c, err := p.CountClosedEvents(ctx, cutoff)
-					return sessionCount(c), err
-				}}})
+			Purger: retention.Funcs{PurgeFunc: p.PurgeClosedEvents, PendingFunc: p.CountClosedEvents}})
 	}
 	if r.JobOutputBytesPerProject != nil {
 		reach, bound := outputReach(st, dataDir), *r.JobOutputBytesPerProject
@@ -98,15 +89,7 @@ func retentionTargets(r RetentionConfig, st *Stores, ev EvidencePurger, dataDir 
 	}
 	if p, ok := st.Audit.(audit.EventPurger); ok && r.AuditEventsDays != nil {
 		out = append(out, retention.Target{Store: "audit", Policy: "audit_events_days", Age: r.age(*r.AuditEventsDays),
-			Purger: retention.Funcs{
-				PurgeFunc: func(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
-					c, err := p.PurgeEventsBefore(ctx, cutoff, batch)
-					return retention.Count{Items: c.Events, Owners: c.Sessions}, err
-				},
-				PendingFunc: func(ctx context.Context, cutoff time.Time) (retention.Count, error) {
-					c, err := p.CountEventsBefore(ctx, cutoff)
-					return retention.Count{Items: c.Events, Owners: c.Sessions}, err
-				}}})
+			Purger: retention.Funcs{PurgeFunc: p.PurgeEventsBefore, PendingFunc: p.CountEventsBefore}})
 	}
 	return out
 }
@@ -123,10 +106,6 @@ func outputReach(st *Stores, dataDir string) jobs.OutputReach {
 // jobs left to other replicas or unreachable are skipped.
 func outputCount(c jobs.OutputPurge) retention.Count {
 	return retention.Count{Items: c.Jobs, Owners: c.Jobs, Bytes: c.Bytes, Skipped: c.Elsewhere + c.Unreachable}
-}
-
-func sessionCount(c workflow.EventPurge) retention.Count {
-	return retention.Count{Items: c.Events, Owners: c.Sessions}
 }
 
 // age is n of the policy's units: n days, or n units when a test set

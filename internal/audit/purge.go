@@ -3,16 +3,9 @@ package audit
 import (
 	"context"
 	"time"
-)
 
-// EventPurge counts what a purge of old Action Audit events removed (or,
-// for a count, would remove).
-type EventPurge struct {
-	// Sessions is how many sessions lost events.
-	Sessions int64 `json:"sessions"`
-	// Events is how many events were removed.
-	Events int64 `json:"events"`
-}
+	"github.com/webcodex/webcodex/internal/retention"
+)
 
 // EventPurger is a [Store] that removes Action Audit events by the
 // retention policy (decision 0087). A session keeps its row and its
@@ -20,10 +13,11 @@ type EventPurge struct {
 // go, and the count of events it holds follows.
 type EventPurger interface {
 	// PurgeEventsBefore removes, in one short transaction, at most batch
-	// of the oldest events that ended before cutoff. A zero result means
-	// nothing is left to purge; an error means nothing changed.
-	PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (EventPurge, error)
+	// of the oldest events that ended before cutoff, counting the events
+	// as Items and the sessions that lost some as Owners. A zero result
+	// means nothing is left to purge; an error means nothing changed.
+	PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error)
 	// CountEventsBefore is what PurgeEventsBefore would remove, batch by
 	// batch, until it returned zero; it changes nothing.
-	CountEventsBefore(ctx context.Context, cutoff time.Time) (EventPurge, error)
+	CountEventsBefore(ctx context.Context, cutoff time.Time) (retention.Count, error)
 }

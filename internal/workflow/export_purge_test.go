@@ -26,7 +26,7 @@ type purgingStore struct {
 func (p *purgingStore) Events(ctx context.Context, id string, limit int) ([]workflow.Event, error) {
 	if p.purges > 0 {
 		p.purges--
-		if got, err := p.PurgeClosedEvents(ctx, time.Now(), 1); err != nil || got.Events != 1 {
+		if got, err := p.PurgeClosedEvents(ctx, time.Now(), 1); err != nil || got.Items != 1 {
 			p.t.Fatalf("purge batch: %+v, %v", got, err)
 		}
 	}

@@ -3,16 +3,9 @@ package workflow
 import (
 	"context"
 	"time"
-)
 
-// EventPurge counts what a purge of closed sessions' events removed (or,
-// for a count, would remove).
-type EventPurge struct {
-	// Sessions is how many sessions lost events.
-	Sessions int64 `json:"sessions"`
-	// Events is how many events were removed.
-	Events int64 `json:"events"`
-}
+	"github.com/webcodex/webcodex/internal/retention"
+)
 
 // EventPurger is a [Store] that purges the events of closed sessions by
 // the retention policy (decision 0087). A session whose events were
@@ -22,13 +15,13 @@ type EventPurge struct {
 type EventPurger interface {
 	// PurgeClosedEvents removes, in one short transaction, at most batch
 	// of the oldest retained events of sessions closed (and last updated)
-	// before cutoff, and marks their headers ([PurgedEvents]). A zero
-	// result means nothing is left to purge; an error means nothing
-	// changed.
-	PurgeClosedEvents(ctx context.Context, cutoff time.Time, batch int) (EventPurge, error)
+	// before cutoff, and marks their headers ([PurgedEvents]), counting
+	// the events as Items and the sessions as Owners. A zero result means
+	// nothing is left to purge; an error means nothing changed.
+	PurgeClosedEvents(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error)
 	// CountClosedEvents is what PurgeClosedEvents would remove, batch by
 	// batch, until it returned zero; it changes nothing.
-	CountClosedEvents(ctx context.Context, cutoff time.Time) (EventPurge, error)
+	CountClosedEvents(ctx context.Context, cutoff time.Time) (retention.Count, error)
 }
 
 // PurgedEvents marks s as having lost n events to the retention policy.

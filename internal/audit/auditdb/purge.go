@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/retention"
 )
 
 // qExpiredEvents and qCountExpired find the events that ended before a
@@ -22,7 +22,7 @@ const (
 // transaction: the oldest events (by ended_at, then seq: the order of the
 // index that finds them) that ended before cutoff, and
 // the held counts of their sessions.
-func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (audit.EventPurge, error) {
+func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
 	var per map[string]int64
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		per = map[string]int64{}
@@ -49,19 +49,19 @@ func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch i
 		return nil
 	})
 	if err != nil {
-		return audit.EventPurge{}, wrapWrite(err)
+		return retention.Count{}, wrapWrite(err)
 	}
 	s.held.drop(slices.Collect(maps.Keys(per)))
-	out := audit.EventPurge{Sessions: int64(len(per))}
+	out := retention.Count{Owners: int64(len(per))}
 	for _, n := range per {
-		out.Events += n
+		out.Items += n
 	}
 	return out, nil
 }
 
 // CountEventsBefore implements audit.EventPurger.
-func (s *Store) CountEventsBefore(ctx context.Context, cutoff time.Time) (audit.EventPurge, error) {
-	var out audit.EventPurge
-	err := s.db.QueryRow(ctx, qCountExpired, cutoff.Unix()).Scan(&out.Sessions, &out.Events)
+func (s *Store) CountEventsBefore(ctx context.Context, cutoff time.Time) (retention.Count, error) {
+	var out retention.Count
+	err := s.db.QueryRow(ctx, qCountExpired, cutoff.Unix()).Scan(&out.Owners, &out.Items)
 	return out, wrapRead(err)
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/retention"
 )
 
 // qExpiredEvents and qCountExpired find the events that ended before a
@@ -22,10 +22,10 @@ const (
 // cutoff, and the held counts of
 // their sessions, decremented under the session rows' locks so that an
 // append racing the purge counts from what is left.
-func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (audit.EventPurge, error) {
-	var out audit.EventPurge
+func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
+	var out retention.Count
 	err := s.db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		out = audit.EventPurge{}
+		out = retention.Count{}
 		rows, err := tx.Query(ctx, `WITH gone AS (
 			DELETE FROM audit.action_events WHERE seq IN (`+qExpiredEvents+`)
 			RETURNING session_id),
@@ -41,20 +41,20 @@ func (s *Store) PurgeEventsBefore(ctx context.Context, cutoff time.Time, batch i
 			if err := rows.Scan(&n); err != nil {
 				return err
 			}
-			out.Sessions++
-			out.Events += n
+			out.Owners++
+			out.Items += n
 		}
 		return rows.Err()
 	})
 	if err != nil {
-		return audit.EventPurge{}, storeError(err)
+		return retention.Count{}, storeError(err)
 	}
 	return out, nil
 }
 
 // CountEventsBefore implements audit.EventPurger.
-func (s *Store) CountEventsBefore(ctx context.Context, cutoff time.Time) (audit.EventPurge, error) {
-	var out audit.EventPurge
-	err := s.db.Pool.QueryRow(ctx, qCountExpired, cutoff.Unix()).Scan(&out.Sessions, &out.Events)
+func (s *Store) CountEventsBefore(ctx context.Context, cutoff time.Time) (retention.Count, error) {
+	var out retention.Count
+	err := s.db.Pool.QueryRow(ctx, qCountExpired, cutoff.Unix()).Scan(&out.Owners, &out.Items)
 	return out, storeError(err)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/webcodex/webcodex/internal/audit"
+	"github.com/webcodex/webcodex/internal/retention"
 )
 
 // purgeBatch is the batch size the purge test uses: smaller than what it
@@ -34,26 +35,26 @@ func purgeEventsBefore(t *testing.T, open func(*testing.T) Backend) {
 		t.Fatal(err)
 	}
 	cutoff := time.Unix(150, 0)
-	want := audit.EventPurge{Sessions: 2, Events: 3}
+	want := retention.Count{Owners: 2, Items: 3}
 	if got, err := p.CountEventsBefore(ctx, cutoff); err != nil || got != want {
 		t.Fatalf("count = %+v, %v; want %+v", got, err, want)
 	}
-	var sum audit.EventPurge
+	var sum retention.Count
 	for {
 		got, err := p.PurgeEventsBefore(ctx, cutoff, purgeBatch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Events == 0 {
+		if got.Items == 0 {
 			break
 		}
-		if got.Events > purgeBatch {
-			t.Fatalf("one batch removed %d events, more than %d", got.Events, purgeBatch)
+		if got.Items > purgeBatch {
+			t.Fatalf("one batch removed %d events, more than %d", got.Items, purgeBatch)
 		}
-		sum.Events += got.Events
+		sum.Items += got.Items
 	}
-	if sum.Events != want.Events {
-		t.Fatalf("purged %d events, want %d", sum.Events, want.Events)
+	if sum.Items != want.Items {
+		t.Fatalf("purged %d events, want %d", sum.Items, want.Items)
 	}
 	for session, ids := range map[string][]string{"a": {"a3"}, "b": {"b2"}} {
 		if got := eventIDs(t, b, session); !slices.Equal(got, ids) {
@@ -67,7 +68,7 @@ func purgeEventsBefore(t *testing.T, open func(*testing.T) Backend) {
 	if err != nil || after.TotalActions != before.TotalActions {
 		t.Fatalf("session a after the purge: %+v, %v; want its counters kept (%d actions)", after, err, before.TotalActions)
 	}
-	if got, err := p.CountEventsBefore(ctx, cutoff); err != nil || got != (audit.EventPurge{}) {
+	if got, err := p.CountEventsBefore(ctx, cutoff); err != nil || got != (retention.Count{}) {
 		t.Fatalf("count after the purge = %+v, %v; want zero", got, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webcodex/webcodex/internal/retention"
 	"github.com/webcodex/webcodex/internal/workflow"
 )
 
@@ -28,22 +29,22 @@ func closedWithEvents(t *testing.T, svc *workflow.Service, calls int) workflow.S
 }
 
 // purgeAll runs PurgeClosedEvents until it returns zero and sums it.
-func purgeAll(t *testing.T, st Store, cutoff time.Time) workflow.EventPurge {
+func purgeAll(t *testing.T, st Store, cutoff time.Time) retention.Count {
 	t.Helper()
-	var sum workflow.EventPurge
+	var sum retention.Count
 	for {
 		p, err := st.PurgeClosedEvents(context.Background(), cutoff, purgeBatch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Sessions == 0 {
+		if p.Owners == 0 {
 			return sum
 		}
-		if p.Events > purgeBatch {
-			t.Fatalf("one batch removed %d events, more than %d", p.Events, purgeBatch)
+		if p.Items > purgeBatch {
+			t.Fatalf("one batch removed %d events, more than %d", p.Items, purgeBatch)
 		}
-		sum.Sessions += p.Sessions
-		sum.Events += p.Events
+		sum.Owners += p.Owners
+		sum.Items += p.Items
 	}
 }
 
@@ -60,12 +61,12 @@ func purgeClosedEvents(t *testing.T, l env) {
 	newer := closedWithEvents(t, svc, 1)
 	active := start(t, svc)
 
-	want := workflow.EventPurge{Sessions: 1, Events: old.EventsObserved}
+	want := retention.Count{Owners: 1, Items: old.EventsObserved}
 	if got, err := st.CountClosedEvents(ctx, cutoff); err != nil || got != want {
 		t.Fatalf("count = %+v, %v; want %+v", got, err, want)
 	}
-	if got := purgeAll(t, st, cutoff); got.Events != want.Events {
-		t.Fatalf("purged %+v, want %d events", got, want.Events)
+	if got := purgeAll(t, st, cutoff); got.Items != want.Items {
+		t.Fatalf("purged %+v, want %d events", got, want.Items)
 	}
 	after := get(t, st, old.ID)
 	if !after.RetentionTruncated || after.EventsPurged != old.EventsObserved || after.EventsObserved != old.EventsObserved || after.Counters != old.Counters {
@@ -80,7 +81,7 @@ func purgeClosedEvents(t *testing.T, l env) {
 			t.Fatalf("session %s (%s) changed by the purge: %+v", s.ID, s.Lifecycle, got)
 		}
 	}
-	if got, err := st.CountClosedEvents(ctx, cutoff); err != nil || got != (workflow.EventPurge{}) {
+	if got, err := st.CountClosedEvents(ctx, cutoff); err != nil || got != (retention.Count{}) {
 		t.Fatalf("count after the purge = %+v, %v; want zero", got, err)
 	}
 	if st, err := st.Status(ctx); err != nil || st.Events != int64(newer.EventsObserved+active.EventsObserved) {
@@ -97,7 +98,7 @@ func purgeAcrossAKill(t *testing.T, l env) {
 	svc := workflow.NewService(st, nil)
 	old := closedWithEvents(t, svc, 4) // 11 events: four batches
 	cutoff := time.Now()
-	if p, err := st.PurgeClosedEvents(context.Background(), cutoff, purgeBatch); err != nil || p.Events != purgeBatch {
+	if p, err := st.PurgeClosedEvents(context.Background(), cutoff, purgeBatch); err != nil || p.Items != purgeBatch {
 		t.Fatalf("first batch = %+v, %v", p, err)
 	}
 	// The next batch waits for the writer (or, on a database, skips the

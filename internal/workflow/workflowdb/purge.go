@@ -6,7 +6,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/retention"
 	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
@@ -17,11 +17,11 @@ const sqlPurgeable = `FROM sessions WHERE lifecycle = 'closed' AND retained > 0 
 
 // PurgeClosedEvents implements workflow.EventPurger: one session's oldest
 // events (at most batch) and its header, in one writer transaction.
-func (s *Store) PurgeClosedEvents(ctx context.Context, cutoff time.Time, batch int) (workflow.EventPurge, error) {
-	var out workflow.EventPurge
+func (s *Store) PurgeClosedEvents(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
+	var out retention.Count
 	var id string
 	err := s.db.Writer.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		out = workflow.EventPurge{}
+		out = retention.Count{}
 		var hdr string
 		var retained int64
 		err := tx.QueryRowContext(ctx, `SELECT session_id, header_json, retained `+sqlPurgeable+` LIMIT 1`, cutoff.UnixNano()).Scan(&id, &hdr, &retained)
@@ -48,21 +48,21 @@ func (s *Store) PurgeClosedEvents(ctx context.Context, cutoff time.Time, batch i
 			left, hdr, id); err != nil {
 			return err
 		}
-		out = workflow.EventPurge{Sessions: 1, Events: n}
+		out = retention.Count{Owners: 1, Items: n}
 		return nil
 	})
 	if err != nil {
-		return workflow.EventPurge{}, storeErr(err)
+		return retention.Count{}, storeErr(err)
 	}
-	if out.Sessions > 0 {
+	if out.Owners > 0 {
 		s.headers.Delete(id) // the next read decodes the purged header
 	}
 	return out, nil
 }
 
 // CountClosedEvents implements workflow.EventPurger.
-func (s *Store) CountClosedEvents(ctx context.Context, cutoff time.Time) (workflow.EventPurge, error) {
-	var out workflow.EventPurge
-	err := s.db.QueryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(retained), 0) `+sqlPurgeable, cutoff.UnixNano()).Scan(&out.Sessions, &out.Events)
+func (s *Store) CountClosedEvents(ctx context.Context, cutoff time.Time) (retention.Count, error) {
+	var out retention.Count
+	err := s.db.QueryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(retained), 0) `+sqlPurgeable, cutoff.UnixNano()).Scan(&out.Owners, &out.Items)
 	return out, storeErr(err)
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webcodex/webcodex/internal/workflow"
+	"github.com/webcodex/webcodex/internal/retention"
 	"github.com/webcodex/webcodex/internal/workflow/workflowrow"
 )
 
@@ -19,10 +19,10 @@ const sqlPurgeable = `FROM workflow.sessions WHERE lifecycle = 'closed' AND reta
 // PurgeClosedEvents implements workflow.EventPurger: one session's oldest
 // events (at most batch) and its header, in one transaction holding the
 // session row's lock (another replica's purge skips the row).
-func (s *Store) PurgeClosedEvents(ctx context.Context, cutoff time.Time, batch int) (workflow.EventPurge, error) {
-	var out workflow.EventPurge
+func (s *Store) PurgeClosedEvents(ctx context.Context, cutoff time.Time, batch int) (retention.Count, error) {
+	var out retention.Count
 	err := s.db.Tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		out = workflow.EventPurge{}
+		out = retention.Count{}
 		var id, hdr string
 		var retained int64
 		err := tx.QueryRow(ctx, `SELECT session_id, header_json, retained `+sqlPurgeable+` LIMIT 1 FOR UPDATE SKIP LOCKED`, cutoff.UnixNano()).Scan(&id, &hdr, &retained)
@@ -46,18 +46,18 @@ func (s *Store) PurgeClosedEvents(ctx context.Context, cutoff time.Time, batch i
 			left, hdr, id); err != nil {
 			return err
 		}
-		out = workflow.EventPurge{Sessions: 1, Events: n}
+		out = retention.Count{Owners: 1, Items: n}
 		return nil
 	})
 	if err != nil {
-		return workflow.EventPurge{}, storeErr(err)
+		return retention.Count{}, storeErr(err)
 	}
 	return out, nil
 }
 
 // CountClosedEvents implements workflow.EventPurger.
-func (s *Store) CountClosedEvents(ctx context.Context, cutoff time.Time) (workflow.EventPurge, error) {
-	var out workflow.EventPurge
-	err := s.db.Pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(retained), 0)::bigint `+sqlPurgeable, cutoff.UnixNano()).Scan(&out.Sessions, &out.Events)
+func (s *Store) CountClosedEvents(ctx context.Context, cutoff time.Time) (retention.Count, error) {
+	var out retention.Count
+	err := s.db.Pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(retained), 0)::bigint `+sqlPurgeable, cutoff.UnixNano()).Scan(&out.Owners, &out.Items)
 	return out, storeErr(err)
 }
