@@ -65,6 +65,11 @@ const (
 	TransportPipe = "pipe"
 )
 
+// maxSpanAttributes is the most attributes one span gets (a tool span:
+// its ToolCall's eight; an HTTP span's request and status are six, an MCP
+// span's request and outcome seven).
+const maxSpanAttributes = 8
+
 // maxNameBytes bounds a name put in a span name or attribute (a tool or
 // method name is a registered name; a longer one is cut).
 const maxNameBytes = 128
@@ -103,8 +108,8 @@ func MCPSpanName(method, tool string) string {
 	return clip(method)
 }
 
-func (m MCPRequest) attributes() []attribute.KeyValue {
-	attrs := []attribute.KeyValue{attribute.String(keyMCPMethod, clip(m.Method))}
+func (m MCPRequest) appendAttributes(attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs, attribute.String(keyMCPMethod, clip(m.Method)))
 	if m.Method == methodToolsCall {
 		attrs = append(attrs, attribute.String(keyOperation, operationExecuteTool))
 		if m.Tool != "" {
@@ -135,16 +140,16 @@ type MCPOutcome struct {
 	ToolError    bool
 }
 
-func (o MCPOutcome) attributes() []attribute.KeyValue {
+func (o MCPOutcome) appendAttributes(attrs []attribute.KeyValue) []attribute.KeyValue {
 	switch {
 	case o.HasRPCError && o.RPCErrorCode != 0:
-		return []attribute.KeyValue{attribute.String(keyErrorType, strconv.FormatInt(o.RPCErrorCode, 10))}
+		return append(attrs, attribute.String(keyErrorType, strconv.FormatInt(o.RPCErrorCode, 10)))
 	case o.HasRPCError:
-		return []attribute.KeyValue{attribute.String(keyErrorType, errorOther)}
+		return append(attrs, attribute.String(keyErrorType, errorOther))
 	case o.ToolError:
-		return []attribute.KeyValue{attribute.String(keyErrorType, errorToolError)}
+		return append(attrs, attribute.String(keyErrorType, errorToolError))
 	}
-	return nil
+	return attrs
 }
 
 // HTTPRequest is what an HTTP request span records: the route pattern
@@ -167,8 +172,8 @@ func HTTPSpanName(method, route string) string {
 	return clip(method) + " " + clip(route)
 }
 
-func (h HTTPRequest) attributes() []attribute.KeyValue {
-	attrs := []attribute.KeyValue{attribute.String(keyHTTPMethod, clip(h.Method)), attribute.String(keyRequestID, h.RequestID)}
+func (h HTTPRequest) appendAttributes(attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs, attribute.String(keyHTTPMethod, clip(h.Method)), attribute.String(keyRequestID, h.RequestID))
 	if h.Route != "" {
 		attrs = append(attrs, attribute.String(keyHTTPRoute, clip(h.Route)))
 	}
@@ -177,8 +182,8 @@ func (h HTTPRequest) attributes() []attribute.KeyValue {
 
 // httpStatus is the response status and, for a server error (5xx), its
 // error.type (the status code as text, as the HTTP conventions have it).
-func httpStatus(code int) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{attribute.Int(keyHTTPStatus, code)}
+func appendHTTPStatus(attrs []attribute.KeyValue, code int) []attribute.KeyValue {
+	attrs = append(attrs, attribute.Int(keyHTTPStatus, code))
 	if code >= 500 {
 		attrs = append(attrs, attribute.String(keyErrorType, strconv.Itoa(code)))
 	}
@@ -218,8 +223,7 @@ type ToolCall struct {
 	ErrorKind string
 }
 
-func (c ToolCall) attributes() []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 8)
+func (c ToolCall) appendAttributes(attrs []attribute.KeyValue) []attribute.KeyValue {
 	attrs = append(attrs, attribute.String(keyOperation, operationExecuteTool))
 	if c.Tool != "" {
 		attrs = append(attrs, attribute.String(keyToolName, clip(c.Tool)))

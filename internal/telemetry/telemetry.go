@@ -15,8 +15,10 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -174,13 +176,41 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 }
 
 // Span is one span WebCodex started; the zero Span (tracing off) does
-// nothing.
-type Span struct{ s trace.Span }
+// nothing. An HTTP request span keeps its request until it ends, so that
+// all its attributes are set at once.
+type Span struct {
+	s    trace.Span
+	http HTTPRequest
+}
+
+// Span start options, built once.
+var (
+	serverSpan   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+)
+
+// attrBuffers recycles the attribute lists handed to the SDK, which
+// copies them (SetAttributes), so that a span's attributes cost the SDK's
+// copy only.
+var attrBuffers = sync.Pool{New: func() any {
+	b := make([]attribute.KeyValue, 0, maxSpanAttributes)
+	return &b
+}}
+
+// setAttributes sets on s what fill appends, through a recycled list.
+func setAttributes[T any](s trace.Span, v T, fill func(T, []attribute.KeyValue) []attribute.KeyValue) {
+	buf := attrBuffers.Get().(*[]attribute.KeyValue)
+	*buf = fill(v, (*buf)[:0])
+	s.SetAttributes(*buf...)
+	clear(*buf) // no string outlives the span in the pool
+	attrBuffers.Put(buf)
+}
 
 // StartHTTP starts the server span of an HTTP request: a child of the
 // caller's span when r.Traceparent is a well-formed W3C traceparent (its
 // trace id and parent span id; tracestate is not carried), else the root
-// of a new trace. A malformed traceparent is ignored.
+// of a new trace. A malformed traceparent is ignored. The request's
+// attributes are set when the span ends (EndHTTP), with the status.
 func (t *Tracing) StartHTTP(ctx context.Context, r HTTPRequest) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
@@ -188,17 +218,19 @@ func (t *Tracing) StartHTTP(ctx context.Context, r HTTPRequest) (context.Context
 	if r.Traceparent != "" {
 		ctx = remoteParent(ctx, r.Traceparent)
 	}
-	ctx, s := t.tracer.Start(ctx, HTTPSpanName(r.Method, r.Route),
-		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(r.attributes()...))
-	return ctx, Span{s}
+	ctx, s := t.tracer.Start(ctx, HTTPSpanName(r.Method, r.Route), serverSpan...)
+	return ctx, Span{s: s, http: r}
 }
 
-// EndHTTP ends an HTTP request span with the response status.
+// EndHTTP ends an HTTP request span with its request's attributes and
+// the response status.
 func (s Span) EndHTTP(status int) {
 	if s.s == nil {
 		return
 	}
-	s.s.SetAttributes(httpStatus(status)...)
+	setAttributes(s.s, status, func(status int, attrs []attribute.KeyValue) []attribute.KeyValue {
+		return appendHTTPStatus(s.http.appendAttributes(attrs), status)
+	})
 	if status >= 500 {
 		s.s.SetStatus(codes.Error, "")
 	}
@@ -211,9 +243,9 @@ func (t *Tracing) StartMCP(ctx context.Context, r MCPRequest) (context.Context, 
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s := t.tracer.Start(ctx, MCPSpanName(r.Method, r.Tool),
-		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(r.attributes()...))
-	return ctx, Span{s}
+	ctx, s := t.tracer.Start(ctx, MCPSpanName(r.Method, r.Tool), serverSpan...)
+	setAttributes(s, r, MCPRequest.appendAttributes)
+	return ctx, Span{s: s}
 }
 
 // EndMCP ends an MCP request span.
@@ -221,8 +253,8 @@ func (s Span) EndMCP(o MCPOutcome) {
 	if s.s == nil {
 		return
 	}
-	if attrs := o.attributes(); len(attrs) > 0 {
-		s.s.SetAttributes(attrs...)
+	if o.HasRPCError || o.ToolError {
+		setAttributes(s.s, o, MCPOutcome.appendAttributes)
 		s.s.SetStatus(codes.Error, "")
 	}
 	s.s.End()
@@ -234,8 +266,8 @@ func (t *Tracing) StartTool(ctx context.Context, tool string) (context.Context, 
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s := t.tracer.Start(ctx, ToolSpanName(tool), trace.WithSpanKind(trace.SpanKindInternal))
-	return ctx, Span{s}
+	ctx, s := t.tracer.Start(ctx, ToolSpanName(tool), internalSpan...)
+	return ctx, Span{s: s}
 }
 
 // EndTool ends a tool execution span with the call's facts.
@@ -243,7 +275,7 @@ func (s Span) EndTool(c ToolCall) {
 	if s.s == nil {
 		return
 	}
-	s.s.SetAttributes(c.attributes()...)
+	setAttributes(s.s, c, ToolCall.appendAttributes)
 	if c.ErrorKind != "" {
 		s.s.SetStatus(codes.Error, "")
 	}
