@@ -15,7 +15,8 @@ import (
 
 // TestTraceHeadersAndTraceparent exports with the headers of
 // OTEL_EXPORTER_OTLP_HEADERS and [telemetry] headers (the receiver sees
-// them; no log line shows a value) and checks inbound traceparent: a
+// them and only them; no log line shows a value) and checks inbound
+// traceparent: a
 // well-formed one (even unsampled) is the parent of the request's span,
 // a malformed one is ignored and the span is a new root.
 func TestTraceHeadersAndTraceparent(t *testing.T) {
@@ -26,6 +27,9 @@ func TestTraceHeadersAndTraceparent(t *testing.T) {
 		inParent    = "00f067aa0ba902b7"
 		traceparent = "00-" + inTrace + "-" + inParent + "-00"
 	)
+	// The exporter would read the process's variables itself; the loaded
+	// configuration replaces them (one source), so this one is not sent.
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-stray=from-the-process")
 	rc := newOTLPReceiver(t)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, app.ConfigFile), []byte("[telemetry.headers]\ndd-api-key = \""+fileKey+"\"\n"), 0o600)
@@ -88,8 +92,8 @@ func TestTraceHeadersAndTraceparent(t *testing.T) {
 		t.Fatal("nothing exported")
 	}
 	for _, h := range rc.headers {
-		if h.Get("X-Honeycomb-Team") != apiKey || h.Get("Dd-Api-Key") != fileKey {
-			t.Fatalf("export request headers: team %q, dd %q", h.Get("X-Honeycomb-Team"), h.Get("Dd-Api-Key"))
+		if h.Get("X-Honeycomb-Team") != apiKey || h.Get("Dd-Api-Key") != fileKey || h.Get("X-Stray") != "" {
+			t.Fatalf("export request headers: team %q, dd %q, stray %q", h.Get("X-Honeycomb-Team"), h.Get("Dd-Api-Key"), h.Get("X-Stray"))
 		}
 	}
 	for _, raw := range rc.raw {
