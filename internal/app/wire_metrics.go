@@ -300,7 +300,6 @@ func (a *App) startSandboxDenials() {
 	}
 }
 
-
 // opsOptions are the /metrics and /readyz endpoints' options.
 func (a *App) opsOptions() opsapi.Options {
 	o := opsapi.Options{Ready: a.Ready}
